@@ -1,0 +1,155 @@
+// File: config/options.hpp
+//
+// The typed configuration. Each field carries its default and its meaning;
+// `$MIBYAN_HOME/config.yaml` overrides fields by the same names (sections and
+// keys are spelled exactly as the members, e.g. `code_execution.timeout`).
+// See docs/configuration.md for the YAML form. Plain data, no logic.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace mibyan {
+
+/// Section `model`: which LLM the agent talks to by default.
+struct model_options {
+  /// Provider name: openai, openrouter, anthropic, deepseek, ollama,
+  /// llamacpp, lmstudio, vllm or custom. Empty means "not configured".
+  std::string provider;
+  /// Default model id, e.g. "gpt-4o-mini".
+  std::string default_model;  // YAML key: model.default
+  /// Base URL override (required for `custom`).
+  std::string base_url;
+};
+
+/// Section `agent`: the turn loop.
+struct agent_options {
+  /// Maximum model calls per user turn before a summary is forced.
+  int64_t max_turns = 90;
+};
+
+/// Section `terminal`: the `terminal` tool and child environments.
+struct terminal_options {
+  /// Default foreground timeout in seconds.
+  int64_t timeout = 180;
+  /// Largest allowed foreground timeout in seconds.
+  int64_t max_timeout = 600;
+  /// Seconds between SIGTERM and SIGKILL when a command is stopped.
+  int64_t kill_grace = 5;
+  /// Exact names of environment variables passed to children although the
+  /// secret filter would drop them. Provider credentials are never passed.
+  std::vector<std::string> env_passthrough;
+};
+
+/// Section `tool_output`: size limits shared by tools.
+struct tool_output_options {
+  /// Characters of terminal output kept (head 40 %, tail 60 %).
+  int64_t max_bytes = 50000;
+  /// Largest `limit` accepted by read_file.
+  int64_t max_lines = 2000;
+  /// Characters of one line before read_file truncates it.
+  int64_t max_line_chars = 2000;
+  /// Total characters read_file returns in one call.
+  int64_t read_char_budget = 100000;
+};
+
+/// Section `web`: web_search and web_extract.
+struct web_options {
+  /// Search backend: "" (none), "searxng", "brave" or "tavily".
+  std::string search_backend;
+  /// Base URL of a SearXNG instance (its /search endpoint must allow
+  /// format=json).
+  std::string searxng_url;
+  /// Override of the Brave API endpoint (tests point it at 127.0.0.1).
+  std::string brave_url = "https://api.search.brave.com/res/v1/web/search";
+  /// Override of the Tavily API endpoint.
+  std::string tavily_url = "https://api.tavily.com/search";
+  /// Default per-page character limit of web_extract.
+  int64_t extract_char_limit = 15000;
+  /// Largest response body fetched, in bytes.
+  int64_t max_download_bytes = 10 * 1024 * 1024;
+  /// Total timeout of one HTTP fetch, in seconds.
+  int64_t fetch_timeout = 30;
+  /// Connect timeout, in seconds.
+  int64_t connect_timeout = 10;
+  /// Largest number of redirects followed.
+  int64_t max_redirects = 5;
+  /// User-Agent header sent by the web tools.
+  std::string user_agent = "Mibyan/0.1 (+https://github.com/mibyan)";
+};
+
+/// Section `security`.
+struct security_options {
+  /// Allow web tools to reach private, loopback, link-local and metadata
+  /// addresses. Off by default (SSRF guard).
+  bool allow_private_urls = false;
+};
+
+/// Section `code_execution`: the execute_code bridge.
+struct code_execution_options {
+  /// "project" (session cwd, active venv/conda python) or "strict" (private
+  /// temp dir, system python).
+  std::string mode = "project";
+  /// Wall-clock seconds per cell.
+  int64_t timeout = 300;
+  /// Tool calls dispatched per cell.
+  int64_t max_tool_calls = 50;
+  /// Bytes of stdout shown inline (head 40 %, tail 60 %).
+  int64_t max_stdout_bytes = 50000;
+  /// Bytes of stderr (fd-level and Python-level together) shown.
+  int64_t max_stderr_bytes = 10000;
+  /// Bytes of stdout saved to the spill file.
+  int64_t max_spill_bytes = 5000000;
+  /// Seconds an idle kernel lives.
+  int64_t kernel_idle_timeout = 1800;
+  /// Live top-level kernels before the least recently used idle one goes.
+  int64_t max_session_kernels = 4;
+  /// Pre-started kernels kept ready for new sessions (0 disables).
+  int64_t prestart_kernels = 1;
+  /// Interpreter for strict mode and fallback ("" means python3 on PATH).
+  std::string python;
+};
+
+/// Section `runtime`: the actor system.
+struct runtime_options {
+  /// Scheduler worker threads; 0 means the number of cores (at least 2).
+  int64_t scheduler_threads = 0;
+  /// Threads that run blocking tool work (files, subprocesses).
+  int64_t blocking_threads = 16;
+};
+
+/// Section `logging`.
+struct logging_options {
+  /// debug, info, warning or error.
+  std::string level = "info";
+  /// Also append log lines to this file ("" for none).
+  std::string file;
+};
+
+/// The whole effective configuration plus where it came from.
+struct options {
+  model_options model;
+  agent_options agent;
+  terminal_options terminal;
+  tool_output_options tool_output;
+  web_options web;
+  security_options security;
+  code_execution_options code_execution;
+  runtime_options runtime;
+  logging_options logging;
+
+  /// `$MIBYAN_HOME`, absolute.
+  std::string home;
+  /// Path of the config file that was read ("" when none existed).
+  std::string config_path;
+  /// Variables from `$MIBYAN_HOME/.env` (secrets). Never logged unmasked.
+  std::map<std::string, std::string> env_file;
+
+  /// Returns the value of a secret: the process environment first, then
+  /// `.env`. Empty when unset.
+  std::string secret(const std::string& name) const;
+};
+
+} // namespace mibyan

@@ -1,0 +1,109 @@
+#include "tools/registry.hpp"
+
+#include <algorithm>
+#include <exception>
+
+#include "tools/args.hpp"
+
+namespace mibyan {
+
+void tool_registry::add(std::unique_ptr<tool> t) {
+  auto same = [&](const std::unique_ptr<tool>& x) {
+    return std::string_view{x->name()} == t->name();
+  };
+  tools_.erase(std::remove_if(tools_.begin(), tools_.end(), same),
+               tools_.end());
+  tools_.push_back(std::move(t));
+}
+
+const tool* tool_registry::find(std::string_view name) const {
+  for (auto& t : tools_)
+    if (name == t->name())
+      return t.get();
+  return nullptr;
+}
+
+std::vector<const tool*> tool_registry::all() const {
+  std::vector<const tool*> result;
+  for (auto& t : tools_)
+    result.push_back(t.get());
+  std::sort(result.begin(), result.end(), [](const tool* x, const tool* y) {
+    return std::string_view{x->name()} < y->name();
+  });
+  return result;
+}
+
+std::string tool_registry::names() const {
+  std::string result;
+  for (auto t : all()) {
+    if (!result.empty())
+      result += ", ";
+    result += t->name();
+  }
+  return result;
+}
+
+json::value tool_registry::function_specs() const {
+  json::value result = json::value::make_array();
+  for (auto t : all()) {
+    json::value fn;
+    fn["name"] = t->name();
+    fn["description"] = t->description();
+    fn["parameters"] = t->schema();
+    json::value spec;
+    spec["type"] = "function";
+    spec["function"] = std::move(fn);
+    result.push_back(std::move(spec));
+  }
+  return result;
+}
+
+namespace {
+
+json::value invalid_arguments(std::string message) {
+  json::value result;
+  result["error"] = "Invalid tool arguments";
+  result["message"] = std::move(message);
+  return result;
+}
+
+} // namespace
+
+json::value dispatch_tool(const tool_registry& reg, std::string_view name,
+                          std::string_view args_json,
+                          const tool_context& ctx) {
+  auto parsed = json::parse(args_json.empty() ? std::string_view{"{}"}
+                                              : args_json);
+  if (!parsed)
+    return invalid_arguments("Tool arguments must be a valid JSON object ("
+                             + parsed.error + "); tool was not executed.");
+  return dispatch_tool(reg, name, std::move(*parsed.v), ctx);
+}
+
+json::value dispatch_tool(const tool_registry& reg, std::string_view name,
+                          json::value args, const tool_context& ctx) {
+  auto t = reg.find(name);
+  if (t == nullptr)
+    return error_result("Unknown tool: " + std::string{name}
+                        + ". Available tools: " + reg.names());
+  if (!args.is_object())
+    return invalid_arguments("Tool arguments must be a valid JSON object; "
+                             "tool was not executed.");
+  if (auto err = coerce_and_validate(t->schema(), args))
+    return error_result(*err);
+  try {
+    auto result = t->run(args, ctx);
+    if (!result.is_object())
+      return error_result(std::string{"Tool handler returned unsupported "
+                                      "result type: "}
+                          + json::kind_name(result.type()));
+    return result;
+  } catch (const std::exception& e) {
+    return error_result(std::string{"[TOOL_ERROR] Tool execution failed: "}
+                        + e.what());
+  } catch (...) {
+    return error_result("[TOOL_ERROR] Tool execution failed: unknown error");
+  }
+}
+
+} // namespace mibyan

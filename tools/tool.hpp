@@ -1,0 +1,95 @@
+// File: tools/tool.hpp
+//
+// The interface every built-in tool implements. Tools are plain C++: no CAF,
+// no actors. The runtime runs `run()` on a blocking-work thread owned by the
+// runtime (never a CAF scheduler thread), inside a per-invocation tool actor
+// that enforces the deadline (see actors/tool_invocation.hpp).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <string>
+
+#include "runtime/json.hpp"
+
+namespace mibyan {
+
+struct options;          // config/options.hpp
+class http_client;       // runtime/http_client.hpp
+
+/// Everything a tool may use besides its arguments. Owned by the caller and
+/// valid for the whole `run()` call.
+struct tool_context {
+  /// The session the call belongs to ("" for none).
+  std::string session_id;
+  /// The tool call id the model gave, or a generated one.
+  std::string call_id;
+  /// Working directory for relative paths (absolute, existing).
+  std::string cwd;
+  /// `$MIBYAN_HOME`, absolute.
+  std::string home;
+  /// The effective configuration. Never null.
+  const options* cfg = nullptr;
+  /// Shared HTTP client (one curl-multi thread). Null when the runtime has
+  /// no network layer (some unit tests).
+  http_client* http = nullptr;
+  /// Set by the runtime when the call's deadline passed or the call was
+  /// interrupted. Long-running tools poll it and return early. Never null.
+  const std::atomic<bool>* cancelled = nullptr;
+  /// The point in time after which the result is no longer wanted.
+  std::chrono::steady_clock::time_point deadline;
+  /// True when the call comes from an execute_code script rather than from
+  /// the model directly (the re-read guards apply only to direct calls).
+  bool from_script = false;
+
+  bool is_cancelled() const {
+    return cancelled != nullptr && cancelled->load(std::memory_order_relaxed);
+  }
+};
+
+/// A model-callable tool.
+///
+/// Contract for implementations:
+/// - `run` never throws on bad input; it returns `{"error": "..."}` with a
+///   message a model can act on. (An exception that escapes anyway is caught
+///   by the dispatcher and turned into `[TOOL_ERROR] ...`.)
+/// - Arguments arrive already coerced and type-checked against `schema()`:
+///   required members are present and every present member has its declared
+///   type (see tools/args.hpp). Unknown members are passed through.
+/// - `run` may block (files, subprocesses, HTTP) but must honour
+///   `ctx.cancelled` and `ctx.deadline` within about 100 ms.
+/// - `run` may be called concurrently from several threads.
+class tool {
+public:
+  virtual ~tool() = default;
+
+  /// The name models call the tool by, e.g. "read_file".
+  virtual const char* name() const = 0;
+
+  /// The toolset the tool belongs to ("file", "terminal", "web", ...).
+  virtual const char* toolset() const = 0;
+
+  /// A description for the model.
+  virtual std::string description() const = 0;
+
+  /// The JSON Schema of the arguments: {"type":"object","properties":...}.
+  virtual json::value schema() const = 0;
+
+  /// The wall-clock limit the runtime enforces for one call with `args`
+  /// (which have passed validation). Defaults to 60 s.
+  virtual std::chrono::milliseconds deadline(const json::value& args,
+                                             const options& cfg) const;
+
+  /// Whether two calls may run concurrently with others in one batch of the
+  /// agent loop (read-only tools). Defaults to false.
+  virtual bool parallel_safe() const { return false; }
+
+  /// Runs the tool. See the class comment for the contract.
+  virtual json::value run(const json::value& args,
+                          const tool_context& ctx) const = 0;
+};
+
+/// Returns `{"error": message}`.
+json::value error_result(std::string message);
+
+} // namespace mibyan
