@@ -1,1 +1,59 @@
-int main() { return 0; }
+// The `mibyan` command: a thin front on the runtime library.
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "cli/commands.hpp"
+
+namespace {
+
+void usage(std::ostream& out) {
+  out << "Mibyan: a runtime for tool-using LLM agents.\n\n"
+         "usage: mibyan [--log-level L] [--log-file F] COMMAND ...\n\n"
+         "commands:\n"
+         "  tool NAME 'ARGS_JSON'   run one tool call and print its result\n"
+         "  tool --stdin            run one call per input line, in order\n"
+         "  tool --list             list the tools with their JSON schemas\n"
+         "  config check            validate $MIBYAN_HOME/config.yaml\n"
+         "  config show             print the effective configuration\n"
+         "  version                 print the version\n";
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  mibyan::cli::global_flags flags;
+  std::vector<std::string> args(argv + 1, argv + argc);
+  size_t i = 0;
+  for (; i < args.size(); ++i) {
+    if ((args[i] == "--log-file" || args[i] == "--log-level")
+        && i + 1 < args.size()) {
+      (args[i] == "--log-file" ? flags.log_file : flags.log_level)
+        = args[i + 1];
+      ++i;
+    } else if (args[i] == "-h" || args[i] == "--help") {
+      usage(std::cout);
+      return 0;
+    } else {
+      break;
+    }
+  }
+  if (i >= args.size()) {
+    usage(std::cerr);
+    return 2;
+  }
+  auto command = args[i];
+  std::vector<std::string> rest(args.begin() + static_cast<long>(i) + 1,
+                                args.end());
+  if (command == "tool")
+    return mibyan::cli::tool_command(rest, flags);
+  if (command == "config")
+    return mibyan::cli::config_command(rest, flags);
+  if (command == "version" || command == "--version") {
+    std::cout << "mibyan 0.1.0\n";
+    return 0;
+  }
+  std::cerr << "mibyan: unknown command '" << command << "'\n";
+  usage(std::cerr);
+  return 2;
+}

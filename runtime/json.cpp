@@ -5,12 +5,7 @@
 #include <cstdio>
 #include <limits>
 
-// simdjson 3.0 trips g++ 12 flow warnings inside its own inline code.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wdangling-pointer"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <simdjson.h>
-#pragma GCC diagnostic pop
 
 namespace mibyan::json {
 
@@ -426,7 +421,12 @@ bool convert(simdjson::dom::element e, value& out, int depth,
       return true;
     case element_type::ARRAY: {
       array xs;
-      for (auto child : e.get_array().value_unsafe()) {
+      simdjson::dom::array items;
+      if (e.get_array().get(items)) {
+        error = "invalid array";
+        return false;
+      }
+      for (auto child : items) {
         value v;
         if (!convert(child, v, depth + 1, error))
           return false;
@@ -437,7 +437,12 @@ bool convert(simdjson::dom::element e, value& out, int depth,
     }
     case element_type::OBJECT: {
       object xs;
-      for (auto field : e.get_object().value_unsafe()) {
+      simdjson::dom::object members;
+      if (e.get_object().get(members)) {
+        error = "invalid object";
+        return false;
+      }
+      for (auto field : members) {
         value v;
         if (!convert(field.value, v, depth + 1, error))
           return false;

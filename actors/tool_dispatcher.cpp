@@ -1,0 +1,76 @@
+#include "actors/tool_dispatcher.hpp"
+
+#include <map>
+#include <set>
+
+#include "caf/all.hpp"
+
+#include "actors/tool_invocation.hpp"
+
+namespace mibyan {
+
+namespace {
+
+struct dispatcher_state {
+  // Running invocations per session, for interrupts.
+  std::map<std::string, std::set<caf::actor>> running;
+  std::map<caf::actor_addr, std::string> session_of;
+  tool_dispatcher_actor code_exec;
+  static const char* name;
+};
+
+const char* dispatcher_state::name = "tool_dispatcher";
+
+tool_dispatcher_actor::behavior_type
+dispatcher(tool_dispatcher_actor::stateful_pointer<dispatcher_state> self,
+           services_ptr svc, tool_dispatcher_actor code_exec) {
+  self->state.code_exec = std::move(code_exec);
+  self->set_down_handler([=](caf::down_msg& dm) {
+    auto& st = self->state;
+    auto i = st.session_of.find(dm.source);
+    if (i == st.session_of.end())
+      return;
+    auto j = st.running.find(i->second);
+    if (j != st.running.end()) {
+      for (auto k = j->second.begin(); k != j->second.end(); ++k) {
+        if (k->address() == dm.source) {
+          j->second.erase(k);
+          break;
+        }
+      }
+      if (j->second.empty())
+        st.running.erase(j);
+    }
+    st.session_of.erase(i);
+  });
+  return {
+    [=](invoke_atom, tool_request& req) -> caf::result<tool_response> {
+      auto& st = self->state;
+      if (req.tool == "execute_code" && st.code_exec)
+        return self->delegate(st.code_exec, invoke_atom_v, std::move(req));
+      auto inv = spawn_tool_invocation(self, svc);
+      st.running[req.session_id].insert(inv);
+      st.session_of.emplace(inv.address(), req.session_id);
+      return self->delegate(caf::actor_cast<tool_invoker_actor>(inv),
+                            invoke_atom_v, std::move(req));
+    },
+    [=](interrupt_atom, interrupt_request& req) {
+      auto& st = self->state;
+      if (auto i = st.running.find(req.session_id); i != st.running.end())
+        for (auto& inv : i->second)
+          caf::anon_send(inv, interrupt_atom_v, req.reason);
+      if (st.code_exec)
+        caf::anon_send(st.code_exec, interrupt_atom_v, req);
+    },
+  };
+}
+
+} // namespace
+
+tool_dispatcher_actor spawn_tool_dispatcher(caf::actor_system& sys,
+                                            services_ptr svc,
+                                            tool_dispatcher_actor code_exec) {
+  return sys.spawn(dispatcher, std::move(svc), std::move(code_exec));
+}
+
+} // namespace mibyan

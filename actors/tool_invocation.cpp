@@ -1,0 +1,131 @@
+#include "actors/tool_invocation.hpp"
+
+#include <atomic>
+#include <chrono>
+
+#include "caf/all.hpp"
+
+#include "messages/type_ids.hpp"
+#include "runtime/log.hpp"
+
+namespace mibyan {
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+struct invocation_state {
+  caf::typed_response_promise<tool_response> rp;
+  std::shared_ptr<std::atomic<bool>> cancel
+    = std::make_shared<std::atomic<bool>>(false);
+  clock_type::time_point start;
+  std::string call_id;
+  std::string tool;
+  bool answered = false;
+  static const char* name;
+};
+
+const char* invocation_state::name = "tool_invocation";
+
+using invocation_actor = caf::stateful_actor<invocation_state>;
+
+void answer(invocation_actor* self, std::string result_json, bool timed_out) {
+  auto& st = self->state;
+  if (st.answered)
+    return;
+  st.answered = true;
+  tool_response res;
+  res.call_id = st.call_id;
+  res.tool = st.tool;
+  res.result_json = std::move(result_json);
+  res.duration_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                      clock_type::now() - st.start).count();
+  res.timed_out = timed_out;
+  st.rp.deliver(std::move(res));
+  self->quit();
+}
+
+caf::behavior invocation(invocation_actor* self, services_ptr svc) {
+  return {
+    [=](invoke_atom, tool_request& req) -> caf::result<tool_response> {
+      auto& st = self->state;
+      st.rp = self->make_response_promise<tool_response>();
+      st.start = clock_type::now();
+      st.call_id = req.call_id;
+      st.tool = req.tool;
+      // Parse once here (simdjson is fast) so the deadline can depend on
+      // the arguments, e.g. terminal's own timeout.
+      auto parsed = json::parse(req.args_json.empty() ? "{}" : req.args_json);
+      std::chrono::milliseconds limit{60000};
+      if (auto t = svc->tools.find(req.tool); t && parsed && parsed.v->is_object())
+        limit = t->deadline(*parsed.v, svc->cfg);
+      auto cancel = st.cancel;
+      auto deadline = clock_type::now() + limit;
+      auto me = caf::actor{self};
+      auto job = [svc, req = std::move(req), parsed = std::move(parsed),
+                  cancel, deadline, me]() mutable {
+        tool_context ctx;
+        ctx.session_id = req.session_id;
+        ctx.call_id = req.call_id;
+        ctx.cwd = req.cwd.empty() ? svc->default_cwd : req.cwd;
+        ctx.home = svc->cfg.home;
+        ctx.cfg = &svc->cfg;
+        ctx.http = svc->http.get();
+        ctx.cancelled = cancel.get();
+        ctx.deadline = deadline;
+        ctx.from_script = req.from_script;
+        json::value result;
+        if (cancel->load())
+          return; // the answer was already given
+        if (parsed)
+          result = dispatch_tool(svc->tools, req.tool, std::move(*parsed.v),
+                                 ctx);
+        else
+          result = dispatch_tool(svc->tools, req.tool,
+                                 std::string_view{req.args_json}, ctx);
+        caf::anon_send(me, done_atom_v, result.dump());
+      };
+      if (!svc->pool->submit(std::move(job)))
+        answer(self, error_result("The runtime is shutting down; the tool "
+                                  "was not run.").dump(), false);
+      else
+        self->delayed_send(self, limit, deadline_atom_v);
+      return st.rp;
+    },
+    [=](done_atom, std::string& result_json) {
+      answer(self, std::move(result_json), false);
+    },
+    [=](deadline_atom) {
+      auto& st = self->state;
+      if (st.answered)
+        return;
+      st.cancel->store(true);
+      auto secs = std::chrono::duration_cast<std::chrono::seconds>(
+                    clock_type::now() - st.start).count();
+      MIBYAN_LOG(warning, "tool", st.tool << " call " << st.call_id
+                 << " passed its deadline after " << secs << " s");
+      json::value r = error_result("Tool '" + st.tool + "' did not finish "
+                                   "within its deadline (" + std::to_string(secs)
+                                   + " s) and was cancelled.");
+      r["status"] = "timeout";
+      answer(self, r.dump(), true);
+    },
+    [=](interrupt_atom, const std::string& reason) {
+      auto& st = self->state;
+      if (st.answered)
+        return;
+      st.cancel->store(true);
+      json::value r = error_result("Tool call cancelled: " + reason);
+      r["status"] = "cancelled";
+      answer(self, r.dump(), true);
+    },
+  };
+}
+
+} // namespace
+
+caf::actor spawn_tool_invocation(caf::local_actor* parent, services_ptr svc) {
+  return parent->spawn<caf::monitored>(invocation, std::move(svc));
+}
+
+} // namespace mibyan

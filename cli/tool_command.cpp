@@ -1,0 +1,205 @@
+#include "cli/commands.hpp"
+
+#include <atomic>
+#include <csignal>
+#include <iostream>
+#include <mutex>
+#include <thread>
+
+#include <pthread.h>
+#include <unistd.h>
+
+#include "runtime/json.hpp"
+#include "runtime/log.hpp"
+#include "runtime/runtime.hpp"
+#include "tools/registry.hpp"
+
+namespace mibyan::cli {
+
+namespace {
+
+void usage() {
+  std::cerr << "usage:\n"
+               "  mibyan tool NAME 'ARGS_JSON' [--session ID] [--cwd DIR]\n"
+               "  mibyan tool --stdin [--session ID] [--cwd DIR]\n"
+               "      one {\"tool\": NAME, \"args\": {...}} per line in, one "
+               "result per line out\n"
+               "  mibyan tool --list\n";
+}
+
+// Turns SIGINT into an interrupt of the running call instead of killing the
+// process. A dedicated thread waits in sigwait(), so no async-signal-safety
+// rules constrain what it does.
+class interrupt_watcher {
+public:
+  interrupt_watcher(runtime& rt, std::string session)
+    : rt_(rt), session_(std::move(session)) {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGUSR2);
+    thread_ = std::thread([this, set] {
+      for (;;) {
+        int sig = 0;
+        if (sigwait(&set, &sig) != 0 || stop_)
+          return;
+        if (sig == SIGINT) {
+          MIBYAN_LOG(info, "cli", "interrupt requested (SIGINT)");
+          rt_.interrupt(session_, "user sent a new message");
+        }
+      }
+    });
+  }
+  ~interrupt_watcher() {
+    stop_ = true;
+    ::pthread_kill(thread_.native_handle(), SIGUSR2);
+    thread_.join();
+  }
+
+private:
+  runtime& rt_;
+  std::string session_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+// Blocks SIGINT/SIGUSR2 in every thread created afterwards (CAF's too), so
+// only the watcher receives them.
+void block_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGUSR2);
+  ::pthread_sigmask(SIG_BLOCK, &set, nullptr);
+}
+
+std::string generate_session_id() {
+  return "cli-" + std::to_string(::getpid()) + "-"
+         + std::to_string(std::chrono::system_clock::now()
+                            .time_since_epoch().count() % 1000000000);
+}
+
+int list_tools(runtime& rt) {
+  json::value out = json::value::make_array();
+  for (auto t : rt.tools().all()) {
+    json::value entry;
+    entry["name"] = t->name();
+    entry["toolset"] = t->toolset();
+    entry["description"] = t->description();
+    entry["parameters"] = t->schema();
+    out.push_back(std::move(entry));
+  }
+  std::cout << out.pretty() << "\n";
+  return 0;
+}
+
+int run_stdin(runtime& rt, const std::string& session,
+              const std::string& cwd) {
+  std::string line;
+  uint64_t seq = 0;
+  while (std::getline(std::cin, line)) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos)
+      continue;
+    ++seq;
+    auto parsed = json::parse(line);
+    std::string result;
+    if (!parsed || !parsed.v->is_object()) {
+      result = error_result("Invalid request line " + std::to_string(seq)
+                            + ": expected a JSON object {\"tool\": NAME, "
+                              "\"args\": {...}}"
+                            + (parsed ? "" : " (" + parsed.error + ")"))
+                 .dump();
+    } else {
+      auto name = parsed.v->find("tool");
+      auto args = parsed.v->find("args");
+      if (name == nullptr || !name->is_string()) {
+        result = error_result("Invalid request line " + std::to_string(seq)
+                              + ": missing string member \"tool\"").dump();
+      } else {
+        std::string args_json = "{}";
+        if (args != nullptr)
+          args_json = args->is_string() ? args->as_string() : args->dump();
+        tool_call call{session, "stdin-" + std::to_string(seq),
+                       name->as_string(), args_json, cwd};
+        result = rt.call_tool(call).result_json;
+      }
+    }
+    std::cout << result << "\n" << std::flush;
+  }
+  return 0;
+}
+
+} // namespace
+
+int tool_command(const std::vector<std::string>& args,
+                 const global_flags& flags) {
+  bool list = false, from_stdin = false;
+  std::string session, cwd;
+  std::vector<std::string> positional;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const auto& a = args[i];
+    if (a == "--list") {
+      list = true;
+    } else if (a == "--stdin") {
+      from_stdin = true;
+    } else if ((a == "--session" || a == "--cwd") && i + 1 < args.size()) {
+      (a == "--session" ? session : cwd) = args[++i];
+    } else if (a == "-h" || a == "--help") {
+      usage();
+      return 0;
+    } else if (a.size() > 2 && a.rfind("--", 0) == 0) {
+      std::cerr << "mibyan tool: unknown option " << a << "\n";
+      usage();
+      return 2;
+    } else {
+      positional.push_back(a);
+    }
+  }
+  if (!list && !from_stdin && (positional.empty() || positional.size() > 2)) {
+    usage();
+    return 2;
+  }
+  std::string args_json = positional.size() == 2 ? positional[1] : "{}";
+  if (!list && !from_stdin) {
+    auto parsed = json::parse(args_json);
+    if (!parsed) {
+      std::cerr << "mibyan tool: ARGS_JSON is not valid JSON: "
+                << parsed.error << "\n";
+      return 2;
+    }
+    if (!parsed.v->is_object()) {
+      std::cerr << "mibyan tool: ARGS_JSON must be a JSON object, got "
+                << json::kind_name(parsed.v->type()) << "\n";
+      return 2;
+    }
+  }
+  options opts;
+  if (!load_config_or_report(flags, opts))
+    return 2;
+  block_signals();
+  std::string error;
+  auto rt = runtime::create(std::move(opts), &error);
+  if (!rt) {
+    std::cerr << "mibyan: cannot start the runtime: " << error << "\n";
+    return 1;
+  }
+  if (list)
+    return list_tools(*rt);
+  if (session.empty())
+    session = generate_session_id();
+  interrupt_watcher watcher{*rt, session};
+  if (from_stdin)
+    return run_stdin(*rt, session, cwd);
+  const auto& name = positional[0];
+  if (rt->tools().find(name) == nullptr) {
+    std::cerr << "mibyan tool: unknown tool '" << name
+              << "'. Available tools: " << rt->tools().names() << "\n";
+    return 2;
+  }
+  auto outcome = rt->call_tool(tool_call{session, "cli-1", name, args_json,
+                                         cwd});
+  std::cout << outcome.result_json << "\n";
+  return 0;
+}
+
+} // namespace mibyan::cli

@@ -1,0 +1,462 @@
+#include "config/loader.hpp"
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <set>
+#include <sstream>
+
+#include <yaml-cpp/yaml.h>
+
+#include "runtime/log.hpp"
+
+namespace fs = std::filesystem;
+
+namespace mibyan {
+
+namespace {
+
+// -- field table ---------------------------------------------------------------
+
+// One configurable field: how to set it from YAML and how to render it.
+struct field {
+  std::string section;
+  std::string key;
+  // Returns an error message ("" on success).
+  std::function<std::string(const YAML::Node&, options&)> set;
+  std::function<std::string(const options&)> show;
+};
+
+std::string scalar_text(const YAML::Node& node) {
+  if (node.IsScalar())
+    return node.Scalar();
+  if (node.IsSequence())
+    return "a list";
+  if (node.IsMap())
+    return "a mapping";
+  return "null";
+}
+
+std::string quoted_for_show(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\')
+      out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+template <class Section>
+field int_field(const char* section, const char* key, Section options::*sec,
+                int64_t Section::*mem, int64_t min_value) {
+  return {section, key,
+          [=](const YAML::Node& node, options& o) -> std::string {
+            if (!node.IsScalar())
+              return "expected an integer, got " + scalar_text(node);
+            const auto& text = node.Scalar();
+            char* end = nullptr;
+            errno = 0;
+            long long v = std::strtoll(text.c_str(), &end, 10);
+            if (text.empty() || errno != 0 || *end != '\0')
+              return "expected an integer, got '" + text + "'";
+            if (v < min_value)
+              return "must be at least " + std::to_string(min_value)
+                     + ", got " + text;
+            (o.*sec).*mem = v;
+            return {};
+          },
+          [=](const options& o) { return std::to_string((o.*sec).*mem); }};
+}
+
+template <class Section>
+field bool_field(const char* section, const char* key, Section options::*sec,
+                 bool Section::*mem) {
+  return {section, key,
+          [=](const YAML::Node& node, options& o) -> std::string {
+            if (!node.IsScalar())
+              return "expected true or false, got " + scalar_text(node);
+            const auto& t = node.Scalar();
+            if (t == "true" || t == "True" || t == "yes" || t == "on")
+              (o.*sec).*mem = true;
+            else if (t == "false" || t == "False" || t == "no" || t == "off")
+              (o.*sec).*mem = false;
+            else
+              return "expected true or false, got '" + t + "'";
+            return {};
+          },
+          [=](const options& o) {
+            return std::string{(o.*sec).*mem ? "true" : "false"};
+          }};
+}
+
+template <class Section>
+field string_field(const char* section, const char* key,
+                   Section options::*sec, std::string Section::*mem,
+                   std::vector<std::string> allowed = {}) {
+  return {section, key,
+          [=](const YAML::Node& node, options& o) -> std::string {
+            if (node.IsNull()) {
+              (o.*sec).*mem = "";
+              return {};
+            }
+            if (!node.IsScalar())
+              return "expected a string, got " + scalar_text(node);
+            auto v = node.Scalar();
+            if (!allowed.empty()) {
+              bool ok = false;
+              std::string list;
+              for (auto& a : allowed) {
+                ok = ok || a == v;
+                list += (list.empty() ? "" : ", ") + a;
+              }
+              if (!ok)
+                return "must be one of " + list + ", got '" + v + "'";
+            }
+            (o.*sec).*mem = std::move(v);
+            return {};
+          },
+          [=](const options& o) { return quoted_for_show((o.*sec).*mem); }};
+}
+
+template <class Section>
+field list_field(const char* section, const char* key, Section options::*sec,
+                 std::vector<std::string> Section::*mem) {
+  return {section, key,
+          [=](const YAML::Node& node, options& o) -> std::string {
+            if (node.IsNull()) {
+              ((o.*sec).*mem).clear();
+              return {};
+            }
+            if (!node.IsSequence())
+              return "expected a list of strings, got " + scalar_text(node);
+            std::vector<std::string> xs;
+            for (const auto& item : node) {
+              if (!item.IsScalar())
+                return "expected a list of strings, found "
+                       + scalar_text(item) + " at line "
+                       + std::to_string(item.Mark().line + 1);
+              xs.push_back(item.Scalar());
+            }
+            (o.*sec).*mem = std::move(xs);
+            return {};
+          },
+          [=](const options& o) {
+            std::string out = "[";
+            for (auto& x : (o.*sec).*mem)
+              out += (out.size() > 1 ? ", " : "") + quoted_for_show(x);
+            return out + "]";
+          }};
+}
+
+const std::vector<field>& fields() {
+  static const std::vector<field> table = [] {
+    using o = options;
+    std::vector<field> t;
+    // model
+    t.push_back(string_field("model", "provider", &o::model,
+                             &model_options::provider));
+    t.push_back(string_field("model", "default", &o::model,
+                             &model_options::default_model));
+    t.push_back(string_field("model", "base_url", &o::model,
+                             &model_options::base_url));
+    // agent
+    t.push_back(int_field("agent", "max_turns", &o::agent,
+                          &agent_options::max_turns, 1));
+    // terminal
+    t.push_back(int_field("terminal", "timeout", &o::terminal,
+                          &terminal_options::timeout, 1));
+    t.push_back(int_field("terminal", "max_timeout", &o::terminal,
+                          &terminal_options::max_timeout, 1));
+    t.push_back(int_field("terminal", "kill_grace", &o::terminal,
+                          &terminal_options::kill_grace, 0));
+    t.push_back(list_field("terminal", "env_passthrough", &o::terminal,
+                           &terminal_options::env_passthrough));
+    // tool_output
+    t.push_back(int_field("tool_output", "max_bytes", &o::tool_output,
+                          &tool_output_options::max_bytes, 1000));
+    t.push_back(int_field("tool_output", "max_lines", &o::tool_output,
+                          &tool_output_options::max_lines, 1));
+    t.push_back(int_field("tool_output", "max_line_chars", &o::tool_output,
+                          &tool_output_options::max_line_chars, 80));
+    t.push_back(int_field("tool_output", "read_char_budget", &o::tool_output,
+                          &tool_output_options::read_char_budget, 1000));
+    // web
+    t.push_back(string_field("web", "search_backend", &o::web,
+                             &web_options::search_backend,
+                             {"", "searxng", "brave", "tavily"}));
+    t.push_back(string_field("web", "searxng_url", &o::web,
+                             &web_options::searxng_url));
+    t.push_back(string_field("web", "brave_url", &o::web,
+                             &web_options::brave_url));
+    t.push_back(string_field("web", "tavily_url", &o::web,
+                             &web_options::tavily_url));
+    t.push_back(int_field("web", "extract_char_limit", &o::web,
+                          &web_options::extract_char_limit, 2000));
+    t.push_back(int_field("web", "max_download_bytes", &o::web,
+                          &web_options::max_download_bytes, 1024));
+    t.push_back(int_field("web", "fetch_timeout", &o::web,
+                          &web_options::fetch_timeout, 1));
+    t.push_back(int_field("web", "connect_timeout", &o::web,
+                          &web_options::connect_timeout, 1));
+    t.push_back(int_field("web", "max_redirects", &o::web,
+                          &web_options::max_redirects, 0));
+    t.push_back(string_field("web", "user_agent", &o::web,
+                             &web_options::user_agent));
+    // security
+    t.push_back(bool_field("security", "allow_private_urls", &o::security,
+                           &security_options::allow_private_urls));
+    // code_execution
+    t.push_back(string_field("code_execution", "mode", &o::code_execution,
+                             &code_execution_options::mode,
+                             {"project", "strict"}));
+    t.push_back(int_field("code_execution", "timeout", &o::code_execution,
+                          &code_execution_options::timeout, 1));
+    t.push_back(int_field("code_execution", "max_tool_calls",
+                          &o::code_execution,
+                          &code_execution_options::max_tool_calls, 0));
+    t.push_back(int_field("code_execution", "max_stdout_bytes",
+                          &o::code_execution,
+                          &code_execution_options::max_stdout_bytes, 100));
+    t.push_back(int_field("code_execution", "max_stderr_bytes",
+                          &o::code_execution,
+                          &code_execution_options::max_stderr_bytes, 100));
+    t.push_back(int_field("code_execution", "max_spill_bytes",
+                          &o::code_execution,
+                          &code_execution_options::max_spill_bytes, 0));
+    t.push_back(int_field("code_execution", "kernel_idle_timeout",
+                          &o::code_execution,
+                          &code_execution_options::kernel_idle_timeout, 1));
+    t.push_back(int_field("code_execution", "max_session_kernels",
+                          &o::code_execution,
+                          &code_execution_options::max_session_kernels, 1));
+    t.push_back(int_field("code_execution", "prestart_kernels",
+                          &o::code_execution,
+                          &code_execution_options::prestart_kernels, 0));
+    t.push_back(string_field("code_execution", "python", &o::code_execution,
+                             &code_execution_options::python));
+    // runtime
+    t.push_back(int_field("runtime", "scheduler_threads", &o::runtime,
+                          &runtime_options::scheduler_threads, 0));
+    t.push_back(int_field("runtime", "blocking_threads", &o::runtime,
+                          &runtime_options::blocking_threads, 1));
+    // logging
+    t.push_back(string_field("logging", "level", &o::logging,
+                             &logging_options::level,
+                             {"debug", "info", "warning", "error", "off"}));
+    t.push_back(string_field("logging", "file", &o::logging,
+                             &logging_options::file));
+    return t;
+  }();
+  return table;
+}
+
+std::string located(const std::string& origin, const YAML::Mark& mark) {
+  if (mark.line < 0)
+    return origin;
+  return origin + ":" + std::to_string(mark.line + 1);
+}
+
+std::string read_file_text(const std::string& path, bool& exists,
+                           std::string& error) {
+  exists = false;
+  std::error_code ec;
+  auto st = fs::status(path, ec);
+  if (ec || !fs::exists(st))
+    return {};
+  exists = true;
+  if (!fs::is_regular_file(st)) {
+    error = path + ": not a regular file";
+    return {};
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    error = path + ": cannot be read";
+    return {};
+  }
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+} // namespace
+
+std::string resolve_home() {
+  std::string home;
+  if (const char* v = std::getenv("MIBYAN_HOME"); v && *v)
+    home = v;
+  else if (const char* h = std::getenv("HOME"); h && *h)
+    home = std::string{h} + "/.mibyan";
+  else
+    home = "/tmp/.mibyan";
+  std::error_code ec;
+  auto abs = fs::absolute(home, ec);
+  return ec ? home : abs.lexically_normal().string();
+}
+
+load_result parse_options(const std::string& yaml_text,
+                          const std::string& origin) {
+  load_result result;
+  try {
+    YAML::Node root = YAML::Load(yaml_text);
+    if (!root || root.IsNull())
+      return result; // an empty file means defaults
+    if (!root.IsMap()) {
+      result.error = located(origin, root.Mark())
+                     + ": the top level must be a mapping of sections";
+      return result;
+    }
+    std::set<std::string> sections;
+    for (auto& f : fields())
+      sections.insert(f.section);
+    for (const auto& kv : root) {
+      auto section = kv.first.as<std::string>();
+      const auto& body = kv.second;
+      if (sections.count(section) == 0) {
+        std::string known;
+        for (auto& s : sections)
+          known += (known.empty() ? "" : ", ") + s;
+        result.error = located(origin, kv.first.Mark())
+                       + ": unknown top-level key '" + section
+                       + "' (known: " + known + ")";
+        return result;
+      }
+      if (body.IsNull())
+        continue;
+      if (!body.IsMap()) {
+        result.error = located(origin, body.Mark()) + ": " + section
+                       + ": expected a mapping, got " + scalar_text(body);
+        return result;
+      }
+      for (const auto& entry : body) {
+        auto key = entry.first.as<std::string>();
+        const field* match = nullptr;
+        for (auto& f : fields())
+          if (f.section == section && f.key == key)
+            match = &f;
+        if (match == nullptr) {
+          std::string known;
+          for (auto& f : fields())
+            if (f.section == section)
+              known += (known.empty() ? "" : ", ") + f.key;
+          result.error = located(origin, entry.first.Mark()) + ": unknown key '"
+                         + section + "." + key + "' (known: " + known + ")";
+          return result;
+        }
+        auto err = match->set(entry.second, result.opts);
+        if (!err.empty()) {
+          result.error = located(origin, entry.second.Mark()) + ": " + section
+                         + "." + key + ": " + err;
+          return result;
+        }
+      }
+    }
+  } catch (const YAML::Exception& e) {
+    result.error = located(origin, e.mark) + ": invalid YAML: " + e.msg;
+  } catch (const std::exception& e) {
+    result.error = origin + ": " + e.what();
+  }
+  return result;
+}
+
+void parse_env_file(const std::string& text,
+                    std::map<std::string, std::string>& out,
+                    std::vector<std::string>* warnings) {
+  std::istringstream in(text);
+  std::string line;
+  int number = 0;
+  auto trim = [](std::string s) {
+    auto b = s.find_first_not_of(" \t\r");
+    if (b == std::string::npos)
+      return std::string{};
+    auto e = s.find_last_not_of(" \t\r");
+    return s.substr(b, e - b + 1);
+  };
+  while (std::getline(in, line)) {
+    ++number;
+    auto t = trim(line);
+    if (t.empty() || t[0] == '#')
+      continue;
+    if (t.rfind("export ", 0) == 0)
+      t = trim(t.substr(7));
+    auto eq = t.find('=');
+    auto key = eq == std::string::npos ? std::string{} : trim(t.substr(0, eq));
+    bool valid_key = !key.empty();
+    for (char c : key)
+      valid_key = valid_key && (std::isalnum(static_cast<unsigned char>(c))
+                                || c == '_');
+    if (!valid_key) {
+      if (warnings)
+        warnings->push_back(".env line " + std::to_string(number)
+                            + ": expected KEY=VALUE; line ignored");
+      continue;
+    }
+    auto val = trim(t.substr(eq + 1));
+    if (val.size() >= 2
+        && ((val.front() == '"' && val.back() == '"')
+            || (val.front() == '\'' && val.back() == '\''))) {
+      val = val.substr(1, val.size() - 2);
+    } else if (auto hash = val.find(" #"); hash != std::string::npos) {
+      val = trim(val.substr(0, hash));
+    }
+    out[key] = val;
+  }
+}
+
+load_result load_options(const std::string& home_arg) {
+  auto home = home_arg.empty() ? resolve_home() : home_arg;
+  std::string path = home + "/config.yaml";
+  if (const char* v = std::getenv("MIBYAN_CONFIG"); v && *v)
+    path = v;
+  bool exists = false;
+  std::string read_error;
+  auto text = read_file_text(path, exists, read_error);
+  load_result result;
+  if (!read_error.empty()) {
+    result.error = read_error;
+    return result;
+  }
+  if (exists)
+    result = parse_options(text, path);
+  if (!result.ok())
+    return result;
+  result.opts.home = home;
+  result.opts.config_path = exists ? path : "";
+  auto env_path = home + "/.env";
+  if (const char* v = std::getenv("MIBYAN_ENV"); v && *v)
+    env_path = v;
+  bool env_exists = false;
+  auto env_text = read_file_text(env_path, env_exists, read_error);
+  if (!read_error.empty()) {
+    result.error = read_error;
+    return result;
+  }
+  std::vector<std::string> warnings;
+  parse_env_file(env_text, result.opts.env_file, &warnings);
+  for (auto& w : warnings)
+    MIBYAN_LOG(warning, "config", env_path << ": " << w);
+  return result;
+}
+
+std::string render_options(const options& opts) {
+  std::ostringstream out;
+  out << "# home: " << opts.home << "\n";
+  out << "# config file: "
+      << (opts.config_path.empty() ? "(none, defaults)" : opts.config_path)
+      << "\n";
+  std::string section;
+  for (auto& f : fields()) {
+    if (f.section != section) {
+      section = f.section;
+      out << section << ":\n";
+    }
+    out << "  " << f.key << ": " << f.show(opts) << "\n";
+  }
+  out << "# .env: " << opts.env_file.size() << " variables (values masked)\n";
+  for (auto& [k, v] : opts.env_file)
+    out << "#   " << k << "=**** (" << v.size() << " chars)\n";
+  return out.str();
+}
+
+} // namespace mibyan

@@ -1,0 +1,48 @@
+// File: config/loader.hpp
+//
+// Reads `$MIBYAN_HOME/config.yaml` (yaml-cpp) into `options` and
+// `$MIBYAN_HOME/.env` into `options::env_file`. yaml-cpp throws; every
+// exception is caught here and turned into an error value.
+#pragma once
+
+#include <string>
+
+#include "config/options.hpp"
+
+namespace mibyan {
+
+/// Returns `$MIBYAN_HOME` if set, else `$HOME/.mibyan`, made absolute.
+std::string resolve_home();
+
+/// The outcome of loading: `error` is empty on success. On failure it is one
+/// line naming the file, line, key and problem, e.g.
+/// "/root/.mibyan/config.yaml:7: code_execution.timeout: expected an
+/// integer, got 'soon'".
+struct load_result {
+  options opts;
+  std::string error;
+  bool ok() const { return error.empty(); }
+};
+
+/// Loads the configuration of `home` ("" = resolve_home()). A missing
+/// config.yaml or .env means defaults. `MIBYAN_CONFIG` names another config
+/// file. Reads only; never creates or changes a file.
+load_result load_options(const std::string& home = "");
+
+/// Parses config YAML text (used by load_options and tests). `origin` is
+/// the file name used in messages.
+load_result parse_options(const std::string& yaml_text,
+                          const std::string& origin);
+
+/// Parses .env text: `KEY=VALUE` lines, optional `export `, single or double
+/// quotes, `#` comments. Malformed lines are skipped and reported in
+/// `warnings` (one entry per line, with the line number, never the value).
+void parse_env_file(const std::string& text,
+                    std::map<std::string, std::string>& out,
+                    std::vector<std::string>* warnings);
+
+/// Returns the effective configuration as YAML, secrets masked (the .env
+/// values show only their length).
+std::string render_options(const options& opts);
+
+} // namespace mibyan

@@ -1,0 +1,36 @@
+// File: messages/type_ids.hpp
+//
+// The one type-ID block of Mibyan. Every type that travels in a message is
+// listed here, so that every node registers the same names (CAF 0.17 puts
+// type names on the wire, and silently sends an empty message for an
+// unregistered type). `runtime/self_test.cpp` round-trips each entry at
+// start-up. Include only from .cpp files of actors/ and runtime/.
+#pragma once
+
+#include <vector>
+
+#include "caf/atom.hpp"
+#include "caf/error.hpp"
+#include "caf/type_id.hpp"
+
+#include "messages/error_code.hpp"
+#include "messages/interrupt_request.hpp"
+#include "messages/tool_request.hpp"
+#include "messages/tool_response.hpp"
+
+CAF_ERROR_CODE_ENUM(mibyan::ec, "mibyan")
+
+CAF_BEGIN_TYPE_ID_BLOCK(mibyan, caf::first_custom_type_id)
+  CAF_ADD_TYPE_ID(mibyan, (mibyan::tool_request))
+  CAF_ADD_TYPE_ID(mibyan, (mibyan::tool_response))
+  CAF_ADD_TYPE_ID(mibyan, (mibyan::interrupt_request))
+  CAF_ADD_TYPE_ID(mibyan, (std::vector<mibyan::tool_response>))
+
+  // Verbs. In CAF 0.17 atoms are atom_value constants (at most 10 chars)
+  // and need no registration.
+  CAF_ADD_ATOM(mibyan, mibyan, invoke_atom, "invoke")
+  CAF_ADD_ATOM(mibyan, mibyan, done_atom, "done")
+  CAF_ADD_ATOM(mibyan, mibyan, deadline_atom, "deadline")
+  CAF_ADD_ATOM(mibyan, mibyan, interrupt_atom, "interrupt")
+  CAF_ADD_ATOM(mibyan, mibyan, tick_atom, "tick")
+CAF_END_TYPE_ID_BLOCK(mibyan)

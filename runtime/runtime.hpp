@@ -1,0 +1,95 @@
+// File: runtime/runtime.hpp
+//
+// The embeddable entry point: one `runtime` owns a CAF actor system sized
+// for the machine, the tool registry, the blocking pool, the HTTP client and
+// the actors that route tool calls. No CAF types leak into this header, so
+// embedding applications compile quickly.
+//
+//   mibyan::options opts = mibyan::load_options().opts;
+//   std::string err;
+//   auto rt = mibyan::runtime::create(opts, &err);
+//   auto res = rt->call_tool({"session-1", "call-1", "read_file",
+//                             R"({"path":"README.md"})"});
+//
+// Thread safety: all public member functions may be called from any
+// thread concurrently.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config/options.hpp"
+
+namespace caf {
+class actor_system;
+}
+
+namespace mibyan {
+
+class tool_registry;
+
+/// A tool call as the embedding application sees it.
+struct tool_call {
+  std::string session_id;
+  std::string call_id;
+  std::string tool;
+  std::string args_json;
+  /// Working directory for this call ("" = the runtime's default cwd).
+  std::string cwd;
+};
+
+/// The answer to a tool_call.
+struct tool_outcome {
+  /// The result object as JSON text (tool errors are {"error": ...}).
+  std::string result_json;
+  int64_t duration_us = 0;
+  bool timed_out = false;
+};
+
+class runtime {
+public:
+  /// Builds a runtime from `opts` and runs the message-type self-test.
+  /// Returns nullptr and sets `*error` if start-up fails (e.g. an
+  /// unregistered message type, an unusable $MIBYAN_HOME).
+  static std::unique_ptr<runtime> create(options opts, std::string* error);
+
+  ~runtime();
+  runtime(const runtime&) = delete;
+  runtime& operator=(const runtime&) = delete;
+
+  /// Runs one tool call through the dispatcher and waits for its result.
+  /// Blocks the calling thread (not a scheduler thread). Tool failures are
+  /// results, never exceptions.
+  tool_outcome call_tool(const tool_call& call);
+
+  /// Runs one tool call; `done` is invoked once, on a runtime thread.
+  void call_tool_async(const tool_call& call,
+                       std::function<void(tool_outcome)> done);
+
+  /// Cancels running calls (and execute_code cells) of `session_id`.
+  void interrupt(const std::string& session_id, const std::string& reason);
+
+  const tool_registry& tools() const;
+  const options& config() const;
+
+  /// The underlying actor system (for embedding applications that spawn
+  /// their own actors next to ours).
+  caf::actor_system& system();
+
+  struct impl;
+
+private:
+  explicit runtime(std::unique_ptr<impl> p);
+  std::unique_ptr<impl> impl_;
+};
+
+/// Serialises and deserialises one default instance of every message type
+/// in the type-ID block through `sys`. Returns one line per failure (empty:
+/// all passed). CAF 0.17 silently sends an empty message for an
+/// unregistered type, so this runs at every start-up.
+std::vector<std::string> message_self_test(caf::actor_system& sys);
+
+} // namespace mibyan

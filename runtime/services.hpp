@@ -1,0 +1,34 @@
+// File: runtime/services.hpp
+//
+// The shared, long-lived parts of one runtime that actors use: the
+// configuration, the tool registry, the blocking-work pool and the HTTP
+// client. Created once by `runtime`, shared by pointer with every actor.
+//
+// Thread safety: all members are either immutable after construction
+// (cfg, tools, default_cwd) or internally synchronised (pool, http).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "config/options.hpp"
+#include "runtime/blocking_pool.hpp"
+#include "tools/registry.hpp"
+
+namespace mibyan {
+
+class http_client;
+
+struct runtime_services {
+  options cfg;
+  tool_registry tools;
+  /// Working directory used when a request names none.
+  std::string default_cwd;
+  std::unique_ptr<blocking_pool> pool;
+  /// Shared HTTP client; may be null in unit tests.
+  std::shared_ptr<http_client> http;
+};
+
+using services_ptr = std::shared_ptr<const runtime_services>;
+
+} // namespace mibyan
