@@ -61,7 +61,9 @@ struct runtime::impl {
   }
 };
 
-std::unique_ptr<runtime> runtime::create(options opts, std::string* error) {
+std::unique_ptr<runtime>
+runtime::create(options opts, std::string* error,
+                std::vector<std::unique_ptr<tool>> extra_tools) {
   auto p = std::make_unique<impl>();
   std::error_code ec;
   fs::create_directories(opts.home, ec);
@@ -78,6 +80,8 @@ std::unique_ptr<runtime> runtime::create(options opts, std::string* error) {
     static_cast<size_t>(std::max<int64_t>(1, opts.runtime.blocking_threads)));
   svc->cfg = std::move(opts);
   register_core_tools(svc->tools);
+  for (auto& t : extra_tools)
+    svc->tools.add(std::move(t));
   p->svc = svc;
   configure(p->cfg, svc->cfg);
   p->sys = std::make_unique<caf::actor_system>(p->cfg);

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "config/options.hpp"
+#include "tools/tool.hpp"
 
 namespace caf {
 class actor_system;
@@ -53,8 +54,12 @@ class runtime {
 public:
   /// Builds a runtime from `opts` and runs the message-type self-test.
   /// Returns nullptr and sets `*error` if start-up fails (e.g. an
-  /// unregistered message type, an unusable $MIBYAN_HOME).
-  static std::unique_ptr<runtime> create(options opts, std::string* error);
+  /// unregistered message type, an unusable $MIBYAN_HOME). `extra_tools`
+  /// are offered next to the core tools (an embedding application's own
+  /// tools; a tool with a core tool's name replaces it).
+  static std::unique_ptr<runtime>
+  create(options opts, std::string* error,
+         std::vector<std::unique_ptr<tool>> extra_tools = {});
 
   ~runtime();
   runtime(const runtime&) = delete;

@@ -1,0 +1,112 @@
+#define BOOST_TEST_MODULE config
+#include <boost/test/unit_test.hpp>
+
+#include <sys/stat.h>
+
+#include "config/loader.hpp"
+#include "tests/support/process.hpp"
+#include "tests/support/temp_dir.hpp"
+
+using namespace mibyan;
+using mibyan::test::run_mibyan;
+using mibyan::test::temp_dir;
+
+BOOST_AUTO_TEST_CASE(empty_or_missing_means_defaults) {
+  auto r = parse_options("", "config.yaml");
+  BOOST_TEST(r.ok());
+  BOOST_TEST(r.opts.code_execution.timeout == 300);
+  BOOST_TEST(r.opts.terminal.timeout == 180);
+  BOOST_TEST(r.opts.code_execution.mode == "project");
+  temp_dir home;
+  auto loaded = load_options(home.path());
+  BOOST_TEST(loaded.ok());
+  BOOST_TEST(loaded.opts.config_path.empty());
+  BOOST_TEST(loaded.opts.home == home.path());
+}
+
+BOOST_AUTO_TEST_CASE(values_override_defaults) {
+  auto r = parse_options(R"(
+code_execution:
+  timeout: 20
+  mode: strict
+terminal:
+  env_passthrough: [GITHUB_TOKEN, MY_VAR]
+security:
+  allow_private_urls: true
+model:
+  default: gpt-x
+)", "c.yaml");
+  BOOST_REQUIRE_MESSAGE(r.ok(), r.error);
+  BOOST_TEST(r.opts.code_execution.timeout == 20);
+  BOOST_TEST(r.opts.code_execution.mode == "strict");
+  BOOST_TEST(r.opts.terminal.env_passthrough.size() == 2u);
+  BOOST_TEST(r.opts.security.allow_private_urls);
+  BOOST_TEST(r.opts.model.default_model == "gpt-x");
+}
+
+BOOST_AUTO_TEST_CASE(bad_files_give_one_error_with_key_and_line) {
+  struct bad_case {
+    const char* text;
+    const char* expected;
+  };
+  bad_case cases[] = {
+    {"agent:\n  max_turns: lots\n", "c.yaml:2: agent.max_turns: expected an integer, got 'lots'"},
+    {"nonsense: 1\n", "c.yaml:1: unknown top-level key 'nonsense'"},
+    {"agent:\n  max_turn: 3\n", "c.yaml:2: unknown key 'agent.max_turn'"},
+    {"code_execution:\n  mode: jail\n", "code_execution.mode: must be one of project, strict"},
+    {"code_execution:\n  timeout: 0\n", "code_execution.timeout: must be at least 1"},
+    {"security:\n  allow_private_urls: maybe\n", "expected true or false"},
+    {"terminal:\n  env_passthrough: abc\n", "expected a list of strings"},
+    {"terminal: [1, 2]\n", "terminal: expected a mapping"},
+    {"- a\n- b\n", "top level must be a mapping"},
+    {"agent: {max_turns: [\n", "invalid YAML"},
+    {"model:\n  default: {a: 1}\n", "model.default: expected a string, got a mapping"},
+  };
+  for (auto& c : cases) {
+    auto r = parse_options(c.text, "c.yaml");
+    BOOST_TEST(!r.ok(), "accepted: " << c.text);
+    BOOST_TEST(r.error.find(c.expected) != std::string::npos,
+               "error '" << r.error << "' lacks '" << c.expected << "'");
+  }
+}
+
+BOOST_AUTO_TEST_CASE(env_file_parsing) {
+  std::map<std::string, std::string> env;
+  std::vector<std::string> warnings;
+  parse_env_file("# comment\nA=1\nexport B=\"two words\"\nC='x'\n"
+                 "D=v # trailing\nbroken line\n=nokey\n", env, &warnings);
+  BOOST_TEST(env["A"] == "1");
+  BOOST_TEST(env["B"] == "two words");
+  BOOST_TEST(env["C"] == "x");
+  BOOST_TEST(env["D"] == "v");
+  BOOST_TEST(warnings.size() == 2u);
+  BOOST_TEST(warnings[0].find("line 6") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(cli_config_check_and_show) {
+  temp_dir home;
+  test::process_options po;
+  po.env["MIBYAN_HOME"] = home.path();
+  auto ok = run_mibyan({"config", "check"}, po);
+  BOOST_TEST(ok.exit_code == 0);
+  BOOST_TEST(ok.out.find("defaults") != std::string::npos);
+
+  home.write(".env", "OPENAI_API_KEY=sk-very-secret-value\n");
+  home.write("config.yaml", "code_execution:\n  timeout: 42\n");
+  auto show = run_mibyan({"config", "show"}, po);
+  BOOST_TEST(show.exit_code == 0);
+  BOOST_TEST(show.out.find("timeout: 42") != std::string::npos);
+  BOOST_TEST(show.out.find("OPENAI_API_KEY") != std::string::npos);
+  BOOST_TEST(show.out.find("sk-very-secret-value") == std::string::npos);
+
+  auto before = home.read("config.yaml");
+  home.write("config.yaml", "code_execution:\n  timeout: soon\n");
+  auto bad = run_mibyan({"config", "check"}, po);
+  BOOST_TEST(bad.exit_code == 2);
+  BOOST_TEST(bad.err.find("config.yaml:2: code_execution.timeout") != std::string::npos);
+  // A bad config stops every command with exit 2 and touches nothing.
+  auto tool = run_mibyan({"tool", "read_file", "{\"path\":\"x\"}"}, po);
+  BOOST_TEST(tool.exit_code == 2);
+  BOOST_TEST(home.read("config.yaml") == "code_execution:\n  timeout: soon\n");
+  BOOST_TEST(home.read(".env") == "OPENAI_API_KEY=sk-very-secret-value\n");
+}
