@@ -198,7 +198,7 @@ int tool_command(const std::vector<std::string>& args,
   }
   auto outcome = rt->call_tool(tool_call{session, "cli-1", name, args_json,
                                          cwd});
-  std::cout << outcome.result_json << "\n";
+  std::cout << outcome.result_json << std::endl;
   return 0;
 }
 

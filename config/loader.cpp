@@ -207,6 +207,9 @@ const std::vector<field>& fields() {
     // security
     t.push_back(bool_field("security", "allow_private_urls", &o::security,
                            &security_options::allow_private_urls));
+    t.push_back(list_field("security", "allowed_private_addresses",
+                           &o::security,
+                           &security_options::allowed_private_addresses));
     // code_execution
     t.push_back(string_field("code_execution", "mode", &o::code_execution,
                              &code_execution_options::mode,

@@ -85,6 +85,9 @@ struct security_options {
   /// Allow web tools to reach private, loopback, link-local and metadata
   /// addresses. Off by default (SSRF guard).
   bool allow_private_urls = false;
+  /// Exact IP addresses the web tools may reach although they are private
+  /// (e.g. a trusted LAN service), even with allow_private_urls off.
+  std::vector<std::string> allowed_private_addresses;
 };
 
 /// Section `code_execution`: the execute_code bridge.

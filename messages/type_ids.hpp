@@ -14,6 +14,7 @@
 #include "caf/type_id.hpp"
 
 #include "messages/error_code.hpp"
+#include "messages/exec_cell.hpp"
 #include "messages/interrupt_request.hpp"
 #include "messages/tool_request.hpp"
 #include "messages/tool_response.hpp"
@@ -25,6 +26,7 @@ CAF_BEGIN_TYPE_ID_BLOCK(mibyan, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(mibyan, (mibyan::tool_response))
   CAF_ADD_TYPE_ID(mibyan, (mibyan::interrupt_request))
   CAF_ADD_TYPE_ID(mibyan, (std::vector<mibyan::tool_response>))
+  CAF_ADD_TYPE_ID(mibyan, (mibyan::exec_cell))
 
   // Verbs. In CAF 0.17 atoms are atom_value constants (at most 10 chars)
   // and need no registration.
@@ -33,4 +35,9 @@ CAF_BEGIN_TYPE_ID_BLOCK(mibyan, caf::first_custom_type_id)
   CAF_ADD_ATOM(mibyan, mibyan, deadline_atom, "deadline")
   CAF_ADD_ATOM(mibyan, mibyan, interrupt_atom, "interrupt")
   CAF_ADD_ATOM(mibyan, mibyan, tick_atom, "tick")
+  CAF_ADD_ATOM(mibyan, mibyan, exec_atom, "exec")
+  CAF_ADD_ATOM(mibyan, mibyan, kill_atom, "kill")
+  CAF_ADD_ATOM(mibyan, mibyan, reap_atom, "reap")
+  CAF_ADD_ATOM(mibyan, mibyan, dispose_atom, "dispose")
+  CAF_ADD_ATOM(mibyan, mibyan, stats_atom, "stats")
 CAF_END_TYPE_ID_BLOCK(mibyan)

@@ -1,13 +1,18 @@
 #include "runtime/runtime.hpp"
 
 #include <filesystem>
+#include <unistd.h>
 #include <thread>
 
 #include "caf/all.hpp"
 #include "caf/io/all.hpp"
 
+#include "actors/kernel_registry.hpp"
 #include "actors/tool_dispatcher.hpp"
+#include "kernels/kernel_process.hpp"
 #include "runtime/log.hpp"
+#include "kernels/stub_generator.hpp"
+#include "tools/execute_code.hpp"
 #include "tools/registry.hpp"
 
 namespace fs = std::filesystem;
@@ -43,6 +48,24 @@ caf::actor_system_config& configure(caf::actor_system_config& cfg,
   return cfg;
 }
 
+// Returns the interpreter for project mode: the active virtualenv's or conda
+// env's python when it runs and is >= 3.8, else `fallback`.
+std::string project_python(const std::string& fallback) {
+  for (const char* var : {"VIRTUAL_ENV", "CONDA_PREFIX"}) {
+    const char* dir = std::getenv(var);
+    if (dir == nullptr || *dir == '\0')
+      continue;
+    for (const char* name : {"/bin/python3", "/bin/python"}) {
+      auto candidate = std::string{dir} + name;
+      if (::access(candidate.c_str(), X_OK) == 0 && probe_python(candidate))
+        return candidate;
+    }
+    MIBYAN_LOG(warning, "kernel", var << "=" << dir << " has no usable "
+               "Python >= 3.8; execute_code uses " << fallback);
+  }
+  return fallback;
+}
+
 } // namespace
 
 struct runtime::impl {
@@ -50,11 +73,14 @@ struct runtime::impl {
   std::shared_ptr<runtime_services> svc;
   std::unique_ptr<caf::actor_system> sys; // destroyed before cfg
   tool_dispatcher_actor dispatcher;
+  kernel_registry_actor kernels;
 
   ~impl() {
     if (sys) {
       caf::anon_send_exit(dispatcher, caf::exit_reason::user_shutdown);
+      caf::anon_send_exit(kernels, caf::exit_reason::user_shutdown);
       dispatcher = nullptr;
+      kernels = nullptr;
     }
     // Stop blocking work first so no job outlives the system.
     sys.reset();
@@ -82,6 +108,13 @@ runtime::create(options opts, std::string* error,
   register_core_tools(svc->tools);
   for (auto& t : extra_tools)
     svc->tools.add(std::move(t));
+  {
+    std::vector<std::string> enabled;
+    for (auto t : svc->tools.all())
+      enabled.push_back(t->name());
+    svc->tools.add(make_execute_code_tool(svc->cfg,
+                                          effective_script_tools(enabled)));
+  }
   p->svc = svc;
   configure(p->cfg, svc->cfg);
   p->sys = std::make_unique<caf::actor_system>(p->cfg);
@@ -93,7 +126,12 @@ runtime::create(options opts, std::string* error,
       *error = text;
     return nullptr;
   }
-  p->dispatcher = spawn_tool_dispatcher(*p->sys, svc, tool_dispatcher_actor{});
+  auto& ce = svc->cfg.code_execution;
+  auto default_python = ce.python.empty() ? std::string{"python3"} : ce.python;
+  p->kernels = spawn_kernel_registry(*p->sys, svc,
+                                     project_python(default_python),
+                                     default_python);
+  p->dispatcher = spawn_tool_dispatcher(*p->sys, svc, p->kernels);
   return std::unique_ptr<runtime>(new runtime(std::move(p)));
 }
 
@@ -147,6 +185,19 @@ void runtime::interrupt(const std::string& session_id,
                         const std::string& reason) {
   caf::anon_send(impl_->dispatcher, interrupt_atom_v,
                  interrupt_request{session_id, reason});
+}
+
+void runtime::close_session(const std::string& session_id) {
+  caf::anon_send(impl_->kernels, dispose_atom_v, session_id);
+}
+
+std::string runtime::kernel_stats() {
+  caf::scoped_actor self{*impl_->sys};
+  std::string out;
+  self->request(impl_->kernels, caf::infinite, stats_atom_v)
+    .receive([&](std::string& s) { out = std::move(s); },
+             [&](caf::error&) { out = "{}"; });
+  return out;
 }
 
 const tool_registry& runtime::tools() const {

@@ -77,6 +77,14 @@ public:
   /// Cancels running calls (and execute_code cells) of `session_id`.
   void interrupt(const std::string& session_id, const std::string& reason);
 
+  /// Ends a session: kills its execute_code kernels (and those of its
+  /// subagents, owners "<session_id>::child::<id>").
+  void close_session(const std::string& session_id);
+
+  /// Kernel counters as JSON ({"kernels","prestarted","spawned","evicted",
+  /// "reaped"}); blocks briefly.
+  std::string kernel_stats();
+
   const tool_registry& tools() const;
   const options& config() const;
 

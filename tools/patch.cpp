@@ -1,21 +1,442 @@
-// PLACEHOLDER: replaced by the real implementation.
-#include "tools/core_tools.hpp"
+// The patch tool: targeted edits of existing files.
+//
+// Mode "replace" swaps old_string for new_string in one file, using the
+// fuzzy matcher (tools/fuzzy_match.hpp). Mode "patch" applies a V4A
+// multi-file patch (tools/v4a_patch.hpp): every section is planned and
+// checked in memory first, and files are written only when the whole patch
+// applies, so a bad hunk leaves every file untouched.
+//
+// Every write is atomic and read back to verify it. The result carries a
+// unified diff of what changed.
+//
+// Failed matches are counted per (session, path); from the third failure in
+// a row on one path the hint tells the model to stop retrying blindly. The
+// counter map is bounded (4,096 entries, dropped wholesale when full).
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+#include <unordered_map>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "config/options.hpp"
+#include "tools/core_tools.hpp"
+#include "tools/file_io.hpp"
+#include "tools/fuzzy_match.hpp"
+#include "tools/lint_check.hpp"
+#include "tools/path_policy.hpp"
+#include "tools/unified_diff.hpp"
+#include "tools/v4a_patch.hpp"
 
 namespace mibyan {
+
 namespace {
-class placeholder final : public tool {
+
+// Largest file the patch tool edits (it holds the file in memory).
+constexpr size_t max_patch_bytes = 64 * 1024 * 1024;
+constexpr size_t max_failure_entries = 4096;
+
+json::value failure(std::string message) {
+  json::value out;
+  out["success"] = false;
+  out["error"] = std::move(message);
+  return out;
+}
+
+std::string_view trim_view(std::string_view s) {
+  auto b = s.find_first_not_of(" \t\r\n");
+  if (b == std::string_view::npos)
+    return {};
+  auto e = s.find_last_not_of(" \t\r\n");
+  return s.substr(b, e - b + 1);
+}
+
+void dedupe(std::vector<std::string>& xs) {
+  std::vector<std::string> out;
+  for (auto& x : xs)
+    if (std::find(out.begin(), out.end(), x) == out.end())
+      out.push_back(x);
+  xs = std::move(out);
+}
+
+std::string diff_label(const char* side, const std::string& path) {
+  return std::string{side} + (path.front() == '/' ? "" : "/") + path;
+}
+
+json::value string_array(const std::vector<std::string>& xs) {
+  json::value out = json::value::make_array();
+  for (auto& x : xs)
+    out.push_back(x);
+  return out;
+}
+
+// Counts consecutive failed matches per (session, path).
+class failure_counter {
+public:
+  int fail(const std::string& key) {
+    std::lock_guard<std::mutex> guard{mtx_};
+    if (counts_.size() >= max_failure_entries && !counts_.count(key))
+      counts_.clear();
+    return ++counts_[key];
+  }
+
+  void reset(const std::string& key) {
+    std::lock_guard<std::mutex> guard{mtx_};
+    counts_.erase(key);
+  }
+
+private:
+  std::mutex mtx_;
+  std::unordered_map<std::string, int> counts_;
+};
+
+// Checks that `path` (absolute) may be modified by this call.
+std::optional<std::string> modification_refusal(const std::string& path,
+                                                const json::value& args,
+                                                const tool_context& ctx) {
+  auto home = mibyan_home_of(ctx);
+  if (auto why = write_refusal(path, home))
+    return why;
+  if (!args.get_bool("cross_profile", false))
+    if (auto why = cross_profile_refusal(path, home))
+      return why;
+  return std::nullopt;
+}
+
+// Reads an existing text file for editing, or explains why it cannot.
+std::optional<std::string> load_for_edit(const std::string& path,
+                                         std::string& err) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) {
+    err = "File not found: " + path;
+    return std::nullopt;
+  }
+  if (S_ISDIR(st.st_mode)) {
+    err = "Path is a directory, not a file: " + path;
+    return std::nullopt;
+  }
+  auto text = read_whole_file(path, max_patch_bytes, err);
+  if (!text)
+    return std::nullopt;
+  if (looks_binary(std::string_view{*text}.substr(0, 8192))) {
+    err = "Binary file, cannot patch: " + path;
+    return std::nullopt;
+  }
+  return text;
+}
+
+// Writes `content` atomically and reads it back.
+std::string write_verified(const std::string& path,
+                           const std::string& content) {
+  auto w = atomic_write(path, content);
+  if (!w.error.empty())
+    return w.error;
+  std::string err;
+  auto back = read_whole_file(path, max_patch_bytes + content.size(), err);
+  if (!back)
+    return "Wrote " + path + " but could not read it back: " + err;
+  if (*back != content)
+    return "Wrote " + path + " but the content read back differs (another "
+           "process may have changed it concurrently). Re-read the file.";
+  return {};
+}
+
+json::value property(const char* type, const char* description) {
+  json::value p;
+  p["type"] = type;
+  p["description"] = description;
+  return p;
+}
+
+class patch_tool final : public tool {
 public:
   const char* name() const override { return "patch"; }
-  const char* toolset() const override { return "pending"; }
-  std::string description() const override { return "not yet built"; }
+  const char* toolset() const override { return "file"; }
+
+  std::string description() const override {
+    return "Edit existing files; use this instead of sed/awk or rewriting "
+           "whole files. mode='replace' (default): replace old_string with "
+           "new_string in the file at path. old_string must identify one "
+           "place (include a few surrounding lines) unless replace_all=true; "
+           "small whitespace/indentation differences are tolerated, but copy "
+           "old_string from read_file output without the 'N|' prefixes. "
+           "mode='patch': apply a V4A patch touching several files: "
+           "'*** Begin Patch', then sections '*** Update File: p' (hunks "
+           "starting with '@@', lines prefixed ' ' context, '-' remove, "
+           "'+' add), '*** Add File: p' ('+' lines), '*** Delete File: p', "
+           "'*** Move File: old -> new', and finally '*** End Patch'. "
+           "Returns a unified diff of the change.";
+  }
+
   json::value schema() const override {
-    json::value s; s["type"] = "object"; s["properties"] = json::value::make_object(); return s;
+    json::value props;
+    props["mode"] = property("string", "'replace' (default) or 'patch'.");
+    props["path"] = property("string", "replace mode: the file to edit.");
+    props["old_string"] = property("string",
+                                   "replace mode: the exact text to find "
+                                   "(unique unless replace_all).");
+    props["new_string"] = property("string",
+                                   "replace mode: the text to put in its "
+                                   "place (may be empty to delete).");
+    props["replace_all"] = property("boolean",
+                                    "replace mode: replace every occurrence "
+                                    "(default false).");
+    props["patch"] = property("string", "patch mode: the V4A patch text.");
+    props["cross_profile"] = property("boolean",
+                                      "Allow editing another Mibyan "
+                                      "profile's files (default false).");
+    json::value s;
+    s["type"] = "object";
+    s["properties"] = std::move(props);
+    return s;
   }
-  json::value run(const json::value&, const tool_context&) const override {
-    return error_result("patch is not built yet");
+
+  json::value run(const json::value& args,
+                  const tool_context& ctx) const override {
+    auto mode = args.get_string("mode", "replace");
+    if (mode == "replace")
+      return run_replace(args, ctx);
+    if (mode == "patch")
+      return run_v4a(args, ctx);
+    return failure("Unknown mode: " + mode
+                   + ". Use mode='replace' or mode='patch'.");
   }
+
+private:
+  json::value run_replace(const json::value& args,
+                          const tool_context& ctx) const;
+  json::value run_v4a(const json::value& args,
+                      const tool_context& ctx) const;
+
+  mutable failure_counter failures_;
 };
+
+json::value patch_tool::run_replace(const json::value& args,
+                                    const tool_context& ctx) const {
+  auto raw = args.get_string("path");
+  if (raw.empty())
+    return failure("path required");
+  auto old_v = args.find("old_string");
+  auto new_v = args.find("new_string");
+  if (old_v == nullptr || new_v == nullptr || !old_v->is_string()
+      || !new_v->is_string())
+    return failure("old_string and new_string required");
+  auto& old_s = old_v->as_string();
+  auto& new_s = new_v->as_string();
+  if (old_s.empty())
+    return failure("old_string cannot be empty");
+  if (old_s == new_s)
+    return failure("old_string and new_string are identical");
+  if (auto bad = check_path_text(raw))
+    return failure(*bad);
+  auto path = resolve_path(raw, ctx.cwd);
+  if (auto why = modification_refusal(path, args, ctx))
+    return failure(*why);
+  std::string err;
+  auto before = load_for_edit(path, err);
+  if (!before) {
+    auto out = failure(err);
+    if (err.rfind("File not found", 0) == 0) {
+      out["similar_files"] = string_array(similar_files(path, 5));
+      out["_hint"] = "patch edits existing files; use write_file to create "
+                     "a new one.";
+    }
+    return out;
+  }
+  auto r = fuzzy_replace(*before, old_s, new_s,
+                         args.get_bool("replace_all", false));
+  auto fail_key = ctx.session_id + "\n" + path;
+  if (!r.error.empty()) {
+    if (!r.not_found)
+      return failure(r.error);
+    int n = failures_.fail(fail_key);
+    auto out = failure("Could not find match for old_string in " + path);
+    std::string hint = closest_section(*before, old_s);
+    if (n >= 3)
+      hint += (hint.empty() ? "" : "\n") + std::string{"This is failure #"}
+              + std::to_string(n) + " to match old_string in this file. Stop "
+              "retrying patch with guessed text: read the file again with "
+              "read_file and copy old_string exactly, or rewrite the file "
+              "with write_file.";
+    else
+      hint += (hint.empty() ? "" : "\n")
+              + std::string{"Re-read the file with read_file and copy "
+                            "old_string exactly (without the 'N|' line "
+                            "prefixes)."};
+    out["_hint"] = hint;
+    return out;
+  }
+  failures_.reset(fail_key);
+  if (auto werr = write_verified(path, r.content); !werr.empty())
+    return failure(werr);
+  json::value out;
+  out["success"] = true;
+  out["diff"] = unified_diff(*before, r.content, diff_label("a", raw),
+                             diff_label("b", raw));
+  out["files_modified"] = string_array({path});
+  out["resolved_path"] = path;
+  out["replacements"] = static_cast<int64_t>(r.replacements);
+  if (r.strategy != "exact")
+    out["match_strategy"] = r.strategy;
+  if (auto lint = lint_delta(path, before, r.content); !lint.is_null())
+    out["lint"] = std::move(lint);
+  return out;
+}
+
+json::value patch_tool::run_v4a(const json::value& args,
+                                const tool_context& ctx) const {
+  auto text = args.get_string("patch");
+  if (trim_view(text).empty())
+    return failure("patch content required");
+  std::vector<v4a_section> sections;
+  if (auto err = parse_v4a(text, sections); !err.empty())
+    return failure("Invalid patch: " + err);
+
+  // The planned state of every touched file: nullopt = deleted.
+  struct planned {
+    std::string label;
+    std::optional<std::string> before;
+    std::optional<std::string> after;
+  };
+  std::map<std::string, planned> plan;
+  std::vector<std::string> order; // first-touch order of paths
+  auto current = [&](const std::string& path, std::string& err)
+    -> std::optional<std::string> {
+    if (auto i = plan.find(path); i != plan.end()) {
+      if (!i->second.after)
+        err = "File not found: " + path + " (deleted earlier in the patch)";
+      return i->second.after;
+    }
+    return load_for_edit(path, err);
+  };
+  auto touch = [&](const std::string& path, const std::string& label,
+                   std::optional<std::string> before) -> planned& {
+    auto i = plan.find(path);
+    if (i == plan.end()) {
+      order.push_back(path);
+      i = plan.emplace(path, planned{label, before, before}).first;
+    }
+    return i->second;
+  };
+  std::vector<std::string> created;
+  std::vector<std::string> deleted;
+  std::vector<std::string> modified;
+  for (auto& s : sections) {
+    if (auto bad = check_path_text(s.path))
+      return failure(s.path + ": " + *bad);
+    auto path = resolve_path(s.path, ctx.cwd);
+    if (auto why = modification_refusal(path, args, ctx))
+      return failure(*why);
+    std::string err;
+    struct stat st;
+    bool on_disk = ::stat(path.c_str(), &st) == 0;
+    auto known = plan.find(path);
+    bool exists = known != plan.end() ? known->second.after.has_value()
+                                      : on_disk;
+    switch (s.what) {
+      case v4a_section::kind::add: {
+        if (exists)
+          return failure("Add File: " + path
+                         + " already exists; use '*** Update File:' to "
+                           "change it.");
+        touch(path, s.path, std::nullopt).after = s.content;
+        created.push_back(path);
+        break;
+      }
+      case v4a_section::kind::remove: {
+        auto before = current(path, err);
+        if (!before)
+          return failure("Delete File: " + err);
+        touch(path, s.path, before).after.reset();
+        deleted.push_back(path);
+        break;
+      }
+      case v4a_section::kind::update: {
+        auto before = current(path, err);
+        if (!before)
+          return failure("Update File: " + err);
+        std::string after;
+        if (auto herr = apply_v4a_hunks(*before, s.hunks, after);
+            !herr.empty())
+          return failure("Update File: " + path + ": " + herr);
+        if (s.move_to.empty()) {
+          touch(path, s.path, before).after = after;
+          modified.push_back(path);
+          break;
+        }
+        if (auto bad = check_path_text(s.move_to))
+          return failure(s.move_to + ": " + *bad);
+        auto dest = resolve_path(s.move_to, ctx.cwd);
+        if (auto why = modification_refusal(dest, args, ctx))
+          return failure(*why);
+        struct stat dst;
+        auto dknown = plan.find(dest);
+        bool dexists = dknown != plan.end()
+                         ? dknown->second.after.has_value()
+                         : ::stat(dest.c_str(), &dst) == 0;
+        if (dexists)
+          return failure("Move destination already exists: " + dest);
+        touch(path, s.path, before).after.reset();
+        std::optional<std::string> none;
+        touch(dest, s.move_to, none).after = after;
+        deleted.push_back(path);
+        created.push_back(dest);
+        break;
+      }
+    }
+  }
+
+  // Everything applies in memory; now write.
+  std::string diff;
+  json::value lint;
+  std::vector<std::string> written;
+  for (auto& path : order) {
+    auto& p = plan[path];
+    if (p.before == p.after)
+      continue;
+    if (p.after) {
+      if (auto werr = write_verified(path, *p.after); !werr.empty()) {
+        auto out = failure(werr);
+        if (!written.empty())
+          out["files_already_written"] = string_array(written);
+        return out;
+      }
+      if (auto l = lint_delta(path, p.before, *p.after); !l.is_null())
+        lint[path] = std::move(l);
+    } else if (::unlink(path.c_str()) != 0) {
+      auto out = failure("Cannot delete " + path + ": "
+                         + std::error_code(errno, std::generic_category())
+                             .message());
+      if (!written.empty())
+        out["files_already_written"] = string_array(written);
+      return out;
+    }
+    written.push_back(path);
+    diff += unified_diff(p.before ? *p.before : std::string{},
+                         p.after ? *p.after : std::string{},
+                         p.before ? diff_label("a", p.label) : "/dev/null",
+                         p.after ? diff_label("b", p.label) : "/dev/null");
+  }
+  dedupe(modified);
+  dedupe(created);
+  dedupe(deleted);
+  json::value out;
+  out["success"] = true;
+  out["diff"] = diff;
+  out["files_modified"] = string_array(modified);
+  out["files_created"] = string_array(created);
+  out["files_deleted"] = string_array(deleted);
+  if (!lint.is_null())
+    out["lint"] = std::move(lint);
+  return out;
+}
+
 } // namespace
-std::unique_ptr<tool> make_patch_tool() { return std::make_unique<placeholder>(); }
+
+std::unique_ptr<tool> make_patch_tool() {
+  return std::make_unique<patch_tool>();
+}
+
 } // namespace mibyan

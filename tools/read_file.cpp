@@ -1,21 +1,555 @@
-// PLACEHOLDER: replaced by the real implementation.
-#include "tools/core_tools.hpp"
+// The read_file tool: a window of a text file as numbered lines.
+//
+// The file is streamed in 64 KiB chunks: only the lines in the window are
+// kept (each cut at tool_output.max_line_chars), the rest are just counted,
+// so a multi-gigabyte log costs memory for 500 lines, not for the file.
+//
+// Jupyter notebooks (.ipynb) are shown as their cells' sources, each under
+// a "# %% [code] cell N" header, not as raw JSON.
+//
+// Offset past the end: an error naming the number of lines (a model that
+// asks for line 900 of an 800-line file has a wrong picture of the file and
+// should hear so). An empty file read from offset 1 gives empty content.
+//
+// Re-read guard (direct model calls with a session id only): per session the
+// tool remembers which (path, offset, limit) windows it returned and the
+// file's stamp (mtime, size, inode) at the time. Asking again for an
+// unchanged window returns a short "unchanged" stub instead of the content;
+// after two stubs for the same window the next request is BLOCKED. Reads of
+// the same window in a row get a warning at the 3rd and are BLOCKED at the
+// 4th. State is bounded: 256 sessions, 1,024 windows each.
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <mutex>
+#include <optional>
+#include <unordered_map>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "config/options.hpp"
+#include "tools/core_tools.hpp"
+#include "tools/file_io.hpp"
+#include "tools/path_policy.hpp"
 
 namespace mibyan {
+
 namespace {
-class placeholder final : public tool {
-public:
-  const char* name() const override { return "read_file"; }
-  const char* toolset() const override { return "pending"; }
-  std::string description() const override { return "not yet built"; }
-  json::value schema() const override {
-    json::value s; s["type"] = "object"; s["properties"] = json::value::make_object(); return s;
-  }
-  json::value run(const json::value&, const tool_context&) const override {
-    return error_result("read_file is not built yet");
+
+constexpr size_t sniff_bytes = 8192;
+constexpr size_t max_guard_sessions = 256;
+constexpr size_t max_guard_windows = 1024;
+
+std::string errno_text(int err) {
+  return std::error_code(err, std::generic_category()).message();
+}
+
+// What identifies the version of a file that was shown.
+struct file_stamp {
+  int64_t mtime_ns = 0;
+  int64_t size = 0;
+  uint64_t inode = 0;
+  bool operator==(const file_stamp& o) const {
+    return mtime_ns == o.mtime_ns && size == o.size && inode == o.inode;
   }
 };
+
+// -- re-read guard ------------------------------------------------------------
+
+class reread_guard {
+public:
+  enum class verdict { read, stub, blocked };
+
+  struct decision {
+    verdict what = verdict::read;
+    int consecutive = 1; // identical reads in a row, this one included
+  };
+
+  // Registers a request and says what to do with it.
+  decision check(const std::string& session, const std::string& key,
+                 const file_stamp& stamp) {
+    std::lock_guard<std::mutex> guard{mtx_};
+    auto& s = session_of(session);
+    decision d;
+    if (s.last_key == key) {
+      d.consecutive = ++s.consecutive;
+    } else {
+      s.last_key = key;
+      s.consecutive = 1;
+    }
+    if (d.consecutive >= 4) {
+      d.what = verdict::blocked;
+      return d;
+    }
+    auto i = s.windows.find(key);
+    if (i != s.windows.end() && i->second.stamp == stamp) {
+      i->second.used = ++clock_;
+      if (++i->second.stubs > 2) {
+        d.what = verdict::blocked;
+        return d;
+      }
+      d.what = verdict::stub;
+    }
+    return d;
+  }
+
+  // Records that the window was returned with its content.
+  void record(const std::string& session, const std::string& key,
+              const file_stamp& stamp) {
+    std::lock_guard<std::mutex> guard{mtx_};
+    auto& s = session_of(session);
+    if (s.windows.size() >= max_guard_windows && !s.windows.count(key)) {
+      auto oldest = std::min_element(
+        s.windows.begin(), s.windows.end(),
+        [](auto& x, auto& y) { return x.second.used < y.second.used; });
+      s.windows.erase(oldest);
+    }
+    auto& w = s.windows[key];
+    w.stamp = stamp;
+    w.stubs = 0;
+    w.used = ++clock_;
+  }
+
+private:
+  struct window {
+    file_stamp stamp;
+    int stubs = 0;
+    uint64_t used = 0;
+  };
+
+  struct session_state {
+    std::string last_key;
+    int consecutive = 0;
+    uint64_t used = 0;
+    std::unordered_map<std::string, window> windows;
+  };
+
+  session_state& session_of(const std::string& id) {
+    auto i = sessions_.find(id);
+    if (i == sessions_.end()) {
+      if (sessions_.size() >= max_guard_sessions) {
+        auto oldest = std::min_element(
+          sessions_.begin(), sessions_.end(),
+          [](auto& x, auto& y) { return x.second.used < y.second.used; });
+        sessions_.erase(oldest);
+      }
+      i = sessions_.emplace(id, session_state{}).first;
+    }
+    i->second.used = ++clock_;
+    return i->second;
+  }
+
+  std::mutex mtx_;
+  uint64_t clock_ = 0;
+  std::unordered_map<std::string, session_state> sessions_;
+};
+
+// -- line window --------------------------------------------------------------
+
+// Consumes a text in chunks; keeps the lines [first, first + limit) rendered
+// as "N|content" within a character budget, and counts all lines.
+class line_window {
+public:
+  line_window(int64_t first, int64_t limit, size_t max_line, size_t budget)
+    : first_(first), last_(first + limit - 1), max_line_(max_line),
+      budget_(budget) {
+  }
+
+  void feed(const char* data, size_t size) {
+    while (size > 0) {
+      auto nl = static_cast<const char*>(std::memchr(data, '\n', size));
+      size_t seg = nl ? static_cast<size_t>(nl - data) : size;
+      if (wanted())
+        take(data, seg);
+      pending_ = pending_ || seg > 0;
+      if (!nl)
+        return;
+      end_line();
+      data += seg + 1;
+      size -= seg + 1;
+    }
+  }
+
+  void finish() {
+    if (pending_)
+      end_line();
+  }
+
+  int64_t total_lines() const { return line_ - 1; }
+  const std::string& content() const { return content_; }
+  // First and last line shown (last < first when none was).
+  int64_t shown_first() const { return first_; }
+  int64_t shown_last() const { return shown_last_; }
+  // The line at which the character budget stopped the window, or 0.
+  int64_t budget_stop() const { return budget_stop_; }
+
+private:
+  bool wanted() const {
+    return line_ >= first_ && line_ <= last_ && budget_stop_ == 0;
+  }
+
+  void take(const char* data, size_t size) {
+    // Keep a little more than the cut so a trailing '\r' can be dropped.
+    size_t room = max_line_ + 2 > cur_.size() ? max_line_ + 2 - cur_.size()
+                                              : 0;
+    cur_.append(data, std::min(room, size));
+    cur_bytes_ += size;
+  }
+
+  void end_line() {
+    if (wanted()) {
+      bool cut = cur_bytes_ > max_line_ + (ends_cr() ? 1 : 0);
+      if (!cut && ends_cr())
+        cur_.pop_back();
+      if (cut) {
+        size_t n = max_line_;
+        // Do not split a UTF-8 sequence.
+        while (n > 0 && (static_cast<unsigned char>(cur_[n]) & 0xc0) == 0x80)
+          --n;
+        cur_.resize(n);
+        cur_ += "... [truncated]";
+      }
+      auto row = std::to_string(line_) + "|" + cur_;
+      size_t need = row.size() + (content_.empty() ? 0 : 1);
+      if (shown_last_ >= first_ && content_.size() + need > budget_) {
+        budget_stop_ = line_;
+      } else {
+        if (!content_.empty())
+          content_ += '\n';
+        content_ += row;
+        shown_last_ = line_;
+      }
+    }
+    cur_.clear();
+    cur_bytes_ = 0;
+    pending_ = false;
+    ++line_;
+  }
+
+  bool ends_cr() const { return !cur_.empty() && cur_.back() == '\r'; }
+
+  int64_t first_;
+  int64_t last_;
+  size_t max_line_;
+  size_t budget_;
+  int64_t line_ = 1;
+  int64_t shown_last_ = 0;
+  int64_t budget_stop_ = 0;
+  bool pending_ = false;
+  std::string cur_;
+  size_t cur_bytes_ = 0;
+  std::string content_;
+};
+
+// -- notebooks ----------------------------------------------------------------
+
+constexpr size_t max_notebook_bytes = 32 * 1024 * 1024;
+
+bool is_notebook(const std::string& path) {
+  return path.size() > 6 && path.compare(path.size() - 6, 6, ".ipynb") == 0;
+}
+
+// Renders a Jupyter notebook as "# %% [kind] cell N" headers followed by
+// each cell's source; nullopt when `text` is not a notebook.
+std::optional<std::string> render_notebook(std::string_view text) {
+  auto parsed = json::parse(text);
+  if (!parsed || !parsed.v->is_object())
+    return std::nullopt;
+  auto cells = parsed.v->find("cells");
+  if (cells == nullptr || !cells->is_array())
+    return std::nullopt;
+  std::string out;
+  size_t n = 0;
+  for (auto& cell : cells->as_array()) {
+    ++n;
+    out += "# %% [" + cell.get_string("cell_type", "unknown") + "] cell "
+           + std::to_string(n) + "\n";
+    auto src = cell.find("source");
+    std::string body;
+    if (src != nullptr && src->is_string())
+      body = src->as_string();
+    else if (src != nullptr && src->is_array())
+      for (auto& part : src->as_array())
+        if (part.is_string())
+          body += part.as_string();
+    out += body;
+    if (!body.empty() && body.back() != '\n')
+      out += '\n';
+  }
+  return out;
+}
+
+// -- the tool -----------------------------------------------------------------
+
+json::value property(const char* type, const char* description) {
+  json::value p;
+  p["type"] = type;
+  p["description"] = description;
+  return p;
+}
+
+class read_file_tool final : public tool {
+public:
+  const char* name() const override { return "read_file"; }
+  const char* toolset() const override { return "file"; }
+  bool parallel_safe() const override { return true; }
+
+  std::string description() const override {
+    return "Read a text file and return its lines numbered as 'N|content'. "
+           "Use this instead of cat, head, tail or sed in the terminal. "
+           "Reads up to `limit` lines (default 500, max 2000) starting at "
+           "line `offset` (1-indexed, default 1); when the result says "
+           "truncated, call again with offset=next_offset to continue. "
+           "Lines longer than 2000 characters are cut. Binary files and "
+           "images are not shown (use a vision tool for images). Do not "
+           "re-read a range you already have unless the file changed.";
+  }
+
+  json::value schema() const override {
+    json::value props;
+    props["path"] = property("string",
+                             "File path; relative paths are resolved "
+                             "against the working directory, ~ expands to "
+                             "the home directory.");
+    props["offset"] = property("integer", "1-indexed line number to start "
+                                          "at (default 1).");
+    props["offset"]["minimum"] = 1;
+    props["limit"] = property("integer", "Maximum number of lines to return "
+                                         "(default 500, at most 2000).");
+    json::value s;
+    s["type"] = "object";
+    s["properties"] = std::move(props);
+    s["required"] = json::array{"path"};
+    return s;
+  }
+
+  json::value run(const json::value& args,
+                  const tool_context& ctx) const override;
+
+private:
+  mutable reread_guard guard_;
+};
+
+json::value file_error(std::string message, const char* flag = nullptr) {
+  json::value out;
+  if (flag != nullptr)
+    out[flag] = true;
+  out["error"] = std::move(message);
+  return out;
+}
+
+json::value read_file_tool::run(const json::value& args,
+                                const tool_context& ctx) const {
+  options defaults;
+  const options& cfg = ctx.cfg != nullptr ? *ctx.cfg : defaults;
+  auto raw = args.get_string("path");
+  if (auto bad = check_path_text(raw))
+    return error_result(*bad);
+  int64_t offset = args.get_int("offset", 1);
+  if (offset < 1)
+    return error_result("offset must be >= 1 (a 1-indexed line number), got "
+                        + std::to_string(offset));
+  int64_t max_lines = std::max<int64_t>(1, cfg.tool_output.max_lines);
+  int64_t limit = std::clamp<int64_t>(args.get_int("limit", 500), 1,
+                                      max_lines);
+  auto path = resolve_path(raw, ctx.cwd);
+  if (auto why = read_refusal(path, mibyan_home_of(ctx)))
+    return error_result(*why);
+
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) {
+    int err = errno;
+    if (err == ENOENT || err == ENOTDIR) {
+      json::value out;
+      out["error"] = "File not found: " + path;
+      json::value similar = json::value::make_array();
+      for (auto& s : similar_files(path, 5))
+        similar.push_back(s);
+      out["similar_files"] = std::move(similar);
+      return out;
+    }
+    struct stat st;
+    if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+      return error_result("Path is a directory, not a file: " + path
+                          + ". Use search_files with target='files' to "
+                            "list its contents.");
+    return error_result("Cannot open " + path + ": " + errno_text(err));
+  }
+  struct closer {
+    int fd;
+    ~closer() { ::close(fd); }
+  } close_on_exit{fd};
+  struct stat st;
+  if (::fstat(fd, &st) != 0)
+    return error_result("Cannot stat " + path + ": " + errno_text(errno));
+  if (S_ISDIR(st.st_mode))
+    return error_result("Path is a directory, not a file: " + path
+                        + ". Use search_files with target='files' to list "
+                          "its contents.");
+  if (!S_ISREG(st.st_mode))
+    return error_result("Not a regular file (device, FIFO or socket): "
+                        + path);
+  // Reads below block again; O_NONBLOCK only kept open() from hanging.
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+
+  std::string head(sniff_bytes, '\0');
+  ssize_t got = 0;
+  for (;;) {
+    got = ::pread(fd, head.data(), head.size(), 0);
+    if (got >= 0 || errno != EINTR)
+      break;
+  }
+  if (got < 0)
+    return error_result("Cannot read " + path + ": " + errno_text(errno));
+  head.resize(static_cast<size_t>(got));
+  if (auto mime = image_mime_type(path, head); !mime.empty()) {
+    json::value out;
+    out["is_image"] = true;
+    out["error"] = "Cannot show an image as text: " + path + " (" + mime
+                   + ", " + std::to_string(st.st_size) + " bytes)";
+    out["hint"] = "Use a vision tool (vision_analyze) with this path to "
+                  "look at the image.";
+    return out;
+  }
+  if (looks_binary(head))
+    return file_error("Binary file, not shown: " + path + " ("
+                        + std::to_string(st.st_size)
+                        + " bytes). Use the terminal with a suitable tool "
+                          "(e.g. xxd, file, strings) to inspect it.",
+                      "is_binary");
+
+  file_stamp stamp{static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000
+                     + st.st_mtim.tv_nsec,
+                   static_cast<int64_t>(st.st_size),
+                   static_cast<uint64_t>(st.st_ino)};
+  bool guarded = !ctx.from_script && !ctx.session_id.empty();
+  auto key = path + "\n" + std::to_string(offset) + "\n"
+             + std::to_string(limit);
+  reread_guard::decision decision;
+  if (guarded) {
+    decision = guard_.check(ctx.session_id, key, stamp);
+    if (decision.what == reread_guard::verdict::blocked)
+      return error_result(
+        "BLOCKED: you already read " + path + " (offset="
+        + std::to_string(offset) + ", limit=" + std::to_string(limit)
+        + ") and it has not changed. Stop re-reading it: use the content "
+          "you already have, read a different range, or change the file "
+          "first.");
+    if (decision.what == reread_guard::verdict::stub) {
+      json::value out;
+      out["status"] = "unchanged";
+      out["message"] = "File unchanged since you last read this range ("
+                       + path + ", offset=" + std::to_string(offset)
+                       + ", limit=" + std::to_string(limit)
+                       + "); the content is already in the conversation "
+                         "above. Refer to it instead of reading again.";
+      out["dedup"] = true;
+      out["content_returned"] = false;
+      return out;
+    }
+  }
+
+  line_window window{offset, limit,
+                     static_cast<size_t>(
+                       std::max<int64_t>(1, cfg.tool_output.max_line_chars)),
+                     static_cast<size_t>(std::max<int64_t>(
+                       1, cfg.tool_output.read_char_budget))};
+  auto pos = static_cast<off_t>(head.size());
+  bool timed = ctx.deadline != std::chrono::steady_clock::time_point{};
+  bool extracted = false;
+  if (is_notebook(path)
+      && static_cast<size_t>(st.st_size) <= max_notebook_bytes) {
+    std::string err;
+    if (auto whole = read_whole_file(path, max_notebook_bytes, err))
+      if (auto rendered = render_notebook(*whole)) {
+        window.feed(rendered->data(), rendered->size());
+        pos = static_cast<off_t>(whole->size());
+        extracted = true;
+      }
+  }
+  std::string buf(65536, '\0');
+  if (!extracted)
+    window.feed(head.data(), head.size());
+  if (!extracted && head.size() == sniff_bytes) {
+    for (;;) {
+      if (ctx.is_cancelled()
+          || (timed && std::chrono::steady_clock::now() > ctx.deadline))
+        return error_result("read_file was cancelled before finishing "
+                            + path);
+      auto n = ::pread(fd, buf.data(), buf.size(), pos);
+      if (n < 0) {
+        if (errno == EINTR)
+          continue;
+        return error_result("Cannot read " + path + ": "
+                            + errno_text(errno));
+      }
+      if (n == 0)
+        break;
+      window.feed(buf.data(), static_cast<size_t>(n));
+      pos += n;
+    }
+  }
+  window.finish();
+
+  auto total = window.total_lines();
+  if (offset > total && !(total == 0 && offset == 1)) {
+    json::value out;
+    out["error"] = total == 0
+                     ? "The file is empty (0 lines): " + path
+                     : "offset " + std::to_string(offset)
+                         + " is past the end of " + path + " ("
+                         + std::to_string(total) + " lines). Use an offset "
+                         "between 1 and " + std::to_string(total) + ".";
+    out["total_lines"] = total;
+    out["file_size"] = static_cast<int64_t>(pos);
+    return out;
+  }
+  json::value out;
+  out["content"] = window.content();
+  out["total_lines"] = total;
+  out["file_size"] = static_cast<int64_t>(pos);
+  int64_t shown_last = window.shown_last();
+  bool by_bytes = window.budget_stop() != 0;
+  bool truncated = by_bytes || shown_last < total;
+  out["truncated"] = truncated;
+  if (extracted)
+    out["extracted_from"] = "ipynb";
+  if (truncated) {
+    int64_t next = shown_last + 1;
+    out["next_offset"] = next;
+    std::string range = "(showing " + std::to_string(offset) + "-"
+                        + std::to_string(shown_last) + " of "
+                        + std::to_string(total) + " lines)";
+    if (by_bytes) {
+      out["truncated_by"] = "bytes";
+      out["hint"] = "Output reached the "
+                    + std::to_string(cfg.tool_output.read_char_budget)
+                    + "-character limit. Use offset=" + std::to_string(next)
+                    + " to continue reading " + range;
+    } else {
+      out["hint"] = "Use offset=" + std::to_string(next)
+                    + " to continue reading " + range;
+    }
+  } else if (total == 0) {
+    out["hint"] = "The file is empty.";
+  }
+  if (guarded) {
+    guard_.record(ctx.session_id, key, stamp);
+    if (decision.consecutive == 3)
+      out["_warning"] = "You have read this same range of " + path
+                        + " 3 times in a row. Use the content you have; "
+                          "a 4th identical read will be blocked.";
+  }
+  return out;
+}
+
 } // namespace
-std::unique_ptr<tool> make_read_file_tool() { return std::make_unique<placeholder>(); }
+
+std::unique_ptr<tool> make_read_file_tool() {
+  return std::make_unique<read_file_tool>();
+}
+
 } // namespace mibyan

@@ -1,21 +1,421 @@
-// PLACEHOLDER: replaced by the real implementation.
+// The `terminal` tool: runs one shell command in the foreground and returns
+// its merged stdout + stderr (see docs in tools.md section 2).
+//
+// Mibyan specifics: no background mode, no PTY (refused with a clear
+// error); secrets are filtered out of the child's environment
+// (runtime/env_filter.hpp); output beyond tool_output.max_bytes is cut to
+// head 40 % + tail 60 % and the full text (up to 5 MB) is spilled to
+// $MIBYAN_HOME/cache/exec/terminal-<id>.txt for read_file.
 #include "tools/core_tools.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "config/options.hpp"
+#include "runtime/env_filter.hpp"
+#include "runtime/subprocess.hpp"
+#include "tools/output_cap.hpp"
 
 namespace mibyan {
+
 namespace {
-class placeholder final : public tool {
-public:
-  const char* name() const override { return "terminal"; }
-  const char* toolset() const override { return "pending"; }
-  std::string description() const override { return "not yet built"; }
-  json::value schema() const override {
-    json::value s; s["type"] = "object"; s["properties"] = json::value::make_object(); return s;
+
+/// Bytes of raw output saved to the spill file of a truncated command.
+constexpr size_t max_spill_bytes = 5'000'000;
+
+/// Longest command accepted: Linux refuses a single exec argument longer
+/// than MAX_ARG_STRLEN (32 pages).
+constexpr size_t max_command_bytes = 131'072 - 1;
+
+/// Seconds the runtime deadline adds on top of timeout + kill grace.
+constexpr int64_t deadline_margin_seconds = 10;
+
+bool is_blank(const std::string& s) {
+  return s.find_first_not_of(" \t\r\n") == std::string::npos;
+}
+
+// Returns `raw` reduced to a safe file name component ("" if nothing is
+// left).
+std::string file_id(const std::string& raw) {
+  std::string id;
+  for (char c : raw) {
+    if (id.size() >= 64)
+      break;
+    if (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_')
+      id.push_back(c);
   }
-  json::value run(const json::value&, const tool_context&) const override {
-    return error_result("terminal is not built yet");
+  return id;
+}
+
+std::string generated_id() {
+  static std::atomic<uint64_t> counter{0};
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+              std::chrono::system_clock::now().time_since_epoch())
+              .count();
+  return std::to_string(ms) + "-" + std::to_string(::getpid()) + "-"
+         + std::to_string(counter.fetch_add(1));
+}
+
+// Creates `dir` and its missing parents with mode 0700. Returns "" or an
+// error message.
+std::string make_dirs(const std::string& dir) {
+  std::string partial;
+  size_t pos = 0;
+  while (pos != std::string::npos) {
+    auto next = dir.find('/', pos + 1);
+    partial = dir.substr(0, next);
+    pos = next;
+    if (partial.empty() || partial == "/")
+      continue;
+    if (::mkdir(partial.c_str(), 0700) != 0 && errno != EEXIST)
+      return "cannot create " + partial + ": " + std::strerror(errno);
+  }
+  struct stat st;
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    return dir + " is not a directory";
+  return {};
+}
+
+// Writes `data` to `path` with mode 0600. Returns "" or an error message.
+std::string write_private_file(const std::string& path,
+                               const std::string& data) {
+  int fd = ::open(path.c_str(),
+                  O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
+                  0600);
+  if (fd < 0)
+    return "cannot open " + path + ": " + std::strerror(errno);
+  ::fchmod(fd, 0600);
+  size_t done = 0;
+  while (done < data.size()) {
+    auto n = ::write(fd, data.data() + done, data.size() - done);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0) {
+      auto err = std::string{"cannot write "} + path + ": "
+                 + std::strerror(errno);
+      ::close(fd);
+      return err;
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (::close(fd) != 0)
+    return "cannot write " + path + ": " + std::strerror(errno);
+  return {};
+}
+
+// Returns the program name of the last simple command of `command`, the one
+// whose status the shell reports ("" when unclear).
+std::string last_program(const std::string& command) {
+  size_t cut = 0;
+  for (size_t i = 0; i < command.size(); ++i) {
+    char c = command[i];
+    if (c == '|' || c == ';' || c == '&' || c == '\n')
+      cut = i + 1;
+  }
+  std::string_view rest{command};
+  rest.remove_prefix(cut);
+  while (true) {
+    auto b = rest.find_first_not_of(" \t\r");
+    if (b == std::string_view::npos)
+      return {};
+    rest.remove_prefix(b);
+    auto e = rest.find_first_of(" \t\r");
+    auto word = rest.substr(0, e);
+    bool assignment = word.find('=') != std::string_view::npos
+                      && word.front() != '=';
+    if (assignment || word == "sudo" || word == "time" || word == "!"
+        || word == "exec" || word == "command" || word == "env") {
+      if (e == std::string_view::npos)
+        return {};
+      rest.remove_prefix(e);
+      continue;
+    }
+    auto slash = word.rfind('/');
+    if (slash != std::string_view::npos)
+      word.remove_prefix(slash + 1);
+    return std::string{word};
+  }
+}
+
+// Explains exit codes a model might misread as failures.
+std::string exit_code_meaning(const std::string& command, int code,
+                              int signal) {
+  if (signal > 0) {
+    const char* abbrev = ::sigabbrev_np(signal);
+    const char* desc = ::strsignal(signal);
+    return std::string{"Terminated by signal "}
+           + (abbrev ? std::string{"SIG"} + abbrev : std::to_string(signal))
+           + (desc ? std::string{" ("} + desc + ")" : std::string{});
+  }
+  if (code == 126)
+    return "Command found but could not be executed (permission denied or "
+           "not an executable)";
+  if (code == 127)
+    return "Command not found";
+  if (code != 1)
+    return {};
+  auto prog = last_program(command);
+  if (prog == "grep" || prog == "egrep" || prog == "fgrep" || prog == "rg"
+      || prog == "zgrep" || prog == "ag" || prog == "ack")
+    return "No matches found (not an error)";
+  if (prog == "diff" || prog == "cmp" || prog == "colordiff")
+    return "Files differ (not an error)";
+  if (prog == "test" || prog == "[" || prog == "[[")
+    return "Condition evaluated to false (not an error)";
+  return {};
+}
+
+json::value result_object(std::string output, int exit_code,
+                          json::value error) {
+  json::value result;
+  result["output"] = json::sanitize_utf8(output);
+  result["exit_code"] = exit_code;
+  result["error"] = std::move(error);
+  return result;
+}
+
+class terminal_tool final : public tool {
+public:
+  const char* name() const override {
+    return "terminal";
+  }
+
+  const char* toolset() const override {
+    return "terminal";
+  }
+
+  std::string description() const override {
+    return "Run a shell command (bash -c) in the foreground and return its "
+           "combined stdout and stderr plus the exit code. Use it for "
+           "builds, tests, git, package managers, running programs. Do NOT "
+           "use it to read, search or edit files: use read_file instead of "
+           "cat/head/tail, search_files instead of grep/find/ls, and "
+           "patch/write_file instead of sed/awk/echo redirection or "
+           "heredocs. Commands run without a terminal (stdin is empty, no "
+           "PTY) and must finish within `timeout` seconds (default 180, "
+           "max 600); background processes and interactive programs are "
+           "not supported. Long output keeps its first 40% and last 60%; "
+           "the full text is saved to a file named in `output_path`. "
+           "Environment variables that look like secrets are not passed.";
+  }
+
+  json::value schema() const override {
+    json::value props;
+    json::value command;
+    command["type"] = "string";
+    command["description"] = "The command to run with bash -c.";
+    props["command"] = std::move(command);
+    json::value timeout;
+    timeout["type"] = "integer";
+    timeout["minimum"] = 1;
+    timeout["description"] = "Seconds before the command is killed "
+                             "(default 180, max 600).";
+    props["timeout"] = std::move(timeout);
+    json::value workdir;
+    workdir["type"] = "string";
+    workdir["description"] = "Directory to run in (default: the session's "
+                             "working directory). Must exist.";
+    props["workdir"] = std::move(workdir);
+    json::value background;
+    background["type"] = "boolean";
+    background["description"] = "Not supported: must be false (this tool "
+                                "runs commands in the foreground only).";
+    props["background"] = std::move(background);
+    json::value pty;
+    pty["type"] = "boolean";
+    pty["description"] = "Not supported: must be false (no pseudo-"
+                         "terminal).";
+    props["pty"] = std::move(pty);
+    json::value s;
+    s["type"] = "object";
+    s["properties"] = std::move(props);
+    s["required"] = json::array{json::value{"command"}};
+    return s;
+  }
+
+  std::chrono::milliseconds deadline(const json::value& args,
+                                     const options& cfg) const override {
+    auto timeout = args.get_int("timeout", cfg.terminal.timeout);
+    timeout = std::clamp<int64_t>(timeout, 1, cfg.terminal.max_timeout);
+    auto grace = std::max<int64_t>(cfg.terminal.kill_grace, 0);
+    return std::chrono::seconds(timeout + grace + deadline_margin_seconds);
+  }
+
+  json::value run(const json::value& args,
+                  const tool_context& ctx) const override {
+    const auto& cfg = *ctx.cfg;
+    // -- validate ---------------------------------------------------------
+    auto command = args.get_string("command");
+    if (is_blank(command))
+      return error_result("command must not be empty");
+    if (command.find('\0') != std::string::npos)
+      return error_result("command must not contain NUL bytes");
+    if (command.size() > max_command_bytes)
+      return error_result("command is too long (" +
+                          std::to_string(command.size())
+                          + " bytes; the limit is "
+                          + std::to_string(max_command_bytes)
+                          + "). Write the script to a file with write_file "
+                            "and run that file instead.");
+    if (args.get_bool("background", false))
+      return error_result("background=true is not supported: this terminal "
+                          "tool runs commands in the foreground only. Run "
+                          "the command in the foreground with a timeout "
+                          "(max " + std::to_string(cfg.terminal.max_timeout)
+                          + " seconds).");
+    if (args.get_bool("pty", false))
+      return error_result("pty=true is not supported; foreground only, "
+                          "without a pseudo-terminal. Use non-interactive "
+                          "flags instead (e.g. -y, --no-pager, CI=1).");
+    if (args.get_bool("notify_on_complete", false)
+        || args.find("watch_patterns") != nullptr)
+      return error_result("notify_on_complete and watch_patterns apply to "
+                          "background processes, which are not supported; "
+                          "foreground only.");
+    auto max_timeout = std::max<int64_t>(cfg.terminal.max_timeout, 1);
+    auto timeout = args.get_int("timeout",
+                                std::min(cfg.terminal.timeout, max_timeout));
+    if (timeout < 1)
+      return error_result("timeout must be >= 1 second");
+    if (timeout > max_timeout)
+      return error_result(
+        "timeout " + std::to_string(timeout) + " exceeds the foreground "
+        "maximum of " + std::to_string(max_timeout) + " seconds. Commands "
+        "that need longer would require background mode "
+        "(background=true with notify_on_complete=true), which this "
+        "terminal tool does not offer: it runs in the foreground only. "
+        "Split the work into steps that each finish within "
+        + std::to_string(max_timeout) + " seconds.");
+    std::string workdir = ctx.cwd;
+    if (auto w = args.find("workdir"); w != nullptr) {
+      workdir = w->as_string();
+      if (is_blank(workdir))
+        return error_result("workdir must not be empty (omit it to use the "
+                            "session's working directory)");
+      if (workdir.find('\0') != std::string::npos)
+        return error_result("workdir must not contain NUL bytes");
+      if (workdir == "~" || workdir.rfind("~/", 0) == 0) {
+        const char* home = std::getenv("HOME");
+        workdir = std::string{home ? home : ""} + workdir.substr(1);
+      }
+      if (workdir.front() != '/')
+        workdir = ctx.cwd + "/" + workdir;
+    }
+    if (!workdir.empty()) {
+      struct stat st;
+      if (::stat(workdir.c_str(), &st) != 0)
+        return error_result("workdir does not exist: " + workdir);
+      if (!S_ISDIR(st.st_mode))
+        return error_result("workdir is not a directory: " + workdir);
+    }
+    // -- run --------------------------------------------------------------
+    subprocess_options opts;
+    opts.shell_command = command;
+    opts.cwd = workdir;
+    opts.env = filter_environment(current_environment(),
+                                  cfg.terminal.env_passthrough);
+    opts.timeout = std::chrono::seconds(timeout);
+    opts.kill_grace = std::chrono::seconds(
+      std::max<int64_t>(cfg.terminal.kill_grace, 0));
+    opts.cancel = ctx.cancelled;
+    opts.merge_stderr = true;
+    opts.max_output_bytes = static_cast<size_t>(
+      std::max<int64_t>(cfg.tool_output.max_bytes, 100));
+    std::string spill;
+    bool spill_cut = false;
+    opts.on_output = [&](output_stream, std::string_view data) {
+      if (spill.size() < max_spill_bytes) {
+        auto n = std::min(max_spill_bytes - spill.size(), data.size());
+        spill.append(data.data(), n);
+        spill_cut = spill_cut || n < data.size();
+      } else {
+        spill_cut = true;
+      }
+      return true;
+    };
+    auto res = run_subprocess(opts);
+    if (!res.spawn_error.empty())
+      return result_object("", -1, "Failed to start command: "
+                                     + res.spawn_error);
+    // -- render -----------------------------------------------------------
+    auto output = strip_ansi(render_head_tail(res.out_head, res.out_tail,
+                                              res.out_omitted,
+                                              res.out_total));
+    int exit_code = res.exit_code;
+    json::value error;
+    if (res.timed_out) {
+      exit_code = 124;
+      error = "Command timed out after " + std::to_string(timeout)
+              + " seconds";
+    } else if (res.cancelled) {
+      exit_code = 130;
+      if (!output.empty() && output.back() != '\n')
+        output += "\n";
+      output += "[Command interrupted]";
+    }
+    auto result = result_object(std::move(output), exit_code,
+                                std::move(error));
+    if (!res.timed_out && !res.cancelled && exit_code != 0) {
+      auto meaning = exit_code_meaning(command, exit_code, res.term_signal);
+      if (!meaning.empty())
+        result["exit_code_meaning"] = meaning;
+    }
+    if (res.out_omitted > 0) {
+      result["truncated"] = true;
+      save_spill(result, ctx, strip_ansi(spill), spill_cut, res.out_total);
+    }
+    return result;
+  }
+
+private:
+  static void save_spill(json::value& result, const tool_context& ctx,
+                         const std::string& text, bool cut,
+                         uint64_t total) {
+    if (ctx.home.empty()) {
+      result["output_note"] = "Output was truncated; no MIBYAN_HOME is set, "
+                              "so the full output was not saved.";
+      return;
+    }
+    auto dir = ctx.home + "/cache/exec";
+    auto id = file_id(ctx.call_id);
+    if (id.empty())
+      id = generated_id();
+    auto path = dir + "/terminal-" + id + ".txt";
+    auto err = make_dirs(dir);
+    if (err.empty())
+      err = write_private_file(path, text);
+    if (!err.empty()) {
+      result["output_note"] = "Output was truncated and the full output "
+                              "could not be saved: " + err;
+      return;
+    }
+    result["output_path"] = path;
+    std::string note = "Output was truncated (" + std::to_string(total)
+                       + " bytes in total). ";
+    if (cut)
+      note += "The first " + std::to_string(max_spill_bytes)
+              + " bytes (the spill limit) were saved to " + path;
+    else
+      note += "The full output was saved to " + path;
+    note += "; page through it with read_file (offset/limit) or search it "
+            "with search_files.";
+    result["output_note"] = note;
   }
 };
+
 } // namespace
-std::unique_ptr<tool> make_terminal_tool() { return std::make_unique<placeholder>(); }
+
+std::unique_ptr<tool> make_terminal_tool() {
+  return std::make_unique<terminal_tool>();
+}
+
 } // namespace mibyan

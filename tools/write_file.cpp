@@ -1,21 +1,116 @@
-// PLACEHOLDER: replaced by the real implementation.
-#include "tools/core_tools.hpp"
+// The write_file tool: replace a whole file atomically.
+//
+// `content` is deliberately not in the schema's "required" list: when a
+// model's tool-call arguments are cut off (output token limit) `content` is
+// what goes missing, and the generic "missing argument" message does not
+// tell the model why. run() answers with an explicit explanation instead.
+
+#include <sys/stat.h>
+
 #include "config/options.hpp"
+#include "tools/core_tools.hpp"
+#include "tools/file_io.hpp"
+#include "tools/lint_check.hpp"
+#include "tools/path_policy.hpp"
 
 namespace mibyan {
+
 namespace {
-class placeholder final : public tool {
+
+// Largest previous content read back for the lint delta.
+constexpr size_t max_lint_bytes = 8 * 1024 * 1024;
+
+json::value property(const char* type, const char* description) {
+  json::value p;
+  p["type"] = type;
+  p["description"] = description;
+  return p;
+}
+
+class write_file_tool final : public tool {
 public:
   const char* name() const override { return "write_file"; }
-  const char* toolset() const override { return "pending"; }
-  std::string description() const override { return "not yet built"; }
-  json::value schema() const override {
-    json::value s; s["type"] = "object"; s["properties"] = json::value::make_object(); return s;
+  const char* toolset() const override { return "file"; }
+
+  std::string description() const override {
+    return "Create or overwrite a file with the given content (the whole "
+           "file). Parent directories are created. The write is atomic: "
+           "readers see the old or the new file, never a mix. Use this "
+           "instead of echo/cat/heredocs in the terminal. For small edits "
+           "to an existing file prefer `patch`, which changes only the "
+           "part you name. Both `path` and `content` are required.";
   }
-  json::value run(const json::value&, const tool_context&) const override {
-    return error_result("write_file is not built yet");
+
+  json::value schema() const override {
+    json::value props;
+    props["path"] = property("string",
+                             "File path; relative paths are resolved "
+                             "against the working directory, ~ expands to "
+                             "the home directory.");
+    props["content"] = property("string", "The complete new content of the "
+                                          "file (required).");
+    props["cross_profile"] = property("boolean",
+                                      "Allow writing into another Mibyan "
+                                      "profile's directory (default false).");
+    json::value s;
+    s["type"] = "object";
+    s["properties"] = std::move(props);
+    s["required"] = json::array{"path"};
+    return s;
+  }
+
+  json::value run(const json::value& args,
+                  const tool_context& ctx) const override {
+    auto raw = args.get_string("path");
+    if (auto bad = check_path_text(raw))
+      return error_result(*bad);
+    auto content = args.find("content");
+    if (content == nullptr || !content->is_string())
+      return error_result(
+        "write_file needs 'content': the call arrived without it. This "
+        "usually means the tool-call arguments were cut off because the "
+        "content was too long for one response. Write the file in smaller "
+        "pieces: write_file with the first part, then add the rest with "
+        "patch (or several smaller files).");
+    auto path = resolve_path(raw, ctx.cwd);
+    auto home = mibyan_home_of(ctx);
+    if (auto why = write_refusal(path, home))
+      return error_result(*why);
+    if (!args.get_bool("cross_profile", false))
+      if (auto why = cross_profile_refusal(path, home))
+        return error_result(*why);
+    struct stat st;
+    bool existed = ::stat(path.c_str(), &st) == 0;
+    if (existed && S_ISDIR(st.st_mode))
+      return error_result("Path is a directory: " + path
+                          + ". Give the path of a file inside it.");
+    std::optional<std::string> before;
+    if (existed && S_ISREG(st.st_mode) && has_syntax_check(path)) {
+      std::string err;
+      before = read_whole_file(path, max_lint_bytes, err);
+    }
+    auto& text = content->as_string();
+    auto written = atomic_write(path, text);
+    if (!written.error.empty())
+      return error_result(written.error);
+    json::value out;
+    out["bytes_written"] = static_cast<int64_t>(text.size());
+    out["dirs_created"] = written.dirs_created;
+    out["resolved_path"] = path;
+    json::value modified = json::value::make_array();
+    modified.push_back(written.written_path);
+    out["files_modified"] = std::move(modified);
+    if (auto lint = lint_delta(path, existed ? before : std::nullopt, text);
+        !lint.is_null())
+      out["lint"] = std::move(lint);
+    return out;
   }
 };
+
 } // namespace
-std::unique_ptr<tool> make_write_file_tool() { return std::make_unique<placeholder>(); }
+
+std::unique_ptr<tool> make_write_file_tool() {
+  return std::make_unique<write_file_tool>();
+}
+
 } // namespace mibyan

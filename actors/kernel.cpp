@@ -1,0 +1,595 @@
+#include "actors/kernel.hpp"
+
+#include <chrono>
+#include <csignal>
+#include <deque>
+#include <filesystem>
+#include <map>
+#include <set>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "caf/all.hpp"
+#include "caf/io/all.hpp"
+
+#include "actors/tool_invocation.hpp"
+#include "actors/tool_dispatcher.hpp"
+#include "kernels/cell_result.hpp"
+#include "kernels/frame_parser.hpp"
+#include "kernels/rpc_codec.hpp"
+#include "messages/type_ids.hpp"
+#include "runtime/head_tail_buffer.hpp"
+#include "runtime/log.hpp"
+
+namespace fs = std::filesystem;
+
+namespace mibyan {
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+constexpr size_t max_rpc_line = 64u << 20;
+// Raw fd-level output kept per cell (head + tail); the rest is counted.
+constexpr size_t raw_keep = 5000000;
+
+// Variables stripped from script terminal calls (foreground only).
+const char* const terminal_stripped[]
+  = {"background", "pty", "notify", "notify_on_complete", "watch_patterns",
+     "heartbeat", "persist_on_release"};
+
+struct pending_cell {
+  exec_cell cell;
+  caf::typed_response_promise<tool_response> rp;
+};
+
+struct running_cell {
+  exec_cell cell;
+  caf::typed_response_promise<tool_response> rp;
+  std::string id;
+  clock_type::time_point start;
+  int64_t tool_calls = 0;
+  std::set<std::string> seen_ids;
+  head_tail_buffer raw_out{raw_keep * 4 / 10, raw_keep * 6 / 10};
+  head_tail_buffer raw_err{raw_keep * 4 / 10, raw_keep * 6 / 10};
+  // Set when the cell is being ended by the host.
+  cell_status forced = cell_status::success;
+  bool forcing = false;
+  std::string reason;
+};
+
+struct kernel_state {
+  services_ptr svc;
+  kernel_actor_options opts;
+  caf::io::connection_handle in_hdl, out_hdl, err_hdl;
+  caf::io::accept_handle rpc_hdl;
+  std::map<caf::io::connection_handle, std::string> conns;
+  std::unique_ptr<frame_parser> parser;
+  std::deque<pending_cell> queue;
+  std::unique_ptr<running_cell> cell;
+  std::set<caf::actor> invocations;
+  int64_t execution_count = 0;
+  uint64_t cell_seq = 0;
+  uint64_t deadline_gen = 0;
+  bool ready = false;         // the runner announced itself
+  bool dead = false;          // the process is gone or being killed
+  bool exited = false;        // the script called sys.exit()
+  std::string last_stderr;    // tail of stderr between cells, for "died"
+  std::string death_reason;
+
+  ~kernel_state() {
+    auto& p = opts.proc;
+    if (p.pid > 0) {
+      // Close the watchdog first: the runner kills its own group on EOF.
+      if (p.watchdog_fd >= 0) {
+        ::close(p.watchdog_fd);
+        p.watchdog_fd = -1;
+      }
+      signal_kernel(p.pid, SIGKILL);
+      int status = 0;
+      ::waitpid(p.pid, &status, 0);
+    }
+    if (p.rpc_fd >= 0)
+      ::close(p.rpc_fd); // normally owned by the doorman already
+    remove_staging_dir(p.staging_dir);
+  }
+  static const char* name;
+};
+
+const char* kernel_state::name = "kernel";
+
+using kernel_broker = caf::io::stateful_broker<kernel_state>;
+
+void start_next(kernel_broker* self);
+
+void write_conn(kernel_broker* self, caf::io::connection_handle hdl,
+                const std::string& line) {
+  if (self->state.conns.count(hdl) == 0)
+    return; // the script's connection is gone
+  self->write(hdl, line.size(), line.data());
+  self->flush(hdl);
+}
+
+std::string spill_to_cache(const std::string& home, const std::string& text,
+                           const std::string& tag) {
+  auto dir = home + "/cache/exec";
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  ::chmod((home + "/cache").c_str(), 0700);
+  ::chmod(dir.c_str(), 0700);
+  auto path = dir + "/stdout-" + tag + "-" + random_token(6) + ".txt";
+  int fd = ::open(path.c_str(),
+                  O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0)
+    return {};
+  size_t off = 0;
+  while (off < text.size()) {
+    auto n = ::write(fd, text.data() + off, text.size() - off);
+    if (n <= 0) {
+      ::close(fd);
+      ::unlink(path.c_str());
+      return {};
+    }
+    off += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  return path;
+}
+
+// Answers the running cell. `frame` is the runner's reply (may be null when
+// the host ended the cell).
+void settle(kernel_broker* self, const json::value* frame) {
+  auto& st = self->state;
+  if (!st.cell)
+    return;
+  auto cell = std::move(st.cell);
+  ++st.deadline_gen; // disarm the deadline
+  // Cancel tool calls the cell left running; they belong to it.
+  for (auto& inv : st.invocations)
+    caf::anon_send(inv, interrupt_atom_v, std::string{"the cell ended"});
+  cell_outcome c;
+  c.tools = st.opts.tools;
+  c.mode = st.opts.mode;
+  c.reused = cell->cell.reused;
+  c.state_reset = cell->cell.state_reset;
+  c.tool_calls = cell->tool_calls;
+  c.duration_seconds = std::chrono::duration<double>(clock_type::now()
+                                                     - cell->start).count();
+  if (frame) {
+    c.stdout_text = frame->get_string("stdout");
+    c.stdout_total = static_cast<uint64_t>(
+      std::max<int64_t>(frame->get_int("stdout_total", 0),
+                        static_cast<int64_t>(c.stdout_text.size())));
+    c.stderr_text = frame->get_string("stderr");
+    c.stderr_total = static_cast<uint64_t>(
+      std::max<int64_t>(frame->get_int("stderr_total", 0),
+                        static_cast<int64_t>(c.stderr_text.size())));
+    c.traceback = frame->get_string("traceback");
+    st.execution_count = frame->get_int("execution_count",
+                                        st.execution_count + 1);
+  }
+  c.execution_count = st.execution_count;
+  // fd-level output follows the Python-level output.
+  auto raw_out = cell->raw_out.joined();
+  if (cell->raw_out.truncated())
+    raw_out = cell->raw_out.head() + "\n[... "
+              + std::to_string(cell->raw_out.omitted())
+              + " bytes of fd-level output omitted ...]\n"
+              + cell->raw_out.tail();
+  c.stdout_text += raw_out;
+  c.stdout_total += cell->raw_out.total();
+  auto raw_err = cell->raw_err.joined();
+  c.stderr_text = raw_err + c.stderr_text;
+  c.stderr_total += cell->raw_err.total();
+  auto status = frame ? frame->get_string("status") : std::string{};
+  if (cell->forcing) {
+    c.status = cell->forced;
+    c.exit_code = -1;
+    if (c.status == cell_status::timeout)
+      c.error = "Cell timed out after "
+                + std::to_string(cell->cell.timeout_ms / 1000)
+                + "s; the session kernel was killed and its state was lost. "
+                  "The next execute_code call starts a fresh kernel.";
+    else if (c.status == cell_status::interrupted) {
+      c.error = "Interrupted; the session kernel was killed and its state "
+                "was lost.";
+      c.interrupt_reason = cell->reason;
+    } else {
+      c.error = cell->reason;
+    }
+    c.ended = true;
+  } else if (status == "ok") {
+    c.status = cell_status::success;
+    c.exit_code = 0;
+  } else if (status == "exit") {
+    c.exit_code = frame->get_int("exit_code", 0);
+    c.status = c.exit_code == 0 ? cell_status::success : cell_status::error;
+    c.ended = true;
+    st.exited = true;
+  } else if (status == "error") {
+    c.status = cell_status::error;
+    c.exit_code = 1;
+    if (c.traceback.empty())
+      c.error = "Cell raised an exception.";
+  } else if (status == "protocol-error") {
+    c.status = cell_status::error;
+    c.exit_code = -1;
+    c.error = "The kernel rejected the cell: " + c.traceback;
+  } else {
+    // No frame: the kernel died under the cell.
+    c.status = cell_status::error;
+    c.exit_code = -1;
+    auto tail = c.stderr_text.empty() ? st.last_stderr : c.stderr_text;
+    if (tail.size() > 2000)
+      tail = tail.substr(tail.size() - 2000);
+    c.error = "The session kernel died while running the cell"
+              + (tail.empty() ? std::string{"."} : ": " + tail);
+    c.ended = true;
+  }
+  cell_limits lim;
+  auto& ce = st.svc->cfg.code_execution;
+  lim.max_stdout_bytes = static_cast<uint64_t>(ce.max_stdout_bytes);
+  lim.max_stderr_bytes = static_cast<uint64_t>(ce.max_stderr_bytes);
+  lim.max_spill_bytes = static_cast<uint64_t>(ce.max_spill_bytes);
+  auto home = st.svc->cfg.home;
+  auto tag = std::to_string(st.opts.proc.pid) + "-"
+             + std::to_string(st.execution_count);
+  auto result = build_cell_result(c, lim, [&](const std::string& text) {
+    return spill_to_cache(home, text, tag);
+  });
+  tool_response res;
+  res.call_id = cell->cell.call_id;
+  res.tool = "execute_code";
+  res.result_json = result.dump();
+  res.duration_us = static_cast<int64_t>(c.duration_seconds * 1e6);
+  res.timed_out = c.status == cell_status::timeout
+                  || c.status == cell_status::interrupted;
+  cell->rp.deliver(std::move(res));
+  if (st.dead || st.exited) {
+    // Answer queued cells: this kernel cannot run them.
+    while (!st.queue.empty()) {
+      auto p = std::move(st.queue.front());
+      st.queue.pop_front();
+      json::value r;
+      r["status"] = "error";
+      r["error"] = "The session kernel ended before this cell ran; retry "
+                   "the call to start a fresh kernel.";
+      r["tool_calls_made"] = 0;
+      r["duration_seconds"] = 0;
+      p.rp.deliver(tool_response{p.cell.call_id, "execute_code", r.dump(), 0,
+                                 false});
+    }
+    self->quit();
+    return;
+  }
+  start_next(self);
+}
+
+// Ends the kernel: SIGTERM to the group now, SIGKILL after the grace.
+void kill_kernel(kernel_broker* self, cell_status why, std::string reason) {
+  auto& st = self->state;
+  if (st.cell && !st.cell->forcing) {
+    st.cell->forcing = true;
+    st.cell->forced = why;
+    st.cell->reason = std::move(reason);
+  }
+  if (st.dead)
+    return;
+  st.dead = true;
+  self->close(st.rpc_hdl); // stop accepting RPC at once
+  // Ask the runner's watchdog thread to ship the cell's output so far and
+  // end its process group; SIGTERM after a second, SIGKILL after the grace.
+  if (st.opts.proc.watchdog_fd >= 0) {
+    char k = 'K';
+    if (::write(st.opts.proc.watchdog_fd, &k, 1) != 1)
+      signal_kernel(st.opts.proc.pid, SIGTERM);
+  }
+  self->delayed_send(self, std::chrono::seconds(1), kill_atom_v, false);
+  self->delayed_send(self,
+                     std::chrono::seconds(1 + st.opts.kill_grace_seconds),
+                     kill_atom_v, true);
+  // Poll briefly for the exit: the runner dies within milliseconds of
+  // SIGTERM unless it is stuck in C code.
+  self->delayed_send(self, std::chrono::milliseconds(5), reap_atom_v);
+}
+
+void start_next(kernel_broker* self) {
+  auto& st = self->state;
+  if (st.cell || st.queue.empty() || st.dead || !st.ready)
+    return;
+  auto next = std::move(st.queue.front());
+  st.queue.pop_front();
+  auto cell = std::make_unique<running_cell>();
+  cell->cell = std::move(next.cell);
+  cell->rp = std::move(next.rp);
+  cell->start = clock_type::now();
+  cell->id = std::to_string(st.opts.proc.pid) + "-" + std::to_string(
+               ++st.cell_seq);
+  json::value line;
+  line["id"] = cell->id;
+  line["code"] = cell->cell.code;
+  line["timeout"] = static_cast<double>(cell->cell.timeout_ms) / 1000.0;
+  auto text = line.dump() + "\n";
+  auto timeout = std::chrono::milliseconds(cell->cell.timeout_ms);
+  st.cell = std::move(cell);
+  MIBYAN_LOG(debug, "kernel", "pid " << st.opts.proc.pid << ": cell "
+             << st.cell->id << " (" << text.size() << " bytes)");
+  self->write(st.in_hdl, text.size(), text.data());
+  self->flush(st.in_hdl);
+  self->delayed_send(self, timeout, deadline_atom_v, ++st.deadline_gen);
+}
+
+void handle_rpc_line(kernel_broker* self, caf::io::connection_handle hdl,
+                     std::string_view line) {
+  auto& st = self->state;
+  rpc_request req;
+  if (auto err = decode_rpc_request(line, req); !err.empty()) {
+    write_conn(self, hdl, encode_rpc_error(req.id, "Invalid RPC request: "
+                                                     + err));
+    return;
+  }
+  if (!token_matches(st.opts.proc.token, req.token)) {
+    write_conn(self, hdl, encode_rpc_error(req.id, "Unauthorized RPC request"));
+    return;
+  }
+  if (!st.cell || st.cell->forcing) {
+    write_conn(self, hdl,
+               encode_rpc_error(req.id,
+                                "No active execute_code cell: the cell this "
+                                "kernel call belonged to has settled, so its "
+                                "tool authority is retired."));
+    return;
+  }
+  auto& allowed = st.opts.tools;
+  if (std::find(allowed.begin(), allowed.end(), req.tool) == allowed.end()) {
+    std::string list;
+    for (auto& t : allowed)
+      list += (list.empty() ? "" : ", ") + t;
+    write_conn(self, hdl,
+               encode_rpc_error(req.id, "Tool '" + req.tool
+                                          + "' is not available in "
+                                            "execute_code. Available: "
+                                          + (list.empty() ? "(none)" : list)));
+    return;
+  }
+  auto& cell = *st.cell;
+  if (!cell.seen_ids.insert(req.id).second) {
+    write_conn(self, hdl, encode_rpc_error(req.id, "Duplicate RPC request id; "
+                                                   "the call was not "
+                                                   "dispatched again."));
+    return;
+  }
+  if (cell.tool_calls >= cell.cell.max_tool_calls) {
+    write_conn(self, hdl,
+               encode_rpc_error(req.id,
+                                "Tool call limit reached ("
+                                  + std::to_string(cell.cell.max_tool_calls)
+                                  + "). No more tool calls allowed in this "
+                                    "execution."));
+    return;
+  }
+  if (req.tool == "terminal") {
+    if (auto args = json::parse(req.args_json); args && args.v->is_object()) {
+      for (auto name : terminal_stripped)
+        args.v->erase(name);
+      req.args_json = args.v->dump();
+    }
+  }
+  ++cell.tool_calls;
+  tool_request tr{cell.cell.session_id, req.id, req.tool, req.args_json,
+                  st.opts.proc.cwd, true};
+  auto inv = spawn_tool_invocation(self, st.svc);
+  st.invocations.insert(inv);
+  auto id = req.id;
+  self->request(caf::actor_cast<tool_invoker_actor>(inv), caf::infinite,
+                invoke_atom_v, std::move(tr))
+    .then(
+      [=](tool_response& res) {
+        write_conn(self, hdl, encode_rpc_response(id, res.result_json));
+      },
+      [=](caf::error& err) {
+        write_conn(self, hdl,
+                   encode_rpc_error(id, "Tool dispatch failed: "
+                                          + self->system().render(err)));
+      });
+}
+
+void on_stdout_closed(kernel_broker* self) {
+  auto& st = self->state;
+  frame_parser::callbacks cb;
+  cb.on_raw = [&](std::string_view raw) {
+    if (st.cell)
+      st.cell->raw_out.append(raw);
+  };
+  cb.on_frame = [](std::string) {};
+  cb.on_error = [](std::string) {};
+  st.parser->finish(cb);
+  st.dead = true;
+  int status = 0;
+  if (reap_kernel(st.opts.proc.pid, &status))
+    st.opts.proc.pid = -1;
+  settle(self, nullptr);
+  self->quit();
+}
+
+caf::behavior kernel_impl(kernel_broker* self, services_ptr svc,
+                          kernel_actor_options opts) {
+  auto& st = self->state;
+  st.svc = std::move(svc);
+  st.opts = std::move(opts);
+  auto& p = st.opts.proc;
+  st.parser = std::make_unique<frame_parser>(p.sentinel);
+  st.in_hdl = self->add_scribe(p.stdin_fd);
+  st.out_hdl = self->add_scribe(p.stdout_fd);
+  st.err_hdl = self->add_scribe(p.stderr_fd);
+  st.rpc_hdl = self->add_doorman(p.rpc_fd);
+  p.stdin_fd = p.stdout_fd = p.stderr_fd = p.rpc_fd = -1; // now the broker's
+  // A scribe is launched by its first configure_read; until then writes
+  // stay buffered. The kernel never writes to its stdin, so nothing is read.
+  self->configure_read(st.in_hdl, caf::io::receive_policy::at_most(1024));
+  self->configure_read(st.out_hdl, caf::io::receive_policy::at_most(65536));
+  self->configure_read(st.err_hdl, caf::io::receive_policy::at_most(65536));
+  self->set_down_handler([=](caf::down_msg& dm) {
+    auto& s = self->state;
+    for (auto i = s.invocations.begin(); i != s.invocations.end(); ++i) {
+      if (i->address() == dm.source) {
+        s.invocations.erase(i);
+        break;
+      }
+    }
+  });
+  return {
+    [=](exec_atom, exec_cell& cell) -> caf::result<tool_response> {
+      auto& s = self->state;
+      auto rp = self->make_response_promise<tool_response>();
+      if (s.dead || s.exited) {
+        json::value r;
+        r["status"] = "error";
+        r["error"] = "The session kernel is gone; retry the call to start a "
+                     "fresh kernel.";
+        r["tool_calls_made"] = 0;
+        r["duration_seconds"] = 0;
+        rp.deliver(tool_response{cell.call_id, "execute_code", r.dump(), 0,
+                                 false});
+        return rp;
+      }
+      MIBYAN_LOG(debug, "kernel", "pid " << s.opts.proc.pid << ": queued");
+      s.queue.push_back(pending_cell{std::move(cell), rp});
+      start_next(self);
+      return rp;
+    },
+    [=](interrupt_atom, std::string& reason) {
+      auto& s = self->state;
+      MIBYAN_LOG(info, "kernel", "pid " << s.opts.proc.pid
+                 << " interrupted: " << reason);
+      kill_kernel(self, cell_status::interrupted, std::move(reason));
+    },
+    [=](deadline_atom, uint64_t gen) {
+      auto& s = self->state;
+      if (gen != s.deadline_gen || !s.cell)
+        return;
+      MIBYAN_LOG(info, "kernel", "pid " << s.opts.proc.pid
+                 << ": cell timed out after "
+                 << s.cell->cell.timeout_ms << " ms");
+      kill_kernel(self, cell_status::timeout, {});
+    },
+    [=](reap_atom) {
+      auto& s = self->state;
+      int status = 0;
+      if (s.opts.proc.pid > 0 && reap_kernel(s.opts.proc.pid, &status)) {
+        // The main process is gone; make sure the group is too.
+        signal_kernel(s.opts.proc.pid, SIGKILL);
+        s.opts.proc.pid = -1;
+        settle(self, nullptr);
+        self->quit();
+        return;
+      }
+      self->delayed_send(self, std::chrono::milliseconds(20), reap_atom_v);
+    },
+    [=](kill_atom, bool hard) {
+      auto& s = self->state;
+      if (s.opts.proc.pid <= 0)
+        return;
+      signal_kernel(s.opts.proc.pid, hard ? SIGKILL : SIGTERM);
+      if (hard) {
+        settle(self, nullptr);
+        self->quit();
+      }
+    },
+    [=](caf::io::new_data_msg& msg) {
+      auto& s = self->state;
+      if (msg.handle == s.out_hdl) {
+        frame_parser::callbacks cb;
+        cb.on_raw = [&](std::string_view raw) {
+          if (s.cell)
+            s.cell->raw_out.append(raw);
+        };
+        cb.on_frame = [&](std::string body) {
+          auto parsed = json::parse(body);
+          if (!parsed || !parsed.v->is_object()) {
+            kill_kernel(self, cell_status::error,
+                        "The kernel sent an unreadable reply frame.");
+            return;
+          }
+          auto status = parsed.v->get_string("status");
+          MIBYAN_LOG(debug, "kernel", "pid " << s.opts.proc.pid
+                     << ": frame " << status);
+          if (status == "ready") {
+            s.ready = true;
+            start_next(self);
+          } else if (s.cell && (!s.cell->forcing || status == "killed")) {
+            settle(self, &*parsed.v);
+          }
+        };
+        cb.on_error = [&](std::string err) {
+          kill_kernel(self, cell_status::error,
+                      "Kernel protocol error: " + err);
+        };
+        s.parser->feed(std::string_view{msg.buf.data(), msg.buf.size()}, cb);
+        return;
+      }
+      if (msg.handle == s.err_hdl) {
+        std::string_view chunk{msg.buf.data(), msg.buf.size()};
+        if (s.cell)
+          s.cell->raw_err.append(chunk);
+        s.last_stderr.append(chunk);
+        if (s.last_stderr.size() > 4000)
+          s.last_stderr.erase(0, s.last_stderr.size() - 4000);
+        return;
+      }
+      auto i = s.conns.find(msg.handle);
+      if (i == s.conns.end())
+        return;
+      i->second.append(msg.buf.data(), msg.buf.size());
+      size_t start = 0, pos;
+      auto hdl = msg.handle;
+      std::string buf = std::move(i->second);
+      i->second.clear();
+      while ((pos = buf.find('\n', start)) != std::string::npos) {
+        handle_rpc_line(self, hdl, std::string_view{buf}.substr(start,
+                                                                pos - start));
+        start = pos + 1;
+      }
+      auto j = s.conns.find(hdl);
+      if (j == s.conns.end())
+        return;
+      j->second = buf.substr(start);
+      if (j->second.size() > max_rpc_line) {
+        write_conn(self, hdl, encode_rpc_error("", "Invalid RPC request: "
+                                                   "line too long"));
+        s.conns.erase(j);
+        self->close(hdl);
+      }
+    },
+    [=](caf::io::new_connection_msg& msg) {
+      auto& s = self->state;
+      s.conns.emplace(msg.handle, std::string{});
+      self->configure_read(msg.handle,
+                           caf::io::receive_policy::at_most(65536));
+    },
+    [=](caf::io::connection_closed_msg& msg) {
+      auto& s = self->state;
+      if (msg.handle == s.out_hdl) {
+        on_stdout_closed(self);
+        return;
+      }
+      s.conns.erase(msg.handle);
+    },
+    [=](caf::io::acceptor_closed_msg&) {
+      // Closed by kill_kernel; nothing else to do.
+    },
+  };
+}
+
+} // namespace
+
+caf::actor spawn_kernel_actor(caf::actor_system& sys, services_ptr svc,
+                              kernel_actor_options opts) {
+  return sys.middleman().spawn_broker(kernel_impl, std::move(svc),
+                                      std::move(opts));
+}
+
+} // namespace mibyan

@@ -1,0 +1,462 @@
+#include "actors/kernel_registry.hpp"
+
+#include <algorithm>
+#include <map>
+
+#include "caf/all.hpp"
+
+#include "actors/kernel.hpp"
+#include "kernels/stub_generator.hpp"
+#include "messages/type_ids.hpp"
+#include "runtime/env_filter.hpp"
+#include "runtime/log.hpp"
+
+namespace mibyan {
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+// The registry's private interface: its public one plus timer messages.
+using registry_impl_actor = kernel_registry_actor::extend<
+  caf::reacts_to<tick_atom>>;
+
+struct kernel_record {
+  std::string key;
+  std::string owner;
+  caf::actor handle;
+  int attached = 0;       // cells queued or running
+  bool pinned = false;    // subagent kernel: exempt from the LRU cap
+  clock_type::time_point last_used;
+  int64_t cells = 0;
+};
+
+// A kernel started ahead of demand, not yet owned by a session.
+struct spare_kernel {
+  std::string shape;      // mode|python|cwd|tools
+  caf::actor handle;
+};
+
+struct registry_state {
+  services_ptr svc;
+  std::string python;
+  std::string default_python;
+  std::vector<std::string> tools;
+  std::map<std::string, kernel_record> kernels; // by key
+  std::vector<spare_kernel> spares;
+  int64_t spawned = 0, evicted = 0, reaped = 0;
+
+  // The registry owns its kernels: when it goes, they go (otherwise the
+  // actor system would wait for them forever at shutdown).
+  ~registry_state() {
+    for (auto& [key, rec] : kernels)
+      caf::anon_send_exit(rec.handle, caf::exit_reason::user_shutdown);
+    for (auto& spare : spares)
+      caf::anon_send_exit(spare.handle, caf::exit_reason::user_shutdown);
+  }
+  static const char* name;
+};
+
+const char* registry_state::name = "kernel_registry";
+
+using registry_pointer = registry_impl_actor::stateful_pointer<registry_state>;
+
+json::value early_error(const std::string& message) {
+  json::value r;
+  r["status"] = "error";
+  r["error"] = message;
+  r["tool_calls_made"] = 0;
+  r["duration_seconds"] = 0;
+  return r;
+}
+
+tool_response respond(const tool_request& req, const json::value& r) {
+  return tool_response{req.call_id, req.tool, r.dump(), 0, false};
+}
+
+std::string join(const std::vector<std::string>& xs) {
+  std::string out;
+  for (auto& x : xs)
+    out += (out.empty() ? "" : ",") + x;
+  return out;
+}
+
+bool is_subagent_owner(const std::string& owner) {
+  return owner.find("::child::") != std::string::npos;
+}
+
+struct kernel_shape {
+  std::string mode;   // project | strict
+  std::string python;
+  std::string cwd;    // "" in strict mode: the kernel's own staging dir
+
+  std::string text(const std::vector<std::string>& tools) const {
+    return mode + "|" + python + "|" + cwd + "|" + join(tools);
+  }
+};
+
+kernel_shape shape_for(registry_pointer self, const tool_request& req) {
+  auto& st = self->state;
+  auto& cfg = st.svc->cfg.code_execution;
+  kernel_shape s;
+  s.mode = cfg.mode == "strict" ? "strict" : "project";
+  if (s.mode == "strict") {
+    s.python = st.default_python;
+  } else {
+    s.python = st.python;
+    s.cwd = req.cwd.empty() ? st.svc->default_cwd : req.cwd;
+  }
+  return s;
+}
+
+caf::actor start_kernel(registry_pointer self, const kernel_shape& shape,
+                        std::string* error) {
+  auto& st = self->state;
+  kernel_spawn_options so;
+  so.python = shape.python;
+  so.cwd = shape.cwd;
+  so.tools = st.tools;
+  so.inherited_env = current_environment();
+  so.passthrough = st.svc->cfg.terminal.env_passthrough;
+  so.rpc_timeout = static_cast<double>(st.svc->cfg.code_execution.timeout);
+  auto proc = spawn_kernel(so, error);
+  if (proc.pid < 0)
+    return {};
+  ++st.spawned;
+  if (!proc.dropped_env.empty() && log::enabled(log::level::debug)) {
+    std::string names;
+    for (auto& n : proc.dropped_env)
+      names += (names.empty() ? "" : ", ") + n;
+    MIBYAN_LOG(debug, "kernel", "execute_code: dropped "
+               << proc.dropped_env.size() << " environment variable(s): "
+               << names << " (re-allow with terminal.env_passthrough)");
+  }
+  MIBYAN_LOG(debug, "kernel", "started pid " << proc.pid << " ("
+             << shape.python << ") in " << proc.cwd);
+  kernel_actor_options ko;
+  ko.proc = std::move(proc);
+  ko.tools = st.tools;
+  ko.kill_grace_seconds = st.svc->cfg.terminal.kill_grace;
+  auto handle = spawn_kernel_actor(self->system(), st.svc, std::move(ko));
+  self->monitor(handle);
+  return handle;
+}
+
+void refill_spares(registry_pointer self) {
+  auto& st = self->state;
+  auto want = st.svc->cfg.code_execution.prestart_kernels;
+  if (want <= 0)
+    return;
+  tool_request none;
+  auto shape = shape_for(self, none);
+  auto text = shape.text(st.tools);
+  auto have = std::count_if(st.spares.begin(), st.spares.end(),
+                            [&](const spare_kernel& s) {
+                              return s.shape == text;
+                            });
+  for (; have < want; ++have) {
+    std::string err;
+    auto h = start_kernel(self, shape, &err);
+    if (!h) {
+      MIBYAN_LOG(warning, "kernel", "cannot pre-start a kernel: " << err);
+      return;
+    }
+    st.spares.push_back(spare_kernel{text, h});
+  }
+}
+
+void stop_kernel(registry_pointer self, const caf::actor& h) {
+  self->demonitor(h);
+  self->send_exit(h, caf::exit_reason::user_shutdown);
+}
+
+// Evicts least recently used idle top-level kernels beyond the cap, never
+// `keep` and never one with a cell attached.
+void enforce_cap(registry_pointer self, const std::string& keep) {
+  auto& st = self->state;
+  auto cap = st.svc->cfg.code_execution.max_session_kernels;
+  for (;;) {
+    int64_t live = 0;
+    kernel_record* oldest = nullptr;
+    for (auto& [key, rec] : st.kernels) {
+      if (rec.pinned)
+        continue;
+      ++live;
+      if (key == keep || rec.attached > 0)
+        continue;
+      if (!oldest || rec.last_used < oldest->last_used)
+        oldest = &rec;
+    }
+    if (live <= cap || oldest == nullptr)
+      return;
+    MIBYAN_LOG(info, "kernel", "evicting idle kernel of " << oldest->owner
+               << " (max_session_kernels " << cap << ")");
+    ++st.evicted;
+    stop_kernel(self, oldest->handle);
+    st.kernels.erase(oldest->key);
+  }
+}
+
+void reap_idle(registry_pointer self) {
+  auto& st = self->state;
+  auto idle = std::chrono::seconds(
+    st.svc->cfg.code_execution.kernel_idle_timeout);
+  auto now = clock_type::now();
+  for (auto i = st.kernels.begin(); i != st.kernels.end();) {
+    if (i->second.attached == 0 && now - i->second.last_used >= idle) {
+      MIBYAN_LOG(info, "kernel", "reaping idle kernel of " << i->second.owner);
+      ++st.reaped;
+      stop_kernel(self, i->second.handle);
+      i = st.kernels.erase(i);
+    } else {
+      ++i;
+    }
+  }
+}
+
+std::chrono::milliseconds reap_period(const options& cfg) {
+  // One sixth of the idle timeout, between 0.5 s and 300 s.
+  auto ms = cfg.code_execution.kernel_idle_timeout * 1000 / 6;
+  return std::chrono::milliseconds(std::clamp<int64_t>(ms, 500, 300000));
+}
+
+void run_cell(registry_pointer self, const tool_request& req,
+              kernel_record& rec, exec_cell cell,
+              caf::typed_response_promise<tool_response> rp) {
+  ++rec.attached;
+  rec.last_used = clock_type::now();
+  auto key = rec.key;
+  auto handle = rec.handle;
+  self->request(handle, caf::infinite, exec_atom_v, std::move(cell))
+    .then(
+      [=](tool_response& res) mutable {
+        auto& st = self->state;
+        if (auto i = st.kernels.find(key);
+            i != st.kernels.end() && i->second.handle == handle) {
+          --i->second.attached;
+          ++i->second.cells;
+          i->second.last_used = clock_type::now();
+        }
+        rp.deliver(std::move(res));
+      },
+      [=](caf::error& err) mutable {
+        auto& st = self->state;
+        if (auto i = st.kernels.find(key);
+            i != st.kernels.end() && i->second.handle == handle)
+          st.kernels.erase(i);
+        rp.deliver(respond(req, early_error(
+          "The session kernel died while running the cell: "
+          + self->system().render(err))));
+      });
+}
+
+} // namespace
+
+registry_impl_actor::behavior_type
+registry_behavior(registry_pointer self, services_ptr svc, std::string python,
+                  std::string default_python) {
+  auto& st = self->state;
+  st.svc = std::move(svc);
+  st.python = std::move(python);
+  st.default_python = std::move(default_python);
+  std::vector<std::string> enabled;
+  for (auto t : st.svc->tools.all())
+    enabled.push_back(t->name());
+  st.tools = effective_script_tools(enabled);
+  self->set_down_handler([=](caf::down_msg& dm) {
+    auto& s = self->state;
+    for (auto i = s.kernels.begin(); i != s.kernels.end(); ++i) {
+      if (i->second.handle.address() == dm.source) {
+        s.kernels.erase(i);
+        return;
+      }
+    }
+    auto& sp = s.spares;
+    sp.erase(std::remove_if(sp.begin(), sp.end(),
+                            [&](const spare_kernel& k) {
+                              return k.handle.address() == dm.source;
+                            }),
+             sp.end());
+  });
+  refill_spares(self);
+  self->delayed_send(self, reap_period(st.svc->cfg), tick_atom_v);
+  return {
+    [=](invoke_atom, tool_request& req) -> caf::result<tool_response> {
+      auto& s = self->state;
+      auto rp = self->make_response_promise<tool_response>();
+      auto args = json::parse(req.args_json.empty() ? "{}" : req.args_json);
+      if (!args || !args.v->is_object()) {
+        rp.deliver(respond(req, early_error(
+          "execute_code arguments must be a JSON object with a 'code' "
+          "string.")));
+        return rp;
+      }
+      auto code = args.v->find("code");
+      if (code == nullptr && args.v->find("command") != nullptr) {
+        rp.deliver(respond(req, early_error(
+          "execute_code received a 'command' parameter, but it requires "
+          "Python source in 'code'. Use terminal(command=...) for shell "
+          "commands; for Python, retry as execute_code(code=...).")));
+        return rp;
+      }
+      if (code != nullptr && !code->is_string() && !code->is_null()) {
+        rp.deliver(respond(req, early_error(
+          std::string{"execute_code received a "} + json::kind_name(code->type())
+          + " in 'code', but it requires Python source as a string. Retry "
+            "as execute_code(code=\"...\").")));
+        return rp;
+      }
+      if (code == nullptr || code->is_null()
+          || code->as_string().find_first_not_of(" \t\r\n")
+               == std::string::npos) {
+        rp.deliver(respond(req, early_error(
+          "No code provided. execute_code requires a non-empty 'code' "
+          "parameter containing Python source. To run shell commands, use "
+          "terminal(command=...) instead.")));
+        return rp;
+      }
+      bool reset = false;
+      if (auto r = args.v->find("reset"); r && r->is_bool())
+        reset = r->as_bool();
+      else if (r && r->is_string())
+        reset = r->as_string() == "true";
+      auto shape = shape_for(self, req);
+      auto owner = req.session_id.empty() ? std::string{"default"}
+                                          : req.session_id;
+      auto key = owner + "|" + shape.text(s.tools);
+      exec_cell cell;
+      cell.session_id = owner;
+      cell.call_id = req.call_id;
+      cell.code = code->as_string();
+      cell.timeout_ms = s.svc->cfg.code_execution.timeout * 1000;
+      cell.max_tool_calls = s.svc->cfg.code_execution.max_tool_calls;
+      auto i = s.kernels.find(key);
+      if (i != s.kernels.end() && reset) {
+        cell.state_reset = true;
+        stop_kernel(self, i->second.handle);
+        s.kernels.erase(i);
+        i = s.kernels.end();
+      }
+      if (i != s.kernels.end()) {
+        cell.reused = true;
+        run_cell(self, req, i->second, std::move(cell), rp);
+        return rp;
+      }
+      // A fresh kernel: take a pre-started one of the same shape if any.
+      caf::actor handle;
+      auto text = shape.text(s.tools);
+      for (auto j = s.spares.begin(); j != s.spares.end(); ++j) {
+        if (j->shape == text) {
+          handle = j->handle;
+          s.spares.erase(j);
+          break;
+        }
+      }
+      std::string note;
+      if (!handle) {
+        std::string err;
+        handle = start_kernel(self, shape, &err);
+        if (!handle && shape.python != s.default_python) {
+          MIBYAN_LOG(warning, "kernel", "cannot start " << shape.python
+                     << " (" << err << "); falling back to "
+                     << s.default_python);
+          auto fallback = shape;
+          fallback.python = s.default_python;
+          handle = start_kernel(self, fallback, &err);
+          note = "The configured interpreter " + shape.python
+                 + " could not be started (" + err + "); this call ran "
+                 "with " + s.default_python + " instead.";
+        }
+        if (!handle) {
+          rp.deliver(respond(req, early_error(
+            "execute_code is unavailable in this environment (" + err
+            + "). Use normal tool calls (terminal, read_file, write_file, "
+              "...) instead.")));
+          return rp;
+        }
+      }
+      kernel_record rec;
+      rec.key = key;
+      rec.owner = owner;
+      rec.handle = handle;
+      rec.pinned = is_subagent_owner(owner);
+      rec.last_used = clock_type::now();
+      auto& stored = s.kernels[key] = std::move(rec);
+      enforce_cap(self, key);
+      if (note.empty()) {
+        run_cell(self, req, stored, std::move(cell), rp);
+      } else {
+        // Add the fallback note to the result.
+        auto inner = self->make_response_promise<tool_response>();
+        auto req_copy = req;
+        ++stored.attached;
+        self->request(handle, caf::infinite, exec_atom_v, std::move(cell))
+          .then(
+            [=](tool_response& res) mutable {
+              auto& s2 = self->state;
+              if (auto k = s2.kernels.find(key); k != s2.kernels.end())
+                --k->second.attached;
+              if (auto r = json::parse(res.result_json); r && r.v->is_object()) {
+                (*r.v)["note"] = note;
+                res.result_json = r.v->dump();
+              }
+              rp.deliver(std::move(res));
+            },
+            [=](caf::error& err) mutable {
+              rp.deliver(respond(req_copy, early_error(
+                "The session kernel died: " + self->system().render(err))));
+            });
+      }
+      refill_spares(self);
+      return rp;
+    },
+    [=](interrupt_atom, interrupt_request& req) {
+      auto& s = self->state;
+      auto reason = req.reason.empty() ? std::string{"user sent a new message"}
+                                       : req.reason;
+      for (auto& [key, rec] : s.kernels)
+        if (rec.owner == req.session_id && rec.attached > 0)
+          caf::anon_send(rec.handle, interrupt_atom_v, reason);
+    },
+    [=](dispose_atom, std::string& owner) {
+      auto& s = self->state;
+      auto prefix = owner + "::child::";
+      for (auto i = s.kernels.begin(); i != s.kernels.end();) {
+        auto& o = i->second.owner;
+        if (o == owner || o.rfind(prefix, 0) == 0) {
+          stop_kernel(self, i->second.handle);
+          i = s.kernels.erase(i);
+        } else {
+          ++i;
+        }
+      }
+    },
+    [=](stats_atom) -> std::string {
+      auto& s = self->state;
+      json::value r;
+      r["kernels"] = static_cast<int64_t>(s.kernels.size());
+      r["prestarted"] = static_cast<int64_t>(s.spares.size());
+      r["spawned"] = s.spawned;
+      r["evicted"] = s.evicted;
+      r["reaped"] = s.reaped;
+      return r.dump();
+    },
+    [=](tick_atom) {
+      reap_idle(self);
+      refill_spares(self);
+      self->delayed_send(self, reap_period(self->state.svc->cfg),
+                         tick_atom_v);
+    },
+  };
+}
+
+kernel_registry_actor spawn_kernel_registry(caf::actor_system& sys,
+                                            services_ptr svc,
+                                            std::string python,
+                                            std::string default_python) {
+  auto impl = sys.spawn(registry_behavior, std::move(svc), std::move(python),
+                        std::move(default_python));
+  return caf::actor_cast<kernel_registry_actor>(impl);
+}
+
+} // namespace mibyan

@@ -1,0 +1,50 @@
+// File: actors/kernel_registry.hpp
+//
+// The execute_code backend: owns every session kernel of this node, keyed
+// by (session, mode, interpreter, cwd, tool set), and runs cells on them.
+//
+// Protocol (a superset of the dispatcher's, so the dispatcher can route
+// `execute_code` here):
+//   (invoke_atom, tool_request) -> tool_response
+//       Validates the arguments (code, reset), acquires or spawns the kernel
+//       (reusing a pre-started one when it fits), runs the cell. Never fails:
+//       every problem is an error result.
+//   (interrupt_atom, interrupt_request)
+//       Interrupts the running cells of that session (their kernels die).
+//   (dispose_atom, std::string owner)
+//       Kills all kernels of `owner` and of its subagents
+//       ("<owner>::child::<id>"). Used when a session or subagent ends.
+//   (stats_atom) -> std::string
+//       JSON: {"kernels": N, "prestarted": N, "spawned": N, "evicted": N,
+//       "reaped": N}, for tests and monitoring.
+//
+// Limits: `code_execution.max_session_kernels` live top-level kernels (the
+// least recently used idle one is evicted; never one running a cell;
+// subagent kernels are exempt), `kernel_idle_timeout` (reaped by a timer),
+// `prestart_kernels` kernels kept ready for new sessions.
+#pragma once
+
+#include <string>
+
+#include "caf/fwd.hpp"
+#include "caf/replies_to.hpp"
+#include "caf/typed_actor.hpp"
+
+#include "actors/tool_dispatcher.hpp"
+#include "runtime/services.hpp"
+
+namespace mibyan {
+
+using kernel_registry_actor = tool_dispatcher_actor::extend<
+  caf::reacts_to<dispose_atom, std::string>,
+  caf::replies_to<stats_atom>::with<std::string>>;
+
+/// Spawns the registry. `python` is the interpreter for project mode (the
+/// resolved venv/conda one or the default), `default_python` the one for
+/// strict mode and for the one-shot fallback.
+kernel_registry_actor spawn_kernel_registry(caf::actor_system& sys,
+                                            services_ptr svc,
+                                            std::string python,
+                                            std::string default_python);
+
+} // namespace mibyan

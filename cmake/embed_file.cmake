@@ -1,0 +1,17 @@
+# Writes OUTPUT, a C++ file defining `std::string_view FUNCTION()` that
+# returns the bytes of INPUT. Run with cmake -P at build time, so edits of
+# INPUT are picked up by the next build.
+file(READ "${INPUT}" content HEX)
+string(LENGTH "${content}" hex_length)
+math(EXPR byte_count "${hex_length} / 2")
+string(REGEX REPLACE "([0-9a-f][0-9a-f])" "0x\\1," bytes "${content}")
+string(REGEX REPLACE "(0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,)" "\\1\n" bytes "${bytes}")
+file(WRITE "${OUTPUT}.tmp"
+"// Generated from ${INPUT}; do not edit.\n"
+"#include <string_view>\n"
+"namespace mibyan {\n"
+"namespace { const char data[] = {\n${bytes}0};\n}\n"
+"std::string_view ${FUNCTION}() { return {data, ${byte_count}}; }\n"
+"} // namespace mibyan\n")
+file(COPY_FILE "${OUTPUT}.tmp" "${OUTPUT}" ONLY_IF_DIFFERENT)
+file(REMOVE "${OUTPUT}.tmp")

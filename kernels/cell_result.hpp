@@ -1,0 +1,74 @@
+// File: kernels/cell_result.hpp
+//
+// Assembles the execute_code result object (execute_code.md section 7) from
+// what one cell produced. Pure: the spill file is written by the caller
+// through `spill_writer`, so this stays testable without a kernel.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "runtime/json.hpp"
+
+namespace mibyan {
+
+/// How a cell ended, as the kernel actor saw it.
+enum class cell_status {
+  success,      // the runner replied "ok" (or exit 0)
+  error,        // exception, non-zero sys.exit, or the kernel died
+  timeout,      // the cell's wall clock ran out; the kernel was killed
+  interrupted,  // interrupted on request; the kernel was killed
+};
+
+struct cell_outcome {
+  cell_status status = cell_status::success;
+  int64_t exit_code = 0;
+  /// All stdout of the cell: Python-level first, then fd-level raw output.
+  std::string stdout_text;
+  /// Bytes of stdout produced in total (may exceed stdout_text.size() when
+  /// the runner or the raw buffer already clipped).
+  uint64_t stdout_total = 0;
+  /// fd-level and Python-level stderr.
+  std::string stderr_text;
+  uint64_t stderr_total = 0;
+  /// The traceback of an exception ("" for none).
+  std::string traceback;
+  /// Error message for timeout, interrupt, death or protocol errors.
+  std::string error;
+  /// Interrupt reason, shown in the marker.
+  std::string interrupt_reason;
+  int64_t tool_calls = 0;
+  double duration_seconds = 0;
+  // kernel info
+  std::string mode = "session";
+  bool reused = false;
+  int64_t execution_count = 0;
+  bool state_reset = false;
+  bool ended = false;
+  /// The tools the kernel's stub offers, for error hints.
+  std::vector<std::string> tools;
+  /// A note added to the result (e.g. the per-call fallback).
+  std::string note;
+};
+
+struct cell_limits {
+  uint64_t max_stdout_bytes = 50000;
+  uint64_t max_stderr_bytes = 10000;
+  uint64_t max_spill_bytes = 5000000;
+};
+
+/// Writes the full (capped) stdout somewhere readable and returns its path,
+/// or "" when the write failed.
+using spill_writer = std::function<std::string(const std::string& text)>;
+
+/// Builds the result object. ANSI sequences are stripped from all output.
+json::value build_cell_result(const cell_outcome& c, const cell_limits& lim,
+                              const spill_writer& spill);
+
+/// Returns the hint for a traceback (execute_code.md section 7), or "".
+std::string traceback_hint(const std::string& traceback,
+                           const std::string& allowed_tools);
+
+} // namespace mibyan

@@ -1,0 +1,77 @@
+// File: kernels/kernel_process.hpp
+//
+// Starting and stopping one Python kernel process (CAF-free). The actor
+// that owns a kernel (actors/kernel.hpp) adopts the descriptors returned
+// here into a broker.
+//
+// Layout: a private staging dir `$TMPDIR/mibyan_kernel_XXXXXX` (0700) holds
+// the runner, the generated `mibyan_tools.py` and the RPC socket `rpc.sock`
+// (0600). The child runs in its own session and process group with stdin,
+// stdout and stderr on socketpairs, the read end of the watchdog pipe on
+// fd 3, and a scrubbed environment.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <sys/types.h>
+
+namespace mibyan {
+
+struct kernel_spawn_options {
+  /// Interpreter to run (absolute path or a name looked up on PATH).
+  std::string python = "python3";
+  /// Working directory; empty means the staging dir (strict mode).
+  std::string cwd;
+  /// Tools the stub exposes (already intersected with the allowed seven).
+  std::vector<std::string> tools;
+  /// Inherited environment ("NAME=value"), scrubbed here.
+  std::vector<std::string> inherited_env;
+  /// Exact names re-allowed past the secret filter.
+  std::vector<std::string> passthrough;
+  /// Seconds the stub waits for one tool reply.
+  double rpc_timeout = 300;
+};
+
+struct kernel_process {
+  pid_t pid = -1;
+  int stdin_fd = -1;     // host end, write cells
+  int stdout_fd = -1;    // host end, raw output + frames
+  int stderr_fd = -1;    // host end, raw stderr
+  int rpc_fd = -1;       // listening Unix socket
+  int watchdog_fd = -1;  // write end; closing it ends the kernel
+  std::string staging_dir;
+  std::string socket_path;
+  std::string token;
+  std::string sentinel;
+  std::string cwd;       // effective working directory
+  /// Names of inherited variables that were not passed to the child.
+  std::vector<std::string> dropped_env;
+};
+
+/// Starts a kernel. On failure returns pid -1 with `*error` set, and leaves
+/// nothing behind (descriptors closed, staging dir removed).
+kernel_process spawn_kernel(const kernel_spawn_options& opts,
+                            std::string* error);
+
+/// Sends `sig` to the kernel's process group (and the process itself).
+void signal_kernel(pid_t pid, int sig);
+
+/// Non-blocking reap; returns true once the process is gone (reaped now or
+/// earlier). Stores the wait status in `*status` when reaped now.
+bool reap_kernel(pid_t pid, int* status);
+
+/// Closes the descriptors that are still open (>= 0) and sets them to -1.
+void close_kernel_fds(kernel_process& k);
+
+/// Removes the staging dir (refusing to follow symlinks).
+void remove_staging_dir(const std::string& dir);
+
+/// Returns `n` random bytes, URL-safe base64 encoded without padding.
+std::string random_token(size_t n);
+
+/// Returns whether `python` runs and is Python >= 3.8 (probes with a 5 s
+/// limit; blocking, call off the scheduler).
+bool probe_python(const std::string& python);
+
+} // namespace mibyan

@@ -1,0 +1,602 @@
+# File: kernels/mibyan_kernel_runner.py
+#
+# The session kernel of execute_code: a long-lived Python process that runs
+# cells sent by the host (the C++ kernel actor) and answers each one with a
+# framed JSON reply. Standard library only; Python >= 3.8.
+#
+# The protocol (cell lines, reply frames, private environment variables, the
+# parent-death watchdog) is specified in docs/kernel_protocol.md. In short:
+#
+#   stdin   one JSON line per cell: {"id": "<hex>", "code": "<source>",
+#           "timeout": <seconds, optional>}
+#   fd 1    raw fd-level output of the cell (subprocesses, os.write) followed
+#           by exactly one reply frame per input line:
+#           "\n" SENTINEL " " <body byte length> "\n" <UTF-8 JSON body>
+#   fd 2    raw fd-level stderr of the cell
+#
+# Invariants the host relies on:
+#   * every line read from stdin produces exactly one frame;
+#   * Python-level sys.stdout/sys.stderr never reach fd 1/2 while a cell runs
+#     (they are captured per cell), so print() cannot forge a frame;
+#   * frames are written to a private duplicate of the original fd 1, so a
+#     cell that closes sys.stdout or fd 1 still gets its frame;
+#   * after an "exit" frame the process ends.
+
+import builtins
+import io
+import json
+import os
+import signal
+import sys
+import threading
+import time
+import traceback
+import types
+
+ENV_SENTINEL = "MIBYAN_KERNEL_SENTINEL"
+ENV_STUB = "MIBYAN_KERNEL_STUB"
+ENV_WATCHDOG_FD = "MIBYAN_KERNEL_WATCHDOG_FD"
+ENV_RPC_TIMEOUT = "MIBYAN_RPC_TIMEOUT"
+PRIVATE_ENV = (ENV_SENTINEL, ENV_STUB, ENV_WATCHDOG_FD)
+
+CAPTURE_LIMIT = 5000000          # characters kept per stream per cell
+WATCHDOG_TERM_GRACE = 0.5        # seconds between SIGTERM and SIGKILL
+
+
+class CellStream(io.TextIOBase):
+    """A text stream that keeps the first `limit` characters written to it.
+
+    Stands in for sys.stdout / sys.stderr while a cell runs. Thread-safe:
+    threads the cell started may print concurrently. `fileno()` reports the
+    real descriptor so that code handing sys.stdout to a subprocess still
+    works; that output then arrives as raw fd-level bytes.
+    """
+
+    def __init__(self, fd, limit):
+        super().__init__()
+        self._fd = fd
+        self._limit = limit
+        self._parts = []
+        self._kept = 0
+        self._total = 0
+        self._lock = threading.Lock()
+        self.buffer = _ByteSink(self)
+
+    # -- io.TextIOBase ------------------------------------------------------
+
+    @property
+    def encoding(self):
+        return "utf-8"
+
+    @property
+    def errors(self):
+        return "strict"
+
+    def readable(self):
+        return False
+
+    def writable(self):
+        return True
+
+    def isatty(self):
+        return False
+
+    def fileno(self):
+        return self._fd
+
+    def write(self, s):
+        if self.closed:
+            raise ValueError("I/O operation on closed file.")
+        if not isinstance(s, str):
+            raise TypeError("write() argument must be str, not %s"
+                            % type(s).__name__)
+        n = len(s)
+        with self._lock:
+            self._total += n
+            room = self._limit - self._kept
+            if room > 0:
+                piece = s if n <= room else s[:room]
+                self._parts.append(piece)
+                self._kept += len(piece)
+        return n
+
+    def flush(self):
+        if self.closed:
+            raise ValueError("I/O operation on closed file.")
+
+    # -- results ------------------------------------------------------------
+
+    def value(self):
+        with self._lock:
+            text = "".join(self._parts)
+            self._parts = [text]
+            return text
+
+    def total(self):
+        with self._lock:
+            return self._total
+
+    def clipped(self):
+        with self._lock:
+            return self._total > self._kept
+
+
+class _ByteSink(object):
+    """`sys.stdout.buffer`: bytes are decoded as UTF-8 into the text stream."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def write(self, b):
+        data = bytes(b)
+        self._stream.write(data.decode("utf-8", "replace"))
+        return len(data)
+
+    def flush(self):
+        pass
+
+    def fileno(self):
+        return self._stream.fileno()
+
+    def isatty(self):
+        return False
+
+    def writable(self):
+        return True
+
+    @property
+    def closed(self):
+        return self._stream.closed
+
+
+def _write_all(fd, data):
+    view = memoryview(data)
+    while view:
+        try:
+            n = os.write(fd, view)
+        except InterruptedError:
+            continue
+        view = view[n:]
+
+
+def _utf8_safe(s):
+    """Returns `s` with lone surrogates replaced so it encodes as UTF-8."""
+    try:
+        s.encode("utf-8")
+        return s
+    except UnicodeEncodeError:
+        return s.encode("utf-8", "replace").decode("utf-8")
+
+
+def _exit_code(code):
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return int(code)
+    return 1
+
+
+def _is_open_fd(fd):
+    try:
+        os.fstat(fd)
+        return True
+    except OSError:
+        return False
+
+
+class Kernel(object):
+    def __init__(self, sentinel, frame_fd, err_fd, cmd_file):
+        self.sentinel = sentinel.encode("utf-8")
+        self.frame_fd = frame_fd      # private dup of the original fd 1
+        self.err_fd = err_fd          # private dup of the original fd 2
+        self.cmd_file = cmd_file      # private reader of the original fd 0
+        self.execution_count = 0
+        self.pid = os.getpid()
+        self.main = types.ModuleType("__main__")
+        self.main.__dict__["__builtins__"] = builtins
+        self.globals = self.main.__dict__
+        self.idle_out = CellStream(1, 0)
+        self.idle_err = CellStream(2, 0)
+        self._libc_fflush = None
+        # The running cell's id and capture streams, for the SIGTERM frame.
+        self.current = None
+        self._frame_lock = threading.Lock()
+
+    # -- frames -------------------------------------------------------------
+
+    def _flush_native(self):
+        # Output buffered by the original Python streams or by C stdio must
+        # leave before the frame so the host files it under this cell.
+        for stream in (sys.__stdout__, sys.__stderr__):
+            try:
+                if stream is not None:
+                    stream.flush()
+            except Exception:
+                pass
+        if self._libc_fflush is None:
+            try:
+                import ctypes
+                self._libc_fflush = ctypes.CDLL(None).fflush
+            except Exception:
+                self._libc_fflush = False
+        if self._libc_fflush:
+            try:
+                self._libc_fflush(None)
+            except Exception:
+                pass
+
+    def send_frame(self, body):
+        self._flush_native()
+        try:
+            text = json.dumps(body, ensure_ascii=False)
+        except Exception as e:
+            text = json.dumps({
+                "id": body.get("id"), "status": "error", "stdout": "",
+                "stderr": "", "stdout_clipped": False,
+                "stderr_clipped": False, "stdout_total": 0,
+                "stderr_total": 0,
+                "traceback": "mibyan kernel: cannot encode the reply: %r" % e,
+                "execution_count": self.execution_count, "exit_code": 1})
+        data = _utf8_safe(text).encode("utf-8")
+        header = b"\n" + self.sentinel + b" " + str(len(data)).encode() + b"\n"
+        with self._frame_lock:
+            _write_all(self.frame_fd, header + data)
+
+    def send_ready(self):
+        """Announces that start-up finished; the host sends cells only
+        after this frame (a wrapper script in front of the interpreter
+        could otherwise swallow the first cell line)."""
+        self.send_frame({"id": None, "status": "ready", "pid": self.pid,
+                         "execution_count": 0})
+
+    def send_killed(self):
+        """Called by the watchdog thread when the host ends a cell (timeout
+        or interrupt): ships what the running cell printed so far, so
+        partial output is not lost with the process."""
+        current = self.current
+        if current is None:
+            return
+        cell_id, out, err = current
+        self.send_frame({
+            "id": cell_id, "status": "killed",
+            "stdout": out.value(), "stderr": err.value(),
+            "stdout_clipped": out.clipped(), "stderr_clipped": err.clipped(),
+            "stdout_total": out.total(), "stderr_total": err.total(),
+            "traceback": "", "execution_count": self.execution_count,
+            "exit_code": None})
+
+    def protocol_error(self, cell_id, reason):
+        self.send_frame({
+            "id": cell_id, "status": "protocol-error", "stdout": "",
+            "stderr": "", "stdout_clipped": False, "stderr_clipped": False,
+            "stdout_total": 0, "stderr_total": 0,
+            "traceback": "Invalid cell request: " + reason,
+            "execution_count": self.execution_count, "exit_code": None})
+
+    # -- cells --------------------------------------------------------------
+
+    def _restore_fds(self):
+        # A previous cell may have closed fd 1 or 2; subprocesses of later
+        # cells still deserve a place to write.
+        for fd, saved in ((1, self.frame_fd), (2, self.err_fd)):
+            if not _is_open_fd(fd):
+                try:
+                    os.dup2(saved, fd, inheritable=True)
+                except OSError:
+                    pass
+
+    def parse_line(self, raw):
+        """Returns (id, code, timeout, error)."""
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            return None, None, None, "the line is not valid UTF-8"
+        line = line.strip()
+        if not line:
+            return None, None, None, "empty line"
+        try:
+            req = json.loads(line)
+        except ValueError as e:
+            return None, None, None, "not JSON (%s)" % e
+        if not isinstance(req, dict):
+            return None, None, None, "expected a JSON object"
+        cell_id = req.get("id")
+        if not isinstance(cell_id, str) or not cell_id:
+            return None, None, None, "'id' must be a non-empty string"
+        code = req.get("code")
+        if not isinstance(code, str):
+            return cell_id, None, None, "'code' must be a string"
+        timeout = req.get("timeout")
+        if timeout is not None:
+            if (isinstance(timeout, bool)
+                    or not isinstance(timeout, (int, float))
+                    or not timeout > 0):
+                return cell_id, None, None, \
+                    "'timeout' must be a positive number"
+        return cell_id, code, timeout, None
+
+    def _set_rpc_timeout(self, timeout):
+        # The stub reads it per call; subprocesses inherit it.
+        os.environ[ENV_RPC_TIMEOUT] = repr(float(timeout))
+
+    def _run_atexit(self):
+        try:
+            import atexit
+            atexit._run_exitfuncs()
+        except BaseException:
+            pass
+
+    def run_cell(self, cell_id, code, timeout):
+        """Runs one cell and sends its frame. Returns the exit code when the
+        cell ended the kernel, else None."""
+        if timeout is not None:
+            self._set_rpc_timeout(timeout)
+        self._restore_fds()
+        self.execution_count += 1
+        out = CellStream(1, CAPTURE_LIMIT)
+        err = CellStream(2, CAPTURE_LIMIT)
+        sys.stdout, sys.stderr = out, err
+        self.current = (cell_id, out, err)
+        status, trace, exit_code = "ok", "", 0
+        try:
+            compiled = compile(code, "<cell>", "exec")
+            exec(compiled, self.globals)
+        except SystemExit as e:
+            status = "exit"
+            exit_code = _exit_code(e.code)
+            trace = "SystemExit: %r" % (e.code,)
+            # A real interpreter runs atexit handlers on sys.exit(); run them
+            # while output is still captured for this cell.
+            self._run_atexit()
+        except BaseException as e:
+            status, exit_code = "error", 1
+            trace = self._format_exception(e)
+        finally:
+            sys.stdout, sys.stderr = self.idle_out, self.idle_err
+            self.current = None
+        if os.getpid() != self.pid:
+            self._end_forked_child(out, err, trace, exit_code)
+        self.send_frame({
+            "id": cell_id, "status": status,
+            "stdout": out.value(), "stderr": err.value(),
+            "stdout_clipped": out.clipped(), "stderr_clipped": err.clipped(),
+            "stdout_total": out.total(), "stderr_total": err.total(),
+            "traceback": trace, "execution_count": self.execution_count,
+            "exit_code": exit_code})
+        return exit_code if status == "exit" else None
+
+    def _end_forked_child(self, out, err, trace, exit_code):
+        # A process forked by the cell fell out of the cell's code, as at the
+        # end of a script. It must neither send a frame nor read cell lines:
+        # its output goes out at fd level and it exits.
+        for fd, text in ((1, out.value()), (2, err.value() + trace)):
+            try:
+                _write_all(fd, _utf8_safe(text).encode("utf-8"))
+            except OSError:
+                pass
+        os._exit(exit_code & 0xFF)
+
+    @staticmethod
+    def _format_exception(e):
+        try:
+            tb = e.__traceback__
+            # Drop the runner's own frame (the exec call) from the trace.
+            if tb is not None and tb.tb_frame.f_code is \
+                    Kernel.run_cell.__code__:
+                tb = tb.tb_next
+            return "".join(traceback.format_exception(type(e), e, tb))
+        except BaseException:
+            return "%s: <exception could not be formatted>" % \
+                type(e).__name__
+
+    # -- main loop ----------------------------------------------------------
+
+    def serve(self):
+        while True:
+            try:
+                raw = self.cmd_file.readline()
+            except (OSError, ValueError):
+                raw = b""
+            if not raw:
+                return 0
+            cell_id, code, timeout, error = self.parse_line(raw)
+            if error is not None:
+                self.protocol_error(cell_id, error)
+                continue
+            code_or_none = self.run_cell(cell_id, code, timeout)
+            if code_or_none is not None:
+                return code_or_none
+
+
+# -- parent-death watchdog -------------------------------------------------
+
+def _group_and_descendants():
+    """Returns pids (other than ours) in our process group or below us.
+    Linux /proc only; empty elsewhere."""
+    me, group = os.getpid(), os.getpgrp()
+    parent_of, targets = {}, set()
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return targets
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % name, "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(b")") + 2:].split()
+        if len(fields) < 3:
+            continue
+        pid, ppid, pgrp = int(name), int(fields[1]), int(fields[2])
+        parent_of[pid] = ppid
+        if pgrp == group and pid != me:
+            targets.add(pid)
+    for pid in parent_of:
+        seen, p = 0, parent_of.get(pid)
+        while p is not None and p > 1 and seen < 64:
+            if p == me:
+                targets.add(pid)
+                break
+            p, seen = parent_of.get(p), seen + 1
+    targets.discard(me)
+    return targets
+
+
+def _kill_everything():
+    own_group = os.getpgrp() == os.getpid()
+    targets = _group_and_descendants()
+    for pid in targets:
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except OSError:
+            pass
+    deadline = time.monotonic() + WATCHDOG_TERM_GRACE
+    while targets and time.monotonic() < deadline:
+        time.sleep(0.05)
+        targets = {p for p in targets if _is_alive(p)}
+    for pid in targets:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    if own_group:
+        try:
+            os.killpg(os.getpgrp(), signal.SIGKILL)
+        except OSError:
+            pass
+    os._exit(137)
+
+
+def _is_alive(pid):
+    try:
+        with open("/proc/%d/stat" % pid, "rb") as f:
+            stat = f.read()
+        return stat[stat.rfind(b")") + 2:][:1] not in (b"Z", b"X")
+    except OSError:
+        try:
+            os.kill(pid, 0)
+            return True
+        except OSError:
+            return False
+
+
+# The kernel, once constructed (read by the watchdog thread).
+_KERNEL = [None]
+
+
+def _watch_parent(fd):
+    """Blocks on the watchdog pipe. End of file means the host died; a
+    "K" byte means the host is ending the running cell (timeout,
+    interrupt): the cell's output so far is shipped first. Both end the
+    process group. A thread is used, not a signal handler, because the main
+    thread may be stuck in C code that never returns to the interpreter."""
+    while True:
+        try:
+            data = os.read(fd, 4096)
+        except InterruptedError:
+            continue
+        except OSError:
+            break
+        if not data:
+            break
+        if b"K" in data:
+            kernel = _KERNEL[0]
+            if kernel is not None:
+                try:
+                    kernel.send_killed()
+                except BaseException:
+                    pass
+            break
+    _kill_everything()
+
+
+def _start_watchdog(value):
+    try:
+        fd = int(value)
+        os.fstat(fd)
+    except (TypeError, ValueError, OSError):
+        return False
+    try:
+        os.set_inheritable(fd, False)
+    except OSError:
+        pass
+    t = threading.Thread(target=_watch_parent, args=(fd,),
+                         name="mibyan-watchdog", daemon=True)
+    t.start()
+    return True
+
+
+# -- start-up --------------------------------------------------------------
+
+def _load_stub(path, err_fd):
+    if not path:
+        return
+    try:
+        import importlib.util
+        spec = importlib.util.spec_from_file_location("mibyan_tools", path)
+        if spec is None or spec.loader is None:
+            raise ImportError("no loader for %r" % path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["mibyan_tools"] = module
+        spec.loader.exec_module(module)
+    except BaseException as e:
+        sys.modules.pop("mibyan_tools", None)
+        msg = "mibyan kernel: cannot load mibyan_tools from %s: %r\n" % (
+            path, e)
+        try:
+            _write_all(err_fd, msg.encode("utf-8", "replace"))
+        except OSError:
+            pass
+
+
+def main():
+    env = os.environ
+    sentinel = env.get(ENV_SENTINEL, "")
+    stub_path = env.get(ENV_STUB, "")
+    watchdog = env.get(ENV_WATCHDOG_FD)
+    for name in PRIVATE_ENV:
+        env.pop(name, None)
+    if not sentinel or any(c.isspace() for c in sentinel):
+        sys.__stderr__.write("mibyan kernel: %s is missing or invalid\n"
+                             % ENV_SENTINEL)
+        return 2
+    if watchdog is not None:
+        _start_watchdog(watchdog)
+
+    # Private descriptors: frames, runner diagnostics and cell requests stay
+    # usable whatever a cell does to fds 0, 1 and 2 (os.dup is
+    # non-inheritable, so children never see them).
+    frame_fd = os.dup(1)
+    err_fd = os.dup(2)
+    cmd_fd = os.dup(0)
+    # Cells must not consume request lines: input() sees end of file.
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    cmd_file = os.fdopen(cmd_fd, "rb")
+
+    _load_stub(stub_path, err_fd)
+    # Like an interactive interpreter: the working directory is importable.
+    if sys.path and sys.path[0] == os.path.dirname(os.path.abspath(__file__)):
+        sys.path[0] = ""
+    sys.argv = [""]
+
+    kernel = Kernel(sentinel, frame_fd, err_fd, cmd_file)
+    sys.modules["__main__"] = kernel.main
+    sys.stdout, sys.stderr = kernel.idle_out, kernel.idle_err
+    _KERNEL[0] = kernel
+    kernel.send_ready()
+    code = kernel.serve()
+    # Threads a cell left running must not keep a finished kernel alive.
+    try:
+        os.close(frame_fd)
+    except OSError:
+        pass
+    os._exit(code & 0xFF)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,37 @@
+// File: kernels/rpc_codec.hpp
+//
+// Decoding and encoding of the kernel RPC lines (docs/kernel_protocol.md):
+//   request  {"id": "<pid>-<seq>", "tool": NAME, "args": {...}, "token": T}
+//   response {"id": "<same>" | null, "result": "<tool result JSON text>"}
+// Pure functions; no I/O.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace mibyan {
+
+struct rpc_request {
+  std::string id;         // may be empty when the line was unparseable
+  std::string tool;
+  std::string args_json;  // the args object as JSON text
+  std::string token;
+};
+
+/// Decodes one request line. Returns an error message ("" on success) in
+/// the words shown to the script after "Invalid RPC request: ".
+std::string decode_rpc_request(std::string_view line, rpc_request& out);
+
+/// Encodes a response line (with the trailing newline). An empty `id`
+/// becomes null.
+std::string encode_rpc_response(const std::string& id,
+                                const std::string& result_json);
+
+/// Encodes a bridge refusal: {"error": message} as the result.
+std::string encode_rpc_error(const std::string& id, const std::string& message);
+
+/// Compares two tokens in time independent of where they differ. An empty
+/// expected token never matches (fail closed).
+bool token_matches(std::string_view expected, std::string_view given);
+
+} // namespace mibyan

@@ -1,0 +1,589 @@
+#define BOOST_TEST_MODULE stub_generator
+#include <boost/test/unit_test.hpp>
+
+#include "kernels/stub_generator.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <set>
+#include <thread>
+
+#include "tests/support/kernel_harness.hpp"
+#include "tests/support/kernel_rpc_server.hpp"
+#include "tests/support/process.hpp"
+#include "tools/core_tools.hpp"
+
+using namespace mibyan;
+using namespace mibyan::test;
+using namespace std::chrono_literals;
+
+namespace {
+
+const std::vector<std::string> all_tools{
+  "patch", "read_file", "search_files", "terminal", "web_extract",
+  "web_search", "write_file"};
+
+const char* expected_signatures[] = {
+  "def patch(path=None, old_string=None, new_string=None, replace_all=False, "
+  "mode=\"replace\", patch=None, cross_profile=False):",
+  "def read_file(path: str, offset: int = 1, limit: int = 2000):",
+  "def search_files(pattern: str, target: str = \"content\", path: str = "
+  "\".\", file_glob: str = None, limit: int = 50, offset: int = 0, "
+  "output_mode: str = \"content\", context: int = 0, order: str = "
+  "\"discovery\"):",
+  "def terminal(command: str, timeout: int = None, workdir: str = None):",
+  "def web_extract(urls: list, char_limit: int = None):",
+  "def web_search(query: str, limit: int = 5):",
+  "def write_file(path: str, content: str, cross_profile: bool = False):",
+};
+
+size_t count_defs(const std::string& src) {
+  size_t n = 0;
+  for (auto pos = src.find("\ndef "); pos != std::string::npos;
+       pos = src.find("\ndef ", pos + 1))
+    ++n;
+  return n;
+}
+
+// Runs `script` with python3 (stub dir on PYTHONPATH); returns stdout.
+process_result run_python(const temp_dir& dir, const std::string& script) {
+  auto path = dir.write("check.py", script);
+  process_options o;
+  o.env["PYTHONPATH"] = dir.path();
+  o.timeout_seconds = 60;
+  return run_process({"python3", path}, o);
+}
+
+// A harness wired to a fake server on a socket inside its own dir.
+struct rpc_setup {
+  explicit rpc_setup(fake_rpc_options server_opts,
+                     kernel_harness_options kopts = {},
+                     std::string token = "secret-token")
+    : sock_dir(),
+      server(sock_dir / "rpc.sock",
+             [&] {
+               if (server_opts.token.empty())
+                 server_opts.token = "secret-token";
+               return std::move(server_opts);
+             }()),
+      kernel([&] {
+        kopts.rpc_socket = sock_dir / "rpc.sock";
+        kopts.rpc_token = token;
+        return std::move(kopts);
+      }()) {
+  }
+  temp_dir sock_dir;
+  fake_rpc_server server;
+  kernel_harness kernel;
+};
+
+json::value parse_line(const std::string& text) {
+  auto r = json::parse(text);
+  BOOST_REQUIRE_MESSAGE(r.v.has_value(), "not JSON: " << text);
+  return *r.v;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(stub_generator)
+
+// -- generation ---------------------------------------------------------------
+
+BOOST_AUTO_TEST_CASE(script_tool_set_is_the_allowed_seven) {
+  BOOST_TEST(script_tool_names() == all_tools);
+  for (auto& t : all_tools)
+    BOOST_TEST(is_script_tool(t));
+  for (auto t : {"execute_code", "delegate_task", "memory", "process",
+                 "mcp_github_create_issue", "", "Terminal"})
+    BOOST_TEST(!is_script_tool(t));
+  BOOST_TEST(effective_script_tools({"web_search", "memory", "terminal",
+                                     "terminal", "execute_code"})
+             == (std::vector<std::string>{"terminal", "web_search"}));
+  BOOST_TEST(effective_script_tools({"memory", "delegate_task"}).empty());
+  BOOST_TEST(effective_script_tools({}).empty());
+}
+
+BOOST_AUTO_TEST_CASE(signatures_match_the_table_in_sorted_order) {
+  auto src = generate_stub(all_tools);
+  size_t last = 0;
+  for (auto sig : expected_signatures) {
+    auto pos = src.find(std::string{"\n"} + sig + "\n");
+    BOOST_TEST_CONTEXT(sig) {
+      BOOST_REQUIRE(pos != std::string::npos);
+      BOOST_TEST(pos > last);
+      last = pos;
+    }
+  }
+  BOOST_TEST(count_defs(src) == count_defs(generate_stub({})) + 7u);
+  BOOST_TEST(src.find("AVAILABLE_TOOLS = (\"patch\", \"read_file\", "
+                      "\"search_files\", \"terminal\", \"web_extract\", "
+                      "\"web_search\", \"write_file\",)")
+             != std::string::npos);
+  // Every keyword is forwarded by name, None defaults included.
+  BOOST_TEST(src.find("return _call(\"terminal\", {\"command\": command, "
+                      "\"timeout\": timeout, \"workdir\": workdir})")
+             != std::string::npos);
+  BOOST_TEST(src.find("background") == std::string::npos);
+  BOOST_TEST(src.find("hermes") == std::string::npos);
+  BOOST_TEST(src.find("HERMES") == std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(unknown_names_are_ignored_and_order_does_not_matter) {
+  auto a = generate_stub({"web_search", "execute_code", "delegate_task",
+                          "read_file", "web_search", "mcp_x_y"});
+  auto b = generate_stub({"read_file", "web_search"});
+  BOOST_TEST(a == b);
+  BOOST_TEST(a.find("def execute_code") == std::string::npos);
+  BOOST_TEST(a.find("def delegate_task") == std::string::npos);
+  BOOST_TEST(a.find("def terminal") == std::string::npos);
+  BOOST_TEST(a.find("AVAILABLE_TOOLS = (\"read_file\", \"web_search\",)")
+             != std::string::npos);
+  BOOST_TEST(a.find("def read_file") < a.find("def web_search"));
+}
+
+BOOST_AUTO_TEST_CASE(empty_tool_set_keeps_only_helpers) {
+  auto src = generate_stub({});
+  BOOST_TEST(src.find("AVAILABLE_TOOLS = ()") != std::string::npos);
+  BOOST_TEST(generate_stub({"memory", "execute_code"}) == src);
+  for (auto& t : all_tools)
+    BOOST_TEST(src.find("\ndef " + t + "(") == std::string::npos);
+  for (auto h : {"json_parse", "shell_quote", "retry"})
+    BOOST_TEST(src.find(std::string{"\ndef "} + h + "(")
+               != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(stub_parameters_expose_the_signatures) {
+  auto& p = stub_parameters("search_files");
+  BOOST_REQUIRE(p.size() == 9u);
+  BOOST_TEST(p[0].name == "pattern");
+  BOOST_TEST(p[0].default_literal.empty());
+  BOOST_TEST(p[3].name == "file_glob");
+  BOOST_TEST(p[3].default_literal == "None");
+  BOOST_TEST(stub_parameters("read_file")[2].default_literal == "2000");
+  BOOST_TEST(stub_parameters("execute_code").empty());
+  BOOST_TEST(stub_parameters("").empty());
+}
+
+BOOST_AUTO_TEST_CASE(generated_source_is_valid_python_with_those_signatures) {
+  temp_dir dir;
+  for (auto& tools : std::vector<std::vector<std::string>>{
+         all_tools, {}, {"terminal"}, {"patch", "write_file"}}) {
+    dir.write("mibyan_tools.py", generate_stub(tools));
+    auto r = run_python(dir,
+                        "import inspect, mibyan_tools as m\n"
+                        "print(m.AVAILABLE_TOOLS)\n"
+                        "print(sorted(m.__all__))\n"
+                        "for n in m.AVAILABLE_TOOLS:\n"
+                        "    print(n + str(inspect.signature(getattr(m, n))))"
+                        "\n");
+    BOOST_TEST_CONTEXT(tools.size() << " tools") {
+      BOOST_TEST(r.exit_code == 0, r.err);
+      std::string expected = "(";
+      for (auto& t : tools)
+        expected += "'" + t + "', ";
+      if (tools.size() == 1)
+        expected.resize(expected.size() - 1);
+      else if (!tools.empty())
+        expected.resize(expected.size() - 2);
+      expected += ")\n";
+      BOOST_TEST(r.out.find(expected) == 0u, r.out);
+      BOOST_TEST(r.out.find("'json_parse'") != std::string::npos);
+    }
+  }
+  dir.write("mibyan_tools.py", generate_stub(all_tools));
+  auto r = run_python(dir,
+                      "import inspect, mibyan_tools as m\n"
+                      "for n in m.AVAILABLE_TOOLS:\n"
+                      "    print(n + str(inspect.signature(getattr(m, n))))\n");
+  BOOST_TEST(r.out.find("search_files(pattern: str, target: str = 'content', "
+                        "path: str = '.', file_glob: str = None, limit: int "
+                        "= 50, offset: int = 0, output_mode: str = "
+                        "'content', context: int = 0, order: str = "
+                        "'discovery')\n")
+             != std::string::npos,
+             r.out);
+  BOOST_TEST(r.out.find("patch(path=None, old_string=None, new_string=None, "
+                        "replace_all=False, mode='replace', patch=None, "
+                        "cross_profile=False)\n")
+             != std::string::npos);
+}
+
+// Every real schema parameter (minus blocked terminal parameters) appears in
+// the stub signature. Meaningful once the tools declare their schemas.
+BOOST_AUTO_TEST_CASE(stub_signatures_cover_the_tool_schemas) {
+  const std::set<std::string> blocked{
+    "background", "pty", "notify", "notify_on_complete", "watch_patterns",
+    "heartbeat", "persist_on_release"};
+  std::vector<std::unique_ptr<tool>> tools;
+  tools.push_back(make_patch_tool());
+  tools.push_back(make_read_file_tool());
+  tools.push_back(make_search_files_tool());
+  tools.push_back(make_terminal_tool());
+  tools.push_back(make_web_extract_tool());
+  tools.push_back(make_web_search_tool());
+  tools.push_back(make_write_file_tool());
+  for (auto& t : tools) {
+    BOOST_TEST(is_script_tool(t->name()));
+    auto schema = t->schema();
+    auto props = schema.find("properties");
+    if (props == nullptr || !props->is_object())
+      continue;
+    auto& params = stub_parameters(t->name());
+    BOOST_TEST_MESSAGE(t->name() << ": " << props->size()
+                                 << " schema parameters checked");
+    for (auto& [name, _] : props->as_object()) {
+      if (std::string{t->name()} == "terminal" && blocked.count(name) > 0)
+        continue;
+      bool found = std::any_of(params.begin(), params.end(),
+                               [&](auto& p) { return p.name == name; });
+      BOOST_TEST(found, t->name() << "." << name << " is missing from the "
+                                  << "stub signature");
+    }
+  }
+}
+
+// -- helpers ------------------------------------------------------------------
+
+BOOST_AUTO_TEST_CASE(helpers_behave_as_documented) {
+  temp_dir dir;
+  dir.write("mibyan_tools.py", generate_stub({}));
+  auto r = run_python(dir,
+    "from mibyan_tools import json_parse, shell_quote, retry\n"
+    "print(json_parse('\\ufeff{\"a\": \"x\\ty\"}') == {'a': 'x\\ty'})\n"
+    "print(json_parse(b'\\xef\\xbb\\xbf[1, 2]'))\n"
+    "try:\n"
+    "    json_parse('{bad')\n"
+    "except ValueError:\n"
+    "    print('ValueError')\n"
+    "print(shell_quote(\"a b'c\"))\n"
+    "print(shell_quote(''))\n"
+    "calls = []\n"
+    "def flaky():\n"
+    "    calls.append(1)\n"
+    "    if len(calls) < 2:\n"
+    "        raise RuntimeError('once')\n"
+    "    return 'done'\n"
+    "print(retry(flaky, delay=0), len(calls))\n"
+    "calls.clear()\n"
+    "def always():\n"
+    "    calls.append(1)\n"
+    "    raise KeyError(len(calls))\n"
+    "try:\n"
+    "    retry(always, max_attempts=4, delay=0)\n"
+    "except KeyError as e:\n"
+    "    print('last', e, len(calls))\n"
+    "import time\n"
+    "t = time.monotonic()\n"
+    "try:\n"
+    "    retry(always, max_attempts=3, delay=0.05)\n"
+    "except KeyError:\n"
+    "    print(0.14 < time.monotonic() - t < 1.0)\n");
+  BOOST_TEST(r.exit_code == 0, r.err);
+  BOOST_TEST(r.out == "True\n[1, 2]\nValueError\n'a b'\"'\"'c'\n''\n"
+                      "done 2\nlast 4 4\nTrue\n");
+}
+
+BOOST_AUTO_TEST_CASE(unavailable_tools_are_not_importable) {
+  kernel_harness_options o;
+  o.tools = {"read_file"};
+  kernel_harness k{o};
+  auto f = k.run("from mibyan_tools import terminal");
+  BOOST_TEST(f.status() == "error");
+  BOOST_TEST(f.trace().find("cannot import name 'terminal' from "
+                            "'mibyan_tools'")
+             != std::string::npos);
+  auto g = k.run("import mibyan_tools\nmibyan_tools.delegate_task");
+  BOOST_TEST(g.trace().find("'delegate_task' is not available inside "
+                            "execute_code. Importable tools here: read_file.")
+             != std::string::npos,
+             g.trace());
+  auto h = k.run("from mibyan_tools import *\nprint(read_file.__name__, "
+                 "retry.__name__)");
+  BOOST_TEST(h.out() == "read_file retry\n");
+}
+
+// -- transport ----------------------------------------------------------------
+
+BOOST_AUTO_TEST_CASE(call_returns_the_result_as_a_dict) {
+  rpc_setup s{{}};
+  auto f = s.kernel.run(
+    "from mibyan_tools import web_search, web_extract, terminal\n"
+    "import json, os\n"
+    "r = web_search('mibyan')\n"
+    "print(type(r).__name__, json.dumps(r, sort_keys=True))\n"
+    "print(web_extract(['http://x'])['args'])\n"
+    "print(terminal('ls', workdir='/tmp')['args'])\n"
+    "print(os.getpid())");
+  BOOST_REQUIRE(f.ok);
+  BOOST_TEST(f.status() == "ok", f.trace());
+  std::string pid = f.out().substr(f.out().rfind('\n', f.out().size() - 2)
+                                   + 1);
+  pid.pop_back();
+  BOOST_TEST(f.out().find("dict {\"args\": {\"limit\": 5, \"query\": "
+                          "\"mibyan\"}, \"connection\": 1, \"tool\": "
+                          "\"web_search\"}\n")
+             == 0u,
+             f.out());
+  BOOST_TEST(f.out().find("{'urls': ['http://x'], 'char_limit': None}\n")
+             != std::string::npos);
+  BOOST_TEST(f.out().find("{'command': 'ls', 'timeout': None, 'workdir': "
+                          "'/tmp'}\n")
+             != std::string::npos);
+  auto reqs = s.server.requests();
+  BOOST_REQUIRE(reqs.size() == 3u);
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    auto& m = reqs[i].msg;
+    BOOST_TEST(m.get_string("id") == pid + "-" + std::to_string(i + 1));
+    BOOST_TEST(m.get_string("token") == "secret-token");
+    BOOST_TEST(reqs[i].connection == 1);
+  }
+  // Keys in wire order: id, tool, args, token; null defaults are sent.
+  BOOST_TEST(reqs[1].line.find("{\"id\": \"" + pid + "-2\", \"tool\": "
+                               "\"web_extract\", \"args\": {\"urls\": "
+                               "[\"http://x\"], \"char_limit\": null}, "
+                               "\"token\": \"secret-token\"}")
+             == 0u,
+             reqs[1].line);
+  BOOST_TEST(s.server.connections() == 1);
+}
+
+BOOST_AUTO_TEST_CASE(wrong_token_is_sent_and_refusal_returns_as_value) {
+  rpc_setup s{{}, {}, "wrong-token"};
+  auto f = s.kernel.run("from mibyan_tools import read_file\n"
+                        "print(read_file('a.txt'))");
+  BOOST_TEST(f.status() == "ok");
+  BOOST_TEST(f.out() == "{'error': 'Unauthorized RPC request'}\n");
+  auto reqs = s.server.requests();
+  BOOST_REQUIRE(reqs.size() == 1u);
+  BOOST_TEST(reqs[0].msg.get_string("token") == "wrong-token");
+}
+
+BOOST_AUTO_TEST_CASE(double_encoded_and_odd_results_are_decoded) {
+  fake_rpc_options o;
+  o.answer = [](const fake_rpc_request& r) -> std::string {
+    auto args = r.msg.find("args");
+    auto path = args != nullptr ? args->get_string("path", "") : "";
+    if (path == "double")
+      return json::quote("{\"content\": \"x\", \"total_lines\": 1}");
+    if (path == "string")
+      return "\"just text\"";
+    if (path == "garbage")
+      return "not json at all";
+    if (path == "bom")
+      return "\xef\xbb\xbf{\"ok\": true}";
+    if (path == "control")
+      return "{\"content\": \"a\tb\"}";
+    return "{\"error\": \"File not found: " + path + "\"}";
+  };
+  rpc_setup s{o};
+  auto f = s.kernel.run("from mibyan_tools import read_file\n"
+                        "for p in ['double', 'string', 'garbage', 'bom',\n"
+                        "          'control', 'missing']:\n"
+                        "    print(repr(read_file(p)))");
+  BOOST_REQUIRE(f.ok);
+  BOOST_TEST(f.status() == "ok", f.trace());
+  BOOST_TEST(f.out() == "{'content': 'x', 'total_lines': 1}\n"
+                        "'just text'\n"
+                        "'not json at all'\n"
+                        "{'ok': True}\n"
+                        "{'content': 'a\\tb'}\n"
+                        "{'error': 'File not found: missing'}\n");
+}
+
+BOOST_AUTO_TEST_CASE(concurrent_calls_get_their_own_out_of_order_replies) {
+  fake_rpc_options o;
+  o.hold = 16;  // nothing is answered until all 16 are in flight
+  rpc_setup s{o};
+  auto f = s.kernel.run(
+    "from concurrent.futures import ThreadPoolExecutor\n"
+    "from mibyan_tools import read_file\n"
+    "with ThreadPoolExecutor(16) as pool:\n"
+    "    res = list(pool.map(lambda i: read_file('p%d' % i, limit=i + 1),\n"
+    "                        range(16)))\n"
+    "print(all(r['args']['path'] == 'p%d' % i and\n"
+    "          r['args']['limit'] == i + 1 for i, r in enumerate(res)))\n",
+    60s);
+  BOOST_REQUIRE(f.ok);
+  BOOST_TEST(f.status() == "ok", f.trace());
+  BOOST_TEST(f.out() == "True\n");
+  auto reqs = s.server.requests();
+  BOOST_REQUIRE(reqs.size() == 16u);
+  std::set<std::string> ids;
+  for (auto& r : reqs) {
+    ids.insert(r.msg.get_string("id"));
+    BOOST_TEST(r.connection == 1);
+  }
+  BOOST_TEST(ids.size() == 16u);
+}
+
+BOOST_AUTO_TEST_CASE(lost_reply_raises_outcome_unknown_and_never_resends) {
+  fake_rpc_options o;
+  o.close_after_read = true;
+  rpc_setup s{o};
+  auto f = s.kernel.run(
+    "from mibyan_tools import write_file\n"
+    "try:\n"
+    "    write_file('a.txt', 'data')\n"
+    "except ConnectionError as e:\n"
+    "    print(type(e).__name__, e)\n");
+  BOOST_REQUIRE(f.ok);
+  BOOST_TEST(f.out() == "ConnectionError mibyan_tools: connection lost after "
+                        "'write_file' was sent; outcome unknown \xe2\x80\x94 "
+                        "check the effect before retrying.\n");
+  std::this_thread::sleep_for(300ms);
+  auto reqs = s.server.requests();
+  BOOST_REQUIRE(reqs.size() == 1u);
+  BOOST_TEST(reqs[0].msg.get_string("tool") == "write_file");
+  BOOST_TEST(s.server.connections() == 1);
+  // An uncaught loss fails the cell, and a later call connects afresh.
+  auto g = s.kernel.run("from mibyan_tools import write_file\n"
+                        "write_file('b.txt', 'data')");
+  BOOST_TEST(g.status() == "error");
+  BOOST_TEST(g.trace().find("ConnectionError: mibyan_tools: connection lost "
+                            "after 'write_file' was sent; outcome unknown")
+             != std::string::npos);
+  BOOST_TEST(s.server.requests().size() == 2u);
+  BOOST_TEST(s.server.connections() == 2);
+}
+
+BOOST_AUTO_TEST_CASE(closed_idle_connection_reconnects_before_send) {
+  fake_rpc_options o;
+  o.close_after_reply = true;
+  rpc_setup s{o};
+  auto f = s.kernel.run("from mibyan_tools import read_file\n"
+                        "import time\n"
+                        "a = read_file('one')\n"
+                        "time.sleep(0.3)\n"
+                        "b = read_file('two')\n"
+                        "print(a['connection'], b['connection'])");
+  BOOST_REQUIRE(f.ok);
+  BOOST_TEST(f.status() == "ok", f.trace());
+  BOOST_TEST(f.out() == "1 2\n");
+  BOOST_TEST(s.server.requests().size() == 2u);
+}
+
+BOOST_AUTO_TEST_CASE(forked_child_and_subprocess_get_their_own_connection) {
+  rpc_setup s{{}};
+  auto f = s.kernel.run(
+    "import os, subprocess, sys\n"
+    "from mibyan_tools import read_file\n"
+    "first = read_file('parent-1')['connection']\n"
+    "r, w = os.pipe()\n"
+    "pid = os.fork()\n"
+    "if pid == 0:\n"
+    "    os.close(r)\n"
+    "    c = read_file('child')['connection']\n"
+    "    os.write(w, str(c).encode())\n"
+    "    os._exit(0)\n"
+    "os.close(w)\n"
+    "os.waitpid(pid, 0)\n"
+    "child = int(os.read(r, 100))\n"
+    "second = read_file('parent-2')['connection']\n"
+    "sub = subprocess.run([sys.executable, '-c', 'from mibyan_tools import "
+    "read_file; print(read_file(\"sub\")[\"connection\"])'],\n"
+    "                     capture_output=True, text=True)\n"
+    "print(first, child, second, sub.stdout.strip(), sub.stderr)");
+  BOOST_REQUIRE(f.ok);
+  BOOST_TEST(f.status() == "ok", f.trace());
+  BOOST_TEST(f.out() == "1 2 1 3 \n");
+  auto reqs = s.server.requests();
+  BOOST_REQUIRE(reqs.size() == 4u);
+  std::set<std::string> pids;
+  for (auto& r : reqs) {
+    auto id = r.msg.get_string("id");
+    pids.insert(id.substr(0, id.find('-')));
+  }
+  BOOST_TEST(pids.size() == 3u);
+  BOOST_TEST(s.server.connections() == 3);
+}
+
+BOOST_AUTO_TEST_CASE(missing_or_dead_socket_raises_without_sending) {
+  kernel_harness none;  // no MIBYAN_RPC_SOCKET at all
+  auto f = none.run("from mibyan_tools import read_file\nread_file('x')");
+  BOOST_TEST(f.status() == "error");
+  BOOST_TEST(f.trace().find("ConnectionError: mibyan_tools: "
+                            "MIBYAN_RPC_SOCKET is not set")
+             != std::string::npos,
+             f.trace());
+  temp_dir d;
+  kernel_harness_options o;
+  o.rpc_socket = d / "nobody-listens.sock";
+  o.rpc_token = "t";
+  kernel_harness dead{o};
+  auto start = std::chrono::steady_clock::now();
+  auto g = dead.run("from mibyan_tools import terminal\nterminal('ls')");
+  BOOST_TEST(g.status() == "error");
+  BOOST_TEST(g.trace().find("cannot reach the Mibyan host")
+               != std::string::npos,
+             g.trace());
+  BOOST_TEST(g.trace().find("'terminal' was not sent") != std::string::npos);
+  BOOST_TEST((std::chrono::steady_clock::now() - start < 5s));
+}
+
+BOOST_AUTO_TEST_CASE(missing_reply_times_out_with_outcome_unknown) {
+  fake_rpc_options o;
+  o.hold = 2;  // a single call is never answered
+  kernel_harness_options ko;
+  ko.rpc_timeout = 0.5;
+  rpc_setup s{o, ko};
+  auto start = std::chrono::steady_clock::now();
+  auto f = s.kernel.run("from mibyan_tools import terminal\n"
+                        "try:\n"
+                        "    terminal('sleep 100')\n"
+                        "except TimeoutError as e:\n"
+                        "    print(e)");
+  auto took = std::chrono::steady_clock::now() - start;
+  BOOST_REQUIRE(f.ok);
+  BOOST_TEST(f.out() == "mibyan_tools: no reply to 'terminal' within 0.5s; "
+                        "outcome unknown \xe2\x80\x94 check the effect before "
+                        "retrying.\n");
+  BOOST_TEST((took < 5s));
+  BOOST_TEST(s.server.requests().size() == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(unserialisable_arguments_raise_before_sending) {
+  rpc_setup s{{}};
+  auto f = s.kernel.run("from mibyan_tools import read_file, write_file\n"
+                        "for call in (lambda: read_file({1, 2}),\n"
+                        "             lambda: write_file('a', float('nan')),\n"
+                        "             lambda: read_file(b'bytes')):\n"
+                        "    try:\n"
+                        "        call()\n"
+                        "    except TypeError as e:\n"
+                        "        print(str(e).split(':')[1].strip())\n");
+  BOOST_REQUIRE(f.ok);
+  BOOST_TEST(f.status() == "ok", f.trace());
+  BOOST_TEST(f.out() == "the arguments of 'read_file' cannot be sent as JSON\n"
+                        "the arguments of 'write_file' cannot be sent as "
+                        "JSON\n"
+                        "the arguments of 'read_file' cannot be sent as "
+                        "JSON\n");
+  BOOST_TEST(s.server.requests().empty());
+}
+
+BOOST_AUTO_TEST_CASE(function_captured_in_one_cell_works_in_the_next) {
+  rpc_setup s{{}};
+  BOOST_REQUIRE(s.kernel.run("from mibyan_tools import read_file as rf").ok);
+  auto f = s.kernel.run("print(rf('later')['args']['path'])");
+  BOOST_TEST(f.out() == "later\n");
+  BOOST_TEST(s.server.connections() == 1);
+}
+
+BOOST_AUTO_TEST_CASE(sequential_calls_are_fast) {
+  rpc_setup s{{}};
+  auto f = s.kernel.run("import time\n"
+                        "from mibyan_tools import read_file\n"
+                        "read_file('warm-up')\n"
+                        "t = time.perf_counter()\n"
+                        "for i in range(500):\n"
+                        "    read_file('f')\n"
+                        "print((time.perf_counter() - t) / 500 * 1e6)");
+  BOOST_REQUIRE(f.ok);
+  BOOST_REQUIRE(f.status() == "ok");
+  auto us = std::stod(f.out());
+  BOOST_TEST_MESSAGE("tool call round trip: " << us << " us");
+  BOOST_TEST(us < 20000.0);
+  BOOST_TEST(s.server.requests().size() == 501u);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
