@@ -455,7 +455,7 @@ BOOST_AUTO_TEST_CASE(runner_announces_ready_before_reading_cells) {
 BOOST_AUTO_TEST_CASE(kill_byte_ships_partial_output_then_ends_the_group) {
   kernel_harness k;
   BOOST_REQUIRE(k.proc->send_line(
-    R"({"id": "c1", "code": "import subprocess, time\np = subprocess.Popen(['sleep', '60'])\nprint('partial', p.pid)\ntime.sleep(60)"})"));
+    R"JSON({"id": "c1", "code": "import subprocess, time\np = subprocess.Popen(['sleep', '60'])\nprint('partial', p.pid)\ntime.sleep(60)"})JSON"));
   std::this_thread::sleep_for(500ms);
   BOOST_REQUIRE(k.proc->kill_cell());
   auto f = k.proc->read_frame(k.sentinel, 10s);
