@@ -227,7 +227,12 @@ void run_cell(registry_pointer self, const tool_request& req,
   rec.last_used = clock_type::now();
   auto key = rec.key;
   auto handle = rec.handle;
-  self->request(handle, caf::infinite, exec_atom_v, std::move(cell))
+  // The kernel answers every cell; the timeout only guards against a lost
+  // message (the cell's own timeout plus the kill sequence plus a margin).
+  auto limit = std::chrono::milliseconds(cell.timeout_ms)
+               + std::chrono::seconds(self->state.svc->cfg.terminal.kill_grace
+                                      + 30);
+  self->request(handle, limit, exec_atom_v, std::move(cell))
     .then(
       [=](tool_response& res) mutable {
         auto& st = self->state;
@@ -236,6 +241,13 @@ void run_cell(registry_pointer self, const tool_request& req,
           --i->second.attached;
           ++i->second.cells;
           i->second.last_used = clock_type::now();
+          // A kernel that ended (timeout, interrupt, exit, death) is gone:
+          // forget it now rather than on its down message, so the next
+          // call never reaches a terminated broker.
+          auto parsed = json::parse(res.result_json);
+          auto kernel = parsed ? parsed.v->find("kernel") : nullptr;
+          if (kernel && kernel->get_bool("ended", false))
+            st.kernels.erase(i);
         }
         rp.deliver(std::move(res));
       },

@@ -1,8 +1,14 @@
 // The read_file tool: a window of a text file as numbered lines.
 //
-// The file is streamed in 64 KiB chunks: only the lines in the window are
-// kept (each cut at tool_output.max_line_chars), the rest are just counted,
-// so a multi-gigabyte log costs memory for 500 lines, not for the file.
+// Paging costs about the size of the page, not of the file: the first read
+// of a file builds a sparse line index (tools/line_index.hpp: the byte
+// offset of every 1,024th line and the line count) in one streaming memchr
+// pass; the tool keeps the indexes of up to 64 files of 64 KiB or more,
+// validated by device, inode, size, mtime and ctime, so later pages seek to
+// the nearest indexed line and read only up to the window's end. Only the
+// lines in the window are kept (each cut at tool_output.max_line_chars), so
+// a multi-gigabyte log costs memory for 500 lines, not for the file. Files
+// smaller than 8 KiB are handled in the single read that sniffs them.
 //
 // Jupyter notebooks (.ipynb) are shown as their cells' sources, each under
 // a "# %% [code] cell N" header, not as raw JSON.
@@ -20,8 +26,11 @@
 // 4th. State is bounded: 256 sessions, 1,024 windows each.
 
 #include <algorithm>
+#include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <unordered_map>
@@ -33,6 +42,7 @@
 #include "config/options.hpp"
 #include "tools/core_tools.hpp"
 #include "tools/file_io.hpp"
+#include "tools/line_index.hpp"
 #include "tools/path_policy.hpp"
 
 namespace mibyan {
@@ -42,6 +52,10 @@ namespace {
 constexpr size_t sniff_bytes = 8192;
 constexpr size_t max_guard_sessions = 256;
 constexpr size_t max_guard_windows = 1024;
+// Files at least this large keep their line index cached between calls.
+constexpr size_t min_cached_bytes = 64 * 1024;
+// Block size for reading a page of lines.
+constexpr size_t page_block_bytes = 64 * 1024;
 
 std::string errno_text(int err) {
   return std::error_code(err, std::generic_category()).message();
@@ -150,12 +164,14 @@ private:
 // -- line window --------------------------------------------------------------
 
 // Consumes a text in chunks; keeps the lines [first, first + limit) rendered
-// as "N|content" within a character budget, and counts all lines.
+// as "N|content" within a character budget, and counts the lines it sees.
+// The text fed may start at any line start; `start_line` is its number.
 class line_window {
 public:
-  line_window(int64_t first, int64_t limit, size_t max_line, size_t budget)
+  line_window(int64_t first, int64_t limit, size_t max_line, size_t budget,
+              int64_t start_line = 1)
     : first_(first), last_(first + limit - 1), max_line_(max_line),
-      budget_(budget) {
+      budget_(budget), line_(start_line) {
   }
 
   void feed(const char* data, size_t size) {
@@ -178,8 +194,14 @@ public:
       end_line();
   }
 
+  // True once no further input can change the window.
+  bool done() const { return line_ > last_ || budget_stop_ != 0; }
+
+  // Lines seen so far, counting from line 1 (so only meaningful as a file's
+  // line count when the whole file from line 1 was fed and finished).
   int64_t total_lines() const { return line_ - 1; }
-  const std::string& content() const { return content_; }
+  // Moves the rendered lines out (the window is spent afterwards).
+  std::string take_content() { return std::move(content_); }
   // First and last line shown (last < first when none was).
   int64_t shown_first() const { return first_; }
   int64_t shown_last() const { return shown_last_; }
@@ -212,14 +234,18 @@ private:
         cur_.resize(n);
         cur_ += "... [truncated]";
       }
-      auto row = std::to_string(line_) + "|" + cur_;
-      size_t need = row.size() + (content_.empty() ? 0 : 1);
+      char num[24];
+      auto digits = std::to_chars(num, num + sizeof num, line_).ptr;
+      size_t need = static_cast<size_t>(digits - num) + 1 + cur_.size()
+                    + (content_.empty() ? 0 : 1);
       if (shown_last_ >= first_ && content_.size() + need > budget_) {
         budget_stop_ = line_;
       } else {
         if (!content_.empty())
           content_ += '\n';
-        content_ += row;
+        content_.append(num, digits);
+        content_ += '|';
+        content_ += cur_;
         shown_last_ = line_;
       }
     }
@@ -235,7 +261,7 @@ private:
   int64_t last_;
   size_t max_line_;
   size_t budget_;
-  int64_t line_ = 1;
+  int64_t line_;
   int64_t shown_last_ = 0;
   int64_t budget_stop_ = 0;
   bool pending_ = false;
@@ -243,6 +269,34 @@ private:
   size_t cur_bytes_ = 0;
   std::string content_;
 };
+
+// Feeds bytes [from, to) of `fd` to `window` block by block until the
+// window is done or `to` (or the end of the file) is reached, then finishes
+// it. Returns 0, an errno value, or ECANCELED when `stop()` said so.
+template <class Stop>
+int read_lines(int fd, int64_t from, int64_t to, line_window& window,
+               const Stop& stop) {
+  std::unique_ptr<char[]> buf{new char[page_block_bytes]};
+  int64_t pos = from;
+  while (pos < to && !window.done()) {
+    if (stop())
+      return ECANCELED;
+    auto want = static_cast<size_t>(
+      std::min<int64_t>(static_cast<int64_t>(page_block_bytes), to - pos));
+    auto n = ::pread(fd, buf.get(), want, static_cast<off_t>(pos));
+    if (n < 0) {
+      if (errno == EINTR)
+        continue;
+      return errno;
+    }
+    if (n == 0)
+      break;
+    window.feed(buf.get(), static_cast<size_t>(n));
+    pos += n;
+  }
+  window.finish();
+  return 0;
+}
 
 // -- notebooks ----------------------------------------------------------------
 
@@ -331,6 +385,7 @@ public:
 
 private:
   mutable reread_guard guard_;
+  mutable line_index_cache index_cache_{64};
 };
 
 json::value file_error(std::string message, const char* flag = nullptr) {
@@ -452,49 +507,60 @@ json::value read_file_tool::run(const json::value& args,
     }
   }
 
-  line_window window{offset, limit,
-                     static_cast<size_t>(
-                       std::max<int64_t>(1, cfg.tool_output.max_line_chars)),
-                     static_cast<size_t>(std::max<int64_t>(
-                       1, cfg.tool_output.read_char_budget))};
-  auto pos = static_cast<off_t>(head.size());
+  auto max_line = static_cast<size_t>(
+    std::max<int64_t>(1, cfg.tool_output.max_line_chars));
+  auto budget = static_cast<size_t>(
+    std::max<int64_t>(1, cfg.tool_output.read_char_budget));
   bool timed = ctx.deadline != std::chrono::steady_clock::time_point{};
+  auto stop = [&] {
+    return ctx.is_cancelled()
+           || (timed && std::chrono::steady_clock::now() > ctx.deadline);
+  };
+  auto cancelled_error = [&] {
+    return error_result("read_file was cancelled before finishing " + path);
+  };
+  std::optional<line_window> window;
+  int64_t total = 0;
+  int64_t file_size = 0;
   bool extracted = false;
   if (is_notebook(path)
       && static_cast<size_t>(st.st_size) <= max_notebook_bytes) {
     std::string err;
     if (auto whole = read_whole_file(path, max_notebook_bytes, err))
       if (auto rendered = render_notebook(*whole)) {
-        window.feed(rendered->data(), rendered->size());
-        pos = static_cast<off_t>(whole->size());
+        window.emplace(offset, limit, max_line, budget);
+        window->feed(rendered->data(), rendered->size());
+        window->finish();
+        total = window->total_lines();
+        file_size = static_cast<int64_t>(whole->size());
         extracted = true;
       }
   }
-  std::string buf(65536, '\0');
-  if (!extracted)
-    window.feed(head.data(), head.size());
-  if (!extracted && head.size() == sniff_bytes) {
-    for (;;) {
-      if (ctx.is_cancelled()
-          || (timed && std::chrono::steady_clock::now() > ctx.deadline))
-        return error_result("read_file was cancelled before finishing "
-                            + path);
-      auto n = ::pread(fd, buf.data(), buf.size(), pos);
-      if (n < 0) {
-        if (errno == EINTR)
-          continue;
-        return error_result("Cannot read " + path + ": "
-                            + errno_text(errno));
-      }
-      if (n == 0)
-        break;
-      window.feed(buf.data(), static_cast<size_t>(n));
-      pos += n;
+  std::shared_ptr<const line_index> index;
+  if (!extracted && head.size() < sniff_bytes) {
+    // The sniffed head is the whole file: one pass over it does it all.
+    window.emplace(offset, limit, max_line, budget);
+    window->feed(head.data(), head.size());
+    window->finish();
+    total = window->total_lines();
+    file_size = static_cast<int64_t>(head.size());
+  } else if (!extracted) {
+    auto version = file_version::of(st);
+    index = index_cache_.find(version);
+    if (index == nullptr) {
+      int err = 0;
+      index = build_line_index(fd, version.size, stop, err);
+      if (index == nullptr)
+        return err == ECANCELED ? cancelled_error()
+                                : error_result("Cannot read " + path + ": "
+                                               + errno_text(err));
+      if (version.size >= static_cast<int64_t>(min_cached_bytes))
+        index_cache_.insert(version, index);
     }
+    total = index->total_lines;
+    file_size = index->size;
   }
-  window.finish();
 
-  auto total = window.total_lines();
   if (offset > total && !(total == 0 && offset == 1)) {
     json::value out;
     out["error"] = total == 0
@@ -504,15 +570,26 @@ json::value read_file_tool::run(const json::value& args,
                          + std::to_string(total) + " lines). Use an offset "
                          "between 1 and " + std::to_string(total) + ".";
     out["total_lines"] = total;
-    out["file_size"] = static_cast<int64_t>(pos);
+    out["file_size"] = file_size;
     return out;
   }
+  if (index != nullptr) {
+    // Read only the page: from the nearest indexed line up to the window's
+    // end, never past the bytes the index (and so `total`) describes.
+    auto from = index->nearest(offset);
+    window.emplace(offset, limit, max_line, budget, from.line);
+    int err = read_lines(fd, from.offset, index->size, *window, stop);
+    if (err == ECANCELED)
+      return cancelled_error();
+    if (err != 0)
+      return error_result("Cannot read " + path + ": " + errno_text(err));
+  }
   json::value out;
-  out["content"] = window.content();
+  int64_t shown_last = window->shown_last();
+  bool by_bytes = window->budget_stop() != 0;
+  out["content"] = window->take_content();
   out["total_lines"] = total;
-  out["file_size"] = static_cast<int64_t>(pos);
-  int64_t shown_last = window.shown_last();
-  bool by_bytes = window.budget_stop() != 0;
+  out["file_size"] = file_size;
   bool truncated = by_bytes || shown_last < total;
   out["truncated"] = truncated;
   if (extracted)

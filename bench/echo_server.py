@@ -1,0 +1,171 @@
+"""Baselines for bench/exec_bench.cpp (run with the interpreter under test).
+
+  echo_server.py serve SOCKET
+      A bare newline-JSON server on a Unix socket: answers every request
+      line {"id", "tool", "args", "token"} with {"id", "result"} where the
+      result is the JSON text '{"data":{"web":[]}}', as the Mibyan host
+      answers a no-op web_search. Single-threaded, one connection at a time.
+
+  echo_server.py rpc N REPS [STUB]
+      Starts `serve` in a child process and times N sequential round trips
+      with the same request and reply lines as an execute_code script's
+      web_search("x"), REPS times:
+        plain: a minimal client (json.dumps, sendall, recv to newline,
+               json.loads of the reply and of its result): the floor for
+               any Python client;
+        stub:  the generated mibyan_tools module at path STUB (its real
+               transport: reader thread, waiter events) against the same
+               server, i.e. our client without the C++ broker.
+      Prints one JSON line {"plain_us": [...], "stub_us": [...]} (per-call
+      microseconds of each repetition).
+
+  echo_server.py pipe
+      Reads JSON lines on stdin and answers each with one JSON line on
+      stdout (flushed): the floor for a pipe-driven kernel round trip.
+"""
+
+import importlib.util
+import json
+import os
+import secrets
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+RESULT = json.dumps({"data": {"web": []}}, separators=(",", ":"))
+
+
+def serve(path):
+    lsock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    lsock.bind(path)
+    lsock.listen(8)
+    while True:
+        conn, _ = lsock.accept()
+        buf = bytearray()
+        while True:
+            chunk = conn.recv(65536)
+            if not chunk:
+                break
+            buf += chunk
+            start = 0
+            out = []
+            while True:
+                nl = buf.find(b"\n", start)
+                if nl < 0:
+                    break
+                msg = json.loads(buf[start:nl])
+                out.append(json.dumps({"id": msg.get("id"), "result": RESULT},
+                                      separators=(",", ":")) + "\n")
+                start = nl + 1
+            del buf[:start]
+            if out:
+                conn.sendall("".join(out).encode("utf-8"))
+        conn.close()
+
+
+def plain_client(path, n):
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.connect(path)
+    token = secrets.token_urlsafe(32)
+    pid = os.getpid()
+    buf = bytearray()
+    t = time.perf_counter()
+    for seq in range(1, n + 1):
+        rid = "%d-%d" % (pid, seq)
+        line = json.dumps({"id": rid, "tool": "web_search",
+                           "args": {"query": "x", "limit": 5},
+                           "token": token})
+        sock.sendall((line + "\n").encode("utf-8"))
+        while True:
+            nl = buf.find(b"\n")
+            if nl >= 0:
+                break
+            buf += sock.recv(65536)
+        reply = json.loads(buf[:nl])
+        del buf[:nl + 1]
+        assert reply["id"] == rid
+        result = json.loads(reply["result"])
+        assert "data" in result
+    dt = time.perf_counter() - t
+    sock.close()
+    return dt * 1e6 / n
+
+
+def load_stub(path, stub_path):
+    os.environ["MIBYAN_RPC_SOCKET"] = path
+    os.environ["MIBYAN_RPC_TOKEN"] = secrets.token_urlsafe(32)
+    os.environ["MIBYAN_RPC_TIMEOUT"] = "300.0"
+    spec = importlib.util.spec_from_file_location("mibyan_tools", stub_path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    mod.web_search("warm-up")
+    return mod
+
+
+def stub_client(mod, n):
+    t = time.perf_counter()
+    for _ in range(n):
+        r = mod.web_search("x")
+        assert "data" in r, r
+    dt = time.perf_counter() - t
+    return dt * 1e6 / n
+
+
+def rpc(n, reps, stub_path):
+    tmp = tempfile.mkdtemp(prefix="mibyan_echo_")
+    path = os.path.join(tmp, "echo.sock")
+    server = subprocess.Popen([sys.executable, __file__, "serve", path])
+    try:
+        for _ in range(500):
+            if os.path.exists(path):
+                break
+            time.sleep(0.01)
+        plain = [plain_client(path, n) for _ in range(reps)]
+        stub = []
+        if stub_path:
+            # The server serves one connection at a time: one module, one
+            # connection, closed at the end.
+            mod = load_stub(path, stub_path)
+            stub = [stub_client(mod, n) for _ in range(reps)]
+            mod._conn.close()
+        print(json.dumps({"plain_us": plain, "stub_us": stub}))
+    finally:
+        server.kill()
+        server.wait()
+        try:
+            os.unlink(path)
+            os.rmdir(tmp)
+        except OSError:
+            pass
+
+
+def pipe():
+    inp = sys.stdin.buffer
+    out = sys.stdout.buffer
+    while True:
+        line = inp.readline()
+        if not line:
+            return
+        msg = json.loads(line)
+        out.write((json.dumps({"id": msg.get("id"), "status": "ok",
+                               "stdout": ""}) + "\n").encode("utf-8"))
+        out.flush()
+
+
+def main(argv):
+    if len(argv) >= 3 and argv[1] == "serve":
+        serve(argv[2])
+    elif len(argv) >= 4 and argv[1] == "rpc":
+        rpc(int(argv[2]), int(argv[3]), argv[4] if len(argv) > 4 else "")
+    elif len(argv) >= 2 and argv[1] == "pipe":
+        pipe()
+    else:
+        sys.stderr.write(__doc__)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

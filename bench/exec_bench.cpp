@@ -1,0 +1,643 @@
+// Benchmarks the execute_code bridge against bare-Python baselines measured
+// in the same run:
+// 1. per-call overhead of an in-script tool call (1,000 no-op calls in one
+//    cell) vs. a Python newline-JSON echo server and client over a Unix
+//    socket (bench/echo_server.py), and vs. the real stub against that
+//    server (which isolates the C++ broker);
+// 2. warm cell round trip (`pass` on a warm kernel) vs. a direct in-process
+//    tool call through the same runtime, plus a Python pipe echo, and a
+//    split of the direct call (dispatch_tool, one blocking-pool hop, the
+//    actor path);
+// 3. cold start to first result of a new session, without and with the
+//    pre-started kernel pool, with python3 from PATH and the resolved
+//    interpreter, vs. `python3 -c "print(1)"`, plus the time spawn_kernel
+//    blocks the kernel registry;
+// 4. 16 concurrent 100 ms tool calls from one script (ThreadPoolExecutor)
+//    vs. 16 sequential ones.
+// The in-script no-op is a `web_search` replacement returning at once; the
+// 100 ms call is a `web_extract` replacement (both passed as extra tools,
+// which replace the core tools of the same name). code_execution.
+// max_tool_calls is raised to 5000 for the 1,000-call cell. Baselines and
+// our measurements alternate repetition by repetition, so load from other
+// processes on a small machine hits both alike; sections print medians and
+// the final table shows ours / baseline.
+//
+// Usage: mibyan_exec_bench [repetitions]   (default 5)
+// Run from anywhere; bench/echo_server.py is found through the source dir
+// compiled in (MIBYAN_BENCH_DIR).
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <csignal>
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "config/options.hpp"
+#include "kernels/kernel_process.hpp"
+#include "kernels/stub_generator.hpp"
+#include "runtime/blocking_pool.hpp"
+#include "runtime/env_filter.hpp"
+#include "runtime/runtime.hpp"
+#include "runtime/subprocess.hpp"
+#include "tools/registry.hpp"
+#include "tools/tool.hpp"
+
+#ifndef MIBYAN_BENCH_DIR
+#define MIBYAN_BENCH_DIR "bench"
+#endif
+
+extern char** environ;
+
+namespace fs = std::filesystem;
+using namespace mibyan;
+using clock_type = std::chrono::steady_clock;
+
+namespace {
+
+// -- statistics ---------------------------------------------------------------
+
+double ms_since(clock_type::time_point start) {
+  return std::chrono::duration<double, std::milli>(clock_type::now() - start)
+    .count();
+}
+
+double percentile(std::vector<double> xs, double p) {
+  if (xs.empty())
+    return 0;
+  std::sort(xs.begin(), xs.end());
+  auto rank = static_cast<size_t>(std::ceil(p * xs.size()));
+  return xs[std::min(xs.size() - 1, rank == 0 ? 0 : rank - 1)];
+}
+
+double median(const std::vector<double>& xs) {
+  return percentile(xs, 0.5);
+}
+
+std::string fmt(double v, int prec = 2) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", prec, v);
+  return buf;
+}
+
+std::string list(const std::vector<double>& xs, int prec = 1) {
+  std::string out;
+  for (auto x : xs)
+    out += (out.empty() ? "" : " ") + fmt(x, prec);
+  return out;
+}
+
+[[noreturn]] void die(const std::string& msg) {
+  std::fprintf(stderr, "exec_bench: %s\n", msg.c_str());
+  std::exit(1);
+}
+
+// -- tools --------------------------------------------------------------------
+
+// Replaces web_search: answers at once with an empty result.
+class noop_search_tool final : public tool {
+public:
+  const char* name() const override { return "web_search"; }
+  const char* toolset() const override { return "web"; }
+  std::string description() const override { return "bench no-op"; }
+  json::value schema() const override {
+    return *json::parse(R"({"type":"object","properties":{
+      "query":{"type":"string"},"limit":{"type":"integer"}},
+      "required":["query"]})").v;
+  }
+  json::value run(const json::value&, const tool_context&) const override {
+    return *json::parse(R"({"data":{"web":[]}})").v;
+  }
+};
+
+// Replaces web_extract: sleeps 100 ms, polling the cancel flag.
+class sleep_extract_tool final : public tool {
+public:
+  const char* name() const override { return "web_extract"; }
+  const char* toolset() const override { return "web"; }
+  std::string description() const override { return "bench 100 ms sleep"; }
+  json::value schema() const override {
+    return *json::parse(R"({"type":"object","properties":{
+      "urls":{"type":"array","items":{"type":"string"}},
+      "char_limit":{"type":"integer"}},"required":["urls"]})").v;
+  }
+  json::value run(const json::value&,
+                  const tool_context& ctx) const override {
+    auto until = clock_type::now() + std::chrono::milliseconds{100};
+    for (auto now = clock_type::now(); now < until; now = clock_type::now()) {
+      if (ctx.is_cancelled())
+        return error_result("cancelled");
+      std::this_thread::sleep_for(
+        std::min<clock_type::duration>(until - now,
+                                       std::chrono::milliseconds{5}));
+    }
+    return *json::parse(R"({"results":[]})").v;
+  }
+};
+
+// -- processes ----------------------------------------------------------------
+
+// Runs argv with stdout/stderr on /dev/null; returns wall milliseconds.
+double spawn_to_null(const std::vector<std::string>& args) {
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+  std::vector<char*> argv;
+  for (auto& a : args)
+    argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  auto start = clock_type::now();
+  pid_t pid;
+  if (posix_spawnp(&pid, argv[0], &fa, nullptr, argv.data(), environ) != 0)
+    die("cannot run " + args[0]);
+  int status;
+  waitpid(pid, &status, 0);
+  auto t = ms_since(start);
+  posix_spawn_file_actions_destroy(&fa);
+  return t;
+}
+
+std::string capture(const std::vector<std::string>& argv) {
+  subprocess_options so;
+  so.argv = argv;
+  so.merge_stderr = false;
+  so.timeout = std::chrono::seconds(120);
+  auto r = run_subprocess(so);
+  if (!r.spawn_error.empty() || r.exit_code != 0)
+    die("command failed: " + argv[0] + " " + (argv.size() > 1 ? argv[1] : "")
+        + ": " + r.spawn_error + r.err());
+  return r.out();
+}
+
+std::string trim(std::string s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back())))
+    s.pop_back();
+  return s;
+}
+
+std::string which(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  std::stringstream ss{path ? path : ""};
+  std::string dir;
+  while (std::getline(ss, dir, ':')) {
+    auto candidate = (dir.empty() ? std::string{"."} : dir) + "/" + name;
+    if (::access(candidate.c_str(), X_OK) == 0)
+      return candidate;
+  }
+  return "";
+}
+
+bool is_script(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  char magic[2] = {0, 0};
+  in.read(magic, 2);
+  return magic[0] == '#' && magic[1] == '!';
+}
+
+// A child Python echoing JSON lines over pipes; times line round trips.
+double pipe_echo_p50_ms(const std::string& python, const std::string& script,
+                        int n, double* p99) {
+  int to_child[2], from_child[2];
+  if (::pipe2(to_child, O_CLOEXEC) != 0 || ::pipe2(from_child, O_CLOEXEC) != 0)
+    die("pipe failed");
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, to_child[0], 0);
+  posix_spawn_file_actions_adddup2(&fa, from_child[1], 1);
+  std::vector<std::string> args{python, "-u", script, "pipe"};
+  std::vector<char*> argv;
+  for (auto& a : args)
+    argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid;
+  if (posix_spawnp(&pid, python.c_str(), &fa, nullptr, argv.data(), environ)
+      != 0)
+    die("cannot run " + python);
+  posix_spawn_file_actions_destroy(&fa);
+  ::close(to_child[0]);
+  ::close(from_child[1]);
+  std::vector<double> samples;
+  std::string buf;
+  for (int i = 0; i < n + 10; ++i) {
+    auto line = "{\"id\":\"4242-" + std::to_string(i)
+                + "\",\"code\":\"pass\",\"timeout\":300.0}\n";
+    auto start = clock_type::now();
+    if (::write(to_child[1], line.data(), line.size())
+        != static_cast<ssize_t>(line.size()))
+      die("pipe write failed");
+    for (;;) {
+      auto nl = buf.find('\n');
+      if (nl != std::string::npos) {
+        buf.erase(0, nl + 1);
+        break;
+      }
+      char chunk[4096];
+      auto got = ::read(from_child[0], chunk, sizeof chunk);
+      if (got <= 0)
+        die("pipe echo died");
+      buf.append(chunk, static_cast<size_t>(got));
+    }
+    if (i >= 10)
+      samples.push_back(ms_since(start));
+  }
+  ::close(to_child[1]);
+  ::close(from_child[0]);
+  int status;
+  waitpid(pid, &status, 0);
+  *p99 = percentile(samples, 0.99);
+  return median(samples);
+}
+
+// -- runtime ------------------------------------------------------------------
+
+struct bench_env {
+  fs::path tmp;
+  std::string python_path;   // what python3 on PATH resolves to
+  std::string python_real;   // sys.executable
+  std::string echo_script;
+  int runtimes = 0;
+};
+
+std::unique_ptr<runtime> make_runtime(bench_env& env, int64_t prestart,
+                                      const std::string& python) {
+  options opts;
+  opts.home = (env.tmp / ("home" + std::to_string(env.runtimes++))).string();
+  opts.code_execution.prestart_kernels = prestart;
+  opts.code_execution.python = python;
+  opts.code_execution.max_tool_calls = 5000;
+  std::vector<std::unique_ptr<tool>> extra;
+  extra.push_back(std::make_unique<noop_search_tool>());
+  extra.push_back(std::make_unique<sleep_extract_tool>());
+  std::string err;
+  auto rt = runtime::create(opts, &err, std::move(extra));
+  if (!rt)
+    die("runtime::create: " + err);
+  return rt;
+}
+
+struct exec_out {
+  double wall_ms = 0;
+  int64_t kernel_us = 0;   // tool_outcome.duration_us (line out -> frame in)
+  json::value result;
+  std::string output;
+};
+
+exec_out exec(runtime& rt, const std::string& session,
+              const std::string& code) {
+  static int seq = 0;
+  json::value args;
+  args["code"] = code;
+  auto start = clock_type::now();
+  auto out = rt.call_tool({session, "c" + std::to_string(++seq),
+                           "execute_code", args.dump(), ""});
+  exec_out r;
+  r.wall_ms = ms_since(start);
+  r.kernel_us = out.duration_us;
+  auto parsed = json::parse(out.result_json);
+  if (!parsed || parsed.v->get_string("status") != "success")
+    die("execute_code failed: " + out.result_json);
+  r.result = *parsed.v;
+  r.output = r.result.get_string("output");
+  return r;
+}
+
+double number_in(const std::string& output) {
+  return std::strtod(output.c_str(), nullptr);
+}
+
+// -- table --------------------------------------------------------------------
+
+struct row {
+  std::string metric, ours, base, ratio, goal;
+};
+
+std::vector<row> table;
+
+void add_row(std::string metric, double ours, double base, std::string unit,
+             std::string base_name, std::string goal) {
+  table.push_back({std::move(metric), fmt(ours) + " " + unit,
+                   fmt(base) + " " + unit + " (" + base_name + ")",
+                   base > 0 ? fmt(ours / base) + "x" : "-", std::move(goal)});
+}
+
+// -- sections -----------------------------------------------------------------
+
+void per_call_overhead(bench_env& env, runtime& rt, int reps) {
+  std::printf("\n## 1. Per-call overhead (1,000 no-op calls in one cell)\n");
+  auto stub_path = (env.tmp / "mibyan_tools_bench_stub.py").string();
+  {
+    std::ofstream out(stub_path);
+    out << generate_stub({"web_search"});
+  }
+  const std::string code
+    = "import time\n"
+      "from mibyan_tools import web_search\n"
+      "t = time.perf_counter()\n"
+      "for _ in range(1000):\n"
+      "    r = web_search('x')\n"
+      "assert 'data' in r, r\n"
+      "print((time.perf_counter() - t) * 1e6 / 1000)\n";
+  exec(rt, "overhead", "from mibyan_tools import web_search\n"
+                       "for _ in range(100): web_search('warm')\n");
+  // Baseline and ours alternate, so load from other processes on this
+  // small machine hits both alike.
+  std::vector<double> plain, stub, in_script, wall;
+  for (int i = 0; i < reps; ++i) {
+    auto base = json::parse(capture({env.python_real, env.echo_script, "rpc",
+                                     "1000", "1", stub_path}));
+    if (!base || !base.v->is_object())
+      die("echo_server.py rpc printed no JSON");
+    plain.push_back((*base.v)["plain_us"].as_array().at(0).as_double());
+    stub.push_back((*base.v)["stub_us"].as_array().at(0).as_double());
+    auto r = exec(rt, "overhead", code);
+    if (r.result["tool_calls_made"].as_int() != 1000)
+      die("expected 1000 tool calls: " + r.result.dump());
+    in_script.push_back(number_in(r.output));
+    wall.push_back(r.wall_ms * 1000.0 / 1000);
+  }
+  std::printf("ours, in-script us/call:        %s\n", list(in_script).c_str());
+  std::printf("ours, cell wall / 1000 (us):    %s\n", list(wall).c_str());
+  std::printf("floor (plain client, py echo):  %s\n", list(plain).c_str());
+  std::printf("stub client vs. py echo server: %s\n", list(stub).c_str());
+  auto floor = median(plain);
+  add_row("no-op call, in-script", median(in_script), floor, "us",
+          "py echo floor", "<= 1.5x floor");
+  add_row("no-op call, cell wall/1000", median(wall), floor, "us",
+          "py echo floor", "<= 1.5x floor");
+  add_row("stub client vs py echo (no broker)", median(stub), floor, "us",
+          "py echo floor", "info");
+  add_row("no-op call, in-script vs stub+py echo", median(in_script),
+          median(stub), "us", "stub+py echo", "info: broker cost");
+}
+
+void direct_call_breakdown(double direct_p50_ms);
+
+void warm_cell(bench_env& env, runtime& rt, int n) {
+  std::printf("\n## 2. Warm cell round trip (%d x `pass`)\n", n);
+  for (int i = 0; i < 20; ++i)
+    exec(rt, "warm", "pass");
+  for (int i = 0; i < 20; ++i)
+    rt.call_tool({"warm", "d", "web_search", R"({"query":"x"})", ""});
+  // Alternate a warm cell and a direct no-op call.
+  std::vector<double> wall, kernel, outside, direct;
+  for (int i = 0; i < n; ++i) {
+    auto r = exec(rt, "warm", "pass");
+    if (!r.result["kernel"]["reused"].as_bool())
+      die("warm cell did not reuse its kernel");
+    wall.push_back(r.wall_ms);
+    kernel.push_back(static_cast<double>(r.kernel_us) / 1000.0);
+    outside.push_back(r.wall_ms - static_cast<double>(r.kernel_us) / 1000.0);
+    auto start = clock_type::now();
+    auto out = rt.call_tool({"warm", "d", "web_search", R"({"query":"x"})",
+                             ""});
+    direct.push_back(ms_since(start));
+    if (out.result_json.find("\"data\"") == std::string::npos)
+      die("direct web_search failed: " + out.result_json);
+  }
+  double pipe_p99 = 0;
+  auto pipe_p50 = pipe_echo_p50_ms(env.python_real, env.echo_script, n,
+                                   &pipe_p99);
+  std::printf("ours wall       p50 %.3f  p99 %.3f ms\n", median(wall),
+              percentile(wall, 0.99));
+  std::printf("  kernel part   p50 %.3f  p99 %.3f ms (cell line written -> "
+              "frame parsed, in the kernel actor)\n", median(kernel),
+              percentile(kernel, 0.99));
+  std::printf("  routing part  p50 %.3f  p99 %.3f ms (wall - kernel: "
+              "scoped_actor, dispatcher, registry, JSON)\n", median(outside),
+              percentile(outside, 0.99));
+  std::printf("direct no-op    p50 %.3f  p99 %.3f ms (call_tool web_search)\n",
+              median(direct), percentile(direct, 0.99));
+  std::printf("py pipe echo    p50 %.3f  p99 %.3f ms (C++ <-> python line "
+              "echo over pipes)\n", pipe_p50, pipe_p99);
+  add_row("warm `pass` cell p50", median(wall), median(direct), "ms",
+          "direct no-op call_tool", "< 0.1 ms");
+  add_row("warm `pass` cell p99", percentile(wall, 0.99),
+          percentile(direct, 0.99), "ms", "direct no-op call_tool",
+          "< 0.1 ms");
+  add_row("warm `pass` cell p50 vs pipe echo", median(wall), pipe_p50, "ms",
+          "py pipe echo", "info");
+  direct_call_breakdown(median(direct));
+}
+
+// Splits a direct call_tool into parts that can be timed without CAF:
+// dispatch_tool itself (validation + run) and one blocking-pool hop; the
+// rest of the direct call is the actor path (scoped_actor, dispatcher, a
+// tool_invocation actor per call, messages).
+void direct_call_breakdown(double direct_p50_ms) {
+  std::printf("\n## 2b. Where a direct no-op call's time goes\n");
+  options cfg;
+  tool_registry reg;
+  reg.add(std::make_unique<noop_search_tool>());
+  std::atomic<bool> cancel{false};
+  tool_context ctx;
+  ctx.cfg = &cfg;
+  ctx.cancelled = &cancel;
+  ctx.cwd = "/";
+  const int n = 20000;
+  auto start = clock_type::now();
+  for (int i = 0; i < n; ++i) {
+    auto r = dispatch_tool(reg, "web_search",
+                           std::string_view{R"({"query":"x"})"}, ctx);
+    if (r.find("data") == nullptr)
+      die("dispatch_tool(noop) failed: " + r.dump());
+  }
+  auto dispatch_us = ms_since(start) * 1000.0 / n;
+  blocking_pool pool(16);
+  std::vector<double> hop;
+  for (int i = 0; i < 2100; ++i) {
+    std::promise<void> done;
+    auto f = done.get_future();
+    auto t0 = clock_type::now();
+    pool.submit([&] { done.set_value(); });
+    f.wait();
+    if (i >= 100)
+      hop.push_back(ms_since(t0) * 1000.0);
+  }
+  auto hop_us = median(hop);
+  std::printf("dispatch_tool(no-op) in-thread:        %.2f us\n",
+              dispatch_us);
+  std::printf("blocking_pool submit -> run -> wake:   p50 %.2f us\n", hop_us);
+  std::printf("direct call_tool p50:                  %.2f us\n",
+              direct_p50_ms * 1000);
+  std::printf("  => actor path (rest):                %.2f us\n",
+              direct_p50_ms * 1000 - dispatch_us - hop_us);
+}
+
+void cold_start(bench_env& env, int reps) {
+  std::printf("\n## 3. Cold start to first result (new session, print(1))\n");
+  // What a refill costs the kernel registry: spawn_kernel runs inside its
+  // handler, so a reply routed through the registry waits for it.
+  for (auto* py : {&env.python_path, &env.python_real}) {
+    std::vector<double> t;
+    for (int i = 0; i < reps; ++i) {
+      kernel_spawn_options so;
+      so.python = *py;
+      so.cwd = env.tmp.string();
+      so.tools = script_tool_names();
+      so.inherited_env = current_environment();
+      std::string err;
+      auto start = clock_type::now();
+      auto k = spawn_kernel(so, &err);
+      t.push_back(ms_since(start));
+      if (k.pid < 0)
+        die("spawn_kernel: " + err);
+      signal_kernel(k.pid, SIGKILL);
+      int status;
+      ::waitpid(k.pid, &status, 0);
+      close_kernel_fds(k);
+      remove_staging_dir(k.staging_dir);
+    }
+    std::printf("spawn_kernel() (%s) blocks its caller: %s ms\n",
+                py->c_str(), list(t, 2).c_str());
+  }
+  struct config {
+    const char* label;
+    int64_t prestart;
+    bool real;
+  };
+  for (auto cfg : {config{"pool 0, python3 (PATH)", 0, false},
+                   config{"pool 0, resolved python", 0, true},
+                   config{"pool 1, python3 (PATH)", 1, false},
+                   config{"pool 1, resolved python", 1, true}}) {
+    auto rt = make_runtime(env, cfg.prestart,
+                           cfg.real ? env.python_real : std::string{});
+    auto python = cfg.real ? env.python_real : std::string{"python3"};
+    std::vector<double> wall, base, kernel;
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    for (int i = 0; i < reps; ++i) {
+      base.push_back(spawn_to_null({python, "-c", "print(1)"}));
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      auto session = "cold-" + std::to_string(i);
+      auto r = exec(*rt, session, "print(1)");
+      if (r.output != "1\n" || r.result["kernel"]["reused"].as_bool())
+        die("unexpected cold result: " + r.result.dump());
+      wall.push_back(r.wall_ms);
+      kernel.push_back(static_cast<double>(r.kernel_us) / 1000.0);
+      rt->close_session(session);
+      // Let the old kernel die and the pool refill (a spare kernel needs its
+      // interpreter started, which the shim makes slow).
+      std::this_thread::sleep_for(std::chrono::milliseconds(
+        cfg.prestart > 0 ? 1000 : 300));
+    }
+    std::printf("%-26s %s ms (%s -c print(1): %s ms)\n", cfg.label,
+                list(wall).c_str(), python.c_str(), list(base).c_str());
+    std::printf("%-26s of which cell line written -> frame: %s "
+                "ms\n", "", list(kernel).c_str());
+    std::printf("%-26s stats %s\n", "", rt->kernel_stats().c_str());
+    add_row(std::string{"cold start, "} + cfg.label, median(wall),
+            median(base), "ms",
+            cfg.real ? "resolved -c print(1)" : "python3 -c print(1)",
+            cfg.prestart > 0 ? "< 10 ms" : "-");
+  }
+}
+
+void concurrency(runtime& rt, int reps) {
+  std::printf("\n## 4. Concurrent 100 ms tool calls from one script\n");
+  auto code = [](int n, bool parallel) {
+    std::string c = "import time, concurrent.futures as cf\n"
+                    "from mibyan_tools import web_extract\n"
+                    "t = time.perf_counter()\n";
+    if (parallel)
+      c += "with cf.ThreadPoolExecutor(" + std::to_string(n) + ") as ex:\n"
+           "    rs = list(ex.map(lambda i: web_extract(['u']), range("
+           + std::to_string(n) + ")))\n";
+    else
+      c += "rs = [web_extract(['u']) for _ in range(" + std::to_string(n)
+           + ")]\n";
+    c += "assert all('results' in r for r in rs), rs\n"
+         "print((time.perf_counter() - t) * 1000)\n";
+    return c;
+  };
+  exec(rt, "conc", "from mibyan_tools import web_extract\nweb_extract(['u'])");
+  std::vector<double> par, par_wall, seq, seq_wall;
+  for (int i = 0; i < reps; ++i) {
+    auto r = exec(rt, "conc", code(16, true));
+    par.push_back(number_in(r.output));
+    par_wall.push_back(r.wall_ms);
+  }
+  for (int i = 0; i < std::min(reps, 3); ++i) {
+    auto r = exec(rt, "conc", code(16, false));
+    seq.push_back(number_in(r.output));
+    seq_wall.push_back(r.wall_ms);
+  }
+  auto r32 = exec(rt, "conc", code(32, true));
+  std::printf("16 parallel, in-script ms:  %s (cell wall %s)\n",
+              list(par).c_str(), list(par_wall).c_str());
+  std::printf("16 sequential, in-script ms: %s (cell wall %s)\n",
+              list(seq).c_str(), list(seq_wall).c_str());
+  std::printf("32 parallel, in-script ms:  %s (blocking_threads = %lld)\n",
+              trim(r32.output).c_str(),
+              static_cast<long long>(rt.config().runtime.blocking_threads));
+  add_row("16 x 100 ms calls, ThreadPoolExecutor(16)", median(par),
+          median(seq), "ms", "16 sequential", "~100 ms");
+  add_row("32 x 100 ms calls, ThreadPoolExecutor(32)",
+          number_in(r32.output), median(par), "ms", "16 parallel",
+          "info: pool of 16");
+}
+
+void print_table() {
+  std::printf("\n| metric | ours | baseline | ratio | goal |\n");
+  std::printf("|---|---|---|---|---|\n");
+  for (auto& r : table)
+    std::printf("| %s | %s | %s | %s | %s |\n", r.metric.c_str(),
+                r.ours.c_str(), r.base.c_str(), r.ratio.c_str(),
+                r.goal.c_str());
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  int reps = argc > 1 ? std::max(1, std::atoi(argv[1])) : 5;
+  auto total_start = clock_type::now();
+  bench_env env;
+  char tmpl[] = "/tmp/mibyan_exec_bench_XXXXXX";
+  if (::mkdtemp(tmpl) == nullptr)
+    die("mkdtemp failed");
+  env.tmp = tmpl;
+  env.echo_script = fs::absolute(fs::path{MIBYAN_BENCH_DIR}
+                                 / "echo_server.py").string();
+  if (!fs::exists(env.echo_script))
+    die("missing " + env.echo_script);
+  env.python_path = which("python3");
+  if (env.python_path.empty())
+    die("python3 is not on PATH");
+  env.python_real = trim(capture({"python3", "-c",
+                                  "import sys; print(sys.executable)"}));
+  std::error_code ec;
+  auto resolved = fs::canonical(env.python_path, ec).string();
+  std::printf("# execute_code bridge benchmark (%d repetitions)\n", reps);
+  std::printf("python3 on PATH: %s -> %s (%s)\n", env.python_path.c_str(),
+              resolved.c_str(),
+              is_script(resolved) ? "a script, e.g. a pyenv shim"
+                                  : "an executable");
+  std::printf("resolved interpreter (sys.executable): %s\n",
+              env.python_real.c_str());
+  {
+    auto rt = make_runtime(env, 1, env.python_real);
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    per_call_overhead(env, *rt, reps);
+    warm_cell(env, *rt, 200);
+    concurrency(*rt, reps);
+  }
+  cold_start(env, reps);
+  print_table();
+  std::printf("\ntotal bench time: %.1f s\n", ms_since(total_start) / 1000);
+  fs::remove_all(env.tmp, ec);
+  return 0;
+}
