@@ -119,7 +119,7 @@ int run_stdin(runtime& rt, const std::string& session,
         std::string args_json = "{}";
         if (args != nullptr)
           args_json = args->is_string() ? args->as_string() : args->dump();
-        tool_call call{session, "stdin-" + std::to_string(seq),
+        tool_call_request call{session, "stdin-" + std::to_string(seq),
                        name->as_string(), args_json, cwd};
         result = rt.call_tool(call).result_json;
       }
@@ -196,7 +196,7 @@ int tool_command(const std::vector<std::string>& args,
               << "'. Available tools: " << rt->tools().names() << "\n";
     return 2;
   }
-  auto outcome = rt->call_tool(tool_call{session, "cli-1", name, args_json,
+  auto outcome = rt->call_tool(tool_call_request{session, "cli-1", name, args_json,
                                          cwd});
   std::cout << outcome.result_json << std::endl;
   return 0;

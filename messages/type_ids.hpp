@@ -13,6 +13,7 @@
 #include "caf/error.hpp"
 #include "caf/type_id.hpp"
 
+#include "messages/chat.hpp"
 #include "messages/error_code.hpp"
 #include "messages/exec_cell.hpp"
 #include "messages/interrupt_request.hpp"
@@ -27,6 +28,11 @@ CAF_BEGIN_TYPE_ID_BLOCK(mibyan, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(mibyan, (mibyan::interrupt_request))
   CAF_ADD_TYPE_ID(mibyan, (std::vector<mibyan::tool_response>))
   CAF_ADD_TYPE_ID(mibyan, (mibyan::exec_cell))
+  CAF_ADD_TYPE_ID(mibyan, (mibyan::tool_call))
+  CAF_ADD_TYPE_ID(mibyan, (mibyan::chat_message))
+  CAF_ADD_TYPE_ID(mibyan, (mibyan::token_usage))
+  CAF_ADD_TYPE_ID(mibyan, (mibyan::chat_response))
+  CAF_ADD_TYPE_ID(mibyan, (std::vector<mibyan::chat_message>))
 
   // Verbs. In CAF 0.17 atoms are atom_value constants (at most 10 chars)
   // and need no registration.

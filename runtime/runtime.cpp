@@ -139,7 +139,7 @@ runtime::runtime(std::unique_ptr<impl> p) : impl_(std::move(p)) {}
 
 runtime::~runtime() = default;
 
-tool_outcome runtime::call_tool(const tool_call& call) {
+tool_outcome runtime::call_tool(const tool_call_request& call) {
   caf::scoped_actor self{*impl_->sys};
   tool_request req{call.session_id, call.call_id, call.tool, call.args_json,
                    call.cwd, false};
@@ -160,7 +160,7 @@ tool_outcome runtime::call_tool(const tool_call& call) {
   return out;
 }
 
-void runtime::call_tool_async(const tool_call& call,
+void runtime::call_tool_async(const tool_call_request& call,
                               std::function<void(tool_outcome)> done) {
   tool_request req{call.session_id, call.call_id, call.tool, call.args_json,
                    call.cwd, false};

@@ -33,7 +33,7 @@ namespace mibyan {
 class tool_registry;
 
 /// A tool call as the embedding application sees it.
-struct tool_call {
+struct tool_call_request {
   std::string session_id;
   std::string call_id;
   std::string tool;
@@ -42,7 +42,7 @@ struct tool_call {
   std::string cwd;
 };
 
-/// The answer to a tool_call.
+/// The answer to a tool_call_request.
 struct tool_outcome {
   /// The result object as JSON text (tool errors are {"error": ...}).
   std::string result_json;
@@ -68,10 +68,10 @@ public:
   /// Runs one tool call through the dispatcher and waits for its result.
   /// Blocks the calling thread (not a scheduler thread). Tool failures are
   /// results, never exceptions.
-  tool_outcome call_tool(const tool_call& call);
+  tool_outcome call_tool(const tool_call_request& call);
 
   /// Runs one tool call; `done` is invoked once, on a runtime thread.
-  void call_tool_async(const tool_call& call,
+  void call_tool_async(const tool_call_request& call,
                        std::function<void(tool_outcome)> done);
 
   /// Cancels running calls (and execute_code cells) of `session_id`.
