@@ -19,7 +19,7 @@ using clock_type = std::chrono::steady_clock;
 
 // The registry's private interface: its public one plus timer messages.
 using registry_impl_actor = kernel_registry_actor::extend<
-  caf::reacts_to<tick_atom>>;
+  caf::reacts_to<tick_atom>, caf::reacts_to<refill_atom>>;
 
 struct kernel_record {
   std::string key;
@@ -419,9 +419,13 @@ registry_behavior(registry_pointer self, services_ptr svc, std::string python,
                 "The session kernel died: " + self->system().render(err))));
             });
       }
-      refill_spares(self);
+      // Start the replacement spare a moment later, so its interpreter
+      // start-up does not compete with this first cell for the CPU.
+      if (s.svc->cfg.code_execution.prestart_kernels > 0)
+        self->delayed_send(self, std::chrono::milliseconds(50), refill_atom_v);
       return rp;
     },
+    [=](refill_atom) { refill_spares(self); },
     [=](interrupt_atom, interrupt_request& req) {
       auto& s = self->state;
       auto reason = req.reason.empty() ? std::string{"user sent a new message"}

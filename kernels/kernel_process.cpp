@@ -241,6 +241,31 @@ kernel_process spawn_kernel(const kernel_spawn_options& opts,
   return k;
 }
 
+std::string resolve_interpreter(const std::string& python) {
+  auto path = find_executable(python);
+  if (path.empty())
+    return python;
+  char head[2] = {0, 0};
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  bool script = false;
+  if (fd >= 0) {
+    script = ::read(fd, head, 2) == 2 && head[0] == '#' && head[1] == '!';
+    ::close(fd);
+  }
+  if (!script)
+    return path;
+  subprocess_options so;
+  so.argv = {path, "-c", "import sys; sys.stdout.write(sys.executable)"};
+  so.timeout = std::chrono::seconds(5);
+  so.merge_stderr = false;
+  auto r = run_subprocess(so);
+  auto real = r.out();
+  if (r.exit_code != 0 || real.empty() || real[0] != '/'
+      || ::access(real.c_str(), X_OK) != 0)
+    return path;
+  return real;
+}
+
 bool probe_python(const std::string& python) {
   subprocess_options so;
   so.argv = {python, "-c",

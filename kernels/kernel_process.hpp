@@ -70,6 +70,14 @@ void remove_staging_dir(const std::string& dir);
 /// Returns `n` random bytes, URL-safe base64 encoded without padding.
 std::string random_token(size_t n);
 
+/// Returns the interpreter to start kernels with for `python` (a name or a
+/// path): when it resolves to a script (a wrapper such as a pyenv shim,
+/// which costs tens of milliseconds per start and may read stdin), the real
+/// executable it runs (`sys.executable`); otherwise the resolved path.
+/// Returns `python` unchanged when it cannot be resolved. Blocking (runs
+/// the wrapper once, 5 s limit); call at start-up, off the scheduler.
+std::string resolve_interpreter(const std::string& python);
+
 /// Returns whether `python` runs and is Python >= 3.8 (probes with a 5 s
 /// limit; blocking, call off the scheduler).
 bool probe_python(const std::string& python);

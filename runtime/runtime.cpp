@@ -127,7 +127,9 @@ runtime::create(options opts, std::string* error,
     return nullptr;
   }
   auto& ce = svc->cfg.code_execution;
-  auto default_python = ce.python.empty() ? std::string{"python3"} : ce.python;
+  auto default_python = resolve_interpreter(ce.python.empty()
+                                              ? std::string{"python3"}
+                                              : ce.python);
   p->kernels = spawn_kernel_registry(*p->sys, svc,
                                      project_python(default_python),
                                      default_python);
