@@ -18,3 +18,9 @@ echo "== mibyan tool search_files"
 echo
 echo "== mibyan tool read_file"
 "$BIN" tool read_file '{"path": "README.md", "limit": 5}'
+echo
+echo "== mibyan tool --stdin: execute_code scripts calling tools, state kept between calls"
+printf '%s\n' \
+  '{"tool":"execute_code","args":{"code":"import glob\nfrom mibyan_tools import read_file\nlines = {f: read_file(f, limit=1)[\"total_lines\"] for f in glob.glob(\"actors/*.cpp\")}\nprint(len(lines), \"files read through the bridge\")"}}' \
+  '{"tool":"execute_code","args":{"code":"for f, n in sorted(lines.items(), key=lambda x: -x[1]):\n    print(f\"{n:5d}  {f}\")"}}' \
+  | "$BIN" tool --stdin
