@@ -51,6 +51,7 @@
 #include "config/options.hpp"
 #include "kernels/kernel_process.hpp"
 #include "kernels/stub_generator.hpp"
+#include "bench/bench_util.hpp"
 #include "runtime/blocking_pool.hpp"
 #include "runtime/env_filter.hpp"
 #include "runtime/runtime.hpp"
@@ -62,32 +63,14 @@
 #define MIBYAN_BENCH_DIR "bench"
 #endif
 
-extern char** environ;
 
 namespace fs = std::filesystem;
 using namespace mibyan;
-using clock_type = std::chrono::steady_clock;
+using namespace mibyan::bench;
 
 namespace {
 
 // -- statistics ---------------------------------------------------------------
-
-double ms_since(clock_type::time_point start) {
-  return std::chrono::duration<double, std::milli>(clock_type::now() - start)
-    .count();
-}
-
-double percentile(std::vector<double> xs, double p) {
-  if (xs.empty())
-    return 0;
-  std::sort(xs.begin(), xs.end());
-  auto rank = static_cast<size_t>(std::ceil(p * xs.size()));
-  return xs[std::min(xs.size() - 1, rank == 0 ? 0 : rank - 1)];
-}
-
-double median(const std::vector<double>& xs) {
-  return percentile(xs, 0.5);
-}
 
 std::string fmt(double v, int prec = 2) {
   char buf[64];
@@ -151,27 +134,6 @@ public:
 };
 
 // -- processes ----------------------------------------------------------------
-
-// Runs argv with stdout/stderr on /dev/null; returns wall milliseconds.
-double spawn_to_null(const std::vector<std::string>& args) {
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-  std::vector<char*> argv;
-  for (auto& a : args)
-    argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  auto start = clock_type::now();
-  pid_t pid;
-  if (posix_spawnp(&pid, argv[0], &fa, nullptr, argv.data(), environ) != 0)
-    die("cannot run " + args[0]);
-  int status;
-  waitpid(pid, &status, 0);
-  auto t = ms_since(start);
-  posix_spawn_file_actions_destroy(&fa);
-  return t;
-}
 
 std::string capture(const std::vector<std::string>& argv) {
   subprocess_options so;

@@ -22,52 +22,17 @@
 #include <unistd.h>
 
 #include "config/options.hpp"
+#include "bench/bench_util.hpp"
 #include "runtime/subprocess.hpp"
 #include "tools/core_tools.hpp"
 #include "tools/registry.hpp"
 
-extern char** environ;
 
 namespace fs = std::filesystem;
 using namespace mibyan;
-using clock_type = std::chrono::steady_clock;
+using namespace mibyan::bench;
 
 namespace {
-
-double ms_since(clock_type::time_point start) {
-  return std::chrono::duration<double, std::milli>(clock_type::now() - start)
-    .count();
-}
-
-double median(std::vector<double> xs) {
-  std::sort(xs.begin(), xs.end());
-  return xs[xs.size() / 2];
-}
-
-// Runs argv with stdout/stderr on /dev/null; returns wall milliseconds.
-double spawn_to_null(const std::vector<std::string>& args,
-                     const std::string& cwd) {
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_addchdir_np(&fa, cwd.c_str());
-  std::vector<char*> argv;
-  for (auto& a : args)
-    argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  auto start = clock_type::now();
-  pid_t pid;
-  if (posix_spawnp(&pid, argv[0], &fa, nullptr, argv.data(), environ) != 0) {
-    std::fprintf(stderr, "cannot run %s\n", argv[0]);
-    std::exit(1);
-  }
-  int status;
-  waitpid(pid, &status, 0);
-  auto t = ms_since(start);
-  posix_spawn_file_actions_destroy(&fa);
-  return t;
-}
 
 struct row {
   std::string name;

@@ -143,13 +143,6 @@ std::string write_verified(const std::string& path,
   return {};
 }
 
-json::value property(const char* type, const char* description) {
-  json::value p;
-  p["type"] = type;
-  p["description"] = description;
-  return p;
-}
-
 class patch_tool final : public tool {
 public:
   const char* name() const override { return "patch"; }
@@ -172,19 +165,19 @@ public:
 
   json::value schema() const override {
     json::value props;
-    props["mode"] = property("string", "'replace' (default) or 'patch'.");
-    props["path"] = property("string", "replace mode: the file to edit.");
-    props["old_string"] = property("string",
+    props["mode"] = schema_property("string", "'replace' (default) or 'patch'.");
+    props["path"] = schema_property("string", "replace mode: the file to edit.");
+    props["old_string"] = schema_property("string",
                                    "replace mode: the exact text to find "
                                    "(unique unless replace_all).");
-    props["new_string"] = property("string",
+    props["new_string"] = schema_property("string",
                                    "replace mode: the text to put in its "
                                    "place (may be empty to delete).");
-    props["replace_all"] = property("boolean",
+    props["replace_all"] = schema_property("boolean",
                                     "replace mode: replace every occurrence "
                                     "(default false).");
-    props["patch"] = property("string", "patch mode: the V4A patch text.");
-    props["cross_profile"] = property("boolean",
+    props["patch"] = schema_property("string", "patch mode: the V4A patch text.");
+    props["cross_profile"] = schema_property("boolean",
                                       "Allow editing another Mibyan "
                                       "profile's files (default false).");
     json::value s;

@@ -338,13 +338,6 @@ std::optional<std::string> render_notebook(std::string_view text) {
 
 // -- the tool -----------------------------------------------------------------
 
-json::value property(const char* type, const char* description) {
-  json::value p;
-  p["type"] = type;
-  p["description"] = description;
-  return p;
-}
-
 class read_file_tool final : public tool {
 public:
   const char* name() const override { return "read_file"; }
@@ -364,14 +357,11 @@ public:
 
   json::value schema() const override {
     json::value props;
-    props["path"] = property("string",
-                             "File path; relative paths are resolved "
-                             "against the working directory, ~ expands to "
-                             "the home directory.");
-    props["offset"] = property("integer", "1-indexed line number to start "
+    props["path"] = path_property();
+    props["offset"] = schema_property("integer", "1-indexed line number to start "
                                           "at (default 1).");
     props["offset"]["minimum"] = 1;
-    props["limit"] = property("integer", "Maximum number of lines to return "
+    props["limit"] = schema_property("integer", "Maximum number of lines to return "
                                          "(default 500, at most 2000).");
     json::value s;
     s["type"] = "object";

@@ -456,10 +456,7 @@ public:
   json::value schema() const override {
     json::value props;
     auto prop = [&](const char* name, const char* type, const char* desc) {
-      json::value p;
-      p["type"] = type;
-      p["description"] = desc;
-      props[name] = std::move(p);
+      props[name] = schema_property(type, desc);
     };
     prop("pattern", "string",
          "Regex for content search, or glob for target=\"files\".");

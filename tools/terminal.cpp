@@ -210,31 +210,22 @@ public:
 
   json::value schema() const override {
     json::value props;
-    json::value command;
-    command["type"] = "string";
-    command["description"] = "The command to run with bash -c.";
-    props["command"] = std::move(command);
-    json::value timeout;
-    timeout["type"] = "integer";
-    timeout["minimum"] = 1;
-    timeout["description"] = "Seconds before the command is killed "
-                             "(default 180, max 600).";
-    props["timeout"] = std::move(timeout);
-    json::value workdir;
-    workdir["type"] = "string";
-    workdir["description"] = "Directory to run in (default: the session's "
-                             "working directory). Must exist.";
-    props["workdir"] = std::move(workdir);
-    json::value background;
-    background["type"] = "boolean";
-    background["description"] = "Not supported: must be false (this tool "
-                                "runs commands in the foreground only).";
-    props["background"] = std::move(background);
-    json::value pty;
-    pty["type"] = "boolean";
-    pty["description"] = "Not supported: must be false (no pseudo-"
-                         "terminal).";
-    props["pty"] = std::move(pty);
+    props["command"] = schema_property("string",
+                                       "The command to run with bash -c.");
+    props["timeout"] = schema_property("integer",
+                                       "Seconds before the command is "
+                                       "killed (default 180, max 600).");
+    props["timeout"]["minimum"] = 1;
+    props["workdir"] = schema_property("string",
+                                       "Directory to run in (default: the "
+                                       "session's working directory). Must "
+                                       "exist.");
+    props["background"] = schema_property("boolean",
+                                          "Not supported: must be false "
+                                          "(this tool runs commands in the "
+                                          "foreground only).");
+    props["pty"] = schema_property("boolean", "Not supported: must be false "
+                                              "(no pseudo-terminal).");
     json::value s;
     s["type"] = "object";
     s["properties"] = std::move(props);

@@ -92,4 +92,12 @@ public:
 /// Returns `{"error": message}`.
 json::value error_result(std::string message);
 
+/// Returns a JSON Schema property `{"type": type, "description": text}`,
+/// the building block of every tool's schema().
+json::value schema_property(const char* type, std::string description);
+
+/// Returns the schema property of a file `path` argument, shared by the
+/// file tools so they describe paths the same way.
+json::value path_property();
+
 } // namespace mibyan

@@ -20,13 +20,6 @@ namespace {
 // Largest previous content read back for the lint delta.
 constexpr size_t max_lint_bytes = 8 * 1024 * 1024;
 
-json::value property(const char* type, const char* description) {
-  json::value p;
-  p["type"] = type;
-  p["description"] = description;
-  return p;
-}
-
 class write_file_tool final : public tool {
 public:
   const char* name() const override { return "write_file"; }
@@ -43,13 +36,10 @@ public:
 
   json::value schema() const override {
     json::value props;
-    props["path"] = property("string",
-                             "File path; relative paths are resolved "
-                             "against the working directory, ~ expands to "
-                             "the home directory.");
-    props["content"] = property("string", "The complete new content of the "
+    props["path"] = path_property();
+    props["content"] = schema_property("string", "The complete new content of the "
                                           "file (required).");
-    props["cross_profile"] = property("boolean",
+    props["cross_profile"] = schema_property("boolean",
                                       "Allow writing into another Mibyan "
                                       "profile's directory (default false).");
     json::value s;

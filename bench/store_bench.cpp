@@ -1,0 +1,404 @@
+// Session store benchmark: append throughput (one durable transaction per
+// append, as in production, and batched), on-disk size, and full-text
+// query latency at ~1M messages against a naive linear scan baseline.
+//
+//   mibyan_store_bench [--messages N] [--sessions S] [--durable-seconds T]
+//                      [--dir DIR] [--keep]
+//
+// The store goes into a temporary directory under $TMPDIR (same disk as
+// the product's $MIBYAN_HOME here) unless --dir is given.
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+#include "storage/fts_query.hpp"
+#include "storage/fts_tokenizer.hpp"
+#include "storage/session_store.hpp"
+
+using namespace mibyan;
+using clock_type = std::chrono::steady_clock;
+
+namespace {
+
+double seconds_since(clock_type::time_point t) {
+  return std::chrono::duration<double>(clock_type::now() - t).count();
+}
+
+// English-like text: the most frequent English words, then pseudo-words
+// built from syllables, drawn with a Zipf(1.0) distribution over ranks.
+class text_generator {
+public:
+  explicit text_generator(unsigned seed) : rng_(seed) {
+    const char* common[] = {
+      "the", "of", "and", "to", "a", "in", "is", "it", "you", "that", "he",
+      "was", "for", "on", "are", "with", "as", "i", "his", "they", "be",
+      "at", "one", "have", "this", "from", "or", "had", "by", "not", "word",
+      "but", "what", "some", "we", "can", "out", "other", "were", "all",
+      "there", "when", "up", "use", "your", "how", "said", "an", "each",
+      "she", "which", "do", "their", "time", "if", "will", "way", "about",
+      "many", "then", "them", "write", "would", "like", "so", "these", "her",
+      "long", "make", "thing", "see", "him", "two", "has", "look", "more",
+      "day", "could", "go", "come", "did", "number", "sound", "no", "most",
+      "people", "my", "over", "know", "water", "than", "call", "first",
+      "who", "may", "down", "side", "been", "now", "find", "file", "server",
+      "error", "function", "build", "test", "config", "python", "request"};
+    for (auto w : common)
+      vocab_.push_back(w);
+    const char* syl[] = {"ka", "lo", "mi", "ren", "to", "sa", "vel", "qu",
+                         "dor", "ian", "pe", "ro", "ste", "na", "ble", "cor",
+                         "ex", "ul", "tra", "mon", "gi", "fa", "zen", "ly",
+                         "ph", "ore", "tic", "al", "be", "do"};
+    std::uniform_int_distribution<int> pick(0, 29);
+    std::uniform_int_distribution<int> len(2, 4);
+    while (vocab_.size() < 30000) {
+      std::string w;
+      int n = len(rng_);
+      for (int i = 0; i < n; ++i)
+        w += syl[pick(rng_)];
+      vocab_.push_back(w);
+    }
+    double sum = 0;
+    for (size_t r = 0; r < vocab_.size(); ++r) {
+      sum += 1.0 / static_cast<double>(r + 1);
+      cdf_.push_back(sum);
+    }
+    for (auto& c : cdf_)
+      c /= sum;
+  }
+
+  const std::string& word() {
+    std::uniform_real_distribution<double> u(0, 1);
+    auto it = std::lower_bound(cdf_.begin(), cdf_.end(), u(rng_));
+    return vocab_[std::min<size_t>(it - cdf_.begin(), vocab_.size() - 1)];
+  }
+
+  const std::string& word_at(size_t rank) const { return vocab_[rank]; }
+
+  // ~30 words in sentences.
+  std::string message() {
+    std::uniform_int_distribution<int> len(20, 40);
+    std::uniform_int_distribution<int> sentence(5, 14);
+    int n = len(rng_);
+    std::string out;
+    int until_stop = sentence(rng_);
+    bool cap = true;
+    for (int i = 0; i < n; ++i) {
+      std::string w = word();
+      if (cap && !w.empty())
+        w[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(w[0])));
+      cap = false;
+      out += w;
+      if (--until_stop == 0 || i + 1 == n) {
+        out += (rng_() % 5 == 0) ? "? " : ". ";
+        until_stop = sentence(rng_);
+        cap = true;
+      } else {
+        out += (rng_() % 12 == 0) ? ", " : " ";
+      }
+    }
+    out.pop_back();
+    return out;
+  }
+
+  std::mt19937& rng() { return rng_; }
+
+private:
+  std::mt19937 rng_;
+  std::vector<std::string> vocab_;
+  std::vector<double> cdf_;
+};
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty())
+    return 0;
+  std::sort(v.begin(), v.end());
+  size_t i = static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5);
+  return v[std::min(i, v.size() - 1)];
+}
+
+// The baseline: scan every message, tokenize it, and test the query
+// (all terms present; phrases consecutive). No ranking.
+size_t linear_scan(const std::vector<std::string>& corpus,
+                   const fts_query& q) {
+  size_t hits = 0;
+  std::vector<std::string> words;
+  for (auto& text : corpus) {
+    words.clear();
+    fts_for_each_token(text, [&](const fts_token& t) {
+      words.emplace_back(t.term);
+    });
+    bool all = true;
+    for (auto& u : q.units) {
+      bool found = false;
+      for (size_t p = 0; p + u.terms.size() <= words.size() && !found; ++p) {
+        bool ok = true;
+        for (size_t k = 0; k < u.terms.size() && ok; ++k)
+          ok = words[p + k] == u.terms[k];
+        found = ok;
+      }
+      if (!found) {
+        all = false;
+        break;
+      }
+    }
+    hits += all ? 1 : 0;
+  }
+  return hits;
+}
+
+std::string mib(uint64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f MiB",
+                static_cast<double>(bytes) / (1024.0 * 1024.0));
+  return buf;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  size_t total_messages = 1'000'000;
+  size_t sessions = 1000;
+  double durable_seconds = 20;
+  size_t baseline_messages = 100'000;
+  std::string dir;
+  bool keep = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&] { return i + 1 < argc ? std::string{argv[++i]} : ""; };
+    if (a == "--messages")
+      total_messages = std::stoul(next());
+    else if (a == "--sessions")
+      sessions = std::stoul(next());
+    else if (a == "--durable-seconds")
+      durable_seconds = std::stod(next());
+    else if (a == "--dir")
+      dir = next();
+    else if (a == "--keep")
+      keep = true;
+    else {
+      std::fprintf(stderr, "unknown argument %s\n", a.c_str());
+      return 2;
+    }
+  }
+  if (dir.empty()) {
+    const char* t = std::getenv("TMPDIR");
+    std::string base = t && *t ? t : "/tmp";
+    dir = base + "/mibyan_store_bench_" + std::to_string(::getpid());
+  }
+  std::filesystem::remove_all(dir);
+  session_store_options o;
+  o.dir = dir;
+  auto opened = session_store::open(o);
+  if (!opened) {
+    std::fprintf(stderr, "%s\n", opened.error.c_str());
+    return 1;
+  }
+  auto& store = **opened;
+  text_generator gen{42};
+  std::vector<std::string> sids;
+  std::vector<std::string> baseline_corpus;
+  std::vector<std::string> phrase_sources;
+  std::printf("store bench: %zu messages over %zu sessions in %s\n",
+              total_messages, sessions, dir.c_str());
+
+  auto start = clock_type::now();
+  for (size_t i = 0; i < sessions; ++i) {
+    new_session ns;
+    ns.id = "bench_" + std::to_string(i);
+    ns.model = "bench-model";
+    auto r = store.create_session(ns);
+    if (!r) {
+      std::fprintf(stderr, "%s\n", r.error.c_str());
+      return 1;
+    }
+    sids.push_back(r->id);
+  }
+  std::printf("  create %zu sessions (1 txn each):  %.0f sessions/s\n",
+              sessions, static_cast<double>(sessions) / seconds_since(start));
+
+  size_t n = 0;
+  auto next_message = [&](chat_message& m, std::string& sid) {
+    static const char* roles[] = {"user", "assistant", "assistant", "tool"};
+    m = chat_message{};
+    m.role = roles[n % 4];
+    m.content = gen.message();
+    if (m.role == "tool") {
+      m.tool_call_id = "call_" + std::to_string(n);
+      m.tool_name = "terminal";
+    }
+    sid = sids[(n / 8) % sids.size()];  // runs of 8 per session
+    if (baseline_corpus.size() < baseline_messages)
+      baseline_corpus.push_back(m.content);
+    if (n % 5000 == 0)
+      phrase_sources.push_back(m.content);
+    ++n;
+  };
+
+  // Phase 1: production mode, one committed (fsync'd) transaction each.
+  start = clock_type::now();
+  size_t durable = 0;
+  chat_message m;
+  std::string sid;
+  while (n < total_messages && seconds_since(start) < durable_seconds) {
+    next_message(m, sid);
+    auto r = store.append_message(sid, m);
+    if (!r) {
+      std::fprintf(stderr, "%s\n", r.error.c_str());
+      return 1;
+    }
+    ++durable;
+  }
+  double t1 = seconds_since(start);
+  std::printf("  append, 1 txn per message (durable): %zu in %.1f s = "
+              "%.0f appends/s\n",
+              durable, t1, static_cast<double>(durable) / t1);
+
+  // Phase 2: batched, 1000 messages per transaction (still fsync'd).
+  start = clock_type::now();
+  size_t batched = 0;
+  std::vector<pending_append> batch;
+  while (n < total_messages) {
+    batch.clear();
+    while (batch.size() < 1000 && n < total_messages) {
+      next_message(m, sid);
+      batch.push_back({sid, std::move(m), ""});
+    }
+    auto r = store.append_batch(batch);
+    if (!r) {
+      std::fprintf(stderr, "%s\n", r.error.c_str());
+      return 1;
+    }
+    batched += batch.size();
+    if (batched % 100000 < 1000)
+      std::fprintf(stderr, "    ... %zu messages\n", n);
+  }
+  double t2 = seconds_since(start);
+  if (batched > 0)
+    std::printf("  append, batched 1000 per txn:       %zu in %.1f s = "
+                "%.0f appends/s\n",
+                batched, t2, static_cast<double>(batched) / t2);
+
+  auto count = store.message_count();
+  std::printf("  messages stored: %llu\n",
+              static_cast<unsigned long long>(count ? *count : 0));
+  std::printf("  on disk: %s (map %s)\n", mib(store.disk_bytes()).c_str(),
+              mib(store.env().map_size()).c_str());
+  {
+    MDB_stat env_stat;
+    mdb_env_stat(store.env().raw(), &env_stat);
+    for (auto name : {"msgs", "msg_by_id", "sessions", "fts_terms",
+                      "fts_df"}) {
+      auto dbi = store.env().open_dbi(name);
+      if (!dbi)
+        continue;
+      uint64_t pages = 0;
+      uint64_t entries = 0;
+      auto st = store.env().read(
+        [&](MDB_txn* txn, std::string&) {
+          MDB_stat s;
+          int rc = mdb_stat(txn, *dbi, &s);
+          pages = s.ms_branch_pages + s.ms_leaf_pages + s.ms_overflow_pages;
+          entries = s.ms_entries;
+          return rc;
+        },
+        "stat");
+      if (st)
+        std::printf("    %-10s %12llu entries %12s\n", name,
+                    static_cast<unsigned long long>(entries),
+                    mib(pages * env_stat.ms_psize).c_str());
+    }
+  }
+
+  // Queries: 1-3 words drawn from vocabulary ranks 30..3000 (search
+  // keywords rather than stop words), plus phrases cut from real messages.
+  std::vector<std::string> queries;
+  std::uniform_int_distribution<size_t> rank(30, 3000);
+  auto& rng = gen.rng();
+  for (int i = 0; i < 150; ++i) {
+    std::string q;
+    int terms = 1 + i % 3;
+    for (int k = 0; k < terms; ++k)
+      q += gen.word_at(rank(rng)) + " ";
+    queries.push_back(q);
+  }
+  for (size_t i = 0; queries.size() < 200; ++i) {
+    auto words = fts_tokenize(phrase_sources[i % phrase_sources.size()]);
+    size_t len = 2 + i % 2;
+    size_t at = rng() % (words.size() - len);
+    std::string q = "\"";
+    for (size_t k = 0; k < len; ++k)
+      q += words[at + k] + " ";
+    queries.push_back(q + "\"");
+  }
+  std::vector<double> fts_ms;
+  size_t with_hits = 0;
+  size_t total_hits = 0;
+  for (auto& q : queries) {
+    search_request req;
+    req.query = q;
+    req.limit = 10;
+    auto t = clock_type::now();
+    auto r = store.search(req);
+    fts_ms.push_back(seconds_since(t) * 1000);
+    if (!r) {
+      std::fprintf(stderr, "query %s: %s\n", q.c_str(), r.error.c_str());
+      return 1;
+    }
+    with_hits += r->total > 0 ? 1 : 0;
+    total_hits += r->total;
+  }
+  std::printf("  FTS over %zu messages, 200 queries (150 of 1-3 words, 50 "
+              "phrases), top 10 with snippets:\n",
+              n);
+  std::printf("    p50 %.3f ms  p99 %.3f ms  max %.3f ms  (%zu queries "
+              "with hits, %zu matches in all)\n",
+              percentile(fts_ms, 0.5), percentile(fts_ms, 0.99),
+              percentile(fts_ms, 1.0), with_hits, total_hits);
+
+  // Stop-word queries: the worst case (most of the corpus matches).
+  std::vector<double> stop_ms;
+  for (auto q : {"the", "of and", "the to a", "is it you", "\"of the\""}) {
+    search_request req;
+    req.query = q;
+    req.limit = 10;
+    auto t = clock_type::now();
+    auto r = store.search(req);
+    stop_ms.push_back(seconds_since(t) * 1000);
+    if (r)
+      std::printf("    stop-word query %-12s %8zu matches %9.1f ms\n", q,
+                  r->total, stop_ms.back());
+  }
+
+  // Baseline: linear scan over the first messages (in memory), same
+  // queries. The same scan over 1M messages would take ~10x longer.
+  std::vector<double> scan_ms;
+  for (auto& q : queries) {
+    auto parsed = parse_fts_query(q);
+    auto t = clock_type::now();
+    volatile size_t hits = linear_scan(baseline_corpus, parsed);
+    (void) hits;
+    scan_ms.push_back(seconds_since(t) * 1000);
+    if (scan_ms.size() >= 50)
+      break;  // 50 queries are enough for the baseline's percentiles
+  }
+  std::printf("  baseline: in-memory tokenize-and-match scan of the first "
+              "%zu messages, first 50 queries:\n",
+              baseline_corpus.size());
+  std::printf("    p50 %.1f ms  p99 %.1f ms  (x%.0f for the full corpus)\n",
+              percentile(scan_ms, 0.5), percentile(scan_ms, 0.99),
+              static_cast<double>(n)
+                / static_cast<double>(baseline_corpus.size()));
+  opened->reset();
+  if (!keep)
+    std::filesystem::remove_all(dir);
+  return 0;
+}
