@@ -368,16 +368,24 @@ registry_behavior(registry_pointer self, services_ptr svc, std::string python,
       if (!handle) {
         std::string err;
         handle = start_kernel(self, shape, &err);
-        if (!handle && shape.python != s.default_python) {
+        // A broken venv or a wrong `code_execution.python` must not make
+        // execute_code unusable: fall back to the default interpreter, then
+        // to python3 on PATH, and say so in the result.
+        for (auto& candidate : {s.default_python, std::string{"python3"}}) {
+          if (handle || candidate == shape.python)
+            continue;
           MIBYAN_LOG(warning, "kernel", "cannot start " << shape.python
-                     << " (" << err << "); falling back to "
-                     << s.default_python);
+                     << " (" << err << "); falling back to " << candidate);
           auto fallback = shape;
-          fallback.python = s.default_python;
-          handle = start_kernel(self, fallback, &err);
-          note = "The configured interpreter " + shape.python
-                 + " could not be started (" + err + "); this call ran "
-                 "with " + s.default_python + " instead.";
+          fallback.python = candidate;
+          std::string err2;
+          handle = start_kernel(self, fallback, &err2);
+          if (handle)
+            note = "The configured interpreter " + shape.python
+                   + " could not be started (" + err + "); this session's "
+                   "kernel runs " + candidate + " instead.";
+          else
+            err += "; " + candidate + ": " + err2;
         }
         if (!handle) {
           rp.deliver(respond(req, early_error(

@@ -440,6 +440,17 @@ BOOST_AUTO_TEST_CASE(bad_arguments_get_clear_errors) {
   BOOST_TEST(big.get_string("status") == "success");
 }
 
+BOOST_AUTO_TEST_CASE(unusable_interpreter_falls_back_and_says_so) {
+  start([](options& o) { o.code_execution.python = "/nonexistent/python3"; });
+  auto r = exec("print('fell back')");
+  BOOST_TEST(r.get_string("status") == "success");
+  BOOST_TEST(r.get_string("output") == "fell back\n");
+  BOOST_TEST(contains(r.get_string("note"), "/nonexistent/python3"));
+  BOOST_TEST(contains(r.get_string("note"), "could not be started"));
+  // The session keeps that kernel.
+  BOOST_TEST(exec("print(1)").get_string("output") == "1\n");
+}
+
 BOOST_AUTO_TEST_CASE(prestarted_kernel_serves_a_new_session) {
   start([](options& o) { o.code_execution.prestart_kernels = 1; });
   for (int i = 0; i < 100 && stats().get_int("prestarted", 0) < 1; ++i)
