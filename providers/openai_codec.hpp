@@ -9,7 +9,16 @@
 // Error contract: nothing here throws. Every failure (HTTP error body,
 // in-stream error object, malformed JSON, truncated or empty stream) ends in
 // a `chat_response` whose `error` is non-empty and whose `retryable` says
-// whether the same request may succeed later.
+// whether the same request may succeed later. The other fields of an error
+// response hold what arrived before the failure, for diagnostics only.
+//
+// End-of-stream policy (providers.md §4): no finish reason and nothing
+// received -> retryable "empty stream" error; unparseable tool arguments
+// without a finish reason -> no tool calls, finish_reason "length"; with a
+// finish reason -> calls kept verbatim, finish_reason "length"; no finish
+// reason and no [DONE] -> retryable "connection dropped" error. A stream
+// with content that ends in [DONE] but never names a finish reason is
+// accepted with finish_reason "" (the HF router does this, corpus 064).
 #pragma once
 
 #include <cstdint>
@@ -164,6 +173,7 @@ private:
   bool have_usage_ = false;
   bool done_ = false;
   bool finished_ = false;
+  bool fatal_ = false; // malformed input: later events are ignored
   uint64_t chunks_ = 0;
   std::string error_;
   bool retryable_ = false;

@@ -58,12 +58,13 @@ std::string describe_error(const json::value& error) {
       msg += " (upstream: " + error_snippet(raw->as_string()) + ")";
   }
   std::string tags;
-  for (auto key : {"type", "code", "status_code"}) {
+  for (std::string_view key : {"type", "code", "status_code"}) {
     auto v = error.find(key);
     if (v == nullptr)
       continue;
     auto s = scalar_text(*v);
-    if (s.empty() || (msg.find(s) != std::string::npos && key != "code"))
+    if (s.empty() || msg.find(s) != std::string::npos
+        || tags.find(s) != std::string::npos)
       continue;
     if (!tags.empty())
       tags += ", ";

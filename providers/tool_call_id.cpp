@@ -68,8 +68,10 @@ private:
       0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
     uint32_t w[64];
     for (size_t i = 0; i < 16; ++i)
-      w[i] = (uint32_t{block_[i * 4]} << 24) | (uint32_t{block_[i * 4 + 1]} << 16)
-             | (uint32_t{block_[i * 4 + 2]} << 8) | uint32_t{block_[i * 4 + 3]};
+      w[i] = (uint32_t{block_[i * 4]} << 24)
+             | (uint32_t{block_[i * 4 + 1]} << 16)
+             | (uint32_t{block_[i * 4 + 2]} << 8)
+             | uint32_t{block_[i * 4 + 3]};
     for (size_t i = 16; i < 64; ++i) {
       uint32_t s0 = rotr(w[i - 15], 7) ^ rotr(w[i - 15], 18) ^ (w[i - 15] >> 3);
       uint32_t s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >> 10);

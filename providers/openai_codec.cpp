@@ -1,0 +1,630 @@
+// File: providers/openai_codec.cpp
+#include "providers/openai_codec.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <utility>
+
+#include "providers/provider_error.hpp"
+#include "providers/tool_call_id.hpp"
+#include "providers/tool_schema.hpp"
+
+namespace mibyan::openai {
+
+namespace {
+
+// -- small helpers -----------------------------------------------------------
+
+std::string lower(std::string_view s) {
+  std::string out{s};
+  for (auto& c : out)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+bool contains(std::string_view s, std::string_view needle) {
+  return s.find(needle) != std::string_view::npos;
+}
+
+bool ends_with(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size()
+         && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front())))
+    s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back())))
+    s.remove_suffix(1);
+  return s;
+}
+
+/// Returns a string or integer as text, "" for anything else.
+std::string id_text(const json::value* x) {
+  if (x == nullptr)
+    return {};
+  if (x->is_string())
+    return x->as_string();
+  if (x->is_int())
+    return std::to_string(x->as_int());
+  return {};
+}
+
+int64_t int_member(const json::value& obj, std::string_view key,
+                   int64_t fallback) {
+  auto x = obj.find(key);
+  if (x == nullptr || !x->is_number())
+    return fallback;
+  return x->as_int();
+}
+
+/// Returns a finish_reason as text: strings as is, integers stringified,
+/// "" for null or anything else.
+std::string finish_text(const json::value* x) {
+  return id_text(x);
+}
+
+/// Calls `sink(is_reasoning, fragment)` for every text fragment of a message
+/// `content`: a string, an array of parts (strings, {type: text}, Mistral
+/// {type: thinking, thinking: str | [{type: text}]}), or a single part.
+template <class Sink>
+void flatten_content(const json::value& content, Sink&& sink) {
+  auto part = [&](const json::value& p) {
+    if (p.is_string()) {
+      sink(false, p.as_string());
+      return;
+    }
+    if (!p.is_object())
+      return;
+    auto type = p.get_string("type");
+    if (type == "thinking") {
+      auto th = p.find("thinking");
+      if (th != nullptr && th->is_string()) {
+        sink(true, th->as_string());
+      } else if (th != nullptr && th->is_array()) {
+        for (auto& q : th->as_array())
+          if (q.is_object() && q.get_string("type") == "text")
+            sink(true, q.get_string("text"));
+      }
+      return;
+    }
+    if (type == "text" || type == "output_text" || type.empty()) {
+      auto t = p.find("text");
+      if (t != nullptr && t->is_string())
+        sink(false, t->as_string());
+    }
+  };
+  if (content.is_string())
+    sink(false, content.as_string());
+  else if (content.is_array())
+    for (auto& p : content.as_array())
+      part(p);
+  else if (content.is_object())
+    part(content);
+}
+
+/// Appends the text of OpenRouter `reasoning_details` entries.
+void details_text(const json::value& details, std::string& out) {
+  if (!details.is_array())
+    return;
+  for (auto& d : details.as_array()) {
+    if (!d.is_object())
+      continue;
+    auto type = d.get_string("type");
+    if (type == "reasoning.text")
+      out += d.get_string("text");
+    else if (type == "reasoning.summary")
+      out += d.get_string("summary");
+  }
+}
+
+/// Returns the reasoning text of a message or delta: `reasoning_content`,
+/// else `reasoning` (providers.md §4).
+std::string plain_reasoning(const json::value& msg) {
+  auto rc = msg.find("reasoning_content");
+  if (rc != nullptr && rc->is_string() && !rc->as_string().empty())
+    return rc->as_string();
+  auto r = msg.find("reasoning");
+  if (r != nullptr && r->is_string())
+    return r->as_string();
+  return {};
+}
+
+/// Returns whether `args` is valid JSON.
+bool valid_json(const std::string& args) {
+  return static_cast<bool>(json::parse(args));
+}
+
+
+} // namespace
+
+// -- request -----------------------------------------------------------------
+
+bool wants_max_completion_tokens(std::string_view base_url,
+                                 std::string_view model) {
+  auto url = lower(base_url);
+  std::string_view host = url;
+  if (auto p = host.find("://"); p != std::string_view::npos)
+    host.remove_prefix(p + 3);
+  host = host.substr(0, host.find_first_of("/:?#"));
+  if (host == "api.openai.com" || ends_with(host, ".azure.com")
+      || host == "api.githubcopilot.com"
+      || ends_with(host, ".githubcopilot.com"))
+    return true;
+  auto m = lower(model);
+  std::string_view name = m;
+  if (auto slash = name.rfind('/'); slash != std::string_view::npos)
+    name.remove_prefix(slash + 1);
+  if (contains(name, "gpt-4o") || contains(name, "gpt-4.1")
+      || contains(name, "gpt-5"))
+    return true;
+  return name.size() >= 2 && name[0] == 'o'
+         && std::isdigit(static_cast<unsigned char>(name[1]));
+}
+
+json::value encode_message(const chat_message& msg,
+                           const request_options& opts) {
+  json::value m = json::value::make_object();
+  auto role = msg.role;
+  if (role == "system") {
+    auto model = lower(opts.model);
+    if (contains(model, "gpt-5") || contains(model, "codex"))
+      role = "developer";
+  }
+  m["role"] = role;
+  if (role == "assistant") {
+    if (msg.tool_calls.empty() || !msg.content.empty())
+      m["content"] = msg.content;
+    else
+      m["content"] = nullptr;
+    if (opts.echo_reasoning_content && !msg.reasoning.empty())
+      m["reasoning_content"] = msg.reasoning;
+    if (!msg.tool_calls.empty()) {
+      json::value calls = json::value::make_array();
+      for (size_t i = 0; i < msg.tool_calls.size(); ++i) {
+        const auto& tc = msg.tool_calls[i];
+        auto args = tc.arguments.empty() ? std::string{"{}"} : tc.arguments;
+        json::value call = json::value::make_object();
+        call["id"] = tc.id.empty() ? make_tool_call_id(tc.name, args, i)
+                                   : tc.id;
+        call["type"] = "function";
+        json::value fn = json::value::make_object();
+        fn["name"] = tc.name;
+        fn["arguments"] = args;
+        call["function"] = std::move(fn);
+        calls.push_back(std::move(call));
+      }
+      m["tool_calls"] = std::move(calls);
+    }
+  } else if (role == "tool") {
+    m["tool_call_id"] = msg.tool_call_id;
+    if (!msg.tool_name.empty())
+      m["name"] = msg.tool_name;
+    m["content"] = msg.content;
+  } else {
+    m["content"] = msg.content;
+  }
+  return m;
+}
+
+std::string build_request(const request_options& opts,
+                          const std::vector<chat_message>& messages) {
+  json::value body = json::value::make_object();
+  body["model"] = opts.model;
+  json::value msgs = json::value::make_array();
+  for (const auto& msg : messages)
+    msgs.push_back(encode_message(msg, opts));
+  body["messages"] = std::move(msgs);
+  auto tools = normalize_tools(opts.tools);
+  if (!tools.empty()) {
+    json::value arr = json::value::make_array();
+    for (auto& t : tools) {
+      json::value fn = json::value::make_object();
+      fn["name"] = t.name;
+      if (!t.description.empty())
+        fn["description"] = t.description;
+      fn["parameters"] = std::move(t.parameters);
+      json::value wrapped = json::value::make_object();
+      wrapped["type"] = "function";
+      wrapped["function"] = std::move(fn);
+      arr.push_back(std::move(wrapped));
+    }
+    body["tools"] = std::move(arr);
+  }
+  if (opts.max_tokens)
+    body[opts.max_completion_tokens ? "max_completion_tokens"
+                                    : "max_tokens"] = *opts.max_tokens;
+  if (opts.temperature)
+    body["temperature"] = *opts.temperature;
+  if (!opts.reasoning_effort.empty()) {
+    json::value r = json::value::make_object();
+    r["enabled"] = true;
+    r["effort"] = opts.reasoning_effort;
+    body["reasoning"] = std::move(r);
+  }
+  body["stream"] = opts.stream;
+  if (opts.stream && opts.include_usage) {
+    json::value so = json::value::make_object();
+    so["include_usage"] = true;
+    body["stream_options"] = std::move(so);
+  }
+  if (opts.extra_body.is_object())
+    for (const auto& [key, val] : opts.extra_body.as_object())
+      body.set(key, val);
+  return body.dump();
+}
+
+// -- usage -------------------------------------------------------------------
+
+token_usage read_usage(const json::value& usage) {
+  token_usage u;
+  if (!usage.is_object())
+    return u;
+  u.input_tokens = int_member(usage, "prompt_tokens", 0);
+  u.output_tokens = int_member(usage, "completion_tokens", 0);
+  if (auto d = usage.find("prompt_tokens_details"); d && d->is_object()) {
+    u.cache_read_tokens = int_member(*d, "cached_tokens", 0);
+    u.cache_write_tokens = int_member(*d, "cache_write_tokens", 0);
+  }
+  if (u.cache_read_tokens == 0)
+    u.cache_read_tokens = int_member(usage, "prompt_cache_hit_tokens", 0);
+  if (auto d = usage.find("completion_tokens_details"); d && d->is_object())
+    u.reasoning_tokens = int_member(*d, "reasoning_tokens", 0);
+  return u;
+}
+
+// -- non-streaming response --------------------------------------------------
+
+chat_response parse_response(int status, std::string_view body) {
+  chat_response r;
+  r.http_status = status;
+  if (!success_status(status)) {
+    set_http_error(r, status, body);
+    return r;
+  }
+  auto parsed = json::parse(body);
+  if (!parsed) {
+    r.error = "invalid JSON in response body (" + parsed.error
+              + "); body starts: " + error_snippet(body, 200);
+    r.retryable = true;
+    return r;
+  }
+  const auto& obj = *parsed.v;
+  if (!obj.is_object()) {
+    r.error = "invalid response: expected a JSON object, got "
+              + std::string{json::kind_name(obj.type())};
+    r.retryable = true;
+    return r;
+  }
+  r.model = obj.get_string("model");
+  if (auto e = find_error(obj)) {
+    r.error = "provider error: " + describe_error(*e);
+    r.retryable = retryable_error(*e);
+    return r;
+  }
+  auto choices = obj.find("choices");
+  const json::value* choice = nullptr;
+  if (choices != nullptr && choices->is_array())
+    for (const auto& ch : choices->as_array())
+      if (ch.is_object() && int_member(ch, "index", 0) == 0) {
+        choice = &ch;
+        break;
+      }
+  if (choice == nullptr) {
+    r.error = "invalid response: the body has no choices; body starts: "
+              + error_snippet(body, 200);
+    r.retryable = true;
+    return r;
+  }
+  const json::value* msg = choice->find("message");
+  if (msg == nullptr || !msg->is_object())
+    msg = choice->find("delta");
+  json::value none = json::value::make_object();
+  if (msg == nullptr || !msg->is_object())
+    msg = &none;
+  if (auto c = msg->find("content"))
+    flatten_content(*c, [&](bool reasoning, const std::string& s) {
+      (reasoning ? r.reasoning : r.content) += s;
+    });
+  r.reasoning += plain_reasoning(*msg);
+  if (r.reasoning.empty())
+    if (auto d = msg->find("reasoning_details"))
+      details_text(*d, r.reasoning);
+  if (auto calls = msg->find("tool_calls"); calls && calls->is_array()) {
+    size_t i = 0;
+    for (const auto& tc : calls->as_array()) {
+      if (!tc.is_object())
+        continue;
+      tool_call call;
+      call.id = id_text(tc.find("id"));
+      const json::value* fn = tc.find("function");
+      if (fn == nullptr || !fn->is_object())
+        fn = &tc;
+      call.name = fn->get_string("name");
+      if (auto a = fn->find("arguments"); a && a->is_string())
+        call.arguments = a->as_string();
+      else if (a != nullptr && !a->is_null())
+        call.arguments = a->dump();
+      if (call.arguments.empty())
+        call.arguments = "{}";
+      if (call.id.empty())
+        call.id = make_tool_call_id(call.name, call.arguments, i);
+      r.tool_calls.push_back(std::move(call));
+      ++i;
+    }
+  }
+  r.finish_reason = finish_text(choice->find("finish_reason"));
+  if (r.finish_reason.empty())
+    r.finish_reason = "stop";
+  auto refusal = msg->get_string("refusal");
+  if (!refusal.empty() && r.content.empty() && r.tool_calls.empty()) {
+    r.content = refusal;
+    r.finish_reason = "content_filter";
+  }
+  if (auto u = obj.find("usage"); u && u->is_object()) {
+    r.usage = read_usage(*u);
+  } else if (auto xg = obj.find("x_groq"); xg && xg->is_object()) {
+    if (auto xu = xg->find("usage"); xu && xu->is_object())
+      r.usage = read_usage(*xu);
+  }
+  return r;
+}
+
+// -- streaming ---------------------------------------------------------------
+
+stream_accumulator::stream_accumulator(size_t max_event_bytes)
+  : parser_(max_event_bytes) {
+  // nop
+}
+
+void stream_accumulator::feed(std::string_view bytes) {
+  if (finished_)
+    return;
+  parser_.feed(bytes, pending_);
+  for (const auto& ev : pending_)
+    add(ev);
+  pending_.clear();
+  if (parser_.failed())
+    set_error("malformed event stream: " + parser_.error(), false);
+}
+
+void stream_accumulator::add(const sse_event& ev) {
+  if (finished_ || fatal_)
+    return;
+  auto data = trim(ev.data);
+  if (data == "[DONE]") {
+    done_ = true;
+    return;
+  }
+  if (data.empty())
+    return; // keep-alive "data:" without payload
+  auto parsed = json::parse(data);
+  if (!parsed) {
+    set_error("malformed JSON in stream chunk " + std::to_string(chunks_ + 1)
+                + " (" + parsed.error + "): " + error_snippet(data, 120),
+              true);
+    fatal_ = true;
+    return;
+  }
+  if (!parsed.v->is_object()) {
+    set_error("stream chunk " + std::to_string(chunks_ + 1)
+                + " is not a JSON object: " + error_snippet(data, 120),
+              true);
+    fatal_ = true;
+    return;
+  }
+  add_chunk(*parsed.v, ev.event);
+}
+
+void stream_accumulator::add_chunk(const json::value& chunk,
+                                   const std::string& event) {
+  ++chunks_;
+  auto err = find_error(chunk);
+  if (err != nullptr || event == "error") {
+    const auto& e = err != nullptr ? *err : chunk;
+    set_error("stream error: " + describe_error(e), retryable_error(e));
+  }
+  if (auto m = chunk.find("model"); m && m->is_string()
+                                    && !m->as_string().empty())
+    model_ = m->as_string();
+  if (auto u = chunk.find("usage"); u && u->is_object()) {
+    usage_ = read_usage(*u);
+    have_usage_ = true;
+  } else if (auto xg = chunk.find("x_groq"); xg && xg->is_object()) {
+    if (auto xu = xg->find("usage"); xu && xu->is_object()) {
+      usage_ = read_usage(*xu);
+      have_usage_ = true;
+    }
+  }
+  auto choices = chunk.find("choices");
+  if (choices == nullptr || !choices->is_array())
+    return;
+  for (const auto& ch : choices->as_array()) {
+    if (!ch.is_object() || int_member(ch, "index", 0) != 0)
+      continue;
+    const json::value* delta = ch.find("delta");
+    if (delta == nullptr || delta->is_null())
+      delta = ch.find("message"); // servers that send whole messages
+    if (delta != nullptr && delta->is_object())
+      add_delta(*delta);
+    auto fr = finish_text(ch.find("finish_reason"));
+    if (!fr.empty())
+      finish_reason_ = std::move(fr);
+  }
+}
+
+void stream_accumulator::add_delta(const json::value& delta) {
+  if (auto c = delta.find("content"))
+    flatten_content(*c, [&](bool reasoning, const std::string& s) {
+      if (reasoning)
+        append_reasoning(s);
+      else
+        append_text(s);
+    });
+  auto plain = plain_reasoning(delta);
+  if (!plain.empty())
+    append_reasoning(plain);
+  if (auto d = delta.find("reasoning_details")) {
+    std::string text;
+    details_text(*d, text);
+    if (!text.empty()) {
+      details_reasoning_ += text;
+      // Fallback only: reasoning_details duplicates `reasoning` when both
+      // are sent, so the callback sees it only while no plain field has.
+      if (reasoning_.empty() && on_reasoning_)
+        on_reasoning_(text);
+    }
+  }
+  if (auto calls = delta.find("tool_calls"); calls && calls->is_array())
+    for (const auto& tc : calls->as_array())
+      add_tool_call(tc);
+  // Legacy single function_call deltas.
+  if (auto fc = delta.find("function_call"); fc && fc->is_object()) {
+    json::value tc = json::value::make_object();
+    tc["index"] = 0;
+    tc["function"] = *fc;
+    add_tool_call(tc);
+  }
+}
+
+void stream_accumulator::add_tool_call(const json::value& tc) {
+  if (!tc.is_object())
+    return;
+  auto index = int_member(tc, "index", 0);
+  auto id = id_text(tc.find("id"));
+  size_t pos = slots_.size();
+  for (auto& [idx, p] : open_slot_)
+    if (idx == index) {
+      pos = p;
+      break;
+    }
+  bool fresh = pos == slots_.size();
+  if (!fresh && !id.empty() && !slots_[pos].id.empty()
+      && slots_[pos].id != id) {
+    fresh = true; // a server that reuses one index for every call
+    pos = slots_.size();
+  }
+  if (fresh) {
+    slot s;
+    s.index = index;
+    slots_.push_back(std::move(s));
+    auto it = std::find_if(open_slot_.begin(), open_slot_.end(),
+                           [&](auto& x) { return x.first == index; });
+    if (it != open_slot_.end())
+      it->second = pos;
+    else
+      open_slot_.emplace_back(index, pos);
+  }
+  auto& s = slots_[pos];
+  if (!id.empty())
+    s.id = std::move(id);
+  const json::value* fn = tc.find("function");
+  if (fn == nullptr || !fn->is_object())
+    return;
+  auto name = fn->get_string("name");
+  if (!name.empty())
+    s.name = std::move(name);
+  if (auto a = fn->find("arguments"); a && a->is_string())
+    s.arguments += a->as_string();
+  else if (a != nullptr && !a->is_null())
+    s.arguments += a->dump();
+}
+
+void stream_accumulator::append_text(std::string_view s) {
+  if (s.empty())
+    return;
+  content_.append(s.data(), s.size());
+  if (slots_.empty() && on_text_)
+    on_text_(s);
+}
+
+void stream_accumulator::append_reasoning(std::string_view s) {
+  if (s.empty())
+    return;
+  reasoning_.append(s.data(), s.size());
+  if (on_reasoning_)
+    on_reasoning_(s);
+}
+
+void stream_accumulator::set_error(std::string msg, bool retryable) {
+  if (!error_.empty())
+    return; // the first error explains the failure
+  error_ = std::move(msg);
+  retryable_ = retryable;
+}
+
+chat_response stream_accumulator::finish(int http_status) {
+  if (!finished_) {
+    parser_.finish(pending_);
+    for (const auto& ev : pending_)
+      add(ev);
+    pending_.clear();
+    if (parser_.failed())
+      set_error("malformed event stream: " + parser_.error(), false);
+    finished_ = true;
+  }
+  chat_response r;
+  r.http_status = http_status;
+  r.model = model_;
+  r.usage = usage_;
+  r.content = content_;
+  r.reasoning = reasoning_.empty() ? details_reasoning_ : reasoning_;
+  // Tool calls in index order (stable: calls sharing an index keep their
+  // arrival order).
+  std::vector<const slot*> order;
+  for (const auto& s : slots_)
+    order.push_back(&s);
+  std::stable_sort(order.begin(), order.end(),
+                   [](auto* x, auto* y) { return x->index < y->index; });
+  bool truncated = false;
+  for (size_t i = 0; i < order.size(); ++i) {
+    tool_call call;
+    call.name = order[i]->name;
+    call.arguments = order[i]->arguments.empty() ? std::string{"{}"}
+                                                 : order[i]->arguments;
+    if (!valid_json(call.arguments))
+      truncated = true;
+    call.id = order[i]->id.empty()
+                ? make_tool_call_id(call.name, call.arguments, i)
+                : order[i]->id;
+    r.tool_calls.push_back(std::move(call));
+  }
+  r.finish_reason = finish_reason_;
+  if (!success_status(http_status) && error_.empty())
+    set_error("HTTP " + std::to_string(http_status)
+                + ": the provider answered with an event stream",
+              retryable_status(http_status));
+  if (!error_.empty()) {
+    r.error = error_;
+    r.retryable = retryable_;
+    return r;
+  }
+  if (finish_reason_.empty() && r.content.empty() && r.reasoning.empty()
+      && r.tool_calls.empty()) {
+    r.error = chunks_ == 0
+                ? "empty stream: the provider sent no chunks"
+                : "empty stream: the provider sent no content, tool calls "
+                  "or finish reason";
+    r.retryable = true;
+    return r;
+  }
+  if (truncated && finish_reason_.empty()) {
+    // The connection dropped inside a tool call: answer without the calls
+    // and with `length`, so the loop asks for smaller calls.
+    r.tool_calls.clear();
+    r.finish_reason = "length";
+    return r;
+  }
+  if (finish_reason_.empty() && !done_) {
+    r.error = "stream ended without a finish reason or [DONE] after "
+              + std::to_string(chunks_)
+              + " chunks (connection dropped?)";
+    r.retryable = true;
+    return r;
+  }
+  if (truncated)
+    r.finish_reason = "length";
+  return r;
+}
+
+} // namespace mibyan::openai
