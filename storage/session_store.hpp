@@ -1,0 +1,226 @@
+// File: storage/session_store.hpp
+//
+// The durable store of sessions and their messages, with full-text search,
+// in one LMDB environment (`$MIBYAN_HOME/sessions/` in production).
+//
+// Layout (named databases):
+//   meta             name -> value ("schema_version" decimal text,
+//                    "next_message_id" be64)
+//   sessions         session id -> session_info as JSON
+//   sessions_by_time be64(started_at_ms) session id -> ""
+//   children         parent id \0 child id -> ""
+//   msgs             session id \0 be64(message id) -> stored_message
+//   msg_by_id        be64(message id) -> session id
+//   msg_keys         session id \0 idempotency key -> be64(message id)
+//   fts_terms/fts_df the full-text index (storage/fts_index.hpp)
+//
+// Every mutation is one write transaction committed before the function
+// returns (fsync'd; MDB_NOSYNC is never used): an appended message, the
+// session's counters and the message's index postings become durable
+// together or not at all.
+//
+// Thread safety: all functions may be called from any thread. Writes are
+// serialised by LMDB (production has a single writer actor in front);
+// reads run concurrently with them on snapshots. No transaction outlives a
+// call. Nothing throws; errors come back as values whose message names the
+// operation and the cause.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "messages/chat.hpp"
+#include "storage/fts_index.hpp"
+#include "storage/lmdb_env.hpp"
+#include "storage/session_record.hpp"
+#include "storage/store_result.hpp"
+
+namespace mibyan {
+
+struct session_store_options {
+  /// Directory of the LMDB environment (created 0700); production uses
+  /// `session_store::default_dir(home)`.
+  std::string dir;
+  /// Open read-only: no writes, no schema migration.
+  bool read_only = false;
+  /// Initial map size (sparse); grows automatically when full.
+  uint64_t map_size = uint64_t{8} << 30;
+  /// Largest accepted message (content, reasoning and tool calls together).
+  size_t max_message_bytes = size_t{16} << 20;
+  /// Clock in milliseconds since the epoch (tests inject a fixed one).
+  std::function<int64_t()> now_ms;
+  /// Called once per migration step (from, to) while opening read-write,
+  /// inside the transaction that performs the step.
+  std::function<void(int from, int to)> on_migrate;
+};
+
+/// What creating a session needs. Empty `id` generates one.
+struct new_session {
+  std::string id;
+  std::string source = "cli";
+  std::string model;
+  std::string provider;
+  std::string cwd;
+  std::string title;
+  std::string parent_session_id;
+  /// 0 = now.
+  int64_t started_at_ms = 0;
+};
+
+/// One message to append. A non-empty `key` makes the append idempotent
+/// within the session; keys starting with '_' mark synthetic scaffolding
+/// and are never persisted.
+struct pending_append {
+  std::string session_id;
+  chat_message message;
+  std::string key;
+};
+
+struct append_outcome {
+  /// The message id (the existing one for a duplicate; 0 when skipped).
+  uint64_t id = 0;
+  /// The key was already persisted; nothing was written.
+  bool duplicate = false;
+  /// The key starts with '_': nothing was written.
+  bool skipped = false;
+};
+
+struct search_request {
+  /// Words (AND), "quoted phrases"; see storage/fts_query.hpp.
+  std::string query;
+  /// Accepted roles (system, user, assistant, tool); empty = all.
+  std::vector<std::string> roles;
+  /// Only messages of this session ("" = all sessions).
+  std::string session_id;
+  /// 1..1000.
+  size_t limit = 20;
+  size_t offset = 0;
+};
+
+struct search_hit {
+  uint64_t message_id = 0;
+  std::string session_id;
+  std::string role;
+  double score = 0;
+  std::string snippet;
+};
+
+struct search_results {
+  std::vector<search_hit> hits;
+  /// All matches before limit/offset.
+  size_t total = 0;
+};
+
+class session_store {
+public:
+  /// The schema this build writes. Version 1: the layout above.
+  static constexpr int schema_version_current = 1;
+  /// Longest accepted session id, title, idempotency key (bytes).
+  static constexpr size_t max_id_bytes = 128;
+  static constexpr size_t max_title_bytes = 1024;
+  static constexpr size_t max_key_bytes = 256;
+
+  /// Returns `home + "/sessions"`.
+  static std::string default_dir(const std::string& home);
+
+  /// Opens the store, creating it unless read-only, and migrates an older
+  /// schema (read-write only). Errors: see lmdb_env::open; a schema newer
+  /// than this build; read-only open of a missing store.
+  static store_result<std::unique_ptr<session_store>>
+  open(session_store_options opts);
+
+  // -- sessions ---------------------------------------------------------------
+
+  /// Creates a session. Errors: id malformed or taken, parent missing,
+  /// fields not UTF-8 or too long.
+  store_result<session_info> create_session(const new_session& s);
+
+  /// Errors: unknown id.
+  store_result<session_info> get_session(const std::string& id) const;
+
+  /// Sessions, newest (started_at) first.
+  store_result<std::vector<session_info>> list_sessions(size_t limit,
+                                                        size_t offset) const;
+
+  store_status set_title(const std::string& id, const std::string& title);
+
+  /// Ends the session (ended_at = `ended_at_ms`, 0 = now). Ending an ended
+  /// session keeps the first end and succeeds.
+  store_status end_session(const std::string& id, const std::string& reason,
+                           int64_t ended_at_ms = 0);
+
+  /// Adds token counts and `api_calls` model calls to the counters.
+  store_status add_usage(const std::string& id, const token_usage& usage,
+                         int64_t api_calls = 1);
+
+  /// Deletes the session, its messages, keys and index postings in one
+  /// transaction. Children keep their parent_session_id.
+  store_status delete_session(const std::string& id);
+
+  // -- messages ---------------------------------------------------------------
+
+  /// Appends one message in one committed transaction, updating the
+  /// session counters (message_count, tool_call_count) and the full-text
+  /// index. Errors: unknown session, role not system/user/assistant/tool,
+  /// a tool message without tool_call_id, a tool call without id or name,
+  /// text that is not UTF-8, a message over max_message_bytes.
+  store_result<append_outcome> append_message(const std::string& session_id,
+                                              const chat_message& m,
+                                              const std::string& key = {});
+
+  /// Appends several messages (any sessions) in ONE transaction: all or
+  /// nothing. Outcomes are in input order.
+  store_result<std::vector<append_outcome>>
+  append_batch(const std::vector<pending_append>& batch);
+
+  /// The session's messages in order. Errors: unknown session.
+  store_result<std::vector<stored_message>>
+  load_messages(const std::string& session_id) const;
+
+  // -- search -----------------------------------------------------------------
+
+  /// Ranked full-text search (BM25). Errors: a query without words, an
+  /// unknown role or session, limit outside 1..1000.
+  store_result<search_results> search(const search_request& req) const;
+
+  // -- maintenance ------------------------------------------------------------
+
+  /// Checks that counters match messages, every index posting references
+  /// an existing message, frequencies and statistics add up, and (with
+  /// `deep`) that every message's words are indexed. Returns the problems
+  /// found (at most 20 listed) as an error.
+  store_status verify(bool deep = false) const;
+
+  /// The schema version found on disk (after migration when read-write).
+  int schema_version() const { return schema_version_; }
+  /// Total messages stored.
+  store_result<uint64_t> message_count() const;
+  /// Bytes the data file occupies on disk.
+  uint64_t disk_bytes() const { return env_->disk_bytes(); }
+  lmdb_env& env() { return *env_; }
+
+private:
+  session_store() = default;
+  store_status migrate();
+  int64_t now() const;
+  store_status update_session(const std::string& id, const char* what,
+                              const std::function<std::string(session_info&)>&
+                                fn);
+
+  session_store_options opts_;
+  std::unique_ptr<lmdb_env> env_;
+  fts_index fts_;
+  int schema_version_ = 0;
+  MDB_dbi meta_ = 0;
+  MDB_dbi sessions_ = 0;
+  MDB_dbi by_time_ = 0;
+  MDB_dbi children_ = 0;
+  MDB_dbi msgs_ = 0;
+  MDB_dbi msg_by_id_ = 0;
+  MDB_dbi msg_keys_ = 0;
+};
+
+} // namespace mibyan
