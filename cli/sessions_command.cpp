@@ -1,0 +1,259 @@
+// `mibyan sessions list | show ID | search QUERY | delete ID [--json]`:
+// reads (and, for delete, writes) the session store directly. LMDB allows
+// several processes; this one holds no transaction longer than one call.
+#include "cli/commands.hpp"
+
+#include <ctime>
+#include <iostream>
+
+#include "config/options.hpp"
+#include "runtime/json.hpp"
+#include "storage/session_store.hpp"
+
+namespace mibyan::cli {
+
+namespace {
+
+void usage() {
+  std::cerr << "usage: mibyan sessions list [--limit N] [--json]\n"
+               "       mibyan sessions show ID [--json]\n"
+               "       mibyan sessions search QUERY [--role R] [--session ID]"
+               " [--limit N] [--json]\n"
+               "       mibyan sessions delete ID\n";
+}
+
+std::string format_time(int64_t ms) {
+  if (ms <= 0)
+    return "-";
+  std::time_t secs = static_cast<std::time_t>(ms / 1000);
+  std::tm tm{};
+  ::localtime_r(&secs, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%d %H:%M", &tm);
+  return buf;
+}
+
+json::value session_json(const session_info& s) {
+  json::value v;
+  v["id"] = s.id;
+  v["title"] = s.title;
+  v["source"] = s.source;
+  v["model"] = s.model;
+  v["provider"] = s.provider;
+  v["cwd"] = s.cwd;
+  v["parent_session_id"] = s.parent_session_id;
+  v["started_at_ms"] = s.started_at_ms;
+  v["ended_at_ms"] = s.ended_at_ms;
+  v["end_reason"] = s.end_reason;
+  v["message_count"] = s.message_count;
+  v["tool_call_count"] = s.tool_call_count;
+  v["api_call_count"] = s.api_call_count;
+  json::value t;
+  t["input"] = s.tokens.input_tokens;
+  t["output"] = s.tokens.output_tokens;
+  t["cache_read"] = s.tokens.cache_read_tokens;
+  t["cache_write"] = s.tokens.cache_write_tokens;
+  t["reasoning"] = s.tokens.reasoning_tokens;
+  v["tokens"] = std::move(t);
+  return v;
+}
+
+json::value message_json(const stored_message& m) {
+  json::value v;
+  v["id"] = static_cast<int64_t>(m.id);
+  v["role"] = m.message.role;
+  v["content"] = m.message.content;
+  if (!m.message.tool_calls.empty()) {
+    auto calls = json::parse(tool_calls_to_json(m.message.tool_calls));
+    v["tool_calls"] = calls ? std::move(*calls.v) : json::value{};
+  }
+  if (!m.message.tool_call_id.empty())
+    v["tool_call_id"] = m.message.tool_call_id;
+  if (!m.message.tool_name.empty())
+    v["tool_name"] = m.message.tool_name;
+  if (!m.message.reasoning.empty())
+    v["reasoning"] = m.message.reasoning;
+  if (!m.message.finish_reason.empty())
+    v["finish_reason"] = m.message.finish_reason;
+  v["timestamp_ms"] = m.message.timestamp_ms;
+  return v;
+}
+
+std::string one_line(std::string s, size_t max) {
+  for (auto& c : s)
+    if (c == '\n' || c == '\r' || c == '\t')
+      c = ' ';
+  if (s.size() > max)
+    s = s.substr(0, max) + "...";
+  return s;
+}
+
+} // namespace
+
+int sessions_command(const std::vector<std::string>& args,
+                     const global_flags& flags) {
+  bool as_json = false;
+  size_t limit = 20;
+  std::string role, session_filter;
+  std::vector<std::string> pos;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const auto& a = args[i];
+    if (a == "--json") {
+      as_json = true;
+    } else if ((a == "--limit" || a == "--role" || a == "--session")
+               && i + 1 < args.size()) {
+      const auto& v = args[++i];
+      if (a == "--limit") {
+        char* end = nullptr;
+        auto n = std::strtoul(v.c_str(), &end, 10);
+        if (v.empty() || *end != '\0' || n == 0 || n > 100000) {
+          std::cerr << "mibyan sessions: --limit takes a number from 1 to "
+                       "100000\n";
+          return 2;
+        }
+        limit = n;
+      } else {
+        (a == "--role" ? role : session_filter) = v;
+      }
+    } else if (a.rfind("--", 0) == 0) {
+      std::cerr << "mibyan sessions: unknown option " << a << "\n";
+      usage();
+      return 2;
+    } else {
+      pos.push_back(a);
+    }
+  }
+  if (pos.empty()) {
+    usage();
+    return 2;
+  }
+  const auto& verb = pos[0];
+  bool needs_arg = verb == "show" || verb == "search" || verb == "delete";
+  if ((verb != "list" && !needs_arg) || (needs_arg && pos.size() != 2)
+      || (verb == "list" && pos.size() != 1)) {
+    usage();
+    return 2;
+  }
+  options opts;
+  if (!load_config_or_report(flags, opts))
+    return 2;
+  session_store_options so;
+  so.dir = session_store::default_dir(opts.home);
+  so.read_only = verb != "delete";
+  auto opened = session_store::open(so);
+  if (!opened) {
+    if (so.read_only && verb == "list") {
+      // No store yet: nothing has been recorded.
+      std::cout << (as_json ? "[]\n" : "no sessions yet\n");
+      return 0;
+    }
+    if (so.read_only) {
+      std::cerr << "mibyan sessions: no sessions recorded yet (" << so.dir
+                << ")\n";
+      return 1;
+    }
+    std::cerr << "mibyan sessions: " << opened.error << "\n";
+    return 1;
+  }
+  auto& store = **opened;
+  if (verb == "list") {
+    auto list = store.list_sessions(limit, 0);
+    if (!list) {
+      std::cerr << "mibyan sessions: " << list.error << "\n";
+      return 1;
+    }
+    if (as_json) {
+      json::value out = json::value::make_array();
+      for (auto& s : *list)
+        out.push_back(session_json(s));
+      std::cout << out.pretty() << "\n";
+    } else if (list->empty()) {
+      std::cout << "no sessions yet\n";
+    } else {
+      for (auto& s : *list)
+        std::cout << s.id << "  " << format_time(s.started_at_ms) << "  "
+                  << s.message_count << " msgs  "
+                  << one_line(s.title.empty() ? s.model : s.title, 60)
+                  << "\n";
+    }
+    return 0;
+  }
+  const auto& arg = pos[1];
+  if (verb == "show") {
+    auto info = store.get_session(arg);
+    if (!info) {
+      std::cerr << "mibyan sessions: " << info.error << "\n";
+      return 1;
+    }
+    auto msgs = store.load_messages(arg);
+    if (!msgs) {
+      std::cerr << "mibyan sessions: " << msgs.error << "\n";
+      return 1;
+    }
+    if (as_json) {
+      auto out = session_json(*info);
+      json::value list = json::value::make_array();
+      for (auto& m : *msgs)
+        list.push_back(message_json(m));
+      out["messages"] = std::move(list);
+      std::cout << out.pretty() << "\n";
+      return 0;
+    }
+    std::cout << "session " << info->id << " (" << info->message_count
+              << " messages, model " << info->model << ")\n";
+    for (auto& m : *msgs) {
+      std::cout << "[" << m.message.role;
+      if (!m.message.tool_name.empty())
+        std::cout << " " << m.message.tool_name;
+      std::cout << "] " << m.message.content << "\n";
+      for (auto& c : m.message.tool_calls)
+        std::cout << "  -> " << c.name << " " << one_line(c.arguments, 200)
+                  << "\n";
+    }
+    return 0;
+  }
+  if (verb == "search") {
+    search_request req;
+    req.query = arg;
+    req.limit = limit;
+    req.session_id = session_filter;
+    if (!role.empty())
+      req.roles.push_back(role);
+    auto found = store.search(req);
+    if (!found) {
+      std::cerr << "mibyan sessions: " << found.error << "\n";
+      return 1;
+    }
+    if (as_json) {
+      json::value out;
+      out["total"] = static_cast<int64_t>(found->total);
+      json::value hits = json::value::make_array();
+      for (auto& h : found->hits) {
+        json::value v;
+        v["message_id"] = static_cast<int64_t>(h.message_id);
+        v["session_id"] = h.session_id;
+        v["role"] = h.role;
+        v["score"] = h.score;
+        v["snippet"] = h.snippet;
+        hits.push_back(std::move(v));
+      }
+      out["hits"] = std::move(hits);
+      std::cout << out.pretty() << "\n";
+    } else {
+      std::cout << found->total << " matches\n";
+      for (auto& h : found->hits)
+        std::cout << h.session_id << " #" << h.message_id << " [" << h.role
+                  << "] " << one_line(h.snippet, 160) << "\n";
+    }
+    return 0;
+  }
+  // delete
+  if (auto st = store.delete_session(arg); !st) {
+    std::cerr << "mibyan sessions: " << st.error << "\n";
+    return 1;
+  }
+  std::cout << "deleted session " << arg << "\n";
+  return 0;
+}
+
+} // namespace mibyan::cli
