@@ -200,6 +200,9 @@ kernel_process spawn_kernel(const kernel_spawn_options& opts,
   eo.stub_path = stub_path;
   eo.watchdog_fd = child_watchdog_fd;
   eo.rpc_timeout = opts.rpc_timeout;
+  // The host's time zone, so scripts see the same local time as the user.
+  if (const char* tz = std::getenv("TZ"); tz != nullptr && *tz != '\0')
+    eo.timezone = tz;
   auto env = build_kernel_env(opts.inherited_env, eo);
   k.dropped_env = env.dropped;
 

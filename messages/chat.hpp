@@ -87,13 +87,18 @@ struct chat_response {
   int32_t http_status = 0;
   /// Whether retrying the same request may succeed (429, 5xx, transport).
   bool retryable = false;
+  /// The provider connection that produced this response ("openai",
+  /// "anthropic", ...; "" when not set by a provider actor).
+  std::string provider;
+  /// HTTP attempts the provider actor made for this call (all providers).
+  int32_t attempts = 0;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, chat_response& x) {
   return f(caf::meta::type_name("mibyan::chat_response"), x.content,
            x.reasoning, x.tool_calls, x.finish_reason, x.usage, x.model,
-           x.error, x.http_status, x.retryable);
+           x.error, x.http_status, x.retryable, x.provider, x.attempts);
 }
 
 } // namespace mibyan

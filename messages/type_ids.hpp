@@ -14,9 +14,11 @@
 #include "caf/type_id.hpp"
 
 #include "messages/chat.hpp"
+#include "messages/chat_request.hpp"
 #include "messages/error_code.hpp"
 #include "messages/exec_cell.hpp"
 #include "messages/interrupt_request.hpp"
+#include "messages/session_events.hpp"
 #include "messages/tool_request.hpp"
 #include "messages/tool_response.hpp"
 
@@ -34,6 +36,10 @@ CAF_BEGIN_TYPE_ID_BLOCK(mibyan, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(mibyan, (mibyan::chat_response))
   CAF_ADD_TYPE_ID(mibyan, (std::vector<mibyan::chat_message>))
 
+  CAF_ADD_TYPE_ID(mibyan, (mibyan::session_meta))
+  CAF_ADD_TYPE_ID(mibyan, (mibyan::message_append))
+  CAF_ADD_TYPE_ID(mibyan, (mibyan::usage_update))
+
   // Verbs. In CAF 0.17 atoms are atom_value constants (at most 10 chars)
   // and need no registration.
   CAF_ADD_ATOM(mibyan, mibyan, invoke_atom, "invoke")
@@ -47,4 +53,17 @@ CAF_BEGIN_TYPE_ID_BLOCK(mibyan, caf::first_custom_type_id)
   CAF_ADD_ATOM(mibyan, mibyan, dispose_atom, "dispose")
   CAF_ADD_ATOM(mibyan, mibyan, stats_atom, "stats")
   CAF_ADD_ATOM(mibyan, mibyan, refill_atom, "refill")
+  CAF_ADD_ATOM(mibyan, mibyan, create_atom, "create")
+  CAF_ADD_ATOM(mibyan, mibyan, append_atom, "append")
+  CAF_ADD_ATOM(mibyan, mibyan, usage_atom, "usage")
+  CAF_ADD_ATOM(mibyan, mibyan, end_atom, "end")
+  CAF_ADD_TYPE_ID(mibyan, (mibyan::chat_request))
+  CAF_ADD_ATOM(mibyan, mibyan, complete_atom, "complete")
+  CAF_ADD_ATOM(mibyan, mibyan, cancel_atom, "cancel")
+  CAF_ADD_ATOM(mibyan, mibyan, delta_atom, "delta")
+  CAF_ADD_ATOM(mibyan, mibyan, http_head_atom, "http_head")
+  CAF_ADD_ATOM(mibyan, mibyan, http_data_atom, "http_data")
+  CAF_ADD_ATOM(mibyan, mibyan, http_done_atom, "http_done")
+  CAF_ADD_ATOM(mibyan, mibyan, retry_atom, "retry")
+  CAF_ADD_ATOM(mibyan, mibyan, stale_atom, "stale")
 CAF_END_TYPE_ID_BLOCK(mibyan)

@@ -30,6 +30,11 @@ void round_trip(caf::actor_system& sys, std::vector<std::string>& failures) {
   caf::message copy;
   caf::binary_deserializer source{sys, buf};
   if (auto err = copy.load(source)) {
+    // Actor handles can only be read back inside a network connection
+    // (CAF needs the connection's proxy registry); that the type was
+    // written is what proves its registration.
+    if (err == caf::sec::no_proxy_registry)
+      return;
     failures.push_back(std::string{name} + ": cannot deserialize: "
                        + sys.render(err));
     return;

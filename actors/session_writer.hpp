@@ -1,0 +1,42 @@
+// File: actors/session_writer.hpp
+//
+// The single writer of the session store. Every mutation is one committed
+// LMDB write transaction, done in arrival order, so a transcript's order is
+// deterministic and a crash loses at most the write in flight. Runs
+// detached (its own thread): LMDB commits wait for fsync. Readers do not
+// go through this actor; they use the store's read functions directly
+// (read transactions from any thread).
+//
+// Protocol:
+//   (create_atom, session_meta) -> std::string            the session id
+//   (append_atom, message_append) -> uint64_t             the message id
+//   (usage_atom, usage_update) -> bool
+//   (end_atom, std::string session_id, std::string reason) -> bool
+// Failures come back as caf::error (ec::storage_failure, ec::not_found,
+// ec::invalid_request) with the store's message; the store is unchanged.
+#pragma once
+
+#include <memory>
+
+#include "caf/fwd.hpp"
+#include "caf/replies_to.hpp"
+#include "caf/typed_actor.hpp"
+
+#include "messages/type_ids.hpp"
+
+namespace mibyan {
+
+class session_store;
+
+using session_writer_actor = caf::typed_actor<
+  caf::replies_to<create_atom, session_meta>::with<std::string>,
+  caf::replies_to<append_atom, message_append>::with<uint64_t>,
+  caf::replies_to<usage_atom, usage_update>::with<bool>,
+  caf::replies_to<end_atom, std::string, std::string>::with<bool>>;
+
+/// Spawns the writer over `store` (shared with readers; must stay open for
+/// the writer's life).
+session_writer_actor spawn_session_writer(caf::actor_system& sys,
+                                          std::shared_ptr<session_store> store);
+
+} // namespace mibyan
