@@ -161,9 +161,24 @@ const std::vector<field>& fields() {
                              &model_options::default_model));
     t.push_back(string_field("model", "base_url", &o::model,
                              &model_options::base_url));
+    t.push_back(string_field("model", "fallback_provider", &o::model,
+                             &model_options::fallback_provider));
+    t.push_back(string_field("model", "fallback_model", &o::model,
+                             &model_options::fallback_model));
+    t.push_back(string_field("model", "fallback_base_url", &o::model,
+                             &model_options::fallback_base_url));
     // agent
     t.push_back(int_field("agent", "max_turns", &o::agent,
                           &agent_options::max_turns, 1));
+    t.push_back(int_field("agent", "api_max_retries", &o::agent,
+                          &agent_options::api_max_retries, 1));
+    // provider
+    t.push_back(int_field("provider", "request_timeout", &o::provider,
+                          &provider_options::request_timeout, 1));
+    t.push_back(int_field("provider", "stream_idle_timeout", &o::provider,
+                          &provider_options::stream_idle_timeout, 1));
+    t.push_back(int_field("provider", "connect_timeout", &o::provider,
+                          &provider_options::connect_timeout, 1));
     // terminal
     t.push_back(int_field("terminal", "timeout", &o::terminal,
                           &terminal_options::timeout, 1));

@@ -22,12 +22,31 @@ struct model_options {
   std::string default_model;  // YAML key: model.default
   /// Base URL override (required for `custom`).
   std::string base_url;
+  /// Provider tried when the main one fails after its retries (or with an
+  /// auth / not-found error). Empty: no fallback.
+  std::string fallback_provider;
+  /// Model for the fallback provider ("" = the request's model).
+  std::string fallback_model;
+  /// Base URL of the fallback provider ("" = the provider's default).
+  std::string fallback_base_url;
 };
 
 /// Section `agent`: the turn loop.
 struct agent_options {
   /// Maximum model calls per user turn before a summary is forced.
   int64_t max_turns = 90;
+  /// Attempts per provider call, the first included (1 = no retry).
+  int64_t api_max_retries = 3;
+};
+
+/// Section `provider`: HTTP behaviour of provider connections.
+struct provider_options {
+  /// Seconds one provider request may take in total (streams included).
+  int64_t request_timeout = 1800;
+  /// Seconds a stream may stay silent before it is aborted and retried.
+  int64_t stream_idle_timeout = 180;
+  /// Seconds allowed for DNS, TCP and TLS setup.
+  int64_t connect_timeout = 30;
 };
 
 /// Section `terminal`: the `terminal` tool and child environments.
@@ -135,6 +154,7 @@ struct logging_options {
 struct options {
   model_options model;
   agent_options agent;
+  provider_options provider;
   terminal_options terminal;
   tool_output_options tool_output;
   web_options web;

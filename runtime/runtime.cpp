@@ -10,6 +10,7 @@
 #include "actors/kernel_registry.hpp"
 #include "actors/tool_dispatcher.hpp"
 #include "kernels/kernel_process.hpp"
+#include "runtime/http_client.hpp"
 #include "runtime/log.hpp"
 #include "kernels/stub_generator.hpp"
 #include "tools/execute_code.hpp"
@@ -105,6 +106,8 @@ runtime::create(options opts, std::string* error,
   svc->pool = std::make_unique<blocking_pool>(
     static_cast<size_t>(std::max<int64_t>(1, opts.runtime.blocking_threads)));
   svc->cfg = std::move(opts);
+  if (!svc->http)
+    svc->http = std::make_shared<http_client>();
   register_core_tools(svc->tools);
   for (auto& t : extra_tools)
     svc->tools.add(std::move(t));

@@ -29,7 +29,9 @@ Built-in routes (GET unless stated):
 
 Control routes:
   /__requests           JSON list of the requests received so far (method,
-                        path, headers, body), control routes excluded
+                        path, headers, body), control routes excluded;
+                        a streamed response the client closed early gets
+                        "aborted": true
   /__reset              clears the request log and the scripts
   /__script             POST {"path", "status", "headers", "body" (or
                         "body_b64" for bytes),
@@ -138,7 +140,10 @@ class Handler(BaseHTTPRequestHandler):
                 if pause_s > 0:
                     time.sleep(pause_s)
         except (BrokenPipeError, ConnectionResetError):
-            pass
+            entry = getattr(self, "log_entry", None)
+            if entry is not None:
+                with State.lock:
+                    entry["aborted"] = True
 
     def read_body(self):
         n = int(self.headers.get("Content-Length") or 0)
@@ -167,14 +172,16 @@ class Handler(BaseHTTPRequestHandler):
         path = url.path
         query = urllib.parse.parse_qs(url.query)
         arg = lambda k, d=None: query.get(k, [d])[0]
+        self.log_entry = None
         if not path.startswith("/__"):
+            self.log_entry = {
+                "method": self.command,
+                "path": self.path,
+                "headers": {k: v for k, v in self.headers.items()},
+                "body": body.decode("utf-8", "replace"),
+            }
             with State.lock:
-                State.requests.append({
-                    "method": self.command,
-                    "path": self.path,
-                    "headers": {k: v for k, v in self.headers.items()},
-                    "body": body.decode("utf-8", "replace"),
-                })
+                State.requests.append(self.log_entry)
             with State.lock:
                 queue = State.scripts.get(path)
                 scripted = queue.pop(0) if queue else None
