@@ -14,7 +14,7 @@
                json.loads of the reply and of its result): the floor for
                any Python client;
         stub:  the generated mibyan_tools module at path STUB (its real
-               transport: reader thread, waiter events) against the same
+               transport: leader/follower reads, request ids) against the same
                server, i.e. our client without the C++ broker.
       Prints one JSON line {"plain_us": [...], "stub_us": [...]} (per-call
       microseconds of each repetition).

@@ -97,6 +97,7 @@ AVAILABLE_TOOLS lists the tools this kernel may call.
 
 import json as _json
 import os as _os
+import select as _select
 import shlex as _shlex
 import socket as _socket
 import threading as _threading
@@ -115,6 +116,7 @@ _ENV_TIMEOUT = "MIBYAN_RPC_TIMEOUT"
 _DEFAULT_TIMEOUT = 300.0
 _LOST = ("mibyan_tools: connection lost after '%s' was sent; outcome "
          "unknown \u2014 check the effect before retrying.")
+_lenient = _json.JSONDecoder(strict=False)
 
 
 # -- helpers ----------------------------------------------------------------
@@ -126,7 +128,10 @@ def json_parse(text):
         text = bytes(text).decode("utf-8")
     if text.startswith("\ufeff"):
         text = text[1:]
-    return _json.loads(text, strict=False)
+        if text.startswith("\ufeff"):
+            raise _json.JSONDecodeError("Unexpected UTF-8 BOM (decode using "
+                                        "utf-8-sig)", text, 0)
+    return _lenient.decode(text)
 
 
 def shell_quote(s):
@@ -158,20 +163,41 @@ def __getattr__(name):
 
 
 # -- transport --------------------------------------------------------------
+#
+# No reader thread: a caller waiting for its reply becomes the reader when
+# no one else is (leader/follower). The reader reads reply lines and routes
+# each to the waiter registered under its id until its own reply is in, then
+# wakes one caller still waiting, which takes the role over. A single-
+# threaded script thus sends and reads on its own thread, without hand-offs.
+
+_encoder = _json.JSONEncoder(allow_nan=False)
+_decode_line = _json.JSONDecoder().decode
+_monotonic = _time.monotonic
+_new_lock = _threading.Lock
+_HAVE_POLL = hasattr(_select, "poll")
+_BUF_SIZE = 1 << 16
+_POLL_MAX_MS = 86400000
+_WAIT_MAX = min(86400.0, _threading.TIMEOUT_MAX)
+
 
 class _Waiter(object):
-    __slots__ = ("event", "reply", "lost")
+    """One call in flight. Guarded by its connection's lock: `done` turns
+    true when `reply` holds the reply, or stays None because the call was
+    lost. `wake`, when set, is a held lock the waiting thread blocks on;
+    whoever completes the call or hands it the reader role releases it."""
+    __slots__ = ("reply", "done", "wake")
 
     def __init__(self):
-        self.event = _threading.Event()
         self.reply = None
-        self.lost = False
+        self.done = False
+        self.wake = None
 
 
 class _Connection(object):
     """One Unix-socket connection, owned by one process. Any thread may
-    send; a reader thread routes each reply line to the waiter registered
-    under its id."""
+    send and wait. `lock` guards waiters, dead, reading and all waiter
+    fields; only the thread holding the reader role (reading is true)
+    touches the read buffer, polls, or closes the socket."""
 
     def __init__(self, path):
         sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
@@ -181,66 +207,21 @@ class _Connection(object):
             sock.close()
             raise
         self.sock = sock
+        self.fd = sock.fileno()
         self.pid = _os.getpid()
         self.lock = _threading.Lock()
         self.send_lock = _threading.Lock()
         self.waiters = {}
         self.dead = False
-        reader = _threading.Thread(target=self._read_loop,
-                                   name="mibyan-tools-reader")
-        reader.daemon = True
-        reader.start()
-
-    def _read_loop(self):
-        buf = bytearray()
-        try:
-            while True:
-                chunk = self.sock.recv(1 << 16)
-                if not chunk:
-                    break
-                buf += chunk
-                start = 0
-                while True:
-                    nl = buf.find(b"\n", start)
-                    if nl < 0:
-                        break
-                    self._route(bytes(buf[start:nl]))
-                    start = nl + 1
-                if start:
-                    del buf[:start]
-        except (OSError, ValueError):
-            pass
-        finally:
-            self._fail_all()
-
-    def _route(self, line):
-        try:
-            msg = _json.loads(line.decode("utf-8"))
-        except ValueError:
-            return
-        if not isinstance(msg, dict):
-            return
-        rid = msg.get("id")
-        if not isinstance(rid, str):
-            return
-        with self.lock:
-            waiter = self.waiters.pop(rid, None)
-        if waiter is not None:
-            waiter.reply = msg
-            waiter.event.set()
-
-    def _fail_all(self):
-        with self.lock:
-            self.dead = True
-            waiters = list(self.waiters.values())
-            self.waiters.clear()
-        for waiter in waiters:
-            waiter.lost = True
-            waiter.event.set()
-        try:
-            self.sock.close()
-        except OSError:
-            pass
+        self.reading = False
+        self.buf = bytearray(_BUF_SIZE)
+        self.view = memoryview(self.buf)
+        self.start = 0
+        self.end = 0
+        self.poller = None
+        if _HAVE_POLL:
+            self.poller = _select.poll()
+            self.poller.register(self.fd, _select.POLLIN)
 
     def register(self, rid):
         waiter = _Waiter()
@@ -251,22 +232,178 @@ class _Connection(object):
         return waiter
 
     def unregister(self, rid):
+        """Forgets a call no one waits for any more; passes the reader role
+        on when it is free (the caller may have been handed it)."""
         with self.lock:
             self.waiters.pop(rid, None)
+            if not self.reading:
+                self._wake_one()
 
     def send(self, data):
         with self.send_lock:
             self.sock.sendall(data)
 
-    def close(self):
-        """Shuts the connection down; waiters still registered are woken
-        as lost by the reader thread."""
+    def wait(self, waiter, deadline):
+        """Returns once `waiter` is done, or at `deadline` (monotonic)."""
+        lock = self.lock
+        while True:
+            with lock:
+                if waiter.done:
+                    return
+                lead = not self.reading
+                if lead:
+                    self.reading = True
+                else:
+                    wake = waiter.wake = _new_lock()
+                    wake.acquire()
+            if lead:
+                try:
+                    self._lead(waiter, deadline)
+                finally:
+                    with lock:
+                        self.reading = False
+                        self._wake_one()
+                return
+            remaining = deadline - _monotonic()
+            woken = remaining > 0 and wake.acquire(True, min(remaining,
+                                                             _WAIT_MAX))
+            with lock:
+                waiter.wake = None
+                if waiter.done or (not woken and remaining <= _WAIT_MAX):
+                    return
+            # Handed the reader role (or a very long wait ran out): retry.
+
+    def _wake_one(self):
+        # Caller holds self.lock and the reader role is free: wake one
+        # blocked waiter so that it becomes the reader.
+        for waiter in self.waiters.values():
+            wake = waiter.wake
+            if wake is not None:
+                waiter.wake = None
+                wake.release()
+                return
+
+    def _lead(self, waiter, deadline):
+        # Caller holds the reader role. Reads and routes replies until
+        # `waiter` is done or the deadline passes; at end of file or on a
+        # read error fails every call in flight.
+        try:
+            while not waiter.done:
+                remaining = deadline - _monotonic()
+                if remaining <= 0:
+                    return
+                if self.poller is not None:
+                    if not self.poller.poll(min(int(remaining * 1000) + 1,
+                                                _POLL_MAX_MS)):
+                        continue
+                elif not _select.select((self.fd,), (), (),
+                                        min(remaining, _WAIT_MAX))[0]:
+                    continue
+                if not self._read_replies():
+                    break
+            else:
+                return
+        except (OSError, ValueError):
+            pass
+        self._fail_all()
+
+    def _read_replies(self):
+        # Caller holds the reader role and the socket is readable. Reads
+        # once and routes every complete line; returns False at end of file.
+        buf = self.buf
+        start = self.start
+        end = self.end
+        if end == len(buf):
+            if start:
+                buf[:end - start] = buf[start:end]
+                end -= start
+                start = 0
+            else:
+                grown = bytearray(2 * len(buf))
+                grown[:end] = buf
+                self.buf = buf = grown
+                self.view = memoryview(grown)
+        view = self.view
+        n = self.sock.recv_into(view[end:] if end else view)
+        if not n:
+            return False
+        scan = end
+        end += n
+        replies = []
+        while True:
+            nl = buf.find(b"\n", scan, end)
+            if nl < 0:
+                break
+            try:
+                msg = _decode_line(buf[start:nl].decode("utf-8"))
+            except ValueError:
+                msg = None
+            if isinstance(msg, dict):
+                rid = msg.get("id")
+                if isinstance(rid, str):
+                    replies.append((rid, msg))
+            start = scan = nl + 1
+        if start == end:
+            start = end = 0
+            if len(buf) > _BUF_SIZE:
+                self.buf = bytearray(_BUF_SIZE)
+                self.view = memoryview(self.buf)
+        self.start = start
+        self.end = end
+        if replies:
+            with self.lock:
+                for rid, msg in replies:
+                    waiter = self.waiters.pop(rid, None)
+                    if waiter is not None:
+                        waiter.reply = msg
+                        waiter.done = True
+                        wake = waiter.wake
+                        if wake is not None:
+                            waiter.wake = None
+                            wake.release()
+        return True
+
+    def _fail_all(self):
+        # Caller holds the reader role. Marks the connection dead, fails
+        # every call in flight as lost and closes the socket.
         with self.lock:
             self.dead = True
+            waiters = list(self.waiters.values())
+            self.waiters.clear()
+            for waiter in waiters:
+                waiter.done = True
+                wake = waiter.wake
+                if wake is not None:
+                    waiter.wake = None
+                    wake.release()
         try:
             self.sock.shutdown(_socket.SHUT_RDWR)
         except OSError:
             pass
+        with self.send_lock:
+            try:
+                self.sock.close()
+            except OSError:
+                pass
+
+    def close(self):
+        """Shuts the connection down; calls in flight fail as lost (by the
+        current reader, or here when no one reads)."""
+        with self.lock:
+            self.dead = True
+            lead = not self.reading
+            if lead:
+                self.reading = True
+        try:
+            self.sock.shutdown(_socket.SHUT_RDWR)
+        except OSError:
+            pass
+        if lead:
+            try:
+                self._fail_all()
+            finally:
+                with self.lock:
+                    self.reading = False
 
     def abandon(self):
         """Drops a connection inherited through fork() without disturbing
@@ -294,35 +431,36 @@ if hasattr(_os, "register_at_fork"):
     _os.register_at_fork(after_in_child=_after_fork)
 
 
-def _next_id():
-    global _seq
-    with _state_lock:
-        _seq += 1
-        return "%d-%d" % (_os.getpid(), _seq)
-
-
-def _connection():
+def _connection(pid):
     global _conn
     with _state_lock:
         conn = _conn
-        if conn is not None and conn.pid != _os.getpid():
-            conn.abandon()
-            conn = _conn = None
-        if conn is not None and conn.dead:
-            conn = _conn = None
-        if conn is None:
-            conn = _Connection(_os.environ.get(_ENV_SOCKET, ""))
-            _conn = conn
+        if conn is not None:
+            if conn.pid != pid:
+                conn.abandon()
+            elif not conn.dead:
+                return conn
+        _conn = None
+        conn = _conn = _Connection(_os.environ.get(_ENV_SOCKET, ""))
         return conn
 
 
+_timeout_cache = ("", _DEFAULT_TIMEOUT)
+
+
 def _reply_timeout():
+    global _timeout_cache
+    raw = _os.environ.get(_ENV_TIMEOUT, "")
+    cached = _timeout_cache
+    if raw == cached[0]:
+        return cached[1]
     try:
-        value = float(_os.environ.get(_ENV_TIMEOUT, ""))
+        value = float(raw)
     except ValueError:
-        return _DEFAULT_TIMEOUT
+        value = _DEFAULT_TIMEOUT
     if not (0 < value < 1e9):
-        return _DEFAULT_TIMEOUT
+        value = _DEFAULT_TIMEOUT
+    _timeout_cache = (raw, value)
     return value
 
 
@@ -352,15 +490,18 @@ def _decode(msg):
 
 
 def _call(tool, args):
-    rid = _next_id()
+    global _seq
+    pid = _os.getpid()
+    with _state_lock:
+        _seq += 1
+        rid = "%d-%d" % (pid, _seq)
     try:
-        line = _json.dumps({"id": rid, "tool": tool, "args": args,
-                            "token": _os.environ.get(_ENV_TOKEN, "")},
-                           allow_nan=False)
+        data = (_encoder.encode({"id": rid, "tool": tool, "args": args,
+                                 "token": _os.environ.get(_ENV_TOKEN, "")})
+                + "\n").encode("utf-8")
     except (TypeError, ValueError) as e:
         raise TypeError("mibyan_tools: the arguments of '%s' cannot be sent "
                         "as JSON: %s" % (tool, e))
-    data = (line + "\n").encode("utf-8")
     if not _os.environ.get(_ENV_SOCKET):
         raise ConnectionError(
             "mibyan_tools: %s is not set; tools can only be called from "
@@ -373,7 +514,7 @@ def _call(tool, args):
     # that was written is never sent again.
     for _attempt in range(2):
         try:
-            conn = _connection()
+            conn = _connection(pid)
         except OSError as e:
             problem = e
             continue
@@ -388,14 +529,20 @@ def _call(tool, args):
             conn.close()
             problem = e
             continue
-        if not waiter.event.wait(timeout):
+        except BaseException:
             conn.unregister(rid)
-            if waiter.reply is None:
+            raise
+        try:
+            conn.wait(waiter, _monotonic() + timeout)
+        finally:
+            if not waiter.done:
+                conn.unregister(rid)
+        if waiter.reply is None:
+            if not waiter.done:
                 raise TimeoutError(
                     "mibyan_tools: no reply to '%s' within %gs; outcome "
                     "unknown \u2014 check the effect before retrying."
                     % (tool, timeout))
-        if waiter.reply is None:
             raise ConnectionError(_LOST % tool)
         return _decode(waiter.reply)
     raise ConnectionError("mibyan_tools: cannot reach the Mibyan host (%s); "

@@ -2,8 +2,9 @@
 //
 // Generates the source of `mibyan_tools.py`, the module through which an
 // execute_code script calls agent tools. The module holds a transport (one
-// Unix-socket connection per process, request ids, a reader thread routing
-// replies to waiting threads), the helpers `json_parse`, `shell_quote` and
+// Unix-socket connection per process, request ids, and a leader/follower
+// read path: the waiting caller that finds no reader reads and routes replies
+// itself, so a single-threaded script needs no extra thread), the helpers `json_parse`, `shell_quote` and
 // `retry`, and one function per allowed tool. The wire protocol is described
 // in docs/kernel_protocol.md.
 //

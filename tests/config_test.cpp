@@ -110,3 +110,18 @@ BOOST_AUTO_TEST_CASE(cli_config_check_and_show) {
   BOOST_TEST(home.read("config.yaml") == "code_execution:\n  timeout: soon\n");
   BOOST_TEST(home.read(".env") == "OPENAI_API_KEY=sk-very-secret-value\n");
 }
+
+BOOST_AUTO_TEST_CASE(log_file_receives_levels) {
+  temp_dir home;
+  test::process_options po;
+  po.env["MIBYAN_HOME"] = home.path();
+  auto log = home / "mibyan.log";
+  auto r = run_mibyan({"--log-level", "debug", "--log-file", log, "tool",
+                       "execute_code", "{\"code\": \"print(1)\"}"}, po);
+  BOOST_TEST(r.exit_code == 0);
+  auto text = test::slurp(log);
+  BOOST_TEST(text.find(" DEBUG [kernel] started pid") != std::string::npos);
+  auto bad = run_mibyan({"--log-level", "chatty", "config", "check"}, po);
+  BOOST_TEST(bad.exit_code == 2);
+  BOOST_TEST(bad.err.find("unknown log level 'chatty'") != std::string::npos);
+}

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <future>
+#include <memory>
 #include <set>
 #include <thread>
 
@@ -76,6 +78,24 @@ struct rpc_setup {
   fake_rpc_server server;
   kernel_harness kernel;
 };
+
+// Answers like the default server, after sleeping `delay` when the request's
+// path starts with "slow".
+std::function<std::string(const fake_rpc_request&)>
+slow_answer(std::chrono::milliseconds delay) {
+  return [delay](const fake_rpc_request& r) -> std::string {
+    auto args = r.msg.find("args");
+    auto path = args != nullptr ? args->get_string("path", "") : "";
+    if (path.rfind("slow", 0) == 0)
+      std::this_thread::sleep_for(delay);
+    json::value echo = json::value::make_object();
+    echo["tool"] = r.msg.get_string("tool", "");
+    if (args != nullptr)
+      echo["args"] = *args;
+    echo["connection"] = r.connection;
+    return echo.dump();
+  };
+}
 
 json::value parse_line(const std::string& text) {
   auto r = json::parse(text);
@@ -584,6 +604,313 @@ BOOST_AUTO_TEST_CASE(sequential_calls_are_fast) {
   BOOST_TEST_MESSAGE("tool call round trip: " << us << " us");
   BOOST_TEST(us < 20000.0);
   BOOST_TEST(s.server.requests().size() == 501u);
+}
+
+// -- leader/follower read path ------------------------------------------------
+
+BOOST_AUTO_TEST_CASE(single_threaded_calls_start_no_thread) {
+  rpc_setup s{{}};
+  auto f = s.kernel.run("import threading\n"
+                        "from mibyan_tools import read_file\n"
+                        "before = threading.active_count()\n"
+                        "for i in range(50):\n"
+                        "    assert read_file('p%d' % i)['args']['path'] == "
+                        "'p%d' % i\n"
+                        "print(before, threading.active_count(),\n"
+                        "      sorted(t.name for t in threading.enumerate()"
+                        "))");
+  BOOST_REQUIRE(f.ok);
+  BOOST_TEST(f.status() == "ok", f.trace());
+  // The runner's own threads are there before and after; none is added.
+  auto out = f.out();
+  BOOST_TEST(out.find("reader") == std::string::npos, out);
+  auto sp = out.find(' ');
+  BOOST_REQUIRE(sp != std::string::npos);
+  auto sp2 = out.find(' ', sp + 1);
+  BOOST_TEST(out.substr(0, sp) == out.substr(sp + 1, sp2 - sp - 1), out);
+  BOOST_TEST(s.server.requests().size() == 50u);
+  BOOST_TEST(s.server.connections() == 1);
+}
+
+BOOST_AUTO_TEST_CASE(sixteen_pool_calls_with_reversed_replies) {
+  fake_rpc_options o;
+  o.hold = 16;  // all 16 in flight, then answered last-first
+  kernel_harness_options ko;
+  ko.rpc_timeout = 20;
+  rpc_setup s{o, ko};
+  auto f = s.kernel.run(
+    "import threading\n"
+    "from concurrent.futures import ThreadPoolExecutor\n"
+    "from mibyan_tools import read_file, terminal\n"
+    "def one(i):\n"
+    "    if i % 2:\n"
+    "        return terminal('echo %d' % i)['args']['command']\n"
+    "    return read_file('p%d' % i, offset=i)['args']\n"
+    "with ThreadPoolExecutor(16) as pool:\n"
+    "    res = list(pool.map(one, range(16)))\n"
+    "ok = all(r == ('echo %d' % i if i % 2 else\n"
+    "                {'path': 'p%d' % i, 'offset': i, 'limit': 2000})\n"
+    "         for i, r in enumerate(res))\n"
+    "print(ok, [t.name for t in threading.enumerate()\n"
+    "           if 'mibyan-tools' in t.name])\n",
+    60s);
+  BOOST_REQUIRE(f.ok);
+  BOOST_TEST(f.status() == "ok", f.trace());
+  BOOST_TEST(f.out() == "True []\n");
+  auto reqs = s.server.requests();
+  BOOST_REQUIRE(reqs.size() == 16u);
+  std::set<std::string> ids;
+  for (auto& r : reqs) {
+    ids.insert(r.msg.get_string("id"));
+    BOOST_TEST(r.connection == 1);
+  }
+  BOOST_TEST(ids.size() == 16u);
+}
+
+// The first caller reads for everyone; its own reply comes last.
+BOOST_AUTO_TEST_CASE(reader_routes_others_before_its_own_reply) {
+  fake_rpc_options o;
+  o.hold = 4;  // replies: d, c, b, then the reader's a
+  kernel_harness_options ko;
+  ko.rpc_timeout = 10;
+  rpc_setup s{o, ko};
+  auto f = s.kernel.run(
+    "import threading, time\n"
+    "from mibyan_tools import read_file\n"
+    "res = {}\n"
+    "def call(p):\n"
+    "    res[p] = read_file(p)['args']['path']\n"
+    "lead = threading.Thread(target=call, args=('a',))\n"
+    "lead.start()\n"
+    "time.sleep(0.2)\n"
+    "rest = [threading.Thread(target=call, args=(p,)) for p in 'bcd']\n"
+    "for t in rest:\n"
+    "    t.start()\n"
+    "t0 = time.monotonic()\n"
+    "for t in [lead] + rest:\n"
+    "    t.join()\n"
+    "print(sorted(res.items()), time.monotonic() - t0 < 5)\n",
+    30s);
+  BOOST_REQUIRE(f.ok);
+  BOOST_TEST(f.status() == "ok", f.trace());
+  BOOST_TEST(f.out() == "[('a', 'a'), ('b', 'b'), ('c', 'c'), ('d', 'd')] "
+                        "True\n");
+  auto reqs = s.server.requests();
+  BOOST_REQUIRE(reqs.size() == 4u);
+  BOOST_TEST(reqs[0].msg.find("args")->get_string("path") == "a");
+}
+
+// The reader's reply comes first while two calls still wait: the role must
+// pass to one of them (no reply would be read otherwise; the timeout is 10 s
+// and the cell must end in well under that).
+BOOST_AUTO_TEST_CASE(reader_hands_off_when_its_reply_comes_first) {
+  fake_rpc_options o;
+  o.answer = slow_answer(300ms);  // served in order: a, b, c, 0.3 s each
+  kernel_harness_options ko;
+  ko.rpc_timeout = 10;
+  rpc_setup s{o, ko};
+  auto f = s.kernel.run(
+    "import threading, time\n"
+    "from mibyan_tools import read_file\n"
+    "res, order = {}, []\n"
+    "def call(p):\n"
+    "    res[p] = read_file(p)['args']['path']\n"
+    "    order.append(p)\n"
+    "t0 = time.monotonic()\n"
+    "lead = threading.Thread(target=call, args=('slow-a',))\n"
+    "lead.start()\n"
+    "time.sleep(0.1)\n"
+    "rest = [threading.Thread(target=call, args=('slow-' + p,))\n"
+    "        for p in 'bc']\n"
+    "for t in rest:\n"
+    "    t.start()\n"
+    "lead.join()\n"
+    "lead_done = time.monotonic() - t0\n"
+    "for t in rest:\n"
+    "    t.join()\n"
+    "took = time.monotonic() - t0\n"
+    "print(order[0], all(k == v for k, v in res.items()), len(res))\n"
+    "print(lead_done < 0.6, 0.8 < took < 3)\n",
+    30s);
+  BOOST_REQUIRE(f.ok);
+  BOOST_TEST(f.status() == "ok", f.trace());
+  BOOST_TEST(f.out() == "slow-a True 3\nTrue True\n", f.out());
+  BOOST_TEST(s.server.requests().size() == 3u);
+  BOOST_TEST(s.server.connections() == 1);
+}
+
+// A waiting (non-reading) call times out on its own deadline while the
+// reader keeps reading; its late reply is dropped, never misrouted.
+BOOST_AUTO_TEST_CASE(follower_times_out_while_the_reader_reads) {
+  fake_rpc_options o;
+  o.answer = slow_answer(1000ms);  // b queues behind slow-a on the server
+  rpc_setup s{o};
+  auto f = s.kernel.run(
+    "import os, threading, time\n"
+    "from mibyan_tools import read_file\n"
+    "res = {}\n"
+    "def lead():\n"
+    "    res['a'] = read_file('slow-a')['args']['path']\n"
+    "os.environ['MIBYAN_RPC_TIMEOUT'] = '5'\n"
+    "t = threading.Thread(target=lead)\n"
+    "t.start()\n"
+    "time.sleep(0.1)\n"
+    "os.environ['MIBYAN_RPC_TIMEOUT'] = '0.4'\n"
+    "t0 = time.monotonic()\n"
+    "try:\n"
+    "    read_file('b')\n"
+    "    print('no timeout')\n"
+    "except TimeoutError as e:\n"
+    "    print(e)\n"
+    "print(time.monotonic() - t0 < 0.9)\n"
+    "os.environ['MIBYAN_RPC_TIMEOUT'] = '5'\n"
+    "t.join()\n"
+    "print(res['a'], read_file('after')['args']['path'])\n",
+    30s);
+  BOOST_REQUIRE(f.ok);
+  BOOST_TEST(f.status() == "ok", f.trace());
+  BOOST_TEST(f.out() == "mibyan_tools: no reply to 'read_file' within 0.4s; "
+                        "outcome unknown \xe2\x80\x94 check the effect before "
+                        "retrying.\nTrue\nslow-a after\n",
+             f.out());
+  auto reqs = s.server.requests();
+  BOOST_REQUIRE(reqs.size() == 3u);  // b was not resent
+  BOOST_TEST(s.server.connections() == 1);
+}
+
+// The reader itself times out: it gives the role to the call still waiting,
+// which then reads the reader's late reply (dropped) and its own.
+BOOST_AUTO_TEST_CASE(reader_times_out_and_hands_off) {
+  fake_rpc_options o;
+  o.answer = slow_answer(1000ms);
+  rpc_setup s{o};
+  auto f = s.kernel.run(
+    "import os, threading, time\n"
+    "from mibyan_tools import read_file\n"
+    "res = {}\n"
+    "def lead():\n"
+    "    t0 = time.monotonic()\n"
+    "    try:\n"
+    "        read_file('slow-a')\n"
+    "    except TimeoutError as e:\n"
+    "        res['a'] = (str(e).startswith(\n"
+    "            \"mibyan_tools: no reply to 'read_file' within 0.4s;\"),\n"
+    "            time.monotonic() - t0 < 0.9)\n"
+    "os.environ['MIBYAN_RPC_TIMEOUT'] = '0.4'\n"
+    "t = threading.Thread(target=lead)\n"
+    "t.start()\n"
+    "time.sleep(0.1)\n"
+    "os.environ['MIBYAN_RPC_TIMEOUT'] = '5'\n"
+    "t0 = time.monotonic()\n"
+    "b = read_file('b')['args']['path']\n"
+    "took = time.monotonic() - t0\n"
+    "t.join()\n"
+    "print(res['a'], b, 0.6 < took < 3)\n",
+    30s);
+  BOOST_REQUIRE(f.ok);
+  BOOST_TEST(f.status() == "ok", f.trace());
+  BOOST_TEST(f.out() == "(True, True) b True\n",
+             f.out());
+  BOOST_TEST(s.server.requests().size() == 2u);
+}
+
+// Four calls in flight on one connection when the host goes away: each gets
+// the outcome-unknown error and none is sent again (a new server listening
+// on the same path sees nothing until the next call).
+BOOST_AUTO_TEST_CASE(drop_with_four_in_flight_fails_all_four_once) {
+  temp_dir sock_dir;
+  auto path = sock_dir / "rpc.sock";
+  fake_rpc_options o;
+  o.token = "secret-token";
+  o.hold = 5;  // never answered
+  auto server = std::make_unique<fake_rpc_server>(path, o);
+  kernel_harness_options ko;
+  ko.rpc_socket = path;
+  ko.rpc_token = "secret-token";
+  ko.rpc_timeout = 20;
+  kernel_harness kernel{ko};
+  auto cell = std::async(std::launch::async, [&] {
+    return kernel.run(
+      "import threading\n"
+      "from mibyan_tools import write_file\n"
+      "errs = []\n"
+      "def call(i):\n"
+      "    try:\n"
+      "        write_file('f%d' % i, 'x')\n"
+      "        errs.append('returned')\n"
+      "    except ConnectionError as e:\n"
+      "        errs.append(str(e))\n"
+      "ts = [threading.Thread(target=call, args=(i,)) for i in range(4)]\n"
+      "for t in ts:\n"
+      "    t.start()\n"
+      "for t in ts:\n"
+      "    t.join()\n"
+      "for e in errs:\n"
+      "    print(e)\n",
+      60s);
+  });
+  auto until = std::chrono::steady_clock::now() + 20s;
+  while (server->requests().size() < 4u
+         && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(10ms);
+  auto reqs = server->requests();
+  BOOST_REQUIRE(reqs.size() == 4u);
+  for (auto& r : reqs)
+    BOOST_TEST(r.connection == 1);
+  server.reset();  // shuts every connection down
+  fake_rpc_options o2;
+  o2.token = "secret-token";
+  fake_rpc_server second{path, o2};
+  auto f = cell.get();
+  BOOST_REQUIRE(f.ok);
+  BOOST_TEST(f.status() == "ok", f.trace());
+  std::string lost = "mibyan_tools: connection lost after 'write_file' was "
+                     "sent; outcome unknown \xe2\x80\x94 check the effect "
+                     "before retrying.\n";
+  BOOST_TEST(f.out() == lost + lost + lost + lost, f.out());
+  std::this_thread::sleep_for(300ms);
+  BOOST_TEST(second.requests().empty());
+  BOOST_TEST(second.connections() == 0);
+  // The next call connects afresh.
+  auto g = kernel.run("from mibyan_tools import read_file\n"
+                      "print(read_file('next')['args']['path'])");
+  BOOST_TEST(g.out() == "next\n", g.trace());
+  BOOST_TEST(second.requests().size() == 1u);
+  BOOST_TEST(second.connections() == 1);
+}
+
+// Replies larger than the read buffer, interleaved with small ones and out
+// of order, arrive whole.
+BOOST_AUTO_TEST_CASE(large_replies_out_of_order_arrive_whole) {
+  fake_rpc_options o;
+  o.hold = 4;
+  o.answer = [](const fake_rpc_request& r) -> std::string {
+    auto args = r.msg.find("args");
+    auto n = args != nullptr ? args->get_int("limit", 0) : 0;
+    json::value v = json::value::make_object();
+    v["content"] = std::string(static_cast<size_t>(n), 'x');
+    v["n"] = n;
+    return v.dump();
+  };
+  kernel_harness_options ko;
+  ko.rpc_timeout = 20;
+  rpc_setup s{o, ko};
+  auto f = s.kernel.run(
+    "from concurrent.futures import ThreadPoolExecutor\n"
+    "from mibyan_tools import read_file\n"
+    "sizes = [3 << 20, 10, 200000, 1]\n"
+    "with ThreadPoolExecutor(4) as pool:\n"
+    "    res = list(pool.map(lambda n: read_file('f', limit=n), sizes))\n"
+    "    again = list(pool.map(lambda n: read_file('f', limit=n),\n"
+    "                          [5, 1, 2, 3]))\n"
+    "print([r['n'] == n and len(r['content']) == n\n"
+    "       for r, n in zip(res, sizes)])\n"
+    "print(again[0]['content'], [r['n'] for r in again])\n",
+    60s);
+  BOOST_REQUIRE(f.ok);
+  BOOST_TEST(f.status() == "ok", f.trace());
+  BOOST_TEST(f.out() == "[True, True, True, True]\nxxxxx [5, 1, 2, 3]\n",
+             f.out());
 }
 
 BOOST_AUTO_TEST_SUITE_END()
