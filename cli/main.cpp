@@ -16,6 +16,8 @@ void usage(std::ostream& out) {
          "  tool --list             list the tools with their JSON schemas\n"
          "  config check            validate $MIBYAN_HOME/config.yaml\n"
          "  config show             print the effective configuration\n"
+         "  run [--provider P] [--model M] [--session ID] PROMPT\n"
+         "                          run one agent turn, print the answer\n"
          "  sessions list|show ID|search QUERY|delete ID [--json]\n"
          "                          inspect stored conversations\n"
          "  version                 print the version\n";
@@ -53,6 +55,8 @@ int main(int argc, char** argv) {
     return mibyan::cli::config_command(rest, flags);
   if (command == "sessions")
     return mibyan::cli::sessions_command(rest, flags);
+  if (command == "run")
+    return mibyan::cli::run_command(rest, flags);
   if (command == "version" || command == "--version") {
     std::cout << "mibyan 0.1.0\n";
     return 0;

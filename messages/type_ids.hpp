@@ -21,6 +21,7 @@
 #include "messages/session_events.hpp"
 #include "messages/tool_request.hpp"
 #include "messages/tool_response.hpp"
+#include "messages/turn_request.hpp"
 
 CAF_ERROR_CODE_ENUM(mibyan::ec, "mibyan")
 
@@ -66,4 +67,6 @@ CAF_BEGIN_TYPE_ID_BLOCK(mibyan, caf::first_custom_type_id)
   CAF_ADD_ATOM(mibyan, mibyan, http_done_atom, "http_done")
   CAF_ADD_ATOM(mibyan, mibyan, retry_atom, "retry")
   CAF_ADD_ATOM(mibyan, mibyan, stale_atom, "stale")
+  CAF_ADD_TYPE_ID(mibyan, (mibyan::turn_request))
+  CAF_ADD_ATOM(mibyan, mibyan, turn_atom, "turn")
 CAF_END_TYPE_ID_BLOCK(mibyan)

@@ -1,19 +1,26 @@
 #include "runtime/runtime.hpp"
 
 #include <filesystem>
+#include <map>
+#include <mutex>
+#include <set>
 #include <unistd.h>
 #include <thread>
 
 #include "caf/all.hpp"
 #include "caf/io/all.hpp"
 
+#include "actors/conversation.hpp"
 #include "actors/kernel_registry.hpp"
+#include "actors/provider.hpp"
+#include "actors/session_writer.hpp"
 #include "actors/tool_dispatcher.hpp"
 #include "kernels/kernel_process.hpp"
 #include "runtime/http_client.hpp"
 #include "runtime/log.hpp"
 #include "kernels/stub_generator.hpp"
 #include "tools/execute_code.hpp"
+#include "storage/session_store.hpp"
 #include "tools/registry.hpp"
 
 namespace fs = std::filesystem;
@@ -75,9 +82,30 @@ struct runtime::impl {
   std::unique_ptr<caf::actor_system> sys; // destroyed before cfg
   tool_dispatcher_actor dispatcher;
   kernel_registry_actor kernels;
+  // Sessions: the store (null when it could not be opened, with the reason
+  // in store_error), its single writer, one conversation per session and
+  // one provider connection per distinct endpoint, created on first use.
+  std::shared_ptr<session_store> store;
+  std::string store_error;
+  session_writer_actor writer;
+  std::mutex mtx; // guards conversations and providers
+  std::map<std::string, conversation_actor> conversations;
+  std::map<std::string, provider_actor> providers;
 
   ~impl() {
     if (sys) {
+      {
+        std::lock_guard<std::mutex> guard{mtx};
+        for (auto& [id, c] : conversations)
+          caf::anon_send_exit(c, caf::exit_reason::user_shutdown);
+        for (auto& [key, p] : providers)
+          caf::anon_send_exit(p, caf::exit_reason::user_shutdown);
+        conversations.clear();
+        providers.clear();
+      }
+      if (writer)
+        caf::anon_send_exit(writer, caf::exit_reason::user_shutdown);
+      writer = nullptr;
       caf::anon_send_exit(dispatcher, caf::exit_reason::user_shutdown);
       caf::anon_send_exit(kernels, caf::exit_reason::user_shutdown);
       dispatcher = nullptr;
@@ -85,6 +113,11 @@ struct runtime::impl {
     }
     // Stop blocking work first so no job outlives the system.
     sys.reset();
+    // Wait here for tool jobs still running (a cancelled call may take a
+    // moment to stop): a job holds a reference to the services, and the
+    // pool must not be destroyed by one of its own threads.
+    if (svc)
+      svc->pool.reset();
   }
 };
 
@@ -137,6 +170,20 @@ runtime::create(options opts, std::string* error,
                                      project_python(default_python),
                                      default_python);
   p->dispatcher = spawn_tool_dispatcher(*p->sys, svc, p->kernels);
+  {
+    // Without a store the runtime still runs tools; turns fail clearly.
+    session_store_options so;
+    so.dir = session_store::default_dir(svc->cfg.home);
+    auto opened = session_store::open(std::move(so));
+    if (opened) {
+      p->store = std::shared_ptr<session_store>(std::move(*opened));
+      p->writer = spawn_session_writer(*p->sys, p->store);
+    } else {
+      p->store_error = opened.error;
+      MIBYAN_LOG(warning, "runtime",
+                 "session store unavailable: " << opened.error);
+    }
+  }
   return std::unique_ptr<runtime>(new runtime(std::move(p)));
 }
 
@@ -186,13 +233,137 @@ void runtime::call_tool_async(const tool_call_request& call,
   });
 }
 
+turn_outcome runtime::run_turn(const turn_call& call) {
+  auto& p = *impl_;
+  turn_outcome out;
+  auto fail = [&](std::string msg, bool config) {
+    out.error = std::move(msg);
+    out.config_error = config;
+    return out;
+  };
+  if (call.prompt.empty())
+    return fail("the prompt is empty", true);
+  // The provider connection: the configuration with the call's overrides.
+  options opts = p.svc->cfg;
+  if (!call.provider.empty())
+    opts.model.provider = call.provider;
+  if (!call.model.empty())
+    opts.model.default_model = call.model;
+  if (!call.base_url.empty())
+    opts.model.base_url = call.base_url;
+  auto settings = make_provider_settings(opts, call.api_key);
+  if (!settings.main.ok())
+    return fail(settings.main.error, true);
+  std::set<std::string> toolsets;
+  for (auto t : p.svc->tools.all())
+    toolsets.insert(t->toolset());
+  for (auto& ts : call.toolsets) {
+    if (toolsets.count(ts) == 0) {
+      std::string names;
+      for (auto& n : toolsets)
+        names += (names.empty() ? "" : ", ") + n;
+      return fail("unknown toolset '" + ts + "' (known toolsets: " + names
+                    + ")",
+                  true);
+    }
+  }
+  if (!p.store || !p.writer)
+    return fail("the session store is unavailable: " + p.store_error, false);
+  caf::scoped_actor self{*p.sys};
+  // The session row must exist before the conversation loads it.
+  auto sid = call.session_id;
+  if (sid.empty() || !p.store->get_session(sid)) {
+    session_meta meta;
+    meta.id = sid;
+    meta.source = call.source;
+    meta.model = settings.main.endpoint.model;
+    meta.provider = settings.main.endpoint.provider;
+    meta.cwd = p.svc->default_cwd;
+    std::string err;
+    self->request(p.writer, caf::infinite, create_atom_v, std::move(meta))
+      .receive([&](std::string& id) { sid = std::move(id); },
+               [&](caf::error& e) { err = p.sys->render(e); });
+    if (!err.empty() && !p.store->get_session(sid))
+      return fail("cannot create session: " + err, false);
+  }
+  out.session_id = sid;
+  auto& ep = settings.main.endpoint;
+  auto key = ep.provider + "\n" + ep.base_url + "\n" + ep.model + "\n"
+             + ep.api_key;
+  conversation_actor conv;
+  provider_actor prov;
+  {
+    std::lock_guard<std::mutex> guard{p.mtx};
+    auto& slot = p.providers[key];
+    if (!slot)
+      slot = spawn_provider(*p.sys, p.svc->http, settings);
+    prov = slot;
+    auto& c = p.conversations[sid];
+    if (!c)
+      c = spawn_conversation(*p.sys, conversation_deps{p.svc, p.dispatcher,
+                                                       p.writer, p.store,
+                                                       p.store_error, sid});
+    conv = c;
+  }
+  turn_request req;
+  req.text = call.prompt;
+  req.max_iterations = call.max_iterations;
+  req.toolsets = call.toolsets;
+  req.stream = call.stream;
+  req.provider = caf::actor_cast<caf::actor>(prov);
+  req.model = ep.model;
+  req.provider_name = ep.provider;
+  req.base_url = ep.base_url;
+  // Deltas go through a forwarding actor; the final flush below makes
+  // every delta reach the callback before this function returns.
+  caf::actor sink;
+  if (call.on_delta) {
+    auto cb = call.on_delta;
+    sink = p.sys->spawn([cb](caf::event_based_actor*) -> caf::behavior {
+      return {
+        [cb](delta_atom, const std::string&, const std::string& kind,
+             const std::string& text) { cb(kind, text); },
+        [](done_atom) { return true; },
+      };
+    });
+    req.sink = sink;
+  }
+  self->request(conv, caf::infinite, turn_atom_v, std::move(req))
+    .receive([&](std::string& res) { out.result_json = std::move(res); },
+             [&](caf::error& e) {
+               out.error = "the turn failed: " + p.sys->render(e);
+             });
+  if (sink) {
+    self->request(sink, caf::infinite, done_atom_v)
+      .receive([](bool) {}, [](caf::error&) {});
+    self->send_exit(sink, caf::exit_reason::user_shutdown);
+  }
+  return out;
+}
+
 void runtime::interrupt(const std::string& session_id,
                         const std::string& reason) {
+  {
+    // The conversation first: it must know of the interrupt before its
+    // tools answer with "cancelled".
+    std::lock_guard<std::mutex> guard{impl_->mtx};
+    auto i = impl_->conversations.find(session_id);
+    if (i != impl_->conversations.end())
+      caf::anon_send(i->second, interrupt_atom_v, reason);
+  }
   caf::anon_send(impl_->dispatcher, interrupt_atom_v,
                  interrupt_request{session_id, reason});
 }
 
 void runtime::close_session(const std::string& session_id) {
+  {
+    std::lock_guard<std::mutex> guard{impl_->mtx};
+    auto i = impl_->conversations.find(session_id);
+    if (i != impl_->conversations.end()) {
+      caf::anon_send_exit(i->second, caf::exit_reason::user_shutdown);
+      impl_->conversations.erase(i);
+    }
+  }
   caf::anon_send(impl_->kernels, dispose_atom_v, session_id);
 }
 

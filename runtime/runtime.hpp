@@ -50,6 +50,50 @@ struct tool_outcome {
   bool timed_out = false;
 };
 
+/// One user turn as the embedding application asks for it.
+struct turn_call {
+  /// The session to continue; "" creates a new one. An id the store does
+  /// not know yet creates a session with that id.
+  std::string session_id;
+  /// The user's message.
+  std::string prompt;
+  /// Provider overrides ("" = `model.provider`, `model.default`,
+  /// `model.base_url` of the configuration; the key is resolved as in
+  /// providers/provider_profile.hpp).
+  std::string provider;
+  std::string model;
+  std::string base_url;
+  std::string api_key;
+  /// Iteration cap of the turn; <= 0 means `agent.max_turns`.
+  int64_t max_iterations = 0;
+  /// Toolsets offered to the model (empty = all).
+  std::vector<std::string> toolsets;
+  /// Ask the provider for a stream.
+  bool stream = true;
+  /// Receives streamed fragments (kind "text", "reasoning" or "restart")
+  /// on a runtime thread while the turn runs; all calls happen before
+  /// `run_turn` returns. May be empty.
+  std::function<void(const std::string& kind, const std::string& text)>
+    on_delta;
+  /// Recorded as the session's source when it is created.
+  std::string source = "api";
+};
+
+/// The answer to a turn_call.
+struct turn_outcome {
+  /// The turn result object (agent_loop.md §13) as JSON text; "" when the
+  /// turn could not start (see `error`).
+  std::string result_json;
+  /// The session the turn ran in.
+  std::string session_id;
+  /// Why the turn could not start ("" when it ran; a turn that ran and
+  /// failed says so inside `result_json`).
+  std::string error;
+  /// The cause of `error` is the configuration (no provider, no key, bad
+  /// toolset): fix it before retrying.
+  bool config_error = false;
+};
+
 class runtime {
 public:
   /// Builds a runtime from `opts` and runs the message-type self-test.
@@ -74,11 +118,19 @@ public:
   void call_tool_async(const tool_call_request& call,
                        std::function<void(tool_outcome)> done);
 
-  /// Cancels running calls (and execute_code cells) of `session_id`.
+  /// Runs one user turn of the agent loop and waits for its result. Turns
+  /// of one session run one after another (in call order); turns of
+  /// different sessions run concurrently. Blocks the calling thread.
+  turn_outcome run_turn(const turn_call& call);
+
+  /// Cancels the running turn of `session_id` (its provider call and
+  /// tools) and running calls (and execute_code cells) of `session_id`.
   void interrupt(const std::string& session_id, const std::string& reason);
 
   /// Ends a session: kills its execute_code kernels (and those of its
-  /// subagents, owners "<session_id>::child::<id>").
+  /// subagents, owners "<session_id>::child::<id>") and drops its
+  /// conversation (a turn still running fails; the next turn reloads the
+  /// stored history).
   void close_session(const std::string& session_id);
 
   /// Kernel counters as JSON ({"kernels","prestarted","spawned","evicted",

@@ -1,0 +1,76 @@
+// File: actors/conversation.hpp
+//
+// One conversation (session): runs the agent loop of agent_loop.md for
+// each user turn, one turn at a time.
+//
+// Protocol:
+//   (turn_atom, turn_request) -> std::string
+//       Runs one user turn and answers with the turn result as JSON text
+//       (turn_result::to_json()). Turns of one conversation run in arrival
+//       order: a turn that arrives while another runs waits for it. A
+//       turn that cannot run (no store, bad provider handle) answers with
+//       a failed turn result, never with an error.
+//   (interrupt_atom, std::string reason)
+//       Interrupts the running turn: cancels the provider call in flight,
+//       interrupts the session's tools through the dispatcher, gives every
+//       unfinished tool call a "cancelled" result and ends the turn as
+//       partial with exit reason interrupted_by_user. Ignored when idle.
+//   (delta_atom, request_id, kind, text)
+//       Streamed fragments from the provider; forwarded to the turn's sink
+//       as (delta_atom, session_id, kind, text).
+//
+// Persistence: the session row must exist in the store before the first
+// turn. The actor loads the stored messages (repaired with repair_history)
+// when it starts, persists the user message before the first model call
+// and every assistant message before its tool calls run, awaiting the
+// writer's acknowledgement each time, and every tool result after it.
+//
+// The system prompt is built once per conversation from the session's
+// working directory; it is never stored and stays byte-identical.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "caf/fwd.hpp"
+#include "caf/replies_to.hpp"
+#include "caf/typed_actor.hpp"
+
+#include "actors/session_writer.hpp"
+#include "actors/tool_dispatcher.hpp"
+#include "messages/type_ids.hpp"
+#include "runtime/services.hpp"
+
+namespace mibyan {
+
+class session_store;
+
+using conversation_actor = caf::typed_actor<
+  caf::replies_to<turn_atom, turn_request>::with<std::string>,
+  caf::reacts_to<interrupt_atom, std::string>,
+  caf::reacts_to<delta_atom, std::string, std::string, std::string>>;
+
+/// What a conversation actor works with.
+struct conversation_deps {
+  services_ptr svc;
+  tool_dispatcher_actor dispatcher;
+  /// The single store writer; an invalid handle fails every turn with
+  /// `store_error`.
+  session_writer_actor writer;
+  /// Read access to the store (null when it could not be opened).
+  std::shared_ptr<session_store> store;
+  /// Why the store is unavailable (shown in failed turns).
+  std::string store_error;
+  std::string session_id;
+};
+
+/// Spawns the conversation of `deps.session_id`. The caller owns it and
+/// ends it with an exit message.
+conversation_actor spawn_conversation(caf::actor_system& sys,
+                                      conversation_deps deps);
+
+/// Returns the system prompt of a conversation whose working directory is
+/// `cwd` (deterministic: the same input gives the same bytes).
+std::string build_system_prompt(const std::string& cwd);
+
+} // namespace mibyan

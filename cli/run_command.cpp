@@ -1,0 +1,256 @@
+// `mibyan run`: one user turn of the agent loop from the command line.
+#include "cli/commands.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <ctime>
+#include <iostream>
+#include <random>
+#include <thread>
+
+#include <pthread.h>
+#include <unistd.h>
+
+#include "runtime/json.hpp"
+#include "runtime/log.hpp"
+#include "runtime/runtime.hpp"
+
+namespace mibyan::cli {
+
+namespace {
+
+void usage() {
+  std::cerr
+    << "usage: mibyan run [--provider P] [--model M] [--base-url URL]\n"
+       "                  [--api-key K] [--session ID] [--toolsets a,b]\n"
+       "                  [--max-iterations N] [--json] PROMPT\n"
+       "  Runs one turn of the agent and prints the final answer.\n"
+       "  --session ID continues (or creates) that session; without it a\n"
+       "  new session is created and its id printed on stderr.\n";
+}
+
+// SIGINT interrupts the running turn instead of killing the process. A
+// dedicated thread waits in sigwait(), so no async-signal-safety rules
+// constrain what it does.
+class run_interrupt_watcher {
+public:
+  run_interrupt_watcher(runtime& rt, std::string session)
+    : rt_(rt), session_(std::move(session)) {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGUSR2);
+    thread_ = std::thread([this, set] {
+      for (;;) {
+        int sig = 0;
+        if (sigwait(&set, &sig) != 0 || stop_)
+          return;
+        if (sig == SIGINT) {
+          MIBYAN_LOG(info, "cli", "interrupt requested (SIGINT)");
+          rt_.interrupt(session_, "the user pressed Ctrl-C");
+        }
+      }
+    });
+  }
+  ~run_interrupt_watcher() {
+    stop_ = true;
+    ::pthread_kill(thread_.native_handle(), SIGUSR2);
+    thread_.join();
+  }
+
+private:
+  runtime& rt_;
+  std::string session_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+// Blocks SIGINT/SIGUSR2 in every thread created afterwards (CAF's too), so
+// only the watcher receives them.
+void block_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGUSR2);
+  ::pthread_sigmask(SIG_BLOCK, &set, nullptr);
+}
+
+// The store's default format: YYYYMMDD_HHMMSS_<6 hex>.
+std::string new_session_id() {
+  auto now = std::time(nullptr);
+  std::tm tm{};
+  ::localtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y%m%d_%H%M%S", &tm);
+  std::random_device rd;
+  char hex[8];
+  std::snprintf(hex, sizeof hex, "%06x", rd() & 0xffffffu);
+  return std::string{buf} + "_" + hex;
+}
+
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char c : s + ",") {
+    if (c == ',') {
+      auto b = cur.find_first_not_of(' ');
+      if (b != std::string::npos)
+        out.push_back(cur.substr(b, cur.find_last_not_of(' ') - b + 1));
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  return out;
+}
+
+} // namespace
+
+int run_command(const std::vector<std::string>& args,
+                const global_flags& flags) {
+  turn_call call;
+  call.source = "cli";
+  bool as_json = false;
+  std::vector<std::string> positional;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const auto& a = args[i];
+    auto value = [&](std::string& out) {
+      if (i + 1 >= args.size())
+        return false;
+      out = args[++i];
+      return true;
+    };
+    std::string text;
+    if (a == "--json") {
+      as_json = true;
+    } else if (a == "-h" || a == "--help") {
+      usage();
+      return 0;
+    } else if (a == "--provider" || a == "--model" || a == "--base-url"
+               || a == "--api-key" || a == "--session" || a == "--toolsets"
+               || a == "--max-iterations") {
+      if (!value(text)) {
+        std::cerr << "mibyan run: " << a << " needs a value\n";
+        usage();
+        return 2;
+      }
+      if (a == "--provider")
+        call.provider = text;
+      else if (a == "--model")
+        call.model = text;
+      else if (a == "--base-url")
+        call.base_url = text;
+      else if (a == "--api-key")
+        call.api_key = text;
+      else if (a == "--session")
+        call.session_id = text;
+      else if (a == "--toolsets")
+        call.toolsets = split_list(text);
+      else {
+        char* end = nullptr;
+        auto n = std::strtoll(text.c_str(), &end, 10);
+        if (text.empty() || *end != '\0' || n < 1 || n > 10000) {
+          std::cerr << "mibyan run: --max-iterations must be an integer "
+                       "from 1 to 10000, got '"
+                    << text << "'\n";
+          return 2;
+        }
+        call.max_iterations = n;
+      }
+    } else if (a == "--") {
+      positional.insert(positional.end(), args.begin() + i + 1, args.end());
+      break;
+    } else if (a.size() > 1 && a[0] == '-') {
+      std::cerr << "mibyan run: unknown option " << a << "\n";
+      usage();
+      return 2;
+    } else {
+      positional.push_back(a);
+    }
+  }
+  if (positional.size() != 1) {
+    std::cerr << "mibyan run: expected exactly one PROMPT argument (quote "
+                 "it), got "
+              << positional.size() << "\n";
+    usage();
+    return 2;
+  }
+  call.prompt = positional[0];
+  if (call.prompt.find_first_not_of(" \t\r\n") == std::string::npos) {
+    std::cerr << "mibyan run: the prompt is empty\n";
+    return 2;
+  }
+  options opts;
+  if (!load_config_or_report(flags, opts))
+    return 2;
+  block_signals();
+  std::string error;
+  auto rt = runtime::create(std::move(opts), &error);
+  if (!rt) {
+    std::cerr << "mibyan: cannot start the runtime: " << error << "\n";
+    return 1;
+  }
+  if (call.session_id.empty())
+    call.session_id = new_session_id();
+  bool live = !as_json && ::isatty(1) == 1;
+  std::string streamed;
+  if (live) {
+    call.on_delta = [&streamed](const std::string& kind,
+                                const std::string& text) {
+      if (kind == "text") {
+        streamed += text;
+        std::cout << text << std::flush;
+      } else if (kind == "restart" && !streamed.empty()) {
+        streamed.clear();
+        std::cout << "\n" << std::flush;
+      }
+    };
+  }
+  turn_outcome out;
+  {
+    run_interrupt_watcher watcher{*rt, call.session_id};
+    out = rt->run_turn(call);
+  }
+  if (!out.error.empty()) {
+    std::cerr << "mibyan run: " << out.error << "\n";
+    return out.config_error ? 2 : 1;
+  }
+  auto parsed = json::parse(out.result_json);
+  if (!parsed || !parsed.v->is_object()) {
+    std::cerr << "mibyan run: malformed turn result\n";
+    return 1;
+  }
+  auto& res = *parsed.v;
+  bool failed = res["failed"].is_bool() && res["failed"].as_bool();
+  auto final_response = res.find("final_response");
+  bool has_answer = final_response != nullptr && final_response->is_string();
+  std::string err_text = res["error"].is_string() ? res["error"].as_string()
+                                                  : std::string{};
+  if (as_json) {
+    std::cout << res.pretty() << std::endl;
+  } else if (has_answer) {
+    const auto& answer = final_response->as_string();
+    if (!live || streamed.empty())
+      std::cout << answer << std::endl;
+    else if (streamed != answer)
+      std::cout << "\n" << answer << std::endl;
+    else
+      std::cout << std::endl;
+  } else if (live && !streamed.empty()) {
+    std::cout << std::endl;
+  }
+  std::cerr << "session: " << out.session_id << "\n";
+  if (failed || !has_answer) {
+    if (!as_json)
+      std::cerr << "mibyan run: "
+                << (err_text.empty() ? std::string{"the turn produced no "
+                                                   "answer"}
+                                     : err_text)
+                << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+} // namespace mibyan::cli

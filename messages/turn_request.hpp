@@ -1,0 +1,43 @@
+// File: messages/turn_request.hpp
+//
+// One user turn for a conversation actor (actors/conversation.hpp). Plain
+// data with inspect(); the actor handles serialise as handles.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "caf/actor.hpp"
+#include "caf/meta/type_name.hpp"
+
+namespace mibyan {
+
+struct turn_request {
+  /// The user's message.
+  std::string text;
+  /// Iteration cap of this turn; <= 0 means `agent.max_turns`.
+  int64_t max_iterations = 0;
+  /// Toolsets offered to the model (empty = every tool).
+  std::vector<std::string> toolsets;
+  /// Ask the provider for a stream.
+  bool stream = true;
+  /// Receives (delta_atom, std::string session_id, std::string kind,
+  /// std::string text) while the turn runs; may be invalid.
+  caf::actor sink;
+  /// The provider connection (a provider_actor) for this turn.
+  caf::actor provider;
+  /// Reported in the turn result.
+  std::string model;
+  std::string provider_name;
+  std::string base_url;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, turn_request& x) {
+  return f(caf::meta::type_name("mibyan::turn_request"), x.text,
+           x.max_iterations, x.toolsets, x.stream, x.sink, x.provider,
+           x.model, x.provider_name, x.base_url);
+}
+
+} // namespace mibyan

@@ -1,0 +1,678 @@
+#define BOOST_TEST_MODULE agent_loop
+#include <boost/test/unit_test.hpp>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "runtime/json.hpp"
+#include "runtime/runtime.hpp"
+#include "storage/session_store.hpp"
+#include "tests/support/http_server.hpp"
+#include "tests/support/temp_dir.hpp"
+
+using namespace mibyan;
+using namespace std::chrono;
+
+namespace {
+
+bool contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
+
+const char* const provider_vars[] = {"OPENAI_API_KEY", "OPENROUTER_API_KEY",
+                                     "ANTHROPIC_API_KEY", "CUSTOM_API_KEY"};
+
+// One tool call of a scripted model answer.
+struct call_spec {
+  std::string id;
+  std::string name;
+  std::string arguments;
+};
+
+json::value usage_json() {
+  json::value u;
+  u["prompt_tokens"] = 10;
+  u["completion_tokens"] = 5;
+  u["total_tokens"] = 15;
+  return u;
+}
+
+// A Chat Completions response body (non-streaming).
+std::string completion(const std::string& content,
+                       const std::vector<call_spec>& calls = {},
+                       std::string finish = "") {
+  json::value msg;
+  msg["role"] = "assistant";
+  if (content.empty())
+    msg["content"] = json::value{};
+  else
+    msg["content"] = content;
+  if (!calls.empty()) {
+    auto arr = json::value::make_array();
+    for (auto& c : calls) {
+      json::value tc;
+      tc["id"] = c.id;
+      tc["type"] = "function";
+      tc["function"]["name"] = c.name;
+      tc["function"]["arguments"] = c.arguments;
+      arr.push_back(std::move(tc));
+    }
+    msg["tool_calls"] = std::move(arr);
+  }
+  if (finish.empty())
+    finish = calls.empty() ? "stop" : "tool_calls";
+  json::value choice;
+  choice["index"] = 0;
+  choice["message"] = std::move(msg);
+  choice["finish_reason"] = finish;
+  json::value body;
+  body["id"] = "chatcmpl-1";
+  body["object"] = "chat.completion";
+  body["model"] = "m";
+  body["choices"] = json::value::make_array();
+  body["choices"].push_back(std::move(choice));
+  body["usage"] = usage_json();
+  return body.dump();
+}
+
+std::string args_json(const std::string& key, const std::string& value) {
+  json::value a;
+  a[key] = value;
+  return a.dump();
+}
+
+struct fixture {
+  test::http_server server;
+  test::temp_dir home;
+  test::temp_dir work;
+  std::unique_ptr<runtime> rt;
+  std::map<std::string, std::optional<std::string>> saved_env;
+
+  fixture() {
+    for (auto name : provider_vars) {
+      auto v = std::getenv(name);
+      saved_env[name] = v ? std::optional<std::string>{v} : std::nullopt;
+      ::unsetenv(name);
+    }
+    start();
+  }
+
+  ~fixture() {
+    rt.reset();
+    for (auto& [name, v] : saved_env)
+      if (v)
+        ::setenv(name.c_str(), v->c_str(), 1);
+      else
+        ::unsetenv(name.c_str());
+  }
+
+  void start() {
+    options opts;
+    opts.home = home.path();
+    opts.agent.api_max_retries = 1;
+    std::string err;
+    rt = runtime::create(opts, &err);
+    BOOST_REQUIRE_MESSAGE(rt != nullptr, err);
+  }
+
+  void script(const std::string& body, int times = 1, int delay_ms = 0) {
+    json::value s;
+    s["path"] = "/v1/chat/completions";
+    s["status"] = 200;
+    s["body"] = body;
+    s["times"] = times;
+    if (delay_ms > 0)
+      s["delay_ms"] = delay_ms;
+    server.script(s.dump());
+  }
+
+  void script_stream(const std::vector<std::string>& chunks) {
+    json::value s;
+    s["path"] = "/v1/chat/completions";
+    s["status"] = 200;
+    auto arr = json::value::make_array();
+    for (auto& c : chunks)
+      arr.push_back(c);
+    s["chunks"] = std::move(arr);
+    s["chunk_ms"] = 5;
+    s["headers"]["Content-Type"] = "text/event-stream";
+    server.script(s.dump());
+  }
+
+  // The bodies of the chat requests received, parsed.
+  std::vector<json::value> requests() {
+    auto parsed = json::parse(server.requests());
+    BOOST_REQUIRE(parsed);
+    std::vector<json::value> out;
+    for (size_t i = 0; i < parsed.v->size(); ++i) {
+      auto& r = parsed.v->as_array()[i];
+      if (!contains(r["path"].as_string(), "/chat/completions"))
+        continue;
+      auto body = json::parse(r["body"].as_string());
+      BOOST_REQUIRE(body);
+      out.push_back(*body.v);
+    }
+    return out;
+  }
+
+  turn_call call(const std::string& prompt, const std::string& sid = {}) {
+    turn_call c;
+    c.session_id = sid;
+    c.prompt = prompt;
+    c.provider = "custom";
+    c.base_url = server.url("/v1");
+    c.model = "m";
+    c.api_key = "sk-test-0123456789";
+    c.stream = false;
+    return c;
+  }
+
+  json::value run(const turn_call& c, std::string* sid = nullptr) {
+    auto out = rt->run_turn(c);
+    BOOST_REQUIRE_MESSAGE(out.error.empty(), out.error);
+    auto parsed = json::parse(out.result_json);
+    BOOST_REQUIRE(parsed);
+    if (sid != nullptr)
+      *sid = out.session_id;
+    BOOST_CHECK_EQUAL((*parsed.v)["session_id"].as_string(), out.session_id);
+    return *parsed.v;
+  }
+
+  std::vector<stored_message> stored(const std::string& sid,
+                                     session_info* info = nullptr) {
+    rt.reset(); // LMDB: one open environment per process
+    session_store_options so;
+    so.dir = session_store::default_dir(home.path());
+    so.read_only = true;
+    auto st = session_store::open(so);
+    BOOST_REQUIRE_MESSAGE(st, st.error);
+    auto msgs = (*st)->load_messages(sid);
+    BOOST_REQUIRE_MESSAGE(msgs, msgs.error);
+    if (info != nullptr) {
+      auto s = (*st)->get_session(sid);
+      BOOST_REQUIRE_MESSAGE(s, s.error);
+      *info = *s;
+    }
+    return *msgs;
+  }
+};
+
+// Returns the messages of a request that have `role`.
+std::vector<json::value> with_role(json::value& req, const std::string& role) {
+  std::vector<json::value> out;
+  auto& msgs = req["messages"];
+  for (size_t i = 0; i < msgs.size(); ++i)
+    if (msgs.as_array()[i]["role"].as_string() == role)
+      out.push_back(msgs.as_array()[i]);
+  return out;
+}
+
+std::string content_of(json::value& m) {
+  auto& c = m["content"];
+  return c.is_string() ? c.as_string() : c.dump();
+}
+
+} // namespace
+
+BOOST_FIXTURE_TEST_SUITE(agent_loop, fixture)
+
+BOOST_AUTO_TEST_CASE(plain_answer) {
+  script(completion("Hello there."));
+  std::string sid;
+  auto res = run(call("hi"), &sid);
+  BOOST_CHECK_EQUAL(res["final_response"].as_string(), "Hello there.");
+  BOOST_CHECK(res["completed"].as_bool());
+  BOOST_CHECK(!res["failed"].as_bool());
+  BOOST_CHECK_EQUAL(res["api_calls"].as_int(), 1);
+  BOOST_CHECK_EQUAL(res["turn_exit_reason"].as_string(),
+                    "text_response(finish_reason=stop)");
+  BOOST_CHECK_EQUAL(res["provider"].as_string(), "custom");
+  BOOST_CHECK_EQUAL(res["input_tokens"].as_int(), 10);
+  BOOST_CHECK(!sid.empty());
+  auto reqs = requests();
+  BOOST_REQUIRE_EQUAL(reqs.size(), 1u);
+  auto& msgs = reqs[0]["messages"];
+  BOOST_REQUIRE_EQUAL(msgs.size(), 2u);
+  BOOST_CHECK_EQUAL(msgs.as_array()[0]["role"].as_string(), "system");
+  BOOST_CHECK(contains(content_of(msgs.as_array()[0]), "Mibyan"));
+  BOOST_CHECK_EQUAL(msgs.as_array()[1]["role"].as_string(), "user");
+  BOOST_CHECK_EQUAL(content_of(msgs.as_array()[1]), "hi");
+  BOOST_CHECK(reqs[0].find("tools") != nullptr);
+  BOOST_CHECK(contains(reqs[0]["tools"].dump(), "read_file"));
+}
+
+BOOST_AUTO_TEST_CASE(one_tool_round_and_persistence) {
+  auto file = work.write("notes.txt", "alpha beta gamma\n");
+  script(completion("", {{"call_a", "read_file", args_json("path", file)}}));
+  script(completion("The file says alpha beta gamma."));
+  std::string sid;
+  auto res = run(call("read my notes"), &sid);
+  BOOST_CHECK_EQUAL(res["final_response"].as_string(),
+                    "The file says alpha beta gamma.");
+  BOOST_CHECK_EQUAL(res["api_calls"].as_int(), 2);
+  auto reqs = requests();
+  BOOST_REQUIRE_EQUAL(reqs.size(), 2u);
+  auto tools = with_role(reqs[1], "tool");
+  BOOST_REQUIRE_EQUAL(tools.size(), 1u);
+  BOOST_CHECK_EQUAL(tools[0]["tool_call_id"].as_string(), "call_a");
+  BOOST_CHECK(contains(content_of(tools[0]), "alpha beta gamma"));
+  // The system prompt is byte-identical across iterations.
+  BOOST_CHECK_EQUAL(reqs[0]["messages"].as_array()[0].dump(),
+                    reqs[1]["messages"].as_array()[0].dump());
+  // Persisted in order: user, assistant(tool_calls), tool, assistant.
+  session_info info;
+  auto msgs = stored(sid, &info);
+  // Usage was written for both model calls.
+  BOOST_CHECK_EQUAL(info.api_call_count, 2);
+  BOOST_CHECK_EQUAL(info.tokens.input_tokens, 20);
+  BOOST_CHECK_EQUAL(info.tokens.output_tokens, 10);
+  BOOST_REQUIRE_EQUAL(msgs.size(), 4u);
+  BOOST_CHECK_EQUAL(msgs[0].message.role, "user");
+  BOOST_CHECK_EQUAL(msgs[0].message.content, "read my notes");
+  BOOST_CHECK_EQUAL(msgs[1].message.role, "assistant");
+  BOOST_REQUIRE_EQUAL(msgs[1].message.tool_calls.size(), 1u);
+  BOOST_CHECK_EQUAL(msgs[1].message.tool_calls[0].id, "call_a");
+  BOOST_CHECK_EQUAL(msgs[2].message.role, "tool");
+  BOOST_CHECK_EQUAL(msgs[2].message.tool_call_id, "call_a");
+  BOOST_CHECK_EQUAL(msgs[3].message.role, "assistant");
+  BOOST_CHECK_EQUAL(msgs[3].message.content,
+                    "The file says alpha beta gamma.");
+}
+
+BOOST_AUTO_TEST_CASE(parallel_calls_in_model_order) {
+  auto a = work.write("a.txt", "first file\n");
+  auto b = work.write("b.txt", "second file\n");
+  auto c = work.write("c.txt", "third file\n");
+  script(completion("", {{"call_1", "read_file", args_json("path", b)},
+                         {"call_2", "read_file", args_json("path", a)},
+                         {"call_3", "read_file", args_json("path", c)}}));
+  script(completion("read three"));
+  auto res = run(call("read them"));
+  BOOST_CHECK(res["completed"].as_bool());
+  auto reqs = requests();
+  BOOST_REQUIRE_EQUAL(reqs.size(), 2u);
+  auto tools = with_role(reqs[1], "tool");
+  BOOST_REQUIRE_EQUAL(tools.size(), 3u);
+  BOOST_CHECK_EQUAL(tools[0]["tool_call_id"].as_string(), "call_1");
+  BOOST_CHECK(contains(content_of(tools[0]), "second file"));
+  BOOST_CHECK_EQUAL(tools[1]["tool_call_id"].as_string(), "call_2");
+  BOOST_CHECK(contains(content_of(tools[1]), "first file"));
+  BOOST_CHECK_EQUAL(tools[2]["tool_call_id"].as_string(), "call_3");
+  BOOST_CHECK(contains(content_of(tools[2]), "third file"));
+}
+
+BOOST_AUTO_TEST_CASE(execute_code_keeps_state_and_refunds) {
+  script(completion("", {{"call_x", "execute_code",
+                          args_json("code", "x = 41")}}));
+  script(completion("", {{"call_y", "execute_code",
+                          args_json("code", "print(x + 1)")}}));
+  script(completion("x + 1 is 42"));
+  auto c = call("compute");
+  // Batches of only execute_code give their iteration back, so three
+  // model calls fit into a budget of two.
+  c.max_iterations = 2;
+  auto res = run(c);
+  BOOST_CHECK_EQUAL(res["final_response"].as_string(), "x + 1 is 42");
+  BOOST_CHECK(res["completed"].as_bool());
+  BOOST_CHECK_EQUAL(res["api_calls"].as_int(), 3);
+  auto reqs = requests();
+  BOOST_REQUIRE_EQUAL(reqs.size(), 3u);
+  auto tools = with_role(reqs[2], "tool");
+  BOOST_REQUIRE_EQUAL(tools.size(), 2u);
+  BOOST_CHECK_EQUAL(tools[1]["tool_call_id"].as_string(), "call_y");
+  BOOST_CHECK_MESSAGE(contains(content_of(tools[1]), "42"),
+                      content_of(tools[1]));
+}
+
+BOOST_AUTO_TEST_CASE(streaming_with_split_tool_call_deltas) {
+  auto file = work.write("s.txt", "streamed content\n");
+  auto full = args_json("path", file);
+  auto third = full.size() / 3;
+  auto chunk = [](const std::string& json_text) {
+    return "data: " + json_text + "\n\n";
+  };
+  auto tc_delta = [&](bool first, const std::string& arg_part) {
+    json::value tc;
+    tc["index"] = 0;
+    if (first) {
+      tc["id"] = "call_s";
+      tc["type"] = "function";
+      tc["function"]["name"] = "read_file";
+    }
+    tc["function"]["arguments"] = arg_part;
+    json::value d;
+    d["choices"] = json::value::make_array();
+    json::value ch;
+    ch["index"] = 0;
+    ch["delta"]["tool_calls"] = json::value::make_array();
+    ch["delta"]["tool_calls"].push_back(std::move(tc));
+    d["choices"].push_back(std::move(ch));
+    return d.dump();
+  };
+  std::string finish_tc = R"({"choices":[{"index":0,"delta":{},)"
+                          R"("finish_reason":"tool_calls"}]})";
+  // Event boundaries fall inside JSON text on purpose.
+  std::string all = chunk(tc_delta(true, full.substr(0, third)))
+                    + chunk(tc_delta(false, full.substr(third, third)))
+                    + chunk(tc_delta(false, full.substr(2 * third)))
+                    + chunk(finish_tc) + "data: [DONE]\n\n";
+  std::vector<std::string> pieces;
+  for (size_t i = 0; i < all.size(); i += 37)
+    pieces.push_back(all.substr(i, 37));
+  script_stream(pieces);
+  auto text_delta = [&](const std::string& t, const std::string& finish) {
+    json::value ch;
+    ch["index"] = 0;
+    ch["delta"] = json::value::make_object();
+    if (!t.empty())
+      ch["delta"]["content"] = t;
+    if (!finish.empty())
+      ch["finish_reason"] = finish;
+    json::value d;
+    d["choices"] = json::value::make_array();
+    d["choices"].push_back(std::move(ch));
+    return chunk(d.dump());
+  };
+  script_stream({text_delta("All ", ""), text_delta("done.", ""),
+                 text_delta("", "stop"), "data: [DONE]\n\n"});
+  auto c = call("stream it");
+  c.stream = true;
+  std::string text;
+  c.on_delta = [&](const std::string& kind, const std::string& t) {
+    if (kind == "text")
+      text += t;
+  };
+  auto res = run(c);
+  BOOST_CHECK_EQUAL(res["final_response"].as_string(), "All done.");
+  BOOST_CHECK_EQUAL(text, "All done.");
+  auto reqs = requests();
+  BOOST_REQUIRE_EQUAL(reqs.size(), 2u);
+  BOOST_CHECK(reqs[0]["stream"].as_bool());
+  auto tools = with_role(reqs[1], "tool");
+  BOOST_REQUIRE_EQUAL(tools.size(), 1u);
+  BOOST_CHECK_EQUAL(tools[0]["tool_call_id"].as_string(), "call_s");
+  BOOST_CHECK(contains(content_of(tools[0]), "streamed content"));
+}
+
+BOOST_AUTO_TEST_CASE(malformed_arguments_get_an_error_result) {
+  script(completion("", {{"call_bad", "read_file", R"({"path": "/x)"}}));
+  script(completion("sorry, fixed"));
+  auto res = run(call("go"));
+  BOOST_CHECK(res["completed"].as_bool());
+  BOOST_CHECK_EQUAL(res["final_response"].as_string(), "sorry, fixed");
+  auto reqs = requests();
+  BOOST_REQUIRE_EQUAL(reqs.size(), 2u);
+  auto tools = with_role(reqs[1], "tool");
+  BOOST_REQUIRE_EQUAL(tools.size(), 1u);
+  BOOST_CHECK_EQUAL(tools[0]["tool_call_id"].as_string(), "call_bad");
+  auto text = content_of(tools[0]);
+  BOOST_CHECK_MESSAGE(contains(text, "error") && contains(text, "JSON"),
+                      text);
+}
+
+BOOST_AUTO_TEST_CASE(unknown_tool_lists_valid_tools) {
+  script(completion("", {{"call_u", "frobnicate_widgets", "{}"}}));
+  script(completion("ok"));
+  auto res = run(call("go"));
+  BOOST_CHECK(res["completed"].as_bool());
+  auto reqs = requests();
+  BOOST_REQUIRE_EQUAL(reqs.size(), 2u);
+  auto tools = with_role(reqs[1], "tool");
+  BOOST_REQUIRE_EQUAL(tools.size(), 1u);
+  auto text = content_of(tools[0]);
+  BOOST_CHECK_MESSAGE(contains(text, "does not exist"), text);
+  BOOST_CHECK(contains(text, "read_file"));
+  BOOST_CHECK(contains(text, "frobnicate_widgets"));
+}
+
+BOOST_AUTO_TEST_CASE(three_bad_rounds_end_the_turn_as_partial) {
+  script(completion("", {{"", "nonexistent_tool_zz", "{}"}}), 3);
+  auto res = run(call("go"));
+  BOOST_CHECK(res["partial"].as_bool());
+  BOOST_CHECK(!res["completed"].as_bool());
+  BOOST_CHECK_EQUAL(res["exit_reason"].as_string(), "invalid_tool_calls");
+  BOOST_CHECK(contains(res["error"].as_string(), "nonexistent_tool_zz"));
+  BOOST_CHECK_EQUAL(requests().size(), 3u);
+}
+
+BOOST_AUTO_TEST_CASE(budget_exhaustion_makes_one_tool_free_summary) {
+  auto file = work.write("loop.txt", "again\n");
+  script(completion("", {{"call_1", "read_file", args_json("path", file)}}));
+  script(completion("", {{"call_2", "read_file", args_json("path", file)}}));
+  script(completion("Summary: I read the file twice."));
+  auto c = call("loop");
+  c.max_iterations = 2;
+  auto res = run(c);
+  BOOST_CHECK_EQUAL(res["turn_exit_reason"].as_string(),
+                    "max_iterations_reached(2/2)");
+  BOOST_CHECK_EQUAL(res["final_response"].as_string(),
+                    "Summary: I read the file twice.");
+  BOOST_CHECK_EQUAL(res["api_calls"].as_int(), 3);
+  auto reqs = requests();
+  BOOST_REQUIRE_EQUAL(reqs.size(), 3u);
+  BOOST_CHECK(reqs[0].find("tools") != nullptr);
+  BOOST_CHECK(reqs[2].find("tools") == nullptr);
+  auto users = with_role(reqs[2], "user");
+  BOOST_REQUIRE(!users.empty());
+  BOOST_CHECK(contains(content_of(users.back()), "iteration limit"));
+  // Every call got exactly one result.
+  auto tools = with_role(reqs[2], "tool");
+  BOOST_CHECK_EQUAL(tools.size(), 2u);
+}
+
+BOOST_AUTO_TEST_CASE(empty_summary_is_retried_once) {
+  auto file = work.write("once.txt", "x\n");
+  script(completion("", {{"call_1", "read_file", args_json("path", file)}}));
+  script(completion("   "));
+  script(completion("Second try: done one read."));
+  auto c = call("loop");
+  c.max_iterations = 1;
+  auto res = run(c);
+  BOOST_CHECK_EQUAL(res["final_response"].as_string(),
+                    "Second try: done one read.");
+  BOOST_CHECK_EQUAL(res["turn_exit_reason"].as_string(),
+                    "max_iterations_reached(1/1)");
+  auto reqs = requests();
+  BOOST_REQUIRE_EQUAL(reqs.size(), 3u);
+  BOOST_CHECK(reqs[1].find("tools") == nullptr);
+  BOOST_CHECK(reqs[2].find("tools") == nullptr);
+}
+
+BOOST_AUTO_TEST_CASE(interrupt_mid_tool) {
+  json::value targs;
+  targs["command"] = "sleep 30";
+  script(completion("", {{"call_sleep", "terminal", targs.dump()}}));
+  std::string sid = "interrupt-test-1";
+  std::optional<turn_outcome> out;
+  auto t0 = steady_clock::now();
+  std::thread th([&] { out = rt->run_turn(call("sleep", sid)); });
+  // Wait for the model call, then give the tool time to start.
+  for (int i = 0; i < 200 && requests().empty(); ++i)
+    std::this_thread::sleep_for(milliseconds{20});
+  std::this_thread::sleep_for(milliseconds{500});
+  rt->interrupt(sid, "stop now");
+  th.join();
+  auto secs = duration<double>(steady_clock::now() - t0).count();
+  BOOST_CHECK_LT(secs, 5.0);
+  BOOST_REQUIRE(out);
+  BOOST_REQUIRE_MESSAGE(out->error.empty(), out->error);
+  auto parsed = json::parse(out->result_json);
+  BOOST_REQUIRE(parsed);
+  auto& res = *parsed.v;
+  BOOST_CHECK(res["interrupted"].as_bool());
+  BOOST_CHECK(res["partial"].as_bool());
+  BOOST_CHECK(!res["completed"].as_bool());
+  BOOST_CHECK_EQUAL(res["exit_reason"].as_string(), "interrupted_by_user");
+  BOOST_CHECK_EQUAL(res["interrupt_message"].as_string(), "stop now");
+  auto& msgs = res["messages"];
+  size_t results = 0;
+  for (auto& m : msgs.as_array()) {
+    if (m["role"].as_string() != "tool")
+      continue;
+    ++results;
+    BOOST_CHECK_EQUAL(m["tool_call_id"].as_string(), "call_sleep");
+    BOOST_CHECK(contains(content_of(m), "cancelled"));
+  }
+  BOOST_CHECK_EQUAL(results, 1u);
+  // The tail is closed with an assistant message.
+  BOOST_CHECK_EQUAL(msgs.as_array().back()["role"].as_string(), "assistant");
+  BOOST_CHECK_EQUAL(requests().size(), 1u);
+  // The session goes on.
+  script(completion("awake"));
+  auto next = run(call("again", sid));
+  BOOST_CHECK_EQUAL(next["final_response"].as_string(), "awake");
+}
+
+BOOST_AUTO_TEST_CASE(interrupt_during_provider_call) {
+  script(completion("late"), 1, 10000);
+  std::string sid = "interrupt-test-2";
+  std::optional<turn_outcome> out;
+  auto t0 = steady_clock::now();
+  std::thread th([&] { out = rt->run_turn(call("wait", sid)); });
+  for (int i = 0; i < 200 && requests().empty(); ++i)
+    std::this_thread::sleep_for(milliseconds{20});
+  rt->interrupt(sid, "never mind");
+  th.join();
+  BOOST_CHECK_LT(duration<double>(steady_clock::now() - t0).count(), 5.0);
+  BOOST_REQUIRE(out && out->error.empty());
+  auto parsed = json::parse(out->result_json);
+  BOOST_REQUIRE(parsed);
+  BOOST_CHECK((*parsed.v)["interrupted"].as_bool());
+  BOOST_CHECK_EQUAL((*parsed.v)["exit_reason"].as_string(),
+                    "interrupted_by_user");
+}
+
+BOOST_AUTO_TEST_CASE(turns_of_one_session_are_serialised) {
+  script(completion("first answer"), 1, 300);
+  script(completion("second answer"));
+  std::string sid = "serial-1";
+  std::optional<json::value> r1;
+  std::thread th([&] {
+    auto o = rt->run_turn(call("one", sid));
+    auto p = json::parse(o.result_json);
+    if (p)
+      r1 = *p.v;
+  });
+  for (int i = 0; i < 200 && requests().empty(); ++i)
+    std::this_thread::sleep_for(milliseconds{10});
+  auto r2 = run(call("two", sid));
+  th.join();
+  BOOST_REQUIRE(r1);
+  BOOST_CHECK_EQUAL((*r1)["final_response"].as_string(), "first answer");
+  BOOST_CHECK_EQUAL(r2["final_response"].as_string(), "second answer");
+  auto reqs = requests();
+  BOOST_REQUIRE_EQUAL(reqs.size(), 2u);
+  // The second turn saw the first one's messages.
+  auto users = with_role(reqs[1], "user");
+  BOOST_REQUIRE_EQUAL(users.size(), 2u);
+  BOOST_CHECK_EQUAL(content_of(users[0]), "one");
+  BOOST_CHECK(contains(reqs[1]["messages"].dump(), "first answer"));
+}
+
+BOOST_AUTO_TEST_CASE(sessions_run_concurrently) {
+  script(completion("slow answer"), 2, 1000);
+  auto t0 = steady_clock::now();
+  std::optional<turn_outcome> a, b;
+  std::thread ta([&] { a = rt->run_turn(call("one", "conc-a")); });
+  std::thread tb([&] { b = rt->run_turn(call("two", "conc-b")); });
+  ta.join();
+  tb.join();
+  auto secs = duration<double>(steady_clock::now() - t0).count();
+  BOOST_CHECK_LT(secs, 1.9);
+  BOOST_REQUIRE(a && b);
+  BOOST_CHECK(contains(a->result_json, "slow answer"));
+  BOOST_CHECK(contains(b->result_json, "slow answer"));
+  BOOST_CHECK_EQUAL(a->session_id, "conc-a");
+  BOOST_CHECK_EQUAL(b->session_id, "conc-b");
+}
+
+BOOST_AUTO_TEST_CASE(resume_loads_persisted_history) {
+  script(completion("remembered"));
+  std::string sid;
+  run(call("my name is Ada"), &sid);
+  rt.reset();
+  start(); // a fresh runtime: the conversation is loaded from the store
+  script(completion("Your name is Ada."));
+  auto res = run(call("what is my name?", sid));
+  BOOST_CHECK_EQUAL(res["final_response"].as_string(), "Your name is Ada.");
+  auto reqs = requests();
+  BOOST_REQUIRE_EQUAL(reqs.size(), 2u);
+  auto& msgs = reqs[1]["messages"];
+  BOOST_REQUIRE_EQUAL(msgs.size(), 4u);
+  BOOST_CHECK_EQUAL(content_of(msgs.as_array()[1]), "my name is Ada");
+  BOOST_CHECK_EQUAL(content_of(msgs.as_array()[2]), "remembered");
+  BOOST_CHECK_EQUAL(reqs[0]["messages"].as_array()[0].dump(),
+                    msgs.as_array()[0].dump());
+}
+
+BOOST_AUTO_TEST_CASE(provider_error_fails_the_turn) {
+  json::value s;
+  s["path"] = "/v1/chat/completions";
+  s["status"] = 400;
+  s["body"] = R"({"error":{"message":"bad model name"}})";
+  server.script(s.dump());
+  auto res = run(call("hi"));
+  BOOST_CHECK(res["failed"].as_bool());
+  BOOST_CHECK(!res["completed"].as_bool());
+  BOOST_CHECK_MESSAGE(contains(res["error"].as_string(), "bad model name"),
+                      res["error"].as_string());
+}
+
+BOOST_AUTO_TEST_CASE(configuration_errors) {
+  auto c = call("hi");
+  c.provider.clear();
+  c.base_url.clear();
+  auto out = rt->run_turn(c);
+  BOOST_CHECK(out.config_error);
+  BOOST_CHECK(contains(out.error, "No model provider is configured"));
+  c = call("hi");
+  c.provider = "no-such-provider";
+  out = rt->run_turn(c);
+  BOOST_CHECK(out.config_error);
+  BOOST_CHECK(!out.error.empty());
+  c = call("hi");
+  c.toolsets = {"no_such_toolset"};
+  out = rt->run_turn(c);
+  BOOST_CHECK(out.config_error);
+  BOOST_CHECK(contains(out.error, "no_such_toolset"));
+  c = call("");
+  out = rt->run_turn(c);
+  BOOST_CHECK(!out.error.empty());
+  BOOST_CHECK(requests().empty());
+}
+
+BOOST_AUTO_TEST_CASE(toolsets_filter_the_offered_tools) {
+  script(completion("ok"));
+  auto c = call("hi");
+  c.toolsets = {"file"};
+  run(c);
+  auto reqs = requests();
+  BOOST_REQUIRE_EQUAL(reqs.size(), 1u);
+  auto tools = reqs[0]["tools"].dump();
+  BOOST_CHECK(contains(tools, "read_file"));
+  BOOST_CHECK(!contains(tools, "\"terminal\""));
+  BOOST_CHECK(!contains(tools, "execute_code"));
+}
+
+BOOST_AUTO_TEST_CASE(store_unavailable_fails_clearly) {
+  rt.reset();
+  // A file where the store directory should be.
+  auto dir = session_store::default_dir(home.path());
+  std::filesystem::remove_all(dir);
+  std::ofstream{dir} << "not a dir";
+  start();
+  auto out = rt->run_turn(call("hi"));
+  BOOST_CHECK(!out.error.empty());
+  BOOST_CHECK(contains(out.error, "session store"));
+  BOOST_CHECK(requests().empty());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
