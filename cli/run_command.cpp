@@ -1,5 +1,6 @@
 // `mibyan run`: one user turn of the agent loop from the command line.
 #include "cli/commands.hpp"
+#include "cli/interrupt_watcher.hpp"
 
 #include <atomic>
 #include <chrono>
@@ -24,56 +25,11 @@ void usage() {
   std::cerr
     << "usage: mibyan run [--provider P] [--model M] [--base-url URL]\n"
        "                  [--api-key K] [--session ID] [--toolsets a,b]\n"
-       "                  [--max-iterations N] [--json] PROMPT\n"
+       "                  [--max-iterations N] [--json]\n"
+       "                  [--save-trajectory] PROMPT\n"
        "  Runs one turn of the agent and prints the final answer.\n"
        "  --session ID continues (or creates) that session; without it a\n"
        "  new session is created and its id printed on stderr.\n";
-}
-
-// SIGINT interrupts the running turn instead of killing the process. A
-// dedicated thread waits in sigwait(), so no async-signal-safety rules
-// constrain what it does.
-class run_interrupt_watcher {
-public:
-  run_interrupt_watcher(runtime& rt, std::string session)
-    : rt_(rt), session_(std::move(session)) {
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGUSR2);
-    thread_ = std::thread([this, set] {
-      for (;;) {
-        int sig = 0;
-        if (sigwait(&set, &sig) != 0 || stop_)
-          return;
-        if (sig == SIGINT) {
-          MIBYAN_LOG(info, "cli", "interrupt requested (SIGINT)");
-          rt_.interrupt(session_, "the user pressed Ctrl-C");
-        }
-      }
-    });
-  }
-  ~run_interrupt_watcher() {
-    stop_ = true;
-    ::pthread_kill(thread_.native_handle(), SIGUSR2);
-    thread_.join();
-  }
-
-private:
-  runtime& rt_;
-  std::string session_;
-  std::atomic<bool> stop_{false};
-  std::thread thread_;
-};
-
-// Blocks SIGINT/SIGUSR2 in every thread created afterwards (CAF's too), so
-// only the watcher receives them.
-void block_signals() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGUSR2);
-  ::pthread_sigmask(SIG_BLOCK, &set, nullptr);
 }
 
 // The store's default format: YYYYMMDD_HHMMSS_<6 hex>.
@@ -124,6 +80,8 @@ int run_command(const std::vector<std::string>& args,
     std::string text;
     if (a == "--json") {
       as_json = true;
+    } else if (a == "--save-trajectory") {
+      call.save_trajectory = true;
     } else if (a == "-h" || a == "--help") {
       usage();
       return 0;
@@ -184,7 +142,7 @@ int run_command(const std::vector<std::string>& args,
   options opts;
   if (!load_config_or_report(flags, opts))
     return 2;
-  block_signals();
+  block_interrupt_signals();
   std::string error;
   auto rt = runtime::create(std::move(opts), &error);
   if (!rt) {
@@ -209,13 +167,19 @@ int run_command(const std::vector<std::string>& args,
   }
   turn_outcome out;
   {
-    run_interrupt_watcher watcher{*rt, call.session_id};
+    interrupt_watcher watcher{[&rt, id = call.session_id] {
+      MIBYAN_LOG(info, "cli", "interrupt requested (SIGINT)");
+      rt->interrupt(id, "the user pressed Ctrl-C");
+    }};
     out = rt->run_turn(call);
   }
   if (!out.error.empty()) {
     std::cerr << "mibyan run: " << out.error << "\n";
     return out.config_error ? 2 : 1;
   }
+  if (!out.trajectory_error.empty())
+    std::cerr << "mibyan run: trajectory not saved: " << out.trajectory_error
+              << "\n";
   auto parsed = json::parse(out.result_json);
   if (!parsed || !parsed.v->is_object()) {
     std::cerr << "mibyan run: malformed turn result\n";

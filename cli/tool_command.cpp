@@ -1,4 +1,5 @@
 #include "cli/commands.hpp"
+#include "cli/interrupt_watcher.hpp"
 
 #include <atomic>
 #include <csignal>
@@ -25,52 +26,6 @@ void usage() {
                "      one {\"tool\": NAME, \"args\": {...}} per line in, one "
                "result per line out\n"
                "  mibyan tool --list\n";
-}
-
-// Turns SIGINT into an interrupt of the running call instead of killing the
-// process. A dedicated thread waits in sigwait(), so no async-signal-safety
-// rules constrain what it does.
-class interrupt_watcher {
-public:
-  interrupt_watcher(runtime& rt, std::string session)
-    : rt_(rt), session_(std::move(session)) {
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGUSR2);
-    thread_ = std::thread([this, set] {
-      for (;;) {
-        int sig = 0;
-        if (sigwait(&set, &sig) != 0 || stop_)
-          return;
-        if (sig == SIGINT) {
-          MIBYAN_LOG(info, "cli", "interrupt requested (SIGINT)");
-          rt_.interrupt(session_, "user sent a new message");
-        }
-      }
-    });
-  }
-  ~interrupt_watcher() {
-    stop_ = true;
-    ::pthread_kill(thread_.native_handle(), SIGUSR2);
-    thread_.join();
-  }
-
-private:
-  runtime& rt_;
-  std::string session_;
-  std::atomic<bool> stop_{false};
-  std::thread thread_;
-};
-
-// Blocks SIGINT/SIGUSR2 in every thread created afterwards (CAF's too), so
-// only the watcher receives them.
-void block_signals() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGUSR2);
-  ::pthread_sigmask(SIG_BLOCK, &set, nullptr);
 }
 
 std::string generate_session_id() {
@@ -176,7 +131,7 @@ int tool_command(const std::vector<std::string>& args,
   options opts;
   if (!load_config_or_report(flags, opts))
     return 2;
-  block_signals();
+  block_interrupt_signals();
   std::string error;
   auto rt = runtime::create(std::move(opts), &error);
   if (!rt) {
@@ -187,7 +142,10 @@ int tool_command(const std::vector<std::string>& args,
     return list_tools(*rt);
   if (session.empty())
     session = generate_session_id();
-  interrupt_watcher watcher{*rt, session};
+  interrupt_watcher watcher{[&rt, session] {
+    MIBYAN_LOG(info, "cli", "interrupt requested (SIGINT)");
+    rt->interrupt(session, "user sent a new message");
+  }};
   if (from_stdin)
     return run_stdin(*rt, session, cwd);
   const auto& name = positional[0];

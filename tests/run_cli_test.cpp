@@ -148,6 +148,14 @@ std::vector<pid_t> children_of(pid_t pid) {
   return out;
 }
 
+// Waits (up to 20 s) until `pid` has a child process: the tool is running.
+void wait_for_children(pid_t pid) {
+  for (int i = 0; i < 400 && children_of(pid).empty(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds{50});
+  // Let the tool settle into its wait.
+  std::this_thread::sleep_for(std::chrono::milliseconds{200});
+}
+
 std::vector<stored_message> load(const std::string& home,
                                  const std::string& sid) {
   session_store_options so;
@@ -283,7 +291,7 @@ BOOST_AUTO_TEST_CASE(sigint_interrupts_the_turn) {
   auto t0 = steady_clock::now();
   pid_t pid = spawn(run_args("sleep please", "cli-int"));
   wait_for_requests(1);
-  std::this_thread::sleep_for(milliseconds{700});
+  wait_for_children(pid);
   ::kill(pid, SIGINT);
   int status = 0;
   ::waitpid(pid, &status, 0);
@@ -302,7 +310,7 @@ BOOST_AUTO_TEST_CASE(kill_9_mid_turn_then_resume) {
   script(completion("", "terminal", R"({"command":"sleep 30"})"));
   pid_t pid = spawn(run_args("run the long job", "cli-k9"));
   wait_for_requests(1);
-  std::this_thread::sleep_for(milliseconds{700});
+  wait_for_children(pid);
   // The tool's process group outlives the killed CLI; remember it so the
   // test can end it afterwards.
   auto orphans = children_of(pid);
