@@ -18,6 +18,8 @@ void usage(std::ostream& out) {
          "  config show             print the effective configuration\n"
          "  run [--provider P] [--model M] [--session ID] PROMPT\n"
          "                          run one agent turn, print the answer\n"
+         "  chat [--provider P] [--model M] [--session ID]\n"
+         "                          converse, one turn per input line\n"
          "  sessions list|show ID|search QUERY|delete ID [--json]\n"
          "                          inspect stored conversations\n"
          "  version                 print the version\n";
@@ -57,6 +59,8 @@ int main(int argc, char** argv) {
     return mibyan::cli::sessions_command(rest, flags);
   if (command == "run")
     return mibyan::cli::run_command(rest, flags);
+  if (command == "chat")
+    return mibyan::cli::chat_command(rest, flags);
   if (command == "version" || command == "--version") {
     std::cout << "mibyan 0.1.0\n";
     return 0;

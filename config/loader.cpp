@@ -172,6 +172,10 @@ const std::vector<field>& fields() {
                           &agent_options::max_turns, 1));
     t.push_back(int_field("agent", "api_max_retries", &o::agent,
                           &agent_options::api_max_retries, 1));
+    t.push_back(bool_field("agent", "save_trajectories", &o::agent,
+                           &agent_options::save_trajectories));
+    t.push_back(string_field("agent", "trajectory_dir", &o::agent,
+                             &agent_options::trajectory_dir));
     // provider
     t.push_back(int_field("provider", "request_timeout", &o::provider,
                           &provider_options::request_timeout, 1));

@@ -2,10 +2,10 @@
 #include "providers/anthropic_codec.hpp"
 
 #include <algorithm>
-#include <cctype>
 #include <set>
 #include <utility>
 
+#include "providers/codec_support.hpp"
 #include "providers/provider_error.hpp"
 #include "providers/tool_call_id.hpp"
 #include "providers/tool_schema.hpp"
@@ -14,28 +14,10 @@ namespace mibyan::anthropic {
 
 namespace {
 
-std::string lower(std::string_view s) {
-  std::string out{s};
-  for (auto& c : out)
-    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front())))
-    s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back())))
-    s.remove_suffix(1);
-  return s;
-}
-
-int64_t int_member(const json::value& obj, std::string_view key,
-                   int64_t fallback) {
-  auto x = obj.find(key);
-  if (x == nullptr || !x->is_number())
-    return fallback;
-  return x->as_int();
-}
+using codec::int_member;
+using codec::lower;
+using codec::trim;
+using codec::valid_json;
 
 json::value text_block(std::string text) {
   json::value b = json::value::make_object();
@@ -67,10 +49,6 @@ struct wire_message {
   std::string role;
   std::vector<json::value> blocks;
 };
-
-bool valid_json(const std::string& text) {
-  return static_cast<bool>(json::parse(text));
-}
 
 /// An empty non-stream content list is acceptable only for these.
 bool empty_is_valid(std::string_view stop_reason) {
@@ -334,25 +312,9 @@ token_usage read_usage(const json::value& usage) {
 
 chat_response parse_response(int status, std::string_view body) {
   chat_response r;
-  r.http_status = status;
-  if (!success_status(status)) {
-    set_http_error(r, status, body);
+  json::value obj;
+  if (!codec::parse_response_object(status, body, r, obj))
     return r;
-  }
-  auto parsed = json::parse(body);
-  if (!parsed) {
-    r.error = "invalid JSON in response body (" + parsed.error
-              + "); body starts: " + error_snippet(body, 200);
-    r.retryable = true;
-    return r;
-  }
-  const auto& obj = *parsed.v;
-  if (!obj.is_object()) {
-    r.error = "invalid response: expected a JSON object, got "
-              + std::string{json::kind_name(obj.type())};
-    r.retryable = true;
-    return r;
-  }
   r.model = obj.get_string("model");
   if (auto e = find_error(obj); e || obj.get_string("type") == "error") {
     const auto& err = e != nullptr ? *e : obj;
@@ -408,37 +370,20 @@ chat_response parse_response(int status, std::string_view body) {
 // -- streaming ---------------------------------------------------------------
 
 stream_accumulator::stream_accumulator(size_t max_event_bytes)
-  : parser_(max_event_bytes) {
+  : stream_accumulator_base(max_event_bytes) {
   // nop
 }
 
-void stream_accumulator::feed(std::string_view bytes) {
-  if (finished_)
-    return;
-  parser_.feed(bytes, pending_);
-  for (const auto& ev : pending_)
-    add(ev);
-  pending_.clear();
-  if (parser_.failed())
-    set_error("malformed event stream: " + parser_.error(), false);
-}
-
-void stream_accumulator::add(const sse_event& ev) {
-  if (finished_ || fatal_)
-    return;
-  auto data = trim(ev.data);
-  if (data.empty())
-    return;
+void stream_accumulator::add_data(std::string_view data,
+                                  const std::string& event) {
   auto parsed = json::parse(data);
   if (!parsed || !parsed.v->is_object()) {
-    set_error("malformed JSON in stream event " + std::to_string(events_ + 1)
-                + " (" + (parsed ? std::string{"not an object"} : parsed.error)
-                + "): " + error_snippet(data, 120),
-              true);
-    fatal_ = true;
+    set_fatal("malformed JSON in stream event " + std::to_string(events_ + 1)
+              + " (" + (parsed ? std::string{"not an object"} : parsed.error)
+              + "): " + error_snippet(data, 120));
     return;
   }
-  add_event(*parsed.v, ev.event);
+  add_event(*parsed.v, event);
 }
 
 stream_accumulator::block&
@@ -542,38 +487,15 @@ void stream_accumulator::merge_usage(const json::value& usage) {
 }
 
 void stream_accumulator::append_text(block& b, std::string_view s) {
-  if (s.empty())
-    return;
-  b.text.append(s.data(), s.size());
-  if (!tool_started_ && on_text_)
-    on_text_(s);
+  add_text(b.text, s, !tool_started_);
 }
 
 void stream_accumulator::append_thinking(block& b, std::string_view s) {
-  if (s.empty())
-    return;
-  b.thinking.append(s.data(), s.size());
-  if (on_reasoning_)
-    on_reasoning_(s);
-}
-
-void stream_accumulator::set_error(std::string msg, bool retryable) {
-  if (!error_.empty())
-    return;
-  error_ = std::move(msg);
-  retryable_ = retryable;
+  add_reasoning(b.thinking, s);
 }
 
 chat_response stream_accumulator::finish(int http_status) {
-  if (!finished_) {
-    parser_.finish(pending_);
-    for (const auto& ev : pending_)
-      add(ev);
-    pending_.clear();
-    if (parser_.failed())
-      set_error("malformed event stream: " + parser_.error(), false);
-    finished_ = true;
-  }
+  end_input();
   chat_response r;
   r.http_status = http_status;
   r.model = model_;
@@ -607,15 +529,8 @@ chat_response stream_accumulator::finish(int http_status) {
     }
   }
   r.finish_reason = map_stop_reason(stop_reason_);
-  if (!success_status(http_status) && error_.empty())
-    set_error("HTTP " + std::to_string(http_status)
-                + ": the provider answered with an event stream",
-              retryable_status(http_status));
-  if (!error_.empty()) {
-    r.error = error_;
-    r.retryable = retryable_;
+  if (take_error(r, http_status))
     return r;
-  }
   if (events_ == 0) {
     r.error = "empty stream: the provider sent no events";
     r.retryable = true;

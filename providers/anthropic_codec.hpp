@@ -23,7 +23,6 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -31,6 +30,7 @@
 
 #include "messages/chat.hpp"
 #include "providers/sse_parser.hpp"
+#include "providers/stream_accumulator_base.hpp"
 #include "runtime/json.hpp"
 
 namespace mibyan::anthropic {
@@ -117,39 +117,24 @@ chat_response parse_response(int status, std::string_view body);
 /// Assembles a streamed Messages response from SSE events (message_start,
 /// content_block_start/delta/stop, message_delta, message_stop, ping,
 /// error). Feed events with `add` or raw bytes with `feed`, then call
-/// `finish` once. Callbacks run synchronously inside `add`/`feed`.
+/// `finish` once; `done` says whether `message_stop` arrived. Callbacks run
+/// synchronously inside `add`/`feed`; `on_reasoning` receives every
+/// thinking fragment and "\n\n" between thinking blocks.
 ///
 /// Thread safety: none; one owner.
-class stream_accumulator {
+class stream_accumulator : public stream_accumulator_base {
 public:
-  using fragment_callback = std::function<void(std::string_view)>;
-
   explicit stream_accumulator(
     size_t max_event_bytes = sse_parser::default_max_event_bytes);
-
-  /// Called with every visible text fragment while no tool call has started.
-  void on_text(fragment_callback f) { on_text_ = std::move(f); }
-
-  /// Called with every thinking fragment (and "\n\n" between blocks).
-  void on_reasoning(fragment_callback f) { on_reasoning_ = std::move(f); }
-
-  /// Consumes one SSE event.
-  void add(const sse_event& ev);
-
-  /// Consumes raw body bytes through an internal `sse_parser`.
-  void feed(std::string_view bytes);
 
   /// Ends the stream and returns the response. Call once.
   chat_response finish(int http_status = 200);
 
-  /// Returns whether `message_stop` arrived.
-  bool done() const { return done_; }
-
   /// Returns the number of JSON events consumed.
   uint64_t events() const { return events_; }
 
-  /// Returns whether an error already decided the outcome.
-  bool failed() const { return !error_.empty(); }
+protected:
+  void add_data(std::string_view data, const std::string& event) override;
 
 private:
   struct block {
@@ -169,24 +154,14 @@ private:
   void merge_usage(const json::value& usage);
   void append_text(block& b, std::string_view s);
   void append_thinking(block& b, std::string_view s);
-  void set_error(std::string msg, bool retryable);
 
-  fragment_callback on_text_;
-  fragment_callback on_reasoning_;
-  sse_parser parser_;
-  std::vector<sse_event> pending_;
   std::vector<block> blocks_; // in start order
   json::value usage_;         // message_start usage updated by deltas
   std::string stop_reason_;
   std::string model_;
   bool tool_started_ = false;
   bool thinking_seen_ = false;
-  bool done_ = false;
-  bool finished_ = false;
-  bool fatal_ = false;
   uint64_t events_ = 0;
-  std::string error_;
-  bool retryable_ = false;
 };
 
 } // namespace mibyan::anthropic

@@ -5,6 +5,7 @@
 #include <cctype>
 #include <utility>
 
+#include "providers/codec_support.hpp"
 #include "providers/provider_error.hpp"
 #include "providers/tool_call_id.hpp"
 #include "providers/tool_schema.hpp"
@@ -15,12 +16,10 @@ namespace {
 
 // -- small helpers -----------------------------------------------------------
 
-std::string lower(std::string_view s) {
-  std::string out{s};
-  for (auto& c : out)
-    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
+using codec::int_member;
+using codec::lower;
+using codec::trim;
+using codec::valid_json;
 
 bool contains(std::string_view s, std::string_view needle) {
   return s.find(needle) != std::string_view::npos;
@@ -29,14 +28,6 @@ bool contains(std::string_view s, std::string_view needle) {
 bool ends_with(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size()
          && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front())))
-    s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back())))
-    s.remove_suffix(1);
-  return s;
 }
 
 /// Returns a string or integer as text, "" for anything else.
@@ -48,14 +39,6 @@ std::string id_text(const json::value* x) {
   if (x->is_int())
     return std::to_string(x->as_int());
   return {};
-}
-
-int64_t int_member(const json::value& obj, std::string_view key,
-                   int64_t fallback) {
-  auto x = obj.find(key);
-  if (x == nullptr || !x->is_number())
-    return fallback;
-  return x->as_int();
 }
 
 /// Returns a finish_reason as text: strings as is, integers stringified,
@@ -128,11 +111,6 @@ std::string plain_reasoning(const json::value& msg) {
   if (r != nullptr && r->is_string())
     return r->as_string();
   return {};
-}
-
-/// Returns whether `args` is valid JSON.
-bool valid_json(const std::string& args) {
-  return static_cast<bool>(json::parse(args));
 }
 
 
@@ -277,25 +255,9 @@ token_usage read_usage(const json::value& usage) {
 
 chat_response parse_response(int status, std::string_view body) {
   chat_response r;
-  r.http_status = status;
-  if (!success_status(status)) {
-    set_http_error(r, status, body);
+  json::value obj;
+  if (!codec::parse_response_object(status, body, r, obj))
     return r;
-  }
-  auto parsed = json::parse(body);
-  if (!parsed) {
-    r.error = "invalid JSON in response body (" + parsed.error
-              + "); body starts: " + error_snippet(body, 200);
-    r.retryable = true;
-    return r;
-  }
-  const auto& obj = *parsed.v;
-  if (!obj.is_object()) {
-    r.error = "invalid response: expected a JSON object, got "
-              + std::string{json::kind_name(obj.type())};
-    r.retryable = true;
-    return r;
-  }
   r.model = obj.get_string("model");
   if (auto e = find_error(obj)) {
     r.error = "provider error: " + describe_error(*e);
@@ -373,47 +335,28 @@ chat_response parse_response(int status, std::string_view body) {
 // -- streaming ---------------------------------------------------------------
 
 stream_accumulator::stream_accumulator(size_t max_event_bytes)
-  : parser_(max_event_bytes) {
+  : stream_accumulator_base(max_event_bytes) {
   // nop
 }
 
-void stream_accumulator::feed(std::string_view bytes) {
-  if (finished_)
-    return;
-  parser_.feed(bytes, pending_);
-  for (const auto& ev : pending_)
-    add(ev);
-  pending_.clear();
-  if (parser_.failed())
-    set_error("malformed event stream: " + parser_.error(), false);
-}
-
-void stream_accumulator::add(const sse_event& ev) {
-  if (finished_ || fatal_)
-    return;
-  auto data = trim(ev.data);
+void stream_accumulator::add_data(std::string_view data,
+                                  const std::string& event) {
   if (data == "[DONE]") {
     done_ = true;
     return;
   }
-  if (data.empty())
-    return; // keep-alive "data:" without payload
   auto parsed = json::parse(data);
   if (!parsed) {
-    set_error("malformed JSON in stream chunk " + std::to_string(chunks_ + 1)
-                + " (" + parsed.error + "): " + error_snippet(data, 120),
-              true);
-    fatal_ = true;
+    set_fatal("malformed JSON in stream chunk " + std::to_string(chunks_ + 1)
+              + " (" + parsed.error + "): " + error_snippet(data, 120));
     return;
   }
   if (!parsed.v->is_object()) {
-    set_error("stream chunk " + std::to_string(chunks_ + 1)
-                + " is not a JSON object: " + error_snippet(data, 120),
-              true);
-    fatal_ = true;
+    set_fatal("stream chunk " + std::to_string(chunks_ + 1)
+              + " is not a JSON object: " + error_snippet(data, 120));
     return;
   }
-  add_chunk(*parsed.v, ev.event);
+  add_chunk(*parsed.v, event);
 }
 
 void stream_accumulator::add_chunk(const json::value& chunk,
@@ -457,13 +400,13 @@ void stream_accumulator::add_delta(const json::value& delta) {
   if (auto c = delta.find("content"))
     flatten_content(*c, [&](bool reasoning, const std::string& s) {
       if (reasoning)
-        append_reasoning(s);
+        add_reasoning(reasoning_, s);
       else
-        append_text(s);
+        add_text(content_, s, slots_.empty());
     });
   auto plain = plain_reasoning(delta);
   if (!plain.empty())
-    append_reasoning(plain);
+    add_reasoning(reasoning_, plain);
   if (auto d = delta.find("reasoning_details")) {
     std::string text;
     details_text(*d, text);
@@ -530,39 +473,8 @@ void stream_accumulator::add_tool_call(const json::value& tc) {
     s.arguments += a->dump();
 }
 
-void stream_accumulator::append_text(std::string_view s) {
-  if (s.empty())
-    return;
-  content_.append(s.data(), s.size());
-  if (slots_.empty() && on_text_)
-    on_text_(s);
-}
-
-void stream_accumulator::append_reasoning(std::string_view s) {
-  if (s.empty())
-    return;
-  reasoning_.append(s.data(), s.size());
-  if (on_reasoning_)
-    on_reasoning_(s);
-}
-
-void stream_accumulator::set_error(std::string msg, bool retryable) {
-  if (!error_.empty())
-    return; // the first error explains the failure
-  error_ = std::move(msg);
-  retryable_ = retryable;
-}
-
 chat_response stream_accumulator::finish(int http_status) {
-  if (!finished_) {
-    parser_.finish(pending_);
-    for (const auto& ev : pending_)
-      add(ev);
-    pending_.clear();
-    if (parser_.failed())
-      set_error("malformed event stream: " + parser_.error(), false);
-    finished_ = true;
-  }
+  end_input();
   chat_response r;
   r.http_status = http_status;
   r.model = model_;
@@ -590,15 +502,8 @@ chat_response stream_accumulator::finish(int http_status) {
     r.tool_calls.push_back(std::move(call));
   }
   r.finish_reason = finish_reason_;
-  if (!success_status(http_status) && error_.empty())
-    set_error("HTTP " + std::to_string(http_status)
-                + ": the provider answered with an event stream",
-              retryable_status(http_status));
-  if (!error_.empty()) {
-    r.error = error_;
-    r.retryable = retryable_;
+  if (take_error(r, http_status))
     return r;
-  }
   if (finish_reason_.empty() && r.content.empty() && r.reasoning.empty()
       && r.tool_calls.empty()) {
     r.error = chunks_ == 0

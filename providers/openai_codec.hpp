@@ -22,7 +22,6 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -30,6 +29,7 @@
 
 #include "messages/chat.hpp"
 #include "providers/sse_parser.hpp"
+#include "providers/stream_accumulator_base.hpp"
 #include "runtime/json.hpp"
 
 namespace mibyan::openai {
@@ -95,38 +95,21 @@ chat_response parse_response(int status, std::string_view body);
 /// Assembles a streamed response from SSE events.
 ///
 /// Feed every event in order with `add` (or raw bytes with `feed`), then
-/// call `finish` once. Callbacks run synchronously inside `add`/`feed`.
+/// call `finish` once. An event is a JSON chunk, `[DONE]` (sets `done`), or
+/// an error; events after a fatal problem (malformed JSON) are ignored.
+/// Callbacks run synchronously inside `add`/`feed`; `on_reasoning` also
+/// receives `reasoning_details` text while no plain reasoning field came.
 ///
 /// Thread safety: none; one owner.
-class stream_accumulator {
+class stream_accumulator : public stream_accumulator_base {
 public:
-  // -- member types ----------------------------------------------------------
-
-  /// Receives each fragment as it arrives.
-  using fragment_callback = std::function<void(std::string_view)>;
-
   // -- constructors ----------------------------------------------------------
 
   /// `max_event_bytes` bounds one SSE event when bytes are fed with `feed`.
   explicit stream_accumulator(
     size_t max_event_bytes = sse_parser::default_max_event_bytes);
 
-  // -- callbacks -------------------------------------------------------------
-
-  /// Called with every visible text fragment while no tool call has started.
-  void on_text(fragment_callback f) { on_text_ = std::move(f); }
-
-  /// Called with every reasoning fragment.
-  void on_reasoning(fragment_callback f) { on_reasoning_ = std::move(f); }
-
   // -- input -----------------------------------------------------------------
-
-  /// Consumes one SSE event: a JSON chunk, `[DONE]`, or an error. Events
-  /// after a fatal problem (malformed JSON) are ignored.
-  void add(const sse_event& ev);
-
-  /// Consumes raw body bytes through an internal `sse_parser`.
-  void feed(std::string_view bytes);
 
   /// Ends the stream and returns the response (see providers.md §4 "End of
   /// stream"). `http_status` is copied into the response. Call once.
@@ -134,14 +117,11 @@ public:
 
   // -- observers -------------------------------------------------------------
 
-  /// Returns whether `data: [DONE]` arrived.
-  bool done() const { return done_; }
-
   /// Returns the number of JSON chunks consumed.
   uint64_t chunks() const { return chunks_; }
 
-  /// Returns whether an error already decided the outcome.
-  bool failed() const { return !error_.empty(); }
+protected:
+  void add_data(std::string_view data, const std::string& event) override;
 
 private:
   struct slot {
@@ -154,14 +134,7 @@ private:
   void add_chunk(const json::value& chunk, const std::string& event);
   void add_delta(const json::value& delta);
   void add_tool_call(const json::value& tc);
-  void append_text(std::string_view s);
-  void append_reasoning(std::string_view s);
-  void set_error(std::string msg, bool retryable);
 
-  fragment_callback on_text_;
-  fragment_callback on_reasoning_;
-  sse_parser parser_;
-  std::vector<sse_event> pending_;
   std::string content_;
   std::string reasoning_;
   std::string details_reasoning_; // reasoning_details text (fallback only)
@@ -171,12 +144,7 @@ private:
   std::string model_;
   token_usage usage_;
   bool have_usage_ = false;
-  bool done_ = false;
-  bool finished_ = false;
-  bool fatal_ = false; // malformed input: later events are ignored
   uint64_t chunks_ = 0;
-  std::string error_;
-  bool retryable_ = false;
 };
 
 // -- shared helpers ----------------------------------------------------------

@@ -1,5 +1,6 @@
 #include "runtime/runtime.hpp"
 
+#include <ctime>
 #include <filesystem>
 #include <map>
 #include <mutex>
@@ -21,6 +22,7 @@
 #include "kernels/stub_generator.hpp"
 #include "tools/execute_code.hpp"
 #include "storage/session_store.hpp"
+#include "storage/trajectory.hpp"
 #include "tools/registry.hpp"
 
 namespace fs = std::filesystem;
@@ -337,6 +339,30 @@ turn_outcome runtime::run_turn(const turn_call& call) {
     self->request(sink, caf::infinite, done_atom_v)
       .receive([](bool) {}, [](caf::error&) {});
     self->send_exit(sink, caf::exit_reason::user_shutdown);
+  }
+  if (!out.result_json.empty()
+      && (call.save_trajectory || p.svc->cfg.agent.save_trajectories)) {
+    auto res = json::parse(out.result_json);
+    std::vector<trajectory_tool> offered;
+    for (auto t : p.svc->tools.all()) {
+      bool wanted = call.toolsets.empty();
+      for (auto& ts : call.toolsets)
+        wanted = wanted || ts == t->toolset();
+      if (wanted)
+        offered.push_back({t->name(), t->description(), t->schema()});
+    }
+    if (res && res.v->is_object()) {
+      auto completed = res.v->get_bool("completed", false);
+      out.trajectory_error = append_trajectory_line(
+        p.svc->cfg.agent.trajectory_dir,
+        completed ? trajectory_samples_file : failed_trajectories_file,
+        trajectory_line(*res.v, offered, std::time(nullptr)));
+    } else {
+      out.trajectory_error = "the turn result is not a JSON object";
+    }
+    if (!out.trajectory_error.empty())
+      MIBYAN_LOG(warning, "runtime",
+                 "trajectory not saved: " << out.trajectory_error);
   }
   return out;
 }

@@ -77,6 +77,9 @@ struct turn_call {
     on_delta;
   /// Recorded as the session's source when it is created.
   std::string source = "api";
+  /// Append the finished turn to a trajectory file (storage/trajectory.hpp)
+  /// even when `agent.save_trajectories` is off.
+  bool save_trajectory = false;
 };
 
 /// The answer to a turn_call.
@@ -92,6 +95,8 @@ struct turn_outcome {
   /// The cause of `error` is the configuration (no provider, no key, bad
   /// toolset): fix it before retrying.
   bool config_error = false;
+  /// Why saving the trajectory failed ("" when saved or not asked for).
+  std::string trajectory_error;
 };
 
 class runtime {

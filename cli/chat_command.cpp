@@ -1,0 +1,309 @@
+// `mibyan chat`: an interactive conversation, one agent turn per input line.
+#include "cli/commands.hpp"
+#include "cli/interrupt_watcher.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <iostream>
+#include <mutex>
+#include <random>
+#include <string>
+
+#include <unistd.h>
+
+#include "providers/provider_profile.hpp"
+#include "runtime/json.hpp"
+#include "runtime/log.hpp"
+#include "runtime/runtime.hpp"
+
+namespace mibyan::cli {
+
+namespace {
+
+void usage() {
+  std::cerr
+    << "usage: mibyan chat [--provider P] [--model M] [--base-url URL]\n"
+       "                   [--api-key K] [--session ID] [--toolsets a,b]\n"
+       "                   [--max-iterations N] [--save-trajectory]\n"
+       "  Reads one message per line from stdin and answers each with an\n"
+       "  agent turn, streaming the answer. Ctrl-C interrupts the running\n"
+       "  turn; /help lists the chat commands.\n";
+}
+
+void chat_help() {
+  std::cout << "commands:\n"
+               "  /new    start a new session and print its id\n"
+               "  /exit   leave (so does end of input)\n"
+               "  /help   show this list\n"
+               "Ctrl-C interrupts the running turn.\n"
+            << std::flush;
+}
+
+// The store's default format: YYYYMMDD_HHMMSS_<6 hex>.
+std::string make_session_id() {
+  auto now = std::time(nullptr);
+  std::tm tm{};
+  ::localtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y%m%d_%H%M%S", &tm);
+  std::random_device rd;
+  char hex[8];
+  std::snprintf(hex, sizeof hex, "%06x", rd() & 0xffffffu);
+  return std::string{buf} + "_" + hex;
+}
+
+std::vector<std::string> split_toolsets(const std::string& s) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char c : s + ",") {
+    if (c == ',') {
+      auto b = cur.find_first_not_of(' ');
+      if (b != std::string::npos)
+        out.push_back(cur.substr(b, cur.find_last_not_of(' ') - b + 1));
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  return out;
+}
+
+std::string trim(const std::string& s) {
+  auto b = s.find_first_not_of(" \t\r\n");
+  if (b == std::string::npos)
+    return {};
+  return s.substr(b, s.find_last_not_of(" \t\r\n") - b + 1);
+}
+
+// What the SIGINT watcher needs to know about the main loop. Guarded by
+// `mtx`, which also serialises writes to stdout.
+struct chat_state {
+  std::mutex mtx;
+  bool busy = false;
+  /// Ctrl-C was already forwarded to the running turn.
+  bool interrupted = false;
+  std::string session_id;
+};
+
+// Parses the options into `call`. Returns -1 to continue, else the exit
+// code.
+int parse_chat_args(const std::vector<std::string>& args, turn_call& call) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    const auto& a = args[i];
+    if (a == "-h" || a == "--help") {
+      usage();
+      return 0;
+    }
+    if (a == "--save-trajectory") {
+      call.save_trajectory = true;
+      continue;
+    }
+    if (a != "--provider" && a != "--model" && a != "--base-url"
+        && a != "--api-key" && a != "--session" && a != "--toolsets"
+        && a != "--max-iterations") {
+      std::cerr << "mibyan chat: "
+                << (a.size() > 1 && a[0] == '-' ? "unknown option "
+                                                : "unexpected argument ")
+                << a << "\n";
+      usage();
+      return 2;
+    }
+    if (i + 1 >= args.size()) {
+      std::cerr << "mibyan chat: " << a << " needs a value\n";
+      usage();
+      return 2;
+    }
+    const auto& text = args[++i];
+    if (a == "--provider") {
+      call.provider = text;
+    } else if (a == "--model") {
+      call.model = text;
+    } else if (a == "--base-url") {
+      call.base_url = text;
+    } else if (a == "--api-key") {
+      call.api_key = text;
+    } else if (a == "--session") {
+      if (trim(text).empty()) {
+        std::cerr << "mibyan chat: --session needs a non-empty id\n";
+        return 2;
+      }
+      call.session_id = text;
+    } else if (a == "--toolsets") {
+      call.toolsets = split_toolsets(text);
+    } else {
+      char* end = nullptr;
+      auto n = std::strtoll(text.c_str(), &end, 10);
+      if (text.empty() || *end != '\0' || n < 1 || n > 10000) {
+        std::cerr << "mibyan chat: --max-iterations must be an integer "
+                     "from 1 to 10000, got '"
+                  << text << "'\n";
+        return 2;
+      }
+      call.max_iterations = n;
+    }
+  }
+  return -1;
+}
+
+} // namespace
+
+int chat_command(const std::vector<std::string>& args,
+                 const global_flags& flags) {
+  turn_call call;
+  call.source = "cli";
+  if (int rc = parse_chat_args(args, call); rc >= 0)
+    return rc;
+  options opts;
+  if (!load_config_or_report(flags, opts))
+    return 2;
+  {
+    // Fail before reading input, as `mibyan run` does.
+    options probe = opts;
+    if (!call.provider.empty())
+      probe.model.provider = call.provider;
+    if (!call.model.empty())
+      probe.model.default_model = call.model;
+    if (!call.base_url.empty())
+      probe.model.base_url = call.base_url;
+    auto ep = resolve_main_endpoint(probe, call.api_key);
+    if (!ep.ok()) {
+      std::cerr << "mibyan chat: " << ep.error << "\n";
+      return 2;
+    }
+  }
+  block_interrupt_signals();
+  std::string error;
+  auto rt = runtime::create(std::move(opts), &error);
+  if (!rt) {
+    std::cerr << "mibyan: cannot start the runtime: " << error << "\n";
+    return 1;
+  }
+  const bool interactive = ::isatty(0) == 1;
+  const char* prompt = "> ";
+  chat_state st;
+  st.session_id = call.session_id.empty() ? make_session_id()
+                                          : call.session_id;
+  std::cerr << "session: " << st.session_id << "\n";
+  interrupt_watcher watcher{[&] {
+    std::lock_guard<std::mutex> guard{st.mtx};
+    if (st.busy) {
+      if (!st.interrupted) {
+        MIBYAN_LOG(info, "cli", "interrupt requested (SIGINT)");
+        st.interrupted = true;
+        rt->interrupt(st.session_id, "the user pressed Ctrl-C");
+      }
+    } else if (interactive) {
+      std::cout << "\n" << prompt << std::flush;
+    }
+  }};
+  bool first_turn = true;
+  std::string line;
+  for (;;) {
+    if (interactive) {
+      std::lock_guard<std::mutex> guard{st.mtx};
+      std::cout << prompt << std::flush;
+    }
+    if (!std::getline(std::cin, line))
+      break;
+    auto text = trim(line);
+    if (text.empty())
+      continue;
+    if (text == "/exit" || text == "/quit")
+      break;
+    if (text == "/help") {
+      std::lock_guard<std::mutex> guard{st.mtx};
+      chat_help();
+      continue;
+    }
+    if (text == "/new") {
+      std::string old;
+      {
+        std::lock_guard<std::mutex> guard{st.mtx};
+        old = st.session_id;
+        st.session_id = make_session_id();
+        std::cerr << "session: " << st.session_id << "\n";
+      }
+      rt->close_session(old);
+      continue;
+    }
+    if (text[0] == '/' && text.find(' ') == std::string::npos) {
+      std::cerr << "mibyan chat: unknown command " << text
+                << " (/help lists the commands)\n";
+      continue;
+    }
+    turn_call turn = call;
+    turn.prompt = line;
+    std::string streamed;
+    turn.on_delta = [&](const std::string& kind, const std::string& delta) {
+      std::lock_guard<std::mutex> guard{st.mtx};
+      if (kind == "text") {
+        streamed += delta;
+        std::cout << delta << std::flush;
+      } else if (kind == "restart" && !streamed.empty()) {
+        streamed.clear();
+        std::cout << "\n" << std::flush;
+      }
+    };
+    {
+      std::lock_guard<std::mutex> guard{st.mtx};
+      turn.session_id = st.session_id;
+      st.busy = true;
+      st.interrupted = false;
+    }
+    auto out = rt->run_turn(turn);
+    {
+      std::lock_guard<std::mutex> guard{st.mtx};
+      st.busy = false;
+    }
+    if (!out.error.empty()) {
+      std::cerr << "mibyan chat: " << out.error << "\n";
+      // A configuration error stops the chat before its first turn, as
+      // `mibyan run` does; later ones (e.g. a removed key) do not.
+      if (out.config_error && first_turn)
+        return 2;
+      continue;
+    }
+    first_turn = false;
+    if (!out.trajectory_error.empty())
+      std::cerr << "mibyan chat: trajectory not saved: "
+                << out.trajectory_error << "\n";
+    auto parsed = json::parse(out.result_json);
+    if (!parsed || !parsed.v->is_object()) {
+      std::cerr << "mibyan chat: malformed turn result\n";
+      continue;
+    }
+    auto& res = *parsed.v;
+    // The turn's own account decides: a Ctrl-C that came after the answer
+    // was complete interrupts nothing.
+    bool interrupted = res.get_bool("interrupted", false);
+    auto answer = res.find("final_response");
+    std::lock_guard<std::mutex> guard{st.mtx};
+    if (answer != nullptr && answer->is_string() && !interrupted) {
+      const auto& a = answer->as_string();
+      if (streamed.empty())
+        std::cout << a << "\n";
+      else if (streamed != a)
+        std::cout << "\n" << a << "\n";
+      else
+        std::cout << "\n";
+    } else if (!streamed.empty()) {
+      std::cout << "\n";
+    }
+    if (interrupted) {
+      std::cout << "[interrupted]\n";
+    } else if (res.get_bool("failed", false) || answer == nullptr
+               || !answer->is_string()) {
+      auto err = res.get_string("error");
+      std::cerr << "mibyan chat: "
+                << (err.empty() ? "the turn produced no answer" : err)
+                << "\n";
+    }
+    std::cout << std::flush;
+  }
+  if (interactive)
+    std::cout << "\n" << std::flush;
+  return 0;
+}
+
+} // namespace mibyan::cli
