@@ -1,0 +1,1020 @@
+// Benchmarks the agent loop against baselines measured in the same run:
+// 1. loop overhead per iteration: turns of N tool rounds (each model reply
+//    asks for one `read_file` of a small file, then a final answer) against
+//    a scripted OpenAI-compatible server in this process; the time per
+//    iteration is compared with the raw HTTP round trip of a plain socket
+//    client sending a recorded request body of the same turn to the same
+//    server (which includes the server's handling time), and the server's
+//    own time per request is reported separately;
+// 2. 1,000 concurrent conversations of 5 tool rounds each: iterations
+//    (model calls) per second and peak RSS (VmHWM before and after);
+// 3. SSE parse throughput: ~50 MB built from the recorded OpenAI streams of
+//    the provider corpus fed through `openai::stream_accumulator` in 64 KiB
+//    pieces, against a memchr newline count over the same bytes (and the
+//    bare `sse_parser` as a split).
+// Sections 1 and 2 run twice: with $MIBYAN_HOME (the LMDB session store) on
+// disk, where every appended message is one fsync'd commit through the
+// single session writer, and on tmpfs (/dev/shm), where fsync is free, which
+// isolates the loop's own CPU cost. A 4 KiB fdatasync is timed as the disk's
+// baseline. VmHWM is reset (/proc/self/clear_refs) before each section 2
+// run; the second run's "warm" figure includes heap the allocator kept from
+// the first. The LMDB session store has its own benchmark:
+// mibyan_store_bench.
+//
+// The scripted server is one epoll thread (HTTP/1.1 keep-alive, 127.0.0.1,
+// ephemeral port). It decides its reply by counting the tool messages in
+// the request: fewer than the conversation's rounds (read from the prompt,
+// "rounds=N") gives a streamed tool call, otherwise a streamed answer. It
+// times its own handling (request complete -> response written).
+//
+// Concurrency: `runtime::run_turn` is the only turn API and it blocks its
+// caller, so section 2 starts 1,000 caller threads (256 KiB stacks) that are
+// released together; the turns themselves run on the runtime's actors, the
+// provider calls on the shared curl multi handle. The server counts the
+// conversations in flight (first request seen, final answer not yet sent)
+// and reports the maximum, which shows whether the 1,000 really overlapped.
+//
+// Usage: mibyan_agent_bench [conversations]   (default 1000)
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "bench/bench_util.hpp"
+#include "config/options.hpp"
+#include "providers/openai_codec.hpp"
+#include "providers/sse_parser.hpp"
+#include "runtime/json.hpp"
+#include "runtime/log.hpp"
+#include "runtime/runtime.hpp"
+#include "tools/registry.hpp"
+#include "tools/core_tools.hpp"
+
+#ifndef MIBYAN_CORPUS_DIR
+#define MIBYAN_CORPUS_DIR "../shared/data/provider-transcripts/corpus"
+#endif
+
+namespace fs = std::filesystem;
+using namespace mibyan;
+using namespace mibyan::bench;
+
+namespace {
+
+// -- helpers ------------------------------------------------------------------
+
+std::string fmt(double v, int prec = 2) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", prec, v);
+  return buf;
+}
+
+[[noreturn]] void die(const std::string& msg) {
+  std::fprintf(stderr, "agent_bench: %s\n", msg.c_str());
+  std::exit(1);
+}
+
+// A VmHWM / VmRSS line of /proc/self/status in KiB.
+long proc_status_kib(const char* key) {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  auto klen = std::strlen(key);
+  while (std::getline(in, line))
+    if (line.compare(0, klen, key) == 0 && line.size() > klen
+        && line[klen] == ':')
+      return std::atol(line.c_str() + klen + 1);
+  return -1;
+}
+
+size_t count_of(std::string_view hay, std::string_view needle) {
+  size_t n = 0;
+  for (auto pos = hay.find(needle); pos != std::string_view::npos;
+       pos = hay.find(needle, pos + needle.size()))
+    ++n;
+  return n;
+}
+
+double ns_to_ms(uint64_t ns) {
+  return static_cast<double>(ns) / 1e6;
+}
+
+uint64_t now_ns() {
+  return static_cast<uint64_t>(
+    std::chrono::duration_cast<std::chrono::nanoseconds>(
+      clock_type::now().time_since_epoch())
+      .count());
+}
+
+// -- scripted server ----------------------------------------------------------
+
+std::string sse(const json::value& chunk) {
+  return "data: " + chunk.dump() + "\n\n";
+}
+
+json::value choice_chunk(json::value delta, const std::string& finish) {
+  json::value ch;
+  ch["index"] = 0;
+  ch["delta"] = std::move(delta);
+  if (finish.empty())
+    ch["finish_reason"] = json::value{};
+  else
+    ch["finish_reason"] = finish;
+  json::value c;
+  c["id"] = "chatcmpl-bench";
+  c["object"] = "chat.completion.chunk";
+  c["model"] = "m";
+  c["choices"] = json::value::make_array();
+  c["choices"].push_back(std::move(ch));
+  return c;
+}
+
+std::string usage_chunk() {
+  json::value c;
+  c["id"] = "chatcmpl-bench";
+  c["object"] = "chat.completion.chunk";
+  c["model"] = "m";
+  c["choices"] = json::value::make_array();
+  c["usage"]["prompt_tokens"] = 10;
+  c["usage"]["completion_tokens"] = 5;
+  c["usage"]["total_tokens"] = 15;
+  return sse(c);
+}
+
+// A streamed reply asking for read_file(path) with call id call_<k>.
+std::string tool_call_stream(size_t k, const std::string& path) {
+  json::value tc;
+  tc["index"] = 0;
+  tc["id"] = "call_" + std::to_string(k);
+  tc["type"] = "function";
+  tc["function"]["name"] = "read_file";
+  json::value a;
+  a["path"] = path;
+  tc["function"]["arguments"] = a.dump();
+  json::value d;
+  d["role"] = "assistant";
+  d["content"] = json::value{};
+  d["tool_calls"] = json::value::make_array();
+  d["tool_calls"].push_back(std::move(tc));
+  return sse(choice_chunk(std::move(d), ""))
+         + sse(choice_chunk(json::value::make_object(), "tool_calls"))
+         + usage_chunk() + "data: [DONE]\n\n";
+}
+
+std::string answer_stream() {
+  json::value d;
+  d["role"] = "assistant";
+  d["content"] = "All files read.";
+  return sse(choice_chunk(std::move(d), ""))
+         + sse(choice_chunk(json::value::make_object(), "stop"))
+         + usage_chunk() + "data: [DONE]\n\n";
+}
+
+// The same replies as whole (non-streamed) Chat Completions bodies.
+std::string completion(size_t k, const std::string& path, bool answer) {
+  json::value msg;
+  msg["role"] = "assistant";
+  if (answer) {
+    msg["content"] = "All files read.";
+  } else {
+    msg["content"] = json::value{};
+    json::value tc;
+    tc["id"] = "call_" + std::to_string(k);
+    tc["type"] = "function";
+    tc["function"]["name"] = "read_file";
+    json::value a;
+    a["path"] = path;
+    tc["function"]["arguments"] = a.dump();
+    msg["tool_calls"] = json::value::make_array();
+    msg["tool_calls"].push_back(std::move(tc));
+  }
+  json::value choice;
+  choice["index"] = 0;
+  choice["message"] = std::move(msg);
+  choice["finish_reason"] = answer ? "stop" : "tool_calls";
+  json::value body;
+  body["id"] = "chatcmpl-bench";
+  body["object"] = "chat.completion";
+  body["model"] = "m";
+  body["choices"] = json::value::make_array();
+  body["choices"].push_back(std::move(choice));
+  body["usage"]["prompt_tokens"] = 10;
+  body["usage"]["completion_tokens"] = 5;
+  body["usage"]["total_tokens"] = 15;
+  return body.dump();
+}
+
+std::string http_response(const std::string& body, bool stream = true) {
+  return std::string{"HTTP/1.1 200 OK\r\nContent-Type: "}
+         + (stream ? "text/event-stream" : "application/json") + "\r\n"
+         "Content-Length: "
+         + std::to_string(body.size()) + "\r\n\r\n" + body;
+}
+
+class scripted_server {
+public:
+  explicit scripted_server(std::string file) : file_(std::move(file)) {
+    listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+                          0);
+    int one = 1;
+    ::setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr)
+          != 0
+        || ::listen(listen_fd_, 4096) != 0)
+      die("scripted server: bind/listen failed");
+    socklen_t len = sizeof addr;
+    ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len);
+    port_ = ntohs(addr.sin_port);
+    ep_ = ::epoll_create1(EPOLL_CLOEXEC);
+    wake_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    add_fd(listen_fd_, EPOLLIN);
+    add_fd(wake_, EPOLLIN);
+    for (size_t k = 0; k < 64; ++k) {
+      tool_replies_.push_back(http_response(tool_call_stream(k, file_)));
+      tool_json_.push_back(http_response(completion(k, file_, false),
+                                         false));
+    }
+    answer_reply_ = http_response(answer_stream());
+    answer_json_ = http_response(completion(0, file_, true), false);
+    thread_ = std::thread([this] { loop(); });
+  }
+
+  ~scripted_server() {
+    stop_ = true;
+    uint64_t one = 1;
+    auto r = ::write(wake_, &one, sizeof one);
+    (void) r;
+    thread_.join();
+    for (auto& [fd, c] : conns_)
+      ::close(fd);
+    ::close(listen_fd_);
+    ::close(wake_);
+    ::close(ep_);
+  }
+
+  int port() const { return port_; }
+
+  std::string url() const {
+    return "http://127.0.0.1:" + std::to_string(port_) + "/v1";
+  }
+
+  // Counters (reset between phases).
+  std::atomic<uint64_t> requests{0};
+  std::atomic<uint64_t> handling_ns{0};
+  std::atomic<int64_t> in_flight{0};
+  std::atomic<int64_t> max_in_flight{0};
+  std::atomic<uint64_t> connections{0};
+  /// A request body recorded when `record_at` tool messages were in it.
+  std::atomic<int> record_at{-1};
+  std::mutex recorded_mtx;
+  std::string recorded;
+
+  void reset() {
+    requests = 0;
+    handling_ns = 0;
+    in_flight = 0;
+    max_in_flight = 0;
+    connections = 0;
+  }
+
+private:
+  struct conn {
+    std::string in;
+    std::string out;
+    size_t out_off = 0;
+  };
+
+  void add_fd(int fd, uint32_t events) {
+    epoll_event ev{};
+    ev.events = events;
+    ev.data.fd = fd;
+    ::epoll_ctl(ep_, EPOLL_CTL_ADD, fd, &ev);
+  }
+
+  void loop() {
+    std::vector<epoll_event> evs(256);
+    while (!stop_) {
+      int n = ::epoll_wait(ep_, evs.data(), static_cast<int>(evs.size()), -1);
+      for (int i = 0; i < n; ++i) {
+        int fd = evs[i].data.fd;
+        if (fd == wake_)
+          continue;
+        if (fd == listen_fd_) {
+          accept_all();
+          continue;
+        }
+        if (evs[i].events & (EPOLLERR | EPOLLHUP)) {
+          drop(fd);
+          continue;
+        }
+        if (evs[i].events & EPOLLOUT)
+          flush(fd);
+        if (evs[i].events & EPOLLIN)
+          on_readable(fd);
+      }
+    }
+  }
+
+  void accept_all() {
+    for (;;) {
+      int fd = ::accept4(listen_fd_, nullptr, nullptr,
+                         SOCK_NONBLOCK | SOCK_CLOEXEC);
+      if (fd < 0)
+        return;
+      int one = 1;
+      ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+      conns_[fd];
+      ++connections;
+      add_fd(fd, EPOLLIN);
+    }
+  }
+
+  void drop(int fd) {
+    ::epoll_ctl(ep_, EPOLL_CTL_DEL, fd, nullptr);
+    ::close(fd);
+    conns_.erase(fd);
+  }
+
+  void on_readable(int fd) {
+    auto it = conns_.find(fd);
+    if (it == conns_.end())
+      return;
+    auto& c = it->second;
+    char buf[65536];
+    for (;;) {
+      auto got = ::read(fd, buf, sizeof buf);
+      if (got > 0) {
+        c.in.append(buf, static_cast<size_t>(got));
+        continue;
+      }
+      if (got == 0) {
+        drop(fd);
+        return;
+      }
+      if (errno == EAGAIN || errno == EWOULDBLOCK)
+        break;
+      drop(fd);
+      return;
+    }
+    // Handle every complete request in the buffer.
+    for (;;) {
+      auto head_end = c.in.find("\r\n\r\n");
+      if (head_end == std::string::npos)
+        return;
+      size_t clen = 0;
+      std::string_view head{c.in.data(), head_end};
+      for (size_t pos = 0; pos < head.size();) {
+        auto eol = head.find("\r\n", pos);
+        auto line = head.substr(pos, eol == std::string_view::npos
+                                       ? std::string_view::npos
+                                       : eol - pos);
+        if (line.size() > 15
+            && strncasecmp(line.data(), "content-length:", 15) == 0)
+          clen = std::strtoul(std::string{line.substr(15)}.c_str(), nullptr,
+                              10);
+        if (eol == std::string_view::npos)
+          break;
+        pos = eol + 2;
+      }
+      auto total = head_end + 4 + clen;
+      if (c.in.size() < total)
+        return;
+      auto start = now_ns();
+      std::string_view body{c.in.data() + head_end + 4, clen};
+      respond(c, body);
+      c.in.erase(0, total);
+      flush(fd, start);
+      if (conns_.find(fd) == conns_.end())
+        return;
+    }
+  }
+
+  void respond(conn& c, std::string_view body) {
+    size_t rounds = 0;
+    auto r = body.find("rounds=");
+    if (r != std::string_view::npos)
+      rounds = std::strtoul(std::string{body.substr(r + 7, 8)}.c_str(),
+                            nullptr, 10);
+    size_t k = count_of(body, "\"role\":\"tool\"");
+    if (static_cast<int>(k) == record_at.load()) {
+      std::lock_guard<std::mutex> g{recorded_mtx};
+      if (recorded.empty())
+        recorded.assign(body.data(), body.size());
+    }
+    if (k == 0) {
+      auto now = ++in_flight;
+      auto prev = max_in_flight.load();
+      while (now > prev && !max_in_flight.compare_exchange_weak(prev, now))
+        ;
+    }
+    bool stream = body.find("\"stream\":true") != std::string_view::npos;
+    if (k < rounds && k < tool_replies_.size()) {
+      c.out.append(stream ? tool_replies_[k] : tool_json_[k]);
+    } else {
+      --in_flight;
+      c.out.append(stream ? answer_reply_ : answer_json_);
+    }
+  }
+
+  void flush(int fd, uint64_t start = 0) {
+    auto it = conns_.find(fd);
+    if (it == conns_.end())
+      return;
+    auto& c = it->second;
+    while (c.out_off < c.out.size()) {
+      auto w = ::send(fd, c.out.data() + c.out_off, c.out.size() - c.out_off,
+                      MSG_NOSIGNAL);
+      if (w > 0) {
+        c.out_off += static_cast<size_t>(w);
+        continue;
+      }
+      if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        epoll_event ev{};
+        ev.events = EPOLLIN | EPOLLOUT;
+        ev.data.fd = fd;
+        ::epoll_ctl(ep_, EPOLL_CTL_MOD, fd, &ev);
+        break;
+      }
+      drop(fd);
+      return;
+    }
+    if (c.out_off == c.out.size()) {
+      c.out.clear();
+      c.out_off = 0;
+    }
+    if (start != 0) {
+      handling_ns += now_ns() - start;
+      ++requests;
+    }
+  }
+
+  std::string file_;
+  int listen_fd_ = -1;
+  int ep_ = -1;
+  int wake_ = -1;
+  int port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::vector<std::string> tool_replies_; // streamed, by round
+  std::vector<std::string> tool_json_;    // whole bodies, by round
+  std::string answer_reply_;
+  std::string answer_json_;
+  std::unordered_map<int, conn> conns_;
+  std::thread thread_;
+};
+
+// -- plain client (baseline) --------------------------------------------------
+
+// Sends `body` as a chat request `n` times over one keep-alive connection
+// and returns the round-trip times in milliseconds.
+std::vector<double> plain_round_trips(int port, const std::string& body,
+                                      int n) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
+    die("plain client: connect failed");
+  int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  auto req = "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+             "Content-Type: application/json\r\nAccept: text/event-stream\r\n"
+             "Authorization: Bearer sk-bench\r\nContent-Length: "
+             + std::to_string(body.size()) + "\r\n\r\n" + body;
+  std::vector<double> out;
+  std::string in;
+  char buf[65536];
+  for (int i = 0; i < n; ++i) {
+    auto start = clock_type::now();
+    size_t off = 0;
+    while (off < req.size()) {
+      auto w = ::send(fd, req.data() + off, req.size() - off, MSG_NOSIGNAL);
+      if (w <= 0)
+        die("plain client: send failed");
+      off += static_cast<size_t>(w);
+    }
+    in.clear();
+    size_t need = std::string::npos;
+    while (need == std::string::npos || in.size() < need) {
+      auto got = ::read(fd, buf, sizeof buf);
+      if (got <= 0)
+        die("plain client: connection closed");
+      in.append(buf, static_cast<size_t>(got));
+      if (need == std::string::npos) {
+        auto he = in.find("\r\n\r\n");
+        if (he == std::string::npos)
+          continue;
+        auto cl = in.find("Content-Length: ");
+        if (cl == std::string::npos || cl > he)
+          die("plain client: no Content-Length");
+        need = he + 4 + std::strtoul(in.c_str() + cl + 16, nullptr, 10);
+      }
+    }
+    out.push_back(ms_since(start));
+  }
+  ::close(fd);
+  return out;
+}
+
+// -- table --------------------------------------------------------------------
+
+struct row {
+  std::string metric, ours, base, ratio, goal;
+};
+
+std::vector<row> table;
+
+void add_row(std::string metric, std::string ours, std::string base,
+             std::string ratio, std::string goal) {
+  table.push_back({std::move(metric), std::move(ours), std::move(base),
+                   std::move(ratio), std::move(goal)});
+}
+
+void print_table() {
+  std::printf("\n| metric | ours | baseline | ratio | goal |\n");
+  std::printf("|---|---|---|---|---|\n");
+  for (auto& r : table)
+    std::printf("| %s | %s | %s | %s | %s |\n", r.metric.c_str(),
+                r.ours.c_str(), r.base.c_str(), r.ratio.c_str(),
+                r.goal.c_str());
+}
+
+// -- runtime ------------------------------------------------------------------
+
+struct bench_env {
+  fs::path tmp;
+  fs::path shm;     // a tmpfs directory ("" when /dev/shm is unusable)
+  std::string file; // the small file read_file reads
+};
+
+// `$MIBYAN_HOME` (and so the LMDB store) on disk, or on tmpfs where fsync
+// costs nothing, which isolates the loop's CPU cost from durability.
+std::unique_ptr<runtime> make_runtime(const bench_env& env,
+                                      const std::string& name, bool tmpfs) {
+  options opts;
+  opts.home = ((tmpfs ? env.shm : env.tmp) / name).string();
+  opts.code_execution.prestart_kernels = 0;
+  opts.agent.api_max_retries = 1;
+  opts.logging.level = "warning";
+  std::string err;
+  auto rt = runtime::create(opts, &err);
+  if (!rt)
+    die("runtime::create: " + err);
+  return rt;
+}
+
+turn_call make_call(const scripted_server& srv, const std::string& sid,
+                    int rounds, bool stream) {
+  turn_call c;
+  c.session_id = sid;
+  c.prompt = "Read the file again and again. rounds=" + std::to_string(rounds);
+  c.provider = "custom";
+  c.base_url = srv.url();
+  c.model = "m";
+  c.api_key = "sk-bench-0123456789";
+  c.max_iterations = rounds + 5;
+  c.toolsets = {"file"};
+  c.stream = stream;
+  return c;
+}
+
+// Runs one turn and checks it did `rounds` tool rounds and finished.
+void run_checked(runtime& rt, const turn_call& c, int rounds) {
+  auto out = rt.run_turn(c);
+  if (!out.error.empty())
+    die("run_turn: " + out.error);
+  auto parsed = json::parse(out.result_json);
+  if (!parsed)
+    die("run_turn result is not JSON");
+  auto& r = *parsed.v;
+  if (!r["completed"].as_bool() || r["api_calls"].as_int() != rounds + 1)
+    die("unexpected turn result (api_calls " + r["api_calls"].dump()
+        + ", exit " + r["exit_reason"].dump() + "): "
+        + r["final_response"].dump());
+}
+
+// -- sections -----------------------------------------------------------------
+
+// Median latency of a 4 KiB write + fdatasync in `dir`, in milliseconds.
+double fsync_ms(const fs::path& dir, int n) {
+  auto path = (dir / "fsync-probe").string();
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+                  0600);
+  if (fd < 0)
+    die("cannot create " + path);
+  std::string block(4096, 'x');
+  std::vector<double> t;
+  for (int i = 0; i < n; ++i) {
+    auto start = clock_type::now();
+    if (::pwrite(fd, block.data(), block.size(),
+                 static_cast<off_t>(i) * 4096)
+          != static_cast<ssize_t>(block.size())
+        || ::fdatasync(fd) != 0)
+      die("write/fdatasync failed in " + dir.string());
+    t.push_back(ms_since(start));
+  }
+  ::close(fd);
+  ::unlink(path.c_str());
+  return median(t);
+}
+
+void loop_overhead(const bench_env& env, scripted_server& srv, bool tmpfs) {
+  const int rounds = 20;
+  const int turns = 10;
+  const char* where = tmpfs ? "store on tmpfs" : "store on disk";
+  std::printf("\n## 1%s. Loop overhead per iteration, %s (%d turns x %d "
+              "tool rounds + answer)\n", tmpfs ? "b" : "a", where, turns,
+              rounds);
+  auto rt = make_runtime(env, tmpfs ? "home-overhead-shm" : "home-overhead",
+                         tmpfs);
+  for (int i = 0; i < 3; ++i)
+    run_checked(*rt, make_call(srv, "warm-" + std::to_string(i), rounds, true),
+                rounds);
+  // The direct cost of the tool itself (in-thread dispatch_tool).
+  options cfg;
+  tool_registry reg;
+  reg.add(make_read_file_tool());
+  std::atomic<bool> cancel{false};
+  tool_context ctx;
+  ctx.cfg = &cfg;
+  ctx.cancelled = &cancel;
+  ctx.cwd = env.tmp.string();
+  json::value args;
+  args["path"] = env.file;
+  auto args_text = args.dump();
+  // A request body from the middle of a turn, for the plain client.
+  {
+    std::lock_guard<std::mutex> g{srv.recorded_mtx};
+    srv.recorded.clear();
+  }
+  srv.record_at = rounds / 2;
+  run_checked(*rt, make_call(srv, "record", rounds, true), rounds);
+  srv.record_at = -1;
+  std::string recorded;
+  {
+    std::lock_guard<std::mutex> g{srv.recorded_mtx};
+    recorded = srv.recorded;
+  }
+  if (recorded.empty())
+    die("no request body was recorded");
+  plain_round_trips(srv.port(), recorded, 200);
+  // Alternate: one streamed turn, one plain-client batch, one JSON turn,
+  // so outside load hits all alike.
+  std::vector<double> per_iter, per_iter_json, server_ms, rtt, tool_ms;
+  for (int i = 0; i < turns; ++i) {
+    for (bool stream : {true, false}) {
+      srv.reset();
+      auto start = clock_type::now();
+      run_checked(*rt,
+                  make_call(srv,
+                            (stream ? "s-" : "j-") + std::to_string(i),
+                            rounds, stream),
+                  rounds);
+      auto ms = ms_since(start) / (rounds + 1);
+      (stream ? per_iter : per_iter_json).push_back(ms);
+      if (stream)
+        server_ms.push_back(ns_to_ms(srv.handling_ns) / srv.requests);
+    }
+    auto r = plain_round_trips(srv.port(), recorded, rounds + 1);
+    rtt.insert(rtt.end(), r.begin(), r.end());
+    auto t0 = clock_type::now();
+    for (int k = 0; k < rounds; ++k) {
+      auto res = dispatch_tool(reg, "read_file", std::string_view{args_text},
+                               ctx);
+      if (res.find("content") == nullptr)
+        die("read_file failed: " + res.dump());
+    }
+    tool_ms.push_back(ms_since(t0) / rounds);
+  }
+  auto it = median(per_iter), it_json = median(per_iter_json);
+  auto base = median(rtt), srv_ms = median(server_ms);
+  // Tool rounds carry the tool's own cost; the final answer does not.
+  auto tool_share = median(tool_ms) * rounds / (rounds + 1);
+  std::printf("request body recorded at round %d: %zu bytes\n", rounds / 2,
+              recorded.size());
+  std::printf("ours per iteration (stream):  p50 %.3f ms  p90 %.3f ms\n", it,
+              percentile(per_iter, 0.9));
+  std::printf("ours per iteration (json):    p50 %.3f ms\n", it_json);
+  std::printf("server handling per request:  p50 %.3f ms\n", srv_ms);
+  std::printf("plain client round trip:      p50 %.3f ms  p99 %.3f ms "
+              "(includes server handling)\n", base, percentile(rtt, 0.99));
+  std::printf("read_file dispatch in-thread: p50 %.3f ms\n",
+              median(tool_ms));
+  std::printf("overhead = ours - plain RTT = %.3f ms; without the tool's own "
+              "work: %.3f ms\n", it - base, it - base - tool_share);
+  std::string w = std::string{" ("} + where + ")";
+  add_row("iteration, streamed" + w, fmt(it, 3) + " ms",
+          fmt(base, 3) + " ms (plain HTTP RTT, same body)",
+          fmt(it / base) + "x", "-");
+  add_row("loop overhead per iteration" + w, fmt(it - base, 3) + " ms",
+          "0 (plain client)", "-", "< 1 ms");
+  add_row("  same, minus read_file's own work" + w,
+          fmt(it - base - tool_share, 3) + " ms",
+          fmt(median(tool_ms), 3) + " ms (read_file in-thread)", "-",
+          "< 1 ms");
+  add_row("iteration, non-streamed JSON" + w, fmt(it_json, 3) + " ms",
+          fmt(base, 3) + " ms (plain HTTP RTT)", fmt(it_json / base) + "x",
+          "info");
+  if (!tmpfs) {
+    auto fs_ms = fsync_ms(env.tmp, 50);
+    std::printf("4 KiB write + fdatasync in $MIBYAN_HOME's dir: p50 %.3f "
+                "ms\n", fs_ms);
+    add_row("iteration, streamed" + w, fmt(it, 3) + " ms",
+            fmt(fs_ms, 3) + " ms (one 4 KiB fdatasync)",
+            fmt(it / fs_ms) + "x", "info: fsyncs/iteration");
+    add_row("scripted server handling / request", fmt(srv_ms, 3) + " ms",
+            fmt(base, 3) + " ms (plain HTTP RTT)", fmt(srv_ms / base) + "x",
+            "info (in both)");
+  }
+}
+
+void concurrent_conversations(const bench_env& env, scripted_server& srv,
+                              int n, bool tmpfs) {
+  const int rounds = 5;
+  const char* where = tmpfs ? "store on tmpfs" : "store on disk";
+  std::printf("\n## 2%s. %d concurrent conversations x %d tool rounds, %s\n",
+              tmpfs ? "b" : "a", n, rounds, where);
+  // Reset the peak RSS so section 1 does not count (Linux >= 4.0).
+  {
+    std::ofstream clear("/proc/self/clear_refs");
+    clear << "5";
+  }
+  long hwm_start = proc_status_kib("VmHWM");
+  auto rt = make_runtime(env, tmpfs ? "home-conc-shm" : "home-conc", tmpfs);
+  for (int i = 0; i < 4; ++i)
+    run_checked(*rt, make_call(srv, "cwarm-" + std::to_string(i), rounds,
+                               true),
+                rounds);
+  long hwm_before = proc_status_kib("VmHWM");
+  long rss_before = proc_status_kib("VmRSS");
+  srv.reset();
+  std::mutex mtx;
+  std::condition_variable cv;
+  bool go = false;
+  std::atomic<int> failures{0};
+  std::string first_error;
+  struct arg_t {
+    runtime* rt;
+    turn_call call;
+    std::mutex* mtx;
+    std::condition_variable* cv;
+    bool* go;
+    std::atomic<int>* failures;
+    std::string* first_error;
+  };
+  std::vector<std::unique_ptr<arg_t>> args;
+  std::vector<pthread_t> threads(static_cast<size_t>(n));
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, 256 * 1024);
+  for (int i = 0; i < n; ++i) {
+    args.push_back(std::make_unique<arg_t>(
+      arg_t{rt.get(), make_call(srv, "conv-" + std::to_string(i), rounds,
+                                true),
+            &mtx, &cv, &go, &failures, &first_error}));
+    auto body = [](void* p) -> void* {
+      auto* a = static_cast<arg_t*>(p);
+      {
+        std::unique_lock<std::mutex> g{*a->mtx};
+        a->cv->wait(g, [&] { return *a->go; });
+      }
+      auto out = a->rt->run_turn(a->call);
+      std::string problem = out.error;
+      if (problem.empty()) {
+        auto parsed = json::parse(out.result_json);
+        if (!parsed || !(*parsed.v)["completed"].as_bool()
+            || (*parsed.v)["api_calls"].as_int() != 6)
+          problem = "turn did not complete 5 rounds: "
+                    + out.result_json.substr(0, 300);
+      }
+      if (!problem.empty()) {
+        std::lock_guard<std::mutex> g{*a->mtx};
+        if (a->failures->fetch_add(1) == 0)
+          *a->first_error = problem;
+      }
+      return nullptr;
+    };
+    if (pthread_create(&threads[static_cast<size_t>(i)], &attr, body,
+                       args.back().get())
+        != 0)
+      die("pthread_create failed at thread " + std::to_string(i));
+  }
+  pthread_attr_destroy(&attr);
+  long rss_threads = proc_status_kib("VmRSS");
+  auto start = clock_type::now();
+  {
+    std::lock_guard<std::mutex> g{mtx};
+    go = true;
+  }
+  cv.notify_all();
+  for (auto& t : threads)
+    pthread_join(t, nullptr);
+  auto wall_ms = ms_since(start);
+  long hwm_after = proc_status_kib("VmHWM");
+  long rss_after = proc_status_kib("VmRSS");
+  if (failures > 0)
+    die(std::to_string(failures.load()) + " conversations failed; first: "
+        + first_error);
+  auto iterations = static_cast<double>(n) * (rounds + 1);
+  auto ips = iterations / (wall_ms / 1000);
+  auto server_busy = ns_to_ms(srv.handling_ns);
+  std::printf("wall %.0f ms for %d conversations, %.0f model calls "
+              "(%llu requests at the server, %llu connections opened)\n",
+              wall_ms, n, iterations,
+              static_cast<unsigned long long>(srv.requests.load()),
+              static_cast<unsigned long long>(srv.connections.load()));
+  std::printf("conversations in flight at the server: max %lld\n",
+              static_cast<long long>(srv.max_in_flight.load()));
+  std::printf("iterations/s: %.0f (tool rounds/s %.0f); server busy %.0f ms "
+              "(%.1f%% of wall)\n", ips, ips * rounds / (rounds + 1),
+              server_busy, 100 * server_busy / wall_ms);
+  std::printf("VmHWM: reset %ld KiB, runtime warm %ld KiB, after %ld "
+              "KiB (delta %ld KiB)\n", hwm_start, hwm_before, hwm_after,
+              hwm_after - hwm_before);
+  std::printf("VmRSS: before %ld KiB, %d threads parked %ld KiB, after %ld "
+              "KiB\n", rss_before, n, rss_threads, rss_after);
+  double ips_excl = iterations / ((wall_ms - server_busy) / 1000);
+  std::string w = std::string{" ("} + where + ")";
+  add_row(std::to_string(n) + " conversations: iterations/s" + w,
+          fmt(ips, 0) + " /s",
+          fmt(ips_excl, 0) + " /s (server time subtracted)", "-", "info");
+  add_row(std::to_string(n) + " conversations: max in flight" + w,
+          std::to_string(srv.max_in_flight.load()), std::to_string(n)
+            + " (requested)", "-", "true concurrency");
+  add_row(std::to_string(n) + " conversations: peak RSS (VmHWM)" + w,
+          fmt(hwm_after / 1024.0, 1) + " MiB",
+          fmt(hwm_before / 1024.0, 1) + " MiB (warm runtime, idle)",
+          "+" + fmt((hwm_after - hwm_before) / 1024.0, 1) + " MiB",
+          "< 1024 MiB");
+}
+
+std::string read_whole(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void sse_throughput() {
+  std::printf("\n## 3. SSE parse throughput (openai stream accumulator)\n");
+  fs::path dir{MIBYAN_CORPUS_DIR};
+  std::string unit;
+  for (auto name :
+       {"001-openai-stream-text-usage-chunk.sse",
+        "002-openai-stream-tool-call.sse",
+        "003-openai-stream-parallel-tool-calls.sse",
+        "005-openai-stream-reasoning-model-tool-call.sse"}) {
+    auto text = read_whole(dir / name);
+    if (text.empty())
+      die("cannot read corpus file " + (dir / name).string());
+    // Drop the end marker so the replicas form one long stream.
+    std::string kept;
+    std::istringstream lines{text};
+    std::string line;
+    while (std::getline(lines, line))
+      if (line.rfind("data: [DONE]", 0) != 0)
+        kept += line + "\n";
+    unit += kept;
+  }
+  std::string body;
+  const size_t target = size_t{50} << 20;
+  body.reserve(target + unit.size() + 64);
+  while (body.size() < target)
+    body += unit;
+  body += "data: [DONE]\n\n";
+  const size_t piece = 64 * 1024;
+  double mb = static_cast<double>(body.size()) / 1e6;
+  std::vector<double> ours, parser_only, base;
+  size_t sink = 0;
+  for (int rep = 0; rep < 3; ++rep) {
+    {
+      auto start = clock_type::now();
+      size_t lines_seen = 0;
+      for (size_t off = 0; off < body.size(); off += piece) {
+        auto len = std::min(piece, body.size() - off);
+        const char* p = body.data() + off;
+        const char* end = p + len;
+        while ((p = static_cast<const char*>(
+                  std::memchr(p, '\n', static_cast<size_t>(end - p))))
+               != nullptr) {
+          ++lines_seen;
+          ++p;
+        }
+      }
+      base.push_back(ms_since(start));
+      sink += lines_seen;
+    }
+    {
+      sse_parser parser;
+      std::vector<sse_event> evs;
+      auto start = clock_type::now();
+      size_t events = 0;
+      for (size_t off = 0; off < body.size(); off += piece) {
+        parser.feed(std::string_view{body}.substr(off, piece), evs);
+        events += evs.size();
+        evs.clear();
+      }
+      parser.finish(evs);
+      parser_only.push_back(ms_since(start));
+      sink += events;
+    }
+    {
+      openai::stream_accumulator acc;
+      size_t text_bytes = 0;
+      acc.on_text([&](std::string_view s) { text_bytes += s.size(); });
+      auto start = clock_type::now();
+      for (size_t off = 0; off < body.size(); off += piece)
+        acc.feed(std::string_view{body}.substr(off, piece));
+      auto res = acc.finish();
+      ours.push_back(ms_since(start));
+      if (!res.error.empty())
+        die("stream accumulator failed: " + res.error);
+      if (rep == 0)
+        std::printf("accumulated: %zu chunks, %zu text bytes, %zu content "
+                    "bytes, %zu tool calls, finish %s\n",
+                    static_cast<size_t>(acc.chunks()), text_bytes,
+                    res.content.size(), res.tool_calls.size(),
+                    res.finish_reason.c_str());
+      sink += res.content.size();
+    }
+  }
+  auto o = mb / (median(ours) / 1000), p = mb / (median(parser_only) / 1000),
+       b = mb / (median(base) / 1000);
+  std::printf("%.1f MB in 64 KiB pieces (sink %zu)\n", mb, sink);
+  std::printf("stream_accumulator: %.0f MB/s; sse_parser alone: %.0f MB/s; "
+              "memchr newline count: %.0f MB/s\n", o, p, b);
+  add_row("SSE accumulate (openai, 64 KiB pieces)", fmt(o, 0) + " MB/s",
+          fmt(b, 0) + " MB/s (memchr newline count)", fmt(o / b, 3) + "x",
+          "info");
+  add_row("SSE framing only (sse_parser)", fmt(p, 0) + " MB/s",
+          fmt(b, 0) + " MB/s (memchr newline count)", fmt(p / b, 3) + "x",
+          "info");
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  int conversations = argc > 1 ? std::max(1, std::atoi(argv[1])) : 1000;
+  auto total_start = clock_type::now();
+  log::set_level(log::level::warning);
+  for (auto name : {"OPENAI_API_KEY", "CUSTOM_API_KEY"})
+    ::unsetenv(name);
+  bench_env env;
+  char tmpl[] = "/tmp/mibyan_agent_bench_XXXXXX";
+  if (::mkdtemp(tmpl) == nullptr)
+    die("mkdtemp failed");
+  env.tmp = tmpl;
+  env.file = (env.tmp / "small.txt").string();
+  char shm_tmpl[] = "/dev/shm/mibyan_agent_bench_XXXXXX";
+  if (::mkdtemp(shm_tmpl) != nullptr)
+    env.shm = shm_tmpl;
+  {
+    std::ofstream out(env.file);
+    for (int i = 0; i < 10; ++i)
+      out << "line " << i << " of a small file\n";
+  }
+  std::printf("# agent loop benchmark (%d concurrent conversations)\n",
+              conversations);
+  {
+    scripted_server srv{env.file};
+    for (bool tmpfs : {false, true})
+      if (!tmpfs || !env.shm.empty())
+        loop_overhead(env, srv, tmpfs);
+    for (bool tmpfs : {true, false})
+      if (!tmpfs || !env.shm.empty())
+        concurrent_conversations(env, srv, conversations, tmpfs);
+  }
+  sse_throughput();
+  add_row("LMDB session store", "see mibyan_store_bench", "-", "-", "-");
+  print_table();
+  std::printf("\ntotal bench time: %.1f s\n", ms_since(total_start) / 1000);
+  std::error_code ec;
+  fs::remove_all(env.tmp, ec);
+  if (!env.shm.empty())
+    fs::remove_all(env.shm, ec);
+  return 0;
+}
