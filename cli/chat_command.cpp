@@ -40,35 +40,6 @@ void chat_help() {
             << std::flush;
 }
 
-// The store's default format: YYYYMMDD_HHMMSS_<6 hex>.
-std::string make_session_id() {
-  auto now = std::time(nullptr);
-  std::tm tm{};
-  ::localtime_r(&now, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y%m%d_%H%M%S", &tm);
-  std::random_device rd;
-  char hex[8];
-  std::snprintf(hex, sizeof hex, "%06x", rd() & 0xffffffu);
-  return std::string{buf} + "_" + hex;
-}
-
-std::vector<std::string> split_toolsets(const std::string& s) {
-  std::vector<std::string> out;
-  std::string cur;
-  for (char c : s + ",") {
-    if (c == ',') {
-      auto b = cur.find_first_not_of(' ');
-      if (b != std::string::npos)
-        out.push_back(cur.substr(b, cur.find_last_not_of(' ') - b + 1));
-      cur.clear();
-    } else {
-      cur += c;
-    }
-  }
-  return out;
-}
-
 std::string trim(const std::string& s) {
   auto b = s.find_first_not_of(" \t\r\n");
   if (b == std::string::npos)
@@ -99,9 +70,7 @@ int parse_chat_args(const std::vector<std::string>& args, turn_call& call) {
       call.save_trajectory = true;
       continue;
     }
-    if (a != "--provider" && a != "--model" && a != "--base-url"
-        && a != "--api-key" && a != "--session" && a != "--toolsets"
-        && a != "--max-iterations") {
+    if (!is_agent_flag(a)) {
       std::cerr << "mibyan chat: "
                 << (a.size() > 1 && a[0] == '-' ? "unknown option "
                                                 : "unexpected argument ")
@@ -114,33 +83,9 @@ int parse_chat_args(const std::vector<std::string>& args, turn_call& call) {
       usage();
       return 2;
     }
-    const auto& text = args[++i];
-    if (a == "--provider") {
-      call.provider = text;
-    } else if (a == "--model") {
-      call.model = text;
-    } else if (a == "--base-url") {
-      call.base_url = text;
-    } else if (a == "--api-key") {
-      call.api_key = text;
-    } else if (a == "--session") {
-      if (trim(text).empty()) {
-        std::cerr << "mibyan chat: --session needs a non-empty id\n";
-        return 2;
-      }
-      call.session_id = text;
-    } else if (a == "--toolsets") {
-      call.toolsets = split_toolsets(text);
-    } else {
-      char* end = nullptr;
-      auto n = std::strtoll(text.c_str(), &end, 10);
-      if (text.empty() || *end != '\0' || n < 1 || n > 10000) {
-        std::cerr << "mibyan chat: --max-iterations must be an integer "
-                     "from 1 to 10000, got '"
-                  << text << "'\n";
-        return 2;
-      }
-      call.max_iterations = n;
+    if (auto err = apply_agent_flag(a, args[++i], call); !err.empty()) {
+      std::cerr << "mibyan chat: " << err << "\n";
+      return 2;
     }
   }
   return -1;
@@ -182,7 +127,7 @@ int chat_command(const std::vector<std::string>& args,
   const bool interactive = ::isatty(0) == 1;
   const char* prompt = "> ";
   chat_state st;
-  st.session_id = call.session_id.empty() ? make_session_id()
+  st.session_id = call.session_id.empty() ? new_session_id()
                                           : call.session_id;
   std::cerr << "session: " << st.session_id << "\n";
   interrupt_watcher watcher{[&] {
@@ -221,7 +166,7 @@ int chat_command(const std::vector<std::string>& args,
       {
         std::lock_guard<std::mutex> guard{st.mtx};
         old = st.session_id;
-        st.session_id = make_session_id();
+        st.session_id = new_session_id();
         std::cerr << "session: " << st.session_id << "\n";
       }
       rt->close_session(old);

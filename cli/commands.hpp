@@ -9,6 +9,7 @@
 
 namespace mibyan {
 struct options;
+struct turn_call;
 }
 
 namespace mibyan::cli {
@@ -32,6 +33,22 @@ int chat_command(const std::vector<std::string>& args,
 
 /// Loads the configuration and applies logging settings. Prints the error
 /// and returns false when the configuration is invalid.
+/// Returns a new session id in the store's format YYYYMMDD_HHMMSS_<6 hex>.
+std::string new_session_id();
+
+/// Splits "a, b,c" into {"a", "b", "c"}, dropping empty items.
+std::vector<std::string> split_list(const std::string& s);
+
+/// Returns whether `flag` is one of the agent flags shared by `run` and
+/// `chat`: --provider --model --base-url --api-key --session --toolsets
+/// --max-iterations.
+bool is_agent_flag(const std::string& flag);
+
+/// Applies agent flag `flag` with `value` to `call`. Returns an error
+/// message ("" on success), e.g. for a bad --max-iterations.
+std::string apply_agent_flag(const std::string& flag, const std::string& value,
+                             turn_call& call);
+
 bool load_config_or_report(const global_flags& flags, options& out);
 
 } // namespace mibyan::cli

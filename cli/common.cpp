@@ -1,11 +1,78 @@
 #include "cli/commands.hpp"
 
+#include <cstdio>
+#include <ctime>
 #include <iostream>
+#include <random>
 
 #include "config/loader.hpp"
 #include "runtime/log.hpp"
+#include "runtime/runtime.hpp"
 
 namespace mibyan::cli {
+
+std::string new_session_id() {
+  auto now = std::time(nullptr);
+  std::tm tm{};
+  ::localtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y%m%d_%H%M%S", &tm);
+  std::random_device rd;
+  char hex[8];
+  std::snprintf(hex, sizeof hex, "%06x", rd() & 0xffffffu);
+  return std::string{buf} + "_" + hex;
+}
+
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char c : s + ",") {
+    if (c == ',') {
+      auto b = cur.find_first_not_of(' ');
+      if (b != std::string::npos)
+        out.push_back(cur.substr(b, cur.find_last_not_of(' ') - b + 1));
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  return out;
+}
+
+bool is_agent_flag(const std::string& flag) {
+  return flag == "--provider" || flag == "--model" || flag == "--base-url"
+         || flag == "--api-key" || flag == "--session"
+         || flag == "--toolsets" || flag == "--max-iterations";
+}
+
+std::string apply_agent_flag(const std::string& flag, const std::string& value,
+                             turn_call& call) {
+  if (flag == "--provider") {
+    call.provider = value;
+  } else if (flag == "--model") {
+    call.model = value;
+  } else if (flag == "--base-url") {
+    call.base_url = value;
+  } else if (flag == "--api-key") {
+    call.api_key = value;
+  } else if (flag == "--session") {
+    if (value.find_first_not_of(" \t") == std::string::npos)
+      return "--session needs a non-empty id";
+    call.session_id = value;
+  } else if (flag == "--toolsets") {
+    call.toolsets = split_list(value);
+  } else if (flag == "--max-iterations") {
+    char* end = nullptr;
+    auto n = std::strtoll(value.c_str(), &end, 10);
+    if (value.empty() || *end != '\0' || n < 1 || n > 10000)
+      return "--max-iterations must be an integer from 1 to 10000, got '"
+             + value + "'";
+    call.max_iterations = n;
+  } else {
+    return "unknown option " + flag;
+  }
+  return {};
+}
 
 bool load_config_or_report(const global_flags& flags, options& out) {
   auto loaded = load_options();

@@ -32,34 +32,6 @@ void usage() {
        "  new session is created and its id printed on stderr.\n";
 }
 
-// The store's default format: YYYYMMDD_HHMMSS_<6 hex>.
-std::string new_session_id() {
-  auto now = std::time(nullptr);
-  std::tm tm{};
-  ::localtime_r(&now, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y%m%d_%H%M%S", &tm);
-  std::random_device rd;
-  char hex[8];
-  std::snprintf(hex, sizeof hex, "%06x", rd() & 0xffffffu);
-  return std::string{buf} + "_" + hex;
-}
-
-std::vector<std::string> split_list(const std::string& s) {
-  std::vector<std::string> out;
-  std::string cur;
-  for (char c : s + ",") {
-    if (c == ',') {
-      auto b = cur.find_first_not_of(' ');
-      if (b != std::string::npos)
-        out.push_back(cur.substr(b, cur.find_last_not_of(' ') - b + 1));
-      cur.clear();
-    } else {
-      cur += c;
-    }
-  }
-  return out;
-}
 
 } // namespace
 
@@ -85,36 +57,15 @@ int run_command(const std::vector<std::string>& args,
     } else if (a == "-h" || a == "--help") {
       usage();
       return 0;
-    } else if (a == "--provider" || a == "--model" || a == "--base-url"
-               || a == "--api-key" || a == "--session" || a == "--toolsets"
-               || a == "--max-iterations") {
+    } else if (is_agent_flag(a)) {
       if (!value(text)) {
         std::cerr << "mibyan run: " << a << " needs a value\n";
         usage();
         return 2;
       }
-      if (a == "--provider")
-        call.provider = text;
-      else if (a == "--model")
-        call.model = text;
-      else if (a == "--base-url")
-        call.base_url = text;
-      else if (a == "--api-key")
-        call.api_key = text;
-      else if (a == "--session")
-        call.session_id = text;
-      else if (a == "--toolsets")
-        call.toolsets = split_list(text);
-      else {
-        char* end = nullptr;
-        auto n = std::strtoll(text.c_str(), &end, 10);
-        if (text.empty() || *end != '\0' || n < 1 || n > 10000) {
-          std::cerr << "mibyan run: --max-iterations must be an integer "
-                       "from 1 to 10000, got '"
-                    << text << "'\n";
-          return 2;
-        }
-        call.max_iterations = n;
+      if (auto err = apply_agent_flag(a, text, call); !err.empty()) {
+        std::cerr << "mibyan run: " << err << "\n";
+        return 2;
       }
     } else if (a == "--") {
       positional.insert(positional.end(), args.begin() + i + 1, args.end());
