@@ -23,6 +23,7 @@
 #include "messages/type_ids.hpp"
 #include "runtime/head_tail_buffer.hpp"
 #include "runtime/log.hpp"
+#include "runtime/private_file.hpp"
 
 namespace fs = std::filesystem;
 
@@ -82,18 +83,35 @@ struct kernel_state {
 
   ~kernel_state() {
     auto& p = opts.proc;
-    if (p.pid > 0) {
-      // Close the watchdog first: the runner kills its own group on EOF.
-      if (p.watchdog_fd >= 0) {
-        ::close(p.watchdog_fd);
-        p.watchdog_fd = -1;
-      }
-      signal_kernel(p.pid, SIGKILL);
-      int status = 0;
-      ::waitpid(p.pid, &status, 0);
+    // Close the watchdog first: the runner kills its own group on EOF.
+    if (p.watchdog_fd >= 0) {
+      ::close(p.watchdog_fd);
+      p.watchdog_fd = -1;
     }
+    if (p.pid > 0)
+      signal_kernel(p.pid, SIGKILL);
     if (p.rpc_fd >= 0)
       ::close(p.rpc_fd); // normally owned by the doorman already
+    // This destructor runs on the middleman's epoll thread: never wait
+    // there for long. A SIGKILLed process is normally gone within a few
+    // milliseconds; if not, a blocking-pool thread reaps it.
+    if (p.pid > 0) {
+      int status = 0;
+      bool reaped = false;
+      for (int i = 0; i < 20 && !reaped; ++i) {
+        reaped = ::waitpid(p.pid, &status, WNOHANG) != 0;
+        if (!reaped)
+          ::usleep(500);
+      }
+      auto pid = p.pid;
+      if (!reaped && !(svc && svc->pool
+                       && svc->pool->submit([pid] {
+                            int st = 0;
+                            ::waitpid(pid, &st, 0);
+                          })))
+        ::waitpid(pid, &status, 0);
+    }
+    // A few small files; removing them is quick.
     remove_staging_dir(p.staging_dir);
   }
   static const char* name;
@@ -116,27 +134,10 @@ void write_conn(kernel_broker* self, caf::io::connection_handle hdl,
 std::string spill_to_cache(const std::string& home, const std::string& text,
                            const std::string& tag) {
   auto dir = home + "/cache/exec";
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  ::chmod((home + "/cache").c_str(), 0700);
-  ::chmod(dir.c_str(), 0700);
-  auto path = dir + "/stdout-" + tag + "-" + random_token(6) + ".txt";
-  int fd = ::open(path.c_str(),
-                  O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd < 0)
+  if (!make_private_dirs(dir).empty())
     return {};
-  size_t off = 0;
-  while (off < text.size()) {
-    auto n = ::write(fd, text.data() + off, text.size() - off);
-    if (n <= 0) {
-      ::close(fd);
-      ::unlink(path.c_str());
-      return {};
-    }
-    off += static_cast<size_t>(n);
-  }
-  ::close(fd);
-  return path;
+  auto path = dir + "/stdout-" + tag + "-" + random_token(6) + ".txt";
+  return write_private_file(path, text, true).empty() ? path : std::string{};
 }
 
 // Answers the running cell. `frame` is the runner's reply (may be null when
@@ -247,6 +248,7 @@ void settle(kernel_broker* self, const json::value* frame) {
   res.duration_us = static_cast<int64_t>(c.duration_seconds * 1e6);
   res.timed_out = c.status == cell_status::timeout
                   || c.status == cell_status::interrupted;
+  res.kernel_ended = c.ended;
   cell->rp.deliver(std::move(res));
   if (st.dead || st.exited) {
     // Answer queued cells: this kernel cannot run them.
@@ -260,7 +262,7 @@ void settle(kernel_broker* self, const json::value* frame) {
       r["tool_calls_made"] = 0;
       r["duration_seconds"] = 0;
       p.rp.deliver(tool_response{p.cell.call_id, "execute_code", r.dump(), 0,
-                                 false});
+                                 false, true});
     }
     self->quit();
     return;
@@ -453,7 +455,7 @@ caf::behavior kernel_impl(kernel_broker* self, services_ptr svc,
         r["tool_calls_made"] = 0;
         r["duration_seconds"] = 0;
         rp.deliver(tool_response{cell.call_id, "execute_code", r.dump(), 0,
-                                 false});
+                                 false, true});
         return rp;
       }
       MIBYAN_LOG(debug, "kernel", "pid " << s.opts.proc.pid << ": queued");

@@ -244,9 +244,7 @@ void run_cell(registry_pointer self, const tool_request& req,
           // A kernel that ended (timeout, interrupt, exit, death) is gone:
           // forget it now rather than on its down message, so the next
           // call never reaches a terminated broker.
-          auto parsed = json::parse(res.result_json);
-          auto kernel = parsed ? parsed.v->find("kernel") : nullptr;
-          if (kernel && kernel->get_bool("ended", false))
+          if (res.kernel_ended)
             st.kernels.erase(i);
         }
         rp.deliver(std::move(res));

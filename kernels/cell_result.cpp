@@ -23,14 +23,9 @@ std::string cap_text(const std::string& text, uint64_t total, uint64_t cap,
     tail_len = 0;
   }
   omitted = total > head_len + tail_len ? total - head_len - tail_len : 0;
-  auto rendered = render_head_tail(
-    std::string_view{text}.substr(0, head_len),
-    std::string_view{text}.substr(text.size() - tail_len), omitted, total);
-  // The execute_code notice counts bytes, terminal's counts characters.
-  auto pos = rendered.find(" chars omitted out of ");
-  if (pos != std::string::npos)
-    rendered.replace(pos, 6, " bytes");
-  return rendered;
+  return render_head_tail(std::string_view{text}.substr(0, head_len),
+                          std::string_view{text}.substr(text.size() - tail_len),
+                          omitted, total, "bytes");
 }
 
 const char* status_name(cell_status s) {

@@ -18,6 +18,7 @@
 #include "kernels/env_scrub.hpp"
 #include "kernels/runner_source.hpp"
 #include "kernels/stub_generator.hpp"
+#include "runtime/private_file.hpp"
 #include "runtime/subprocess.hpp"
 
 namespace fs = std::filesystem;
@@ -27,23 +28,6 @@ namespace mibyan {
 namespace {
 
 constexpr int child_watchdog_fd = 3;
-
-bool write_private_file(const std::string& path, std::string_view content) {
-  int fd = ::open(path.c_str(),
-                  O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd < 0)
-    return false;
-  size_t off = 0;
-  while (off < content.size()) {
-    auto n = ::write(fd, content.data() + off, content.size() - off);
-    if (n <= 0) {
-      ::close(fd);
-      return false;
-    }
-    off += static_cast<size_t>(n);
-  }
-  return ::close(fd) == 0;
-}
 
 std::string temp_base() {
   const char* t = std::getenv("TMPDIR");
@@ -137,10 +121,11 @@ kernel_process spawn_kernel(const kernel_spawn_options& opts,
   ::chmod(k.staging_dir.c_str(), 0700);
   auto runner_path = k.staging_dir + "/mibyan_kernel_runner.py";
   auto stub_path = k.staging_dir + "/mibyan_tools.py";
-  if (!write_private_file(runner_path, kernel_runner_source())
-      || !write_private_file(stub_path, generate_stub(opts.tools)))
-    return fail("cannot write the kernel files: " + std::string{
-                  std::strerror(errno)});
+  auto written = write_private_file(runner_path, kernel_runner_source(), true);
+  if (written.empty())
+    written = write_private_file(stub_path, generate_stub(opts.tools), true);
+  if (!written.empty())
+    return fail("cannot write the kernel files: " + written);
   k.token = random_token(32);
   k.sentinel = "@@MIBYAN-KERNEL-" + random_token(16) + "@@";
   k.cwd = opts.cwd.empty() ? k.staging_dir : opts.cwd;

@@ -21,12 +21,15 @@ struct tool_response {
   int64_t duration_us = 0;
   /// True when the runtime's deadline or an interrupt ended the call.
   bool timed_out = false;
+  /// execute_code only: the kernel that ran the cell is gone (timeout,
+  /// interrupt, exit, death); the next call needs a fresh one.
+  bool kernel_ended = false;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, tool_response& x) {
   return f(caf::meta::type_name("mibyan::tool_response"), x.call_id, x.tool,
-           x.result_json, x.duration_us, x.timed_out);
+           x.result_json, x.duration_us, x.timed_out, x.kernel_ended);
 }
 
 } // namespace mibyan

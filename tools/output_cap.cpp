@@ -48,14 +48,16 @@ std::string_view trim_head_cut(std::string_view s) {
 
 } // namespace
 
-std::string truncation_marker(uint64_t omitted, uint64_t total) {
-  return "\n\n... [OUTPUT TRUNCATED - " + std::to_string(omitted)
-         + " chars omitted out of " + std::to_string(total)
+std::string truncation_marker(uint64_t omitted, uint64_t total,
+                              const char* unit) {
+  return "\n\n... [OUTPUT TRUNCATED - " + std::to_string(omitted) + " "
+         + unit + " omitted out of " + std::to_string(total)
          + " total] ...\n\n";
 }
 
 std::string render_head_tail(std::string_view head, std::string_view tail,
-                             uint64_t omitted, uint64_t total) {
+                             uint64_t omitted, uint64_t total,
+                             const char* unit) {
   std::string result;
   if (omitted == 0) {
     result.reserve(head.size() + tail.size());
@@ -65,7 +67,7 @@ std::string render_head_tail(std::string_view head, std::string_view tail,
   }
   auto h = trim_tail_cut(head);
   auto t = trim_head_cut(tail);
-  auto marker = truncation_marker(omitted, total);
+  auto marker = truncation_marker(omitted, total, unit);
   result.reserve(h.size() + marker.size() + t.size());
   result.append(h);
   result.append(marker);

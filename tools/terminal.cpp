@@ -22,6 +22,7 @@
 
 #include "config/options.hpp"
 #include "runtime/env_filter.hpp"
+#include "runtime/private_file.hpp"
 #include "runtime/subprocess.hpp"
 #include "tools/output_cap.hpp"
 
@@ -63,53 +64,6 @@ std::string generated_id() {
               .count();
   return std::to_string(ms) + "-" + std::to_string(::getpid()) + "-"
          + std::to_string(counter.fetch_add(1));
-}
-
-// Creates `dir` and its missing parents with mode 0700. Returns "" or an
-// error message.
-std::string make_dirs(const std::string& dir) {
-  std::string partial;
-  size_t pos = 0;
-  while (pos != std::string::npos) {
-    auto next = dir.find('/', pos + 1);
-    partial = dir.substr(0, next);
-    pos = next;
-    if (partial.empty() || partial == "/")
-      continue;
-    if (::mkdir(partial.c_str(), 0700) != 0 && errno != EEXIST)
-      return "cannot create " + partial + ": " + std::strerror(errno);
-  }
-  struct stat st;
-  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
-    return dir + " is not a directory";
-  return {};
-}
-
-// Writes `data` to `path` with mode 0600. Returns "" or an error message.
-std::string write_private_file(const std::string& path,
-                               const std::string& data) {
-  int fd = ::open(path.c_str(),
-                  O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
-                  0600);
-  if (fd < 0)
-    return "cannot open " + path + ": " + std::strerror(errno);
-  ::fchmod(fd, 0600);
-  size_t done = 0;
-  while (done < data.size()) {
-    auto n = ::write(fd, data.data() + done, data.size() - done);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0) {
-      auto err = std::string{"cannot write "} + path + ": "
-                 + std::strerror(errno);
-      ::close(fd);
-      return err;
-    }
-    done += static_cast<size_t>(n);
-  }
-  if (::close(fd) != 0)
-    return "cannot write " + path + ": " + std::strerror(errno);
-  return {};
 }
 
 // Returns the program name of the last simple command of `command`, the one
@@ -381,7 +335,7 @@ private:
     if (id.empty())
       id = generated_id();
     auto path = dir + "/terminal-" + id + ".txt";
-    auto err = make_dirs(dir);
+    auto err = make_private_dirs(dir);
     if (err.empty())
       err = write_private_file(path, text);
     if (!err.empty()) {

@@ -23,6 +23,7 @@
 
 #include "config/options.hpp"
 #include "runtime/html_text.hpp"
+#include "runtime/private_file.hpp"
 #include "runtime/http_client.hpp"
 #include "runtime/url_guard.hpp"
 
@@ -154,20 +155,6 @@ std::string hex64(uint64_t x) {
   return out;
 }
 
-bool make_dirs(const std::string& path) {
-  std::string partial;
-  size_t pos = 0;
-  while (pos != std::string::npos) {
-    pos = path.find('/', pos + 1);
-    partial = path.substr(0, pos);
-    if (partial.empty())
-      continue;
-    if (::mkdir(partial.c_str(), 0700) != 0 && errno != EEXIST)
-      return false;
-  }
-  return true;
-}
-
 // Writes `text` to $home/cache/web/<hash>.txt. Returns the path, or "" and
 // sets `error`.
 std::string save_full_text(const std::string& home, const std::string& url,
@@ -177,34 +164,14 @@ std::string save_full_text(const std::string& home, const std::string& url,
     return {};
   }
   auto dir = home + "/cache/web";
-  if (!make_dirs(dir)) {
-    error = "cannot create " + dir + ": " + std::strerror(errno);
+  if (auto err = make_private_dirs(dir); !err.empty()) {
+    error = err;
     return {};
   }
   auto hash = fnv1a(text, fnv1a(url + "\n"));
   auto path = dir + "/" + hex64(hash) + ".txt";
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC
-                                  | O_NOFOLLOW, 0600);
-  if (fd < 0) {
-    error = "cannot write " + path + ": " + std::strerror(errno);
-    return {};
-  }
-  ::fchmod(fd, 0600);
-  size_t done = 0;
-  while (done < text.size()) {
-    auto n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0) {
-      error = "cannot write " + path + ": " + std::strerror(errno);
-      ::close(fd);
-      ::unlink(path.c_str());
-      return {};
-    }
-    done += static_cast<size_t>(n);
-  }
-  if (::close(fd) != 0) {
-    error = "cannot write " + path + ": " + std::strerror(errno);
+  if (auto err = write_private_file(path, text); !err.empty()) {
+    error = err;
     return {};
   }
   return path;

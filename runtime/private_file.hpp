@@ -1,0 +1,24 @@
+// File: runtime/private_file.hpp
+//
+// Files only the current user may read: spill files, cached pages, kernel
+// staging files. Never follows a symlink at the final path component.
+// Thread-safe (no shared state); blocking file I/O, so call from tool
+// worker threads or start-up code, not from actor handlers on hot paths.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace mibyan {
+
+/// Creates `dir` and its missing parents with mode 0700. Returns "" or an
+/// error message naming the component that failed.
+std::string make_private_dirs(const std::string& dir);
+
+/// Writes `data` to `path` with mode 0600. With `exclusive`, fails when the
+/// path exists (O_EXCL); otherwise replaces the content. On failure the
+/// partial file is removed. Returns "" or an error message.
+std::string write_private_file(const std::string& path, std::string_view data,
+                               bool exclusive = false);
+
+} // namespace mibyan
