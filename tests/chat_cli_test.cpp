@@ -1,4 +1,5 @@
 #define BOOST_TEST_MODULE chat_cli
+#include "tests/support/paths.hpp"
 #include <boost/test/unit_test.hpp>
 
 #include <chrono>
@@ -150,7 +151,7 @@ struct fixture {
       ::close(fds[0]);
       ::close(fds[1]);
       std::vector<char*> argv;
-      std::string bin = MIBYAN_BINARY;
+      std::string bin = test::mibyan_binary();
       argv.push_back(bin.data());
       std::vector<std::string> copy = args;
       for (auto& a : copy)

@@ -1,4 +1,5 @@
 #define BOOST_TEST_MODULE provider_corpus
+#include "tests/support/paths.hpp"
 #include <boost/test/unit_test.hpp>
 
 // Every recorded response body of the provider transcript corpus
@@ -21,7 +22,7 @@ using namespace mibyan;
 namespace {
 
 std::string corpus_dir() {
-  return std::string{MIBYAN_SHARED_DIR} + "/data/provider-transcripts/corpus/";
+  return test::shared_data_dir() + "/data/provider-transcripts/corpus/";
 }
 
 std::string read_file(const std::string& path) {

@@ -1,4 +1,5 @@
 #define BOOST_TEST_MODULE run_cli
+#include "tests/support/paths.hpp"
 #include <boost/test/unit_test.hpp>
 
 #include <chrono>
@@ -115,7 +116,7 @@ struct fixture {
       ::dup2(out, 1);
       ::dup2(err, 2);
       std::vector<char*> argv;
-      std::string bin = MIBYAN_BINARY;
+      std::string bin = test::mibyan_binary();
       argv.push_back(bin.data());
       std::vector<std::string> copy = args;
       for (auto& a : copy)
@@ -272,7 +273,7 @@ BOOST_AUTO_TEST_CASE(streams_to_a_terminal) {
                         R"("finish_reason":"stop"}]})" "\n\ndata: [DONE]\n\n");
   server.script(s.dump());
   // `script` gives the CLI a pseudo-terminal as stdout.
-  std::string cmd = std::string{MIBYAN_BINARY};
+  std::string cmd = test::mibyan_binary();
   for (auto& a : run_args("stream please"))
     cmd += " '" + a + "'";
   auto r = test::run_process({"script", "-qec", cmd, "/dev/null"}, env());

@@ -1,3 +1,4 @@
+#include "tests/support/paths.hpp"
 #include "tests/support/http_server.hpp"
 
 #include <cerrno>
@@ -20,7 +21,7 @@ namespace mibyan::test {
 namespace {
 
 std::string script_path() {
-  return std::string{MIBYAN_TEST_DIR} + "/support/http_server.py";
+  return test_source_dir() + "/support/http_server.py";
 }
 
 } // namespace

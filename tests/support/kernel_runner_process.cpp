@@ -1,3 +1,4 @@
+#include "tests/support/paths.hpp"
 #include "tests/support/kernel_runner_process.hpp"
 
 #include <cerrno>
@@ -307,7 +308,7 @@ std::string make_kernel_sentinel() {
 }
 
 std::string kernel_runner_path() {
-  return std::string{MIBYAN_SOURCE_DIR} + "/kernels/mibyan_kernel_runner.py";
+  return source_dir() + "/kernels/mibyan_kernel_runner.py";
 }
 
 std::vector<std::string> current_environment() {

@@ -1,3 +1,4 @@
+#include "tests/support/paths.hpp"
 #include "tests/support/process.hpp"
 
 #include <cerrno>
@@ -110,7 +111,7 @@ process_result run_process(const std::vector<std::string>& argv,
 
 process_result run_mibyan(const std::vector<std::string>& args,
                           const process_options& opts) {
-  std::vector<std::string> argv{MIBYAN_BINARY};
+  std::vector<std::string> argv{mibyan_binary()};
   argv.insert(argv.end(), args.begin(), args.end());
   return run_process(argv, opts);
 }
