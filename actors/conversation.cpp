@@ -18,8 +18,8 @@
 #include "agent/tool_call_repair.hpp"
 #include "agent/tool_result_shaping.hpp"
 #include "agent/turn_result.hpp"
-#include "runtime/json.hpp"
-#include "runtime/log.hpp"
+#include "base/json.hpp"
+#include "base/log.hpp"
 #include "storage/session_store.hpp"
 #include "tools/registry.hpp"
 

@@ -39,7 +39,7 @@
 #include "actors/session_writer.hpp"
 #include "actors/tool_dispatcher.hpp"
 #include "messages/type_ids.hpp"
-#include "runtime/services.hpp"
+#include "actors/services.hpp"
 
 namespace mibyan {
 

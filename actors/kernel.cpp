@@ -21,9 +21,9 @@
 #include "kernels/frame_parser.hpp"
 #include "kernels/rpc_codec.hpp"
 #include "messages/type_ids.hpp"
-#include "runtime/head_tail_buffer.hpp"
-#include "runtime/log.hpp"
-#include "runtime/private_file.hpp"
+#include "base/head_tail_buffer.hpp"
+#include "base/log.hpp"
+#include "base/private_file.hpp"
 
 namespace fs = std::filesystem;
 

@@ -31,7 +31,7 @@
 #include "caf/fwd.hpp"
 
 #include "kernels/kernel_process.hpp"
-#include "runtime/services.hpp"
+#include "actors/services.hpp"
 
 namespace mibyan {
 

@@ -8,8 +8,8 @@
 #include "actors/kernel.hpp"
 #include "kernels/stub_generator.hpp"
 #include "messages/type_ids.hpp"
-#include "runtime/env_filter.hpp"
-#include "runtime/log.hpp"
+#include "base/env_filter.hpp"
+#include "base/log.hpp"
 
 namespace mibyan {
 

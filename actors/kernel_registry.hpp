@@ -31,7 +31,7 @@
 #include "caf/typed_actor.hpp"
 
 #include "actors/tool_dispatcher.hpp"
-#include "runtime/services.hpp"
+#include "actors/services.hpp"
 
 namespace mibyan {
 

@@ -10,8 +10,8 @@
 #include "providers/anthropic_codec.hpp"
 #include "providers/openai_codec.hpp"
 #include "providers/wire_format.hpp"
-#include "runtime/http_client.hpp"
-#include "runtime/log.hpp"
+#include "base/http_client.hpp"
+#include "base/log.hpp"
 
 namespace mibyan {
 

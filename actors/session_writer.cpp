@@ -2,7 +2,7 @@
 
 #include "caf/all.hpp"
 
-#include "runtime/log.hpp"
+#include "base/log.hpp"
 #include "storage/session_store.hpp"
 
 namespace mibyan {

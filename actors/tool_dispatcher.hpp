@@ -18,7 +18,7 @@
 #include "caf/typed_actor.hpp"
 
 #include "messages/type_ids.hpp"
-#include "runtime/services.hpp"
+#include "actors/services.hpp"
 
 namespace mibyan {
 

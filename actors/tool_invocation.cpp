@@ -6,7 +6,7 @@
 #include "caf/all.hpp"
 
 #include "messages/type_ids.hpp"
-#include "runtime/log.hpp"
+#include "base/log.hpp"
 
 namespace mibyan {
 

@@ -12,7 +12,7 @@
 
 #include "caf/fwd.hpp"
 
-#include "runtime/services.hpp"
+#include "actors/services.hpp"
 
 namespace mibyan {
 

@@ -3,7 +3,7 @@
 
 #include <utility>
 
-#include "runtime/json.hpp"
+#include "base/json.hpp"
 #include "tools/file_io.hpp"
 
 namespace mibyan {

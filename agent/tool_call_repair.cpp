@@ -8,7 +8,7 @@
 #include <utility>
 
 #include "providers/tool_call_id.hpp"
-#include "runtime/json.hpp"
+#include "base/json.hpp"
 
 namespace mibyan {
 

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "messages/chat.hpp"
-#include "runtime/json.hpp"
+#include "base/json.hpp"
 
 namespace mibyan {
 

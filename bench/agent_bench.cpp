@@ -67,9 +67,9 @@
 #include "config/options.hpp"
 #include "providers/openai_codec.hpp"
 #include "providers/sse_parser.hpp"
-#include "runtime/json.hpp"
-#include "runtime/log.hpp"
-#include "runtime/runtime.hpp"
+#include "base/json.hpp"
+#include "base/log.hpp"
+#include "node/runtime.hpp"
 #include "tools/registry.hpp"
 #include "tools/core_tools.hpp"
 

@@ -23,7 +23,7 @@
 
 #include "config/options.hpp"
 #include "bench/bench_util.hpp"
-#include "runtime/subprocess.hpp"
+#include "base/subprocess.hpp"
 #include "tools/core_tools.hpp"
 #include "tools/registry.hpp"
 

@@ -13,9 +13,9 @@
 #include <unistd.h>
 
 #include "providers/provider_profile.hpp"
-#include "runtime/json.hpp"
-#include "runtime/log.hpp"
-#include "runtime/runtime.hpp"
+#include "base/json.hpp"
+#include "base/log.hpp"
+#include "node/runtime.hpp"
 
 namespace mibyan::cli {
 

@@ -6,8 +6,8 @@
 #include <random>
 
 #include "config/loader.hpp"
-#include "runtime/log.hpp"
-#include "runtime/runtime.hpp"
+#include "base/log.hpp"
+#include "node/runtime.hpp"
 
 namespace mibyan::cli {
 

@@ -13,9 +13,9 @@
 #include <pthread.h>
 #include <unistd.h>
 
-#include "runtime/json.hpp"
-#include "runtime/log.hpp"
-#include "runtime/runtime.hpp"
+#include "base/json.hpp"
+#include "base/log.hpp"
+#include "node/runtime.hpp"
 
 namespace mibyan::cli {
 

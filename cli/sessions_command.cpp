@@ -7,7 +7,7 @@
 #include <iostream>
 
 #include "config/options.hpp"
-#include "runtime/json.hpp"
+#include "base/json.hpp"
 #include "storage/session_store.hpp"
 
 namespace mibyan::cli {

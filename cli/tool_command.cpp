@@ -10,9 +10,9 @@
 #include <pthread.h>
 #include <unistd.h>
 
-#include "runtime/json.hpp"
-#include "runtime/log.hpp"
-#include "runtime/runtime.hpp"
+#include "base/json.hpp"
+#include "base/log.hpp"
+#include "node/runtime.hpp"
 #include "tools/registry.hpp"
 
 namespace mibyan::cli {

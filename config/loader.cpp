@@ -9,7 +9,7 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include "runtime/log.hpp"
+#include "base/log.hpp"
 
 namespace fs = std::filesystem;
 

@@ -2,7 +2,7 @@
 
 #include <regex>
 
-#include "tools/output_cap.hpp"
+#include "base/output_cap.hpp"
 
 namespace mibyan {
 

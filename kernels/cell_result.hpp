@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/json.hpp"
+#include "base/json.hpp"
 
 namespace mibyan {
 

@@ -1,6 +1,6 @@
 #include "kernels/env_scrub.hpp"
 
-#include "runtime/env_filter.hpp"
+#include "base/env_filter.hpp"
 
 #include <algorithm>
 #include <cctype>

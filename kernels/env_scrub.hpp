@@ -7,7 +7,7 @@
 //
 //   1. passthrough (exact name)      -> keep; provider credentials
 //                                       (is_provider_credential() in
-//                                       runtime/env_filter.hpp) are never
+//                                       base/env_filter.hpp) are never
 //                                       passed through (refused, reported)
 //   2. secret block (upper-cased name contains KEY, TOKEN, SECRET, PASSWORD,
 //      CREDENTIAL, PASSWD, AUTH, DSN, WEBHOOK, CREDS, BEARER or APIKEY)

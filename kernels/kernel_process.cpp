@@ -18,8 +18,8 @@
 #include "kernels/env_scrub.hpp"
 #include "kernels/runner_source.hpp"
 #include "kernels/stub_generator.hpp"
-#include "runtime/private_file.hpp"
-#include "runtime/subprocess.hpp"
+#include "base/private_file.hpp"
+#include "base/subprocess.hpp"
 
 namespace fs = std::filesystem;
 

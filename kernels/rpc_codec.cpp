@@ -1,6 +1,6 @@
 #include "kernels/rpc_codec.hpp"
 
-#include "runtime/json.hpp"
+#include "base/json.hpp"
 
 namespace mibyan {
 

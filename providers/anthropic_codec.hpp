@@ -31,7 +31,7 @@
 #include "messages/chat.hpp"
 #include "providers/sse_parser.hpp"
 #include "providers/stream_accumulator_base.hpp"
-#include "runtime/json.hpp"
+#include "base/json.hpp"
 
 namespace mibyan::anthropic {
 

@@ -11,7 +11,7 @@
 #include <string_view>
 
 #include "messages/chat.hpp"
-#include "runtime/json.hpp"
+#include "base/json.hpp"
 
 namespace mibyan::codec {
 

@@ -4,7 +4,7 @@
 #include <cctype>
 #include <cstdlib>
 
-#include "runtime/url_guard.hpp"
+#include "base/url_guard.hpp"
 
 namespace mibyan {
 

@@ -1,6 +1,6 @@
 #include "storage/session_record.hpp"
 
-#include "runtime/json.hpp"
+#include "base/json.hpp"
 #include "storage/byte_codec.hpp"
 
 namespace mibyan {

@@ -8,7 +8,7 @@
 #include <random>
 #include <unordered_map>
 
-#include "runtime/json.hpp"
+#include "base/json.hpp"
 #include "storage/byte_codec.hpp"
 
 namespace mibyan {

@@ -12,8 +12,8 @@
 #include <thread>
 #include <vector>
 
-#include "runtime/json.hpp"
-#include "runtime/runtime.hpp"
+#include "base/json.hpp"
+#include "node/runtime.hpp"
 #include "storage/session_store.hpp"
 #include "tests/support/http_server.hpp"
 #include "tests/support/temp_dir.hpp"

@@ -6,7 +6,7 @@
 
 #include "agent/tool_call_repair.hpp"
 #include "providers/tool_call_id.hpp"
-#include "runtime/json.hpp"
+#include "base/json.hpp"
 
 using namespace mibyan;
 

@@ -6,7 +6,7 @@
 
 #include "providers/anthropic_codec.hpp"
 #include "providers/wire_format.hpp"
-#include "runtime/json.hpp"
+#include "base/json.hpp"
 
 using namespace mibyan;
 

@@ -12,7 +12,7 @@
 #include <unistd.h>
 #include <vector>
 
-#include "runtime/json.hpp"
+#include "base/json.hpp"
 #include "tests/support/http_server.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/temp_dir.hpp"

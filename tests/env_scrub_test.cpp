@@ -3,7 +3,7 @@
 
 #include "kernels/env_scrub.hpp"
 
-#include "runtime/env_filter.hpp"
+#include "base/env_filter.hpp"
 
 #include <algorithm>
 #include <map>

@@ -10,7 +10,7 @@
 
 #include <sys/stat.h>
 
-#include "runtime/runtime.hpp"
+#include "node/runtime.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/temp_dir.hpp"
 

@@ -4,8 +4,8 @@
 #include <chrono>
 #include <string>
 
-#include "runtime/html_text.hpp"
-#include "runtime/json.hpp"
+#include "tools/html_text.hpp"
+#include "base/json.hpp"
 
 using namespace mibyan;
 

@@ -13,8 +13,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "runtime/http_client.hpp"
-#include "runtime/json.hpp"
+#include "base/http_client.hpp"
+#include "base/json.hpp"
 #include "tests/support/http_server.hpp"
 
 using namespace mibyan;

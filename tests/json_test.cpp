@@ -3,7 +3,7 @@
 
 #include <cmath>
 
-#include "runtime/json.hpp"
+#include "base/json.hpp"
 
 using namespace mibyan;
 

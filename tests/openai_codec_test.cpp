@@ -8,7 +8,7 @@
 #include "providers/openai_codec.hpp"
 #include "providers/tool_call_id.hpp"
 #include "providers/wire_format.hpp"
-#include "runtime/json.hpp"
+#include "base/json.hpp"
 
 using namespace mibyan;
 

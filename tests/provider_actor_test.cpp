@@ -14,8 +14,8 @@
 
 #include "actors/provider.hpp"
 #include "messages/type_ids.hpp"
-#include "runtime/http_client.hpp"
-#include "runtime/json.hpp"
+#include "base/http_client.hpp"
+#include "base/json.hpp"
 #include "tests/support/http_server.hpp"
 
 using namespace mibyan;

@@ -15,7 +15,7 @@
 
 #include "providers/tool_call_id.hpp"
 #include "providers/wire_format.hpp"
-#include "runtime/json.hpp"
+#include "base/json.hpp"
 
 using namespace mibyan;
 

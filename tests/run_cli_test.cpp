@@ -13,7 +13,7 @@
 #include <unistd.h>
 #include <vector>
 
-#include "runtime/json.hpp"
+#include "base/json.hpp"
 #include "storage/session_store.hpp"
 #include "tests/support/http_server.hpp"
 #include "tests/support/process.hpp"

@@ -6,7 +6,7 @@
 #include <future>
 #include <thread>
 
-#include "runtime/runtime.hpp"
+#include "node/runtime.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tools/registry.hpp"
 

@@ -4,7 +4,7 @@
 #include "caf/all.hpp"
 
 #include "actors/session_writer.hpp"
-#include "runtime/runtime.hpp"
+#include "node/runtime.hpp"
 #include "storage/session_store.hpp"
 #include "tests/support/temp_dir.hpp"
 

@@ -1,7 +1,7 @@
 #define BOOST_TEST_MODULE sessions_cli
 #include <boost/test/unit_test.hpp>
 
-#include "runtime/json.hpp"
+#include "base/json.hpp"
 #include "storage/session_store.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/temp_dir.hpp"

@@ -12,8 +12,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "runtime/head_tail_buffer.hpp"
-#include "runtime/subprocess.hpp"
+#include "base/head_tail_buffer.hpp"
+#include "base/subprocess.hpp"
 #include "tests/support/temp_dir.hpp"
 
 using namespace mibyan;

@@ -9,9 +9,9 @@
 #include <sys/stat.h>
 
 #include "config/options.hpp"
-#include "runtime/env_filter.hpp"
+#include "base/env_filter.hpp"
 #include "tools/core_tools.hpp"
-#include "tools/output_cap.hpp"
+#include "base/output_cap.hpp"
 #include "tools/registry.hpp"
 #include "tests/support/temp_dir.hpp"
 

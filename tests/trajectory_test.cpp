@@ -8,7 +8,7 @@
 #include <unistd.h>
 #include <vector>
 
-#include "runtime/json.hpp"
+#include "base/json.hpp"
 #include "storage/trajectory.hpp"
 #include "tests/support/temp_dir.hpp"
 

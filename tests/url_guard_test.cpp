@@ -5,7 +5,7 @@
 #include <utility>
 #include <vector>
 
-#include "runtime/url_guard.hpp"
+#include "base/url_guard.hpp"
 
 using namespace mibyan;
 

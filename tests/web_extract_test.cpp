@@ -9,8 +9,8 @@
 #include <sys/stat.h>
 
 #include "config/options.hpp"
-#include "runtime/http_client.hpp"
-#include "runtime/json.hpp"
+#include "base/http_client.hpp"
+#include "base/json.hpp"
 #include "tools/core_tools.hpp"
 #include "tools/registry.hpp"
 #include "tests/support/http_server.hpp"

@@ -7,8 +7,8 @@
 #include <thread>
 
 #include "config/options.hpp"
-#include "runtime/http_client.hpp"
-#include "runtime/json.hpp"
+#include "base/http_client.hpp"
+#include "base/json.hpp"
 #include "tools/core_tools.hpp"
 #include "tools/registry.hpp"
 #include "tools/search_backend.hpp"

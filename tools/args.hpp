@@ -10,7 +10,7 @@
 #include <optional>
 #include <string>
 
-#include "runtime/json.hpp"
+#include "base/json.hpp"
 
 namespace mibyan {
 

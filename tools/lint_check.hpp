@@ -13,7 +13,7 @@
 #include <string>
 #include <string_view>
 
-#include "runtime/json.hpp"
+#include "base/json.hpp"
 
 namespace mibyan {
 

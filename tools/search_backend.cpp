@@ -3,8 +3,8 @@
 #include <algorithm>
 
 #include "config/options.hpp"
-#include "runtime/html_text.hpp"
-#include "runtime/json.hpp"
+#include "tools/html_text.hpp"
+#include "base/json.hpp"
 
 namespace mibyan {
 

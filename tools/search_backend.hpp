@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/http_client.hpp"
+#include "base/http_client.hpp"
 
 namespace mibyan {
 

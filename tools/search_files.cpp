@@ -37,7 +37,7 @@
 #include <unistd.h>
 
 #include "config/options.hpp"
-#include "runtime/subprocess.hpp"
+#include "base/subprocess.hpp"
 
 namespace mibyan {
 

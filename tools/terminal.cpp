@@ -3,7 +3,7 @@
 //
 // Mibyan specifics: no background mode, no PTY (refused with a clear
 // error); secrets are filtered out of the child's environment
-// (runtime/env_filter.hpp); output beyond tool_output.max_bytes is cut to
+// (base/env_filter.hpp); output beyond tool_output.max_bytes is cut to
 // head 40 % + tail 60 % and the full text (up to 5 MB) is spilled to
 // $MIBYAN_HOME/cache/exec/terminal-<id>.txt for read_file.
 #include "tools/core_tools.hpp"
@@ -21,10 +21,10 @@
 #include <unistd.h>
 
 #include "config/options.hpp"
-#include "runtime/env_filter.hpp"
-#include "runtime/private_file.hpp"
-#include "runtime/subprocess.hpp"
-#include "tools/output_cap.hpp"
+#include "base/env_filter.hpp"
+#include "base/private_file.hpp"
+#include "base/subprocess.hpp"
+#include "base/output_cap.hpp"
 
 namespace mibyan {
 

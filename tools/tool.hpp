@@ -10,12 +10,12 @@
 #include <chrono>
 #include <string>
 
-#include "runtime/json.hpp"
+#include "base/json.hpp"
 
 namespace mibyan {
 
 struct options;          // config/options.hpp
-class http_client;       // runtime/http_client.hpp
+class http_client;       // base/http_client.hpp
 
 /// Everything a tool may use besides its arguments. Owned by the caller and
 /// valid for the whole `run()` call.

@@ -22,10 +22,10 @@
 #include <unistd.h>
 
 #include "config/options.hpp"
-#include "runtime/html_text.hpp"
-#include "runtime/private_file.hpp"
-#include "runtime/http_client.hpp"
-#include "runtime/url_guard.hpp"
+#include "tools/html_text.hpp"
+#include "base/private_file.hpp"
+#include "base/http_client.hpp"
+#include "base/url_guard.hpp"
 
 namespace mibyan {
 

@@ -7,7 +7,7 @@
 #include <memory>
 
 #include "config/options.hpp"
-#include "runtime/http_client.hpp"
+#include "base/http_client.hpp"
 #include "tools/search_backend.hpp"
 
 namespace mibyan {

@@ -15,7 +15,7 @@
 #include <string_view>
 
 #include "config/options.hpp"
-#include "runtime/json.hpp"
+#include "base/json.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tools/core_tools.hpp"
 #include "tools/registry.hpp"

@@ -16,7 +16,7 @@
 #include <thread>
 #include <vector>
 
-#include "runtime/json.hpp"
+#include "base/json.hpp"
 
 namespace mibyan::test {
 

@@ -14,7 +14,7 @@
 
 #include <sys/types.h>
 
-#include "runtime/json.hpp"
+#include "base/json.hpp"
 
 namespace mibyan::test {
 

@@ -1,4 +1,4 @@
-#include "runtime/blocking_pool.hpp"
+#include "base/blocking_pool.hpp"
 
 #include <pthread.h>
 

@@ -1,4 +1,4 @@
-// File: runtime/runtime.hpp
+// File: node/runtime.hpp
 //
 // The embeddable entry point: one `runtime` owns a CAF actor system sized
 // for the machine, the tool registry, the blocking pool, the HTTP client and

@@ -1,4 +1,4 @@
-// File: runtime/env_filter.hpp
+// File: base/env_filter.hpp
 //
 // Decides which environment variables a child process (terminal commands,
 // later the execute_code kernel) may see. Pure functions over "NAME=value"

@@ -1,4 +1,4 @@
-// File: runtime/url_guard.hpp
+// File: base/url_guard.hpp
 //
 // URL validation and the SSRF guard of the web tools: which URLs a model may
 // make Mibyan fetch, and which network addresses a fetch may connect to.

@@ -1,4 +1,4 @@
-#include "runtime/subprocess.hpp"
+#include "base/subprocess.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -15,7 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "runtime/head_tail_buffer.hpp"
+#include "base/head_tail_buffer.hpp"
 
 extern char** environ;
 

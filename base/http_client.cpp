@@ -1,4 +1,4 @@
-#include "runtime/http_client.hpp"
+#include "base/http_client.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -15,7 +15,7 @@
 
 #include <curl/curl.h>
 
-#include "runtime/log.hpp"
+#include "base/log.hpp"
 
 namespace mibyan {
 

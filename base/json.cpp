@@ -1,4 +1,4 @@
-#include "runtime/json.hpp"
+#include "base/json.hpp"
 
 #include <cassert>
 #include <cmath>

@@ -1,4 +1,4 @@
-// File: runtime/log.hpp
+// File: base/log.hpp
 //
 // Mibyan's logger (Debian's CAF has its logging compiled out). Lines go to
 // stderr and, once `log_to_file` was called, also to a file:

@@ -1,4 +1,4 @@
-// File: tools/output_cap.hpp
+// File: base/output_cap.hpp
 //
 // Rendering helpers for command output shown to models (terminal now,
 // execute_code later): the head/tail truncation marker and ANSI stripping.

@@ -1,4 +1,4 @@
-// File: runtime/private_file.hpp
+// File: base/private_file.hpp
 //
 // Files only the current user may read: spill files, cached pages, kernel
 // staging files. Never follows a symlink at the final path component.

@@ -1,4 +1,4 @@
-// File: runtime/json.hpp
+// File: base/json.hpp
 //
 // An owned JSON value. simdjson parses at the edge (`json::parse`); the
 // result is copied into this tree so that it can be stored, passed between

@@ -1,4 +1,4 @@
-#include "runtime/log.hpp"
+#include "base/log.hpp"
 
 #include <atomic>
 #include <chrono>

@@ -1,4 +1,4 @@
-// File: runtime/blocking_pool.hpp
+// File: base/blocking_pool.hpp
 //
 // A fixed set of threads for blocking work (file I/O, subprocesses, waiting
 // on HTTP), so that CAF scheduler threads never block. Jobs run in FIFO

@@ -1,4 +1,4 @@
-#include "runtime/env_filter.hpp"
+#include "base/env_filter.hpp"
 
 #include <algorithm>
 #include <cctype>

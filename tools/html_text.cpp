@@ -1,4 +1,4 @@
-#include "runtime/html_text.hpp"
+#include "tools/html_text.hpp"
 
 #include <algorithm>
 #include <cctype>

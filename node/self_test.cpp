@@ -1,4 +1,4 @@
-#include "runtime/runtime.hpp"
+#include "node/runtime.hpp"
 
 #include <utility>
 

@@ -1,4 +1,4 @@
-#include "runtime/url_guard.hpp"
+#include "base/url_guard.hpp"
 
 #include <array>
 #include <cctype>

@@ -1,4 +1,4 @@
-// File: runtime/subprocess.hpp
+// File: base/subprocess.hpp
 //
 // A blocking, CAF-free child-process runner for tools. It runs on the
 // calling thread (a runtime-owned blocking thread, never a CAF scheduler
@@ -13,7 +13,7 @@
 //
 // Output is read through pipes with poll(). Memory is bounded: each stream
 // keeps its first 40 % and last 60 % of `max_output_bytes` while counting
-// the total (see runtime/head_tail_buffer.hpp).
+// the total (see base/head_tail_buffer.hpp).
 //
 // Background grandchildren (`sleep 100 &`) inherit the output pipe and can
 // keep it open after the main child exited. The runner does not wait for

@@ -1,4 +1,4 @@
-// File: runtime/html_text.hpp
+// File: tools/html_text.hpp
 //
 // HTML to readable, Markdown-flavoured text for the web tools.
 //

@@ -1,4 +1,4 @@
-// File: runtime/head_tail_buffer.hpp
+// File: base/head_tail_buffer.hpp
 //
 // A byte sink of bounded size that keeps the first `head_cap` bytes and the
 // last `tail_cap` bytes of everything appended to it, and counts the total.

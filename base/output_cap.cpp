@@ -1,4 +1,4 @@
-#include "tools/output_cap.hpp"
+#include "base/output_cap.hpp"
 
 namespace mibyan {
 

@@ -1,4 +1,4 @@
-#include "runtime/head_tail_buffer.hpp"
+#include "base/head_tail_buffer.hpp"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-// File: runtime/http_client.hpp
+// File: base/http_client.hpp
 //
 // The process-wide HTTP client: one thread drives a libcurl multi handle
 // (`curl_multi_poll` + `curl_multi_wakeup`), so any number of transfers run

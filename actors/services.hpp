@@ -1,4 +1,4 @@
-// File: runtime/services.hpp
+// File: actors/services.hpp
 //
 // The shared, long-lived parts of one runtime that actors use: the
 // configuration, the tool registry, the blocking-work pool and the HTTP
@@ -12,7 +12,7 @@
 #include <string>
 
 #include "config/options.hpp"
-#include "runtime/blocking_pool.hpp"
+#include "base/blocking_pool.hpp"
 #include "tools/registry.hpp"
 
 namespace mibyan {

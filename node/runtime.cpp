@@ -1,4 +1,4 @@
-#include "runtime/runtime.hpp"
+#include "node/runtime.hpp"
 
 #include <ctime>
 #include <filesystem>
@@ -17,8 +17,8 @@
 #include "actors/session_writer.hpp"
 #include "actors/tool_dispatcher.hpp"
 #include "kernels/kernel_process.hpp"
-#include "runtime/http_client.hpp"
-#include "runtime/log.hpp"
+#include "base/http_client.hpp"
+#include "base/log.hpp"
 #include "kernels/stub_generator.hpp"
 #include "tools/execute_code.hpp"
 #include "storage/session_store.hpp"

@@ -1,0 +1,124 @@
+#!/usr/bin/env python3
+"""Fails when a project include points up the layer order.
+
+The order is the one written in docs/architecture.md ("Layers"); this file
+holds the same table, and the test `layering_check` (tests/CMakeLists.txt)
+checks that the two agree, so the document cannot drift from the check.
+
+A file in layer N may include headers of layers <= N. Folders on the same
+layer may include each other only where ALLOWED_SAME_LAYER says so (none
+today): a same-layer include needs a reason written down here.
+
+Usage: check_layers.py [REPO_ROOT]   exit 0 clean, 1 violations, 2 usage.
+"""
+import os
+import re
+import sys
+
+# Lowest first. Each entry: layer index -> folders.
+LAYERS = [
+    ["messages", "base"],
+    ["config", "kernels", "storage"],
+    ["tools", "providers"],
+    ["agent"],
+    ["actors"],
+    ["node"],
+    ["cli", "bench", "examples"],
+]
+# Includes between folders of one layer that are allowed, as (from, to).
+ALLOWED_SAME_LAYER = set()
+# Folders whose files are not part of the layered product.
+IGNORED = {"tests", "build", "docs", "scripts", "cmake", ".git", ".ci"}
+
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+
+
+def layer_of(folder):
+    for i, names in enumerate(LAYERS):
+        if folder in names:
+            return i
+    return None
+
+
+def top_folder(path):
+    parts = path.split("/")
+    if parts[0] == "include" and len(parts) > 2 and parts[1] == "mibyan":
+        # Public headers are the facade of the composition root.
+        return "node"
+    return parts[0]
+
+
+def documented_order(root):
+    """The layer lines of docs/architecture.md, between the LAYERS markers."""
+    path = os.path.join(root, "docs", "architecture.md")
+    try:
+        text = open(path, encoding="utf-8").read()
+    except OSError as e:
+        return None, f"cannot read {path}: {e}"
+    m = re.search(r"<!-- layers:begin -->(.*?)<!-- layers:end -->", text, re.S)
+    if not m:
+        return None, f"{path}: no <!-- layers:begin --> ... <!-- layers:end --> block"
+    layers = []
+    for line in m.group(1).splitlines():
+        line = line.strip()
+        mm = re.match(r"^\d+\.\s+(.*)$", line)
+        if mm:
+            layers.append(sorted(re.findall(r"`([a-z_]+)/`", mm.group(1))))
+    return layers, None
+
+
+def main():
+    root = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..")
+    root = os.path.abspath(root)
+    problems = []
+
+    doc, err = documented_order(root)
+    if err:
+        problems.append(err)
+    elif doc != [sorted(l) for l in LAYERS]:
+        problems.append("docs/architecture.md's layer list differs from scripts/check_layers.py: "
+                        f"doc {doc} vs check {[sorted(l) for l in LAYERS]}")
+
+    known = {f for names in LAYERS for f in names}
+    checked = 0
+    for dirpath, dirnames, filenames in os.walk(root):
+        rel_dir = os.path.relpath(dirpath, root)
+        first = rel_dir.split(os.sep)[0]
+        if rel_dir == ".":
+            dirnames[:] = [d for d in dirnames
+                           if d not in IGNORED and not d.startswith((".", "build"))]
+            continue
+        if first in IGNORED or first.startswith(".") or first.startswith("build"):
+            dirnames[:] = []
+            continue
+        for name in filenames:
+            if not name.endswith((".cpp", ".hpp", ".h", ".cc")):
+                continue
+            rel = os.path.relpath(os.path.join(dirpath, name), root).replace(os.sep, "/")
+            src = top_folder(rel)
+            if src not in known:
+                problems.append(f"{rel}: folder '{src}' is in no layer (add it to docs/architecture.md "
+                                "and scripts/check_layers.py)")
+                continue
+            checked += 1
+            text = open(os.path.join(dirpath, name), encoding="utf-8", errors="replace").read()
+            for inc in INCLUDE.findall(text):
+                dst = top_folder(inc)
+                if "/" not in inc or dst not in known:
+                    continue
+                ls, ld = layer_of(src), layer_of(dst)
+                if ld > ls:
+                    problems.append(f"{rel}: includes \"{inc}\": layer {ld} ({dst}/) is above "
+                                    f"layer {ls} ({src}/)")
+                elif ld == ls and dst != src and (src, dst) not in ALLOWED_SAME_LAYER:
+                    problems.append(f"{rel}: includes \"{inc}\": {src}/ and {dst}/ share layer {ls} "
+                                    "and must not include each other")
+
+    for p in problems:
+        print("layering: " + p)
+    print(f"layering: {checked} files checked, {len(problems)} problem(s)")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
