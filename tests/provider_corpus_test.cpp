@@ -2,11 +2,18 @@
 #include "tests/support/paths.hpp"
 #include <boost/test/unit_test.hpp>
 
-// Every recorded response body of the provider transcript corpus
-// (shared/data/provider-transcripts) is decoded whole, re-split at random
-// byte offsets and fed one byte at a time, and compared with the `expected`
-// block of INDEX.json.
+// Every recorded response body of the provider transcript corpus is decoded
+// whole, re-split at random byte offsets and fed one byte at a time, and
+// compared with the `expected` block of INDEX.json.
+//
+// The corpus is test data kept outside the repository (docs/testing.md):
+// `$MIBYAN_SHARED_DIR/data/provider-transcripts/corpus/`, by default
+// `../shared` beside the checkout. Without it this suite exits with
+// ctest's skip code and says why, unless MIBYAN_REQUIRE_TEST_DATA=1 (set by
+// .ci/run), where a missing corpus is a failure.
 
+#include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -42,6 +49,26 @@ struct entry {
   json::value expected;
   json::value extra;
 };
+
+/// Runs before any test case: skips (exit 77) or fails the whole suite when
+/// the corpus is absent.
+struct corpus_presence {
+  corpus_presence() {
+    std::ifstream probe{corpus_dir() + "INDEX.json"};
+    if (probe)
+      return;
+    const char* req = std::getenv("MIBYAN_REQUIRE_TEST_DATA");
+    bool required = req != nullptr && std::string{req} == "1";
+    std::fprintf(stderr,
+                 "%s: provider corpus not found at %sINDEX.json; set "
+                 "MIBYAN_SHARED_DIR to the directory that holds "
+                 "data/provider-transcripts (docs/testing.md)\n",
+                 required ? "FAILED" : "SKIPPED", corpus_dir().c_str());
+    std::fflush(stderr);
+    std::_Exit(required ? 1 : 77);
+  }
+};
+BOOST_TEST_GLOBAL_FIXTURE(corpus_presence);
 
 std::vector<entry> load_index() {
   std::vector<entry> out;
