@@ -2,6 +2,7 @@
 
 #include "caf/all.hpp"
 
+#include "actors/error_mapping.hpp"
 #include "base/log.hpp"
 #include "storage/session_store.hpp"
 
@@ -9,15 +10,8 @@ namespace mibyan {
 
 namespace {
 
-caf::error storage_error(const std::string& message) {
-  // The store words its errors for people; keep them as the context.
-  auto code = message.find("unknown session") != std::string::npos
-                || message.find("not found") != std::string::npos
-                ? ec::not_found
-                : message.find("invalid") != std::string::npos
-                    ? ec::invalid_request
-                    : ec::storage_failure;
-  return caf::make_error(code, message);
+caf::error storage_error(const status& st) {
+  return to_actor_error(st);
 }
 
 session_writer_actor::behavior_type
@@ -36,7 +30,7 @@ writer(session_writer_actor::pointer self,
       s.parent_session_id = m.parent_session_id;
       auto r = store->create_session(s);
       if (!r)
-        return storage_error(r.error);
+        return storage_error(r.get_status());
       return r->id;
     },
     [=](append_atom, const message_append& a) -> caf::result<uint64_t> {
@@ -44,19 +38,19 @@ writer(session_writer_actor::pointer self,
       if (!r) {
         MIBYAN_LOG(error, "store", "append to " << a.session_id
                    << " failed: " << r.error);
-        return storage_error(r.error);
+        return storage_error(r.get_status());
       }
       return r->id;
     },
     [=](usage_atom, const usage_update& u) -> caf::result<bool> {
       if (auto st = store->add_usage(u.session_id, u.usage, u.api_calls); !st)
-        return storage_error(st.error);
+        return storage_error(st);
       return true;
     },
     [=](end_atom, const std::string& id,
         const std::string& reason) -> caf::result<bool> {
       if (auto st = store->end_session(id, reason); !st)
-        return storage_error(st.error);
+        return storage_error(st);
       return true;
     },
   };

@@ -17,6 +17,8 @@
 //   if (!res.summary.ok()) return error_result(res.summary.error);
 #pragma once
 
+#include "base/status.hpp"
+
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -111,6 +113,20 @@ struct http_response_summary {
 
   /// True when a complete response arrived (whatever its status).
   bool ok() const { return error.empty(); }
+
+  /// The outcome as the project's error type: cancelled, timeout,
+  /// resource_exhausted (capped), permission_denied (blocked by the connect
+  /// check) or unavailable (a network failure, worth a retry).
+  mibyan::status get_status() const {
+    if (ok())
+      return {};
+    auto code = cancelled   ? status_code::cancelled
+                : timed_out ? status_code::timeout
+                : capped    ? status_code::resource_exhausted
+                : blocked   ? status_code::permission_denied
+                            : status_code::unavailable;
+    return mibyan::status::failure(code, error);
+  }
 };
 
 /// Streaming callbacks. All are optional and are invoked on the client

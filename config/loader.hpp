@@ -5,6 +5,8 @@
 // exception is caught here and turned into an error value.
 #pragma once
 
+#include "base/status.hpp"
+
 #include <string>
 
 #include "config/options.hpp"
@@ -22,6 +24,11 @@ struct load_result {
   options opts;
   std::string error;
   bool ok() const { return error.empty(); }
+  /// The outcome as the project's error type (code config_invalid).
+  status get_status() const {
+    return ok() ? status{}
+                : status::failure(status_code::config_invalid, error);
+  }
 };
 
 /// Loads the configuration of `home` ("" = resolve_home()). A missing

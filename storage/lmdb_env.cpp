@@ -198,13 +198,15 @@ store_status lmdb_env::write(const txn_fn& fn, const char* what) {
     }
     if (rc == MDB_MAP_FULL) {
       if (auto st = grow(size_before); !st)
-        return store_status::failure(std::string{what} + ": " + st.error);
+        return store_status::failure(st.code,
+                                     std::string{what} + ": " + st.error);
       continue;
     }
-    if (rc == user_error)
-      return store_status::failure(std::string{what} + ": " + error);
+    if (rc == user_error || rc == missing_error)
+      return store_status::failure(code_of(rc),
+                                   std::string{what} + ": " + error);
     return store_status::failure(
-      describe(what, step.empty() ? error : step, rc));
+      code_of(rc), describe(what, step.empty() ? error : step, rc));
   }
   return store_status::failure(std::string{what}
                                + ": gave up after repeated map resizes");
@@ -233,9 +235,10 @@ store_status lmdb_env::read(const txn_fn& fn, const char* what) const {
       mdb_env_set_mapsize(env_, 0);
       continue;
     }
-    if (rc == user_error)
-      return store_status::failure(std::string{what} + ": " + error);
-    return store_status::failure(describe(what, error, rc));
+    if (rc == user_error || rc == missing_error)
+      return store_status::failure(code_of(rc),
+                                   std::string{what} + ": " + error);
+    return store_status::failure(code_of(rc), describe(what, error, rc));
   }
   return store_status::failure(std::string{what}
                                + ": the map kept being resized");
@@ -275,6 +278,35 @@ int lmdb_env::put(MDB_txn* txn, MDB_dbi dbi, std::string_view key,
 int lmdb_env::del(MDB_txn* txn, MDB_dbi dbi, std::string_view key) {
   MDB_val k = val(key);
   return mdb_del(txn, dbi, &k, nullptr);
+}
+
+status_code lmdb_env::code_of(int rc) {
+  switch (rc) {
+    case 0: return status_code::ok;
+    case user_error: return status_code::invalid_argument;
+    case missing_error: return status_code::not_found;
+    case MDB_NOTFOUND: return status_code::not_found;
+    case MDB_KEYEXIST: return status_code::already_exists;
+    case MDB_MAP_FULL:
+    case MDB_DBS_FULL:
+    case MDB_READERS_FULL:
+    case MDB_TXN_FULL:
+    case ENOSPC:
+    case EDQUOT:
+    case ENOMEM: return status_code::resource_exhausted;
+    case MDB_CORRUPTED:
+    case MDB_PAGE_NOTFOUND:
+    case MDB_INVALID:
+    case MDB_VERSION_MISMATCH:
+    case MDB_BAD_DBI:
+    case EIO: return status_code::data_corrupt;
+    case EACCES:
+    case EPERM:
+    case EROFS: return status_code::permission_denied;
+    case EAGAIN:
+    case EBUSY: return status_code::unavailable;
+    default: return status_code::internal;
+  }
 }
 
 std::string lmdb_env::describe(const char* what, const std::string& step,

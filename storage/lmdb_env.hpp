@@ -54,6 +54,12 @@ public:
   /// Returned by a transaction callback that has put its own message into
   /// `error`: abort, do not retry.
   static constexpr int user_error = -1;
+  /// Returned by a transaction function when the record it was asked for
+  /// does not exist (`error` names it); reported as status_code::not_found.
+  static constexpr int missing_error = -2;
+
+  /// The status code for an LMDB or errno return code (not 0).
+  static status_code code_of(int rc);
 
   /// A transaction callback: returns 0 to commit (or, for reads, success),
   /// an LMDB/errno code to abort (then `error`, if set, names the failing

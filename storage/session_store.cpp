@@ -148,7 +148,7 @@ int read_session(MDB_txn* txn, MDB_dbi dbi, const std::string& id,
   int rc = lmdb_env::get(txn, dbi, id, v);
   if (rc == MDB_NOTFOUND) {
     error = "session '" + id + "' does not exist";
-    return lmdb_env::user_error;
+    return lmdb_env::missing_error;
   }
   if (rc != 0) {
     error = "read session '" + id + "'";
@@ -235,7 +235,7 @@ session_store::open(session_store_options opts) {
   lo.map_size = opts.map_size;
   auto env = lmdb_env::open(lo);
   if (!env)
-    return result::failure("open session store: " + env.error);
+    return result::failure(env.code, "open session store: " + env.error);
   std::unique_ptr<session_store> self{new session_store};
   self->opts_ = std::move(opts);
   self->env_ = std::move(*env);
@@ -253,15 +253,15 @@ session_store::open(session_store_options opts) {
   for (auto& d : dbis) {
     auto r = self->env_->open_dbi(d.name);
     if (!r)
-      return result::failure("open session store: " + r.error);
+      return result::failure(r.code, "open session store: " + r.error);
     *d.dbi = *r;
   }
   auto fts = fts_index::open(*self->env_);
   if (!fts)
-    return result::failure("open session store: " + fts.error);
+    return result::failure(fts.code, "open session store: " + fts.error);
   self->fts_ = *fts;
   if (auto st = self->migrate(); !st)
-    return result::failure(st.error);
+    return result{st};
   return result{std::move(self)};
 }
 
@@ -286,7 +286,7 @@ store_status session_store::migrate() {
   if (!st)
     return st;
   if (found > schema_version_current)
-    return store_status::failure(
+    return store_status::failure(status_code::data_corrupt,
       "open session store: schema version " + std::to_string(found)
       + " is newer than this build supports ("
       + std::to_string(schema_version_current) + "); upgrade mibyan");
@@ -334,12 +334,12 @@ session_store::create_session(const new_session& ns) {
   s.started_at_ms = ns.started_at_ms > 0 ? ns.started_at_ms : now();
   if (!ns.id.empty()) {
     if (auto err = check_session_id(ns.id); !err.empty())
-      return result::failure(std::string{what} + ": " + err);
+      return result::failure(status_code::invalid_argument, std::string{what} + ": " + err);
     s.id = ns.id;
   }
   if (!ns.parent_session_id.empty()) {
     if (auto err = check_session_id(ns.parent_session_id); !err.empty())
-      return result::failure(std::string{what} + ": parent " + err);
+      return result::failure(status_code::invalid_argument, std::string{what} + ": parent " + err);
   }
   struct field {
     const char* name;
@@ -350,7 +350,7 @@ session_store::create_session(const new_session& ns) {
                  field{"title", &ns.title}}) {
     size_t max = f.value == &ns.cwd ? 4096 : max_title_bytes;
     if (auto err = check_text_field(f.name, *f.value, max); !err.empty())
-      return result::failure(std::string{what} + ": " + err);
+      return result::failure(status_code::invalid_argument, std::string{what} + ": " + err);
   }
   s.source = ns.source;
   s.model = ns.model;
@@ -401,7 +401,7 @@ session_store::create_session(const new_session& ns) {
         if (rc == MDB_NOTFOUND) {
           error = "parent session '" + s.parent_session_id
                   + "' does not exist";
-          return lmdb_env::user_error;
+          return lmdb_env::missing_error;
         }
         if (rc == 0)
           rc = lmdb_env::put(txn, children_,
@@ -421,7 +421,7 @@ session_store::create_session(const new_session& ns) {
     },
     what);
   if (!st)
-    return result::failure(st.error);
+    return result{st};
   return result{s};
 }
 
@@ -429,7 +429,7 @@ store_result<session_info>
 session_store::get_session(const std::string& id) const {
   using result = store_result<session_info>;
   if (auto err = check_session_id(id); !err.empty())
-    return result::failure("get_session: " + err);
+    return result::failure(status_code::invalid_argument, "get_session: " + err);
   session_info s;
   auto st = env_->read(
     [&](MDB_txn* txn, std::string& error) {
@@ -437,7 +437,7 @@ session_store::get_session(const std::string& id) const {
     },
     "get_session");
   if (!st)
-    return result::failure(st.error);
+    return result{st};
   return result{s};
 }
 
@@ -476,7 +476,7 @@ session_store::list_sessions(size_t limit, size_t offset) const {
     },
     "list_sessions");
   if (!st)
-    return result::failure(st.error);
+    return result{st};
   return result{std::move(out)};
 }
 
@@ -484,7 +484,7 @@ store_status session_store::update_session(
   const std::string& id, const char* what,
   const std::function<std::string(session_info&)>& fn) {
   if (auto err = check_session_id(id); !err.empty())
-    return store_status::failure(std::string{what} + ": " + err);
+    return store_status::failure(status_code::invalid_argument, std::string{what} + ": " + err);
   return env_->write(
     [&](MDB_txn* txn, std::string& error) {
       session_info s;
@@ -503,7 +503,7 @@ store_status session_store::set_title(const std::string& id,
                                       const std::string& title) {
   if (auto err = check_text_field("title", title, max_title_bytes);
       !err.empty())
-    return store_status::failure("set_title: " + err);
+    return store_status::failure(status_code::invalid_argument, "set_title: " + err);
   return update_session(id, "set_title", [&](session_info& s) {
     s.title = title;
     return std::string{};
@@ -515,7 +515,7 @@ store_status session_store::end_session(const std::string& id,
                                         int64_t ended_at_ms) {
   if (auto err = check_text_field("end reason", reason, max_title_bytes);
       !err.empty())
-    return store_status::failure("end_session: " + err);
+    return store_status::failure(status_code::invalid_argument, "end_session: " + err);
   int64_t at = ended_at_ms > 0 ? ended_at_ms : now();
   return update_session(id, "end_session", [&](session_info& s) {
     if (s.ended_at_ms == 0) {
@@ -532,7 +532,7 @@ store_status session_store::add_usage(const std::string& id,
   if (api_calls < 0 || u.input_tokens < 0 || u.output_tokens < 0
       || u.cache_read_tokens < 0 || u.cache_write_tokens < 0
       || u.reasoning_tokens < 0)
-    return store_status::failure("add_usage: counts must not be negative");
+    return store_status::failure(status_code::invalid_argument, "add_usage: counts must not be negative");
   return update_session(id, "add_usage", [&](session_info& s) {
     s.api_call_count += api_calls;
     s.tokens.input_tokens += u.input_tokens;
@@ -546,7 +546,7 @@ store_status session_store::add_usage(const std::string& id,
 
 store_status session_store::delete_session(const std::string& id) {
   if (auto err = check_session_id(id); !err.empty())
-    return store_status::failure("delete_session: " + err);
+    return store_status::failure(status_code::invalid_argument, "delete_session: " + err);
   return env_->write(
     [&](MDB_txn* txn, std::string& error) {
       session_info s;
@@ -622,7 +622,7 @@ session_store::append_message(const std::string& session_id,
     auto err = r.error;
     if (err.compare(0, prefix.size(), prefix) == 0)
       err.replace(0, prefix.size(), "append_message");
-    return store_result<append_outcome>::failure(err);
+    return store_result<append_outcome>::failure(r.code, err);
   }
   return store_result<append_outcome>{r->front()};
 }
@@ -638,15 +638,15 @@ session_store::append_batch(const std::vector<pending_append>& batch) {
                     : std::string{what} + ": message " + std::to_string(i)
                         + ": ";
     if (auto err = check_session_id(p.session_id); !err.empty())
-      return result::failure(prefix + err);
+      return result::failure(status_code::invalid_argument, prefix + err);
     if (auto err = check_message(p.message, opts_.max_message_bytes);
         !err.empty())
-      return result::failure(prefix + err);
+      return result::failure(status_code::invalid_argument, prefix + err);
     if (p.key.size() > max_key_bytes)
-      return result::failure(prefix + "idempotency key is longer than "
+      return result::failure(status_code::invalid_argument, prefix + "idempotency key is longer than "
                              + std::to_string(max_key_bytes) + " bytes");
     if (p.key.find('\0') != std::string::npos)
-      return result::failure(prefix + "idempotency key contains a NUL byte");
+      return result::failure(status_code::invalid_argument, prefix + "idempotency key contains a NUL byte");
   }
   std::vector<append_outcome> outcomes;
   int64_t stamp = now();
@@ -739,7 +739,7 @@ session_store::append_batch(const std::vector<pending_append>& batch) {
     },
     what);
   if (!st)
-    return result::failure(st.error);
+    return result{st};
   return result{std::move(outcomes)};
 }
 
@@ -747,7 +747,7 @@ store_result<std::vector<stored_message>>
 session_store::load_messages(const std::string& session_id) const {
   using result = store_result<std::vector<stored_message>>;
   if (auto err = check_session_id(session_id); !err.empty())
-    return result::failure("load_messages: " + err);
+    return result::failure(status_code::invalid_argument, "load_messages: " + err);
   std::vector<stored_message> out;
   auto st = env_->read(
     [&](MDB_txn* txn, std::string& error) {
@@ -772,7 +772,7 @@ session_store::load_messages(const std::string& session_id) const {
     },
     "load_messages");
   if (!st)
-    return result::failure(st.error);
+    return result{st};
   return result{std::move(out)};
 }
 
@@ -787,7 +787,7 @@ store_result<uint64_t> session_store::message_count() const {
     },
     "message_count");
   if (!st)
-    return store_result<uint64_t>::failure(st.error);
+    return store_result<uint64_t>{st};
   return store_result<uint64_t>{n};
 }
 
@@ -798,10 +798,10 @@ session_store::search(const search_request& req) const {
   using result = store_result<search_results>;
   auto q = parse_fts_query(req.query);
   if (q.empty())
-    return result::failure("search: the query has no searchable words "
+    return result::failure(status_code::invalid_argument, "search: the query has no searchable words "
                            "(letters or digits, at most 64 bytes each)");
   if (req.limit == 0 || req.limit > max_search_limit)
-    return result::failure("search: limit must be between 1 and "
+    return result::failure(status_code::invalid_argument, "search: limit must be between 1 and "
                            + std::to_string(max_search_limit));
   fts_filter filter;
   filter.limit = req.limit;
@@ -809,14 +809,14 @@ session_store::search(const search_request& req) const {
   for (auto& r : req.roles) {
     auto code = fts_role_of(r);
     if (code == fts_role::other)
-      return result::failure("search: unknown role '"
+      return result::failure(status_code::invalid_argument, "search: unknown role '"
                              + json::sanitize_utf8(r.substr(0, 40))
                              + "'; use system, user, assistant or tool");
     filter.role_mask |= 1u << static_cast<unsigned>(code);
   }
   if (!req.session_id.empty())
     if (auto err = check_session_id(req.session_id); !err.empty())
-      return result::failure("search: " + err);
+      return result::failure(status_code::invalid_argument, "search: " + err);
   search_results out;
   auto st = env_->read(
     [&](MDB_txn* txn, std::string& error) {
@@ -862,7 +862,7 @@ session_store::search(const search_request& req) const {
     },
     "search");
   if (!st)
-    return result::failure(st.error);
+    return result{st};
   return result{std::move(out)};
 }
 
@@ -986,7 +986,7 @@ store_status session_store::verify(bool deep) const {
                     + " problem(s): ";
   for (size_t i = 0; i < problems.size() && i < 20; ++i)
     msg += (i > 0 ? "; " : "") + problems[i];
-  return store_status::failure(msg);
+  return store_status::failure(status_code::data_corrupt, msg);
 }
 
 } // namespace mibyan

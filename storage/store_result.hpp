@@ -1,51 +1,22 @@
 // File: storage/store_result.hpp
 //
-// Error values of the storage layer. Storage functions never throw; they
-// return a `store_status` (success or a message) or a `store_result<T>`
-// (a value or a message). Messages name the operation, the object and the
-// LMDB reason ("append_message: session 'x' does not exist").
+// The storage layer's names for the project's one error type
+// (base/status.hpp). Storage functions never throw; they return a
+// `store_status` or a `store_result<T>`, whose code says what happened
+// (not_found for a missing session, invalid_argument for a malformed
+// request, resource_exhausted for a full disk or map, data_corrupt for a
+// damaged store, internal otherwise) and whose message names the
+// operation, the object and the LMDB reason ("append_message: session 'x'
+// does not exist").
 #pragma once
 
-#include <optional>
-#include <string>
-#include <utility>
+#include "base/status.hpp"
 
 namespace mibyan {
 
-/// Success, or an error message. Default-constructed means success.
-struct [[nodiscard]] store_status {
-  std::string error;
+using store_status = status;
 
-  bool ok() const { return error.empty(); }
-  explicit operator bool() const { return ok(); }
-
-  static store_status failure(std::string msg) {
-    return store_status{std::move(msg)};
-  }
-};
-
-/// A value of type T, or an error message.
 template <class T>
-struct [[nodiscard]] store_result {
-  std::optional<T> value;
-  std::string error;
-
-  store_result() = default;
-  store_result(T x) : value(std::move(x)) {}
-
-  static store_result failure(std::string msg) {
-    store_result r;
-    r.error = msg.empty() ? std::string{"unknown storage error"}
-                          : std::move(msg);
-    return r;
-  }
-
-  bool ok() const { return value.has_value(); }
-  explicit operator bool() const { return ok(); }
-  T& operator*() { return *value; }
-  const T& operator*() const { return *value; }
-  T* operator->() { return &*value; }
-  const T* operator->() const { return &*value; }
-};
+using store_result = result<T>;
 
 } // namespace mibyan

@@ -197,6 +197,19 @@ BOOST_AUTO_TEST_CASE(unknown_session_gives_clear_errors) {
                       "delete_session: session 'ghost' does not exist"));
 }
 
+BOOST_AUTO_TEST_CASE(failures_carry_a_code_callers_can_branch_on) {
+  BOOST_TEST(std::string{to_string(store->get_session("ghost").code)} == "not_found");
+  BOOST_TEST(std::string{to_string(store->load_messages("ghost").code)} == "not_found");
+  BOOST_TEST(std::string{to_string(store->delete_session("ghost").code)} == "not_found");
+  BOOST_TEST(std::string{to_string(store->set_title("ghost", "t").code)} == "not_found");
+  BOOST_TEST(std::string{to_string(store->get_session("").code)} == "invalid_argument");
+  BOOST_TEST(std::string{to_string(store->get_session("a/b").code)} == "invalid_argument");
+  new_session orphan;
+  orphan.parent_session_id = "no-such-parent";
+  BOOST_TEST(std::string{to_string(store->create_session(orphan).code)} == "not_found");
+  BOOST_TEST(std::string{to_string(store->create_session(new_session{}).code)} == "ok");
+}
+
 BOOST_AUTO_TEST_CASE(lists_newest_first_with_limit_and_offset) {
   make("a", 1000);
   make("c", 3000);
