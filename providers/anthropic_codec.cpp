@@ -554,8 +554,8 @@ chat_response stream_accumulator::finish(int http_status) {
     r.retryable = true;
     return r;
   }
-  if (truncated)
-    r.finish_reason = "length";
+  // Unparseable input under a real stop reason stays as sent; the agent
+  // loop answers it with the parser's error (docs/agent_loop.md).
   return r;
 }
 

@@ -488,6 +488,8 @@ chat_response stream_accumulator::finish(int http_status) {
     order.push_back(&s);
   std::stable_sort(order.begin(), order.end(),
                    [](auto* x, auto* y) { return x->index < y->index; });
+  // True when a call's arguments do not parse: with no finish reason the
+  // stream was cut inside the call.
   bool truncated = false;
   for (size_t i = 0; i < order.size(); ++i) {
     tool_call call;
@@ -527,8 +529,10 @@ chat_response stream_accumulator::finish(int http_status) {
     r.retryable = true;
     return r;
   }
-  if (truncated)
-    r.finish_reason = "length";
+  // Unparseable arguments under a real finish reason are the model's
+  // mistake, not a truncation: the calls stay as sent and the agent loop
+  // answers each bad one with the parser's error (docs/agent_loop.md,
+  // "Tool-call arguments").
   return r;
 }
 

@@ -449,6 +449,16 @@ BOOST_AUTO_TEST_CASE(stream_errors) {
   BOOST_TEST(ct.error == "");
   BOOST_TEST(ct.tool_calls.empty());
   BOOST_TEST(ct.finish_reason == "length");
+  // The same bad input under a real stop reason is the model's mistake, not
+  // a truncation: the call is kept as sent with the provider's finish reason.
+  auto bad_input = run_stream(
+    cut_tool
+    + ev("content_block_stop", R"({"type":"content_block_stop","index":0})")
+    + message_end("tool_use", 5));
+  BOOST_TEST(bad_input.error == "");
+  BOOST_REQUIRE(bad_input.tool_calls.size() == 1u);
+  BOOST_TEST(bad_input.tool_calls[0].arguments == "{\"a\": ");
+  BOOST_TEST(bad_input.finish_reason == "tool_calls");
   // Malformed JSON in an event.
   auto bad = run_stream(message_start() + "event: content_block_start\n"
                                           "data: {\"type\": \n\n");

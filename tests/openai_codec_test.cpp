@@ -482,12 +482,14 @@ BOOST_AUTO_TEST_CASE(truncated_tool_arguments) {
   BOOST_TEST(dropped.error == "");
   BOOST_TEST(dropped.tool_calls.empty());
   BOOST_TEST(dropped.finish_reason == "length");
-  // With a finish reason: calls kept verbatim, finish = length.
+  // With a finish reason the provider did not truncate: the calls are kept
+  // verbatim and the finish reason is the provider's, so the agent loop can
+  // answer the bad call with the parser's error instead of ending the turn.
   auto finished = run_stream(start + chunk("{}", "\"tool_calls\""));
   BOOST_TEST(finished.error == "");
   BOOST_REQUIRE(finished.tool_calls.size() == 1u);
   BOOST_TEST(finished.tool_calls[0].arguments == R"({"content":"abc)");
-  BOOST_TEST(finished.finish_reason == "length");
+  BOOST_TEST(finished.finish_reason == "tool_calls");
 }
 
 BOOST_AUTO_TEST_CASE(mid_stream_errors) {

@@ -287,6 +287,62 @@ BOOST_AUTO_TEST_CASE(streams_to_a_terminal) {
   BOOST_CHECK(reqs[0]["stream"].as_bool());
 }
 
+// A tool call whose arguments do not parse, under finish_reason
+// "tool_calls", is the model's mistake and not a truncation: the call gets
+// an error result with the parser's message and the turn goes on
+// (docs/agent_loop.md, "Tool-call arguments"). Non-streamed and streamed.
+BOOST_AUTO_TEST_CASE(bad_tool_arguments_get_an_error_result_not_truncation) {
+  const std::string bad_args = R"({"path": "README.md")";
+  // Non-streamed JSON reply.
+  script(completion("", "read_file", bad_args));
+  script(completion("Recovered."));
+  auto r = test::run_mibyan(run_args("read it", "bad-json-1"), env());
+  BOOST_CHECK_EQUAL(r.exit_code, 0);
+  BOOST_CHECK_EQUAL(r.out, "Recovered.\n");
+  BOOST_CHECK_MESSAGE(!contains(r.out + r.err, "truncated"), r.err);
+  // Streamed reply with the same bad arguments.
+  json::value s;
+  s["path"] = "/v1/chat/completions";
+  s["status"] = 200;
+  s["headers"]["Content-Type"] = "text/event-stream";
+  s["chunks"] = json::value::make_array();
+  json::value d;
+  d["choices"] = json::value::make_array();
+  json::value ch;
+  ch["index"] = 0;
+  json::value tc;
+  tc["index"] = 0;
+  tc["id"] = "call_s";
+  tc["type"] = "function";
+  tc["function"]["name"] = "read_file";
+  tc["function"]["arguments"] = bad_args;
+  ch["delta"]["tool_calls"] = json::value::make_array();
+  ch["delta"]["tool_calls"].push_back(std::move(tc));
+  d["choices"].push_back(std::move(ch));
+  s["chunks"].push_back("data: " + d.dump() + "\n\n");
+  s["chunks"].push_back(R"(data: {"choices":[{"index":0,"delta":{},)"
+                        R"("finish_reason":"tool_calls"}]})"
+                        "\n\ndata: [DONE]\n\n");
+  server.script(s.dump());
+  script(completion("Recovered again."));
+  auto r2 = test::run_mibyan(run_args("read it", "bad-json-2"), env());
+  BOOST_CHECK_EQUAL(r2.exit_code, 0);
+  BOOST_CHECK_EQUAL(r2.out, "Recovered again.\n");
+  // Each follow-up request carries the error result for the bad call.
+  auto reqs = requests();
+  BOOST_REQUIRE_EQUAL(reqs.size(), 4u);
+  for (size_t i : {size_t{1}, size_t{3}}) {
+    auto& msgs = reqs[i]["messages"];
+    const json::value* tool_msg = nullptr;
+    for (auto& m : msgs.as_array())
+      if (m.get_string("role") == "tool")
+        tool_msg = &m;
+    BOOST_REQUIRE(tool_msg != nullptr);
+    auto content = tool_msg->get_string("content");
+    BOOST_CHECK_MESSAGE(contains(content, "JSON"), content);
+  }
+}
+
 BOOST_AUTO_TEST_CASE(sigint_interrupts_the_turn) {
   script(completion("", "terminal", R"({"command":"sleep 30"})"));
   auto t0 = steady_clock::now();
