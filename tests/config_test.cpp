@@ -3,7 +3,13 @@
 
 #include <sys/stat.h>
 
+#include <cstdlib>
+#include <optional>
+#include <unistd.h>
+
 #include "config/loader.hpp"
+#include "runtime/runtime.hpp"
+#include "runtime/state_dir.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -109,6 +115,63 @@ BOOST_AUTO_TEST_CASE(cli_config_check_and_show) {
   BOOST_TEST(tool.exit_code == 2);
   BOOST_TEST(home.read("config.yaml") == "code_execution:\n  timeout: soon\n");
   BOOST_TEST(home.read(".env") == "OPENAI_API_KEY=sk-very-secret-value\n");
+}
+
+// Issue 14 item 10: without HOME the state must not go to /tmp/.mibyan.
+BOOST_AUTO_TEST_CASE(without_home_the_state_never_goes_to_a_temp_dir) {
+  auto saved = [](const char* k) {
+    const char* v = std::getenv(k);
+    return v ? std::optional<std::string>{v} : std::nullopt;
+  };
+  auto home = saved("HOME");
+  auto mhome = saved("MIBYAN_HOME");
+  ::unsetenv("HOME");
+  ::unsetenv("MIBYAN_HOME");
+  auto resolved = resolve_home();
+  auto pw = passwd_home();
+  if (home)
+    ::setenv("HOME", home->c_str(), 1);
+  if (mhome)
+    ::setenv("MIBYAN_HOME", mhome->c_str(), 1);
+  BOOST_TEST(resolved.rfind("/tmp", 0) != 0u, resolved);
+  BOOST_TEST(resolved == (pw.empty() ? std::string{} : pw + "/.mibyan"));
+}
+
+// Issue 14 item 10: a state directory others can write, or that belongs to
+// someone else, is refused with the path and the fix.
+BOOST_AUTO_TEST_CASE(unsafe_state_directories_are_refused) {
+  temp_dir dir;
+  auto home = dir / "state";
+  ::mkdir(home.c_str(), 0700);
+  BOOST_TEST(load_options(home).ok());
+  BOOST_TEST(state_dir_problem(dir / "not-yet") == "");
+  ::chmod(home.c_str(), 0777);
+  auto r = load_options(home);
+  BOOST_TEST(r.error.find(home) != std::string::npos, r.error);
+  BOOST_TEST(r.error.find("chmod 700") != std::string::npos, r.error);
+  ::chmod(home.c_str(), 0770);
+  BOOST_TEST(load_options(home).error.find("its group") != std::string::npos);
+  // The CLI and the embeddable runtime refuse it too.
+  test::process_options po;
+  po.env["MIBYAN_HOME"] = home;
+  auto check = run_mibyan({"config", "check"}, po);
+  BOOST_TEST(check.exit_code == 2);
+  BOOST_TEST(check.err.find("chmod 700 " + home) != std::string::npos);
+  options opts;
+  opts.home = home;
+  std::string err;
+  BOOST_TEST(!runtime::create(opts, &err));
+  BOOST_TEST(err.find(home) != std::string::npos, err);
+  ::chmod(home.c_str(), 0700);
+  if (::geteuid() == 0) {
+    // Someone else's directory (only root can hand one over in a test).
+    BOOST_REQUIRE(::chown(home.c_str(), 65534, 65534) == 0);
+    r = load_options(home);
+    BOOST_TEST(r.error.find("belongs to uid 65534") != std::string::npos,
+               r.error);
+    BOOST_REQUIRE(::chown(home.c_str(), 0, 0) == 0);
+  }
+  BOOST_TEST(load_options(home).ok());
 }
 
 BOOST_AUTO_TEST_CASE(log_file_receives_levels) {
