@@ -9,6 +9,8 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "config/option_bounds.hpp"
+#include "config/yaml_checks.hpp"
 #include "runtime/log.hpp"
 #include "runtime/state_dir.hpp"
 
@@ -65,6 +67,8 @@ field int_field(const char* section, const char* key, Section options::*sec,
             if (v < min_value)
               return "must be at least " + std::to_string(min_value)
                      + ", got " + text;
+            if (auto e = check_numeric_bounds(section, key, v); !e.empty())
+              return e;
             (o.*sec).*mem = v;
             return {};
           },
@@ -337,6 +341,10 @@ load_result parse_options(const std::string& yaml_text,
     if (!root.IsMap()) {
       result.error = located(origin, root.Mark())
                      + ": the top level must be a mapping of sections";
+      return result;
+    }
+    if (auto dup = find_duplicate_key(root, origin); !dup.empty()) {
+      result.error = dup;
       return result;
     }
     std::set<std::string> sections;
