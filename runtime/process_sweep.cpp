@@ -100,9 +100,15 @@ int scan_once(const std::string& entry) {
     if (dir_fd < 0)
       continue;
     struct stat st;
-    if (::fstat(dir_fd, &st) == 0 && (uid == 0 || st.st_uid == uid)) {
+    if (::fstat(dir_fd, &st) == 0 && (uid == 0 || st.st_uid == uid)
+        && read_environ(dir_fd, block) && holds_entry(block, entry)) {
+      // The /proc directory descriptor stays bound to the process it was
+      // opened for: reading through it again after opening the pidfd
+      // proves the pidfd names that same process, not a recycled pid.
       int pidfd = open_pidfd(pid);
-      if (read_environ(dir_fd, block) && holds_entry(block, entry)) {
+      bool same = pidfd < 0
+                  || (read_environ(dir_fd, block) && holds_entry(block, entry));
+      if (same) {
         kill_checked(pid, pidfd);
         ++killed;
       }
