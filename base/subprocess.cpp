@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "base/head_tail_buffer.hpp"
+#include "base/process_sweep.hpp"
 
 extern char** environ;
 
@@ -156,9 +157,28 @@ subprocess_result run_subprocess(const subprocess_options& opts) {
   argv.push_back(nullptr);
   std::vector<char*> envp;
   char** env = environ;
-  if (opts.env) {
-    for (auto& e : *opts.env)
-      envp.push_back(const_cast<char*>(e.c_str()));
+  std::string tag = opts.kill_leftovers ? new_process_tag() : std::string{};
+  if (opts.env || !tag.empty()) {
+    if (opts.env) {
+      for (auto& e : *opts.env)
+        envp.push_back(const_cast<char*>(e.c_str()));
+    } else {
+      for (char** e = environ; e != nullptr && *e != nullptr; ++e)
+        envp.push_back(*e);
+    }
+    if (!tag.empty()) {
+      // An inherited tag (a nested run) gives way to this run's own.
+      std::string_view name{process_tag_variable};
+      envp.erase(std::remove_if(envp.begin(), envp.end(),
+                                [&](const char* e) {
+                                  std::string_view v{e};
+                                  return v.size() > name.size()
+                                         && v.substr(0, name.size()) == name
+                                         && v[name.size()] == '=';
+                                }),
+                 envp.end());
+      envp.push_back(const_cast<char*>(tag.c_str()));
+    }
     envp.push_back(nullptr);
     env = envp.data();
   }
@@ -372,13 +392,16 @@ subprocess_result run_subprocess(const subprocess_options& opts) {
     // Only reached when poll failed: never leave the group running.
     ::kill(-pid, SIGKILL);
   } else if (term_sent || res.stopped
-             || (opts.kill_group_on_exit && !kill_sent)) {
+             || ((opts.kill_group_on_exit || opts.kill_leftovers)
+                 && !kill_sent)) {
     // The leader is a zombie, so the group id cannot have been reused.
     ::kill(-pid, SIGKILL);
   }
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
+  if (!tag.empty())
+    kill_tagged_processes(tag);
   if (WIFEXITED(status)) {
     res.exit_code = WEXITSTATUS(status);
   } else if (WIFSIGNALED(status)) {

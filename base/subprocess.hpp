@@ -83,6 +83,13 @@ struct subprocess_options {
   /// Kill (SIGKILL) processes left in the group after the main child exited
   /// normally. Off by default: a command may start a daemon on purpose.
   bool kill_group_on_exit = false;
+  /// Also kill, when the run ends for any reason, the processes that left
+  /// the group (setsid, `set -m`, double forks): the child's environment
+  /// gets a per-run MIBYAN_PROCESS_TAG variable, and every process of this
+  /// user still carrying it is killed (base/process_sweep.hpp). Implies
+  /// kill_group_on_exit. For foreground commands whose leftovers must not
+  /// outlive the call; a program that clears its environment escapes it.
+  bool kill_leftovers = false;
 };
 
 struct subprocess_result {

@@ -9,7 +9,10 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "config/option_bounds.hpp"
+#include "config/yaml_checks.hpp"
 #include "base/log.hpp"
+#include "base/state_dir.hpp"
 
 namespace fs = std::filesystem;
 
@@ -64,6 +67,8 @@ field int_field(const char* section, const char* key, Section options::*sec,
             if (v < min_value)
               return "must be at least " + std::to_string(min_value)
                      + ", got " + text;
+            if (auto e = check_numeric_bounds(section, key, v); !e.empty())
+              return e;
             (o.*sec).*mem = v;
             return {};
           },
@@ -302,16 +307,25 @@ std::string read_file_text(const std::string& path, bool& exists,
   return ss.str();
 }
 
+// Why `home` cannot hold Mibyan's state ("" when it can).
+std::string check_home(const std::string& home) {
+  if (home.empty())
+    return "no state directory: MIBYAN_HOME and HOME are unset and the "
+           "user has no home directory in the password database. Fix: set "
+           "MIBYAN_HOME to a private directory you own.";
+  return state_dir_problem(home);
+}
+
 } // namespace
 
 std::string resolve_home() {
   std::string home;
   if (const char* v = std::getenv("MIBYAN_HOME"); v && *v)
     home = v;
-  else if (const char* h = std::getenv("HOME"); h && *h)
-    home = std::string{h} + "/.mibyan";
   else
-    home = "/tmp/.mibyan";
+    home = default_state_dir();
+  if (home.empty())
+    return home;
   std::error_code ec;
   auto abs = fs::absolute(home, ec);
   return ec ? home : abs.lexically_normal().string();
@@ -327,6 +341,10 @@ load_result parse_options(const std::string& yaml_text,
     if (!root.IsMap()) {
       result.error = located(origin, root.Mark())
                      + ": the top level must be a mapping of sections";
+      return result;
+    }
+    if (auto dup = find_duplicate_key(root, origin); !dup.empty()) {
+      result.error = dup;
       return result;
     }
     std::set<std::string> sections;
@@ -428,6 +446,11 @@ void parse_env_file(const std::string& text,
 
 load_result load_options(const std::string& home_arg) {
   auto home = home_arg.empty() ? resolve_home() : home_arg;
+  if (auto bad = check_home(home); !bad.empty()) {
+    load_result refused;
+    refused.error = bad;
+    return refused;
+  }
   std::string path = home + "/config.yaml";
   if (const char* v = std::getenv("MIBYAN_CONFIG"); v && *v)
     path = v;

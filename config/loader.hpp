@@ -13,7 +13,9 @@
 
 namespace mibyan {
 
-/// Returns `$MIBYAN_HOME` if set, else `$HOME/.mibyan`, made absolute.
+/// Returns `$MIBYAN_HOME` if set, else `$HOME/.mibyan`, else
+/// `<password-database home>/.mibyan`, made absolute; "" when there is no
+/// home at all (never a shared temporary directory).
 std::string resolve_home();
 
 /// The outcome of loading: `error` is empty on success. On failure it is one
@@ -32,7 +34,9 @@ struct load_result {
 };
 
 /// Loads the configuration of `home` ("" = resolve_home()). A missing
-/// config.yaml or .env means defaults. `MIBYAN_CONFIG` names another config
+/// config.yaml or .env means defaults. A home that is not a private
+/// directory of the user (base/state_dir.hpp) is an error, as is having
+/// no home at all. `MIBYAN_CONFIG` names another config
 /// file. Reads only; never creates or changes a file.
 load_result load_options(const std::string& home = "");
 

@@ -11,52 +11,8 @@ namespace mibyan {
 
 namespace {
 
-constexpr const char* secret_markers[] = {
-  "KEY",  "TOKEN",   "SECRET", "PASSWORD", "CREDENTIAL", "PASSWD",
-  "AUTH", "DSN",     "WEBHOOK", "CREDS",   "BEARER",     "APIKEY",
-};
-
-constexpr const char* safe_prefixes[] = {
-  "PATH",  "HOME",  "USER",  "LANG",   "LC_",     "TERM",
-  "TMPDIR", "TMP",  "TEMP",  "SHELL",  "LOGNAME", "XDG_",
-  "PYTHONPATH", "VIRTUAL_ENV", "CONDA",
-};
-
-constexpr const char* product_names[] = {
-  "MIBYAN_HOME", "MIBYAN_PROFILE", "MIBYAN_CONFIG", "MIBYAN_ENV",
-};
-
-std::string upper(std::string_view s) {
-  std::string out(s);
-  for (auto& c : out)
-    c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return out;
-}
-
 bool starts_with(std::string_view s, std::string_view prefix) {
   return s.size() >= prefix.size() && s.substr(0, prefix.size()) == prefix;
-}
-
-bool is_secret_name(std::string_view name) {
-  auto u = upper(name);
-  for (auto m : secret_markers)
-    if (u.find(m) != std::string::npos)
-      return true;
-  return false;
-}
-
-bool has_safe_prefix(std::string_view name) {
-  for (auto p : safe_prefixes)
-    if (starts_with(name, p))
-      return true;
-  return false;
-}
-
-bool is_product_name(std::string_view name) {
-  for (auto p : product_names)
-    if (name == p)
-      return true;
-  return false;
 }
 
 std::string strip_trailing_slashes(std::string s) {
@@ -159,14 +115,8 @@ kernel_env build_kernel_env(const std::vector<std::string>& inherited,
     bool keep;
     if (passthrough.count(name) > 0)
       keep = true;
-    else if (is_secret_name(name))
-      keep = false;
-    else if (has_safe_prefix(name))
-      keep = true;
-    else if (is_product_name(name))
-      keep = true;
     else
-      keep = false;
+      keep = !is_secret_env_name(name) && is_allowlisted_env_name(name);
     if (!keep) {
       res.dropped.push_back(name);
       if (starts_with(name, "MIBYAN_"))

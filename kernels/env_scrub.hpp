@@ -9,13 +9,16 @@
 //                                       (is_provider_credential() in
 //                                       base/env_filter.hpp) are never
 //                                       passed through (refused, reported)
-//   2. secret block (upper-cased name contains KEY, TOKEN, SECRET, PASSWORD,
-//      CREDENTIAL, PASSWD, AUTH, DSN, WEBHOOK, CREDS, BEARER or APIKEY)
-//                                    -> drop
+//   2. secret block (is_secret_env_name() in base/env_filter.hpp: the
+//      upper-cased name contains KEY, TOKEN, SECRET, PASSWORD, CREDENTIAL,
+//      PASSWD, AUTH, DSN, WEBHOOK, CREDS, BEARER, APIKEY, ..., or has a
+//      credential shape such as *_PAT, PG*PASS*, AWS_SESSION_*) -> drop
 //   3. safe prefix (PATH, HOME, USER, LANG, LC_, TERM, TMPDIR, TMP, TEMP,
 //      SHELL, LOGNAME, XDG_, PYTHONPATH, VIRTUAL_ENV, CONDA)  -> keep
 //   4. MIBYAN_HOME, MIBYAN_PROFILE, MIBYAN_CONFIG, MIBYAN_ENV -> keep;
 //      every other MIBYAN_* -> drop (listed in `dropped_product`)
+//   (3 and 4 are is_allowlisted_env_name() in base/env_filter.hpp, the
+//   one copy of the allow-list; script terminal calls use it too.)
 //   5. everything else               -> drop
 //
 // Then the kernel variables are injected (they replace inherited ones of the

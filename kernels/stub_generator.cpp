@@ -42,7 +42,8 @@ const std::vector<script_tool>& tool_table() {
       {"offset", "int", "0"},
       {"output_mode", "str", "\"content\""},
       {"context", "int", "0"},
-      {"order", "str", "\"discovery\""}},
+      {"order", "str", "\"discovery\""},
+      {"ignore_case", "bool", "False"}},
      "Searches file contents (target=\"content\", regex) or names\n"
      "    (target=\"files\", glob). Returns {\"matches\": [...],"
      " \"total_count\", ...}."},

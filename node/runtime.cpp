@@ -19,6 +19,7 @@
 #include "kernels/kernel_process.hpp"
 #include "base/http_client.hpp"
 #include "base/log.hpp"
+#include "base/state_dir.hpp"
 #include "kernels/stub_generator.hpp"
 #include "tools/execute_code.hpp"
 #include "storage/session_store.hpp"
@@ -127,6 +128,11 @@ std::unique_ptr<runtime>
 runtime::create(options opts, std::string* error,
                 std::vector<std::unique_ptr<tool>> extra_tools) {
   auto p = std::make_unique<impl>();
+  if (auto bad = state_dir_problem(opts.home); !bad.empty()) {
+    if (error)
+      *error = bad;
+    return nullptr;
+  }
   std::error_code ec;
   fs::create_directories(opts.home, ec);
   if (ec) {

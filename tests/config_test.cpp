@@ -3,7 +3,18 @@
 
 #include <sys/stat.h>
 
+#include <cstdlib>
+#include <optional>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+
 #include "config/loader.hpp"
+#include "config/option_bounds.hpp"
+#include "tests/support/paths.hpp"
+#include "node/runtime.hpp"
+#include "base/state_dir.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -70,6 +81,111 @@ BOOST_AUTO_TEST_CASE(bad_files_give_one_error_with_key_and_line) {
   }
 }
 
+// Issue 14: every numeric option has a maximum. Huge timeouts used to pass
+// the check and then time out at once; 100000 scheduler threads aborted.
+BOOST_AUTO_TEST_CASE(every_numeric_option_is_bounded) {
+  struct big_case {
+    const char* text;
+    const char* expected;
+  };
+  big_case cases[] = {
+    {"terminal:\n  timeout: 10000000000\n",
+     "c.yaml:2: terminal.timeout: must be between 1 and 86400, got "
+     "10000000000"},
+    {"provider:\n  request_timeout: 10000000000\n",
+     "c.yaml:2: provider.request_timeout: must be between"},
+    {"code_execution:\n  timeout: 10000000000\n",
+     "c.yaml:2: code_execution.timeout: must be between"},
+    {"runtime:\n  scheduler_threads: 100000\n",
+     "c.yaml:2: runtime.scheduler_threads: must be between 0 and 512"},
+  };
+  for (auto& c : cases) {
+    auto r = parse_options(c.text, "c.yaml");
+    BOOST_TEST(r.error.find(c.expected) != std::string::npos,
+               "error '" << r.error << "' lacks '" << c.expected << "'");
+  }
+  // Every integer option the loader knows (read from `config show`'s
+  // rendering, so options added later are covered) refuses 10^13, and
+  // every row's own bounds are accepted.
+  std::istringstream shown(render_options(options{}));
+  std::string line, section;
+  int numeric = 0;
+  while (std::getline(shown, line)) {
+    if (line.empty() || line[0] == '#')
+      continue;
+    if (line[0] != ' ') {
+      section = line.substr(0, line.find(':'));
+      continue;
+    }
+    auto colon = line.find(':');
+    auto key = line.substr(2, colon - 2);
+    auto value = line.substr(colon + 2);
+    if (value.empty() || value.find_first_not_of("-0123456789")
+                           != std::string::npos)
+      continue;
+    ++numeric;
+    auto r = parse_options(section + ":\n  " + key + ": 10000000000000\n",
+                           "c.yaml");
+    BOOST_TEST(r.error.find("c.yaml:2: " + section + "." + key + ": must be")
+                 != std::string::npos,
+               section << "." << key << ": " << r.error);
+  }
+  BOOST_TEST(numeric >= 27);
+  for (auto& b : numeric_option_bounds()) {
+    for (auto v : {b.min, b.max}) {
+      auto r = parse_options(std::string{b.section} + ":\n  " + b.key + ": "
+                               + std::to_string(v) + "\n",
+                             "c.yaml");
+      BOOST_TEST(r.ok(), b.section << "." << b.key << "=" << v << ": "
+                                   << r.error);
+    }
+    auto r = parse_options(std::string{b.section} + ":\n  " + b.key + ": "
+                             + std::to_string(b.max + 1) + "\n",
+                           "c.yaml");
+    BOOST_TEST(!r.ok(), b.section << "." << b.key);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(the_ranges_are_documented) {
+  std::ifstream in(test::source_dir() + "/docs/configuration.md");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  auto doc = ss.str();
+  for (auto& b : numeric_option_bounds()) {
+    auto row = "| `" + std::string{b.section} + "." + b.key + "` | "
+               + std::to_string(b.min) + " | " + std::to_string(b.max)
+               + " |";
+    BOOST_TEST(doc.find(row) != std::string::npos, row);
+  }
+}
+
+// Issue 14: a repeated key used to be accepted silently (one value won).
+BOOST_AUTO_TEST_CASE(duplicate_keys_are_reported_at_every_level) {
+  struct dup_case {
+    const char* text;
+    const char* expected;
+  };
+  dup_case cases[] = {
+    {"terminal:\n  timeout: 10\n  timeout: 20\n",
+     "c.yaml:3: terminal.timeout: duplicate key (first given at line 2)"},
+    {"terminal:\n  timeout: 10\nagent:\n  max_turns: 3\nterminal:\n"
+     "  kill_grace: 1\n",
+     "c.yaml:5: terminal: duplicate key (first given at line 1)"},
+    {"terminal: {timeout: 1, timeout: 2}\n",
+     "c.yaml:1: terminal.timeout: duplicate key"},
+    {"terminal:\n  env_passthrough:\n    - {a: 1, a: 2}\n",
+     "c.yaml:3: terminal.env_passthrough[0].a: duplicate key"},
+  };
+  for (auto& c : cases) {
+    auto r = parse_options(c.text, "c.yaml");
+    BOOST_TEST(!r.ok(), "accepted: " << c.text);
+    BOOST_TEST(r.error.find(c.expected) != std::string::npos,
+               "error '" << r.error << "' lacks '" << c.expected << "'");
+  }
+  BOOST_TEST(parse_options("terminal:\n  timeout: 10\nagent:\n  timeout_x: 1\n",
+                           "c.yaml").error.find("duplicate") == std::string::npos);
+}
+
 BOOST_AUTO_TEST_CASE(env_file_parsing) {
   std::map<std::string, std::string> env;
   std::vector<std::string> warnings;
@@ -109,6 +225,63 @@ BOOST_AUTO_TEST_CASE(cli_config_check_and_show) {
   BOOST_TEST(tool.exit_code == 2);
   BOOST_TEST(home.read("config.yaml") == "code_execution:\n  timeout: soon\n");
   BOOST_TEST(home.read(".env") == "OPENAI_API_KEY=sk-very-secret-value\n");
+}
+
+// Issue 14 item 10: without HOME the state must not go to /tmp/.mibyan.
+BOOST_AUTO_TEST_CASE(without_home_the_state_never_goes_to_a_temp_dir) {
+  auto saved = [](const char* k) {
+    const char* v = std::getenv(k);
+    return v ? std::optional<std::string>{v} : std::nullopt;
+  };
+  auto home = saved("HOME");
+  auto mhome = saved("MIBYAN_HOME");
+  ::unsetenv("HOME");
+  ::unsetenv("MIBYAN_HOME");
+  auto resolved = resolve_home();
+  auto pw = passwd_home();
+  if (home)
+    ::setenv("HOME", home->c_str(), 1);
+  if (mhome)
+    ::setenv("MIBYAN_HOME", mhome->c_str(), 1);
+  BOOST_TEST(resolved.rfind("/tmp", 0) != 0u, resolved);
+  BOOST_TEST(resolved == (pw.empty() ? std::string{} : pw + "/.mibyan"));
+}
+
+// Issue 14 item 10: a state directory others can write, or that belongs to
+// someone else, is refused with the path and the fix.
+BOOST_AUTO_TEST_CASE(unsafe_state_directories_are_refused) {
+  temp_dir dir;
+  auto home = dir / "state";
+  ::mkdir(home.c_str(), 0700);
+  BOOST_TEST(load_options(home).ok());
+  BOOST_TEST(state_dir_problem(dir / "not-yet") == "");
+  ::chmod(home.c_str(), 0777);
+  auto r = load_options(home);
+  BOOST_TEST(r.error.find(home) != std::string::npos, r.error);
+  BOOST_TEST(r.error.find("chmod 700") != std::string::npos, r.error);
+  ::chmod(home.c_str(), 0770);
+  BOOST_TEST(load_options(home).error.find("its group") != std::string::npos);
+  // The CLI and the embeddable runtime refuse it too.
+  test::process_options po;
+  po.env["MIBYAN_HOME"] = home;
+  auto check = run_mibyan({"config", "check"}, po);
+  BOOST_TEST(check.exit_code == 2);
+  BOOST_TEST(check.err.find("chmod 700 " + home) != std::string::npos);
+  options opts;
+  opts.home = home;
+  std::string err;
+  BOOST_TEST(!runtime::create(opts, &err));
+  BOOST_TEST(err.find(home) != std::string::npos, err);
+  ::chmod(home.c_str(), 0700);
+  if (::geteuid() == 0) {
+    // Someone else's directory (only root can hand one over in a test).
+    BOOST_REQUIRE(::chown(home.c_str(), 65534, 65534) == 0);
+    r = load_options(home);
+    BOOST_TEST(r.error.find("belongs to uid 65534") != std::string::npos,
+               r.error);
+    BOOST_REQUIRE(::chown(home.c_str(), 0, 0) == 0);
+  }
+  BOOST_TEST(load_options(home).ok());
 }
 
 BOOST_AUTO_TEST_CASE(log_file_receives_levels) {

@@ -478,6 +478,23 @@ BOOST_AUTO_TEST_CASE(close_session_disposes_its_kernels) {
   BOOST_TEST(stats().get_int("kernels", -1) == 0);
 }
 
+// Issue 14 item 4: a script's terminal call gets the kernel's allow-list,
+// not only the direct call's secret filter.
+BOOST_AUTO_TEST_CASE(script_terminal_calls_get_the_kernel_allow_list) {
+  ::setenv("FILESEC_PLAIN_VAR", "plain-value", 1);
+  ::setenv("FILESEC_DB_URL", "postgres://app:hunter2@db/x", 1);
+  start();
+  auto r = exec("from mibyan_tools import terminal\n"
+                "print(terminal('env')['output'])\n");
+  ::unsetenv("FILESEC_PLAIN_VAR");
+  ::unsetenv("FILESEC_DB_URL");
+  auto out = r.get_string("output");
+  BOOST_TEST(r.get_string("status") == "success");
+  BOOST_TEST(contains(out, "PATH="));
+  BOOST_TEST(!contains(out, "plain-value"));
+  BOOST_TEST(!contains(out, "hunter2"));
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_CASE(cli_stdin_keeps_one_kernel_per_session) {

@@ -291,6 +291,31 @@ BOOST_AUTO_TEST_CASE(sensitive_files_are_refused) {
   BOOST_TEST(contains(error_of(r), "Access denied"));
 }
 
+// Issue 14 item 9: patch must not edit the real .env behind a symlinked
+// $MIBYAN_HOME, nor a hard link to it, in either patch mode.
+BOOST_AUTO_TEST_CASE(secrets_behind_links_are_refused) {
+  auto real = dir / "real-home";
+  fs::create_directories(real);
+  dir.write("real-home/.env", "OPENAI_API_KEY=sk-secret\n");
+  auto link = dir / "link-home";
+  fs::create_symlink(real, link);
+  auto c = ctx;
+  c.home = link;
+  auto r = call_with(c, "patch", replace_args(real + "/.env", "sk-secret",
+                                              "sk-evil"));
+  BOOST_TEST(contains(error_of(r), "Access denied"));
+  BOOST_TEST(slurp(real + "/.env") == "OPENAI_API_KEY=sk-secret\n");
+  BOOST_REQUIRE(::link((real + "/.env").c_str(), (work + "/h.txt").c_str())
+                == 0);
+  auto text = std::string{"*** Begin Patch\n*** Update File: h.txt\n"
+                          "-OPENAI_API_KEY=sk-secret\n"
+                          "+OPENAI_API_KEY=sk-evil\n*** End Patch\n"};
+  r = call_with(c, "patch", obj({{"mode", "patch"}, {"patch", text}}));
+  BOOST_TEST(contains(error_of(r), "Access denied"));
+  BOOST_TEST(!contains(r.dump(), "sk-secret"));
+  BOOST_TEST(slurp(real + "/.env") == "OPENAI_API_KEY=sk-secret\n");
+}
+
 BOOST_AUTO_TEST_CASE(json_lint_delta_is_reported) {
   put("p.json", "{\"a\": 1, \"b\": 2}\n");
   auto r = call("patch", replace_args("p.json", "\"b\": 2", "\"b\": "));

@@ -527,6 +527,65 @@ BOOST_AUTO_TEST_CASE(symlink_to_a_secret_is_refused) {
   BOOST_TEST(contains(error_of(r), "Access denied"));
 }
 
+// Issue 14 item 9: a symlinked $MIBYAN_HOME, a hard link and $MIBYAN_ENV's
+// file must not open the secrets.
+BOOST_AUTO_TEST_CASE(secrets_behind_a_symlinked_home_are_refused) {
+  auto real = dir / "real-home";
+  fs::create_directories(real);
+  dir.write("real-home/.env", "OPENAI_API_KEY=sk-secret\n");
+  auto link = dir / "link-home";
+  fs::create_symlink(real, link);
+  auto c = ctx;
+  c.home = link;
+  auto r = call_with(c, "read_file", obj({{"path", real + "/.env"}}));
+  BOOST_TEST(contains(error_of(r), "Access denied"));
+  BOOST_TEST(!contains(r.dump(), "sk-secret"));
+  r = call_with(c, "read_file", obj({{"path", link + "/.env"}}));
+  BOOST_TEST(contains(error_of(r), "Access denied"));
+  // And the other way round: the home as its real path, the file by link.
+  c.home = real;
+  r = call_with(c, "read_file", obj({{"path", link + "/.env"}}));
+  BOOST_TEST(contains(error_of(r), "Access denied"));
+}
+
+BOOST_AUTO_TEST_CASE(hard_link_to_a_secret_is_refused) {
+  dir.write("home/.mibyan/.env", "OPENAI_API_KEY=sk-secret\n");
+  BOOST_REQUIRE(::link((mibyan_home + "/.env").c_str(),
+                       (work + "/notes.txt").c_str()) == 0);
+  auto r = call("read_file", R"({"path":"notes.txt"})");
+  BOOST_TEST(contains(error_of(r), "Access denied"));
+  BOOST_TEST(!contains(r.dump(), "sk-secret"));
+  // A hard link to an SSH private key inside ~/.ssh as well.
+  dir.write("home/.ssh/id_rsa", "PRIVATE KEY\n");
+  BOOST_REQUIRE(::link((home + "/.ssh/id_rsa").c_str(),
+                       (work + "/k.txt").c_str()) == 0);
+  r = call("read_file", R"({"path":"k.txt"})");
+  BOOST_TEST(contains(error_of(r), "Access denied"));
+  BOOST_TEST(!contains(r.dump(), "PRIVATE"));
+  // An ordinary file with two names stays readable.
+  put("a.txt", "plain\n");
+  BOOST_REQUIRE(::link((work + "/a.txt").c_str(), (work + "/b.txt").c_str())
+                == 0);
+  r = call("read_file", R"({"path":"b.txt"})");
+  BOOST_TEST(r.get_string("content") == "1|plain");
+}
+
+BOOST_AUTO_TEST_CASE(mibyan_env_file_and_session_store_are_refused) {
+  auto secrets = put("secrets/prod.env", "OPENAI_API_KEY=sk-secret\n");
+  ::setenv("MIBYAN_ENV", secrets.c_str(), 1);
+  auto r = call("read_file", R"({"path":"secrets/prod.env"})");
+  ::unsetenv("MIBYAN_ENV");
+  BOOST_TEST(contains(error_of(r), "Access denied"));
+  BOOST_TEST(!contains(r.dump(), "sk-secret"));
+  dir.write("home/.mibyan/sessions/data.mdb", "conversation\n");
+  r = call("read_file", R"({"path":"~/.mibyan/sessions/data.mdb"})");
+  BOOST_TEST(contains(error_of(r), "session store"));
+  // Another profile's .env too.
+  dir.write("home/.mibyan/profiles/work/.env", "K=sk-other\n");
+  r = call("read_file", R"({"path":"~/.mibyan/profiles/work/.env"})");
+  BOOST_TEST(contains(error_of(r), "Access denied"));
+}
+
 BOOST_AUTO_TEST_CASE(cancelled_call_returns_early) {
   std::string big;
   for (int i = 0; i < 20000; ++i)

@@ -8,6 +8,7 @@
 
 #include <sys/stat.h>
 #include <sys/time.h>
+#include <unistd.h>
 
 #include "config/options.hpp"
 #include "tools/core_tools.hpp"
@@ -344,6 +345,51 @@ BOOST_AUTO_TEST_CASE(counting_stops_at_the_cap_with_a_lower_bound) {
   BOOST_TEST(r["truncated"].as_bool());
   BOOST_TEST(r["limit_reason"].as_string().find("lower bound")
              != std::string::npos);
+}
+
+// Issue 14: case folding must cover every script, for content and names,
+// and CJK substrings must be found.
+BOOST_AUTO_TEST_CASE(ignore_case_folds_unicode_in_content_and_names) {
+  work.write("docs/ÉCOLE.md", "L'ÉCOLE est ici\nΣΟΦΙΑ\n漢字テスト\n");
+  work.write("資料/漢字表.txt", "x\n");
+  auto r = call(R"({"pattern":"école","ignore_case":true})");
+  BOOST_TEST(match_paths(r) == (strings{"docs/ÉCOLE.md"}));
+  BOOST_TEST(r["total_count"].as_int() == 1);
+  r = call(R"({"pattern":"σοφια","ignore_case":true,"output_mode":"count"})");
+  BOOST_TEST(r["total_matches"].as_int() == 1);
+  // Without ignore_case the search stays exact.
+  r = call(R"({"pattern":"école"})");
+  BOOST_TEST(r["total_count"].as_int() == 0);
+  r = call(R"({"pattern":"école","target":"files","ignore_case":true})");
+  BOOST_TEST(files(r) == (strings{"docs/ÉCOLE.md"}));
+  r = call(R"({"pattern":"*école.MD","target":"files","ignore_case":true})");
+  BOOST_TEST(files(r) == (strings{"docs/ÉCOLE.md"}));
+  // CJK substrings, in content and in names.
+  r = call(R"({"pattern":"字テ"})");
+  BOOST_TEST(match_paths(r) == (strings{"docs/ÉCOLE.md"}));
+  r = call(R"({"pattern":"字表","target":"files"})");
+  BOOST_TEST(files(r) == (strings{"資料/漢字表.txt"}));
+  r = call(R"({"pattern":"字表","target":"files","ignore_case":true})");
+  BOOST_TEST(files(r) == (strings{"資料/漢字表.txt"}));
+}
+
+// Issue 14 item 9: a hard link to the .env (or the .env itself named as
+// the path) must not leak through a content search.
+BOOST_AUTO_TEST_CASE(hits_in_secret_files_are_omitted) {
+  work.write(".env", "OPENAI_API_KEY=sk-secret-value\n");
+  BOOST_REQUIRE(::link((work.path() + "/.env").c_str(),
+                       (work.path() + "/notes.txt").c_str()) == 0);
+  work.write("plain.txt", "sk-secret-value is mentioned here\n");
+  auto r = call(R"({"pattern":"sk-secret"})");
+  BOOST_TEST(match_paths(r) == (strings{"plain.txt"}));
+  BOOST_TEST(r.dump().find("OPENAI_API_KEY") == std::string::npos);
+  BOOST_TEST(r["_omitted"].as_int() == 1);
+  r = call(R"({"pattern":"sk-secret","output_mode":"count"})");
+  BOOST_TEST(r["total_matches"].as_int() == 1);
+  r = call(R"({"pattern":"sk-secret","output_mode":"files_only"})");
+  BOOST_TEST(files(r) == (strings{"plain.txt"}));
+  r = call(R"({"pattern":"sk-secret","path":".env"})");
+  BOOST_TEST(has_error(r, "Access denied"));
 }
 
 BOOST_AUTO_TEST_CASE(metadata) {

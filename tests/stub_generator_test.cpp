@@ -32,7 +32,7 @@ const char* expected_signatures[] = {
   "def search_files(pattern: str, target: str = \"content\", path: str = "
   "\".\", file_glob: str = None, limit: int = 50, offset: int = 0, "
   "output_mode: str = \"content\", context: int = 0, order: str = "
-  "\"discovery\"):",
+  "\"discovery\", ignore_case: bool = False):",
   "def terminal(command: str, timeout: int = None, workdir: str = None):",
   "def web_extract(urls: list, char_limit: int = None):",
   "def web_search(query: str, limit: int = 5):",
@@ -174,7 +174,7 @@ BOOST_AUTO_TEST_CASE(empty_tool_set_keeps_only_helpers) {
 
 BOOST_AUTO_TEST_CASE(stub_parameters_expose_the_signatures) {
   auto& p = stub_parameters("search_files");
-  BOOST_REQUIRE(p.size() == 9u);
+  BOOST_REQUIRE(p.size() == 10u);
   BOOST_TEST(p[0].name == "pattern");
   BOOST_TEST(p[0].default_literal.empty());
   BOOST_TEST(p[3].name == "file_glob");
@@ -219,7 +219,7 @@ BOOST_AUTO_TEST_CASE(generated_source_is_valid_python_with_those_signatures) {
                         "path: str = '.', file_glob: str = None, limit: int "
                         "= 50, offset: int = 0, output_mode: str = "
                         "'content', context: int = 0, order: str = "
-                        "'discovery')\n")
+                        "'discovery', ignore_case: bool = False)\n")
              != std::string::npos,
              r.out);
   BOOST_TEST(r.out.find("patch(path=None, old_string=None, new_string=None, "

@@ -4,7 +4,10 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <thread>
+#include <vector>
 
 #include <sys/stat.h>
 
@@ -63,6 +66,35 @@ bool has_error(const json::value& v, const std::string& needle) {
 std::string real(const std::string& path) {
   char buf[4096];
   return ::realpath(path.c_str(), buf) ? buf : path;
+}
+
+// Whether process `pid` is gone (or a zombie nobody reaped yet), polled
+// for up to 10 s.
+bool process_gone(long pid) {
+  for (int i = 0; i < 200; ++i) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+    if (!in)
+      return true;
+    std::string line;
+    std::getline(in, line);
+    auto close = line.rfind(')');
+    if (close != std::string::npos && close + 2 < line.size()
+        && (line[close + 2] == 'Z' || line[close + 2] == 'X'))
+      return true;
+    std::this_thread::sleep_for(50ms);
+  }
+  return false;
+}
+
+// The pids a command printed, one per line.
+std::vector<long> pids_in(const std::string& output) {
+  std::vector<long> pids;
+  std::istringstream in(output);
+  std::string line;
+  while (std::getline(in, line))
+    if (!line.empty())
+      pids.push_back(std::stol(line));
+  return pids;
 }
 
 } // namespace
@@ -176,6 +208,67 @@ BOOST_AUTO_TEST_CASE(secrets_are_filtered_from_the_environment) {
   ::unsetenv("MY_Secret_value");
   ::unsetenv("FAKE_PLAIN_VAR");
   ::unsetenv("OPENAI_API_KEY");
+}
+
+// Issue 14 item 4: names outside the old deny-list and credential-shaped
+// values must not reach a direct call's command.
+BOOST_AUTO_TEST_CASE(credential_shaped_variables_are_dropped) {
+  std::vector<std::pair<const char*, const char*>> vars{
+    {"DATABASE_URL", "postgres://app:hunter2@db.internal:5432/prod"},
+    {"GH_PAT", "abc123"},
+    {"PGPASS", "hunter2"},
+    {"SENTRY_DSN", "https://k@o1.ingest.sentry.io/1"},
+    {"SLACK_WEBHOOK_URL", "https://hooks.slack.com/services/T/B/x"},
+    {"AWS_SESSION_TOKEN", "FwoGZXIvYXdz"},
+    {"AWS_SESSION_EXPIRATION", "2026-12-01T00:00:00Z"},
+    {"MY_UPSTREAM", "https://user:pw@example.com/repo.git"},
+    {"CI_HELPER", "ghp_0123456789abcdefghijABCDEFGHIJ012345"},
+  };
+  for (auto& [k, v] : vars)
+    ::setenv(k, v, 1);
+  ::setenv("FAKE_PLAIN_URL", "https://example.com/path", 1);
+  auto out = str(run("env"), "output");
+  for (auto& [k, v] : vars) {
+    BOOST_TEST(out.find(std::string{k} + "=") == std::string::npos, k);
+    BOOST_TEST(out.find(v) == std::string::npos, k);
+  }
+  BOOST_TEST(out.find("FAKE_PLAIN_URL=https://example.com/path")
+             != std::string::npos);
+  // An exact passthrough entry still lets a name through.
+  cfg.terminal.env_passthrough = {"GH_PAT", "DATABASE_URL"};
+  out = str(run("echo $GH_PAT $DATABASE_URL"), "output");
+  BOOST_TEST(out == "abc123 postgres://app:hunter2@db.internal:5432/prod\n");
+  for (auto& [k, v] : vars)
+    ::unsetenv(k);
+  ::unsetenv("FAKE_PLAIN_URL");
+}
+
+// Issue 14 item 4: a script's terminal call gets the kernel's allow-list.
+BOOST_AUTO_TEST_CASE(script_calls_get_the_kernel_allow_list) {
+  ::setenv("FAKE_PLAIN_VAR", "plain", 1);
+  ::setenv("MIBYAN_BASE_URL", "http://x", 1);
+  auto cmd = "echo ${FAKE_PLAIN_VAR:-unset} ${MIBYAN_BASE_URL:-unset} "
+             "${PATH:+path-set}";
+  BOOST_TEST(str(run(cmd), "output") == "plain http://x path-set\n");
+  ctx.from_script = true;
+  BOOST_TEST(str(run(cmd), "output") == "unset unset path-set\n");
+  cfg.terminal.env_passthrough = {"FAKE_PLAIN_VAR"};
+  BOOST_TEST(str(run(cmd), "output") == "plain unset path-set\n");
+  ::unsetenv("FAKE_PLAIN_VAR");
+  ::unsetenv("MIBYAN_BASE_URL");
+}
+
+// Issue 14 item 8: what a foreground command starts in the background, in
+// its own process group or session, is gone when the call returns.
+BOOST_AUTO_TEST_CASE(background_processes_do_not_outlive_the_call) {
+  auto r = run("sleep 100 & echo $!\n"
+               "setsid sleep 101 </dev/null >/dev/null 2>&1 & echo $!\n"
+               "(set -m; sleep 102 </dev/null >/dev/null 2>&1 & echo $!)\n");
+  BOOST_TEST(r["exit_code"].as_int() == 0);
+  auto pids = pids_in(str(r, "output"));
+  BOOST_REQUIRE(pids.size() == 3u);
+  for (auto pid : pids)
+    BOOST_TEST(process_gone(pid), "pid " << pid << " survived the call");
 }
 
 BOOST_AUTO_TEST_CASE(oversize_output_is_truncated_and_spilled) {
@@ -346,5 +439,39 @@ BOOST_AUTO_TEST_CASE(env_filter_rules) {
                                  "broken", "=x", "LANG=C"},
                                 {"GITHUB_TOKEN", "ANTHROPIC_API_KEY"});
   std::vector<std::string> expected{"PATH=/bin", "GITHUB_TOKEN=b", "LANG=C"};
+  BOOST_TEST(out == expected, boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(credential_shaped_names_and_values) {
+  for (auto n : {"GH_PAT", "GITHUB_PAT", "MY_PAT_FILE", "PGPASS",
+                 "PGPASSFILE", "SENTRY_DSN", "SLACK_WEBHOOK_URL",
+                 "AWS_SESSION_TOKEN", "AWS_SESSION_EXPIRATION", "DB_PASS",
+                 "DB_PWD", "GPG_PASSPHRASE", "SESSION_COOKIE",
+                 "SSH_PRIVATE_FILE"})
+    BOOST_TEST(is_secret_env_name(n), n);
+  for (auto n : {"PATH", "PWD", "OLDPWD", "PATCH_DIR", "PASSPORT_DIR",
+                 "PAGER", "DATABASE_URL", "COMPASS_HOME"})
+    BOOST_TEST(!is_secret_env_name(n), n);
+  for (auto v : {"postgres://u:p@h/db", "redis://:pw@cache:6379",
+                 "https://token@github.com/x.git",
+                 "a,b,mysql://root:x@127.0.0.1",
+                 "ghp_0123456789abcdefghijABCDEFGHIJ012345",
+                 "Bearer sk-proj-0123456789abcdefABCDEF",
+                 "xoxb-123456789012-abcdefghijkl",
+                 "AKIAIOSFODNN7EXAMPLE",
+                 "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJl",
+                 "-----BEGIN OPENSSH PRIVATE KEY-----\nabc"})
+    BOOST_TEST(is_secret_env_value(v), v);
+  for (auto v : {"https://example.com/a@b", "user@example.com", "/usr/bin",
+                 "task-runner", "sk-short", "xterm-256color",
+                 "AKIA-not-a-key", "C.UTF-8"})
+    BOOST_TEST(!is_secret_env_value(v), v);
+  auto env = std::vector<std::string>{"PATH=/bin", "HOME=/h", "EDITOR=vi",
+                                      "MIBYAN_HOME=/m", "MIBYAN_X=1",
+                                      "GITHUB_TOKEN=t", "LANG=C",
+                                      "TERM_URL=https://a:b@c"};
+  auto out = allowlist_environment(env, {"EDITOR"});
+  std::vector<std::string> expected{"PATH=/bin", "HOME=/h", "EDITOR=vi",
+                                    "MIBYAN_HOME=/m", "LANG=C"};
   BOOST_TEST(out == expected, boost::test_tools::per_element());
 }

@@ -239,6 +239,37 @@ BOOST_AUTO_TEST_CASE(symlinks_to_sensitive_paths_are_refused) {
   BOOST_TEST(contains(error_of(r), "Access denied"));
 }
 
+// Issue 14 item 9: a symlinked $MIBYAN_HOME must not let write_file turn on
+// allow_private_urls in the real config.yaml.
+BOOST_AUTO_TEST_CASE(config_behind_a_symlinked_home_is_refused) {
+  auto real = dir / "real-home";
+  fs::create_directories(real);
+  dir.write("real-home/config.yaml", "model: {}\n");
+  auto link = dir / "link-home";
+  fs::create_symlink(real, link);
+  auto c = ctx;
+  c.home = link;
+  auto r = call_with(c, "write_file",
+                     obj({{"path", real + "/config.yaml"},
+                          {"content", "security:\n  allow_private_urls: true\n"}}));
+  BOOST_TEST(contains(error_of(r), "Refusing"));
+  BOOST_TEST(slurp(real + "/config.yaml") == "model: {}\n");
+  r = call_with(c, "write_file",
+                obj({{"path", real + "/.env"}, {"content", "K=v"}}));
+  BOOST_TEST(contains(error_of(r), "Access denied"));
+  BOOST_TEST(!fs::exists(real + "/.env"));
+  // $MIBYAN_CONFIG's file is configuration too.
+  auto other = put("etc/mibyan.yaml", "model: {}\n");
+  ::setenv("MIBYAN_CONFIG", other.c_str(), 1);
+  r = call("write_file", obj({{"path", other}, {"content", "x"}}));
+  ::unsetenv("MIBYAN_CONFIG");
+  BOOST_TEST(contains(error_of(r), "Refusing"));
+  BOOST_TEST(slurp(other) == "model: {}\n");
+  // The session store is not writable either.
+  r = call("write_file", R"({"path":"~/.mibyan/sessions/data.mdb","content":"x"})");
+  BOOST_TEST(contains(error_of(r), "session store"));
+}
+
 BOOST_AUTO_TEST_CASE(other_profiles_need_cross_profile) {
   auto target = mibyan_home + "/profiles/work/notes.md";
   auto r = call("write_file", obj({{"path", target}, {"content", "x"}}));

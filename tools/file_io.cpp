@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "config/options.hpp"
+#include "base/state_dir.hpp"
 
 namespace fs = std::filesystem;
 
@@ -156,7 +157,7 @@ std::string mibyan_home_of(const tool_context& ctx) {
     return resolve_path(ctx.cfg->home, "/");
   if (const char* env = std::getenv("MIBYAN_HOME"); env && *env)
     return resolve_path(env, "/");
-  return resolve_path("~/.mibyan", "/");
+  return resolve_path(default_state_dir(), "/");
 }
 
 std::optional<std::string> read_whole_file(const std::string& path,

@@ -32,7 +32,8 @@ std::optional<std::string> check_path_text(std::string_view path);
 std::string resolve_path(std::string_view path, std::string_view cwd);
 
 /// Returns `$MIBYAN_HOME` for a call: `ctx.home`, else `ctx.cfg->home`, else
-/// the environment, else `$HOME/.mibyan`.
+/// the environment, else the default state directory (`$HOME/.mibyan`, see
+/// base/state_dir.hpp).
 std::string mibyan_home_of(const tool_context& ctx);
 
 /// Reads the whole regular file at `path`. Returns nullopt and sets `err`

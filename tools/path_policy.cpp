@@ -4,6 +4,8 @@
 #include <filesystem>
 #include <vector>
 
+#include <sys/stat.h>
+
 #include "tools/file_io.hpp"
 
 namespace fs = std::filesystem;
@@ -11,6 +13,10 @@ namespace fs = std::filesystem;
 namespace mibyan {
 
 namespace {
+
+/// Directory entries looked at when searching a protected directory for a
+/// hard link's inode; a bigger directory is only partly searched.
+constexpr int max_scanned_entries = 20000;
 
 bool under(const std::string& path, const std::string& dir) {
   if (dir.empty() || dir == "/")
@@ -24,6 +30,11 @@ std::string user_home() {
   return home && *home ? resolve_path(home, "/") : std::string{};
 }
 
+std::string env_path(const char* name) {
+  const char* v = std::getenv(name);
+  return v && *v ? resolve_path(v, "") : std::string{};
+}
+
 // The path as given plus, when different, its symlink-resolved form.
 std::vector<std::string> forms_of(const std::string& abs_path) {
   std::vector<std::string> forms{abs_path};
@@ -34,84 +45,205 @@ std::vector<std::string> forms_of(const std::string& abs_path) {
   return forms;
 }
 
-std::vector<std::string> credential_files(const std::string& home) {
-  if (home.empty())
-    return {};
-  return {home + "/.netrc", home + "/.git-credentials",
-          home + "/.aws/credentials", home + "/.pgpass",
-          home + "/.docker/config.json"};
+std::string base_name(const std::string& p) {
+  return fs::path{p}.filename().string();
 }
 
-std::optional<std::string> refuse(const std::string& path,
-                                  const std::string& why) {
-  return "Access denied: " + path + " " + why
-         + ". The file tools do not touch credential stores.";
+bool is_ssh_private_key(const std::string& name) {
+  bool is_pub = name.size() > 4
+                && name.compare(name.size() - 4, 4, ".pub") == 0;
+  return name.rfind("id_", 0) == 0 && !is_pub;
+}
+
+// One protected file or directory.
+struct guard {
+  std::string path;
+  bool is_dir = false;
+  // For directories: only entries whose file name passes are protected
+  // (null: all of them).
+  bool (*name_filter)(const std::string&) = nullptr;
+  // Why the path is refused, completed by `refusal_text`.
+  enum kind { secret, config, ssh_key, ssh_dir, gnupg, credential, store }
+    what = secret;
+};
+
+std::string refusal_text(const std::string& path, guard::kind k) {
+  auto refuse = [&](const char* why) {
+    return "Access denied: " + path + " " + why
+           + ". The file tools do not touch credential stores.";
+  };
+  switch (k) {
+    case guard::config:
+      return "Refusing to write " + path
+             + ": Mibyan's configuration is edited by the user, not by "
+               "tools.";
+    case guard::ssh_key:
+      return refuse("is an SSH private key");
+    case guard::ssh_dir:
+      return refuse("is in the SSH directory");
+    case guard::gnupg:
+      return refuse("is in the GnuPG key store");
+    case guard::credential:
+      return refuse("is a credential file");
+    case guard::store:
+      return refuse("is in Mibyan's session store");
+    case guard::secret:
+    default:
+      return refuse("holds Mibyan's secrets");
+  }
+}
+
+// The profiles root of `home` (see cross_profile_refusal).
+std::string profiles_root(const std::string& home) {
+  fs::path h{home};
+  return h.parent_path().filename() == "profiles"
+           ? h.parent_path().string()
+           : home + "/profiles";
+}
+
+// The protected paths for reading (`for_write` false) or writing.
+std::vector<guard> guards_for(const std::string& mibyan_home,
+                              bool for_write) {
+  std::vector<guard> gs;
+  auto add = [&](std::string p, guard::kind k, bool dir = false,
+                 bool (*filter)(const std::string&) = nullptr) {
+    if (!p.empty())
+      gs.push_back(guard{std::move(p), dir, filter, k});
+  };
+  // Every Mibyan directory whose secrets this process may reach: the
+  // active home, every profile, and the default home above a profile.
+  std::vector<std::string> homes{mibyan_home};
+  auto root = profiles_root(mibyan_home);
+  if (root != mibyan_home + "/profiles")
+    homes.push_back(fs::path{root}.parent_path().string());
+  std::error_code ec;
+  for (fs::directory_iterator it{root, ec}, end; !ec && it != end;
+       it.increment(ec))
+    homes.push_back(it->path().string());
+  for (auto& h : homes) {
+    add(h + "/.env", guard::secret);
+    add(h + "/auth.json", guard::secret);
+    add(h + "/sessions", guard::store, true);
+    if (for_write)
+      add(h + "/config.yaml", guard::config);
+  }
+  add(env_path("MIBYAN_ENV"), guard::secret);
+  if (for_write)
+    add(env_path("MIBYAN_CONFIG"), guard::config);
+  auto home = user_home();
+  if (!home.empty()) {
+    if (for_write)
+      add(home + "/.ssh", guard::ssh_dir, true);
+    else
+      add(home + "/.ssh", guard::ssh_key, true, &is_ssh_private_key);
+    add(home + "/.gnupg", guard::gnupg, true);
+    for (auto* c : {"/.netrc", "/.git-credentials", "/.aws/credentials",
+                    "/.pgpass", "/.docker/config.json"})
+      add(home + c, guard::credential);
+  }
+  return gs;
+}
+
+// The file a call wants to reach.
+struct target {
+  std::vector<std::string> forms;
+  bool stat_ok = false;
+  struct stat st {};
+};
+
+bool same_inode(const struct stat& a, const struct stat& b) {
+  return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+// Whether a file below `dir` (recursively, bounded) passing `filter` has
+// the inode of `st`.
+bool dir_holds_inode(const std::string& dir, const struct stat& st,
+                     bool (*filter)(const std::string&)) {
+  std::error_code ec;
+  int seen = 0;
+  for (fs::recursive_directory_iterator
+         it{dir, fs::directory_options::skip_permission_denied, ec},
+       end;
+       !ec && it != end && seen < max_scanned_entries; it.increment(ec)) {
+    ++seen;
+    auto name = it->path().filename().string();
+    if (filter != nullptr && !filter(name))
+      continue;
+    struct stat est;
+    if (::lstat(it->path().c_str(), &est) == 0 && S_ISREG(est.st_mode)
+        && same_inode(est, st))
+      return true;
+  }
+  return false;
+}
+
+bool matches(const target& t, const guard& g) {
+  for (auto& gf : forms_of(g.path)) {
+    for (auto& tf : t.forms) {
+      if (!g.is_dir && tf == gf)
+        return true;
+      if (g.is_dir && (tf == gf || under(tf, gf))
+          && (g.name_filter == nullptr || g.name_filter(base_name(tf))))
+        return true;
+    }
+  }
+  if (!t.stat_ok)
+    return false;
+  if (!g.is_dir) {
+    struct stat gst;
+    return ::stat(g.path.c_str(), &gst) == 0 && same_inode(gst, t.st);
+  }
+  // A second name of a file inside a protected directory.
+  if (S_ISREG(t.st.st_mode) && t.st.st_nlink > 1)
+    return dir_holds_inode(g.path, t.st, g.name_filter);
+  return false;
+}
+
+std::optional<std::string> refusal(const std::string& abs_path,
+                                   const std::string& mibyan_home,
+                                   bool for_write) {
+  target t;
+  t.forms = forms_of(abs_path);
+  t.stat_ok = ::stat(abs_path.c_str(), &t.st) == 0;
+  for (auto& g : guards_for(mibyan_home, for_write))
+    if (matches(t, g))
+      return refusal_text(abs_path, g.what);
+  return std::nullopt;
 }
 
 } // namespace
 
 std::optional<std::string> read_refusal(const std::string& abs_path,
                                         const std::string& mibyan_home) {
-  auto home = user_home();
-  auto creds = credential_files(home);
-  for (auto& p : forms_of(abs_path)) {
-    if (p == mibyan_home + "/.env" || p == mibyan_home + "/auth.json")
-      return refuse(abs_path, "holds Mibyan's secrets");
-    if (!home.empty() && under(p, home + "/.ssh")) {
-      auto name = fs::path{p}.filename().string();
-      bool is_pub = name.size() > 4
-                    && name.compare(name.size() - 4, 4, ".pub") == 0;
-      if (name.rfind("id_", 0) == 0 && !is_pub)
-        return refuse(abs_path, "is an SSH private key");
-    }
-    if (!home.empty() && under(p, home + "/.gnupg"))
-      return refuse(abs_path, "is in the GnuPG key store");
-    for (auto& c : creds)
-      if (p == c)
-        return refuse(abs_path, "is a credential file");
-  }
-  return std::nullopt;
+  return refusal(abs_path, mibyan_home, false);
 }
 
 std::optional<std::string> write_refusal(const std::string& abs_path,
                                          const std::string& mibyan_home) {
-  auto home = user_home();
-  auto creds = credential_files(home);
-  for (auto& p : forms_of(abs_path)) {
-    if (p == mibyan_home + "/config.yaml")
-      return "Refusing to write " + abs_path
-             + ": Mibyan's configuration is edited by the user, not by "
-               "tools.";
-    if (p == mibyan_home + "/.env" || p == mibyan_home + "/auth.json")
-      return refuse(abs_path, "holds Mibyan's secrets");
-    if (!home.empty() && (under(p, home + "/.ssh") || p == home + "/.ssh"))
-      return refuse(abs_path, "is in the SSH directory");
-    if (!home.empty() && under(p, home + "/.gnupg"))
-      return refuse(abs_path, "is in the GnuPG key store");
-    for (auto& c : creds)
-      if (p == c)
-        return refuse(abs_path, "is a credential file");
-  }
-  return std::nullopt;
+  return refusal(abs_path, mibyan_home, true);
 }
 
 std::optional<std::string> cross_profile_refusal(
   const std::string& abs_path, const std::string& mibyan_home) {
-  fs::path home{mibyan_home};
-  std::string root = home.parent_path().filename() == "profiles"
-                       ? home.parent_path().string()
-                       : mibyan_home + "/profiles";
-  // When the home is itself a profile, its own files are not "another"
-  // profile; when the profiles live inside the home, every one is.
-  bool home_is_profile = under(mibyan_home, root);
+  auto root = profiles_root(mibyan_home);
+  auto roots = forms_of(root);
+  auto homes = forms_of(mibyan_home);
   for (auto& p : forms_of(abs_path)) {
-    if (!under(p, root))
-      continue;
-    if (home_is_profile && (p == mibyan_home || under(p, mibyan_home)))
-      continue;
-    return "Refusing to modify " + abs_path
-           + ": it belongs to another Mibyan profile. Pass "
-             "cross_profile=true if that is intended.";
+    for (auto& r : roots) {
+      if (!under(p, r))
+        continue;
+      // When the home is itself a profile, its own files are not
+      // "another" profile; when the profiles live inside the home, every
+      // one is.
+      bool own = false;
+      for (auto& h : homes)
+        own = own || (under(h, r) && (p == h || under(p, h)));
+      if (own)
+        continue;
+      return "Refusing to modify " + abs_path
+             + ": it belongs to another Mibyan profile. Pass "
+               "cross_profile=true if that is intended.";
+    }
   }
   return std::nullopt;
 }

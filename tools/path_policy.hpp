@@ -1,11 +1,21 @@
 // File: tools/path_policy.hpp
 //
-// Which paths the file tools refuse to read or write: Mibyan's own secrets
-// and configuration, SSH keys and common credential stores. Both the path as
-// given and its symlink-resolved form are checked, so a link does not get
-// around the rule.
+// Which paths the file tools refuse to read or write: Mibyan's own secrets,
+// configuration and session store, SSH keys and common credential stores
+// (docs/security.md, "Files the file tools refuse").
 //
-// Thread-safe (no shared state); never throws.
+// A path matches a protected file when any of these hold:
+// - its lexical form or its symlink-resolved (canonical) form equals the
+//   protected file's lexical or canonical form (so a symlinked
+//   `$MIBYAN_HOME`, a link to the file, or `..` tricks do not get around
+//   the rule);
+// - it names the same device and inode as the protected file (a hard link);
+// - for protected directories: one of its forms lies inside the directory,
+//   or it is a regular file with more than one link whose device and inode
+//   match a file inside the directory.
+//
+// Thread-safe (no shared state); never throws. Reads the environment
+// (`HOME`, `MIBYAN_ENV`, `MIBYAN_CONFIG`) and stats files on each call.
 #pragma once
 
 #include <optional>
@@ -13,18 +23,20 @@
 
 namespace mibyan {
 
-/// Returns why read_file must not read `abs_path`, or nullopt when reading
-/// is allowed. Refused: `<mibyan_home>/.env`, `<mibyan_home>/auth.json`,
-/// private keys under `~/.ssh/` (`id_*` without `.pub`), `~/.netrc`,
-/// `~/.git-credentials`, `~/.aws/credentials`, `~/.pgpass`,
+/// Returns why read_file (and search_files) must not read `abs_path`, or
+/// nullopt when reading is allowed. Refused: `<mibyan_home>/.env`,
+/// `<mibyan_home>/auth.json`, the file named by `$MIBYAN_ENV`, the session
+/// store `<mibyan_home>/sessions/`, the `.env` and `auth.json` of every
+/// profile, private keys under `~/.ssh/` (`id_*` without `.pub`),
+/// `~/.netrc`, `~/.git-credentials`, `~/.aws/credentials`, `~/.pgpass`,
 /// `~/.docker/config.json`, everything under `~/.gnupg/`.
 std::optional<std::string> read_refusal(const std::string& abs_path,
                                         const std::string& mibyan_home);
 
 /// Returns why write_file and patch must not modify `abs_path`, or nullopt.
-/// Refused: `<mibyan_home>/config.yaml`, `<mibyan_home>/.env`,
-/// `<mibyan_home>/auth.json`, everything under `~/.ssh/` and `~/.gnupg/`,
-/// and the credential files listed for `read_refusal`.
+/// Refused: everything `read_refusal` refuses, plus
+/// `<mibyan_home>/config.yaml`, the file named by `$MIBYAN_CONFIG`, every
+/// profile's `config.yaml`, and everything under `~/.ssh/`.
 std::optional<std::string> write_refusal(const std::string& abs_path,
                                          const std::string& mibyan_home);
 
@@ -32,7 +44,7 @@ std::optional<std::string> write_refusal(const std::string& abs_path,
 /// (`<profiles root>/<name>/...` other than `mibyan_home` itself), which
 /// needs `cross_profile = true`; nullopt otherwise. The profiles root is the
 /// parent of `mibyan_home` when that is called "profiles", else
-/// `<mibyan_home>/profiles`.
+/// `<mibyan_home>/profiles`. Symlinks in either path are resolved.
 std::optional<std::string> cross_profile_refusal(
   const std::string& abs_path, const std::string& mibyan_home);
 

@@ -25,12 +25,19 @@
 // the session cwd when the search path lies under it, else absolute.
 // order: "discovery" (ripgrep's single-threaded walk order: deterministic,
 // so paging is stable), "path" (sorted), "mtime" (newest first).
+// Files read_file refuses (tools/path_policy.hpp: Mibyan's secrets, hard
+// links to them, credential stores) are never shown: their hits are left
+// out and counted in "_omitted".
+// ignore_case: Unicode simple case folding (ripgrep's --ignore-case for
+// content; for file names the collector folds, since ripgrep's glob
+// folding is ASCII-only), so "école" finds "ÉCOLE".
 #include "tools/core_tools.hpp"
 
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <deque>
+#include <unordered_map>
 
 #include <fnmatch.h>
 #include <sys/stat.h>
@@ -38,6 +45,10 @@
 
 #include "config/options.hpp"
 #include "base/subprocess.hpp"
+#include "tools/case_fold.hpp"
+#include "tools/file_io.hpp"
+#include "tools/path_policy.hpp"
+#include "tools/rg_output.hpp"
 
 namespace mibyan {
 
@@ -81,43 +92,6 @@ std::string strip_dot_slash(std::string p) {
   return p;
 }
 
-std::string base64_decode(const std::string& in) {
-  auto value = [](char c) -> int {
-    if (c >= 'A' && c <= 'Z') return c - 'A';
-    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-    if (c >= '0' && c <= '9') return c - '0' + 52;
-    if (c == '+') return 62;
-    if (c == '/') return 63;
-    return -1;
-  };
-  std::string out;
-  uint32_t acc = 0;
-  int bits = 0;
-  for (char c : in) {
-    int v = value(c);
-    if (v < 0)
-      continue;
-    acc = (acc << 6) | static_cast<uint32_t>(v);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out.push_back(static_cast<char>((acc >> bits) & 0xFF));
-    }
-  }
-  return out;
-}
-
-// ripgrep encodes strings as {"text": "..."} or, for non-UTF-8 data,
-// {"bytes": "<base64>"}.
-std::string rg_string(const json::value* v) {
-  if (v == nullptr || !v->is_object())
-    return {};
-  if (auto t = v->find("text"); t && t->is_string())
-    return t->as_string();
-  if (auto b = v->find("bytes"); b && b->is_string())
-    return json::sanitize_utf8(base64_decode(b->as_string()));
-  return {};
-}
 
 std::string clip_line(std::string s, size_t max_chars) {
   while (!s.empty() && (s.back() == '\n' || s.back() == '\r'))
@@ -143,52 +117,6 @@ bool has_glob_chars(const std::string& s) {
   return s.find_first_of("*?[{") != std::string::npos;
 }
 
-// Splits a byte stream into lines (or NUL-terminated records) and hands
-// each complete one to `fn`. Oversized records are reported as `overflow`.
-class record_splitter {
-public:
-  explicit record_splitter(char sep) : sep_(sep) {}
-
-  template <class F>
-  void feed(std::string_view data, F&& fn) {
-    while (!data.empty()) {
-      auto pos = data.find(sep_);
-      auto part = data.substr(0, pos);
-      if (!skipping_) {
-        if (buf_.size() + part.size() > max_json_line) {
-          skipping_ = true;
-          overflow_prefix_ = buf_.substr(0, 64);
-          buf_.clear();
-        } else {
-          buf_.append(part);
-        }
-      }
-      if (pos == std::string_view::npos)
-        return;
-      if (skipping_) {
-        fn(std::string_view{overflow_prefix_}, true);
-        skipping_ = false;
-      } else {
-        fn(std::string_view{buf_}, false);
-      }
-      buf_.clear();
-      data.remove_prefix(pos + 1);
-    }
-  }
-
-  template <class F>
-  void finish(F&& fn) {
-    if (!buf_.empty() && !skipping_)
-      fn(std::string_view{buf_}, false);
-    buf_.clear();
-  }
-
-private:
-  char sep_;
-  std::string buf_;
-  std::string overflow_prefix_;
-  bool skipping_ = false;
-};
 
 struct search_request {
   std::string pattern;
@@ -201,7 +129,15 @@ struct search_request {
   uint64_t limit = 50;
   int64_t context = 0;
   size_t max_line_chars = 2000;
+  bool ignore_case = false;
+  std::string cwd;          // absolute; rg's paths are relative to it
+  std::string mibyan_home;  // for read_refusal
 };
+
+// The glob a files-target `pattern` stands for.
+std::string name_glob(const std::string& pattern) {
+  return has_glob_chars(pattern) ? pattern : "*" + pattern + "*";
+}
 
 std::vector<std::string> rg_command(const std::string& rg,
                                     const search_request& req) {
@@ -214,11 +150,13 @@ std::vector<std::string> rg_command(const std::string& rg,
   } else {
     argv.push_back("--threads=1");
   }
+  if (req.ignore_case && !req.files_target)
+    argv.push_back("--ignore-case");
   if (req.files_target) {
     argv.insert(argv.end(), {"--files", "--null"});
-    auto glob = has_glob_chars(req.pattern) ? req.pattern
-                                            : "*" + req.pattern + "*";
-    argv.insert(argv.end(), {"--glob", glob});
+    // Case-insensitive name matching is done by the collector.
+    if (!req.ignore_case)
+      argv.insert(argv.end(), {"--glob", name_glob(req.pattern)});
   } else if (req.output_mode == "files_only") {
     argv.insert(argv.end(), {"--files-with-matches", "--null"});
   } else if (req.output_mode == "count") {
@@ -245,7 +183,10 @@ public:
   explicit collector(const search_request& req)
     : req_(req),
       splitter_(req.files_target || req.output_mode == "files_only" ? '\0'
-                                                                     : '\n') {
+                                                                     : '\n',
+                max_json_line) {
+    if (req.files_target && req.ignore_case)
+      folded_glob_ = fold_case(name_glob(req.pattern));
   }
 
   bool content_mode() const {
@@ -268,6 +209,7 @@ public:
   }
 
   uint64_t total() const { return total_; }
+  uint64_t omitted() const { return omitted_; }
   uint64_t total_matches() const { return total_matches_; }
   bool capped() const { return capped_; }
   json::value& items() { return items_; }
@@ -276,6 +218,20 @@ public:
 private:
   bool in_page(uint64_t index) const {
     return index >= req_.offset && index - req_.offset < req_.limit;
+  }
+
+  // Whether read_file would refuse `path` (as ripgrep printed it).
+  bool refused(const std::string& path) {
+    if (path.empty())
+      return false;
+    if (auto it = refused_cache_.find(path); it != refused_cache_.end())
+      return it->second;
+    if (refused_cache_.size() >= 4096)
+      refused_cache_.clear();
+    bool r = read_refusal(resolve_path(path, req_.cwd), req_.mibyan_home)
+               .has_value();
+    refused_cache_.emplace(path, r);
+    return r;
   }
 
   void on_record(std::string_view rec, bool overflow) {
@@ -300,6 +256,10 @@ private:
         return;
       auto n = std::strtoull(std::string{rec.substr(nul + 1)}.c_str(),
                              nullptr, 10);
+      if (refused(std::string{rec.substr(0, nul)})) {
+        omitted_ += n;
+        return;
+      }
       total_matches_ += n;
       if (in_page(total_))
         counts_[json::sanitize_utf8(
@@ -311,6 +271,13 @@ private:
     if (req_.files_target && !req_.file_glob.empty()
         && !glob_matches(req_.file_glob, path))
       return;
+    if (req_.files_target && req_.ignore_case
+        && !glob_matches(folded_glob_, fold_case(path)))
+      return;
+    if (!req_.files_target && refused(std::string{rec})) {
+      ++omitted_;
+      return;
+    }
     if (in_page(total_))
       items_.push_back(json::sanitize_utf8(path));
     ++total_;
@@ -326,6 +293,20 @@ private:
   void on_json_line(std::string_view rec, bool overflow) {
     constexpr std::string_view match_prefix = "{\"type\":\"match\"";
     constexpr std::string_view context_prefix = "{\"type\":\"context\"";
+    constexpr std::string_view begin_prefix = "{\"type\":\"begin\"";
+    if (rec.substr(0, begin_prefix.size()) == begin_prefix) {
+      // One per file, before its matches: decide whether to hide them.
+      file_refused_ = false;
+      if (auto parsed = json::parse(rec))
+        if (auto data = parsed.v->find("data"))
+          file_refused_ = refused(rg_string(data->find("path")));
+      return;
+    }
+    if (file_refused_) {
+      if (rec.substr(0, match_prefix.size()) == match_prefix)
+        ++omitted_;
+      return;
+    }
     bool is_match = rec.substr(0, match_prefix.size()) == match_prefix;
     bool is_context = rec.substr(0, context_prefix.size())
                       == context_prefix;
@@ -410,6 +391,10 @@ private:
   uint64_t total_ = 0;
   uint64_t total_matches_ = 0;
   bool capped_ = false;
+  uint64_t omitted_ = 0;
+  bool file_refused_ = false;
+  std::string folded_glob_;
+  std::unordered_map<std::string, bool> refused_cache_;
   json::value items_ = json::value::make_array();
   json::value counts_ = json::value::make_object();
   std::deque<context_line> recent_;
@@ -485,6 +470,9 @@ public:
          "\"discovery\" (traversal order, default), \"path\" (sorted) or "
          "\"mtime\" (newest first).");
     props["order"]["enum"] = json::array{"discovery", "path", "mtime"};
+    prop("ignore_case", "boolean",
+         "Match regardless of letter case, for any script (\"école\" finds "
+         "\"ÉCOLE\"); applies to content and file names (default false).");
     json::value s;
     s["type"] = "object";
     s["properties"] = std::move(props);
@@ -522,6 +510,7 @@ public:
     req.limit = static_cast<uint64_t>(
       std::max<int64_t>(args.get_int("limit", 50), 1));
     req.context = args.get_int("context", 0);
+    req.ignore_case = args.get_bool("ignore_case", false);
     req.max_line_chars = static_cast<size_t>(
       std::max<int64_t>(ctx.cfg->tool_output.max_line_chars, 80));
     // -- resolve the path ---------------------------------------------------
@@ -545,6 +534,10 @@ public:
     if (::stat(abs.c_str(), &st) != 0)
       return error_result("Path not found: " + path);
     auto ncwd = normalize(cwd);
+    req.cwd = ncwd;
+    req.mibyan_home = mibyan_home_of(ctx);
+    if (auto why = read_refusal(abs, req.mibyan_home))
+      return error_result(*why);
     if (abs == ncwd)
       req.root_arg = ".";
     else if (ncwd == "/" || abs.rfind(ncwd + "/", 0) == 0)
@@ -632,6 +625,8 @@ private:
                        + std::to_string(req.offset + req.limit)
                        + ", or narrow the search with a more specific "
                          "pattern, path or file_glob.";
+    if (col.omitted() > 0)
+      result["_omitted"] = col.omitted();
     if (res.exit_code == 2 && !res.stopped && !err_text.empty())
       result["warning"] = "Some files could not be searched: "
                           + first_lines(err_text, 1000);

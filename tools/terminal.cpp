@@ -2,7 +2,8 @@
 // its merged stdout + stderr (see docs in tools.md section 2).
 //
 // Mibyan specifics: no background mode, no PTY (refused with a clear
-// error); secrets are filtered out of the child's environment
+// error); processes a foreground command leaves behind are killed when the
+// call returns; secrets are filtered out of the child's environment
 // (base/env_filter.hpp); output beyond tool_output.max_bytes is cut to
 // head 40 % + tail 60 % and the full text (up to 5 MB) is spilled to
 // $MIBYAN_HOME/cache/exec/terminal-<id>.txt for read_file.
@@ -266,13 +267,21 @@ public:
     subprocess_options opts;
     opts.shell_command = command;
     opts.cwd = workdir;
-    opts.env = filter_environment(current_environment(),
-                                  cfg.terminal.env_passthrough);
+    // Script calls get their kernel's allow-list, direct calls lose
+    // secret-named and credential-shaped variables (docs/security.md).
+    opts.env = ctx.from_script
+                 ? allowlist_environment(current_environment(),
+                                         cfg.terminal.env_passthrough)
+                 : filter_environment(current_environment(),
+                                      cfg.terminal.env_passthrough);
     opts.timeout = std::chrono::seconds(timeout);
     opts.kill_grace = std::chrono::seconds(
       std::max<int64_t>(cfg.terminal.kill_grace, 0));
     opts.cancel = ctx.cancelled;
     opts.merge_stderr = true;
+    // Foreground: nothing the command started outlives the call, not even
+    // what left the process group (docs/security.md).
+    opts.kill_leftovers = true;
     opts.max_output_bytes = static_cast<size_t>(
       std::max<int64_t>(cfg.tool_output.max_bytes, 100));
     std::string spill;
