@@ -538,7 +538,7 @@ chat_response stream_accumulator::finish(int http_status) {
   }
   if (stop_reason_.empty()) {
     if (truncated) {
-      // Dropped inside a tool call: no calls, `length` (providers.md §4).
+      // Dropped inside a tool call: no calls, `length` (docs/providers.md, "Streaming").
       r.tool_calls.clear();
       r.finish_reason = "length";
       return r;

@@ -1,6 +1,6 @@
 // File: providers/anthropic_codec.hpp
 //
-// The native Anthropic Messages API wire format (providers.md §5): request
+// The native Anthropic Messages API wire format (docs/providers.md, "Anthropic Messages"): request
 // translation from our OpenAI-shaped conversation, whole-response parsing
 // and the streaming event accumulator. Pure data transformation: no I/O, no
 // CAF.
@@ -92,7 +92,7 @@ thinking_style thinking_style_for(std::string_view model);
 
 /// Returns the Messages API `messages` array for `messages` and stores the
 /// system prompt (system and developer messages joined with "\n\n") in
-/// `system`. Applies the translation table of providers.md §5, removes
+/// `system`. Applies the translation table of docs/providers.md, "Anthropic Messages", removes
 /// orphan tool_use/tool_result blocks and merges consecutive same-role
 /// messages.
 json::value encode_messages(const std::vector<chat_message>& messages,

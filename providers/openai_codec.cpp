@@ -102,7 +102,7 @@ void details_text(const json::value& details, std::string& out) {
 }
 
 /// Returns the reasoning text of a message or delta: `reasoning_content`,
-/// else `reasoning` (providers.md §4).
+/// else `reasoning` (docs/providers.md, "Streaming").
 std::string plain_reasoning(const json::value& msg) {
   auto rc = msg.find("reasoning_content");
   if (rc != nullptr && rc->is_string() && !rc->as_string().empty())

@@ -1,6 +1,6 @@
 // File: providers/openai_codec.hpp
 //
-// The OpenAI-compatible Chat Completions wire format (providers.md §1-§4):
+// The OpenAI-compatible Chat Completions wire format (docs/providers.md):
 // building the request body, parsing a whole JSON response, and assembling
 // a streamed (SSE) response chunk by chunk. Pure data transformation: no
 // I/O, no CAF. The provider actor owns the transfer and feeds bytes through
@@ -12,7 +12,7 @@
 // whether the same request may succeed later. The other fields of an error
 // response hold what arrived before the failure, for diagnostics only.
 //
-// End-of-stream policy (providers.md §4): no finish reason and nothing
+// End-of-stream policy (docs/providers.md, "Streaming"): no finish reason and nothing
 // received -> retryable "empty stream" error; unparseable tool arguments
 // without a finish reason -> no tool calls, finish_reason "length"; with a
 // finish reason -> calls kept verbatim, finish_reason "length"; no finish
@@ -74,7 +74,7 @@ struct request_options {
 bool wants_max_completion_tokens(std::string_view base_url,
                                  std::string_view model);
 
-/// Returns the wire form of one message (providers.md §2). System messages
+/// Returns the wire form of one message (docs/providers.md, "Messages on the wire"). System messages
 /// use the role `developer` when the model name contains "gpt-5" or
 /// "codex". Assistant tool-call arguments are sent as given ("" becomes
 /// "{}"); canonicalising them is the agent loop's job.
@@ -111,7 +111,7 @@ public:
 
   // -- input -----------------------------------------------------------------
 
-  /// Ends the stream and returns the response (see providers.md §4 "End of
+  /// Ends the stream and returns the response (see docs/providers.md, "Streaming", the end of
   /// stream"). `http_status` is copied into the response. Call once.
   chat_response finish(int http_status = 200);
 

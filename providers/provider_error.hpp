@@ -1,7 +1,7 @@
 // File: providers/provider_error.hpp
 //
 // Turning provider error payloads into `chat_response` errors: the message a
-// model or user can act on, and whether retrying may help (providers.md §6).
+// model or user can act on, and whether retrying may help (docs/providers.md, "Retries").
 // Shared by the OpenAI-compatible and Anthropic codecs.
 //
 // Thread safety: pure functions.

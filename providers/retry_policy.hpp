@@ -1,6 +1,6 @@
 // File: providers/retry_policy.hpp
 //
-// Retry decisions for provider calls (providers.md §6): which failures are
+// Retry decisions for provider calls (docs/providers.md, "Retries"): which failures are
 // worth another attempt, which may go to the fallback provider, and how
 // long to wait before attempt n. Pure decisions: the provider actor does
 // the waiting (with delayed_send, never by sleeping).

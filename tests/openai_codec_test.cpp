@@ -320,7 +320,7 @@ BOOST_AUTO_TEST_CASE(http_errors_carry_the_provider_message) {
 // -- streaming ---------------------------------------------------------------
 
 BOOST_AUTO_TEST_CASE(tool_call_arguments_split_across_many_deltas) {
-  // providers.md §9 acceptance: many argument deltas, usage on the final
+  // docs/providers.md, "Streaming" acceptance: many argument deltas, usage on the final
   // chunk.
   std::string args
     = R"({"path":"/tmp/a b.txt","limit":100,"deep":{"x":[1,2]}})";

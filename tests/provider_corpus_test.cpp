@@ -128,7 +128,7 @@ std::string expected_finish(const entry& e) {
   auto errors = e.extra.find("errors");
   bool error_body = errors != nullptr && errors->size() > 0;
   if (raw.empty() && !e.stream && !error_body)
-    return "stop"; // providers.md §3: null -> stop
+    return "stop"; // docs/providers.md, "Non-streamed response": null -> stop
   return raw;
 }
 
@@ -158,7 +158,7 @@ std::string mismatch(const entry& e, const decoded& d) {
   const auto& calls = *e.expected.find("tool_calls");
   auto want_text = str_or_empty(e.expected.find("text"));
   auto want_finish = expected_finish(e);
-  // providers.md §3: a refusal without text becomes the content.
+  // docs/providers.md, "Non-streamed response": a refusal without text becomes the content.
   auto refusal = str_or_empty(e.extra.find("refusal"));
   if (!refusal.empty() && want_text.empty() && calls.size() == 0) {
     want_text = refusal;
