@@ -571,7 +571,7 @@ void summarize(conv_pointer self) {
       return;
     auto& tt = *tp;
     tt.inflight.clear();
-    // An empty summary is retried once (agent_loop.md §10).
+    // An empty summary is retried once (docs/agent_loop.md, "Budget-exhausted summary").
     if (trim(text).empty() && error.empty() && tt.summary_retries++ == 0) {
       summarize(self);
       return;

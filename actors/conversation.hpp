@@ -1,6 +1,6 @@
 // File: actors/conversation.hpp
 //
-// One conversation (session): runs the agent loop of agent_loop.md for
+// One conversation (session): runs the agent loop of docs/agent_loop.md for
 // each user turn, one turn at a time.
 //
 // Protocol:

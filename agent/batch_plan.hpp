@@ -1,7 +1,7 @@
 // File: agent/batch_plan.hpp
 //
 // Segmentation of one tool batch into parallel and sequential segments
-// (agent_loop.md §7.1). Calls are taken in model order and split into
+// (docs/agent_loop.md, "Executing a batch"). Calls are taken in model order and split into
 // maximal contiguous segments:
 //
 //   clarify, non-object arguments, and every tool that is neither

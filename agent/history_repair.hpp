@@ -1,6 +1,6 @@
 // File: agent/history_repair.hpp
 //
-// Repairs a conversation before it is sent to a provider (agent_loop.md
+// Repairs a conversation before it is sent to a provider (docs/agent_loop.md
 // §3 steps 9-11), so that a history damaged by a crash, an interrupt, a
 // compression or a misbehaving provider is still accepted, and so that
 // the same history always serialises to the same bytes (prompt caching).

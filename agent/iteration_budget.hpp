@@ -1,6 +1,6 @@
 // File: agent/iteration_budget.hpp
 //
-// The per-turn iteration budget of the agent loop (agent_loop.md §4): a
+// The per-turn iteration budget of the agent loop (docs/agent_loop.md, "Iteration budget"): a
 // counter `{max, used}` that every provider call consumes one unit of, and
 // that some iterations give back (compression restarts, content-filter
 // fallbacks, tool batches of only `execute_code` calls). Which iterations

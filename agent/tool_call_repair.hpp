@@ -1,7 +1,7 @@
 // File: agent/tool_call_repair.hpp
 //
 // Validation, repair and de-duplication of the tool calls of one model
-// response (agent_loop.md §5), ending in a plan that says which calls run
+// response (docs/agent_loop.md, "Tool-call arguments"), ending in a plan that says which calls run
 // and which get an immediate error result. The plan keeps the invariant
 // the loop relies on: every call in the assistant message gets exactly one
 // tool message, either from running it or from the plan.

@@ -1,6 +1,6 @@
 // File: agent/turn_result.hpp
 //
-// The outcome of one user turn of the agent loop (agent_loop.md §13): the
+// The outcome of one user turn of the agent loop (docs/agent_loop.md, "Turn result"): the
 // answer, the transcript, how the turn ended and what it cost. Built by the
 // turn and handed to the session, the CLI (`mibyan run --json`) and
 // gateways.

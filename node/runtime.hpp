@@ -84,7 +84,7 @@ struct turn_call {
 
 /// The answer to a turn_call.
 struct turn_outcome {
-  /// The turn result object (agent_loop.md §13) as JSON text; "" when the
+  /// The turn result object (docs/agent_loop.md, "Turn result") as JSON text; "" when the
   /// turn could not start (see `error`).
   std::string result_json;
   /// The session the turn ran in.

@@ -55,7 +55,7 @@ json::value make_trajectory(const json::value& messages,
                             const std::string& model, bool completed,
                             std::time_t when);
 
-/// Builds the sample from a turn result object (agent_loop.md §13: uses
+/// Builds the sample from a turn result object (docs/agent_loop.md, "Turn result": uses
 /// "messages", "model", "completed"). Returns the compact JSON line
 /// without the trailing newline.
 std::string trajectory_line(const json::value& turn_result,
