@@ -116,7 +116,8 @@ kernel_env build_kernel_env(const std::vector<std::string>& inherited,
     if (passthrough.count(name) > 0)
       keep = true;
     else
-      keep = !is_secret_env_name(name) && is_allowlisted_env_name(name);
+      keep = !is_secret_env_name(name) && is_allowlisted_env_name(name)
+             && !is_secret_env_value(std::string_view{entry}.substr(eq + 1));
     if (!keep) {
       res.dropped.push_back(name);
       if (starts_with(name, "MIBYAN_"))

@@ -12,7 +12,9 @@
 //   2. secret block (is_secret_env_name() in base/env_filter.hpp: the
 //      upper-cased name contains KEY, TOKEN, SECRET, PASSWORD, CREDENTIAL,
 //      PASSWD, AUTH, DSN, WEBHOOK, CREDS, BEARER, APIKEY, ..., or has a
-//      credential shape such as *_PAT, PG*PASS*, AWS_SESSION_*) -> drop
+//      credential shape such as *_PAT, PG*PASS*, AWS_SESSION_*), or a
+//      credential-shaped value (is_secret_env_value(): URL userinfo,
+//      token formats)                                          -> drop
 //   3. safe prefix (PATH, HOME, USER, LANG, LC_, TERM, TMPDIR, TMP, TEMP,
 //      SHELL, LOGNAME, XDG_, PYTHONPATH, VIRTUAL_ENV, CONDA)  -> keep
 //   4. MIBYAN_HOME, MIBYAN_PROFILE, MIBYAN_CONFIG, MIBYAN_ENV -> keep;

@@ -166,6 +166,29 @@ BOOST_AUTO_TEST_CASE(only_exact_product_names_survive) {
   BOOST_TEST(m.count("MIBYAN_KERNEL_SENTINEL") == 0u);
 }
 
+// Issue 14 item 4: the kernel and its scripts' terminal calls apply one
+// allow-list (runtime/env_filter.hpp), credential-shaped values included.
+BOOST_AUTO_TEST_CASE(kernel_and_script_terminal_share_the_allow_list) {
+  std::vector<std::string> in{
+    "PATH=/usr/bin",  "HOME=/home/u",       "GH_PAT=abc",
+    "PGPASS=pw",      "SENTRY_DSN=https://k@s/1",
+    "AWS_SESSION_EXPIRATION=soon",          "DATABASE_URL=postgres://a:b@h/d",
+    "XDG_DATA_URL=https://user:pw@host/x",  "LANG=C.UTF-8",
+    "TERM_HELPER=ghp_0123456789abcdefghijABCDEFGHIJ012345",
+    "MIBYAN_HOME=/m", "EDITOR=vi"};
+  auto kernel = build_kernel_env(in, {});
+  std::vector<std::string> inherited;
+  for (auto& e : kernel.env)
+    if (std::find(in.begin(), in.end(), e) != in.end())
+      inherited.push_back(e);
+  auto terminal = allowlist_environment(in, {});
+  BOOST_TEST(inherited == terminal, boost::test_tools::per_element());
+  BOOST_TEST(terminal == (std::vector<std::string>{
+                           "PATH=/usr/bin", "HOME=/home/u", "LANG=C.UTF-8",
+                           "MIBYAN_HOME=/m"}),
+             boost::test_tools::per_element());
+}
+
 BOOST_AUTO_TEST_CASE(kernel_variables_are_injected_and_win) {
   env_scrub_options o;
   o.staging_dir = "/tmp/mibyan_kernel_abc";

@@ -213,6 +213,34 @@ std::optional<std::string> refusal(const std::string& abs_path,
 
 } // namespace
 
+protected_inodes::protected_inodes(const std::string& mibyan_home) {
+  auto add = [&](const struct stat& st) {
+    ids_.insert({static_cast<uint64_t>(st.st_dev),
+                 static_cast<uint64_t>(st.st_ino)});
+  };
+  for (auto& g : guards_for(mibyan_home, false)) {
+    struct stat st;
+    if (!g.is_dir) {
+      if (::stat(g.path.c_str(), &st) == 0)
+        add(st);
+      continue;
+    }
+    std::error_code ec;
+    int seen = 0;
+    for (fs::recursive_directory_iterator
+           it{g.path, fs::directory_options::skip_permission_denied, ec},
+         end;
+         !ec && it != end && seen < max_scanned_entries; it.increment(ec)) {
+      ++seen;
+      if (g.name_filter != nullptr
+          && !g.name_filter(it->path().filename().string()))
+        continue;
+      if (::lstat(it->path().c_str(), &st) == 0 && S_ISREG(st.st_mode))
+        add(st);
+    }
+  }
+}
+
 std::optional<std::string> read_refusal(const std::string& abs_path,
                                         const std::string& mibyan_home) {
   return refusal(abs_path, mibyan_home, false);

@@ -18,8 +18,11 @@
 // (`HOME`, `MIBYAN_ENV`, `MIBYAN_CONFIG`) and stats files on each call.
 #pragma once
 
+#include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
+#include <utility>
 
 namespace mibyan {
 
@@ -39,6 +42,29 @@ std::optional<std::string> read_refusal(const std::string& abs_path,
 /// profile's `config.yaml`, and everything under `~/.ssh/`.
 std::optional<std::string> write_refusal(const std::string& abs_path,
                                          const std::string& mibyan_home);
+
+/// The files `read_refusal` protects, identified by device and inode and
+/// resolved once, for checking many files cheaply (search_files checks
+/// every file with a hit). Files inside protected directories are listed
+/// when the set is built (bounded); a file created there afterwards is not
+/// in it. Immutable after construction, so safe to share between threads.
+class protected_inodes {
+public:
+  /// Stats the protected files of `mibyan_home` and lists the files inside
+  /// its protected directories.
+  explicit protected_inodes(const std::string& mibyan_home);
+
+  /// Whether no protected file exists at all.
+  bool empty() const { return ids_.empty(); }
+
+  /// Whether the file with this device and inode number is protected.
+  bool contains(uint64_t dev, uint64_t ino) const {
+    return ids_.count({dev, ino}) > 0;
+  }
+
+private:
+  std::set<std::pair<uint64_t, uint64_t>> ids_;
+};
 
 /// Returns an error when `abs_path` lies in another profile's directory
 /// (`<profiles root>/<name>/...` other than `mibyan_home` itself), which

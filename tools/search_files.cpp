@@ -37,7 +37,6 @@
 #include <chrono>
 #include <cstdlib>
 #include <deque>
-#include <unordered_map>
 
 #include <fnmatch.h>
 #include <sys/stat.h>
@@ -182,6 +181,7 @@ class collector {
 public:
   explicit collector(const search_request& req)
     : req_(req),
+      guarded_(req.mibyan_home),
       splitter_(req.files_target || req.output_mode == "files_only" ? '\0'
                                                                      : '\n',
                 max_json_line) {
@@ -220,18 +220,14 @@ private:
     return index >= req_.offset && index - req_.offset < req_.limit;
   }
 
-  // Whether read_file would refuse `path` (as ripgrep printed it).
-  bool refused(const std::string& path) {
-    if (path.empty())
-      return false;
-    if (auto it = refused_cache_.find(path); it != refused_cache_.end())
-      return it->second;
-    if (refused_cache_.size() >= 4096)
-      refused_cache_.clear();
-    bool r = read_refusal(resolve_path(path, req_.cwd), req_.mibyan_home)
-               .has_value();
-    refused_cache_.emplace(path, r);
-    return r;
+  // Whether read_file would refuse `path` (as ripgrep printed it). One
+  // stat per file: the protected files are known by inode.
+  bool refused(const std::string& path) const {
+    struct stat st;
+    return !path.empty() && !guarded_.empty()
+           && ::stat(resolve_path(path, req_.cwd).c_str(), &st) == 0
+           && guarded_.contains(static_cast<uint64_t>(st.st_dev),
+                                static_cast<uint64_t>(st.st_ino));
   }
 
   void on_record(std::string_view rec, bool overflow) {
@@ -294,7 +290,8 @@ private:
     constexpr std::string_view match_prefix = "{\"type\":\"match\"";
     constexpr std::string_view context_prefix = "{\"type\":\"context\"";
     constexpr std::string_view begin_prefix = "{\"type\":\"begin\"";
-    if (rec.substr(0, begin_prefix.size()) == begin_prefix) {
+    if (rec.substr(0, begin_prefix.size()) == begin_prefix
+        && !guarded_.empty()) {
       // One per file, before its matches: decide whether to hide them.
       file_refused_ = false;
       if (auto parsed = json::parse(rec))
@@ -387,6 +384,7 @@ private:
   }
 
   const search_request& req_;
+  const protected_inodes guarded_;
   record_splitter splitter_;
   uint64_t total_ = 0;
   uint64_t total_matches_ = 0;
@@ -394,7 +392,6 @@ private:
   uint64_t omitted_ = 0;
   bool file_refused_ = false;
   std::string folded_glob_;
-  std::unordered_map<std::string, bool> refused_cache_;
   json::value items_ = json::value::make_array();
   json::value counts_ = json::value::make_object();
   std::deque<context_line> recent_;
