@@ -648,7 +648,7 @@ def _call(tool, args):
             conn.close()
             if refusal is not None:
                 raise ConnectionError("mibyan_tools: the host refused '%s': "
-                                      "%s" % (tool, refusal))
+                                      "%s" % (tool, refusal)) from None
             problem = e
             continue
         except BaseException:

@@ -447,6 +447,22 @@ BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(cli)
 
+BOOST_AUTO_TEST_CASE(stdin_empty_lines_get_an_error_each) {
+  test::temp_dir home;
+  test::process_options po;
+  po.env["MIBYAN_HOME"] = home.path();
+  po.input = "\n"
+             R"J({"tool":"read_file","args":{"path":"/etc/hostname"}})J" "\n"
+             " \t\n";
+  auto r = test::run_mibyan({"tool", "--stdin"}, po);
+  BOOST_TEST(r.exit_code == 0);
+  auto lines = split_lines(r.out);
+  BOOST_REQUIRE(lines.size() == 3u);
+  BOOST_TEST(contains(lines[0], "Invalid request line 1: the line is empty"));
+  BOOST_TEST(contains(lines[1], "total_lines"));
+  BOOST_TEST(contains(lines[2], "Invalid request line 3: the line is empty"));
+}
+
 BOOST_AUTO_TEST_CASE(stdin_answers_every_line_in_order) {
   test::temp_dir home;
   test::temp_dir work;
