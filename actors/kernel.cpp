@@ -20,10 +20,12 @@
 #include "kernels/cell_result.hpp"
 #include "kernels/frame_parser.hpp"
 #include "kernels/rpc_codec.hpp"
+#include "kernels/rpc_connections.hpp"
 #include "messages/type_ids.hpp"
 #include "base/head_tail_buffer.hpp"
 #include "base/log.hpp"
 #include "base/private_file.hpp"
+#include "tools/argument_limit.hpp"
 
 namespace fs = std::filesystem;
 
@@ -33,7 +35,6 @@ namespace {
 
 using clock_type = std::chrono::steady_clock;
 
-constexpr size_t max_rpc_line = 64u << 20;
 // Raw fd-level output kept per cell (head + tail); the rest is counted.
 constexpr size_t raw_keep = 5000000;
 
@@ -67,7 +68,7 @@ struct kernel_state {
   kernel_actor_options opts;
   caf::io::connection_handle in_hdl, out_hdl, err_hdl;
   caf::io::accept_handle rpc_hdl;
-  std::map<caf::io::connection_handle, std::string> conns;
+  std::unique_ptr<rpc_connection_table<caf::io::connection_handle>> conns;
   std::unique_ptr<frame_parser> parser;
   std::deque<pending_cell> queue;
   std::unique_ptr<running_cell> cell;
@@ -125,10 +126,30 @@ void start_next(kernel_broker* self);
 
 void write_conn(kernel_broker* self, caf::io::connection_handle hdl,
                 const std::string& line) {
-  if (self->state.conns.count(hdl) == 0)
+  if (!self->state.conns->contains(hdl))
     return; // the script's connection is gone
   self->write(hdl, line.size(), line.data());
   self->flush(hdl);
+}
+
+// Sends an error line (id null) on a connection the table has already
+// forgotten, then closes it once the line is out.
+void refuse_conn(kernel_broker* self, caf::io::connection_handle hdl,
+                 rpc_verdict why) {
+  auto line = encode_rpc_error("", rpc_limit_message(why,
+                                                     self->state.conns
+                                                       ->limits()));
+  self->write(hdl, line.size(), line.data());
+  self->flush(hdl);
+  self->close(hdl);
+}
+
+// Closes every RPC connection: a cell's connections end with the cell, and
+// those opened between cells are not the next cell's (docs/kernel_protocol.md
+// §5.1). The stub reconnects on its next call.
+void close_rpc_conns(kernel_broker* self) {
+  for (auto& hdl : self->state.conns->take_all())
+    self->close(hdl);
 }
 
 std::string spill_to_cache(const std::string& home, const std::string& text,
@@ -148,6 +169,7 @@ void settle(kernel_broker* self, const json::value* frame) {
     return;
   auto cell = std::move(st.cell);
   ++st.deadline_gen; // disarm the deadline
+  close_rpc_conns(self);
   // Cancel tool calls the cell left running; they belong to it.
   for (auto& inv : st.invocations)
     caf::anon_send(inv, interrupt_atom_v, std::string{"the cell ended"});
@@ -316,6 +338,7 @@ void start_next(kernel_broker* self) {
   line["timeout"] = static_cast<double>(cell->cell.timeout_ms) / 1000.0;
   auto text = line.dump() + "\n";
   auto timeout = std::chrono::milliseconds(cell->cell.timeout_ms);
+  close_rpc_conns(self);
   st.cell = std::move(cell);
   MIBYAN_LOG(debug, "kernel", "pid " << st.opts.proc.pid << ": cell "
              << st.cell->id << " (" << text.size() << " bytes)");
@@ -328,6 +351,14 @@ void handle_rpc_line(kernel_broker* self, caf::io::connection_handle hdl,
                      std::string_view line) {
   auto& st = self->state;
   rpc_request req;
+  // Refuse an oversized request before parsing it (memory amplification);
+  // the JSON envelope around the arguments is far below the slack.
+  auto max_args = st.svc->cfg.tools.max_argument_bytes;
+  if (auto err = argument_size_error(line.size(), max_args + 65536);
+      !err.empty()) {
+    write_conn(self, hdl, encode_rpc_error(peek_rpc_id(line), err));
+    return;
+  }
   if (auto err = decode_rpc_request(line, req); !err.empty()) {
     write_conn(self, hdl, encode_rpc_error(req.id, "Invalid RPC request: "
                                                      + err));
@@ -337,7 +368,11 @@ void handle_rpc_line(kernel_broker* self, caf::io::connection_handle hdl,
     write_conn(self, hdl, encode_rpc_error(req.id, "Unauthorized RPC request"));
     return;
   }
-  if (!st.cell || st.cell->forcing) {
+  // A call names its cell (the stub tags each thread with the cell that
+  // started it): a call left over from an earlier cell never runs under,
+  // or counts against, the current one.
+  if (!st.cell || st.cell->forcing
+      || (!req.cell.empty() && req.cell != st.cell->id)) {
     write_conn(self, hdl,
                encode_rpc_error(req.id,
                                 "No active execute_code cell: the cell this "
@@ -371,6 +406,11 @@ void handle_rpc_line(kernel_broker* self, caf::io::connection_handle hdl,
                                   + std::to_string(cell.cell.max_tool_calls)
                                   + "). No more tool calls allowed in this "
                                     "execution."));
+    return;
+  }
+  if (auto err = argument_size_error(req.args_json.size(), max_args);
+      !err.empty()) {
+    write_conn(self, hdl, encode_rpc_error(req.id, err));
     return;
   }
   if (req.tool == "terminal") {
@@ -424,6 +464,13 @@ caf::behavior kernel_impl(kernel_broker* self, services_ptr svc,
   st.opts = std::move(opts);
   auto& p = st.opts.proc;
   st.parser = std::make_unique<frame_parser>(p.sentinel);
+  auto& ce = st.svc->cfg.code_execution;
+  rpc_limits lim;
+  lim.max_connections = static_cast<size_t>(ce.max_rpc_connections);
+  lim.max_frame = static_cast<size_t>(ce.max_rpc_frame_bytes);
+  lim.max_buffered = static_cast<size_t>(ce.max_rpc_buffered_bytes);
+  st.conns = std::make_unique<rpc_connection_table<caf::io::connection_handle>>(
+    lim);
   st.in_hdl = self->add_scribe(p.stdin_fd);
   st.out_hdl = self->add_scribe(p.stdout_fd);
   st.err_hdl = self->add_scribe(p.stderr_fd);
@@ -530,6 +577,20 @@ caf::behavior kernel_impl(kernel_broker* self, services_ptr svc,
           kill_kernel(self, cell_status::error,
                       "Kernel protocol error: " + err);
         };
+        cb.on_oversized = [&](uint64_t size) {
+          // The runner clips its replies, so this is a bug or a forgery;
+          // the body was skipped and the kernel is still in step.
+          if (!s.cell || s.cell->forcing)
+            return;
+          json::value frame;
+          frame["status"] = "error";
+          frame["traceback"] = "The kernel's reply for this cell was "
+                               + std::to_string(size)
+                               + " bytes, over the reply size limit, and "
+                                 "was discarded. The kernel is still usable.";
+          frame["execution_count"] = s.execution_count + 1;
+          settle(self, &frame);
+        };
         s.parser->feed(std::string_view{msg.buf.data(), msg.buf.size()}, cb);
         return;
       }
@@ -542,33 +603,22 @@ caf::behavior kernel_impl(kernel_broker* self, services_ptr svc,
           s.last_stderr.erase(0, s.last_stderr.size() - 4000);
         return;
       }
-      auto i = s.conns.find(msg.handle);
-      if (i == s.conns.end())
-        return;
-      i->second.append(msg.buf.data(), msg.buf.size());
-      size_t start = 0, pos;
       auto hdl = msg.handle;
-      std::string buf = std::move(i->second);
-      i->second.clear();
-      while ((pos = buf.find('\n', start)) != std::string::npos) {
-        handle_rpc_line(self, hdl, std::string_view{buf}.substr(start,
-                                                                pos - start));
-        start = pos + 1;
-      }
-      auto j = s.conns.find(hdl);
-      if (j == s.conns.end())
-        return;
-      j->second = buf.substr(start);
-      if (j->second.size() > max_rpc_line) {
-        write_conn(self, hdl, encode_rpc_error("", "Invalid RPC request: "
-                                                   "line too long"));
-        s.conns.erase(j);
-        self->close(hdl);
-      }
+      auto verdict = s.conns->feed(
+        hdl, std::string_view{msg.buf.data(), msg.buf.size()},
+        [&](std::string_view line) { handle_rpc_line(self, hdl, line); });
+      if (verdict != rpc_verdict::ok)
+        refuse_conn(self, hdl, verdict);
     },
     [=](caf::io::new_connection_msg& msg) {
       auto& s = self->state;
-      s.conns.emplace(msg.handle, std::string{});
+      // A refused connection is never launched for reading: closing a
+      // scribe in the handler that launched it leaves its descriptor open
+      // (observed with CAF 0.17.6). The refusal line is still written.
+      if (auto v = s.conns->admit(msg.handle); v != rpc_verdict::ok) {
+        refuse_conn(self, msg.handle, v);
+        return;
+      }
       self->configure_read(msg.handle,
                            caf::io::receive_policy::at_most(65536));
     },
@@ -578,7 +628,7 @@ caf::behavior kernel_impl(kernel_broker* self, services_ptr svc,
         on_stdout_closed(self);
         return;
       }
-      s.conns.erase(msg.handle);
+      s.conns->remove(msg.handle);
     },
     [=](caf::io::acceptor_closed_msg&) {
       // Closed by kill_kernel; nothing else to do.

@@ -7,6 +7,7 @@
 
 #include "messages/type_ids.hpp"
 #include "base/log.hpp"
+#include "tools/argument_limit.hpp"
 
 namespace mibyan {
 
@@ -53,6 +54,14 @@ caf::behavior invocation(invocation_actor* self, services_ptr svc) {
       st.start = clock_type::now();
       st.call_id = req.call_id;
       st.tool = req.tool;
+      // Every caller's arguments pass here: refuse oversized ones before
+      // parsing (docs/configuration.md, tools.max_argument_bytes).
+      if (auto err = argument_size_error(req.args_json.size(),
+                                         svc->cfg.tools.max_argument_bytes);
+          !err.empty()) {
+        answer(self, error_result(err).dump(), false);
+        return st.rp;
+      }
       // Parse once here (simdjson is fast) so the deadline can depend on
       // the arguments, e.g. terminal's own timeout.
       auto parsed = json::parse(req.args_json.empty() ? "{}" : req.args_json);

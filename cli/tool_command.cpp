@@ -10,9 +10,11 @@
 #include <pthread.h>
 #include <unistd.h>
 
+#include "base/bounded_line_reader.hpp"
 #include "base/json.hpp"
 #include "base/log.hpp"
 #include "node/runtime.hpp"
+#include "tools/argument_limit.hpp"
 #include "tools/registry.hpp"
 
 namespace mibyan::cli {
@@ -48,16 +50,40 @@ int list_tools(runtime& rt) {
   return 0;
 }
 
+// One result line per input line, always (docs/configuration.md, `mibyan
+// tool --stdin`): an empty or over-long line gets an error result, so the
+// Nth output line answers the Nth input line.
 int run_stdin(runtime& rt, const std::string& session,
-              const std::string& cwd) {
+              const std::string& cwd, int64_t max_argument_bytes) {
   std::string line;
-  uint64_t seq = 0;
-  while (std::getline(std::cin, line)) {
-    if (line.find_first_not_of(" \t\r") == std::string::npos)
-      continue;
+  uint64_t seq = 0, length = 0;
+  // The request envelope around the arguments is far below the slack.
+  auto max_line = static_cast<size_t>(max_argument_bytes) + 65536;
+  bounded_line_reader reader{STDIN_FILENO, max_line};
+  for (;;) {
+    auto got = reader.next(line, length);
+    if (got == bounded_line_reader::status::eof)
+      break;
     ++seq;
-    auto parsed = json::parse(line);
     std::string result;
+    if (got == bounded_line_reader::status::too_long) {
+      result = error_result("Invalid request line " + std::to_string(seq)
+                            + ": "
+                            + argument_size_error(length,
+                                                  max_argument_bytes))
+                 .dump();
+      std::cout << result << "\n" << std::flush;
+      continue;
+    }
+    if (line.find_first_not_of(" \t\r") == std::string::npos) {
+      result = error_result("Invalid request line " + std::to_string(seq)
+                            + ": the line is empty; expected a JSON object "
+                              "{\"tool\": NAME, \"args\": {...}}")
+                 .dump();
+      std::cout << result << "\n" << std::flush;
+      continue;
+    }
+    auto parsed = json::parse(line);
     if (!parsed || !parsed.v->is_object()) {
       result = error_result("Invalid request line " + std::to_string(seq)
                             + ": expected a JSON object {\"tool\": NAME, "
@@ -131,6 +157,14 @@ int tool_command(const std::vector<std::string>& args,
   options opts;
   if (!load_config_or_report(flags, opts))
     return 2;
+  auto max_argument_bytes = opts.tools.max_argument_bytes;
+  if (!list && !from_stdin) {
+    if (auto err = argument_size_error(args_json.size(), max_argument_bytes);
+        !err.empty()) {
+      std::cerr << "mibyan tool: " << err << "\n";
+      return 2;
+    }
+  }
   block_interrupt_signals();
   std::string error;
   auto rt = runtime::create(std::move(opts), &error);
@@ -147,7 +181,7 @@ int tool_command(const std::vector<std::string>& args,
     rt->interrupt(session, "user sent a new message");
   }};
   if (from_stdin)
-    return run_stdin(*rt, session, cwd);
+    return run_stdin(*rt, session, cwd, max_argument_bytes);
   const auto& name = positional[0];
   if (rt->tools().find(name) == nullptr) {
     std::cerr << "mibyan tool: unknown tool '" << name

@@ -263,6 +263,20 @@ const std::vector<field>& fields() {
                           &code_execution_options::prestart_kernels, 0));
     t.push_back(string_field("code_execution", "python", &o::code_execution,
                              &code_execution_options::python));
+    t.push_back(int_field("code_execution", "max_rpc_connections",
+                          &o::code_execution,
+                          &code_execution_options::max_rpc_connections, 1));
+    t.push_back(int_field("code_execution", "max_rpc_frame_bytes",
+                          &o::code_execution,
+                          &code_execution_options::max_rpc_frame_bytes,
+                          4096));
+    t.push_back(int_field("code_execution", "max_rpc_buffered_bytes",
+                          &o::code_execution,
+                          &code_execution_options::max_rpc_buffered_bytes,
+                          4096));
+    // tools
+    t.push_back(int_field("tools", "max_argument_bytes", &o::tools,
+                          &tools_options::max_argument_bytes, 1024));
     // runtime
     t.push_back(int_field("runtime", "scheduler_threads", &o::runtime,
                           &runtime_options::scheduler_threads, 0));

@@ -136,6 +136,20 @@ struct code_execution_options {
   int64_t prestart_kernels = 1;
   /// Interpreter for strict mode and fallback ("" means python3 on PATH).
   std::string python;
+  /// Open RPC connections per kernel; extra ones are refused with an error
+  /// line and closed (docs/kernel_protocol.md §5.1).
+  int64_t max_rpc_connections = 64;
+  /// Longest RPC request line in bytes; a longer one closes its connection.
+  int64_t max_rpc_frame_bytes = 16 * 1024 * 1024;
+  /// Bytes of partial RPC lines buffered per kernel, all connections
+  /// together; the connection that would pass it is closed.
+  int64_t max_rpc_buffered_bytes = 64 * 1024 * 1024;
+};
+
+/// Section `tools`: limits applied to every tool call, whatever its source.
+struct tools_options {
+  /// Largest arguments object (JSON text, bytes) a tool call may carry.
+  int64_t max_argument_bytes = 8 * 1024 * 1024;
 };
 
 /// Section `runtime`: the actor system.
@@ -173,6 +187,7 @@ struct options {
   std::string config_path;
   /// Variables from `$MIBYAN_HOME/.env` (secrets). Never logged unmasked.
   std::map<std::string, std::string> env_file;
+  tools_options tools;
 
   /// Returns the value of a secret: the process environment first, then
   /// `.env`. Empty when unset.

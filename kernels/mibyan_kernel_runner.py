@@ -37,10 +37,42 @@ ENV_SENTINEL = "MIBYAN_KERNEL_SENTINEL"
 ENV_STUB = "MIBYAN_KERNEL_STUB"
 ENV_WATCHDOG_FD = "MIBYAN_KERNEL_WATCHDOG_FD"
 ENV_RPC_TIMEOUT = "MIBYAN_RPC_TIMEOUT"
+ENV_RPC_CELL = "MIBYAN_RPC_CELL"
 PRIVATE_ENV = (ENV_SENTINEL, ENV_STUB, ENV_WATCHDOG_FD)
 
 CAPTURE_LIMIT = 5000000          # characters kept per stream per cell
 WATCHDOG_TERM_GRACE = 0.5        # seconds between SIGTERM and SIGKILL
+TRACEBACK_HEAD = 16384           # characters of a traceback kept in front
+TRACEBACK_TAIL = 49152           # and at the end (the raise site)
+MAX_FRAME_BYTES = 64 << 20       # the host's reply frame limit
+
+
+def _clip_text(text, head=TRACEBACK_HEAD, tail=TRACEBACK_TAIL):
+    """Keeps the head and tail of a long text with a marker between."""
+    if len(text) <= head + tail:
+        return text
+    return "%s\n[... %d characters omitted ...]\n%s" % (
+        text[:head], len(text) - head - tail, text[-tail:])
+
+
+def _fit_frame(body, encode):
+    """Returns the encoded body, halving the captured texts until it fits
+    the host's frame limit (JSON escapes can make text grow sixfold)."""
+    data = encode(body)
+    while len(data) > MAX_FRAME_BYTES:
+        body = dict(body)
+        shrunk = False
+        for key in ("stdout", "stderr", "traceback"):
+            text = body.get(key)
+            if isinstance(text, str) and len(text) > 1024:
+                body[key] = text[:len(text) // 2]
+                if key != "traceback":
+                    body[key + "_clipped"] = True
+                shrunk = True
+        if not shrunk:
+            break
+        data = encode(body)
+    return data
 
 
 class CellStream(io.TextIOBase):
@@ -227,17 +259,20 @@ class Kernel(object):
 
     def send_frame(self, body):
         self._flush_native()
+
+        def encode(b):
+            return _utf8_safe(json.dumps(b, ensure_ascii=False)).encode(
+                "utf-8")
         try:
-            text = json.dumps(body, ensure_ascii=False)
+            data = _fit_frame(body, encode)
         except Exception as e:
-            text = json.dumps({
+            data = encode({
                 "id": body.get("id"), "status": "error", "stdout": "",
                 "stderr": "", "stdout_clipped": False,
                 "stderr_clipped": False, "stdout_total": 0,
                 "stderr_total": 0,
                 "traceback": "mibyan kernel: cannot encode the reply: %r" % e,
                 "execution_count": self.execution_count, "exit_code": 1})
-        data = _utf8_safe(text).encode("utf-8")
         header = b"\n" + self.sentinel + b" " + str(len(data)).encode() + b"\n"
         with self._frame_lock:
             _write_all(self.frame_fd, header + data)
@@ -331,6 +366,9 @@ class Kernel(object):
         cell ended the kernel, else None."""
         if timeout is not None:
             self._set_rpc_timeout(timeout)
+        # The stub tags tool calls with the cell they belong to; threads
+        # and subprocesses keep the id of the cell that started them.
+        os.environ[ENV_RPC_CELL] = cell_id
         self._restore_fds()
         self.execution_count += 1
         out = CellStream(1, CAPTURE_LIMIT)
@@ -344,7 +382,7 @@ class Kernel(object):
         except SystemExit as e:
             status = "exit"
             exit_code = _exit_code(e.code)
-            trace = "SystemExit: %r" % (e.code,)
+            trace = _clip_text("SystemExit: %r" % (e.code,))
             # A real interpreter runs atexit handlers on sys.exit(); run them
             # while output is still captured for this cell.
             self._run_atexit()
@@ -384,7 +422,8 @@ class Kernel(object):
             if tb is not None and tb.tb_frame.f_code is \
                     Kernel.run_cell.__code__:
                 tb = tb.tb_next
-            return "".join(traceback.format_exception(type(e), e, tb))
+            return _clip_text(
+                "".join(traceback.format_exception(type(e), e, tb)))
         except BaseException:
             return "%s: <exception could not be formatted>" % \
                 type(e).__name__

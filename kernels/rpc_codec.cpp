@@ -21,6 +21,8 @@ std::string decode_rpc_request(std::string_view line, rpc_request& out) {
   out.tool = tool->as_string();
   if (auto token = v.find("token"); token && token->is_string())
     out.token = token->as_string();
+  if (auto cell = v.find("cell"); cell && cell->is_string())
+    out.cell = cell->as_string();
   auto args = v.find("args");
   if (args == nullptr || args->is_null())
     out.args_json = "{}";
@@ -31,6 +33,32 @@ std::string decode_rpc_request(std::string_view line, rpc_request& out) {
   if (out.id.empty())
     return "missing string member 'id'";
   return {};
+}
+
+std::string peek_rpc_id(std::string_view line) {
+  size_t i = 0;
+  auto skip_ws = [&] {
+    while (i < line.size()
+           && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r'))
+      ++i;
+  };
+  auto expect = [&](std::string_view s) {
+    skip_ws();
+    if (line.substr(i, s.size()) != s)
+      return false;
+    i += s.size();
+    return true;
+  };
+  if (!expect("{") || !expect("\"id\"") || !expect(":") || !expect("\""))
+    return {};
+  auto rest = line.substr(i, 129);
+  auto end = rest.find('"');
+  if (end == std::string_view::npos)
+    return {};
+  auto id = rest.substr(0, end);
+  if (id.find('\\') != std::string_view::npos)
+    return {};
+  return std::string{id};
 }
 
 std::string encode_rpc_response(const std::string& id,

@@ -1,7 +1,8 @@
 // File: kernels/rpc_codec.hpp
 //
 // Decoding and encoding of the kernel RPC lines (docs/kernel_protocol.md):
-//   request  {"id": "<pid>-<seq>", "tool": NAME, "args": {...}, "token": T}
+//   request  {"id": "<pid>-<seq>", "tool": NAME, "args": {...}, "token": T,
+//             "cell": "<id of the cell the caller belongs to>"}
 //   response {"id": "<same>" | null, "result": "<tool result JSON text>"}
 // Pure functions; no I/O.
 #pragma once
@@ -16,11 +17,17 @@ struct rpc_request {
   std::string tool;
   std::string args_json;  // the args object as JSON text
   std::string token;
+  std::string cell;       // "" when the request names no cell
 };
 
 /// Decodes one request line. Returns an error message ("" on success) in
 /// the words shown to the script after "Invalid RPC request: ".
 std::string decode_rpc_request(std::string_view line, rpc_request& out);
+
+/// Returns the request id of a line without parsing it, for refusing a
+/// line too large to parse: the value of a leading `"id": "<text>"` member
+/// (no escapes, at most 128 characters), else "".
+std::string peek_rpc_id(std::string_view line);
 
 /// Encodes a response line (with the trailing newline). An empty `id`
 /// becomes null.

@@ -101,6 +101,7 @@ import os as _os
 import select as _select
 import shlex as _shlex
 import socket as _socket
+import sys as _sys
 import threading as _threading
 import time as _time
 
@@ -114,6 +115,7 @@ __all__ = list(AVAILABLE_TOOLS) + list(HELPERS)
 _ENV_SOCKET = "MIBYAN_RPC_SOCKET"
 _ENV_TOKEN = "MIBYAN_RPC_TOKEN"
 _ENV_TIMEOUT = "MIBYAN_RPC_TIMEOUT"
+_ENV_CELL = "MIBYAN_RPC_CELL"
 _DEFAULT_TIMEOUT = 300.0
 _LOST = ("mibyan_tools: connection lost after '%s' was sent; outcome "
          "unknown \u2014 check the effect before retrying.")
@@ -219,6 +221,7 @@ class _Connection(object):
         self.view = memoryview(self.buf)
         self.start = 0
         self.end = 0
+        self.refusal = None
         self.poller = None
         if _HAVE_POLL:
             self.poller = _select.poll()
@@ -343,6 +346,8 @@ class _Connection(object):
                 rid = msg.get("id")
                 if isinstance(rid, str):
                     replies.append((rid, msg))
+                elif rid is None:
+                    self._note_refusal(buf[start:nl])
             start = scan = nl + 1
         if start == end:
             start = end = 0
@@ -406,6 +411,51 @@ class _Connection(object):
                 with self.lock:
                     self.reading = False
 
+    def closed_by_host(self):
+        """True when no call is in flight and the host has closed the
+        connection (it closes a cell's connections when the cell ends)."""
+        with self.lock:
+            if self.dead:
+                return True
+            if self.reading or self.waiters:
+                return False
+        try:
+            return self.sock.recv(1, _socket.MSG_PEEK
+                                  | _socket.MSG_DONTWAIT) == b""
+        except (BlockingIOError, InterruptedError):
+            return False
+        except OSError:
+            return True
+
+    def take_refusal(self):
+        """Returns the host's refusal text (an error line with a null id,
+        sent before it closed the connection), reading it if it is still
+        queued; None when there is none."""
+        with self.lock:
+            busy = self.reading
+        if self.refusal is None and not busy:
+            try:
+                data = self.sock.recv(65536, _socket.MSG_DONTWAIT)
+            except OSError:
+                data = b""
+            for line in data.split(b"\n"):
+                self._note_refusal(line)
+        return self.refusal
+
+    def _note_refusal(self, line):
+        try:
+            msg = _decode_line(bytes(line).decode("utf-8"))
+        except ValueError:
+            return
+        if isinstance(msg, dict) and msg.get("id") is None:
+            result = msg.get("result")
+            try:
+                error = _json.loads(result).get("error")
+            except (TypeError, ValueError, AttributeError):
+                error = None
+            if isinstance(error, str):
+                self.refusal = error
+
     def abandon(self):
         """Drops a connection inherited through fork() without disturbing
         the parent's use of it."""
@@ -414,6 +464,71 @@ class _Connection(object):
         except OSError:
             pass
 
+
+# -- cell tags ----------------------------------------------------------------
+#
+# Each call names the cell it belongs to, so the host refuses calls left
+# over from a finished cell instead of charging them to the running one
+# (docs/kernel_protocol.md section 5.2). The runner sets MIBYAN_RPC_CELL
+# for each cell; a thread keeps the cell of the thread that started it,
+# and work submitted to a ThreadPoolExecutor runs under the submitter's
+# cell. A subprocess inherits the variable from the cell that started it.
+
+_tls = _threading.local()
+
+
+def _current_cell():
+    cell = getattr(_tls, "cell", None)
+    if cell is None:
+        cell = getattr(_threading.current_thread(), "_mibyan_cell", None)
+    if cell is None:
+        cell = _os.environ.get(_ENV_CELL, "")
+    return cell
+
+
+def _tag_executor():
+    # Patched lazily (importing concurrent.futures costs milliseconds):
+    # an executor starts its first worker thread inside its first submit,
+    # so the patch is in place before any work item runs in a later cell.
+    global _executor_tagged
+    module = _sys.modules.get("concurrent.futures.thread")
+    if _executor_tagged or module is None:
+        return
+    _executor_tagged = True
+    submit = module.ThreadPoolExecutor.submit
+
+    def submit_in_cell(self, fn, *args, **kwargs):
+        cell = _current_cell()
+
+        def run(*a, **k):
+            saved = getattr(_tls, "cell", None)
+            _tls.cell = cell
+            try:
+                return fn(*a, **k)
+            finally:
+                _tls.cell = saved
+        return submit(self, run, *args, **kwargs)
+
+    module.ThreadPoolExecutor.submit = submit_in_cell
+
+
+def _tag_threads():
+    thread_start = _threading.Thread.start
+    if getattr(thread_start, "_mibyan_tagged", False):
+        return
+
+    def start(self, *a, **k):
+        self._mibyan_cell = _current_cell()
+        _tag_executor()
+        return thread_start(self, *a, **k)
+
+    start._mibyan_tagged = True
+    _threading.Thread.start = start
+    _tag_executor()
+
+
+_executor_tagged = False
+_tag_threads()
 
 _state_lock = _threading.Lock()
 _conn = None
@@ -439,8 +554,10 @@ def _connection(pid):
         if conn is not None:
             if conn.pid != pid:
                 conn.abandon()
-            elif not conn.dead:
+            elif not conn.closed_by_host():
                 return conn
+            else:
+                conn.close()
         _conn = None
         conn = _conn = _Connection(_os.environ.get(_ENV_SOCKET, ""))
         return conn
@@ -498,7 +615,8 @@ def _call(tool, args):
         rid = "%d-%d" % (pid, _seq)
     try:
         data = (_encoder.encode({"id": rid, "tool": tool, "args": args,
-                                 "token": _os.environ.get(_ENV_TOKEN, "")})
+                                 "token": _os.environ.get(_ENV_TOKEN, ""),
+                                 "cell": _current_cell()})
                 + "\n").encode("utf-8")
     except (TypeError, ValueError) as e:
         raise TypeError("mibyan_tools: the arguments of '%s' cannot be sent "
@@ -527,7 +645,11 @@ def _call(tool, args):
             conn.send(data)
         except OSError as e:
             conn.unregister(rid)
+            refusal = conn.take_refusal()
             conn.close()
+            if refusal is not None:
+                raise ConnectionError("mibyan_tools: the host refused '%s': "
+                                      "%s" % (tool, refusal)) from None
             problem = e
             continue
         except BaseException:
@@ -544,6 +666,9 @@ def _call(tool, args):
                     "mibyan_tools: no reply to '%s' within %gs; outcome "
                     "unknown \u2014 check the effect before retrying."
                     % (tool, timeout))
+            if conn.refusal is not None:
+                raise ConnectionError("mibyan_tools: the host refused '%s': "
+                                      "%s" % (tool, conn.refusal))
             raise ConnectionError(_LOST % tool)
         return _decode(waiter.reply)
     raise ConnectionError("mibyan_tools: cannot reach the Mibyan host (%s); "

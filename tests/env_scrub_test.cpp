@@ -167,7 +167,7 @@ BOOST_AUTO_TEST_CASE(only_exact_product_names_survive) {
 }
 
 // Issue 14 item 4: the kernel and its scripts' terminal calls apply one
-// allow-list (runtime/env_filter.hpp), credential-shaped values included.
+// allow-list (base/env_filter.hpp), credential-shaped values included.
 BOOST_AUTO_TEST_CASE(kernel_and_script_terminal_share_the_allow_list) {
   std::vector<std::string> in{
     "PATH=/usr/bin",  "HOME=/home/u",       "GH_PAT=abc",

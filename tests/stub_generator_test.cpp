@@ -357,11 +357,12 @@ BOOST_AUTO_TEST_CASE(call_returns_the_result_as_a_dict) {
     BOOST_TEST(m.get_string("token") == "secret-token");
     BOOST_TEST(reqs[i].connection == 1);
   }
-  // Keys in wire order: id, tool, args, token; null defaults are sent.
+  // Keys in wire order: id, tool, args, token, cell; null defaults are
+  // sent.
   BOOST_TEST(reqs[1].line.find("{\"id\": \"" + pid + "-2\", \"tool\": "
                                "\"web_extract\", \"args\": {\"urls\": "
                                "[\"http://x\"], \"char_limit\": null}, "
-                               "\"token\": \"secret-token\"}")
+                               "\"token\": \"secret-token\", \"cell\": ")
              == 0u,
              reqs[1].line);
   BOOST_TEST(s.server.connections() == 1);
