@@ -18,6 +18,8 @@
 #include "actors/tool_dispatcher.hpp"
 #include "kernels/kernel_process.hpp"
 #include "runtime/http_client.hpp"
+#include "runtime/env_filter.hpp"
+#include "runtime/redact.hpp"
 #include "runtime/log.hpp"
 #include "kernels/stub_generator.hpp"
 #include "tools/execute_code.hpp"
@@ -143,6 +145,8 @@ runtime::create(options opts, std::string* error,
   svc->cfg = std::move(opts);
   if (!svc->http)
     svc->http = std::make_shared<http_client>();
+  svc->redact = std::make_shared<const redactor>(
+    redactor::from_environment(current_environment(), svc->cfg.env_file));
   register_core_tools(svc->tools);
   for (auto& t : extra_tools)
     svc->tools.add(std::move(t));

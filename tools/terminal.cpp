@@ -25,6 +25,7 @@
 #include "runtime/private_file.hpp"
 #include "runtime/subprocess.hpp"
 #include "tools/output_cap.hpp"
+#include "tools/redact_result.hpp"
 
 namespace mibyan {
 
@@ -316,7 +317,8 @@ public:
     }
     if (res.out_omitted > 0) {
       result["truncated"] = true;
-      save_spill(result, ctx, strip_ansi(spill), spill_cut, res.out_total);
+      save_spill(result, ctx, redact_text(ctx, strip_ansi(spill)), spill_cut,
+                 res.out_total);
     }
     return result;
   }

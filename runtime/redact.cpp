@@ -1,0 +1,745 @@
+#include "runtime/redact.hpp"
+
+#include <algorithm>
+#include <array>
+#include <bitset>
+#include <cstring>
+
+#include "runtime/env_filter.hpp"
+
+namespace mibyan {
+
+namespace {
+
+// ---------------------------------------------------------------------------
+// Character classes
+
+constexpr bool is_alpha(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+constexpr bool is_digit(char c) {
+  return c >= '0' && c <= '9';
+}
+constexpr bool is_alnum(char c) {
+  return is_alpha(c) || is_digit(c);
+}
+constexpr bool is_upper(char c) {
+  return c >= 'A' && c <= 'Z';
+}
+constexpr bool is_lower(char c) {
+  return c >= 'a' && c <= 'z';
+}
+// Characters of a key body: [A-Za-z0-9_-].
+constexpr bool is_tok(char c) {
+  return is_alnum(c) || c == '_' || c == '-';
+}
+// Characters of a pair name: [A-Za-z0-9_.-].
+constexpr bool is_name(char c) {
+  return is_tok(c) || c == '.';
+}
+// Characters of a bearer token (RFC 6750 b64token).
+constexpr bool is_b64tok(char c) {
+  return is_tok(c) || c == '.' || c == '~' || c == '+' || c == '/'
+         || c == '=';
+}
+constexpr bool is_space(char c) {
+  return c == ' ' || c == '\t';
+}
+char lower(char c) {
+  return is_upper(c) ? static_cast<char>(c - 'A' + 'a') : c;
+}
+
+bool iequals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size())
+    return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (lower(a[i]) != lower(b[i]))
+      return false;
+  return true;
+}
+
+bool ends_with(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size()
+         && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+// ---------------------------------------------------------------------------
+// Key shapes with a literal prefix
+
+enum class body_class { tok, alnum, upper_digit, word, slack };
+
+struct key_shape {
+  const char* prefix;
+  body_class body;
+  size_t min_len;
+  size_t max_len; // 0: unbounded
+  bool need_digit; // the body must contain a digit (cuts false positives)
+};
+
+// Longer prefixes first where one prefix starts another (sk-ant- before
+// sk-); the first shape that matches wins.
+const key_shape key_shapes[] = {
+  {"sk-ant-", body_class::tok, 20, 0, false},
+  {"sk-proj-", body_class::tok, 20, 0, false},
+  {"sk-or-v1-", body_class::tok, 20, 0, false},
+  {"sk-or-", body_class::tok, 20, 0, false},
+  {"sk-", body_class::tok, 20, 0, true},
+  {"sk_live_", body_class::alnum, 16, 0, false},
+  {"sk_test_", body_class::alnum, 16, 0, false},
+  {"rk_live_", body_class::alnum, 16, 0, false},
+  {"rk_test_", body_class::alnum, 16, 0, false},
+  {"gsk_", body_class::alnum, 20, 0, false},
+  {"ghp_", body_class::alnum, 30, 0, false},
+  {"gho_", body_class::alnum, 30, 0, false},
+  {"ghu_", body_class::alnum, 30, 0, false},
+  {"ghs_", body_class::alnum, 30, 0, false},
+  {"ghr_", body_class::alnum, 30, 0, false},
+  {"github_pat_", body_class::word, 22, 0, false},
+  {"glpat-", body_class::tok, 20, 0, false},
+  {"xai-", body_class::tok, 20, 0, false},
+  {"xoxb-", body_class::slack, 10, 0, true},
+  {"xoxa-", body_class::slack, 10, 0, true},
+  {"xoxp-", body_class::slack, 10, 0, true},
+  {"xoxr-", body_class::slack, 10, 0, true},
+  {"xoxs-", body_class::slack, 10, 0, true},
+  {"AIza", body_class::tok, 35, 35, false},
+  {"AKIA", body_class::upper_digit, 16, 16, false},
+  {"ASIA", body_class::upper_digit, 16, 16, false},
+  {"hf_", body_class::alnum, 30, 0, false},
+  {"npm_", body_class::alnum, 30, 0, false},
+  {"pypi-AgE", body_class::tok, 50, 0, false},
+};
+
+bool in_body(body_class b, char c) {
+  switch (b) {
+    case body_class::tok:
+      return is_tok(c);
+    case body_class::alnum:
+      return is_alnum(c);
+    case body_class::upper_digit:
+      return is_upper(c) || is_digit(c);
+    case body_class::word:
+      return is_alnum(c) || c == '_';
+    case body_class::slack:
+      return is_alnum(c) || c == '-';
+  }
+  return false;
+}
+
+// ---------------------------------------------------------------------------
+// Secret-shaped pair names
+
+// Splits `name` into lower-cased words at _ . - and camelCase humps.
+std::vector<std::string> name_words(std::string_view name) {
+  std::vector<std::string> words;
+  std::string cur;
+  for (size_t i = 0; i < name.size(); ++i) {
+    char c = name[i];
+    if (c == '_' || c == '.' || c == '-') {
+      if (!cur.empty())
+        words.push_back(std::move(cur));
+      cur.clear();
+      continue;
+    }
+    if (is_upper(c) && i > 0 && is_lower(name[i - 1]) && !cur.empty()) {
+      words.push_back(std::move(cur));
+      cur.clear();
+    }
+    cur.push_back(lower(c));
+  }
+  if (!cur.empty())
+    words.push_back(std::move(cur));
+  return words;
+}
+
+// Words in front of "key" that make it a credential in lower/camelCase
+// names (in UPPER_SNAKE names, which are environment style, any qualifier
+// does).
+const char* const key_qualifiers[] = {
+  "api",     "secret",  "private", "access",  "signing", "encryption",
+  "master",  "client",  "app",     "auth",    "service", "account",
+  "license", "session", "admin",   "webhook", "deploy",  "x",
+};
+
+// Whether a pair called `name` holds a secret. Decided by its last word so
+// that max_tokens, token_type, secret_name, author, public_key, sort_key
+// and password_file stay visible.
+bool is_secret_pair_name(std::string_view name) {
+  if (name.empty() || name.size() > 64)
+    return false;
+  auto words = name_words(name);
+  if (words.empty())
+    return false;
+  const auto& last = words.back();
+  for (auto s : {"token", "secret", "password", "passwd", "passphrase",
+                 "apikey", "secretkey", "privatekey", "accesskey",
+                 "accesstoken", "authtoken"})
+    if (ends_with(last, s))
+      return true;
+  if (last == "pwd" && words.size() >= 2)
+    return true; // DB_PWD, not the shell's PWD
+  for (auto s : {"pass", "auth", "authorization", "credential",
+                 "credentials", "creds", "dsn", "cookie"})
+    if (last == s)
+      return true;
+  if (last == "key" && words.size() >= 2) {
+    bool upper_name = std::none_of(name.begin(), name.end(), is_lower);
+    if (upper_name)
+      return words[words.size() - 2] != "public";
+    const auto& q = words[words.size() - 2];
+    for (auto k : key_qualifiers)
+      if (q == k)
+        return true;
+  }
+  return false;
+}
+
+// Values that are placeholders or references, not secrets.
+bool is_placeholder_value(std::string_view v) {
+  if (v.size() < 4)
+    return true;
+  char c = v.front();
+  if (c == '$' || c == '<' || c == '%' || c == '{' || c == '*')
+    return true;
+  if (v.rfind("[REDACTED", 0) == 0)
+    return true;
+  if (std::all_of(v.begin(), v.end(), [&](char x) { return x == c; }))
+    return true;
+  if (v.size() < 12 && std::all_of(v.begin(), v.end(), is_digit))
+    return true;
+  for (auto w : {"null", "none", "true", "false", "undefined", "nil",
+                 "redacted", "hidden", "masked"})
+    if (iequals(v, w))
+      return true;
+  return false;
+}
+
+// An identifier or dotted reference (self.token, os.environ, string): in
+// code, an unquoted value like this names something instead of holding it.
+bool is_reference_like(std::string_view v) {
+  if (v.empty() || !(is_alpha(v.front()) || v.front() == '_'))
+    return false;
+  bool digit = false;
+  for (char c : v) {
+    if (is_digit(c))
+      digit = true;
+    else if (!(is_alpha(c) || c == '_' || c == '.'))
+      return false;
+  }
+  return !digit;
+}
+
+// Secret-shaped environment names (the env scrubber's secret block).
+const char* const secret_env_markers[] = {
+  "KEY",  "TOKEN", "SECRET",  "PASSWORD", "PASSWD", "CREDENTIAL",
+  "AUTH", "DSN",   "WEBHOOK", "CREDS",    "BEARER", "APIKEY",
+};
+
+// ---------------------------------------------------------------------------
+// The matcher
+
+constexpr uint8_t f_env = 1;    // first byte of a literal secret
+constexpr uint8_t f_shape = 2;  // first byte of a prefixed shape
+constexpr uint8_t f_pair = 4;   // '=' or ':'
+
+struct match {
+  size_t begin = 0;  // replaced range [begin, end)
+  size_t end = 0;
+  std::string replacement;
+};
+
+} // namespace
+
+struct redactor::impl {
+  std::vector<secret> secrets;          // longest value first
+  std::array<std::vector<uint32_t>, 256> by_first{}; // indices into secrets
+  std::bitset<65536> first_two;         // first two bytes of each value
+  std::array<uint8_t, 256> flags{};
+
+  void build() {
+    std::sort(secrets.begin(), secrets.end(),
+              [](const secret& a, const secret& b) {
+                return a.value.size() > b.value.size();
+              });
+    for (auto& b : by_first)
+      b.clear();
+    first_two.reset();
+    flags.fill(0);
+    for (uint32_t i = 0; i < secrets.size(); ++i) {
+      auto& v = secrets[i].value;
+      auto b0 = static_cast<unsigned char>(v[0]);
+      auto b1 = static_cast<unsigned char>(v[1]);
+      by_first[b0].push_back(i);
+      first_two.set(b0 << 8 | b1);
+      flags[b0] |= f_env;
+    }
+    for (auto& k : key_shapes)
+      flags[static_cast<unsigned char>(k.prefix[0])] |= f_shape;
+    for (char c : {'e', 'B', 'b', '-'})
+      flags[static_cast<unsigned char>(c)] |= f_shape;
+    flags['='] |= f_pair;
+    flags[':'] |= f_pair;
+  }
+
+  bool find(std::string_view s, size_t i, match& m) const;
+  bool literal(std::string_view s, size_t i, match& m) const;
+  bool shape(std::string_view s, size_t i, match& m) const;
+  bool pem(std::string_view s, size_t i, match& m) const;
+  bool pair(std::string_view s, size_t i, match& m) const;
+  bool url(std::string_view s, size_t i, match& m) const;
+};
+
+namespace {
+
+// Whether position `i` starts a token (the previous byte is no key byte).
+bool at_boundary(std::string_view s, size_t i) {
+  return i == 0 || !(is_tok(s[i - 1]));
+}
+
+bool starts_at(std::string_view s, size_t i, std::string_view lit) {
+  return s.size() - i >= lit.size()
+         && std::memcmp(s.data() + i, lit.data(), lit.size()) == 0;
+}
+
+bool prefixed_key(std::string_view s, size_t i, match& m) {
+  for (auto& k : key_shapes) {
+    std::string_view prefix{k.prefix};
+    if (!starts_at(s, i, prefix))
+      continue;
+    size_t j = i + prefix.size();
+    bool digit = false;
+    bool alpha = false;
+    while (j < s.size() && in_body(k.body, s[j])) {
+      digit = digit || is_digit(s[j]);
+      alpha = alpha || is_alpha(s[j]);
+      ++j;
+    }
+    size_t len = j - i - prefix.size();
+    if (len < k.min_len || (k.max_len != 0 && len != k.max_len))
+      continue;
+    if (j < s.size() && is_tok(s[j]))
+      continue; // runs on into a longer word of another class
+    if (k.need_digit && !(digit && alpha))
+      continue;
+    m.begin = i;
+    m.end = j;
+    m.replacement = std::string{prefix} + "[REDACTED]";
+    return true;
+  }
+  return false;
+}
+
+// eyJ<header>.<payload>.<signature>
+bool jwt(std::string_view s, size_t i, match& m) {
+  if (!starts_at(s, i, "eyJ"))
+    return false;
+  size_t j = i + 3;
+  size_t parts_len[3] = {3, 0, 0};
+  int part = 0;
+  while (j < s.size()) {
+    char c = s[j];
+    if (is_tok(c)) {
+      ++parts_len[part];
+    } else if (c == '.' && part < 2) {
+      ++part;
+    } else {
+      break;
+    }
+    ++j;
+  }
+  if (part < 2 || parts_len[0] < 10 || parts_len[1] < 10)
+    return false;
+  m.begin = i;
+  m.end = j;
+  m.replacement = "[REDACTED]";
+  return true;
+}
+
+// Bearer <token>
+bool bearer(std::string_view s, size_t i, match& m) {
+  if (s.size() - i < 7 || !iequals(s.substr(i, 6), "bearer"))
+    return false;
+  size_t j = i + 6;
+  if (!is_space(s[j]))
+    return false;
+  while (j < s.size() && is_space(s[j]))
+    ++j;
+  size_t b = j;
+  bool digit = false, up = false, lo = false;
+  while (j < s.size() && is_b64tok(s[j])) {
+    digit = digit || is_digit(s[j]);
+    up = up || is_upper(s[j]);
+    lo = lo || is_lower(s[j]);
+    ++j;
+  }
+  size_t len = j - b;
+  if (len < 8 || !(digit || (len >= 20 && up && lo)))
+    return false;
+  if (is_placeholder_value(s.substr(b, len)))
+    return false;
+  m.begin = b;
+  m.end = j;
+  m.replacement = "[REDACTED]";
+  return true;
+}
+
+bool is_base64_line(std::string_view line) {
+  for (char c : line)
+    if (!(is_alnum(c) || c == '+' || c == '/' || c == '=' || c == '\r'
+          || c == ' '))
+      return false;
+  return true;
+}
+
+} // namespace
+
+bool redactor::impl::pem(std::string_view s, size_t i, match& m) const {
+  constexpr std::string_view begin_tag = "-----BEGIN ";
+  if (!starts_at(s, i, begin_tag))
+    return false;
+  // The label: up to 48 chars of [A-Z0-9 ], ending in PRIVATE KEY or
+  // PRIVATE KEY BLOCK (PGP), then "-----".
+  size_t j = i + begin_tag.size();
+  size_t label_begin = j;
+  while (j < s.size() && j - label_begin < 48
+         && (is_upper(s[j]) || is_digit(s[j]) || s[j] == ' '))
+    ++j;
+  auto label = s.substr(label_begin, j - label_begin);
+  if (!(ends_with(label, "PRIVATE KEY") || ends_with(label, "PRIVATE KEY BLOCK")))
+    return false;
+  if (!starts_at(s, j, "-----"))
+    return false;
+  size_t body = j + 5;
+  {
+    size_t k = body;
+    while (k < s.size() && (s[k] == '\r' || s[k] == '\n'))
+      ++k;
+    if (starts_at(s, k, "[REDACTED"))
+      return false; // already redacted
+  }
+  auto end_pos = s.find("-----END ", body);
+  size_t body_end;
+  if (end_pos != std::string_view::npos) {
+    body_end = end_pos;
+  } else {
+    // Cut off (truncated output): the body runs while lines look like
+    // base64 or PEM headers.
+    size_t k = body;
+    if (k < s.size() && s[k] == '\r')
+      ++k;
+    if (k < s.size() && s[k] == '\n')
+      ++k;
+    while (k < s.size()) {
+      auto nl = s.find('\n', k);
+      auto line = s.substr(k, nl == std::string_view::npos ? s.size() - k
+                                                           : nl - k);
+      bool header = line.find(": ") != std::string_view::npos
+                    && line.size() < 128;
+      if (!(is_base64_line(line) || header))
+        break;
+      k = nl == std::string_view::npos ? s.size() : nl + 1;
+    }
+    body_end = k;
+  }
+  m.begin = body;
+  m.end = body_end;
+  m.replacement = "\n[REDACTED PRIVATE KEY]\n";
+  return true;
+}
+
+bool redactor::impl::literal(std::string_view s, size_t i, match& m) const {
+  if (s.size() - i < min_secret_value_length)
+    return false;
+  auto b0 = static_cast<unsigned char>(s[i]);
+  auto b1 = static_cast<unsigned char>(s[i + 1]);
+  if (!first_two.test(b0 << 8 | b1))
+    return false;
+  for (auto idx : by_first[b0]) {
+    auto& sec = secrets[idx];
+    if (starts_at(s, i, sec.value)) {
+      m.begin = i;
+      m.end = i + sec.value.size();
+      m.replacement = "[REDACTED:" + sec.name + "]";
+      return true;
+    }
+  }
+  return false;
+}
+
+bool redactor::impl::shape(std::string_view s, size_t i, match& m) const {
+  char c = s[i];
+  if (c == '-')
+    return pem(s, i, m);
+  if (!at_boundary(s, i))
+    return false;
+  if (c == 'B' || c == 'b') {
+    if (bearer(s, i, m))
+      return true;
+  }
+  if (c == 'e' && jwt(s, i, m))
+    return true;
+  return prefixed_key(s, i, m);
+}
+
+// scheme://user:password@host
+bool redactor::impl::url(std::string_view s, size_t i, match& m) const {
+  if (!starts_at(s, i, "://"))
+    return false;
+  size_t k = i;
+  while (k > 0 && (is_alnum(s[k - 1]) || s[k - 1] == '+' || s[k - 1] == '.'
+                   || s[k - 1] == '-'))
+    --k;
+  if (i - k < 2 || !is_alpha(s[k]))
+    return false;
+  size_t a = i + 3;
+  size_t j = a;
+  size_t at = std::string_view::npos;
+  size_t colon = std::string_view::npos;
+  while (j < s.size()) {
+    char c = s[j];
+    if (c == '/' || c == '?' || c == '#' || c == ' ' || c == '\t'
+        || c == '\n' || c == '\r' || c == '"' || c == '\'' || c == '<'
+        || c == '>' || c == '`')
+      break;
+    if (c == '@')
+      at = j;
+    else if (c == ':' && colon == std::string_view::npos)
+      colon = j;
+    ++j;
+  }
+  if (at == std::string_view::npos || colon == std::string_view::npos
+      || colon > at || at - colon < 2)
+    return false;
+  auto pw = s.substr(colon + 1, at - colon - 1);
+  char p0 = pw.front();
+  if (p0 == '$' || p0 == '<' || p0 == '{' || p0 == '*'
+      || pw.rfind("[REDACTED", 0) == 0)
+    return false;
+  m.begin = colon + 1;
+  m.end = at;
+  m.replacement = "[REDACTED]";
+  return true;
+}
+
+// NAME=value, NAME: value, "name": "value", name = 'value'
+bool redactor::impl::pair(std::string_view s, size_t i, match& m) const {
+  char sep = s[i];
+  if (sep == ':' && starts_at(s, i, "://"))
+    return url(s, i, m);
+  // -- the name, backwards: optional spaces, optional closing quote ------
+  size_t k = i;
+  while (k > 0 && is_space(s[k - 1]) && i - k < 8)
+    --k;
+  char quote = 0;
+  if (k > 0 && (s[k - 1] == '"' || s[k - 1] == '\'')) {
+    quote = s[k - 1];
+    --k;
+  }
+  size_t name_end = k;
+  while (k > 0 && is_name(s[k - 1]) && name_end - k <= 64)
+    --k;
+  if (k == name_end || name_end - k > 64)
+    return false;
+  if (quote && (k == 0 || s[k - 1] != quote))
+    return false;
+  if (!quote && k > 0 && (is_alnum(s[k - 1])))
+    return false;
+  auto name = s.substr(k, name_end - k);
+  if (sep == '=' && i + 1 < s.size() && s[i + 1] == '=')
+    return false; // comparison ==
+  if (sep == '=' && k > 0 && !quote
+      && (s[k - 1] == '!' || s[k - 1] == '<' || s[k - 1] == '>'))
+    return false;
+  if (!is_secret_pair_name(name))
+    return false;
+  // -- the value ----------------------------------------------------------
+  size_t j = i + 1;
+  while (j < s.size() && is_space(s[j]) && j - i < 8)
+    ++j;
+  if (j >= s.size())
+    return false;
+  char vq = s[j];
+  size_t vb, ve;
+  if (vq == '"' || vq == '\'' || vq == '`') {
+    vb = j + 1;
+    ve = vb;
+    while (ve < s.size() && s[ve] != vq && s[ve] != '\n') {
+      if (s[ve] == '\\' && ve + 1 < s.size() && s[ve + 1] != '\n')
+        ++ve;
+      ++ve;
+    }
+    if (ve >= s.size() || s[ve] != vq)
+      return false;
+    if (is_placeholder_value(s.substr(vb, ve - vb)))
+      return false;
+  } else {
+    vb = j;
+    ve = vb;
+    bool to_eol = sep == ':';
+    while (ve < s.size()) {
+      char c = s[ve];
+      if (c == '\n' || c == '\r' || c == ',' || c == ';' || c == '"'
+          || c == '\'' || c == '`' || c == '(' || c == ')' || c == '['
+          || c == ']' || c == '{' || c == '}' || c == '<' || c == '>'
+          || c == '&')
+        break;
+      if (is_space(c) && (!to_eol || (ve + 1 < s.size() && s[ve + 1] == '#')))
+        break;
+      ++ve;
+    }
+    while (ve > vb && is_space(s[ve - 1]))
+      --ve;
+    auto v = s.substr(vb, ve - vb);
+    if (is_placeholder_value(v))
+      return false;
+    if (ve < s.size() && (s[ve] == '(' || s[ve] == '['))
+      return false; // a call or subscript: code, not a value
+    bool env_style = sep == '=' && !quote
+                     && std::none_of(name.begin(), name.end(), is_lower);
+    if (!env_style && is_reference_like(v))
+      return false;
+    if (!env_style && v.find(' ') != std::string_view::npos) {
+      // A multi-word YAML value: keep the scheme word of an
+      // Authorization-style value ("Bearer x", "Basic x") visible.
+      auto sp = v.find(' ');
+      auto first = v.substr(0, sp);
+      if (iequals(first, "bearer") || iequals(first, "basic")
+          || iequals(first, "token")) {
+        vb += sp + 1;
+        while (vb < ve && is_space(s[vb]))
+          ++vb;
+        if (is_placeholder_value(s.substr(vb, ve - vb)))
+          return false;
+      }
+    }
+  }
+  m.begin = vb;
+  m.end = ve;
+  m.replacement = "[REDACTED]";
+  return true;
+}
+
+bool redactor::impl::find(std::string_view s, size_t i, match& m) const {
+  auto f = flags[static_cast<unsigned char>(s[i])];
+  if ((f & f_shape) && shape(s, i, m))
+    return true;
+  if ((f & f_env) && literal(s, i, m))
+    return true;
+  if ((f & f_pair) && pair(s, i, m))
+    return true;
+  return false;
+}
+
+bool is_secret_variable_name(std::string_view name) {
+  if (name.empty())
+    return false;
+  std::string u;
+  u.reserve(name.size());
+  for (char c : name)
+    u.push_back(is_lower(c) ? static_cast<char>(c - 'a' + 'A') : c);
+  for (auto s : {"_SOCK", "_PATH", "_FILE", "_DIR", "_SOCKET"})
+    if (ends_with(u, s))
+      return false;
+  if (is_provider_credential(name) || is_secret_env_name(name))
+    return true;
+  for (auto m : secret_env_markers)
+    if (u.find(m) != std::string::npos)
+      return true;
+  return false;
+}
+
+redactor::redactor() : impl_(std::make_unique<impl>()) {
+  impl_->build();
+}
+
+redactor::redactor(std::vector<secret> secrets)
+  : impl_(std::make_unique<impl>()) {
+  for (auto& s : secrets) {
+    if (s.value.size() < min_secret_value_length)
+      continue;
+    bool dup = std::any_of(impl_->secrets.begin(), impl_->secrets.end(),
+                           [&](const secret& x) { return x.value == s.value; });
+    if (!dup)
+      impl_->secrets.push_back(std::move(s));
+  }
+  impl_->build();
+}
+
+redactor::~redactor() = default;
+redactor::redactor(redactor&&) noexcept = default;
+redactor& redactor::operator=(redactor&&) noexcept = default;
+
+redactor redactor::from_environment(
+  const std::vector<std::string>& env,
+  const std::map<std::string, std::string>& extra) {
+  std::vector<secret> secrets;
+  for (auto& e : env) {
+    auto eq = e.find('=');
+    if (eq == std::string::npos || eq == 0)
+      continue;
+    std::string_view name{e.data(), eq};
+    if (is_secret_variable_name(name))
+      secrets.push_back({std::string{name}, e.substr(eq + 1)});
+  }
+  for (auto& [name, value] : extra)
+    if (is_secret_variable_name(name))
+      secrets.push_back({name, value});
+  return redactor{std::move(secrets)};
+}
+
+bool redactor::redact(std::string& text) const {
+  std::string out;
+  if (!redact_to(text, out))
+    return false;
+  text = std::move(out);
+  return true;
+}
+
+bool redactor::redact_to(std::string_view s, std::string& out) const {
+  const auto& flags = impl_->flags;
+  out.clear();
+  size_t copied = 0; // bytes of `s` already handled in `out`
+  bool changed = false;
+  match m;
+  size_t i = 0;
+  const size_t n = s.size();
+  while (i < n) {
+    if (flags[static_cast<unsigned char>(s[i])] == 0) {
+      ++i;
+      continue;
+    }
+    if (!impl_->find(s, i, m)) {
+      ++i;
+      continue;
+    }
+    if (!changed) {
+      out.reserve(n + 64);
+      changed = true;
+    }
+    out.append(s.data() + copied, m.begin - copied);
+    out.append(m.replacement);
+    copied = m.end;
+    i = std::max(m.end, i + 1);
+  }
+  if (!changed)
+    return false;
+  out.append(s.data() + copied, n - copied);
+  return true;
+}
+
+std::string redactor::redacted(std::string_view text) const {
+  std::string copy{text};
+  redact(copy);
+  return copy;
+}
+
+size_t redactor::secret_count() const {
+  return impl_->secrets.size();
+}
+
+const redactor& process_redactor() {
+  static const redactor r = redactor::from_environment(current_environment());
+  return r;
+}
+
+} // namespace mibyan
