@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <array>
-#include <bitset>
 #include <cstring>
 
 #include "runtime/env_filter.hpp"
@@ -69,7 +68,7 @@ bool ends_with(std::string_view s, std::string_view suffix) {
 enum class body_class { tok, alnum, upper_digit, word, slack };
 
 struct key_shape {
-  const char* prefix;
+  std::string_view prefix;
   body_class body;
   size_t min_len;
   size_t max_len; // 0: unbounded
@@ -78,36 +77,38 @@ struct key_shape {
 
 // Longer prefixes first where one prefix starts another (sk-ant- before
 // sk-); the first shape that matches wins.
+using namespace std::string_view_literals;
+
 const key_shape key_shapes[] = {
-  {"sk-ant-", body_class::tok, 20, 0, false},
-  {"sk-proj-", body_class::tok, 20, 0, false},
-  {"sk-or-v1-", body_class::tok, 20, 0, false},
-  {"sk-or-", body_class::tok, 20, 0, false},
-  {"sk-", body_class::tok, 20, 0, true},
-  {"sk_live_", body_class::alnum, 16, 0, false},
-  {"sk_test_", body_class::alnum, 16, 0, false},
-  {"rk_live_", body_class::alnum, 16, 0, false},
-  {"rk_test_", body_class::alnum, 16, 0, false},
-  {"gsk_", body_class::alnum, 20, 0, false},
-  {"ghp_", body_class::alnum, 30, 0, false},
-  {"gho_", body_class::alnum, 30, 0, false},
-  {"ghu_", body_class::alnum, 30, 0, false},
-  {"ghs_", body_class::alnum, 30, 0, false},
-  {"ghr_", body_class::alnum, 30, 0, false},
-  {"github_pat_", body_class::word, 22, 0, false},
-  {"glpat-", body_class::tok, 20, 0, false},
-  {"xai-", body_class::tok, 20, 0, false},
-  {"xoxb-", body_class::slack, 10, 0, true},
-  {"xoxa-", body_class::slack, 10, 0, true},
-  {"xoxp-", body_class::slack, 10, 0, true},
-  {"xoxr-", body_class::slack, 10, 0, true},
-  {"xoxs-", body_class::slack, 10, 0, true},
-  {"AIza", body_class::tok, 35, 35, false},
-  {"AKIA", body_class::upper_digit, 16, 16, false},
-  {"ASIA", body_class::upper_digit, 16, 16, false},
-  {"hf_", body_class::alnum, 30, 0, false},
-  {"npm_", body_class::alnum, 30, 0, false},
-  {"pypi-AgE", body_class::tok, 50, 0, false},
+  {"sk-ant-"sv, body_class::tok, 20, 0, false},
+  {"sk-proj-"sv, body_class::tok, 20, 0, false},
+  {"sk-or-v1-"sv, body_class::tok, 20, 0, false},
+  {"sk-or-"sv, body_class::tok, 20, 0, false},
+  {"sk-"sv, body_class::tok, 20, 0, true},
+  {"sk_live_"sv, body_class::alnum, 16, 0, false},
+  {"sk_test_"sv, body_class::alnum, 16, 0, false},
+  {"rk_live_"sv, body_class::alnum, 16, 0, false},
+  {"rk_test_"sv, body_class::alnum, 16, 0, false},
+  {"gsk_"sv, body_class::alnum, 20, 0, false},
+  {"ghp_"sv, body_class::alnum, 30, 0, false},
+  {"gho_"sv, body_class::alnum, 30, 0, false},
+  {"ghu_"sv, body_class::alnum, 30, 0, false},
+  {"ghs_"sv, body_class::alnum, 30, 0, false},
+  {"ghr_"sv, body_class::alnum, 30, 0, false},
+  {"github_pat_"sv, body_class::word, 22, 0, false},
+  {"glpat-"sv, body_class::tok, 20, 0, false},
+  {"xai-"sv, body_class::tok, 20, 0, false},
+  {"xoxb-"sv, body_class::slack, 10, 0, true},
+  {"xoxa-"sv, body_class::slack, 10, 0, true},
+  {"xoxp-"sv, body_class::slack, 10, 0, true},
+  {"xoxr-"sv, body_class::slack, 10, 0, true},
+  {"xoxs-"sv, body_class::slack, 10, 0, true},
+  {"AIza"sv, body_class::tok, 35, 35, false},
+  {"AKIA"sv, body_class::upper_digit, 16, 16, false},
+  {"ASIA"sv, body_class::upper_digit, 16, 16, false},
+  {"hf_"sv, body_class::alnum, 30, 0, false},
+  {"npm_"sv, body_class::alnum, 30, 0, false},
+  {"pypi-AgE"sv, body_class::tok, 50, 0, false},
 };
 
 bool in_body(body_class b, char c) {
@@ -129,32 +130,50 @@ bool in_body(body_class b, char c) {
 // ---------------------------------------------------------------------------
 // Secret-shaped pair names
 
-// Splits `name` into lower-cased words at _ . - and camelCase humps.
-std::vector<std::string> name_words(std::string_view name) {
-  std::vector<std::string> words;
-  std::string cur;
-  for (size_t i = 0; i < name.size(); ++i) {
+// The last two words of a pair name, lower-cased: words are split at
+// _ . - and camelCase humps. No allocation (names are at most 64 bytes).
+struct name_tail {
+  char last[65] = {};
+  char prev[65] = {};
+  size_t last_len = 0;
+  size_t prev_len = 0;
+  size_t words = 0;
+
+  std::string_view last_word() const { return {last, last_len}; }
+  std::string_view prev_word() const { return {prev, prev_len}; }
+};
+
+name_tail split_tail(std::string_view name) {
+  name_tail t;
+  char cur[65];
+  size_t len = 0;
+  auto flush = [&] {
+    if (len == 0)
+      return;
+    std::memcpy(t.prev, t.last, t.last_len);
+    t.prev_len = t.last_len;
+    std::memcpy(t.last, cur, len);
+    t.last_len = len;
+    ++t.words;
+    len = 0;
+  };
+  for (size_t i = 0; i < name.size() && i < 64; ++i) {
     char c = name[i];
     if (c == '_' || c == '.' || c == '-') {
-      if (!cur.empty())
-        words.push_back(std::move(cur));
-      cur.clear();
+      flush();
       continue;
     }
-    if (is_upper(c) && i > 0 && is_lower(name[i - 1]) && !cur.empty()) {
-      words.push_back(std::move(cur));
-      cur.clear();
-    }
-    cur.push_back(lower(c));
+    if (is_upper(c) && i > 0 && is_lower(name[i - 1]))
+      flush();
+    cur[len++] = lower(c);
   }
-  if (!cur.empty())
-    words.push_back(std::move(cur));
-  return words;
+  flush();
+  return t;
 }
 
 // Words in front of "key" that make it a credential in lower/camelCase
 // names (in UPPER_SNAKE names, which are environment style, any qualifier
-// does).
+// but "public" does).
 const char* const key_qualifiers[] = {
   "api",     "secret",  "private", "access",  "signing", "encryption",
   "master",  "client",  "app",     "auth",    "service", "account",
@@ -167,26 +186,25 @@ const char* const key_qualifiers[] = {
 bool is_secret_pair_name(std::string_view name) {
   if (name.empty() || name.size() > 64)
     return false;
-  auto words = name_words(name);
-  if (words.empty())
+  auto t = split_tail(name);
+  if (t.words == 0)
     return false;
-  const auto& last = words.back();
+  auto last = t.last_word();
   for (auto s : {"token", "secret", "password", "passwd", "passphrase",
-                 "apikey", "secretkey", "privatekey", "accesskey",
-                 "accesstoken", "authtoken"})
+                 "apikey", "secretkey", "privatekey", "accesskey"})
     if (ends_with(last, s))
       return true;
-  if (last == "pwd" && words.size() >= 2)
+  if (last == "pwd" && t.words >= 2)
     return true; // DB_PWD, not the shell's PWD
   for (auto s : {"pass", "auth", "authorization", "credential",
                  "credentials", "creds", "dsn", "cookie"})
     if (last == s)
       return true;
-  if (last == "key" && words.size() >= 2) {
+  if (last == "key" && t.words >= 2) {
+    auto q = t.prev_word();
     bool upper_name = std::none_of(name.begin(), name.end(), is_lower);
     if (upper_name)
-      return words[words.size() - 2] != "public";
-    const auto& q = words[words.size() - 2];
+      return q != "public";
     for (auto k : key_qualifiers)
       if (q == k)
         return true;
@@ -242,6 +260,13 @@ constexpr uint8_t f_env = 1;    // first byte of a literal secret
 constexpr uint8_t f_shape = 2;  // first byte of a prefixed shape
 constexpr uint8_t f_pair = 4;   // '=' or ':'
 
+inline void set_bit(uint64_t* bits, unsigned k) {
+  bits[k >> 6] |= uint64_t{1} << (k & 63);
+}
+inline bool test_bit(const uint64_t* bits, unsigned k) {
+  return (bits[k >> 6] >> (k & 63)) & 1;
+}
+
 struct match {
   size_t begin = 0;  // replaced range [begin, end)
   size_t end = 0;
@@ -253,7 +278,7 @@ struct match {
 struct redactor::impl {
   std::vector<secret> secrets;          // longest value first
   std::array<std::vector<uint32_t>, 256> by_first{}; // indices into secrets
-  std::bitset<65536> first_two;         // first two bytes of each value
+  uint64_t first_two[1024] = {};         // bitset: first two bytes of values
   std::array<uint8_t, 256> flags{};
 
   void build() {
@@ -263,14 +288,14 @@ struct redactor::impl {
               });
     for (auto& b : by_first)
       b.clear();
-    first_two.reset();
+    std::memset(first_two, 0, sizeof first_two);
     flags.fill(0);
     for (uint32_t i = 0; i < secrets.size(); ++i) {
       auto& v = secrets[i].value;
       auto b0 = static_cast<unsigned char>(v[0]);
       auto b1 = static_cast<unsigned char>(v[1]);
       by_first[b0].push_back(i);
-      first_two.set(b0 << 8 | b1);
+      set_bit(first_two, b0 << 8 | b1);
       flags[b0] |= f_env;
     }
     for (auto& k : key_shapes)
@@ -301,10 +326,26 @@ bool starts_at(std::string_view s, size_t i, std::string_view lit) {
          && std::memcmp(s.data() + i, lit.data(), lit.size()) == 0;
 }
 
+// Indices into key_shapes by the first byte of their prefix, in table
+// order.
+const std::array<std::vector<uint8_t>, 256>& shapes_by_first() {
+  static const auto table = [] {
+    std::array<std::vector<uint8_t>, 256> t;
+    for (size_t k = 0; k < std::size(key_shapes); ++k)
+      t[static_cast<unsigned char>(key_shapes[k].prefix[0])].push_back(
+        static_cast<uint8_t>(k));
+    return t;
+  }();
+  return table;
+}
+
 bool prefixed_key(std::string_view s, size_t i, match& m) {
-  for (auto& k : key_shapes) {
-    std::string_view prefix{k.prefix};
-    if (!starts_at(s, i, prefix))
+  if (i + 1 >= s.size())
+    return false;
+  for (auto idx : shapes_by_first()[static_cast<unsigned char>(s[i])]) {
+    auto& k = key_shapes[idx];
+    auto prefix = k.prefix;
+    if (s[i + 1] != prefix[1] || !starts_at(s, i, prefix))
       continue;
     size_t j = i + prefix.size();
     bool digit = false;
@@ -452,7 +493,7 @@ bool redactor::impl::literal(std::string_view s, size_t i, match& m) const {
     return false;
   auto b0 = static_cast<unsigned char>(s[i]);
   auto b1 = static_cast<unsigned char>(s[i + 1]);
-  if (!first_two.test(b0 << 8 | b1))
+  if (!test_bit(first_two, b0 << 8 | b1))
     return false;
   for (auto idx : by_first[b0]) {
     auto& sec = secrets[idx];
@@ -703,8 +744,22 @@ bool redactor::redact_to(std::string_view s, std::string& out) const {
   match m;
   size_t i = 0;
   const size_t n = s.size();
+  const auto& two = impl_->first_two;
   while (i < n) {
-    if (flags[static_cast<unsigned char>(s[i])] == 0) {
+    auto c = static_cast<unsigned char>(s[i]);
+    auto f = flags[c];
+    if (f == 0) {
+      ++i;
+      continue;
+    }
+    // Cheap filters before the full check: shapes start a token (or are a
+    // PEM dash), literals must match their first two bytes.
+    bool candidate = (f & f_pair) != 0;
+    if (!candidate && (f & f_shape))
+      candidate = c == '-' || i == 0 || !is_tok(s[i - 1]);
+    if (!candidate && (f & f_env) && i + 1 < n)
+      candidate = test_bit(two, c << 8 | static_cast<unsigned char>(s[i + 1]));
+    if (!candidate) {
       ++i;
       continue;
     }
