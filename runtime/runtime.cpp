@@ -19,6 +19,7 @@
 #include "kernels/kernel_process.hpp"
 #include "runtime/http_client.hpp"
 #include "runtime/env_filter.hpp"
+#include "runtime/process_registry.hpp"
 #include "runtime/redact.hpp"
 #include "runtime/log.hpp"
 #include "kernels/stub_generator.hpp"
@@ -115,6 +116,10 @@ struct runtime::impl {
       dispatcher = nullptr;
       kernels = nullptr;
     }
+    // Background processes die with the runtime; this also ends process
+    // waits still running on the blocking pool.
+    if (svc && svc->processes)
+      svc->processes->shutdown();
     // Stop blocking work first so no job outlives the system.
     sys.reset();
     // Wait here for tool jobs still running (a cancelled call may take a
@@ -147,6 +152,7 @@ runtime::create(options opts, std::string* error,
     svc->http = std::make_shared<http_client>();
   svc->redact = std::make_shared<const redactor>(
     redactor::from_environment(current_environment(), svc->cfg.env_file));
+  svc->processes = std::make_shared<process_registry>();
   register_core_tools(svc->tools);
   for (auto& t : extra_tools)
     svc->tools.add(std::move(t));
@@ -395,6 +401,8 @@ void runtime::close_session(const std::string& session_id) {
     }
   }
   caf::anon_send(impl_->kernels, dispose_atom_v, session_id);
+  if (impl_->svc->processes)
+    impl_->svc->processes->close_session(session_id);
 }
 
 std::string runtime::kernel_stats() {
