@@ -26,6 +26,7 @@
 #include "tools/execute_code.hpp"
 #include "storage/session_store.hpp"
 #include "storage/trajectory.hpp"
+#include "tools/read_tracker.hpp"
 #include "tools/registry.hpp"
 
 namespace fs = std::filesystem;
@@ -403,6 +404,7 @@ void runtime::close_session(const std::string& session_id) {
   caf::anon_send(impl_->kernels, dispose_atom_v, session_id);
   if (impl_->svc->processes)
     impl_->svc->processes->close_session(session_id);
+  forget_session_reads(session_id);
 }
 
 std::string runtime::kernel_stats() {
