@@ -10,6 +10,8 @@ namespace mibyan {
 
 namespace {
 
+using namespace std::string_view_literals;
+
 // ---------------------------------------------------------------------------
 // Character classes
 
@@ -77,8 +79,6 @@ struct key_shape {
 
 // Longer prefixes first where one prefix starts another (sk-ant- before
 // sk-); the first shape that matches wins.
-using namespace std::string_view_literals;
-
 const key_shape key_shapes[] = {
   {"sk-ant-"sv, body_class::tok, 20, 0, false},
   {"sk-proj-"sv, body_class::tok, 20, 0, false},
@@ -184,20 +184,31 @@ const char* const key_qualifiers[] = {
 // that max_tokens, token_type, secret_name, author, public_key, sort_key
 // and password_file stay visible.
 bool is_secret_pair_name(std::string_view name) {
-  if (name.empty() || name.size() > 64)
+  if (name.size() < 3 || name.size() > 64)
+    return false;
+  // Cheap filter: every secret last word ends in one of these.
+  char t3[3] = {lower(name[name.size() - 3]), lower(name[name.size() - 2]),
+                lower(name[name.size() - 1])};
+  std::string_view tail{t3, 3};
+  static constexpr std::string_view endings[] = {
+    "ken", "ret", "ord", "swd", "ase", "key", "pwd", "ass",
+    "uth", "ion", "ial", "als", "eds", "dsn", "kie"};
+  if (std::find(std::begin(endings), std::end(endings), tail)
+      == std::end(endings))
     return false;
   auto t = split_tail(name);
   if (t.words == 0)
     return false;
   auto last = t.last_word();
-  for (auto s : {"token", "secret", "password", "passwd", "passphrase",
-                 "apikey", "secretkey", "privatekey", "accesskey"})
+  for (auto s : {"token"sv, "secret"sv, "password"sv, "passwd"sv,
+                 "passphrase"sv, "apikey"sv, "secretkey"sv, "privatekey"sv,
+                 "accesskey"sv})
     if (ends_with(last, s))
       return true;
   if (last == "pwd" && t.words >= 2)
     return true; // DB_PWD, not the shell's PWD
-  for (auto s : {"pass", "auth", "authorization", "credential",
-                 "credentials", "creds", "dsn", "cookie"})
+  for (auto s : {"pass"sv, "auth"sv, "authorization"sv, "credential"sv,
+                 "credentials"sv, "creds"sv, "dsn"sv, "cookie"sv})
     if (last == s)
       return true;
   if (last == "key" && t.words >= 2) {
@@ -225,8 +236,8 @@ bool is_placeholder_value(std::string_view v) {
     return true;
   if (v.size() < 12 && std::all_of(v.begin(), v.end(), is_digit))
     return true;
-  for (auto w : {"null", "none", "true", "false", "undefined", "nil",
-                 "redacted", "hidden", "masked"})
+  for (auto w : {"null"sv, "none"sv, "true"sv, "false"sv, "undefined"sv,
+                 "nil"sv, "redacted"sv, "hidden"sv, "masked"sv})
     if (iequals(v, w))
       return true;
   return false;
