@@ -145,6 +145,20 @@ BOOST_FIXTURE_TEST_CASE(background_start_poll_log_wait, fixture) {
   BOOST_TEST(nf.get_string("error") == "No process with ID " + id);
 }
 
+BOOST_FIXTURE_TEST_CASE(process_output_is_redacted, fixture) {
+  auto r = start("echo key=sk-proj-abcdefghijklmnopqrstuvwxyz0123456789");
+  auto id = r.get_string("session_id");
+  json::value w;
+  w["timeout"] = 30;
+  auto waited = process("wait", id, w);
+  BOOST_TEST(waited.get_string("status") == "exited");
+  auto log = process("log", id).get_string("output");
+  BOOST_TEST(contains(log, "sk-proj-[REDACTED]"), log);
+  BOOST_TEST(!contains(log, "abcdefghijklmnopqrstuvwxyz0123456789"));
+  // The command echoed in poll is redacted too.
+  BOOST_TEST(!contains(process("poll", id).dump(), "abcdefghijklmnop"));
+}
+
 BOOST_FIXTURE_TEST_CASE(wait_times_out_and_kill_takes_the_group, fixture) {
   auto r = start("sleep 300 & echo $! > child.pid; echo started; wait");
   auto id = r.get_string("session_id");
