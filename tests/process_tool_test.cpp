@@ -145,6 +145,37 @@ BOOST_FIXTURE_TEST_CASE(background_start_poll_log_wait, fixture) {
   BOOST_TEST(nf.get_string("error") == "No process with ID " + id);
 }
 
+BOOST_FIXTURE_TEST_CASE(rolling_buffer_keeps_the_newest_200000_bytes,
+                        fixture) {
+  auto r = start("for i in $(seq 1 60000); do echo line-$i; done");
+  auto id = r.get_string("session_id");
+  json::value w;
+  w["timeout"] = 60;
+  BOOST_TEST(process("wait", id, w).get_string("status") == "exited");
+  json::value all;
+  all["limit"] = 100000;
+  auto log = process("log", id, all);
+  auto out = log.get_string("output");
+  BOOST_TEST(out.size() <= 200000u);
+  BOOST_TEST(out.size() > 190000u);
+  BOOST_TEST(contains(out, "line-60000\n"));
+  BOOST_TEST(!contains(out, "\nline-1\n"));
+  BOOST_TEST(contains(log.get_string("note"), "Older output was dropped"));
+}
+
+BOOST_FIXTURE_TEST_CASE(kill_escalates_to_sigkill, fixture) {
+  auto r = start("trap '' TERM; echo ready; while true; do sleep 0.1; done");
+  auto id = r.get_string("session_id");
+  auto pid = static_cast<int>(r["pid"].as_int());
+  BOOST_REQUIRE(eventually([&] {
+    return contains(process("log", id).get_string("output"), "ready");
+  }));
+  auto k = process("kill", id);
+  BOOST_TEST(k.get_string("status") == "killed");
+  BOOST_TEST(k["exit_code"].as_int() == 128 + SIGKILL, k.dump());
+  BOOST_TEST(!process_alive(pid));
+}
+
 BOOST_FIXTURE_TEST_CASE(process_output_is_redacted, fixture) {
   auto r = start("echo key=sk-proj-abcdefghijklmnopqrstuvwxyz0123456789");
   auto id = r.get_string("session_id");
