@@ -34,6 +34,19 @@ constexpr bool is_lower(char c) {
 constexpr bool is_tok(char c) {
   return is_alnum(c) || c == '_' || c == '-';
 }
+// is_tok as a table, for the hot loop.
+struct tok_table {
+  bool t[256] = {};
+  constexpr tok_table() {
+    for (int c = 0; c < 256; ++c)
+      t[c] = is_tok(static_cast<char>(c));
+  }
+};
+constexpr tok_table tok_bytes{};
+inline bool tok_byte(char c) {
+  return tok_bytes.t[static_cast<unsigned char>(c)];
+}
+
 // Characters of a pair name: [A-Za-z0-9_.-].
 constexpr bool is_name(char c) {
   return is_tok(c) || c == '.';
@@ -267,16 +280,8 @@ const char* const secret_env_markers[] = {
 // ---------------------------------------------------------------------------
 // The matcher
 
-constexpr uint8_t f_env = 1;    // first byte of a literal secret
-constexpr uint8_t f_shape = 2;  // first byte of a prefixed shape
+constexpr uint8_t f_shape = 2;  // first byte of a shape (a token start)
 constexpr uint8_t f_pair = 4;   // '=' or ':'
-
-inline void set_bit(uint64_t* bits, unsigned k) {
-  bits[k >> 6] |= uint64_t{1} << (k & 63);
-}
-inline bool test_bit(const uint64_t* bits, unsigned k) {
-  return (bits[k >> 6] >> (k & 63)) & 1;
-}
 
 struct match {
   size_t begin = 0;  // replaced range [begin, end)
@@ -288,8 +293,6 @@ struct match {
 
 struct redactor::impl {
   std::vector<secret> secrets;          // longest value first
-  std::array<std::vector<uint32_t>, 256> by_first{}; // indices into secrets
-  uint64_t first_two[1024] = {};         // bitset: first two bytes of values
   std::array<uint8_t, 256> flags{};
 
   void build() {
@@ -297,18 +300,7 @@ struct redactor::impl {
               [](const secret& a, const secret& b) {
                 return a.value.size() > b.value.size();
               });
-    for (auto& b : by_first)
-      b.clear();
-    std::memset(first_two, 0, sizeof first_two);
     flags.fill(0);
-    for (uint32_t i = 0; i < secrets.size(); ++i) {
-      auto& v = secrets[i].value;
-      auto b0 = static_cast<unsigned char>(v[0]);
-      auto b1 = static_cast<unsigned char>(v[1]);
-      by_first[b0].push_back(i);
-      set_bit(first_two, b0 << 8 | b1);
-      flags[b0] |= f_env;
-    }
     for (auto& k : key_shapes)
       flags[static_cast<unsigned char>(k.prefix[0])] |= f_shape;
     for (char c : {'e', 'B', 'b', '-'})
@@ -317,8 +309,6 @@ struct redactor::impl {
     flags[':'] |= f_pair;
   }
 
-  bool find(std::string_view s, size_t i, match& m) const;
-  bool literal(std::string_view s, size_t i, match& m) const;
   bool shape(std::string_view s, size_t i, match& m) const;
   bool pem(std::string_view s, size_t i, match& m) const;
   bool pair(std::string_view s, size_t i, match& m) const;
@@ -329,7 +319,7 @@ namespace {
 
 // Whether position `i` starts a token (the previous byte is no key byte).
 bool at_boundary(std::string_view s, size_t i) {
-  return i == 0 || !(is_tok(s[i - 1]));
+  return i == 0 || !tok_byte(s[i - 1]);
 }
 
 bool starts_at(std::string_view s, size_t i, std::string_view lit) {
@@ -499,25 +489,6 @@ bool redactor::impl::pem(std::string_view s, size_t i, match& m) const {
   return true;
 }
 
-bool redactor::impl::literal(std::string_view s, size_t i, match& m) const {
-  if (s.size() - i < min_secret_value_length)
-    return false;
-  auto b0 = static_cast<unsigned char>(s[i]);
-  auto b1 = static_cast<unsigned char>(s[i + 1]);
-  if (!test_bit(first_two, b0 << 8 | b1))
-    return false;
-  for (auto idx : by_first[b0]) {
-    auto& sec = secrets[idx];
-    if (starts_at(s, i, sec.value)) {
-      m.begin = i;
-      m.end = i + sec.value.size();
-      m.replacement = "[REDACTED:" + sec.name + "]";
-      return true;
-    }
-  }
-  return false;
-}
-
 bool redactor::impl::shape(std::string_view s, size_t i, match& m) const {
   char c = s[i];
   if (c == '-')
@@ -671,17 +642,6 @@ bool redactor::impl::pair(std::string_view s, size_t i, match& m) const {
   return true;
 }
 
-bool redactor::impl::find(std::string_view s, size_t i, match& m) const {
-  auto f = flags[static_cast<unsigned char>(s[i])];
-  if ((f & f_shape) && shape(s, i, m))
-    return true;
-  if ((f & f_env) && literal(s, i, m))
-    return true;
-  if ((f & f_pair) && pair(s, i, m))
-    return true;
-  return false;
-}
-
 bool is_secret_variable_name(std::string_view name) {
   if (name.empty())
     return false;
@@ -749,34 +709,72 @@ bool redactor::redact(std::string& text) const {
 
 bool redactor::redact_to(std::string_view s, std::string& out) const {
   const auto& flags = impl_->flags;
+  const size_t n = s.size();
   out.clear();
+  // Literal secrets: every occurrence, found up front with memmem (fast:
+  // the needles are long and random); earliest first, longest first at
+  // one position.
+  struct hit {
+    size_t pos;
+    uint32_t idx;
+  };
+  std::vector<hit> hits;
+  const auto& secrets = impl_->secrets;
+  for (uint32_t idx = 0; idx < secrets.size(); ++idx) {
+    const auto& v = secrets[idx].value;
+    size_t off = 0;
+    while (off + v.size() <= n) {
+      auto f = static_cast<const char*>(
+        ::memmem(s.data() + off, n - off, v.data(), v.size()));
+      if (f == nullptr)
+        break;
+      auto pos = static_cast<size_t>(f - s.data());
+      hits.push_back({pos, idx});
+      off = pos + 1;
+    }
+  }
+  std::sort(hits.begin(), hits.end(), [&](const hit& a, const hit& b) {
+    if (a.pos != b.pos)
+      return a.pos < b.pos;
+    return secrets[a.idx].value.size() > secrets[b.idx].value.size();
+  });
+  constexpr size_t none = std::string_view::npos;
+  size_t k = 0;
+  size_t next_lit = hits.empty() ? none : hits[0].pos;
   size_t copied = 0; // bytes of `s` already handled in `out`
   bool changed = false;
   match m;
   size_t i = 0;
-  const size_t n = s.size();
-  const auto& two = impl_->first_two;
   while (i < n) {
     auto c = static_cast<unsigned char>(s[i]);
-    auto f = flags[c];
-    if (f == 0) {
-      ++i;
-      continue;
+    bool matched = false;
+    if (tok_byte(static_cast<char>(c))) {
+      // Shapes start a token; inside a token only a literal can start.
+      if ((flags[c] & f_shape) && at_boundary(s, i) && impl_->shape(s, i, m))
+        matched = true;
+      else if (i != next_lit) {
+        ++i;
+        while (i < n && i != next_lit && tok_byte(s[i]))
+          ++i;
+        continue;
+      }
+    } else if (i != next_lit) {
+      if (!((flags[c] & f_pair) && impl_->pair(s, i, m))) {
+        ++i;
+        continue;
+      }
+      matched = true;
     }
-    // Cheap filters before the full check: shapes start a token (or are a
-    // PEM dash), literals must match their first two bytes.
-    bool candidate = (f & f_pair) != 0;
-    if (!candidate && (f & f_shape))
-      candidate = c == '-' || i == 0 || !is_tok(s[i - 1]);
-    if (!candidate && (f & f_env) && i + 1 < n)
-      candidate = test_bit(two, c << 8 | static_cast<unsigned char>(s[i + 1]));
-    if (!candidate) {
-      ++i;
-      continue;
-    }
-    if (!impl_->find(s, i, m)) {
-      ++i;
-      continue;
+    if (!matched) {
+      // A literal secret starts here (shapes and pairs come first).
+      if ((flags[c] & f_pair) && impl_->pair(s, i, m)) {
+        matched = true;
+      } else {
+        const auto& sec = secrets[hits[k].idx];
+        m.begin = i;
+        m.end = i + sec.value.size();
+        m.replacement = "[REDACTED:" + sec.name + "]";
+      }
     }
     if (!changed) {
       out.reserve(n + 64);
@@ -786,6 +784,9 @@ bool redactor::redact_to(std::string_view s, std::string& out) const {
     out.append(m.replacement);
     copied = m.end;
     i = std::max(m.end, i + 1);
+    while (k < hits.size() && hits[k].pos < i)
+      ++k;
+    next_lit = k < hits.size() ? hits[k].pos : none;
   }
   if (!changed)
     return false;
