@@ -16,6 +16,7 @@
 #include "agent/history_repair.hpp"
 #include "agent/iteration_budget.hpp"
 #include "agent/tool_call_repair.hpp"
+#include "agent/tool_guardrails.hpp"
 #include "agent/tool_result_shaping.hpp"
 #include "agent/turn_result.hpp"
 #include "base/json.hpp"
@@ -125,6 +126,7 @@ struct turn_state {
   size_t seq_pos = 0;
   size_t outstanding = 0;
   uint64_t batch = 0; // 0 = no batch running
+  tool_guardrails guards; // agent/tool_guardrails.hpp
 };
 
 struct conversation_state {
@@ -333,10 +335,17 @@ void finish_batch(conv_pointer self) {
               return;
             for (auto& e : errors)
               tp->res.cleanup_errors.push_back("persist tool result: " + e);
-            if (tp->interrupted)
+            if (tp->interrupted) {
               end_interrupted(self);
-            else
+            } else if (tp->guards.halted()) {
+              tp->res.final_response = tp->guards.halt_message();
+              tp->res.exit = turn_exit::guardrail_halt;
+              tp->res.exit_detail = "guardrail_halt";
+              tp->res.partial = true;
+              finish(self);
+            } else {
               iterate(self);
+            }
           });
 }
 
@@ -346,6 +355,13 @@ void invoke(conv_pointer self, size_t idx, std::function<void()> then) {
   auto& st = self->state;
   auto& t = *st.cur;
   auto& c = t.plan.calls[idx].call;
+  if (auto blocked = t.guards.before_call(c.name, c.arguments)) {
+    // Not run; still counted, so a model that keeps trying gets halted.
+    t.results[idx] = t.guards.after_call(c.name, c.arguments,
+                                         std::move(*blocked));
+    then();
+    return;
+  }
   tool_request req{st.deps.session_id, c.id, c.name, c.arguments, st.cwd,
                    false};
   auto id = t.id;
@@ -357,9 +373,11 @@ void invoke(conv_pointer self, size_t idx, std::function<void()> then) {
   self->request(st.deps.dispatcher, caf::infinite, invoke_atom_v,
                 std::move(req))
     .then(
-      [alive, idx, then](tool_response& resp) {
+      [alive, idx, then, name = c.name, args = c.arguments](
+        tool_response& resp) {
         if (auto tp = alive()) {
-          tp->results[idx] = std::move(resp.result_json);
+          tp->results[idx] = tp->guards.after_call(
+            name, args, std::move(resp.result_json));
           then();
         }
       },
@@ -695,6 +713,7 @@ void start_next(conv_pointer self) {
   t->res.base_url = req.base_url;
   t->provider = caf::actor_cast<provider_actor>(req.provider);
   t->msgs = st.history;
+  t->guards = tool_guardrails{cfg.tool_loop_guardrails};
   st.cur = std::move(t);
   auto& tt = *st.cur;
   // The tools offered this turn, in name order (byte-stable).

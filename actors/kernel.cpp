@@ -257,6 +257,7 @@ void settle(kernel_broker* self, const json::value* frame) {
   lim.max_stdout_bytes = static_cast<uint64_t>(ce.max_stdout_bytes);
   lim.max_stderr_bytes = static_cast<uint64_t>(ce.max_stderr_bytes);
   lim.max_spill_bytes = static_cast<uint64_t>(ce.max_spill_bytes);
+  lim.redact = st.svc->redact.get();
   auto home = st.svc->cfg.home;
   auto tag = std::to_string(st.opts.proc.pid) + "-"
              + std::to_string(st.execution_count);

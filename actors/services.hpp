@@ -18,6 +18,8 @@
 namespace mibyan {
 
 class http_client;
+class redactor;
+class process_registry;
 
 struct runtime_services {
   options cfg;
@@ -27,6 +29,11 @@ struct runtime_services {
   std::unique_ptr<blocking_pool> pool;
   /// Shared HTTP client; may be null in unit tests.
   std::shared_ptr<http_client> http;
+  /// Secret redactor for tool results and kernel output; null means
+  /// process_redactor().
+  std::shared_ptr<const redactor> redact;
+  /// Tracked background processes; may be null in unit tests.
+  std::shared_ptr<process_registry> processes;
 };
 
 using services_ptr = std::shared_ptr<const runtime_services>;

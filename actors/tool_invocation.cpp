@@ -83,6 +83,8 @@ caf::behavior invocation(invocation_actor* self, services_ptr svc) {
         ctx.cancelled = cancel.get();
         ctx.deadline = deadline;
         ctx.from_script = req.from_script;
+        ctx.redact = svc->redact.get();
+        ctx.processes = svc->processes.get();
         json::value result;
         if (cancel->load())
           return; // the answer was already given

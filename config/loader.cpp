@@ -155,6 +155,58 @@ field list_field(const char* section, const char* key, Section options::*sec,
           }};
 }
 
+// A mapping of guardrail thresholds (identical_failure, same_tool_failure,
+// idempotent_repeat: integers >= 1); keys left out keep their value.
+field thresholds_field(const char* section, const char* key,
+                       guardrail_thresholds tool_loop_guardrail_options::*mem) {
+  static const char* const names[] = {"identical_failure",
+                                      "same_tool_failure",
+                                      "idempotent_repeat"};
+  auto slot = [](guardrail_thresholds& t, const std::string& n) -> int64_t* {
+    if (n == "identical_failure")
+      return &t.identical_failure;
+    if (n == "same_tool_failure")
+      return &t.same_tool_failure;
+    if (n == "idempotent_repeat")
+      return &t.idempotent_repeat;
+    return nullptr;
+  };
+  return {section, key,
+          [=](const YAML::Node& node, options& o) -> std::string {
+            if (!node.IsMap())
+              return "expected a mapping of identical_failure, "
+                     "same_tool_failure, idempotent_repeat; got "
+                     + scalar_text(node);
+            auto t = o.tool_loop_guardrails.*mem;
+            for (const auto& kv : node) {
+              auto n = kv.first.as<std::string>();
+              auto p = slot(t, n);
+              if (p == nullptr)
+                return "unknown key '" + n + "' (known: identical_failure, "
+                       "same_tool_failure, idempotent_repeat)";
+              if (!kv.second.IsScalar())
+                return n + ": expected an integer";
+              const auto& text = kv.second.Scalar();
+              char* end = nullptr;
+              errno = 0;
+              long long v = std::strtoll(text.c_str(), &end, 10);
+              if (text.empty() || errno != 0 || *end != '\0' || v < 1)
+                return n + ": expected an integer >= 1, got '" + text + "'";
+              *p = v;
+            }
+            o.tool_loop_guardrails.*mem = t;
+            return {};
+          },
+          [=](const options& o) {
+            auto t = o.tool_loop_guardrails.*mem;
+            std::string out = "{";
+            for (auto n : names)
+              out += (out.size() > 1 ? ", " : "") + std::string{n} + ": "
+                     + std::to_string(*slot(t, n));
+            return out + "}";
+          }};
+}
+
 const std::vector<field>& fields() {
   static const std::vector<field> table = [] {
     using o = options;
@@ -288,6 +340,17 @@ const std::vector<field>& fields() {
                              {"debug", "info", "warning", "error", "off"}));
     t.push_back(string_field("logging", "file", &o::logging,
                              &logging_options::file));
+    // tool_loop_guardrails
+    t.push_back(bool_field("tool_loop_guardrails", "warnings_enabled",
+                           &o::tool_loop_guardrails,
+                           &tool_loop_guardrail_options::warnings_enabled));
+    t.push_back(bool_field("tool_loop_guardrails", "hard_stop_enabled",
+                           &o::tool_loop_guardrails,
+                           &tool_loop_guardrail_options::hard_stop_enabled));
+    t.push_back(thresholds_field("tool_loop_guardrails", "warn_after",
+                                 &tool_loop_guardrail_options::warn_after));
+    t.push_back(thresholds_field("tool_loop_guardrails", "hard_stop_after",
+                                 &tool_loop_guardrail_options::hard_stop_after));
     return t;
   }();
   return table;

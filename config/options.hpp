@@ -168,6 +168,29 @@ struct logging_options {
   std::string file;
 };
 
+/// Thresholds of the tool-loop guardrails, counted per turn (see
+/// docs/configuration.md, `tool_loop_guardrails`).
+struct guardrail_thresholds {
+  /// The same call (tool + canonical arguments) failed this many times.
+  int64_t identical_failure = 0;
+  /// The same tool failed this many times in a row (any arguments).
+  int64_t same_tool_failure = 0;
+  /// A read-only tool returned the same result for the same call this many
+  /// times.
+  int64_t idempotent_repeat = 0;
+};
+
+/// Tool-loop guardrails of the agent loop (direct model calls only).
+struct tool_loop_guardrail_options {
+  /// Append warning text to results once a warn threshold is reached.
+  bool warnings_enabled = true;
+  /// Block repeated calls and halt the turn (exit `guardrail_halt`) once a
+  /// hard-stop threshold is reached.
+  bool hard_stop_enabled = false;
+  guardrail_thresholds warn_after{2, 3, 2};
+  guardrail_thresholds hard_stop_after{5, 8, 5};
+};
+
 /// The whole effective configuration plus where it came from.
 struct options {
   model_options model;
@@ -192,6 +215,8 @@ struct options {
   /// Returns the value of a secret: the process environment first, then
   /// `.env`. Empty when unset.
   std::string secret(const std::string& name) const;
+
+  tool_loop_guardrail_options tool_loop_guardrails;
 };
 
 } // namespace mibyan

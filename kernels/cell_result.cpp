@@ -2,7 +2,9 @@
 
 #include <regex>
 
+#include "base/redact.hpp"
 #include "base/output_cap.hpp"
+#include "base/redact_json.hpp"
 
 namespace mibyan {
 
@@ -81,11 +83,21 @@ std::string traceback_hint(const std::string& traceback,
 
 json::value build_cell_result(const cell_outcome& c, const cell_limits& lim,
                               const spill_writer& spill) {
+  const auto& redact = lim.redact ? *lim.redact : process_redactor();
   auto out_clean = strip_ansi(c.stdout_text);
   auto total = std::max<uint64_t>(c.stdout_total, c.stdout_text.size());
   // ANSI stripping shortens the text; keep the byte counts honest.
   if (out_clean.size() < c.stdout_text.size())
     total -= std::min<uint64_t>(total, c.stdout_text.size() - out_clean.size());
+  // Secrets go before capping, so neither the inline text nor the spill
+  // file carries them (docs/security.md).
+  {
+    auto before = out_clean.size();
+    if (redact.redact(out_clean)) {
+      total += out_clean.size();
+      total -= std::min<uint64_t>(total, before);
+    }
+  }
   bool out_truncated = false;
   uint64_t out_omitted = 0;
   auto out_inline = cap_text(out_clean, total, lim.max_stdout_bytes,
@@ -105,11 +117,13 @@ json::value build_cell_result(const cell_outcome& c, const cell_limits& lim,
 
   // stderr and traceback share one cap.
   auto err_all = strip_ansi(c.stderr_text);
+  redact.redact(err_all);
   auto err_total = std::max<uint64_t>(c.stderr_total, c.stderr_text.size());
   if (!c.traceback.empty()) {
     if (!err_all.empty() && err_all.back() != '\n')
       err_all += '\n';
     auto tb = strip_ansi(c.traceback);
+    redact.redact(tb);
     // The runner may already have printed the traceback to stderr.
     if (err_all.find(tb) == std::string::npos) {
       err_all += tb;
@@ -196,6 +210,7 @@ json::value build_cell_result(const cell_outcome& c, const cell_limits& lim,
   }
   if (!c.note.empty())
     r["note"] = c.note;
+  redact_json_strings(r, redact);
   return r;
 }
 

@@ -53,17 +53,23 @@ struct cell_outcome {
   std::string note;
 };
 
+class redactor; // base/redact.hpp
+
 struct cell_limits {
   uint64_t max_stdout_bytes = 50000;
   uint64_t max_stderr_bytes = 10000;
   uint64_t max_spill_bytes = 5000000;
+  /// Redacts secrets from all output and the spill text; null means
+  /// process_redactor().
+  const redactor* redact = nullptr;
 };
 
 /// Writes the full (capped) stdout somewhere readable and returns its path,
 /// or "" when the write failed.
 using spill_writer = std::function<std::string(const std::string& text)>;
 
-/// Builds the result object. ANSI sequences are stripped from all output.
+/// Builds the result object. ANSI sequences are stripped from all output
+/// and secrets are redacted (inline text and spill alike).
 json::value build_cell_result(const cell_outcome& c, const cell_limits& lim,
                               const spill_writer& spill);
 

@@ -17,13 +17,17 @@
 #include "actors/session_writer.hpp"
 #include "actors/tool_dispatcher.hpp"
 #include "kernels/kernel_process.hpp"
+#include "base/env_filter.hpp"
 #include "base/http_client.hpp"
 #include "base/log.hpp"
+#include "base/process_registry.hpp"
+#include "base/redact.hpp"
 #include "base/state_dir.hpp"
 #include "kernels/stub_generator.hpp"
 #include "tools/execute_code.hpp"
 #include "storage/session_store.hpp"
 #include "storage/trajectory.hpp"
+#include "tools/read_tracker.hpp"
 #include "tools/registry.hpp"
 
 namespace fs = std::filesystem;
@@ -114,6 +118,10 @@ struct runtime::impl {
       dispatcher = nullptr;
       kernels = nullptr;
     }
+    // Background processes die with the runtime; this also ends process
+    // waits still running on the blocking pool.
+    if (svc && svc->processes)
+      svc->processes->shutdown();
     // Stop blocking work first so no job outlives the system.
     sys.reset();
     // Wait here for tool jobs still running (a cancelled call may take a
@@ -149,6 +157,9 @@ runtime::create(options opts, std::string* error,
   svc->cfg = std::move(opts);
   if (!svc->http)
     svc->http = std::make_shared<http_client>();
+  svc->redact = std::make_shared<const redactor>(
+    redactor::from_environment(current_environment(), svc->cfg.env_file));
+  svc->processes = std::make_shared<process_registry>();
   register_core_tools(svc->tools);
   for (auto& t : extra_tools)
     svc->tools.add(std::move(t));
@@ -397,6 +408,9 @@ void runtime::close_session(const std::string& session_id) {
     }
   }
   caf::anon_send(impl_->kernels, dispose_atom_v, session_id);
+  if (impl_->svc->processes)
+    impl_->svc->processes->close_session(session_id);
+  forget_session_reads(session_id);
 }
 
 std::string runtime::kernel_stats() {

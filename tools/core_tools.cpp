@@ -12,6 +12,7 @@ void register_core_tools(tool_registry& reg) {
   reg.add(make_terminal_tool());
   reg.add(make_web_extract_tool());
   reg.add(make_web_search_tool());
+  reg.add(make_process_tool());
 }
 
 } // namespace mibyan

@@ -16,5 +16,6 @@ std::unique_ptr<tool> make_search_files_tool();
 std::unique_ptr<tool> make_terminal_tool();
 std::unique_ptr<tool> make_web_extract_tool();
 std::unique_ptr<tool> make_web_search_tool();
+std::unique_ptr<tool> make_process_tool();
 
 } // namespace mibyan

@@ -27,6 +27,7 @@
 #include "tools/fuzzy_match.hpp"
 #include "tools/lint_check.hpp"
 #include "tools/path_policy.hpp"
+#include "tools/read_tracker.hpp"
 #include "tools/unified_diff.hpp"
 #include "tools/v4a_patch.hpp"
 
@@ -262,8 +263,10 @@ json::value patch_tool::run_replace(const json::value& args,
     return out;
   }
   failures_.reset(fail_key);
+  auto stale = stale_write_warning(ctx, path);
   if (auto werr = write_verified(path, r.content); !werr.empty())
     return failure(werr);
+  note_file_written(ctx, path);
   json::value out;
   out["success"] = true;
   out["diff"] = unified_diff(*before, r.content, diff_label("a", raw),
@@ -275,6 +278,8 @@ json::value patch_tool::run_replace(const json::value& args,
     out["match_strategy"] = r.strategy;
   if (auto lint = lint_delta(path, before, r.content); !lint.is_null())
     out["lint"] = std::move(lint);
+  if (!stale.empty())
+    out["_warning"] = stale;
   return out;
 }
 
@@ -385,10 +390,13 @@ json::value patch_tool::run_v4a(const json::value& args,
   std::string diff;
   json::value lint;
   std::vector<std::string> written;
+  std::string stale;
   for (auto& path : order) {
     auto& p = plan[path];
     if (p.before == p.after)
       continue;
+    if (auto w = stale_write_warning(ctx, path); !w.empty())
+      stale += (stale.empty() ? "" : "\n") + w;
     if (p.after) {
       if (auto werr = write_verified(path, *p.after); !werr.empty()) {
         auto out = failure(werr);
@@ -396,6 +404,7 @@ json::value patch_tool::run_v4a(const json::value& args,
           out["files_already_written"] = string_array(written);
         return out;
       }
+      note_file_written(ctx, path);
       if (auto l = lint_delta(path, p.before, *p.after); !l.is_null())
         lint[path] = std::move(l);
     } else if (::unlink(path.c_str()) != 0) {
@@ -423,6 +432,8 @@ json::value patch_tool::run_v4a(const json::value& args,
   out["files_deleted"] = string_array(deleted);
   if (!lint.is_null())
     out["lint"] = std::move(lint);
+  if (!stale.empty())
+    out["_warning"] = stale;
   return out;
 }
 

@@ -44,6 +44,7 @@
 #include "tools/file_io.hpp"
 #include "tools/line_index.hpp"
 #include "tools/path_policy.hpp"
+#include "tools/read_tracker.hpp"
 
 namespace mibyan {
 
@@ -603,6 +604,7 @@ json::value read_file_tool::run(const json::value& args,
   } else if (total == 0) {
     out["hint"] = "The file is empty.";
   }
+  note_file_read(ctx, path);
   if (guarded) {
     guard_.record(ctx.session_id, key, stamp);
     if (decision.consecutive == 3)

@@ -4,6 +4,7 @@
 #include <exception>
 
 #include "tools/args.hpp"
+#include "tools/redact_result.hpp"
 
 namespace mibyan {
 
@@ -80,8 +81,10 @@ json::value dispatch_tool(const tool_registry& reg, std::string_view name,
   return dispatch_tool(reg, name, std::move(*parsed.v), ctx);
 }
 
-json::value dispatch_tool(const tool_registry& reg, std::string_view name,
-                          json::value args, const tool_context& ctx) {
+namespace {
+
+json::value run_tool(const tool_registry& reg, std::string_view name,
+                     json::value args, const tool_context& ctx) {
   auto t = reg.find(name);
   if (t == nullptr)
     return error_result("Unknown tool: " + std::string{name}
@@ -104,6 +107,18 @@ json::value dispatch_tool(const tool_registry& reg, std::string_view name,
   } catch (...) {
     return error_result("[TOOL_ERROR] Tool execution failed: unknown error");
   }
+}
+
+} // namespace
+
+json::value dispatch_tool(const tool_registry& reg, std::string_view name,
+                          json::value args, const tool_context& ctx) {
+  // The one choke point: every result, error texts included, is redacted
+  // before it reaches a model, a script or a stored session
+  // (docs/security.md).
+  auto result = run_tool(reg, name, std::move(args), ctx);
+  redact_json_strings(result, context_redactor(ctx));
+  return result;
 }
 
 } // namespace mibyan

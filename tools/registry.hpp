@@ -36,7 +36,7 @@ private:
 };
 
 /// Registers the core tools: read_file, write_file, patch, search_files,
-/// terminal, web_extract, web_search.
+/// terminal, web_extract, web_search, process.
 void register_core_tools(tool_registry& reg);
 
 /// Runs one tool call synchronously on the calling thread. Never throws.

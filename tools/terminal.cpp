@@ -1,9 +1,10 @@
 // The `terminal` tool: runs one shell command in the foreground and returns
 // its merged stdout + stderr (see docs in tools.md section 2).
 //
-// Mibyan specifics: no background mode, no PTY (refused with a clear
-// error); processes a foreground command leaves behind are killed when the
-// call returns; secrets are filtered out of the child's environment
+// Mibyan specifics: background=true (optionally with pty=true) hands the
+// command to tools/terminal_background.hpp; a foreground PTY is refused with
+// a clear error; processes a foreground command leaves behind are killed when
+// the call returns; secrets are filtered out of the child's environment
 // (base/env_filter.hpp); output beyond tool_output.max_bytes is cut to
 // head 40 % + tail 60 % and the full text (up to 5 MB) is spilled to
 // $MIBYAN_HOME/cache/exec/terminal-<id>.txt for read_file.
@@ -26,6 +27,8 @@
 #include "base/private_file.hpp"
 #include "base/subprocess.hpp"
 #include "base/output_cap.hpp"
+#include "tools/redact_result.hpp"
+#include "tools/terminal_background.hpp"
 
 namespace mibyan {
 
@@ -157,8 +160,9 @@ public:
            "patch/write_file instead of sed/awk/echo redirection or "
            "heredocs. Commands run without a terminal (stdin is empty, no "
            "PTY) and must finish within `timeout` seconds (default 180, "
-           "max 600); background processes and interactive programs are "
-           "not supported. Long output keeps its first 40% and last 60%; "
+           "max 600). For servers, watchers and other long-running or "
+           "interactive programs use background=true (pty=true for a REPL) "
+           "and manage them with the process tool. Long output keeps its first 40% and last 60%; "
            "the full text is saved to a file named in `output_path`. "
            "Environment variables that look like secrets are not passed.";
   }
@@ -176,11 +180,21 @@ public:
                                        "session's working directory). Must "
                                        "exist.");
     props["background"] = schema_property("boolean",
-                                          "Not supported: must be false "
-                                          "(this tool runs commands in the "
-                                          "foreground only).");
-    props["pty"] = schema_property("boolean", "Not supported: must be false "
-                                              "(no pseudo-terminal).");
+                                          "Start a long-running command "
+                                          "(server, watcher, REPL) in the "
+                                          "background and return at once "
+                                          "with a process session_id for "
+                                          "the process tool.");
+    props["pty"] = schema_property("boolean", "With background=true: run "
+                                              "under a pseudo-terminal, for "
+                                              "interactive programs driven "
+                                              "with process write/submit.");
+    props["notify_on_complete"] = schema_property(
+      "boolean", "With background=true: accepted and echoed; check the "
+                 "process with process poll/wait.");
+    props["watch_patterns"] = schema_property(
+      "array", "With background=true: accepted and echoed.");
+    props["watch_patterns"]["items"] = schema_property("string", "A pattern.");
     json::value s;
     s["type"] = "object";
     s["properties"] = std::move(props);
@@ -212,35 +226,28 @@ public:
                           + std::to_string(max_command_bytes)
                           + "). Write the script to a file with write_file "
                             "and run that file instead.");
-    if (args.get_bool("background", false))
-      return error_result("background=true is not supported: this terminal "
-                          "tool runs commands in the foreground only. Run "
-                          "the command in the foreground with a timeout "
-                          "(max " + std::to_string(cfg.terminal.max_timeout)
-                          + " seconds).");
-    if (args.get_bool("pty", false))
-      return error_result("pty=true is not supported; foreground only, "
-                          "without a pseudo-terminal. Use non-interactive "
-                          "flags instead (e.g. -y, --no-pager, CI=1).");
-    if (args.get_bool("notify_on_complete", false)
-        || args.find("watch_patterns") != nullptr)
+    bool background = args.get_bool("background", false);
+    if (!background && args.get_bool("pty", false))
+      return error_result("pty=true needs background=true: foreground "
+                          "commands run without a pseudo-terminal. Use "
+                          "non-interactive flags (e.g. -y, --no-pager, "
+                          "CI=1), or start the program with background=true "
+                          "and pty=true and drive it with the process tool.");
+    if (!background && (args.get_bool("notify_on_complete", false)
+                        || args.find("watch_patterns") != nullptr))
       return error_result("notify_on_complete and watch_patterns apply to "
-                          "background processes, which are not supported; "
-                          "foreground only.");
+                          "background processes only (background=true).");
     auto max_timeout = std::max<int64_t>(cfg.terminal.max_timeout, 1);
     auto timeout = args.get_int("timeout",
                                 std::min(cfg.terminal.timeout, max_timeout));
     if (timeout < 1)
       return error_result("timeout must be >= 1 second");
-    if (timeout > max_timeout)
+    if (timeout > max_timeout && !background)
       return error_result(
         "timeout " + std::to_string(timeout) + " exceeds the foreground "
-        "maximum of " + std::to_string(max_timeout) + " seconds. Commands "
-        "that need longer would require background mode "
-        "(background=true with notify_on_complete=true), which this "
-        "terminal tool does not offer: it runs in the foreground only. "
-        "Split the work into steps that each finish within "
-        + std::to_string(max_timeout) + " seconds.");
+        "maximum of " + std::to_string(max_timeout) + " seconds. Run "
+        "longer commands with background=true and follow them with the "
+        "process tool (poll, wait, log).");
     std::string workdir = ctx.cwd;
     if (auto w = args.find("workdir"); w != nullptr) {
       workdir = w->as_string();
@@ -263,6 +270,8 @@ public:
       if (!S_ISDIR(st.st_mode))
         return error_result("workdir is not a directory: " + workdir);
     }
+    if (background)
+      return start_background_command(args, ctx, command, workdir);
     // -- run --------------------------------------------------------------
     subprocess_options opts;
     opts.shell_command = command;
@@ -325,7 +334,8 @@ public:
     }
     if (res.out_omitted > 0) {
       result["truncated"] = true;
-      save_spill(result, ctx, strip_ansi(spill), spill_cut, res.out_total);
+      save_spill(result, ctx, redact_text(ctx, strip_ansi(spill)), spill_cut,
+                 res.out_total);
     }
     return result;
   }

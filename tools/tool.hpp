@@ -16,6 +16,8 @@ namespace mibyan {
 
 struct options;          // config/options.hpp
 class http_client;       // base/http_client.hpp
+class redactor;          // base/redact.hpp
+class process_registry;  // base/process_registry.hpp
 
 /// Everything a tool may use besides its arguments. Owned by the caller and
 /// valid for the whole `run()` call.
@@ -41,6 +43,12 @@ struct tool_context {
   /// True when the call comes from an execute_code script rather than from
   /// the model directly (the re-read guards apply only to direct calls).
   bool from_script = false;
+  /// The runtime's secret redactor (environment + .env values). Null means
+  /// process_redactor() (base/redact.hpp).
+  const redactor* redact = nullptr;
+  /// Background processes of the runtime (terminal background=true and the
+  /// process tool). Null when the runtime offers none (unit tests).
+  process_registry* processes = nullptr;
 
   bool is_cancelled() const {
     return cancelled != nullptr && cancelled->load(std::memory_order_relaxed);

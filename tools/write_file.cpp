@@ -12,6 +12,7 @@
 #include "tools/file_io.hpp"
 #include "tools/lint_check.hpp"
 #include "tools/path_policy.hpp"
+#include "tools/read_tracker.hpp"
 
 namespace mibyan {
 
@@ -80,9 +81,11 @@ public:
       before = read_whole_file(path, max_lint_bytes, err);
     }
     auto& text = content->as_string();
+    auto stale = stale_write_warning(ctx, path);
     auto written = atomic_write(path, text);
     if (!written.error.empty())
       return error_result(written.error);
+    note_file_written(ctx, path);
     json::value out;
     out["bytes_written"] = static_cast<int64_t>(text.size());
     out["dirs_created"] = written.dirs_created;
@@ -93,6 +96,8 @@ public:
     if (auto lint = lint_delta(path, existed ? before : std::nullopt, text);
         !lint.is_null())
       out["lint"] = std::move(lint);
+    if (!stale.empty())
+      out["_warning"] = stale;
     return out;
   }
 };

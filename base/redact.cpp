@@ -1,0 +1,617 @@
+#include "base/redact.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+
+#include "base/env_filter.hpp"
+#include "base/redact_names.hpp"
+
+namespace mibyan {
+
+namespace {
+
+using namespace std::string_view_literals;
+using namespace redact_detail;
+
+// is_tok as a table, for the hot loop.
+struct tok_table {
+  bool t[256] = {};
+  constexpr tok_table() {
+    for (int c = 0; c < 256; ++c)
+      t[c] = is_tok(static_cast<char>(c));
+  }
+};
+constexpr tok_table tok_bytes{};
+inline bool tok_byte(char c) {
+  return tok_bytes.t[static_cast<unsigned char>(c)];
+}
+
+// Characters of a pair name: [A-Za-z0-9_.-].
+constexpr bool is_name(char c) {
+  return is_tok(c) || c == '.';
+}
+// Characters of a bearer token (RFC 6750 b64token).
+constexpr bool is_b64tok(char c) {
+  return is_tok(c) || c == '.' || c == '~' || c == '+' || c == '/'
+         || c == '=';
+}
+
+// ---------------------------------------------------------------------------
+// Key shapes with a literal prefix
+
+enum class body_class { tok, alnum, upper_digit, word, slack };
+
+struct key_shape {
+  std::string_view prefix;
+  body_class body;
+  size_t min_len;
+  size_t max_len; // 0: unbounded
+  bool need_digit; // the body must contain a digit (cuts false positives)
+};
+
+// Longer prefixes first where one prefix starts another (sk-ant- before
+// sk-); the first shape that matches wins.
+const key_shape key_shapes[] = {
+  {"sk-ant-"sv, body_class::tok, 20, 0, false},
+  {"sk-proj-"sv, body_class::tok, 20, 0, false},
+  {"sk-or-v1-"sv, body_class::tok, 20, 0, false},
+  {"sk-or-"sv, body_class::tok, 20, 0, false},
+  {"sk-"sv, body_class::tok, 20, 0, true},
+  {"sk_live_"sv, body_class::alnum, 16, 0, false},
+  {"sk_test_"sv, body_class::alnum, 16, 0, false},
+  {"rk_live_"sv, body_class::alnum, 16, 0, false},
+  {"rk_test_"sv, body_class::alnum, 16, 0, false},
+  {"gsk_"sv, body_class::alnum, 20, 0, false},
+  {"ghp_"sv, body_class::alnum, 30, 0, false},
+  {"gho_"sv, body_class::alnum, 30, 0, false},
+  {"ghu_"sv, body_class::alnum, 30, 0, false},
+  {"ghs_"sv, body_class::alnum, 30, 0, false},
+  {"ghr_"sv, body_class::alnum, 30, 0, false},
+  {"github_pat_"sv, body_class::word, 22, 0, false},
+  {"glpat-"sv, body_class::tok, 20, 0, false},
+  {"xai-"sv, body_class::tok, 20, 0, false},
+  {"xoxb-"sv, body_class::slack, 10, 0, true},
+  {"xoxa-"sv, body_class::slack, 10, 0, true},
+  {"xoxp-"sv, body_class::slack, 10, 0, true},
+  {"xoxr-"sv, body_class::slack, 10, 0, true},
+  {"xoxs-"sv, body_class::slack, 10, 0, true},
+  {"AIza"sv, body_class::tok, 35, 35, false},
+  {"AKIA"sv, body_class::upper_digit, 16, 16, false},
+  {"ASIA"sv, body_class::upper_digit, 16, 16, false},
+  {"hf_"sv, body_class::alnum, 30, 0, false},
+  {"npm_"sv, body_class::alnum, 30, 0, false},
+  {"pypi-AgE"sv, body_class::tok, 50, 0, false},
+};
+
+bool in_body(body_class b, char c) {
+  switch (b) {
+    case body_class::tok:
+      return is_tok(c);
+    case body_class::alnum:
+      return is_alnum(c);
+    case body_class::upper_digit:
+      return is_upper(c) || is_digit(c);
+    case body_class::word:
+      return is_alnum(c) || c == '_';
+    case body_class::slack:
+      return is_alnum(c) || c == '-';
+  }
+  return false;
+}
+
+// ---------------------------------------------------------------------------
+// The matcher
+
+constexpr uint8_t f_shape = 2;  // first byte of a shape (a token start)
+constexpr uint8_t f_pair = 4;   // '=' or ':'
+
+struct match {
+  size_t begin = 0;  // replaced range [begin, end)
+  size_t end = 0;
+  std::string replacement;
+};
+
+} // namespace
+
+struct redactor::impl {
+  std::vector<secret> secrets;          // longest value first
+  std::array<uint8_t, 256> flags{};
+
+  void build() {
+    std::sort(secrets.begin(), secrets.end(),
+              [](const secret& a, const secret& b) {
+                return a.value.size() > b.value.size();
+              });
+    flags.fill(0);
+    for (auto& k : key_shapes)
+      flags[static_cast<unsigned char>(k.prefix[0])] |= f_shape;
+    for (char c : {'e', 'B', 'b', '-'})
+      flags[static_cast<unsigned char>(c)] |= f_shape;
+    flags['='] |= f_pair;
+    flags[':'] |= f_pair;
+  }
+
+  bool shape(std::string_view s, size_t i, match& m) const;
+  bool pem(std::string_view s, size_t i, match& m) const;
+  bool pair(std::string_view s, size_t i, match& m) const;
+  bool url(std::string_view s, size_t i, match& m) const;
+};
+
+namespace {
+
+// Whether position `i` starts a token (the previous byte is no key byte).
+bool at_boundary(std::string_view s, size_t i) {
+  return i == 0 || !tok_byte(s[i - 1]);
+}
+
+bool starts_at(std::string_view s, size_t i, std::string_view lit) {
+  return s.size() - i >= lit.size()
+         && std::memcmp(s.data() + i, lit.data(), lit.size()) == 0;
+}
+
+// Indices into key_shapes by the first byte of their prefix, in table
+// order.
+const std::array<std::vector<uint8_t>, 256>& shapes_by_first() {
+  static const auto table = [] {
+    std::array<std::vector<uint8_t>, 256> t;
+    for (size_t k = 0; k < std::size(key_shapes); ++k)
+      t[static_cast<unsigned char>(key_shapes[k].prefix[0])].push_back(
+        static_cast<uint8_t>(k));
+    return t;
+  }();
+  return table;
+}
+
+bool prefixed_key(std::string_view s, size_t i, match& m) {
+  if (i + 1 >= s.size())
+    return false;
+  for (auto idx : shapes_by_first()[static_cast<unsigned char>(s[i])]) {
+    auto& k = key_shapes[idx];
+    auto prefix = k.prefix;
+    if (s[i + 1] != prefix[1] || !starts_at(s, i, prefix))
+      continue;
+    size_t j = i + prefix.size();
+    bool digit = false;
+    bool alpha = false;
+    while (j < s.size() && in_body(k.body, s[j])) {
+      digit = digit || is_digit(s[j]);
+      alpha = alpha || is_alpha(s[j]);
+      ++j;
+    }
+    size_t len = j - i - prefix.size();
+    if (len < k.min_len || (k.max_len != 0 && len != k.max_len))
+      continue;
+    if (j < s.size() && is_tok(s[j]))
+      continue; // runs on into a longer word of another class
+    if (k.need_digit && !(digit && alpha))
+      continue;
+    m.begin = i;
+    m.end = j;
+    m.replacement = std::string{prefix} + "[REDACTED]";
+    return true;
+  }
+  return false;
+}
+
+// eyJ<header>.<payload>.<signature>
+bool jwt(std::string_view s, size_t i, match& m) {
+  if (!starts_at(s, i, "eyJ"))
+    return false;
+  size_t j = i + 3;
+  size_t parts_len[3] = {3, 0, 0};
+  int part = 0;
+  while (j < s.size()) {
+    char c = s[j];
+    if (is_tok(c)) {
+      ++parts_len[part];
+    } else if (c == '.' && part < 2) {
+      ++part;
+    } else {
+      break;
+    }
+    ++j;
+  }
+  if (part < 2 || parts_len[0] < 10 || parts_len[1] < 10)
+    return false;
+  m.begin = i;
+  m.end = j;
+  m.replacement = "[REDACTED]";
+  return true;
+}
+
+// Bearer <token>
+bool bearer(std::string_view s, size_t i, match& m) {
+  if (s.size() - i < 7 || !iequals(s.substr(i, 6), "bearer"))
+    return false;
+  size_t j = i + 6;
+  if (!is_space(s[j]))
+    return false;
+  while (j < s.size() && is_space(s[j]))
+    ++j;
+  size_t b = j;
+  bool digit = false, up = false, lo = false;
+  while (j < s.size() && is_b64tok(s[j])) {
+    digit = digit || is_digit(s[j]);
+    up = up || is_upper(s[j]);
+    lo = lo || is_lower(s[j]);
+    ++j;
+  }
+  size_t len = j - b;
+  if (len < 8 || !(digit || (len >= 20 && up && lo)))
+    return false;
+  if (is_placeholder_value(s.substr(b, len)))
+    return false;
+  m.begin = b;
+  m.end = j;
+  m.replacement = "[REDACTED]";
+  return true;
+}
+
+bool is_base64_line(std::string_view line) {
+  for (char c : line)
+    if (!(is_alnum(c) || c == '+' || c == '/' || c == '=' || c == '\r'
+          || c == ' '))
+      return false;
+  return true;
+}
+
+} // namespace
+
+bool redactor::impl::pem(std::string_view s, size_t i, match& m) const {
+  constexpr std::string_view begin_tag = "-----BEGIN ";
+  if (!starts_at(s, i, begin_tag))
+    return false;
+  // The label: up to 48 chars of [A-Z0-9 ], ending in PRIVATE KEY or
+  // PRIVATE KEY BLOCK (PGP), then "-----".
+  size_t j = i + begin_tag.size();
+  size_t label_begin = j;
+  while (j < s.size() && j - label_begin < 48
+         && (is_upper(s[j]) || is_digit(s[j]) || s[j] == ' '))
+    ++j;
+  auto label = s.substr(label_begin, j - label_begin);
+  if (!(ends_with(label, "PRIVATE KEY") || ends_with(label, "PRIVATE KEY BLOCK")))
+    return false;
+  if (!starts_at(s, j, "-----"))
+    return false;
+  size_t body = j + 5;
+  {
+    size_t k = body;
+    while (k < s.size() && (s[k] == '\r' || s[k] == '\n'))
+      ++k;
+    if (starts_at(s, k, "[REDACTED"))
+      return false; // already redacted
+  }
+  auto end_pos = s.find("-----END ", body);
+  size_t body_end;
+  if (end_pos != std::string_view::npos) {
+    body_end = end_pos;
+  } else {
+    // Cut off (truncated output): the body runs while lines look like
+    // base64 or PEM headers.
+    size_t k = body;
+    if (k < s.size() && s[k] == '\r')
+      ++k;
+    if (k < s.size() && s[k] == '\n')
+      ++k;
+    while (k < s.size()) {
+      auto nl = s.find('\n', k);
+      auto line = s.substr(k, nl == std::string_view::npos ? s.size() - k
+                                                           : nl - k);
+      bool header = line.find(": ") != std::string_view::npos
+                    && line.size() < 128;
+      if (!(is_base64_line(line) || header))
+        break;
+      k = nl == std::string_view::npos ? s.size() : nl + 1;
+    }
+    body_end = k;
+  }
+  m.begin = body;
+  m.end = body_end;
+  m.replacement = "\n[REDACTED PRIVATE KEY]\n";
+  return true;
+}
+
+bool redactor::impl::shape(std::string_view s, size_t i, match& m) const {
+  char c = s[i];
+  if (c == '-')
+    return pem(s, i, m);
+  if (!at_boundary(s, i))
+    return false;
+  if (c == 'B' || c == 'b') {
+    if (bearer(s, i, m))
+      return true;
+  }
+  if (c == 'e' && jwt(s, i, m))
+    return true;
+  return prefixed_key(s, i, m);
+}
+
+// scheme://user:password@host
+bool redactor::impl::url(std::string_view s, size_t i, match& m) const {
+  if (!starts_at(s, i, "://"))
+    return false;
+  size_t k = i;
+  while (k > 0 && (is_alnum(s[k - 1]) || s[k - 1] == '+' || s[k - 1] == '.'
+                   || s[k - 1] == '-'))
+    --k;
+  if (i - k < 2 || !is_alpha(s[k]))
+    return false;
+  size_t a = i + 3;
+  size_t j = a;
+  size_t at = std::string_view::npos;
+  size_t colon = std::string_view::npos;
+  while (j < s.size()) {
+    char c = s[j];
+    if (c == '/' || c == '?' || c == '#' || c == ' ' || c == '\t'
+        || c == '\n' || c == '\r' || c == '"' || c == '\'' || c == '<'
+        || c == '>' || c == '`')
+      break;
+    if (c == '@')
+      at = j;
+    else if (c == ':' && colon == std::string_view::npos)
+      colon = j;
+    ++j;
+  }
+  if (at == std::string_view::npos || colon == std::string_view::npos
+      || colon > at || at - colon < 2)
+    return false;
+  auto pw = s.substr(colon + 1, at - colon - 1);
+  char p0 = pw.front();
+  if (p0 == '$' || p0 == '<' || p0 == '{' || p0 == '*'
+      || pw.rfind("[REDACTED", 0) == 0)
+    return false;
+  m.begin = colon + 1;
+  m.end = at;
+  m.replacement = "[REDACTED]";
+  return true;
+}
+
+// NAME=value, NAME: value, "name": "value", name = 'value'
+bool redactor::impl::pair(std::string_view s, size_t i, match& m) const {
+  char sep = s[i];
+  if (sep == ':' && starts_at(s, i, "://"))
+    return url(s, i, m);
+  // -- the name, backwards: optional spaces, optional closing quote ------
+  size_t k = i;
+  while (k > 0 && is_space(s[k - 1]) && i - k < 8)
+    --k;
+  char quote = 0;
+  if (k > 0 && (s[k - 1] == '"' || s[k - 1] == '\'')) {
+    quote = s[k - 1];
+    --k;
+  }
+  size_t name_end = k;
+  while (k > 0 && is_name(s[k - 1]) && name_end - k <= 64)
+    --k;
+  if (k == name_end || name_end - k > 64)
+    return false;
+  if (quote && (k == 0 || s[k - 1] != quote))
+    return false;
+  if (!quote && k > 0 && (is_alnum(s[k - 1])))
+    return false;
+  auto name = s.substr(k, name_end - k);
+  if (sep == '=' && i + 1 < s.size() && s[i + 1] == '=')
+    return false; // comparison ==
+  if (sep == '=' && k > 0 && !quote
+      && (s[k - 1] == '!' || s[k - 1] == '<' || s[k - 1] == '>'))
+    return false;
+  if (!is_secret_pair_name(name))
+    return false;
+  // -- the value ----------------------------------------------------------
+  size_t j = i + 1;
+  while (j < s.size() && is_space(s[j]) && j - i < 8)
+    ++j;
+  if (j >= s.size())
+    return false;
+  char vq = s[j];
+  size_t vb, ve;
+  if (vq == '"' || vq == '\'' || vq == '`') {
+    vb = j + 1;
+    ve = vb;
+    while (ve < s.size() && s[ve] != vq && s[ve] != '\n') {
+      if (s[ve] == '\\' && ve + 1 < s.size() && s[ve + 1] != '\n')
+        ++ve;
+      ++ve;
+    }
+    if (ve >= s.size() || s[ve] != vq)
+      return false;
+    if (is_placeholder_value(s.substr(vb, ve - vb)))
+      return false;
+  } else {
+    vb = j;
+    ve = vb;
+    bool to_eol = sep == ':';
+    while (ve < s.size()) {
+      char c = s[ve];
+      if (c == '\n' || c == '\r' || c == ',' || c == ';' || c == '"'
+          || c == '\'' || c == '`' || c == '(' || c == ')' || c == '['
+          || c == ']' || c == '{' || c == '}' || c == '<' || c == '>'
+          || c == '&')
+        break;
+      if (is_space(c) && (!to_eol || (ve + 1 < s.size() && s[ve + 1] == '#')))
+        break;
+      ++ve;
+    }
+    while (ve > vb && is_space(s[ve - 1]))
+      --ve;
+    auto v = s.substr(vb, ve - vb);
+    if (is_placeholder_value(v))
+      return false;
+    if (ve < s.size() && (s[ve] == '(' || s[ve] == '['))
+      return false; // a call or subscript: code, not a value
+    bool env_style = sep == '=' && !quote
+                     && std::none_of(name.begin(), name.end(), is_lower);
+    if (!env_style && is_reference_like(v))
+      return false;
+    if (!env_style && v.find(' ') != std::string_view::npos) {
+      // A multi-word YAML value: keep the scheme word of an
+      // Authorization-style value ("Bearer x", "Basic x") visible.
+      auto sp = v.find(' ');
+      auto first = v.substr(0, sp);
+      if (iequals(first, "bearer") || iequals(first, "basic")
+          || iequals(first, "token")) {
+        vb += sp + 1;
+        while (vb < ve && is_space(s[vb]))
+          ++vb;
+        if (is_placeholder_value(s.substr(vb, ve - vb)))
+          return false;
+      }
+    }
+  }
+  m.begin = vb;
+  m.end = ve;
+  m.replacement = "[REDACTED]";
+  return true;
+}
+
+redactor::redactor() : impl_(std::make_unique<impl>()) {
+  impl_->build();
+}
+
+redactor::redactor(std::vector<secret> secrets)
+  : impl_(std::make_unique<impl>()) {
+  for (auto& s : secrets) {
+    if (s.value.size() < min_secret_value_length)
+      continue;
+    bool dup = std::any_of(impl_->secrets.begin(), impl_->secrets.end(),
+                           [&](const secret& x) { return x.value == s.value; });
+    if (!dup)
+      impl_->secrets.push_back(std::move(s));
+  }
+  impl_->build();
+}
+
+redactor::~redactor() = default;
+redactor::redactor(redactor&&) noexcept = default;
+redactor& redactor::operator=(redactor&&) noexcept = default;
+
+redactor redactor::from_environment(
+  const std::vector<std::string>& env,
+  const std::map<std::string, std::string>& extra) {
+  std::vector<secret> secrets;
+  for (auto& e : env) {
+    auto eq = e.find('=');
+    if (eq == std::string::npos || eq == 0)
+      continue;
+    std::string_view name{e.data(), eq};
+    if (is_secret_variable_name(name))
+      secrets.push_back({std::string{name}, e.substr(eq + 1)});
+  }
+  for (auto& [name, value] : extra)
+    if (is_secret_variable_name(name))
+      secrets.push_back({name, value});
+  return redactor{std::move(secrets)};
+}
+
+bool redactor::redact(std::string& text) const {
+  std::string out;
+  if (!redact_to(text, out))
+    return false;
+  text = std::move(out);
+  return true;
+}
+
+bool redactor::redact_to(std::string_view s, std::string& out) const {
+  const auto& flags = impl_->flags;
+  const size_t n = s.size();
+  out.clear();
+  // Literal secrets: every occurrence, found up front with memmem (fast:
+  // the needles are long and random); earliest first, longest first at
+  // one position.
+  struct hit {
+    size_t pos;
+    uint32_t idx;
+  };
+  std::vector<hit> hits;
+  const auto& secrets = impl_->secrets;
+  for (uint32_t idx = 0; idx < secrets.size(); ++idx) {
+    const auto& v = secrets[idx].value;
+    size_t off = 0;
+    while (off + v.size() <= n) {
+      auto f = static_cast<const char*>(
+        ::memmem(s.data() + off, n - off, v.data(), v.size()));
+      if (f == nullptr)
+        break;
+      auto pos = static_cast<size_t>(f - s.data());
+      hits.push_back({pos, idx});
+      off = pos + 1;
+    }
+  }
+  std::sort(hits.begin(), hits.end(), [&](const hit& a, const hit& b) {
+    if (a.pos != b.pos)
+      return a.pos < b.pos;
+    return secrets[a.idx].value.size() > secrets[b.idx].value.size();
+  });
+  constexpr size_t none = std::string_view::npos;
+  size_t k = 0;
+  size_t next_lit = hits.empty() ? none : hits[0].pos;
+  size_t copied = 0; // bytes of `s` already handled in `out`
+  bool changed = false;
+  match m;
+  size_t i = 0;
+  while (i < n) {
+    auto c = static_cast<unsigned char>(s[i]);
+    bool matched = false;
+    if (tok_byte(static_cast<char>(c))) {
+      // Shapes start a token; inside a token only a literal can start.
+      if ((flags[c] & f_shape) && at_boundary(s, i) && impl_->shape(s, i, m))
+        matched = true;
+      else if (i != next_lit) {
+        ++i;
+        while (i < n && i != next_lit && tok_byte(s[i]))
+          ++i;
+        continue;
+      }
+    } else if (i != next_lit) {
+      if (!((flags[c] & f_pair) && impl_->pair(s, i, m))) {
+        ++i;
+        continue;
+      }
+      matched = true;
+    }
+    if (!matched) {
+      // A literal secret starts here (shapes and pairs come first).
+      if ((flags[c] & f_pair) && impl_->pair(s, i, m)) {
+        matched = true;
+      } else {
+        const auto& sec = secrets[hits[k].idx];
+        m.begin = i;
+        m.end = i + sec.value.size();
+        m.replacement = "[REDACTED:" + sec.name + "]";
+      }
+    }
+    if (!changed) {
+      out.reserve(n + 64);
+      changed = true;
+    }
+    out.append(s.data() + copied, m.begin - copied);
+    out.append(m.replacement);
+    copied = m.end;
+    i = std::max(m.end, i + 1);
+    while (k < hits.size() && hits[k].pos < i)
+      ++k;
+    next_lit = k < hits.size() ? hits[k].pos : none;
+  }
+  if (!changed)
+    return false;
+  out.append(s.data() + copied, n - copied);
+  return true;
+}
+
+std::string redactor::redacted(std::string_view text) const {
+  std::string copy{text};
+  redact(copy);
+  return copy;
+}
+
+size_t redactor::secret_count() const {
+  return impl_->secrets.size();
+}
+
+const redactor& process_redactor() {
+  static const redactor r = redactor::from_environment(current_environment());
+  return r;
+}
+
+} // namespace mibyan

@@ -1,0 +1,56 @@
+// File: base/redact_names.hpp
+//
+// Internal to the secret redactor (base/redact.cpp): character classes
+// and the name and value heuristics of its pair rule (which `NAME=value`
+// pairs hold secrets, which values are placeholders). The rules are
+// described in docs/security.md. Pure functions; thread-safe.
+#pragma once
+
+#include <string_view>
+
+namespace mibyan::redact_detail {
+
+constexpr bool is_alpha(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+constexpr bool is_digit(char c) {
+  return c >= '0' && c <= '9';
+}
+constexpr bool is_alnum(char c) {
+  return is_alpha(c) || is_digit(c);
+}
+constexpr bool is_upper(char c) {
+  return c >= 'A' && c <= 'Z';
+}
+constexpr bool is_lower(char c) {
+  return c >= 'a' && c <= 'z';
+}
+/// Characters of a key body: [A-Za-z0-9_-].
+constexpr bool is_tok(char c) {
+  return is_alnum(c) || c == '_' || c == '-';
+}
+constexpr bool is_space(char c) {
+  return c == ' ' || c == '\t';
+}
+constexpr char lower(char c) {
+  return is_upper(c) ? static_cast<char>(c - 'A' + 'a') : c;
+}
+
+/// ASCII case-insensitive equality.
+bool iequals(std::string_view a, std::string_view b);
+
+bool ends_with(std::string_view s, std::string_view suffix);
+
+/// Whether a pair called `name` (e.g. OPENAI_API_KEY, apiKey,
+/// client_secret) holds a secret: decided by its last word.
+bool is_secret_pair_name(std::string_view name);
+
+/// Whether a pair value is a placeholder rather than a secret ($VAR, <x>,
+/// ***, null, short numbers, fewer than 4 characters, ...).
+bool is_placeholder_value(std::string_view v);
+
+/// Whether an unquoted value names something in code (self.token,
+/// os.environ, string) instead of holding a secret.
+bool is_reference_like(std::string_view v);
+
+} // namespace mibyan::redact_detail
