@@ -37,7 +37,7 @@ install(FILES ${CMAKE_CURRENT_BINARY_DIR}/mibyanConfig.cmake
 # library needs its dependencies on the link line, so they are in Libs and
 # Requires rather than in the .private fields.
 file(RELATIVE_PATH MIBYAN_PC_TO_PREFIX
-     /root/${CMAKE_INSTALL_LIBDIR}/pkgconfig /root)
+     /prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfig /prefix)
 set(MIBYAN_PC_CAF_CFLAGS "")
 if(NOT CAF_INCLUDE_DIR STREQUAL "/usr/include")
   set(MIBYAN_PC_CAF_CFLAGS "-I${CAF_INCLUDE_DIR}")

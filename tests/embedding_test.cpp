@@ -278,6 +278,45 @@ BOOST_AUTO_TEST_CASE(model_calls_host_tool_with_events) {
   BOOST_TEST(contains(events[1], "sunny-Oslo"));
 }
 
+BOOST_AUTO_TEST_CASE(streamed_text_reaches_on_text) {
+  auto delta = [](const std::string& text, const std::string& finish) {
+    json::value ch;
+    ch["index"] = 0;
+    ch["delta"] = json::value::make_object();
+    if (!text.empty())
+      ch["delta"]["content"] = text;
+    if (!finish.empty())
+      ch["finish_reason"] = finish;
+    json::value d;
+    d["choices"] = json::value::make_array();
+    d["choices"].push_back(std::move(ch));
+    return "data: " + d.dump() + "\n\n";
+  };
+  json::value s;
+  s["path"] = "/v1/chat/completions";
+  s["status"] = 200;
+  s["chunks"] = json::value::make_array();
+  for (auto& c : {delta("Hello ", ""), delta("from ", ""), delta("a stream.", ""),
+                  delta("", "stop"), std::string{"data: [DONE]\n\n"}})
+    s["chunks"].push_back(c);
+  s["chunk_ms"] = 5;
+  s["headers"]["Content-Type"] = "text/event-stream";
+  server.script(s.dump());
+  auto ac = agent_cfg();
+  std::string text;
+  int pieces = 0;
+  ac.on_text = [&](const std::string& t) {
+    text += t; // one callback at a time per agent
+    ++pieces;
+  };
+  agent a{*rt, ac};
+  auto r = a.run("Stream please.").get();
+  BOOST_TEST_REQUIRE(r.error.empty(), r.error);
+  BOOST_TEST(r.final_response == "Hello from a stream.");
+  BOOST_TEST(text == "Hello from a stream.");
+  BOOST_TEST(pieces >= 2);
+}
+
 BOOST_AUTO_TEST_CASE(script_calls_host_tool) {
   json::value code;
   code["code"] = "from mibyan_tools import get_weather\n"

@@ -163,9 +163,12 @@ public:
   turn_outcome run_turn(const turn_call& call);
 
   /// Runs one user turn; `done` is invoked once, on a runtime thread, after
-  /// the last `on_delta` / `on_tool` call. Never blocks: it may be called
-  /// from a runtime thread (e.g. from another turn's `done`). Turns of one
-  /// session sent from one thread run in call order.
+  /// the last `on_delta` / `on_tool` call (or on the calling thread, before
+  /// this returns, when the turn cannot start). Never blocks: it may be
+  /// called from a runtime thread (e.g. from another turn's `done`). Turns
+  /// of one session run in arrival order at its conversation; callers that
+  /// need call order send the next turn from the previous one's `done`
+  /// (mibyan::agent does).
   void run_turn_async(const turn_call& call,
                       std::function<void(turn_outcome)> done);
 
