@@ -90,6 +90,7 @@ runtime::impl::~impl() {
   if (sys) {
     {
       std::lock_guard<std::mutex> guard{mtx};
+      closing = true;
       for (auto& [id, c] : conversations)
         caf::anon_send_exit(c, caf::exit_reason::user_shutdown);
       for (auto& [key, p] : providers)
@@ -97,13 +98,17 @@ runtime::impl::~impl() {
       conversations.clear();
       providers.clear();
     }
+    // Handles go before the system: an actor must not outlive it through
+    // a handle. Under the lock, as close_session and interrupt read them
+    // from runtime threads (a turn's completion may call them now).
+    std::lock_guard<std::mutex> guard{mtx};
     if (writer)
       caf::anon_send_exit(writer, caf::exit_reason::user_shutdown);
-    writer = nullptr;
     if (dispatcher)
       caf::anon_send_exit(dispatcher, caf::exit_reason::user_shutdown);
     if (kernels)
       caf::anon_send_exit(kernels, caf::exit_reason::user_shutdown);
+    writer = nullptr;
     dispatcher = nullptr;
     kernels = nullptr;
   }
@@ -411,6 +416,8 @@ bool prepare_turn(runtime::impl& p, const turn_call& call, prepared_turn& t,
              + ep.api_key;
   {
     std::lock_guard<std::mutex> guard{p.mtx};
+    if (p.closing)
+      return fail("the runtime is shutting down", false);
     auto& slot = p.providers[key];
     if (!slot)
       slot = spawn_provider(*p.sys, p.svc->http, settings);
@@ -426,9 +433,12 @@ bool prepare_turn(runtime::impl& p, const turn_call& call, prepared_turn& t,
   return true;
 }
 
-// The conversation of `sid`, spawned on first use.
+// The conversation of `sid`, spawned on first use; invalid once the
+// runtime is shutting down.
 conversation_actor conversation_for(runtime::impl& p, const std::string& sid) {
   std::lock_guard<std::mutex> guard{p.mtx};
+  if (p.closing)
+    return {};
   auto& c = p.conversations[sid];
   if (!c)
     c = spawn_conversation(*p.sys, conversation_deps{p.svc, p.dispatcher,
@@ -471,6 +481,7 @@ void save_trajectory(const runtime_services& svc, const turn_call& call,
 struct turn_job {
   runtime::impl* p;
   std::shared_ptr<runtime_services> svc;
+  session_writer_actor writer;
   turn_call call;
   prepared_turn t;
   turn_outcome out;
@@ -479,6 +490,9 @@ struct turn_job {
 
 void finish_turn(caf::event_based_actor* self, std::shared_ptr<turn_job> job) {
   self->quit();
+  // The job may outlive the actor system on the pool: no handles in it.
+  job->writer = nullptr;
+  job->t.req = turn_request{};
   auto deliver = [job] {
     save_trajectory(*job->svc, job->call, job->out);
     auto done = std::move(job->done);
@@ -496,6 +510,11 @@ void finish_turn(caf::event_based_actor* self, std::shared_ptr<turn_job> job) {
 
 void send_turn(caf::event_based_actor* self, std::shared_ptr<turn_job> job) {
   auto conv = conversation_for(*job->p, job->out.session_id);
+  if (!conv) {
+    job->out.error = "the runtime is shutting down";
+    finish_turn(self, job);
+    return;
+  }
   auto req = job->t.req;
   if (job->call.on_delta || job->call.on_tool)
     req.sink = caf::actor_cast<caf::actor>(self);
@@ -518,7 +537,7 @@ void send_turn(caf::event_based_actor* self, std::shared_ptr<turn_job> job) {
 caf::behavior turn_driver(caf::event_based_actor* self,
                           std::shared_ptr<turn_job> job) {
   if (job->t.create) {
-    self->request(job->p->writer, caf::infinite, create_atom_v, job->t.meta)
+    self->request(job->writer, caf::infinite, create_atom_v, job->t.meta)
       .then(
         [self, job](std::string& id) {
           job->out.session_id = std::move(id);
@@ -560,6 +579,7 @@ void runtime::run_turn_async(const turn_call& call,
     done(std::move(job->out));
     return;
   }
+  job->writer = impl_->writer;
   job->call = call;
   job->done = std::move(done);
   impl_->sys->spawn(turn_driver, job);
@@ -583,10 +603,10 @@ void runtime::interrupt(const std::string& session_id,
     auto i = impl_->conversations.find(session_id);
     if (i != impl_->conversations.end())
       caf::anon_send(i->second, interrupt_atom_v, reason);
+    if (impl_->dispatcher)
+      caf::anon_send(impl_->dispatcher, interrupt_atom_v,
+                     interrupt_request{session_id, reason});
   }
-  if (impl_->dispatcher)
-    caf::anon_send(impl_->dispatcher, interrupt_atom_v,
-                   interrupt_request{session_id, reason});
 }
 
 void runtime::close_session(const std::string& session_id) {
@@ -597,9 +617,9 @@ void runtime::close_session(const std::string& session_id) {
       caf::anon_send_exit(i->second, caf::exit_reason::user_shutdown);
       impl_->conversations.erase(i);
     }
+    if (impl_->kernels)
+      caf::anon_send(impl_->kernels, dispose_atom_v, session_id);
   }
-  if (impl_->kernels)
-    caf::anon_send(impl_->kernels, dispose_atom_v, session_id);
 }
 
 std::string runtime::kernel_stats() {

@@ -39,9 +39,12 @@ struct runtime::impl {
   std::shared_ptr<session_store> store;
   std::string store_error;
   session_writer_actor writer;
-  std::mutex mtx; // guards conversations and providers
+  std::mutex mtx; // guards conversations, providers, closing
   std::map<std::string, conversation_actor> conversations;
   std::map<std::string, provider_actor> providers;
+  /// Set by the destructor: no new conversation or provider is spawned
+  /// (it would never get its exit message).
+  bool closing = false;
 
   ~impl();
 };

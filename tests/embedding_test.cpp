@@ -17,7 +17,10 @@
 #include <thread>
 #include <vector>
 
+#include "caf/all.hpp"
+
 #include "base/json.hpp"
+#include "mibyan/actors.hpp"
 #include "mibyan/mibyan.hpp"
 #include "tests/support/http_server.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -475,6 +478,72 @@ BOOST_AUTO_TEST_CASE(bad_host_tools_are_refused) {
   std::string err;
   BOOST_TEST((runtime::create(missing, &err) == nullptr));
   BOOST_TEST(contains(err, "no-such.yaml"));
+}
+
+BOOST_AUTO_TEST_CASE(actor_level_in_host_system) {
+  // The application's own system; Mibyan's actors are spawned into it.
+  caf::actor_system_config cfg;
+  actors::configure(cfg);
+  caf::actor_system sys{cfg};
+  test::temp_dir host_home; // a second store needs its own directory
+  {
+    runtime_config rc;
+    rc.home = host_home.path();
+    rc.provider = "custom";
+    rc.model = "m";
+    rc.tools = host_tools();
+    std::string err;
+    auto hrt = actors::attach(sys, rc, &err);
+    BOOST_REQUIRE_MESSAGE(hrt != nullptr, err);
+    BOOST_TEST(&actor_system_of(*hrt) == &sys);
+
+    auto events = std::make_shared<std::vector<std::string>>();
+    auto events_mtx = std::make_shared<std::mutex>();
+    auto listener = sys.spawn([=](caf::event_based_actor*) -> caf::behavior {
+      return {
+        [=](actors::event_atom, const std::string& kind,
+            const std::string& text) {
+          std::lock_guard<std::mutex> guard{*events_mtx};
+          events->push_back(kind + " " + text);
+        },
+      };
+    });
+    script("/v1", completion("", {{"c1", "get_weather", R"({"city":"Rome"})"}}));
+    script("/v1", completion("Rome is sunny."));
+    auto conv = actors::spawn_conversation(*hrt, agent_cfg(), listener);
+    caf::scoped_actor self{sys};
+    std::string result;
+    self->request(conv, caf::infinite, actors::run_atom_v,
+                  std::string{"Weather in Rome?"})
+      .receive([&](std::string& r) { result = std::move(r); },
+               [&](caf::error& e) { BOOST_FAIL(sys.render(e)); });
+    auto parsed = json::parse(result);
+    BOOST_TEST_REQUIRE(parsed.v.has_value(), result);
+    BOOST_TEST(parsed.v->get_bool("completed", false), result);
+    BOOST_TEST(parsed.v->get_string("final_response", "") == "Rome is sunny.");
+    BOOST_TEST(wait_until([&] {
+      std::lock_guard<std::mutex> guard{*events_mtx};
+      return events->size() >= 2;
+    }));
+    {
+      std::lock_guard<std::mutex> guard{*events_mtx};
+      BOOST_TEST(contains(events->at(0), "tool_start"));
+      BOOST_TEST(contains(events->at(1), "tool_end"));
+      BOOST_TEST(contains(events->at(1), "sunny-Rome"));
+    }
+
+    auto tools = actors::spawn_tool_actor(*hrt);
+    self->request(tools, caf::infinite, actors::tool_atom_v,
+                  std::string{"host-s"}, std::string{"get_weather"},
+                  std::string{R"({"city":"Lima"})"})
+      .receive([&](std::string& r) { result = std::move(r); },
+               [&](caf::error& e) { BOOST_FAIL(sys.render(e)); });
+    BOOST_TEST(contains(result, "sunny-Lima"), result);
+
+    self->send_exit(conv, caf::exit_reason::user_shutdown);
+    self->send_exit(tools, caf::exit_reason::user_shutdown);
+    self->send_exit(listener, caf::exit_reason::user_shutdown);
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()
