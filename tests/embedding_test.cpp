@@ -185,6 +185,19 @@ struct fixture {
       return std::string{met ? R"({"met":true})" : R"({"met":false})"};
     };
     tools.push_back(meet);
+
+    // Runs until cancelled; its deadline is 200 ms.
+    host_tool slow;
+    slow.name = "slow";
+    slow.description = "Stops only when cancelled.";
+    slow.timeout = milliseconds(200);
+    slow.handler = [lg](const std::string&, const host_tool_call& c) {
+      while (!c.cancelled())
+        std::this_thread::sleep_for(milliseconds(5));
+      lg->blocking_saw_cancel = true;
+      return std::string{R"({"finished":true})"};
+    };
+    tools.push_back(slow);
     return tools;
   }
 
@@ -450,6 +463,20 @@ BOOST_AUTO_TEST_CASE(queued_runs_keep_order) {
                       == std::future_status::ready));
   BOOST_TEST(done_order == (std::vector<std::string>{"r4", "r5"}),
              boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(host_tool_deadline_is_enforced) {
+  // The invocation's deadline applies to host tools as to built-in ones:
+  // the call answers as timed out and the handler sees its cancel flag.
+  auto out = rt->call_tool({"deadline-s", "c1", "slow", "{}", ""});
+  BOOST_TEST(out.timed_out, out.result_json);
+  BOOST_TEST(contains(out.result_json, "error"), out.result_json);
+  BOOST_TEST(wait_until([&] { return log->blocking_saw_cancel.load(); }));
+  // Arguments are checked against the schema before the handler runs.
+  auto bad = rt->call_tool({"deadline-s", "c2", "get_weather", "{}", ""});
+  BOOST_TEST(contains(bad.result_json, "city"), bad.result_json);
+  std::lock_guard<std::mutex> guard{log->mtx};
+  BOOST_TEST(log->args.empty());
 }
 
 BOOST_AUTO_TEST_CASE(bad_host_tools_are_refused) {
