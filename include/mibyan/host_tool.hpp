@@ -49,8 +49,9 @@ using host_tool_completion = std::function<void(host_tool_result)>;
 /// One host tool. Give it a name, a description, a JSON schema and exactly
 /// one of `handler` and `async_handler`.
 struct host_tool {
-  /// The name the model calls it by: letters, digits and '_' (a Python
-  /// identifier when `allow_in_scripts`). Must not be a built-in tool's.
+  /// The name the model calls it by: 1 to 64 letters, digits, '_' or '-'
+  /// (a Python identifier when `allow_in_scripts`). Must not be a built-in
+  /// tool's.
   std::string name;
   /// What the tool does, for the model.
   std::string description;
