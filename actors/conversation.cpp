@@ -370,11 +370,31 @@ void invoke(conv_pointer self, size_t idx, std::function<void()> then) {
     auto tp = current(self, id);
     return tp != nullptr && tp->batch == batch ? tp : nullptr;
   };
+  // Tool activity for the turn's sink (docs/embedding.md, "Tool events").
+  auto sink = t.p.req.sink;
+  auto sid = st.deps.session_id;
+  auto event = [sink, sid, call_id = c.id, name = c.name](const char* kind,
+                                                          json::value v) {
+    v["id"] = call_id;
+    v["name"] = name;
+    caf::anon_send(sink, delta_atom_v, sid, std::string{kind}, v.dump());
+  };
+  if (sink) {
+    json::value v;
+    v["arguments"] = c.arguments;
+    event("tool_start", std::move(v));
+  }
   self->request(st.deps.dispatcher, caf::infinite, invoke_atom_v,
                 std::move(req))
     .then(
-      [alive, idx, then, name = c.name, args = c.arguments](
+      [alive, idx, then, sink, event, name = c.name, args = c.arguments](
         tool_response& resp) {
+        if (sink) {
+          json::value v;
+          v["result"] = resp.result_json;
+          v["duration_us"] = resp.duration_us;
+          event("tool_end", std::move(v));
+        }
         if (auto tp = alive()) {
           tp->results[idx] = tp->guards.after_call(
             name, args, std::move(resp.result_json));

@@ -119,6 +119,7 @@ caf::actor start_kernel(registry_pointer self, const kernel_shape& shape,
   so.inherited_env = current_environment();
   so.passthrough = st.svc->cfg.terminal.env_passthrough;
   so.rpc_timeout = static_cast<double>(st.svc->cfg.code_execution.timeout);
+  so.extra_tools = st.svc->script_host_tools;
   auto proc = spawn_kernel(so, error);
   if (proc.pid < 0)
     return {};
@@ -273,6 +274,9 @@ registry_behavior(registry_pointer self, services_ptr svc, std::string python,
   for (auto t : st.svc->tools.all())
     enabled.push_back(t->name());
   st.tools = effective_script_tools(enabled);
+  for (auto& h : st.svc->script_host_tools)
+    st.tools.push_back(h.name);
+  std::sort(st.tools.begin(), st.tools.end());
   self->set_down_handler([=](caf::down_msg& dm) {
     auto& s = self->state;
     for (auto i = s.kernels.begin(); i != s.kernels.end(); ++i) {

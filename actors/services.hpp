@@ -13,6 +13,7 @@
 
 #include "config/options.hpp"
 #include "base/blocking_pool.hpp"
+#include "kernels/stub_generator.hpp"
 #include "tools/registry.hpp"
 
 namespace mibyan {
@@ -34,6 +35,9 @@ struct runtime_services {
   std::shared_ptr<const redactor> redact;
   /// Tracked background processes; may be null in unit tests.
   std::shared_ptr<process_registry> processes;
+  /// Host tools that execute_code scripts may call (docs/embedding.md);
+  /// their names are in `tools` too.
+  std::vector<script_tool_spec> script_host_tools;
 };
 
 using services_ptr = std::shared_ptr<const runtime_services>;

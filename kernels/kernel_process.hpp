@@ -16,6 +16,8 @@
 
 #include <sys/types.h>
 
+#include "kernels/stub_generator.hpp"
+
 namespace mibyan {
 
 struct kernel_spawn_options {
@@ -31,6 +33,9 @@ struct kernel_spawn_options {
   std::vector<std::string> passthrough;
   /// Seconds the stub waits for one tool reply.
   double rpc_timeout = 300;
+  /// Host tools the stub exposes besides the built-in ones (those named in
+  /// `tools`; docs/embedding.md).
+  std::vector<script_tool_spec> extra_tools;
 };
 
 struct kernel_process {

@@ -745,7 +745,22 @@ const std::vector<stub_parameter>& stub_parameters(const std::string& tool) {
 }
 
 std::string generate_stub(const std::vector<std::string>& tools) {
+  return generate_stub(tools, {});
+}
+
+std::string generate_stub(const std::vector<std::string>& tools,
+                          const std::vector<script_tool_spec>& extra) {
   auto names = effective_script_tools(tools);
+  std::vector<script_tool> host;
+  for (auto& e : extra) {
+    if (is_script_tool(e.name)
+        || std::find(tools.begin(), tools.end(), e.name) == tools.end())
+      continue;
+    host.push_back(script_tool{e.name.c_str(), e.params, e.doc.c_str()});
+    names.push_back(e.name);
+  }
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
   std::string out = stub_prologue;
   out += "AVAILABLE_TOOLS = (";
   for (auto& n : names)
@@ -754,9 +769,119 @@ std::string generate_stub(const std::vector<std::string>& tools) {
     out.resize(out.size() - 1);
   out += ")\n";
   out += stub_transport;
-  for (auto& n : names)
-    out += render_function(*find_tool(n));
+  for (auto& n : names) {
+    if (auto t = find_tool(n)) {
+      out += render_function(*t);
+      continue;
+    }
+    for (auto& h : host)
+      if (n == h.name)
+        out += render_function(h);
+  }
   return out;
+}
+
+bool is_stub_identifier(const std::string& name) {
+  static const char* const keywords[] = {
+    "False", "None", "True", "and", "as", "assert", "async", "await",
+    "break", "class", "continue", "def", "del", "elif", "else", "except",
+    "finally", "for", "from", "global", "if", "import", "in", "is",
+    "lambda", "nonlocal", "not", "or", "pass", "raise", "return", "try",
+    "while", "with", "yield"};
+  if (name.empty() || name[0] == '_' || (name[0] >= '0' && name[0] <= '9'))
+    return false;
+  for (char c : name)
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
+          || (c >= '0' && c <= '9') || c == '_'))
+      return false;
+  for (auto k : keywords)
+    if (name == k)
+      return false;
+  return true;
+}
+
+bool make_script_tool_spec(const std::string& name,
+                           const std::string& description,
+                           const json::value& schema, script_tool_spec* out,
+                           std::string* error) {
+  auto fail = [&](std::string msg) {
+    if (error)
+      *error = std::move(msg);
+    return false;
+  };
+  if (!is_stub_identifier(name))
+    return fail("'" + name + "' cannot be a Python function name");
+  script_tool_spec spec;
+  spec.name = name;
+  std::vector<std::string> required;
+  if (auto r = schema.find("required"); r != nullptr && r->is_array())
+    for (auto& v : r->as_array())
+      if (v.is_string())
+        required.push_back(v.as_string());
+  auto annotation = [](const json::value* prop) -> std::string {
+    if (prop == nullptr || !prop->is_object())
+      return "";
+    auto type = prop->get_string("type", "");
+    if (type == "string")
+      return "str";
+    if (type == "integer")
+      return "int";
+    if (type == "number")
+      return "float";
+    if (type == "boolean")
+      return "bool";
+    if (type == "array")
+      return "list";
+    if (type == "object")
+      return "dict";
+    return "";
+  };
+  auto props = schema.find("properties");
+  for (auto& r : required) {
+    if (!is_stub_identifier(r))
+      return fail("property '" + r + "' of '" + name
+                  + "' cannot be a Python parameter name");
+    const json::value* prop = nullptr;
+    if (props != nullptr && props->is_object())
+      prop = props->find(r);
+    spec.params.push_back({r, annotation(prop), ""});
+  }
+  if (props != nullptr && props->is_object()) {
+    for (auto& [key, prop] : props->as_object()) {
+      if (std::find(required.begin(), required.end(), key) != required.end())
+        continue;
+      if (!is_stub_identifier(key))
+        return fail("property '" + key + "' of '" + name
+                    + "' cannot be a Python parameter name");
+      spec.params.push_back({key, "", "None"});
+    }
+  }
+  // The docstring sits between triple quotes on one line.
+  std::string doc;
+  for (char c : description) {
+    if (c == '\n' || c == '\r')
+      c = ' ';
+    if (c == '\\' || c == '"')
+      doc += '\\';
+    doc += c;
+  }
+  if (doc.size() > 400)
+    doc = doc.substr(0, 400) + "...";
+  spec.doc = doc.empty() ? "A tool of the host application." : doc;
+  *out = std::move(spec);
+  return true;
+}
+
+std::string stub_signature(const script_tool_spec& spec) {
+  std::string sig = spec.name + "(";
+  for (size_t i = 0; i < spec.params.size(); ++i) {
+    if (i > 0)
+      sig += ", ";
+    sig += spec.params[i].name;
+    if (!spec.params[i].default_literal.empty())
+      sig += "=" + spec.params[i].default_literal;
+  }
+  return sig + ")";
 }
 
 } // namespace mibyan

@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "base/json.hpp"
+
 namespace mibyan {
 
 /// One parameter of a stub function.
@@ -47,5 +49,36 @@ const std::vector<stub_parameter>& stub_parameters(const std::string& tool);
 /// do not matter: functions are emitted sorted). Always contains the
 /// transport and the helpers, also when no tool is left.
 std::string generate_stub(const std::vector<std::string>& tools);
+
+/// A script tool outside the built-in table: a tool the embedding host
+/// registered with `allow_in_scripts` (docs/embedding.md). Its stub
+/// function is rendered from its JSON schema.
+struct script_tool_spec {
+  std::string name;
+  std::vector<stub_parameter> params;
+  /// The docstring of the stub function (one line).
+  std::string doc;
+};
+
+/// Returns true when `name` can be a Python function name of the stub
+/// (an identifier, not a keyword, not starting with '_').
+bool is_stub_identifier(const std::string& name);
+
+/// Builds the stub of a host tool from its JSON schema: required
+/// properties first (in `required` order), then the optional ones with a
+/// None default, both in schema order. Returns false and sets `*error`
+/// when the name or a property name is no Python identifier.
+bool make_script_tool_spec(const std::string& name,
+                           const std::string& description,
+                           const json::value& schema, script_tool_spec* out,
+                           std::string* error);
+
+/// Returns "name(a, b=None)": the signature of `spec` as shown to models.
+std::string stub_signature(const script_tool_spec& spec);
+
+/// As generate_stub(tools), plus one function per entry of `extra` whose
+/// name is in `tools` (AVAILABLE_TOOLS lists them too).
+std::string generate_stub(const std::vector<std::string>& tools,
+                          const std::vector<script_tool_spec>& extra);
 
 } // namespace mibyan

@@ -2,9 +2,12 @@
 
 #include <ctime>
 #include <filesystem>
+#include <fstream>
+#include <future>
 #include <map>
 #include <mutex>
 #include <set>
+#include <sstream>
 #include <unistd.h>
 #include <thread>
 
@@ -29,39 +32,16 @@
 #include "storage/trajectory.hpp"
 #include "tools/read_tracker.hpp"
 #include "tools/registry.hpp"
+#include "config/loader.hpp"
+#include "mibyan/actors.hpp"
+#include "node/host_tool_adapter.hpp"
+#include "node/runtime_impl.hpp"
 
 namespace fs = std::filesystem;
 
 namespace mibyan {
 
 namespace {
-
-caf::actor_system_config& configure(caf::actor_system_config& cfg,
-                                    const options& opts) {
-  cfg.add_message_types<caf::id_block::mibyan>();
-  cfg.add_error_category(
-    caf::atom("mibyan"),
-    [](uint8_t code, caf::atom_value, const caf::message& ctx) {
-      auto text = "mibyan::" + to_string(static_cast<ec>(code));
-      if (!ctx.empty())
-        text += caf::deep_to_string(ctx);
-      return text;
-    });
-  auto threads = opts.runtime.scheduler_threads;
-  if (threads <= 0)
-    threads = std::max<int64_t>(2, std::thread::hardware_concurrency());
-  cfg.set("scheduler.max-threads", static_cast<size_t>(threads));
-  // A flooded actor must not monopolise one of only two workers.
-  cfg.set("scheduler.max-throughput", size_t{300});
-  // Request/response latency dominates an agent runtime; the sharing
-  // scheduler halves it on small machines (caf-0.17.md, section 3.1).
-  cfg.set("scheduler.policy", caf::atom("sharing"));
-  cfg.set("middleman.workers", size_t{1});
-  cfg.set("middleman.app-identifiers",
-          std::vector<std::string>{"mibyan-v1"});
-  cfg.load<caf::io::middleman>();
-  return cfg;
-}
 
 // Returns the interpreter for project mode: the active virtualenv's or conda
 // env's python when it runs and is >= 3.8, else `fallback`.
@@ -83,59 +63,131 @@ std::string project_python(const std::string& fallback) {
 
 } // namespace
 
-struct runtime::impl {
-  caf::actor_system_config cfg;
-  std::shared_ptr<runtime_services> svc;
-  std::unique_ptr<caf::actor_system> sys; // destroyed before cfg
-  tool_dispatcher_actor dispatcher;
-  kernel_registry_actor kernels;
-  // Sessions: the store (null when it could not be opened, with the reason
-  // in store_error), its single writer, one conversation per session and
-  // one provider connection per distinct endpoint, created on first use.
-  std::shared_ptr<session_store> store;
-  std::string store_error;
-  session_writer_actor writer;
-  std::mutex mtx; // guards conversations and providers
-  std::map<std::string, conversation_actor> conversations;
-  std::map<std::string, provider_actor> providers;
+void configure_actor_system(caf::actor_system_config& cfg,
+                            const options* opts) {
+  cfg.add_message_types<caf::id_block::mibyan>();
+  cfg.add_error_category(
+    caf::atom("mibyan"),
+    [](uint8_t code, caf::atom_value, const caf::message& ctx) {
+      auto text = "mibyan::" + to_string(static_cast<ec>(code));
+      if (!ctx.empty())
+        text += caf::deep_to_string(ctx);
+      return text;
+    });
+  cfg.load<caf::io::middleman>();
+  if (opts == nullptr)
+    return;
+  auto threads = opts->runtime.scheduler_threads;
+  if (threads <= 0)
+    threads = std::max<int64_t>(2, std::thread::hardware_concurrency());
+  cfg.set("scheduler.max-threads", static_cast<size_t>(threads));
+  // A flooded actor must not monopolise one of only two workers.
+  cfg.set("scheduler.max-throughput", size_t{300});
+  // Request/response latency dominates an agent runtime; the sharing
+  // scheduler halves it on small machines (caf-0.17.md, section 3.1).
+  cfg.set("scheduler.policy", caf::atom("sharing"));
+  cfg.set("middleman.workers", size_t{1});
+  cfg.set("middleman.app-identifiers",
+          std::vector<std::string>{"mibyan-v1"});
+}
 
-  ~impl() {
-    if (sys) {
-      {
-        std::lock_guard<std::mutex> guard{mtx};
-        for (auto& [id, c] : conversations)
-          caf::anon_send_exit(c, caf::exit_reason::user_shutdown);
-        for (auto& [key, p] : providers)
-          caf::anon_send_exit(p, caf::exit_reason::user_shutdown);
-        conversations.clear();
-        providers.clear();
-      }
-      if (writer)
-        caf::anon_send_exit(writer, caf::exit_reason::user_shutdown);
-      writer = nullptr;
-      caf::anon_send_exit(dispatcher, caf::exit_reason::user_shutdown);
-      caf::anon_send_exit(kernels, caf::exit_reason::user_shutdown);
-      dispatcher = nullptr;
-      kernels = nullptr;
+runtime::impl::~impl() {
+  if (sys) {
+    {
+      std::lock_guard<std::mutex> guard{mtx};
+      closing = true;
+      for (auto& [id, c] : conversations)
+        caf::anon_send_exit(c, caf::exit_reason::user_shutdown);
+      for (auto& [key, p] : providers)
+        caf::anon_send_exit(p, caf::exit_reason::user_shutdown);
+      conversations.clear();
+      providers.clear();
     }
-    // Background processes die with the runtime; this also ends process
-    // waits still running on the blocking pool.
-    if (svc && svc->processes)
-      svc->processes->shutdown();
-    // Stop blocking work first so no job outlives the system.
-    sys.reset();
-    // Wait here for tool jobs still running (a cancelled call may take a
-    // moment to stop): a job holds a reference to the services, and the
-    // pool must not be destroyed by one of its own threads.
-    if (svc)
-      svc->pool.reset();
+    // Handles go before the system: an actor must not outlive it through
+    // a handle. Under the lock, as close_session and interrupt read them
+    // from runtime threads (a turn's completion may call them now).
+    std::lock_guard<std::mutex> guard{mtx};
+    if (writer)
+      caf::anon_send_exit(writer, caf::exit_reason::user_shutdown);
+    if (dispatcher)
+      caf::anon_send_exit(dispatcher, caf::exit_reason::user_shutdown);
+    if (kernels)
+      caf::anon_send_exit(kernels, caf::exit_reason::user_shutdown);
+    writer = nullptr;
+    dispatcher = nullptr;
+    kernels = nullptr;
   }
-};
+  // Background processes die with the runtime; this also ends process
+  // waits still running on the blocking pool.
+  if (svc && svc->processes)
+    svc->processes->shutdown();
+  // Stop blocking work first so no job outlives the system (a host's
+  // system outlives this runtime: its actors of ours only exit).
+  own_sys.reset();
+  sys = nullptr;
+  // Wait here for tool jobs still running (a cancelled call may take a
+  // moment to stop): a job holds a reference to the services, and the
+  // pool must not be destroyed by one of its own threads.
+  if (svc)
+    svc->pool.reset();
+}
 
-std::unique_ptr<runtime>
-runtime::create(options opts, std::string* error,
-                std::vector<std::unique_ptr<tool>> extra_tools) {
-  auto p = std::make_unique<impl>();
+bool options_from_config(const runtime_config& cfg, options* out,
+                         std::string* error) {
+  auto home = cfg.home.empty() ? resolve_home() : cfg.home;
+  std::error_code ec;
+  home = fs::absolute(home, ec).lexically_normal().string();
+  load_result loaded;
+  if (cfg.config_file.empty()) {
+    loaded = load_options(home);
+  } else {
+    // The named file replaces config.yaml; secrets still come from the
+    // home's .env (docs/embedding.md).
+    std::ifstream in{cfg.config_file, std::ios::binary};
+    if (!in) {
+      *error = "cannot read config file " + cfg.config_file;
+      return false;
+    }
+    std::ostringstream text;
+    text << in.rdbuf();
+    loaded = parse_options(text.str(), cfg.config_file);
+    if (loaded.ok()) {
+      loaded.opts.home = home;
+      loaded.opts.config_path = cfg.config_file;
+      std::ifstream env{home + "/.env", std::ios::binary};
+      if (env) {
+        std::ostringstream env_text;
+        env_text << env.rdbuf();
+        std::vector<std::string> warnings;
+        parse_env_file(env_text.str(), loaded.opts.env_file, &warnings);
+        for (auto& w : warnings)
+          MIBYAN_LOG(warning, "config", home << "/.env: " << w);
+      }
+    }
+  }
+  if (!loaded.ok()) {
+    *error = loaded.error;
+    return false;
+  }
+  auto& o = loaded.opts;
+  if (!cfg.provider.empty())
+    o.model.provider = cfg.provider;
+  if (!cfg.model.empty())
+    o.model.default_model = cfg.model;
+  if (!cfg.base_url.empty())
+    o.model.base_url = cfg.base_url;
+  if (cfg.scheduler_threads > 0)
+    o.runtime.scheduler_threads = cfg.scheduler_threads;
+  if (cfg.blocking_threads > 0)
+    o.runtime.blocking_threads = cfg.blocking_threads;
+  *out = std::move(o);
+  return true;
+}
+
+std::shared_ptr<runtime_services>
+make_services(options opts, std::vector<std::unique_ptr<tool>> extra_tools,
+              std::vector<script_tool_spec> script_host_tools,
+              std::string* error) {
   if (auto bad = state_dir_problem(opts.home); !bad.empty()) {
     if (error)
       *error = bad;
@@ -167,43 +219,108 @@ runtime::create(options opts, std::string* error,
     std::vector<std::string> enabled;
     for (auto t : svc->tools.all())
       enabled.push_back(t->name());
-    svc->tools.add(make_execute_code_tool(svc->cfg,
-                                          effective_script_tools(enabled)));
+    auto in_scripts = effective_script_tools(enabled);
+    for (auto& h : script_host_tools)
+      in_scripts.push_back(h.name);
+    std::sort(in_scripts.begin(), in_scripts.end());
+    svc->tools.add(make_execute_code_tool(svc->cfg, std::move(in_scripts),
+                                          script_host_tools));
   }
-  p->svc = svc;
-  configure(p->cfg, svc->cfg);
-  p->sys = std::make_unique<caf::actor_system>(p->cfg);
-  if (auto failures = message_self_test(*p->sys); !failures.empty()) {
+  svc->script_host_tools = std::move(script_host_tools);
+  return svc;
+}
+
+bool wire_runtime(runtime::impl& p, std::string* error) {
+  auto& svc = p.svc;
+  if (auto failures = message_self_test(*p.sys); !failures.empty()) {
     std::string text = "message type self-test failed:";
     for (auto& f : failures)
       text += "\n  " + f;
     if (error)
       *error = text;
-    return nullptr;
+    return false;
   }
   auto& ce = svc->cfg.code_execution;
   auto default_python = resolve_interpreter(ce.python.empty()
                                               ? std::string{"python3"}
                                               : ce.python);
-  p->kernels = spawn_kernel_registry(*p->sys, svc,
-                                     project_python(default_python),
-                                     default_python);
-  p->dispatcher = spawn_tool_dispatcher(*p->sys, svc, p->kernels);
+  p.kernels = spawn_kernel_registry(*p.sys, svc,
+                                    project_python(default_python),
+                                    default_python);
+  p.dispatcher = spawn_tool_dispatcher(*p.sys, svc, p.kernels);
   {
     // Without a store the runtime still runs tools; turns fail clearly.
     session_store_options so;
     so.dir = session_store::default_dir(svc->cfg.home);
     auto opened = session_store::open(std::move(so));
     if (opened) {
-      p->store = std::shared_ptr<session_store>(std::move(*opened));
-      p->writer = spawn_session_writer(*p->sys, p->store);
+      p.store = std::shared_ptr<session_store>(std::move(*opened));
+      p.writer = spawn_session_writer(*p.sys, p.store);
     } else {
-      p->store_error = opened.error;
+      p.store_error = opened.error;
       MIBYAN_LOG(warning, "runtime",
                  "session store unavailable: " << opened.error);
     }
   }
-  return std::unique_ptr<runtime>(new runtime(std::move(p)));
+  return true;
+}
+
+namespace {
+
+std::unique_ptr<runtime>
+start(std::shared_ptr<runtime_services> svc, caf::actor_system* host,
+      std::string* error) {
+  if (!svc)
+    return nullptr;
+  auto p = std::make_unique<runtime::impl>();
+  p->svc = svc;
+  if (host != nullptr) {
+    p->sys = host;
+  } else {
+    configure_actor_system(p->cfg, &svc->cfg);
+    p->own_sys = std::make_unique<caf::actor_system>(p->cfg);
+    p->sys = p->own_sys.get();
+  }
+  if (!wire_runtime(*p, error))
+    return nullptr;
+  return runtime_access::make(std::move(p));
+}
+
+} // namespace
+
+std::unique_ptr<runtime> create_runtime(const runtime_config& cfg,
+                                        caf::actor_system* host,
+                                        std::string* error) {
+  std::string err;
+  options opts;
+  std::vector<std::unique_ptr<tool>> tools;
+  std::vector<script_tool_spec> scripts;
+  if (!options_from_config(cfg, &opts, &err)
+      || !make_host_tools(cfg.tools, &tools, &scripts, &err)) {
+    if (error)
+      *error = err;
+    return nullptr;
+  }
+  return start(make_services(std::move(opts), std::move(tools),
+                             std::move(scripts), error),
+               host, error);
+}
+
+std::unique_ptr<runtime> runtime::create(const runtime_config& cfg,
+                                         std::string* error) {
+  return create_runtime(cfg, nullptr, error);
+}
+
+std::unique_ptr<runtime> runtime::create(options opts, std::string* error) {
+  return create(std::move(opts), error, {});
+}
+
+std::unique_ptr<runtime>
+runtime::create(options opts, std::string* error,
+                std::vector<std::unique_ptr<tool>> extra_tools) {
+  return start(make_services(std::move(opts), std::move(extra_tools), {},
+                             error),
+               nullptr, error);
 }
 
 runtime::runtime(std::unique_ptr<impl> p) : impl_(std::move(p)) {}
@@ -236,7 +353,7 @@ void runtime::call_tool_async(const tool_call_request& call,
   tool_request req{call.session_id, call.call_id, call.tool, call.args_json,
                    call.cwd, false};
   auto dispatcher = impl_->dispatcher;
-  auto sys = impl_->sys.get();
+  auto sys = impl_->sys;
   impl_->sys->spawn([=](caf::event_based_actor* self) mutable {
     self->request(dispatcher, caf::infinite, invoke_atom_v, std::move(req))
       .then(
@@ -252,13 +369,26 @@ void runtime::call_tool_async(const tool_call_request& call,
   });
 }
 
-turn_outcome runtime::run_turn(const turn_call& call) {
-  auto& p = *impl_;
-  turn_outcome out;
+namespace {
+
+// A turn that passed validation, ready to be sent.
+struct prepared_turn {
+  /// The session row must be created first (with `meta`).
+  bool create = false;
+  session_meta meta;
+  /// The request, without its sink.
+  turn_request req;
+};
+
+// Validates `call` and resolves its provider connection (the synchronous,
+// non-blocking part of a turn). Returns false with `out.error` set when
+// the turn cannot start.
+bool prepare_turn(runtime::impl& p, const turn_call& call, prepared_turn& t,
+                  turn_outcome& out) {
   auto fail = [&](std::string msg, bool config) {
     out.error = std::move(msg);
     out.config_error = config;
-    return out;
+    return false;
   };
   if (call.prompt.empty())
     return fail("the prompt is empty", true);
@@ -288,100 +418,197 @@ turn_outcome runtime::run_turn(const turn_call& call) {
   }
   if (!p.store || !p.writer)
     return fail("the session store is unavailable: " + p.store_error, false);
-  caf::scoped_actor self{*p.sys};
   // The session row must exist before the conversation loads it.
-  auto sid = call.session_id;
-  if (sid.empty() || !p.store->get_session(sid)) {
-    session_meta meta;
-    meta.id = sid;
-    meta.source = call.source;
-    meta.model = settings.main.endpoint.model;
-    meta.provider = settings.main.endpoint.provider;
-    meta.cwd = p.svc->default_cwd;
-    std::string err;
-    self->request(p.writer, caf::infinite, create_atom_v, std::move(meta))
-      .receive([&](std::string& id) { sid = std::move(id); },
-               [&](caf::error& e) { err = p.sys->render(e); });
-    if (!err.empty() && !p.store->get_session(sid))
-      return fail("cannot create session: " + err, false);
+  out.session_id = call.session_id;
+  if (call.session_id.empty() || !p.store->get_session(call.session_id)) {
+    t.create = true;
+    t.meta.id = call.session_id;
+    t.meta.source = call.source;
+    t.meta.model = settings.main.endpoint.model;
+    t.meta.provider = settings.main.endpoint.provider;
+    t.meta.cwd = p.svc->default_cwd;
   }
-  out.session_id = sid;
   auto& ep = settings.main.endpoint;
   auto key = ep.provider + "\n" + ep.base_url + "\n" + ep.model + "\n"
              + ep.api_key;
-  conversation_actor conv;
-  provider_actor prov;
   {
     std::lock_guard<std::mutex> guard{p.mtx};
+    if (p.closing)
+      return fail("the runtime is shutting down", false);
     auto& slot = p.providers[key];
     if (!slot)
       slot = spawn_provider(*p.sys, p.svc->http, settings);
-    prov = slot;
-    auto& c = p.conversations[sid];
-    if (!c)
-      c = spawn_conversation(*p.sys, conversation_deps{p.svc, p.dispatcher,
-                                                       p.writer, p.store,
-                                                       p.store_error, sid});
-    conv = c;
+    t.req.provider = caf::actor_cast<caf::actor>(slot);
   }
-  turn_request req;
-  req.text = call.prompt;
-  req.max_iterations = call.max_iterations;
-  req.toolsets = call.toolsets;
-  req.stream = call.stream;
-  req.provider = caf::actor_cast<caf::actor>(prov);
-  req.model = ep.model;
-  req.provider_name = ep.provider;
-  req.base_url = ep.base_url;
-  // Deltas go through a forwarding actor; the final flush below makes
-  // every delta reach the callback before this function returns.
-  caf::actor sink;
-  if (call.on_delta) {
-    auto cb = call.on_delta;
-    sink = p.sys->spawn([cb](caf::event_based_actor*) -> caf::behavior {
-      return {
-        [cb](delta_atom, const std::string&, const std::string& kind,
-             const std::string& text) { cb(kind, text); },
-        [](done_atom) { return true; },
-      };
-    });
-    req.sink = sink;
+  t.req.text = call.prompt;
+  t.req.max_iterations = call.max_iterations;
+  t.req.toolsets = call.toolsets;
+  t.req.stream = call.stream;
+  t.req.model = ep.model;
+  t.req.provider_name = ep.provider;
+  t.req.base_url = ep.base_url;
+  return true;
+}
+
+// The conversation of `sid`, spawned on first use; invalid once the
+// runtime is shutting down.
+conversation_actor conversation_for(runtime::impl& p, const std::string& sid) {
+  std::lock_guard<std::mutex> guard{p.mtx};
+  if (p.closing)
+    return {};
+  auto& c = p.conversations[sid];
+  if (!c)
+    c = spawn_conversation(*p.sys, conversation_deps{p.svc, p.dispatcher,
+                                                     p.writer, p.store,
+                                                     p.store_error, sid});
+  return c;
+}
+
+// Appends the finished turn to its trajectory file when asked for. Blocks
+// on file I/O: runs on the blocking pool.
+void save_trajectory(const runtime_services& svc, const turn_call& call,
+                     turn_outcome& out) {
+  if (out.result_json.empty()
+      || !(call.save_trajectory || svc.cfg.agent.save_trajectories))
+    return;
+  auto res = json::parse(out.result_json);
+  std::vector<trajectory_tool> offered;
+  for (auto t : svc.tools.all()) {
+    bool wanted = call.toolsets.empty();
+    for (auto& ts : call.toolsets)
+      wanted = wanted || ts == t->toolset();
+    if (wanted)
+      offered.push_back({t->name(), t->description(), t->schema()});
   }
+  if (res && res.v->is_object()) {
+    auto completed = res.v->get_bool("completed", false);
+    out.trajectory_error = append_trajectory_line(
+      svc.cfg.agent.trajectory_dir,
+      completed ? trajectory_samples_file : failed_trajectories_file,
+      trajectory_line(*res.v, offered, std::time(nullptr)));
+  } else {
+    out.trajectory_error = "the turn result is not a JSON object";
+  }
+  if (!out.trajectory_error.empty())
+    MIBYAN_LOG(warning, "runtime",
+               "trajectory not saved: " << out.trajectory_error);
+}
+
+// One turn in flight: shared by its driver actor's handlers.
+struct turn_job {
+  runtime::impl* p;
+  std::shared_ptr<runtime_services> svc;
+  session_writer_actor writer;
+  turn_call call;
+  prepared_turn t;
+  turn_outcome out;
+  std::function<void(turn_outcome)> done;
+};
+
+void finish_turn(caf::event_based_actor* self, std::shared_ptr<turn_job> job) {
+  self->quit();
+  // The job may outlive the actor system on the pool: no handles in it.
+  job->writer = nullptr;
+  job->t.req = turn_request{};
+  auto deliver = [job] {
+    save_trajectory(*job->svc, job->call, job->out);
+    auto done = std::move(job->done);
+    done(std::move(job->out));
+  };
+  if (!job->out.result_json.empty()
+      && (job->call.save_trajectory || job->svc->cfg.agent.save_trajectories)) {
+    if (job->svc->pool && job->svc->pool->submit(deliver))
+      return;
+    job->out.trajectory_error = "the runtime is shutting down";
+  }
+  auto done = std::move(job->done);
+  done(std::move(job->out));
+}
+
+void send_turn(caf::event_based_actor* self, std::shared_ptr<turn_job> job) {
+  auto conv = conversation_for(*job->p, job->out.session_id);
+  if (!conv) {
+    job->out.error = "the runtime is shutting down";
+    finish_turn(self, job);
+    return;
+  }
+  auto req = job->t.req;
+  if (job->call.on_delta || job->call.on_tool)
+    req.sink = caf::actor_cast<caf::actor>(self);
   self->request(conv, caf::infinite, turn_atom_v, std::move(req))
-    .receive([&](std::string& res) { out.result_json = std::move(res); },
-             [&](caf::error& e) {
-               out.error = "the turn failed: " + p.sys->render(e);
-             });
-  if (sink) {
-    self->request(sink, caf::infinite, done_atom_v)
-      .receive([](bool) {}, [](caf::error&) {});
-    self->send_exit(sink, caf::exit_reason::user_shutdown);
+    .then(
+      [self, job](std::string& res) {
+        job->out.result_json = std::move(res);
+        finish_turn(self, job);
+      },
+      [self, job](caf::error& e) {
+        job->out.error = "the turn failed: " + self->system().render(e);
+        finish_turn(self, job);
+      });
+}
+
+// The driver of one turn: creates the session row if needed, sends the
+// turn, forwards the conversation's deltas and tool events to the call's
+// callbacks (they arrive before the answer: one sender, one mailbox) and
+// answers `done`.
+caf::behavior turn_driver(caf::event_based_actor* self,
+                          std::shared_ptr<turn_job> job) {
+  if (job->t.create) {
+    self->request(job->writer, caf::infinite, create_atom_v, job->t.meta)
+      .then(
+        [self, job](std::string& id) {
+          job->out.session_id = std::move(id);
+          send_turn(self, job);
+        },
+        [self, job](caf::error& e) {
+          auto& sid = job->out.session_id;
+          if (!sid.empty() && job->p->store->get_session(sid)) {
+            send_turn(self, job);
+            return;
+          }
+          job->out.error = "cannot create session: "
+                           + self->system().render(e);
+          finish_turn(self, job);
+        });
+  } else {
+    send_turn(self, job);
   }
-  if (!out.result_json.empty()
-      && (call.save_trajectory || p.svc->cfg.agent.save_trajectories)) {
-    auto res = json::parse(out.result_json);
-    std::vector<trajectory_tool> offered;
-    for (auto t : p.svc->tools.all()) {
-      bool wanted = call.toolsets.empty();
-      for (auto& ts : call.toolsets)
-        wanted = wanted || ts == t->toolset();
-      if (wanted)
-        offered.push_back({t->name(), t->description(), t->schema()});
-    }
-    if (res && res.v->is_object()) {
-      auto completed = res.v->get_bool("completed", false);
-      out.trajectory_error = append_trajectory_line(
-        p.svc->cfg.agent.trajectory_dir,
-        completed ? trajectory_samples_file : failed_trajectories_file,
-        trajectory_line(*res.v, offered, std::time(nullptr)));
-    } else {
-      out.trajectory_error = "the turn result is not a JSON object";
-    }
-    if (!out.trajectory_error.empty())
-      MIBYAN_LOG(warning, "runtime",
-                 "trajectory not saved: " << out.trajectory_error);
+  return {
+    [job](delta_atom, const std::string&, const std::string& kind,
+          const std::string& text) {
+      bool tool_event = kind == "tool_start" || kind == "tool_end";
+      if (tool_event && job->call.on_tool)
+        job->call.on_tool(kind, text);
+      else if (!tool_event && job->call.on_delta)
+        job->call.on_delta(kind, text);
+    },
+  };
+}
+
+} // namespace
+
+void runtime::run_turn_async(const turn_call& call,
+                             std::function<void(turn_outcome)> done) {
+  auto job = std::make_shared<turn_job>();
+  job->p = impl_.get();
+  job->svc = impl_->svc;
+  if (!prepare_turn(*impl_, call, job->t, job->out)) {
+    done(std::move(job->out));
+    return;
   }
-  return out;
+  job->writer = impl_->writer;
+  job->call = call;
+  job->done = std::move(done);
+  impl_->sys->spawn(turn_driver, job);
+}
+
+turn_outcome runtime::run_turn(const turn_call& call) {
+  auto result = std::make_shared<std::promise<turn_outcome>>();
+  auto future = result->get_future();
+  run_turn_async(call, [result](turn_outcome out) {
+    result->set_value(std::move(out));
+  });
+  return future.get();
 }
 
 void runtime::interrupt(const std::string& session_id,
@@ -393,9 +620,10 @@ void runtime::interrupt(const std::string& session_id,
     auto i = impl_->conversations.find(session_id);
     if (i != impl_->conversations.end())
       caf::anon_send(i->second, interrupt_atom_v, reason);
+    if (impl_->dispatcher)
+      caf::anon_send(impl_->dispatcher, interrupt_atom_v,
+                     interrupt_request{session_id, reason});
   }
-  caf::anon_send(impl_->dispatcher, interrupt_atom_v,
-                 interrupt_request{session_id, reason});
 }
 
 void runtime::close_session(const std::string& session_id) {
@@ -406,8 +634,9 @@ void runtime::close_session(const std::string& session_id) {
       caf::anon_send_exit(i->second, caf::exit_reason::user_shutdown);
       impl_->conversations.erase(i);
     }
+    if (impl_->kernels)
+      caf::anon_send(impl_->kernels, dispose_atom_v, session_id);
   }
-  caf::anon_send(impl_->kernels, dispose_atom_v, session_id);
   if (impl_->svc->processes)
     impl_->svc->processes->close_session(session_id);
   forget_session_reads(session_id);
@@ -428,10 +657,6 @@ const tool_registry& runtime::tools() const {
 
 const options& runtime::config() const {
   return impl_->svc->cfg;
-}
-
-caf::actor_system& runtime::system() {
-  return *impl_->sys;
 }
 
 } // namespace mibyan

@@ -6,6 +6,7 @@
 #include <future>
 #include <thread>
 
+#include "mibyan/actors.hpp"
 #include "node/runtime.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tools/registry.hpp"
@@ -91,7 +92,7 @@ struct fixture {
 BOOST_FIXTURE_TEST_SUITE(runtime_suite, fixture)
 
 BOOST_AUTO_TEST_CASE(message_types_round_trip) {
-  BOOST_TEST(message_self_test(rt->system()).empty());
+  BOOST_TEST(message_self_test(actor_system_of(*rt)).empty());
 }
 
 BOOST_AUTO_TEST_CASE(call_reaches_tool) {

@@ -4,6 +4,7 @@
 #include "caf/all.hpp"
 
 #include "actors/session_writer.hpp"
+#include "mibyan/actors.hpp"
 #include "node/runtime.hpp"
 #include "storage/session_store.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -30,7 +31,7 @@ struct fixture {
     auto opened = session_store::open(so);
     BOOST_REQUIRE_MESSAGE(opened, opened.error);
     store = std::move(*opened);
-    writer = spawn_session_writer(rt->system(), store);
+    writer = spawn_session_writer(actor_system_of(*rt), store);
   }
 
   ~fixture() {
@@ -43,12 +44,12 @@ struct fixture {
 BOOST_FIXTURE_TEST_SUITE(session_writer, fixture)
 
 BOOST_AUTO_TEST_CASE(appends_in_order_and_reports_errors) {
-  caf::scoped_actor self{rt->system()};
+  caf::scoped_actor self{actor_system_of(*rt)};
   std::string id;
   self->request(writer, caf::infinite, create_atom_v,
                 session_meta{"", "test", "m", "p", "/tmp", "t", ""})
     .receive([&](std::string& x) { id = x; },
-             [&](caf::error& e) { BOOST_FAIL(rt->system().render(e)); });
+             [&](caf::error& e) { BOOST_FAIL(actor_system_of(*rt).render(e)); });
   BOOST_REQUIRE(!id.empty());
   // Fire-and-forget appends keep their order: one mailbox, one writer.
   for (int i = 0; i < 50; ++i) {
@@ -62,7 +63,7 @@ BOOST_AUTO_TEST_CASE(appends_in_order_and_reports_errors) {
   self->request(writer, caf::infinite, append_atom_v,
                 message_append{id, final_msg, "k1"})
     .receive([&](uint64_t x) { last = x; },
-             [&](caf::error& e) { BOOST_FAIL(rt->system().render(e)); });
+             [&](caf::error& e) { BOOST_FAIL(actor_system_of(*rt).render(e)); });
   BOOST_TEST(last > 0u);
   auto msgs = store->load_messages(id);
   BOOST_REQUIRE(msgs);
@@ -75,7 +76,7 @@ BOOST_AUTO_TEST_CASE(appends_in_order_and_reports_errors) {
     .receive([&](uint64_t) {},
              [&](caf::error& e) {
                failed = true;
-               BOOST_TEST(rt->system().render(e).find("no-such-session")
+               BOOST_TEST(actor_system_of(*rt).render(e).find("no-such-session")
                           != std::string::npos);
              });
   BOOST_TEST(failed);

@@ -914,4 +914,40 @@ BOOST_AUTO_TEST_CASE(large_replies_out_of_order_arrive_whole) {
              f.out());
 }
 
+// -- host tools (docs/embedding.md) --------------------------------------------
+
+BOOST_AUTO_TEST_CASE(host_tool_stub_from_schema) {
+  auto schema = parse_line(
+    R"({"type":"object","properties":{"verbose":{"type":"boolean"},)"
+    R"("order_id":{"type":"string"},"count":{"type":"integer"}},)"
+    R"("required":["order_id"]})");
+  script_tool_spec spec;
+  std::string err;
+  BOOST_REQUIRE(make_script_tool_spec("lookup_order", "Finds an \"order\".\n"
+                                      "Second line.", schema, &spec, &err));
+  BOOST_TEST(stub_signature(spec) == "lookup_order(order_id, verbose=None, "
+                                     "count=None)");
+  // Offered only when named in the tool list; sorted in with the others.
+  auto without = generate_stub({"read_file"}, {spec});
+  BOOST_TEST(without.find("def lookup_order") == std::string::npos);
+  auto src = generate_stub({"read_file", "lookup_order"}, {spec});
+  BOOST_TEST(src.find("AVAILABLE_TOOLS = (\"lookup_order\", \"read_file\",)")
+             != std::string::npos);
+  BOOST_TEST(src.find("\ndef lookup_order(order_id: str, verbose=None, "
+                      "count=None):\n") != std::string::npos);
+  BOOST_TEST(src.find(R"(return _call("lookup_order", {"order_id": order_id, )"
+                      R"("verbose": verbose, "count": count}))")
+             != std::string::npos);
+  BOOST_TEST(src.find(R"(Finds an \"order\". Second line.)")
+             != std::string::npos);
+  BOOST_TEST(src.find("def lookup_order") < src.find("def read_file"));
+  // Names that cannot be Python identifiers are refused.
+  BOOST_TEST(!make_script_tool_spec("lookup-order", "", schema, &spec, &err));
+  BOOST_TEST(!make_script_tool_spec("class", "", schema, &spec, &err));
+  auto bad = parse_line(R"({"type":"object","properties":{"a b":{}},)"
+                        R"("required":[]})");
+  BOOST_TEST(!make_script_tool_spec("ok", "", bad, &spec, &err));
+  BOOST_TEST(err.find("a b") != std::string::npos);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -37,8 +37,9 @@ const char* signature(const std::string& tool) {
 
 class execute_code_tool final : public tool {
 public:
-  execute_code_tool(const options& cfg, std::vector<std::string> tools)
-    : cfg_(cfg), tools_(std::move(tools)) {}
+  execute_code_tool(const options& cfg, std::vector<std::string> tools,
+                    std::vector<script_tool_spec> host_tools)
+    : cfg_(cfg), tools_(std::move(tools)), host_tools_(std::move(host_tools)) {}
 
   const char* name() const override { return "execute_code"; }
   const char* toolset() const override { return "code_execution"; }
@@ -69,8 +70,13 @@ public:
         d += (i ? ", " : "") + example[i];
     }
     d += "\nAvailable in the script (each returns a parsed dict):\n";
-    for (auto& t : tools_)
-      d += "  " + std::string{signature(t)} + "\n";
+    for (auto& t : tools_) {
+      std::string sig = signature(t);
+      for (auto& h : host_tools_)
+        if (sig.empty() && h.name == t)
+          sig = stub_signature(h) + " -> dict (" + h.doc + ")";
+      d += "  " + sig + "\n";
+    }
     if (tools_.empty())
       d += "  (no tools; helpers only)\n";
     d += "Helpers (import explicitly): json_parse(text), shell_quote(s), "
@@ -110,13 +116,16 @@ public:
 private:
   const options& cfg_;
   std::vector<std::string> tools_;
+  std::vector<script_tool_spec> host_tools_;
 };
 
 } // namespace
 
-std::unique_ptr<tool> make_execute_code_tool(const options& cfg,
-                                             std::vector<std::string> tools) {
-  return std::make_unique<execute_code_tool>(cfg, std::move(tools));
+std::unique_ptr<tool> make_execute_code_tool(
+  const options& cfg, std::vector<std::string> tools,
+  std::vector<script_tool_spec> host_tools) {
+  return std::make_unique<execute_code_tool>(cfg, std::move(tools),
+                                             std::move(host_tools));
 }
 
 } // namespace mibyan

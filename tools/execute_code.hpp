@@ -9,12 +9,15 @@
 #include <string>
 #include <vector>
 
+#include "kernels/stub_generator.hpp"
 #include "tools/tool.hpp"
 
 namespace mibyan {
 
-/// `cfg` must outlive the tool; `tools` are the in-script tools (sorted).
-std::unique_ptr<tool> make_execute_code_tool(const options& cfg,
-                                             std::vector<std::string> tools);
+/// `cfg` must outlive the tool; `tools` are the in-script tools (sorted),
+/// `host_tools` the host tools among them (their signatures are listed).
+std::unique_ptr<tool> make_execute_code_tool(
+  const options& cfg, std::vector<std::string> tools,
+  std::vector<script_tool_spec> host_tools = {});
 
 } // namespace mibyan

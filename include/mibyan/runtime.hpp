@@ -1,0 +1,201 @@
+// File: include/mibyan/runtime.hpp  (public API)
+//
+// The embeddable entry point: one `runtime` owns a CAF actor system sized
+// for the machine, the tool registry, the blocking pool, the HTTP client and
+// the actors that run tools and conversations. This header is CAF-free (not
+// even a forward declaration); the actor-level API is mibyan/actors.hpp.
+//
+//   mibyan::runtime_config cfg;           // $MIBYAN_HOME and its config.yaml
+//   cfg.tools.push_back(my_host_tool);    // mibyan/host_tool.hpp
+//   std::string err;
+//   auto rt = mibyan::runtime::create(cfg, &err);
+//   mibyan::agent a{*rt};                 // mibyan/agent.hpp
+//   auto result = a.run("hello").get();
+//
+// Thread safety: all public member functions may be called from any
+// thread concurrently. See docs/embedding.md.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "mibyan/host_tool.hpp"
+
+namespace mibyan {
+
+// Private types of the library, used only by its own front ends through
+// node/runtime.hpp (which defines them); applications never need them.
+struct options;
+class tool;
+class tool_registry;
+
+/// How an application configures a runtime. Everything not set here comes
+/// from the configuration file (docs/configuration.md).
+struct runtime_config {
+  /// The state directory ("" = $MIBYAN_HOME, else ~/.mibyan): sessions,
+  /// kernels' files, `.env` secrets.
+  std::string home;
+  /// A YAML configuration file to read instead of `<home>/config.yaml`
+  /// ("" = that file, or $MIBYAN_CONFIG when set). A missing file given
+  /// here is an error; a missing default file means defaults.
+  std::string config_file;
+  /// Overrides of `model.provider`, `model.default` and `model.base_url`
+  /// ("" = keep the file's value).
+  std::string provider;
+  std::string model;
+  std::string base_url;
+  /// Overrides of `runtime.scheduler_threads` / `runtime.blocking_threads`
+  /// (<= 0 = keep).
+  int64_t scheduler_threads = 0;
+  int64_t blocking_threads = 0;
+  /// The application's own tools (mibyan/host_tool.hpp).
+  std::vector<host_tool> tools;
+};
+
+/// A tool call as the embedding application sees it.
+struct tool_call_request {
+  std::string session_id;
+  std::string call_id;
+  std::string tool;
+  std::string args_json;
+  /// Working directory for this call ("" = the runtime's default cwd).
+  std::string cwd;
+};
+
+/// The answer to a tool_call_request.
+struct tool_outcome {
+  /// The result object as JSON text (tool errors are {"error": ...}).
+  std::string result_json;
+  int64_t duration_us = 0;
+  bool timed_out = false;
+};
+
+/// One user turn as the embedding application asks for it.
+struct turn_call {
+  /// The session to continue; "" creates a new one. An id the store does
+  /// not know yet creates a session with that id.
+  std::string session_id;
+  /// The user's message.
+  std::string prompt;
+  /// Provider overrides ("" = `model.provider`, `model.default`,
+  /// `model.base_url` of the configuration; "" key = the provider's key
+  /// variable, see docs/configuration.md).
+  std::string provider;
+  std::string model;
+  std::string base_url;
+  std::string api_key;
+  /// Iteration cap of the turn; <= 0 means `agent.max_turns`.
+  int64_t max_iterations = 0;
+  /// Toolsets offered to the model (empty = all).
+  std::vector<std::string> toolsets;
+  /// Ask the provider for a stream.
+  bool stream = true;
+  /// Receives streamed fragments (kind "text", "reasoning" or "restart")
+  /// on a runtime thread while the turn runs; all calls happen before
+  /// `run_turn` returns. May be empty.
+  std::function<void(const std::string& kind, const std::string& text)>
+    on_delta;
+  /// Recorded as the session's source when it is created.
+  std::string source = "api";
+  /// Append the finished turn to a trajectory file (docs/storage.md)
+  /// even when `agent.save_trajectories` is off.
+  bool save_trajectory = false;
+  /// Receives tool activity on a runtime thread while the turn runs: kind
+  /// "tool_start" with {"id","name","arguments"} or "tool_end" with
+  /// {"id","name","result","duration_us"} as JSON text. May be empty.
+  std::function<void(const std::string& kind, const std::string& json)>
+    on_tool;
+};
+
+/// The answer to a turn_call.
+struct turn_outcome {
+  /// The turn result object as JSON text (docs/embedding.md, "Turn
+  /// results"); "" when the turn could not start (see `error`).
+  std::string result_json;
+  /// The session the turn ran in.
+  std::string session_id;
+  /// Why the turn could not start ("" when it ran; a turn that ran and
+  /// failed says so inside `result_json`).
+  std::string error;
+  /// The cause of `error` is the configuration (no provider, no key, bad
+  /// toolset): fix it before retrying.
+  bool config_error = false;
+  /// Why saving the trajectory failed ("" when saved or not asked for).
+  std::string trajectory_error;
+};
+
+class runtime {
+public:
+  /// Builds a runtime from `cfg` (reads the configuration file) and runs
+  /// the message-type self-test. Returns nullptr and sets `*error` if
+  /// start-up fails (a bad config file, a bad host tool, an unusable home).
+  static std::unique_ptr<runtime> create(const runtime_config& cfg,
+                                         std::string* error);
+
+  /// Library-internal: builds a runtime from the full option struct of
+  /// node/runtime.hpp. `extra_tools` are offered next to the core tools (a
+  /// tool with a core tool's name replaces it).
+  static std::unique_ptr<runtime> create(options opts, std::string* error);
+  static std::unique_ptr<runtime>
+  create(options opts, std::string* error,
+         std::vector<std::unique_ptr<tool>> extra_tools);
+
+  ~runtime();
+  runtime(const runtime&) = delete;
+  runtime& operator=(const runtime&) = delete;
+
+  /// Runs one tool call through the dispatcher and waits for its result.
+  /// Blocks the calling thread (not a scheduler thread). Tool failures are
+  /// results, never exceptions.
+  tool_outcome call_tool(const tool_call_request& call);
+
+  /// Runs one tool call; `done` is invoked once, on a runtime thread.
+  void call_tool_async(const tool_call_request& call,
+                       std::function<void(tool_outcome)> done);
+
+  /// Runs one user turn of the agent loop and waits for its result. Turns
+  /// of one session run one after another (in call order); turns of
+  /// different sessions run concurrently. Blocks the calling thread.
+  turn_outcome run_turn(const turn_call& call);
+
+  /// Runs one user turn; `done` is invoked once, on a runtime thread, after
+  /// the last `on_delta` / `on_tool` call (or on the calling thread, before
+  /// this returns, when the turn cannot start). Never blocks: it may be
+  /// called from a runtime thread (e.g. from another turn's `done`). Turns
+  /// of one session run in arrival order at its conversation; callers that
+  /// need call order send the next turn from the previous one's `done`
+  /// (mibyan::agent does).
+  void run_turn_async(const turn_call& call,
+                      std::function<void(turn_outcome)> done);
+
+  /// Cancels the running turn of `session_id` (its provider call and
+  /// tools) and running calls (and execute_code cells) of `session_id`.
+  void interrupt(const std::string& session_id, const std::string& reason);
+
+  /// Ends a session: kills its execute_code kernels (and those of its
+  /// subagents, owners "<session_id>::child::<id>") and drops its
+  /// conversation (a turn still running fails; the next turn reloads the
+  /// stored history).
+  void close_session(const std::string& session_id);
+
+  /// Kernel counters as JSON ({"kernels","prestarted","spawned","evicted",
+  /// "reaped"}); blocks briefly.
+  std::string kernel_stats();
+
+  /// Library-internal (node/runtime.hpp defines the types).
+  const tool_registry& tools() const;
+  const options& config() const;
+
+  struct impl;
+
+private:
+  friend struct runtime_access; // node/runtime_impl.hpp
+  explicit runtime(std::unique_ptr<impl> p);
+  std::unique_ptr<impl> impl_;
+};
+
+} // namespace mibyan

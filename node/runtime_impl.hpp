@@ -1,0 +1,91 @@
+// File: node/runtime_impl.hpp
+//
+// The wiring inside a `runtime`, shared by the files of node/ that build
+// the facade (runtime.cpp, agent.cpp) and the actor-level API
+// (actor_api.cpp). Includes CAF: only node/*.cpp include it.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "caf/actor_system.hpp"
+#include "caf/actor_system_config.hpp"
+
+#include "actors/conversation.hpp"
+#include "actors/kernel_registry.hpp"
+#include "actors/provider.hpp"
+#include "actors/session_writer.hpp"
+#include "actors/tool_dispatcher.hpp"
+#include "node/runtime.hpp"
+
+namespace mibyan {
+
+struct runtime::impl {
+  caf::actor_system_config cfg;
+  std::shared_ptr<runtime_services> svc;
+  /// The system this runtime created (null when it runs in a host's
+  /// system, see mibyan/actors.hpp); destroyed before cfg.
+  std::unique_ptr<caf::actor_system> own_sys;
+  /// The system the actors live in: own_sys or the host's.
+  caf::actor_system* sys = nullptr;
+  tool_dispatcher_actor dispatcher;
+  kernel_registry_actor kernels;
+  // Sessions: the store (null when it could not be opened, with the reason
+  // in store_error), its single writer, one conversation per session and
+  // one provider connection per distinct endpoint, created on first use.
+  std::shared_ptr<session_store> store;
+  std::string store_error;
+  session_writer_actor writer;
+  std::mutex mtx; // guards conversations, providers, closing
+  std::map<std::string, conversation_actor> conversations;
+  std::map<std::string, provider_actor> providers;
+  /// Set by the destructor: no new conversation or provider is spawned
+  /// (it would never get its exit message).
+  bool closing = false;
+
+  ~impl();
+};
+
+/// Builds runtimes for the files of node/ (the constructor is private).
+struct runtime_access {
+  static std::unique_ptr<runtime> make(std::unique_ptr<runtime::impl> p) {
+    return std::unique_ptr<runtime>(new runtime(std::move(p)));
+  }
+  static runtime::impl& of(runtime& rt) { return *rt.impl_; }
+};
+
+/// Reads the configuration `cfg` names (its file, home and overrides).
+/// Returns false and sets `*error` on a missing or bad file.
+bool options_from_config(const runtime_config& cfg, options* out,
+                         std::string* error);
+
+/// The shared services of a runtime: core tools, `extra_tools`, the host
+/// tools that scripts may call (`script_host_tools`, already among
+/// `extra_tools`) and execute_code. Returns null and sets `*error` when
+/// $MIBYAN_HOME cannot be created.
+std::shared_ptr<runtime_services>
+make_services(options opts, std::vector<std::unique_ptr<tool>> extra_tools,
+              std::vector<script_tool_spec> script_host_tools,
+              std::string* error);
+
+/// Registers Mibyan's message types and error category on `cfg` and loads
+/// the middleman (the kernel brokers need it). With `opts` (a system of
+/// Mibyan's own) it also sizes and tunes the scheduler; a host's system
+/// (null) keeps its own scheduler settings.
+void configure_actor_system(caf::actor_system_config& cfg,
+                            const options* opts);
+
+/// Spawns the long-lived actors of `p` into `*p.sys` (after the message
+/// self-test) and opens the session store. Returns false and sets `*error`
+/// when the self-test fails.
+bool wire_runtime(runtime::impl& p, std::string* error);
+
+/// Builds a runtime from `cfg` in `host` (null: its own system).
+std::unique_ptr<runtime> create_runtime(const runtime_config& cfg,
+                                        caf::actor_system* host,
+                                        std::string* error);
+
+} // namespace mibyan
