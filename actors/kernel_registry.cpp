@@ -10,6 +10,7 @@
 #include "messages/type_ids.hpp"
 #include "runtime/env_filter.hpp"
 #include "runtime/log.hpp"
+#include "tools/script_sandbox.hpp"
 
 namespace mibyan {
 
@@ -119,6 +120,16 @@ caf::actor start_kernel(registry_pointer self, const kernel_shape& shape,
   so.inherited_env = current_environment();
   so.passthrough = st.svc->cfg.terminal.env_passthrough;
   so.rpc_timeout = static_cast<double>(st.svc->cfg.code_execution.timeout);
+  std::string isolation_error;
+  so.bwrap = script_sandbox_bwrap(st.svc->cfg, &isolation_error);
+  if (!isolation_error.empty()) {
+    if (error)
+      *error = isolation_error;
+    return {};
+  }
+  so.strict = shape.mode == "strict";
+  so.home = st.svc->cfg.home;
+  so.limits = script_limits(st.svc->cfg);
   auto proc = spawn_kernel(so, error);
   if (proc.pid < 0)
     return {};

@@ -136,6 +136,20 @@ struct code_execution_options {
   int64_t prestart_kernels = 1;
   /// Interpreter for strict mode and fallback ("" means python3 on PATH).
   std::string python;
+  /// Isolation of kernels (docs/security.md): "auto" runs them in a
+  /// bubblewrap sandbox when user namespaces work here and otherwise falls
+  /// back (one warning) to unsandboxed kernels with a hardened host;
+  /// "required" refuses to start without the sandbox; "off" never uses it.
+  std::string sandbox = "auto";
+  /// Address-space limit of a kernel and each process it starts, in MiB
+  /// (RLIMIT_AS).
+  int64_t max_memory_mb = 4096;
+  /// Processes and threads a kernel may add (RLIMIT_NPROC headroom over
+  /// the user's current count).
+  int64_t max_processes = 512;
+  /// Open files per kernel process (RLIMIT_NOFILE; capped at the host's
+  /// hard limit).
+  int64_t max_open_files = 4096;
 };
 
 /// Section `runtime`: the actor system.

@@ -17,6 +17,8 @@
 #include "actors/session_writer.hpp"
 #include "actors/tool_dispatcher.hpp"
 #include "kernels/kernel_process.hpp"
+#include "runtime/credential_vault.hpp"
+#include "runtime/host_hardening.hpp"
 #include "runtime/http_client.hpp"
 #include "runtime/log.hpp"
 #include "kernels/stub_generator.hpp"
@@ -24,6 +26,7 @@
 #include "storage/session_store.hpp"
 #include "storage/trajectory.hpp"
 #include "tools/registry.hpp"
+#include "tools/script_sandbox.hpp"
 
 namespace fs = std::filesystem;
 
@@ -74,6 +77,19 @@ std::string project_python(const std::string& fallback) {
                "Python >= 3.8; execute_code uses " << fallback);
   }
   return fallback;
+}
+
+// Host-side protections and the kernel sandbox decision; returns the error
+// that stops start-up (`code_execution.sandbox: required` unmet) or "".
+std::string isolate_scripts(const options& opts) {
+  harden_host_process();
+  seal_credentials();
+  static std::once_flag hook_once;
+  std::call_once(hook_once, [] { add_termination_hook(end_all_kernels_now); });
+  std::string error;
+  if (script_sandbox_bwrap(opts, &error).empty() && error.empty())
+    become_subreaper(); // the fallback hunts orphaned daemons at teardown
+  return error;
 }
 
 } // namespace
@@ -127,6 +143,13 @@ std::unique_ptr<runtime>
 runtime::create(options opts, std::string* error,
                 std::vector<std::unique_ptr<tool>> extra_tools) {
   auto p = std::make_unique<impl>();
+  // Scripts must not reach the host's memory, credentials or signals
+  // (docs/security.md).
+  if (auto err = isolate_scripts(opts); !err.empty()) {
+    if (error)
+      *error = err;
+    return nullptr;
+  }
   std::error_code ec;
   fs::create_directories(opts.home, ec);
   if (ec) {

@@ -25,6 +25,7 @@
 #include "runtime/private_file.hpp"
 #include "runtime/subprocess.hpp"
 #include "tools/output_cap.hpp"
+#include "tools/script_sandbox.hpp"
 
 namespace mibyan {
 
@@ -275,6 +276,9 @@ public:
     opts.merge_stderr = true;
     opts.max_output_bytes = static_cast<size_t>(
       std::max<int64_t>(cfg.tool_output.max_bytes, 100));
+    if (ctx.from_script) // the kernel's sandbox (tools/script_sandbox.hpp)
+      if (auto err = sandbox_script_command(opts, ctx); !err.empty())
+        return error_result(err);
     std::string spill;
     bool spill_cut = false;
     opts.on_output = [&](output_stream, std::string_view data) {
