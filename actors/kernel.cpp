@@ -91,8 +91,8 @@ struct kernel_state {
     if (p.pid > 0)
       signal_kernel(p.pid, SIGKILL);
     if (!p.sandboxed && svc && svc->pool) // hunt daemons: docs/security.md
-      svc->pool->submit([pid = p.pid, marker = p.marker] {
-        end_kernel_processes(pid, false, marker);
+      svc->pool->submit([marker = p.marker] {
+        end_kernel_processes(-1, false, marker); // pid may be reaped by then
       });
     if (p.rpc_fd >= 0)
       ::close(p.rpc_fd); // normally owned by the doorman already

@@ -183,31 +183,35 @@ void end_kernel_processes(pid_t pid, bool sandboxed,
     signal_kernel(pid, SIGKILL);
   if (sandboxed || marker.empty())
     return; // the PID namespace died with bwrap
-  // Without a sandbox: everything below the kernel, everything in its
-  // group, and every process still carrying its marker. Repeat until no
-  // new process shows up (a fork bomb races the scan).
+  // Without a sandbox: every process still carrying the kernel's marker
+  // (its children, and a double-forked daemon that left its group) and
+  // everything below those. The kernel's pid itself is not trusted here:
+  // this may run after it was reaped and the number reused. Repeat until
+  // no new process shows up (a fork bomb races the scan).
   auto needle = std::string{marker_env} + "=" + marker;
   auto self = ::getpid();
   std::set<pid_t> killed;
   for (int round = 0; round < 8; ++round) {
     auto procs = list_processes();
     std::map<pid_t, pid_t> parent;
-    for (auto& p : procs)
+    std::set<pid_t> marked;
+    for (auto& p : procs) {
       parent[p.pid] = p.ppid;
+      if (p.pid != self && p.pid != 1 && carries_marker(p.pid, needle))
+        marked.insert(p.pid);
+    }
     std::vector<pid_t> targets;
     for (auto& p : procs) {
-      if (p.pid == self || p.pid == 1 || p.pid == pid)
-        continue; // the kernel itself is reaped by its owner
-      bool hit = pid > 0 && p.pgrp == pid;
+      if (p.pid == self || p.pid == 1 || killed.count(p.pid) > 0)
+        continue;
+      bool hit = marked.count(p.pid) > 0;
       for (pid_t a = p.ppid, n = 0; !hit && a > 1 && n < 64; ++n) {
-        if (a == pid)
+        if (marked.count(a) > 0)
           hit = true;
         auto i = parent.find(a);
         a = i == parent.end() ? 0 : i->second;
       }
-      if (!hit)
-        hit = carries_marker(p.pid, needle);
-      if (hit && killed.count(p.pid) == 0)
+      if (hit)
         targets.push_back(p.pid);
     }
     if (targets.empty())

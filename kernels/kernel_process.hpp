@@ -81,10 +81,11 @@ kernel_process spawn_kernel(const kernel_spawn_options& opts,
 /// Sends `sig` to the kernel's process group (and the process itself).
 void signal_kernel(pid_t pid, int sig);
 
-/// Kills everything the kernel started: its process group, and without a
-/// sandbox also its descendants and every process still carrying its
-/// marker (a double-forked daemon that left the group), reaping those that
-/// were re-parented to this process. Blocking (reads /proc, waits for the
+/// Kills everything the kernel started: its process group (`pid` > 0 only
+/// while the kernel is not yet reaped, else pass -1), and without a
+/// sandbox every process still carrying its marker and their descendants
+/// (a double-forked daemon that left the group), reaping those that were
+/// re-parented to this process. Blocking (reads /proc, waits for the
 /// killed children briefly): call off the scheduler and the epoll thread.
 void end_kernel_processes(pid_t pid, bool sandboxed, const std::string& marker);
 

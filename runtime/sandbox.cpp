@@ -155,9 +155,12 @@ const sandbox_support& probe_sandbox() {
 std::vector<std::string> sandbox_argv(const std::string& bwrap,
                                       const sandbox_policy& policy,
                                       const std::vector<std::string>& command) {
+  // Run as root, bwrap keeps every capability unless told otherwise; with
+  // CAP_SYS_ADMIN a script could unmount what hides Mibyan's state.
   std::vector<std::string> a{bwrap,           "--die-with-parent",
                              "--unshare-pid", "--unshare-ipc",
                              "--unshare-uts", "--new-session",
+                             "--cap-drop",    "ALL",
                              "--ro-bind",     "/",
                              "/",             "--dev",
                              "/dev",          "--proc",

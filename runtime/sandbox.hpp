@@ -7,7 +7,8 @@
 //
 // A sandboxed command runs as
 //   bwrap --die-with-parent --unshare-pid --unshare-ipc --unshare-uts
-//         --new-session --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp
+//         --new-session --cap-drop ALL --ro-bind / / --dev /dev --proc /proc
+//         --tmpfs /tmp
 //         <mounts from the policy> --chdir WORKDIR [--unshare-net] -- CMD...
 // bwrap's own process (and its PID 1 inside the namespace) keep the
 // environment they were started with, so callers start bwrap with the

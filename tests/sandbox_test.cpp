@@ -146,6 +146,20 @@ BOOST_AUTO_TEST_CASE(bwrap_works_here) {
   BOOST_TEST(sandbox_works(), probe_sandbox().reason);
 }
 
+BOOST_AUTO_TEST_CASE(script_has_no_capabilities) {
+  // Run as root, bwrap keeps all capabilities unless dropped; with
+  // CAP_SYS_ADMIN a script could unmount the tmpfs hiding MIBYAN_HOME.
+  BOOST_REQUIRE(sandbox_works());
+  start("auto");
+  auto r = out("for line in open('/proc/self/status'):\n"
+               "    if line.startswith(('CapEff', 'CapPrm')):\n"
+               "        print(line.split()[1])\n");
+  BOOST_TEST(r == "0000000000000000\n0000000000000000\n");
+  auto t = out("from mibyan_tools import terminal\n"
+               "print(terminal('grep CapEff /proc/self/status')['output'])");
+  BOOST_TEST(contains(t, "0000000000000000"), t);
+}
+
 BOOST_AUTO_TEST_CASE(cell_cannot_see_host_processes) {
   BOOST_REQUIRE(sandbox_works());
   start("auto");

@@ -1,8 +1,10 @@
 #include "tools/script_sandbox.hpp"
 
+#include <algorithm>
 #include <atomic>
 
 #include "config/options.hpp"
+#include "runtime/env_filter.hpp"
 #include "runtime/log.hpp"
 #include "runtime/subprocess.hpp"
 #include "tools/tool.hpp"
@@ -69,11 +71,17 @@ std::string sandbox_script_command(subprocess_options& so,
     command = so.argv;
   }
   so.argv = sandbox_argv(bwrap, pol, command);
-  if (so.env) {
-    for (auto& e : *so.env)
-      if (e.rfind("TMPDIR=", 0) == 0)
-        e = "TMPDIR=" + (strict ? ctx.cwd : std::string{"/tmp"});
-  }
+  // /tmp is private (project) or read-only (strict, where the kernel's
+  // staging dir is the writable place).
+  if (!so.env)
+    so.env = current_environment();
+  auto& env = *so.env;
+  env.erase(std::remove_if(env.begin(), env.end(),
+                           [](const std::string& e) {
+                             return e.rfind("TMPDIR=", 0) == 0;
+                           }),
+            env.end());
+  env.push_back("TMPDIR=" + (strict ? ctx.cwd : std::string{"/tmp"}));
   return {};
 }
 
