@@ -166,17 +166,31 @@ std::vector<std::string> sandbox_argv(const std::string& bwrap,
                              "/dev",          "--proc",
                              "/proc",         "--tmpfs",
                              "/tmp"};
+  // The fresh /proc still lets uid 0 write sysctls (kernel.core_pattern is
+  // global) and sysrq: cover them read-only, as bwrap does unprivileged.
+  for (const char* p : {"/proc/sys", "/proc/sysrq-trigger", "/proc/irq",
+                        "/proc/bus"})
+    a.insert(a.end(), {"--ro-bind-try", p, p});
+  // Sockets of the user's session and of container engines stay
+  // connectable on a read-only bind; root could drive the host with them.
+  std::vector<std::string> hidden_dirs = policy.hidden_dirs;
+  std::vector<std::string> hidden_files = policy.hidden_files;
+  hidden_dirs.push_back(policy.view == sandbox_view::strict ? "/run"
+                                                            : "/run/user");
+  for (const char* sock : {"/run/docker.sock", "/run/containerd/containerd.sock",
+                           "/run/podman/podman.sock", "/run/dbus/system_bus_socket"})
+    hidden_files.push_back(sock);
   // Mounts apply in order, so parents go before children: a writable
   // working directory inside a hidden directory stays visible, and a
   // credential file inside a writable directory stays hidden.
   std::vector<mount_op> ops;
-  for (auto& d : policy.hidden_dirs)
+  for (auto& d : hidden_dirs)
     if (auto c = canonical(d); !c.empty() && is_dir(c) && c != "/")
       ops.push_back({mount_op::hide_dir, c});
   for (auto& d : policy.writable)
     if (auto c = canonical(d); !c.empty() && is_dir(c))
       ops.push_back({mount_op::bind_rw, c});
-  for (auto& f : policy.hidden_files)
+  for (auto& f : hidden_files)
     if (auto c = canonical(f); !c.empty() && is_file(c))
       ops.push_back({mount_op::hide_file, c});
   std::stable_sort(ops.begin(), ops.end(),

@@ -10,7 +10,10 @@
 //         --new-session --cap-drop ALL --ro-bind / / --dev /dev --proc /proc
 //         --tmpfs /tmp
 //         <mounts from the policy> --chdir WORKDIR [--unshare-net] -- CMD...
-// bwrap's own process (and its PID 1 inside the namespace) keep the
+// after which /proc/sys, /proc/sysrq-trigger, /proc/irq and /proc/bus are
+// covered read-only and the session/engine sockets under /run are hidden
+// (all of /run in strict mode). bwrap's own process (and its PID 1 inside
+// the namespace) keep the
 // environment they were started with, so callers start bwrap with the
 // scrubbed environment, never the host's.
 //

@@ -158,6 +158,11 @@ BOOST_AUTO_TEST_CASE(script_has_no_capabilities) {
   auto t = out("from mibyan_tools import terminal\n"
                "print(terminal('grep CapEff /proc/self/status')['output'])");
   BOOST_TEST(contains(t, "0000000000000000"), t);
+  // uid 0 needs no capability to write a sysctl (kernel.core_pattern is
+  // global): /proc/sys must be read-only. Checked without writing.
+  BOOST_TEST(out("import os\n"
+                 "print(bool(os.statvfs('/proc/sys').f_flag & os.ST_RDONLY))\n")
+             == "True\n");
 }
 
 BOOST_AUTO_TEST_CASE(cell_cannot_see_host_processes) {
