@@ -105,7 +105,11 @@ public:
   /// Returns nullptr and sets `*error` if start-up fails (e.g. an
   /// unregistered message type, an unusable $MIBYAN_HOME). `extra_tools`
   /// are offered next to the core tools (an embedding application's own
-  /// tools; a tool with a core tool's name replaces it).
+  /// tools; a tool with a core tool's name replaces it). Also hardens the
+  /// process once (docs/security.md): not dumpable, provider credentials
+  /// moved out of the environment, and signal dispositions still at their
+  /// default adjusted; fails when `code_execution.sandbox` is "required"
+  /// and the kernel sandbox is unavailable.
   static std::unique_ptr<runtime>
   create(options opts, std::string* error,
          std::vector<std::unique_ptr<tool>> extra_tools = {});
