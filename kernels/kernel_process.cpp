@@ -47,6 +47,8 @@ std::string temp_base() {
 // for the termination path (end_all_kernels_now).
 struct live_kernel {
   pid_t pid;
+  bool sandboxed;
+  std::string marker;
 };
 std::mutex live_mtx;
 std::map<std::string, live_kernel>& live_kernels() {
@@ -244,6 +246,10 @@ void end_all_kernels_now() {
     std::error_code ec;
     fs::remove_all(dir, ec);
   }
+  // Daemons of unsandboxed kernels (a sandbox's die with bwrap).
+  for (auto& [dir, k] : all)
+    if (!k.sandboxed)
+      end_kernel_processes(-1, false, k.marker);
 }
 
 bool reap_kernel(pid_t pid, int* status) {
@@ -484,7 +490,7 @@ kernel_process spawn_kernel(const kernel_spawn_options& opts,
   k.pid = pid;
   {
     std::lock_guard<std::mutex> guard{live_mtx};
-    live_kernels()[k.staging_dir] = live_kernel{pid};
+    live_kernels()[k.staging_dir] = live_kernel{pid, k.sandboxed, k.marker};
   }
   return k;
 }

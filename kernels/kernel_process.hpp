@@ -89,9 +89,9 @@ void signal_kernel(pid_t pid, int sig);
 /// killed children briefly): call off the scheduler and the epoll thread.
 void end_kernel_processes(pid_t pid, bool sandboxed, const std::string& marker);
 
-/// Kills every kernel this process started that is still registered and
-/// removes their staging dirs. For the termination path (SIGTERM): never
-/// waits.
+/// Kills every kernel this process started that is still registered,
+/// removes their staging dirs, and hunts the daemons of unsandboxed ones.
+/// For the termination path (SIGTERM); blocks for a few milliseconds.
 void end_all_kernels_now();
 
 /// Non-blocking reap; returns true once the process is gone (reaped now or

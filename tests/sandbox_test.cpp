@@ -220,6 +220,12 @@ BOOST_AUTO_TEST_CASE(strict_mode_has_no_network_and_writes_only_staging) {
   rt.reset();
   start("auto", [](options& o) { o.code_execution.mode = "strict"; });
   BOOST_TEST(contains(out(connect_code(l.port)), "refused"));
+  // The script's terminal calls have no network either.
+  auto t = out("from mibyan_tools import terminal\n"
+               "print(terminal('(exec 3<>/dev/tcp/127.0.0.1/"
+               + std::to_string(l.port) + ") 2>/dev/null && echo connected"
+               " || echo refused')['output'])");
+  BOOST_TEST(contains(t, "refused"), t);
   auto target = work.path() + "/strict.txt";
   auto r = out("import os, tempfile\n"
                "open('staged.txt', 'w').write('s')\n"
