@@ -435,6 +435,10 @@ kernel_process spawn_kernel(const kernel_spawn_options& opts,
   auto limits = prepare_limits(opts.limits);
   auto cwd = k.cwd;
   int child_fds[5] = {in_sv[1], out_sv[1], err_sv[1], wd[0], sp[0]};
+  int max_fd = 1024;
+  if (rlimit nl{}; ::getrlimit(RLIMIT_NOFILE, &nl) == 0
+                   && nl.rlim_cur != RLIM_INFINITY)
+    max_fd = static_cast<int>(std::min<rlim_t>(nl.rlim_cur, 1 << 16));
 
   // fork + exec rather than posix_spawn: the limits are set in the child.
   // Between fork and exec only async-signal-safe calls.
@@ -448,7 +452,9 @@ kernel_process spawn_kernel(const kernel_spawn_options& opts,
       ::sigaction(sig, &dfl, nullptr);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
     ::setsid();
-    int err_fd = ep[1];
+    int err_fd = ::fcntl(ep[1], F_DUPFD_CLOEXEC, 10); // clear of 0..5
+    if (err_fd < 0)
+      err_fd = ep[1];
     auto die = [&](int e) {
       (void)!::write(err_fd, &e, sizeof(e));
       ::_exit(127);
@@ -462,6 +468,18 @@ kernel_process spawn_kernel(const kernel_spawn_options& opts,
     for (int target = 0; target < 5; ++target)
       if (::dup2(child_fds[target], target) < 0)
         die(errno);
+    // No other descriptor of the host may reach the kernel: a directory fd
+    // would let a script leave the sandbox's mount view. The error pipe
+    // moves to fd 5 (CLOEXEC: exec closes it).
+    if (::dup2(err_fd, 5) < 0 || ::fcntl(5, F_SETFD, FD_CLOEXEC) < 0)
+      die(errno);
+    err_fd = 5;
+    bool closed = false;
+#ifdef SYS_close_range
+    closed = ::syscall(SYS_close_range, 6u, ~0u, 0u) == 0;
+#endif
+    for (int fd = 6; !closed && fd < max_fd; ++fd)
+      ::close(fd);
     if (::chdir(cwd.c_str()) != 0)
       die(errno);
     if (!apply_limits(limits))

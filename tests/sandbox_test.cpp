@@ -12,6 +12,7 @@
 
 #include <arpa/inet.h>
 #include <dirent.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -163,6 +164,29 @@ BOOST_AUTO_TEST_CASE(script_has_no_capabilities) {
   BOOST_TEST(out("import os\n"
                  "print(bool(os.statvfs('/proc/sys').f_flag & os.ST_RDONLY))\n")
              == "True\n");
+}
+
+BOOST_AUTO_TEST_CASE(host_descriptors_do_not_reach_the_kernel) {
+  // An inherited directory fd would let a script leave the mount view.
+  auto marker = outside.write("leak-marker.txt", "x");
+  int fd = ::open(marker.c_str(), O_RDONLY); // deliberately not CLOEXEC
+  BOOST_REQUIRE(fd >= 0);
+  for (auto mode : {"auto", "off"}) {
+    BOOST_TEST_CONTEXT("sandbox: " << mode) {
+      start(mode);
+      auto r = out("import os\n"
+                   "links = []\n"
+                   "for n in os.listdir('/proc/self/fd'):\n"
+                   "    try:\n"
+                   "        links.append(os.readlink('/proc/self/fd/' + n))\n"
+                   "    except OSError:\n"
+                   "        pass\n"
+                   "print(any('leak-marker' in l for l in links))\n");
+      BOOST_TEST(r == "False\n");
+      rt.reset();
+    }
+  }
+  ::close(fd);
 }
 
 BOOST_AUTO_TEST_CASE(cell_cannot_see_host_processes) {
