@@ -3,6 +3,7 @@
 #define BOOST_TEST_MODULE sandbox
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
@@ -18,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "runtime/credential_vault.hpp"
 #include "runtime/json.hpp"
 #include "runtime/runtime.hpp"
 #include "runtime/sandbox.hpp"
@@ -138,6 +140,66 @@ void write_config(const test::temp_dir& home, const std::string& yaml) {
 }
 
 } // namespace
+
+BOOST_AUTO_TEST_CASE(argv_orders_mounts_parents_first) {
+  test::temp_dir root;
+  root.write("cwd/sub/.keep", "");
+  root.write("home/.env", "K=v\n");
+  root.write("home/inner/.keep", "");
+  sandbox_policy p;
+  p.workdir = root.path() + "/cwd";
+  // The home inside the writable dir stays hidden; a writable dir inside
+  // the home stays visible.
+  p.writable = {root.path() + "/cwd", root.path() + "/home/inner"};
+  p.hidden_dirs = {root.path() + "/cwd/sub", root.path() + "/home"};
+  p.hidden_files = {root.path() + "/home/.env", "/nonexistent/file"};
+  auto a = sandbox_argv("/usr/bin/bwrap", p, {"python3", "-u", "r.py"});
+  auto at = [&](const std::string& flag, const std::string& path) {
+    for (size_t i = 0; i + 1 < a.size(); ++i)
+      if (a[i] == flag && a[i + 1] == path)
+        return static_cast<long>(i);
+    return -1L;
+  };
+  auto cwd = at("--bind", root.path() + "/cwd");
+  auto sub = at("--tmpfs", root.path() + "/cwd/sub");
+  auto home = at("--tmpfs", root.path() + "/home");
+  auto inner = at("--bind", root.path() + "/home/inner");
+  BOOST_TEST(cwd >= 0);
+  BOOST_TEST(sub > cwd);
+  // Under /tmp (a fresh tmpfs) and outside every writable dir, the home
+  // needs no cover; the writable dir inside it is still bound.
+  BOOST_TEST(home == -1);
+  BOOST_TEST(inner >= 0);
+  BOOST_TEST(at("--ro-bind", "/dev/null") == -1);
+  BOOST_TEST(at("--cap-drop", "ALL") >= 0);
+  BOOST_TEST(at("--ro-bind-try", "/proc/sys") >= 0);
+  BOOST_TEST(at("--chdir", root.path() + "/cwd") >= 0);
+  auto has = [](const std::vector<std::string>& v, const char* x) {
+    return std::find(v.begin(), v.end(), x) != v.end();
+  };
+  BOOST_TEST(!has(a, "--unshare-net"));
+  BOOST_TEST(!has(a, "/nonexistent/file"));
+  BOOST_TEST(a[a.size() - 4] == "--");
+  BOOST_TEST(a.back() == "r.py");
+  p.view = sandbox_view::strict;
+  auto s = sandbox_argv("/usr/bin/bwrap", p, {"true"});
+  BOOST_TEST(has(s, "--unshare-net"));
+  BOOST_TEST(has(s, "--remount-ro"));
+}
+
+BOOST_AUTO_TEST_CASE(sealed_credentials_leave_the_environment) {
+  ::setenv("DEEPSEEK_API_KEY", "sk-sealed-0123456789", 1);
+  ::setenv("UNRELATED_SETTING", "stays", 1);
+  seal_credentials();
+  BOOST_TEST(std::getenv("DEEPSEEK_API_KEY") == nullptr);
+  BOOST_TEST(credential_value("DEEPSEEK_API_KEY") == "sk-sealed-0123456789");
+  BOOST_TEST(std::string{std::getenv("UNRELATED_SETTING")} == "stays");
+  // A value set later wins over the sealed one.
+  ::setenv("DEEPSEEK_API_KEY", "sk-newer-0123456789", 1);
+  BOOST_TEST(credential_value("DEEPSEEK_API_KEY") == "sk-newer-0123456789");
+  ::unsetenv("DEEPSEEK_API_KEY");
+  ::unsetenv("UNRELATED_SETTING");
+}
 
 BOOST_FIXTURE_TEST_SUITE(sandbox, sandbox_fixture)
 
