@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
@@ -58,7 +59,7 @@ struct mount_op {
 
 // Counts the tasks (threads included) whose real uid is ours: the number
 // RLIMIT_NPROC is checked against.
-uint64_t count_user_tasks() {
+uint64_t scan_user_tasks() {
   uint64_t n = 0;
   auto uid = ::getuid();
   DIR* d = ::opendir("/proc");
@@ -88,6 +89,21 @@ uint64_t count_user_tasks() {
   }
   ::closedir(d);
   return n;
+}
+
+// scan_user_tasks() reads every /proc/PID/status; kernels start in bursts
+// (pool refills), so a count younger than a few seconds is reused.
+uint64_t count_user_tasks() {
+  static std::mutex mtx;
+  static std::chrono::steady_clock::time_point when;
+  static uint64_t count = 0;
+  std::lock_guard<std::mutex> guard{mtx};
+  auto now = std::chrono::steady_clock::now();
+  if (count == 0 || now - when > std::chrono::seconds(5)) {
+    count = scan_user_tasks();
+    when = now;
+  }
+  return count;
 }
 
 rlim_t clamp_to_hard(int resource, uint64_t want) {

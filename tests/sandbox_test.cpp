@@ -375,6 +375,33 @@ BOOST_AUTO_TEST_CASE(memory_limit_stops_a_huge_allocation) {
   BOOST_TEST(next["kernel"].get_bool("reused", false));
 }
 
+BOOST_AUTO_TEST_CASE(process_limit_stops_a_fork_loop) {
+  // Linux never applies RLIMIT_NPROC to uid 0 (docs/security.md): this
+  // case runs for ordinary users only (run the suite as one to cover it).
+  if (::getuid() == 0) {
+    BOOST_TEST_MESSAGE("skipped: RLIMIT_NPROC does not bind root");
+    return;
+  }
+  start("auto", [](options& o) { o.code_execution.max_processes = 16; });
+  auto r = exec("import os, time, signal\n"
+                "pids, err = [], None\n"
+                "try:\n"
+                "    for i in range(300):\n"
+                "        pid = os.fork()\n"
+                "        if pid == 0:\n"
+                "            time.sleep(30)\n"
+                "            os._exit(0)\n"
+                "        pids.append(pid)\n"
+                "except OSError as e:\n"
+                "    err = type(e).__name__\n"
+                "for p in pids:\n"
+                "    os.kill(p, signal.SIGKILL)\n"
+                "    os.waitpid(p, 0)\n"
+                "print(len(pids) < 300, err)\n");
+  BOOST_TEST(r.get_string("output") == "True BlockingIOError\n");
+  BOOST_TEST(out("print('alive')") == "alive\n");
+}
+
 BOOST_AUTO_TEST_CASE(signals_to_the_parent_cannot_reach_the_host) {
   BOOST_REQUIRE(sandbox_works());
   start("auto");
