@@ -313,7 +313,7 @@ void start_next(kernel_broker* self) {
   cell->rp = std::move(next.rp);
   cell->start = clock_type::now();
   cell->id = std::to_string(st.opts.proc.pid) + "-" + std::to_string(
-               ++st.cell_seq) + "-" + random_token(6); // not guessable
+               ++st.cell_seq) + "-" + random_token(6); // unpredictable
   json::value line;
   line["id"] = cell->id;
   line["code"] = cell->cell.code;
@@ -527,8 +527,8 @@ caf::behavior kernel_impl(kernel_broker* self, services_ptr svc,
             s.ready = true;
             start_next(self);
           } else if (s.cell && parsed.v->get_string("id") != s.cell->id) {
-            // Only the runner knows the sentinel; a frame for another cell
-            // means the stream cannot be trusted any more.
+            // A frame for another cell (a cell that forged its own reply
+            // and ran on): the stream cannot be trusted any more.
             kill_kernel(self, cell_status::error,
                         "The kernel sent a reply frame for another cell.");
           } else if (s.cell && (!s.cell->forcing || status == "killed")) {
