@@ -90,9 +90,9 @@ struct kernel_state {
     }
     if (p.pid > 0)
       signal_kernel(p.pid, SIGKILL);
-    if (!p.sandboxed && svc && svc->pool) // hunt daemons: docs/security.md
-      svc->pool->submit([marker = p.marker] {
-        end_kernel_processes(-1, false, marker); // pid may be reaped by then
+    if ((!p.sandboxed || !p.cgroup_dir.empty()) && svc && svc->pool)
+      svc->pool->submit([sb = p.sandboxed, m = p.marker, cg = p.cgroup_dir] {
+        end_kernel_processes(-1, sb, m, cg); // docs/security.md
       });
     if (p.rpc_fd >= 0)
       ::close(p.rpc_fd); // normally owned by the doorman already

@@ -25,6 +25,7 @@
 #include "kernels/env_scrub.hpp"
 #include "kernels/runner_source.hpp"
 #include "kernels/stub_generator.hpp"
+#include "runtime/pids_cgroup.hpp"
 #include "runtime/private_file.hpp"
 #include "runtime/subprocess.hpp"
 
@@ -49,6 +50,7 @@ struct live_kernel {
   pid_t pid;
   bool sandboxed;
   std::string marker;
+  std::string cgroup_dir;
 };
 std::mutex live_mtx;
 std::map<std::string, live_kernel>& live_kernels() {
@@ -180,11 +182,14 @@ void signal_kernel(pid_t pid, int sig) {
 }
 
 void end_kernel_processes(pid_t pid, bool sandboxed,
-                          const std::string& marker) {
+                          const std::string& marker,
+                          const std::string& cgroup_dir) {
   if (pid > 0)
     signal_kernel(pid, SIGKILL);
-  if (sandboxed || marker.empty())
-    return; // the PID namespace died with bwrap
+  if (sandboxed || marker.empty()) {
+    remove_pids_cgroup(cgroup_dir); // the PID namespace died with bwrap
+    return;
+  }
   // Without a sandbox: every process still carrying the kernel's marker
   // (its children, and a double-forked daemon that left its group) and
   // everything below those. The kernel's pid itself is not trusted here:
@@ -223,6 +228,7 @@ void end_kernel_processes(pid_t pid, bool sandboxed,
       killed.insert(t);
     }
   }
+  remove_pids_cgroup(cgroup_dir);
   // Orphans re-parented to this process (a subreaper) are our zombies now.
   for (auto t : killed) {
     for (int i = 0; i < 200; ++i) {
@@ -246,10 +252,17 @@ void end_all_kernels_now() {
     std::error_code ec;
     fs::remove_all(dir, ec);
   }
+  // Reap the kernels (a zombie keeps its cgroup busy).
+  for (auto& [dir, k] : all)
+    for (int i = 0; i < 500; ++i) {
+      int st = 0;
+      if (::waitpid(k.pid, &st, WNOHANG) != 0)
+        break;
+      ::usleep(1000);
+    }
   // Daemons of unsandboxed kernels (a sandbox's die with bwrap).
   for (auto& [dir, k] : all)
-    if (!k.sandboxed)
-      end_kernel_processes(-1, false, k.marker);
+    end_kernel_processes(-1, k.sandboxed, k.marker, k.cgroup_dir);
 }
 
 bool reap_kernel(pid_t pid, int* status) {
@@ -273,6 +286,7 @@ kernel_process spawn_kernel(const kernel_spawn_options& opts,
       *error = std::move(msg);
     close_kernel_fds(k);
     remove_staging_dir(k.staging_dir);
+    remove_pids_cgroup(k.cgroup_dir, 0);
     k.pid = -1;
     return k;
   };
@@ -433,6 +447,15 @@ kernel_process spawn_kernel(const kernel_spawn_options& opts,
     envp.push_back(e.data());
   envp.push_back(nullptr);
   auto limits = prepare_limits(opts.limits);
+  // RLIMIT_NPROC never binds root; a pids cgroup does, where one can be
+  // made (bwrap and its init need two more).
+  pids_cgroup cg;
+  if (opts.limits.processes > 0) {
+    cg = make_pids_cgroup("mibyan-kernel-" + k.marker,
+                          opts.limits.processes + 2);
+    k.cgroup_dir = cg.dir;
+  }
+  int cg_fd = cg.procs_fd;
   auto cwd = k.cwd;
   int child_fds[5] = {in_sv[1], out_sv[1], err_sv[1], wd[0], sp[0]};
   int max_fd = 1024;
@@ -444,6 +467,7 @@ kernel_process spawn_kernel(const kernel_spawn_options& opts,
   // Between fork and exec only async-signal-safe calls.
   pid_t pid = ::fork();
   if (pid == 0) {
+    join_pids_cgroup(cg_fd); // best effort: the rlimit still applies
     sigset_t none;
     sigemptyset(&none);
     struct sigaction dfl{};
@@ -489,6 +513,7 @@ kernel_process spawn_kernel(const kernel_spawn_options& opts,
   }
   int fork_errno = errno;
   close_child_ends();
+  close_pids_cgroup_fd(cg);
   if (pid < 0) {
     ::close(ep[0]);
     return fail(std::string{"fork: "} + std::strerror(fork_errno));
@@ -508,7 +533,8 @@ kernel_process spawn_kernel(const kernel_spawn_options& opts,
   k.pid = pid;
   {
     std::lock_guard<std::mutex> guard{live_mtx};
-    live_kernels()[k.staging_dir] = live_kernel{pid, k.sandboxed, k.marker};
+    live_kernels()[k.staging_dir]
+      = live_kernel{pid, k.sandboxed, k.marker, k.cgroup_dir};
   }
   return k;
 }

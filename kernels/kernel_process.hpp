@@ -71,6 +71,8 @@ struct kernel_process {
   /// Value of MIBYAN_KERNEL_ID in the kernel's environment: identifies
   /// its processes at teardown when there is no sandbox.
   std::string marker;
+  /// The kernel's pids cgroup (runtime/pids_cgroup.hpp); "" for none.
+  std::string cgroup_dir;
 };
 
 /// Starts a kernel. On failure returns pid -1 with `*error` set, and leaves
@@ -85,9 +87,11 @@ void signal_kernel(pid_t pid, int sig);
 /// while the kernel is not yet reaped, else pass -1), and without a
 /// sandbox every process still carrying its marker and their descendants
 /// (a double-forked daemon that left the group), reaping those that were
-/// re-parented to this process. Blocking (reads /proc, waits for the
-/// killed children briefly): call off the scheduler and the epoll thread.
-void end_kernel_processes(pid_t pid, bool sandboxed, const std::string& marker);
+/// re-parented to this process; then everything left in `cgroup_dir`,
+/// which is removed. Blocking (reads /proc, waits for the killed children
+/// briefly): call off the scheduler and the epoll thread.
+void end_kernel_processes(pid_t pid, bool sandboxed, const std::string& marker,
+                          const std::string& cgroup_dir = {});
 
 /// Kills every kernel this process started that is still registered,
 /// removes their staging dirs, and hunts the daemons of unsandboxed ones.
