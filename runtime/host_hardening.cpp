@@ -1,5 +1,6 @@
 #include "runtime/host_hardening.hpp"
 
+#include <cerrno>
 #include <csignal>
 #include <mutex>
 #include <thread>
