@@ -91,6 +91,10 @@ struct kernel_state {
     }
     if (p.pid > 0)
       signal_kernel(p.pid, SIGKILL);
+    if ((!p.sandboxed || !p.cgroup_dir.empty()) && svc && svc->pool)
+      svc->pool->submit([sb = p.sandboxed, m = p.marker, cg = p.cgroup_dir] {
+        end_kernel_processes(-1, sb, m, cg); // docs/security.md
+      });
     if (p.rpc_fd >= 0)
       ::close(p.rpc_fd); // normally owned by the doorman already
     // This destructor runs on the middleman's epoll thread: never wait
@@ -332,7 +336,7 @@ void start_next(kernel_broker* self) {
   cell->rp = std::move(next.rp);
   cell->start = clock_type::now();
   cell->id = std::to_string(st.opts.proc.pid) + "-" + std::to_string(
-               ++st.cell_seq);
+               ++st.cell_seq) + "-" + random_token(6); // unpredictable
   json::value line;
   line["id"] = cell->id;
   line["code"] = cell->cell.code;
@@ -570,6 +574,11 @@ caf::behavior kernel_impl(kernel_broker* self, services_ptr svc,
           if (status == "ready") {
             s.ready = true;
             start_next(self);
+          } else if (s.cell && parsed.v->get_string("id") != s.cell->id) {
+            // A frame for another cell (a cell that forged its own reply
+            // and ran on): the stream cannot be trusted any more.
+            kill_kernel(self, cell_status::error,
+                        "The kernel sent a reply frame for another cell.");
           } else if (s.cell && (!s.cell->forcing || status == "killed")) {
             settle(self, &*parsed.v);
           }

@@ -10,6 +10,7 @@
 #include "messages/type_ids.hpp"
 #include "base/env_filter.hpp"
 #include "base/log.hpp"
+#include "tools/script_sandbox.hpp"
 
 namespace mibyan {
 
@@ -120,6 +121,16 @@ caf::actor start_kernel(registry_pointer self, const kernel_shape& shape,
   so.passthrough = st.svc->cfg.terminal.env_passthrough;
   so.rpc_timeout = static_cast<double>(st.svc->cfg.code_execution.timeout);
   so.extra_tools = st.svc->script_host_tools;
+  std::string isolation_error;
+  so.bwrap = script_sandbox_bwrap(st.svc->cfg, &isolation_error);
+  if (!isolation_error.empty()) {
+    if (error)
+      *error = isolation_error;
+    return {};
+  }
+  so.strict = shape.mode == "strict";
+  so.home = st.svc->cfg.home;
+  so.limits = script_limits(st.svc->cfg);
   auto proc = spawn_kernel(so, error);
   if (proc.pid < 0)
     return {};

@@ -237,8 +237,10 @@ struct bench_env {
 };
 
 std::unique_ptr<runtime> make_runtime(bench_env& env, int64_t prestart,
-                                      const std::string& python) {
+                                      const std::string& python,
+                                      const std::string& sandbox = "auto") {
   options opts;
+  opts.code_execution.sandbox = sandbox;
   opts.home = (env.tmp / ("home" + std::to_string(env.runtimes++))).string();
   opts.code_execution.prestart_kernels = prestart;
   opts.code_execution.python = python;
@@ -468,17 +470,53 @@ void cold_start(bench_env& env, int reps) {
     std::printf("spawn_kernel() (%s) blocks its caller: %s ms\n",
                 py->c_str(), list(t, 2).c_str());
   }
+  // The same with the kernel inside bubblewrap (the default where it
+  // works) and without it (code_execution.sandbox: off).
+  for (auto* py : {&env.python_real}) {
+    for (bool sandboxed : {false, true}) {
+      if (sandboxed && !probe_sandbox().available)
+        continue;
+      std::vector<double> t;
+      for (int i = 0; i < reps; ++i) {
+        kernel_spawn_options so;
+        so.python = *py;
+        so.cwd = env.tmp.string();
+        so.tools = script_tool_names();
+        so.inherited_env = current_environment();
+        if (sandboxed)
+          so.bwrap = probe_sandbox().bwrap;
+        std::string err;
+        auto start = clock_type::now();
+        auto k = spawn_kernel(so, &err);
+        t.push_back(ms_since(start));
+        if (k.pid < 0)
+          die("spawn_kernel: " + err);
+        signal_kernel(k.pid, SIGKILL);
+        int status;
+        ::waitpid(k.pid, &status, 0);
+        close_kernel_fds(k);
+        remove_staging_dir(k.staging_dir);
+      }
+      std::printf("spawn_kernel() (%s, %s) blocks its caller: %s ms\n",
+                  py->c_str(), sandboxed ? "bwrap" : "no sandbox",
+                  list(t, 2).c_str());
+    }
+  }
   struct config {
     const char* label;
     int64_t prestart;
     bool real;
+    const char* sandbox = "auto";
   };
   for (auto cfg : {config{"pool 0, python3 (PATH)", 0, false},
                    config{"pool 0, resolved python", 0, true},
+                   config{"pool 0, resolved, no sandbox", 0, true, "off"},
                    config{"pool 1, python3 (PATH)", 1, false},
-                   config{"pool 1, resolved python", 1, true}}) {
+                   config{"pool 1, resolved python", 1, true},
+                   config{"pool 1, resolved, no sandbox", 1, true, "off"}}) {
     auto rt = make_runtime(env, cfg.prestart,
-                           cfg.real ? env.python_real : std::string{});
+                           cfg.real ? env.python_real : std::string{},
+                           cfg.sandbox);
     auto python = cfg.real ? env.python_real : std::string{"python3"};
     std::vector<double> wall, base, kernel;
     std::this_thread::sleep_for(std::chrono::seconds(1));

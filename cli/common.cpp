@@ -55,6 +55,9 @@ std::string apply_agent_flag(const std::string& flag, const std::string& value,
     call.base_url = value;
   } else if (flag == "--api-key") {
     call.api_key = value;
+    std::cerr << "mibyan: warning: a key given with --api-key is visible to "
+                 "every local user in the process list; prefer the "
+                 "provider's environment variable or $MIBYAN_HOME/.env\n";
   } else if (flag == "--session") {
     if (value.find_first_not_of(" \t") == std::string::npos)
       return "--session needs a non-empty id";

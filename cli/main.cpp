@@ -1,4 +1,5 @@
 // The `mibyan` command: a thin front on the runtime library.
+#include <cstring>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -30,6 +31,11 @@ void usage(std::ostream& out) {
 int main(int argc, char** argv) {
   mibyan::cli::global_flags flags;
   std::vector<std::string> args(argv + 1, argv + argc);
+  // Wipe a key given on the command line from /proc/PID/cmdline (the copy
+  // in `args` is what the commands use); docs/security.md.
+  for (int a = 1; a + 1 < argc; ++a)
+    if (std::strcmp(argv[a], "--api-key") == 0)
+      std::memset(argv[a + 1], 'x', std::strlen(argv[a + 1]));
   size_t i = 0;
   for (; i < args.size(); ++i) {
     if ((args[i] == "--log-file" || args[i] == "--log-level")

@@ -76,6 +76,25 @@ field int_field(const char* section, const char* key, Section options::*sec,
 }
 
 template <class Section>
+field int_range_field(const char* section, const char* key,
+                      Section options::*sec, int64_t Section::*mem,
+                      int64_t min_value, int64_t max_value) {
+  auto base = int_field(section, key, sec, mem, min_value);
+  auto set = base.set;
+  base.set = [=](const YAML::Node& node, options& o) -> std::string {
+    auto old = (o.*sec).*mem;
+    auto err = set(node, o);
+    if (err.empty() && (o.*sec).*mem > max_value) {
+      (o.*sec).*mem = old;
+      return "must be at most " + std::to_string(max_value) + ", got "
+             + node.Scalar();
+    }
+    return err;
+  };
+  return base;
+}
+
+template <class Section>
 field bool_field(const char* section, const char* key, Section options::*sec,
                  bool Section::*mem) {
   return {section, key,
@@ -329,6 +348,21 @@ const std::vector<field>& fields() {
     // tools
     t.push_back(int_field("tools", "max_argument_bytes", &o::tools,
                           &tools_options::max_argument_bytes, 1024));
+    t.push_back(string_field("code_execution", "sandbox", &o::code_execution,
+                             &code_execution_options::sandbox,
+                             {"auto", "required", "off"}));
+    t.push_back(int_range_field("code_execution", "max_memory_mb",
+                                &o::code_execution,
+                                &code_execution_options::max_memory_mb, 64,
+                                1048576));
+    t.push_back(int_range_field("code_execution", "max_processes",
+                                &o::code_execution,
+                                &code_execution_options::max_processes, 8,
+                                65536));
+    t.push_back(int_range_field("code_execution", "max_open_files",
+                                &o::code_execution,
+                                &code_execution_options::max_open_files, 64,
+                                1048576));
     // runtime
     t.push_back(int_field("runtime", "scheduler_threads", &o::runtime,
                           &runtime_options::scheduler_threads, 0));

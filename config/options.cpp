@@ -2,11 +2,13 @@
 
 #include <cstdlib>
 
+#include "base/credential_vault.hpp"
+
 namespace mibyan {
 
 std::string options::secret(const std::string& name) const {
-  if (const char* v = std::getenv(name.c_str()); v != nullptr && *v != '\0')
-    return v;
+  if (auto v = credential_value(name); !v.empty())
+    return v; // the environment, or the sealed copy (credential_vault)
   if (auto i = env_file.find(name); i != env_file.end())
     return i->second;
   return {};

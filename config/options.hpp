@@ -144,6 +144,20 @@ struct code_execution_options {
   /// Bytes of partial RPC lines buffered per kernel, all connections
   /// together; the connection that would pass it is closed.
   int64_t max_rpc_buffered_bytes = 64 * 1024 * 1024;
+  /// Isolation of kernels (docs/security.md): "auto" runs them in a
+  /// bubblewrap sandbox when user namespaces work here and otherwise falls
+  /// back (one warning) to unsandboxed kernels with a hardened host;
+  /// "required" refuses to start without the sandbox; "off" never uses it.
+  std::string sandbox = "auto";
+  /// Address-space limit of a kernel and each process it starts, in MiB
+  /// (RLIMIT_AS).
+  int64_t max_memory_mb = 4096;
+  /// Processes and threads a kernel may add (RLIMIT_NPROC headroom over
+  /// the user's current count).
+  int64_t max_processes = 512;
+  /// Open files per kernel process (RLIMIT_NOFILE; capped at the host's
+  /// hard limit).
+  int64_t max_open_files = 4096;
 };
 
 /// Section `tools`: limits applied to every tool call, whatever its source.

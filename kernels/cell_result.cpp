@@ -78,6 +78,10 @@ std::string traceback_hint(const std::string& traceback,
     return "Tool functions in execute_code return DICTS (already parsed) — "
            "do not json.loads() them or index them like strings. Example: "
            "read_file(path)['content'].";
+  if (tb.find("MemoryError") != std::string::npos)
+    return "The kernel's memory is limited (code_execution.max_memory_mb, "
+           "an address-space limit). Process the data in smaller pieces "
+           "or stream it; the kernel and its state are still usable.";
   return {};
 }
 

@@ -87,8 +87,8 @@ kernel_env build_kernel_env(const std::vector<std::string>& inherited,
     add(kernel_env_names::rpc_token, opts.rpc_token);
   if (opts.rpc_timeout > 0)
     add(kernel_env_names::rpc_timeout, format_seconds(opts.rpc_timeout));
-  if (!opts.sentinel.empty())
-    add(kernel_env_names::sentinel, opts.sentinel);
+  if (opts.sentinel_fd >= 0)
+    add(kernel_env_names::sentinel_fd, std::to_string(opts.sentinel_fd));
   if (!opts.stub_path.empty())
     add(kernel_env_names::stub_path, opts.stub_path);
   if (opts.watchdog_fd >= 0)

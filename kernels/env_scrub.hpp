@@ -39,7 +39,9 @@ constexpr const char* rpc_socket = "MIBYAN_RPC_SOCKET";
 constexpr const char* rpc_token = "MIBYAN_RPC_TOKEN";
 constexpr const char* rpc_timeout = "MIBYAN_RPC_TIMEOUT";
 /// Private: read and removed from os.environ by the runner at start-up.
-constexpr const char* sentinel = "MIBYAN_KERNEL_SENTINEL";
+/// The descriptor the runner reads its reply sentinel from (the sentinel
+/// itself never appears in an environment: docs/kernel_protocol.md).
+constexpr const char* sentinel_fd = "MIBYAN_KERNEL_SENTINEL_FD";
 constexpr const char* stub_path = "MIBYAN_KERNEL_STUB";
 constexpr const char* watchdog_fd = "MIBYAN_KERNEL_WATCHDOG_FD";
 } // namespace kernel_env_names
@@ -57,11 +59,13 @@ struct env_scrub_options {
   /// (other kernels' staging dirs) are always removed.
   std::vector<std::string> runtime_paths;
   /// Values injected as MIBYAN_RPC_SOCKET, MIBYAN_RPC_TOKEN,
-  /// MIBYAN_KERNEL_SENTINEL, MIBYAN_KERNEL_STUB (each only when non-empty).
+  /// MIBYAN_KERNEL_STUB (each only when non-empty).
   std::string rpc_socket;
   std::string rpc_token;
-  std::string sentinel;
   std::string stub_path;
+  /// Descriptor number of the sentinel pipe's read end in the child
+  /// (MIBYAN_KERNEL_SENTINEL_FD); negative for none.
+  int sentinel_fd = -1;
   /// Descriptor number of the watchdog pipe's read end in the child
   /// (MIBYAN_KERNEL_WATCHDOG_FD); negative for none.
   int watchdog_fd = -1;

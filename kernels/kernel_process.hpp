@@ -8,7 +8,15 @@
 // the runner, the generated `mibyan_tools.py` and the RPC socket `rpc.sock`
 // (0600). The child runs in its own session and process group with stdin,
 // stdout and stderr on socketpairs, the read end of the watchdog pipe on
-// fd 3, and a scrubbed environment.
+// fd 3, the read end of the sentinel pipe on fd 4 (docs/kernel_protocol.md)
+// and a scrubbed environment.
+//
+// With a sandbox (`bwrap` set) the child is bwrap, started with the
+// scrubbed environment, which runs the interpreter in new PID/IPC/UTS
+// namespaces with the filesystem view of base/sandbox.hpp; killing it
+// ends every process the script started. Without one (the fallback,
+// docs/security.md) the kernel runs directly and `end_kernel_processes`
+// hunts its whole process tree at teardown. Resource limits apply in both.
 #pragma once
 
 #include <string>
@@ -17,6 +25,7 @@
 #include <sys/types.h>
 
 #include "kernels/stub_generator.hpp"
+#include "base/sandbox.hpp"
 
 namespace mibyan {
 
@@ -36,6 +45,15 @@ struct kernel_spawn_options {
   /// Host tools the stub exposes besides the built-in ones (those named in
   /// `tools`; docs/embedding.md).
   std::vector<script_tool_spec> extra_tools;
+  /// Path of bwrap; empty runs the kernel without a sandbox.
+  std::string bwrap;
+  /// Strict view (only the staging dir writable, no network) instead of
+  /// the project view (cwd writable).
+  bool strict = false;
+  /// `$MIBYAN_HOME`, hidden from the script.
+  std::string home;
+  /// Resource limits of the kernel and everything it starts.
+  sandbox_limits limits;
 };
 
 struct kernel_process {
@@ -52,6 +70,13 @@ struct kernel_process {
   std::string cwd;       // effective working directory
   /// Names of inherited variables that were not passed to the child.
   std::vector<std::string> dropped_env;
+  /// The kernel runs inside bwrap (pid is bwrap's).
+  bool sandboxed = false;
+  /// Value of MIBYAN_KERNEL_ID in the kernel's environment: identifies
+  /// its processes at teardown when there is no sandbox.
+  std::string marker;
+  /// The kernel's pids cgroup (base/pids_cgroup.hpp); "" for none.
+  std::string cgroup_dir;
 };
 
 /// Starts a kernel. On failure returns pid -1 with `*error` set, and leaves
@@ -61,6 +86,21 @@ kernel_process spawn_kernel(const kernel_spawn_options& opts,
 
 /// Sends `sig` to the kernel's process group (and the process itself).
 void signal_kernel(pid_t pid, int sig);
+
+/// Kills everything the kernel started: its process group (`pid` > 0 only
+/// while the kernel is not yet reaped, else pass -1), and without a
+/// sandbox every process still carrying its marker and their descendants
+/// (a double-forked daemon that left the group), reaping those that were
+/// re-parented to this process; then everything left in `cgroup_dir`,
+/// which is removed. Blocking (reads /proc, waits for the killed children
+/// briefly): call off the scheduler and the epoll thread.
+void end_kernel_processes(pid_t pid, bool sandboxed, const std::string& marker,
+                          const std::string& cgroup_dir = {});
+
+/// Kills every kernel this process started that is still registered,
+/// removes their staging dirs, and hunts the daemons of unsandboxed ones.
+/// For the termination path (SIGTERM); blocks for a few milliseconds.
+void end_all_kernels_now();
 
 /// Non-blocking reap; returns true once the process is gone (reaped now or
 /// earlier). Stores the wait status in `*status` when reaped now.

@@ -33,12 +33,13 @@ import time
 import traceback
 import types
 
-ENV_SENTINEL = "MIBYAN_KERNEL_SENTINEL"
+ENV_SENTINEL_FD = "MIBYAN_KERNEL_SENTINEL_FD"
 ENV_STUB = "MIBYAN_KERNEL_STUB"
 ENV_WATCHDOG_FD = "MIBYAN_KERNEL_WATCHDOG_FD"
 ENV_RPC_TIMEOUT = "MIBYAN_RPC_TIMEOUT"
 ENV_RPC_CELL = "MIBYAN_RPC_CELL"
-PRIVATE_ENV = (ENV_SENTINEL, ENV_STUB, ENV_WATCHDOG_FD)
+PRIVATE_ENV = (ENV_SENTINEL_FD, ENV_STUB, ENV_WATCHDOG_FD)
+SENTINEL_MAX = 4096              # bytes read from the sentinel pipe
 
 CAPTURE_LIMIT = 5000000          # characters kept per stream per cell
 WATCHDOG_TERM_GRACE = 0.5        # seconds between SIGTERM and SIGKILL
@@ -591,16 +592,43 @@ def _load_stub(path, err_fd):
             pass
 
 
+def _read_sentinel(value):
+    """Reads the reply sentinel from the inherited pipe named by `value`
+    (until end of file) and closes it. The sentinel never travels in the
+    environment, where a cell could read it from /proc/self/environ."""
+    try:
+        fd = int(value)
+    except (TypeError, ValueError):
+        return ""
+    data = b""
+    try:
+        while len(data) <= SENTINEL_MAX:
+            chunk = os.read(fd, SENTINEL_MAX + 1 - len(data))
+            if not chunk:
+                break
+            data += chunk
+    except OSError:
+        return ""
+    finally:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    if len(data) > SENTINEL_MAX:
+        return ""
+    return data.decode("utf-8", "replace").strip()
+
+
 def main():
     env = os.environ
-    sentinel = env.get(ENV_SENTINEL, "")
+    sentinel = _read_sentinel(env.get(ENV_SENTINEL_FD))
     stub_path = env.get(ENV_STUB, "")
     watchdog = env.get(ENV_WATCHDOG_FD)
     for name in PRIVATE_ENV:
         env.pop(name, None)
     if not sentinel or any(c.isspace() for c in sentinel):
-        sys.__stderr__.write("mibyan kernel: %s is missing or invalid\n"
-                             % ENV_SENTINEL)
+        sys.__stderr__.write("mibyan kernel: no valid sentinel on the pipe "
+                             "named by %s\n" % ENV_SENTINEL_FD)
         return 2
     if watchdog is not None:
         _start_watchdog(watchdog)

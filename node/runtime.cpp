@@ -25,6 +25,8 @@
 #include "base/log.hpp"
 #include "base/process_registry.hpp"
 #include "base/redact.hpp"
+#include "base/credential_vault.hpp"
+#include "base/host_hardening.hpp"
 #include "base/state_dir.hpp"
 #include "kernels/stub_generator.hpp"
 #include "tools/execute_code.hpp"
@@ -32,6 +34,7 @@
 #include "storage/trajectory.hpp"
 #include "tools/read_tracker.hpp"
 #include "tools/registry.hpp"
+#include "tools/script_sandbox.hpp"
 #include "config/loader.hpp"
 #include "mibyan/actors.hpp"
 #include "node/host_tool_adapter.hpp"
@@ -59,6 +62,19 @@ std::string project_python(const std::string& fallback) {
                "Python >= 3.8; execute_code uses " << fallback);
   }
   return fallback;
+}
+
+// Host-side protections and the kernel sandbox decision; returns the error
+// that stops start-up (`code_execution.sandbox: required` unmet) or "".
+std::string isolate_scripts(const options& opts) {
+  harden_host_process();
+  seal_credentials();
+  static std::once_flag hook_once;
+  std::call_once(hook_once, [] { add_termination_hook(end_all_kernels_now); });
+  std::string error;
+  if (script_sandbox_bwrap(opts, &error).empty() && error.empty())
+    become_subreaper(); // the fallback hunts orphaned daemons at teardown
+  return error;
 }
 
 } // namespace
@@ -191,6 +207,13 @@ make_services(options opts, std::vector<std::unique_ptr<tool>> extra_tools,
   if (auto bad = state_dir_problem(opts.home); !bad.empty()) {
     if (error)
       *error = bad;
+    return nullptr;
+  }
+  // Scripts must not reach the host's memory, credentials or signals
+  // (docs/security.md).
+  if (auto err = isolate_scripts(opts); !err.empty()) {
+    if (error)
+      *error = err;
     return nullptr;
   }
   std::error_code ec;

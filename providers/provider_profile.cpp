@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cstdlib>
 
+#include "base/credential_vault.hpp"
 #include "base/url_guard.hpp"
 
 namespace mibyan {
@@ -33,7 +34,9 @@ std::string host_of(const provider_profile& p) {
 // whose values were ignored as placeholders.
 std::string lookup_key(const std::string& name, const options& opts,
                        std::string& source, std::string& ignored) {
-  if (const char* v = std::getenv(name.c_str()); v != nullptr && *v) {
+  // The environment, or the copy sealed away from it (credential_vault).
+  if (auto env = credential_value(name); !env.empty()) {
+    const char* v = env.c_str();
     if (plausible_key(v)) {
       source = "environment variable " + name;
       return v;

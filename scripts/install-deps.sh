@@ -8,6 +8,7 @@ PACKAGES=(
   libcaf-dev libsimdjson-dev libcurl4-openssl-dev liblmdb-dev
   libyaml-cpp-dev libboost-test-dev
   python3 ripgrep procps
+  bubblewrap
 )
 
 missing=()

@@ -194,7 +194,7 @@ BOOST_AUTO_TEST_CASE(kernel_variables_are_injected_and_win) {
   o.staging_dir = "/tmp/mibyan_kernel_abc";
   o.rpc_socket = "/tmp/mibyan_kernel_abc/rpc.sock";
   o.rpc_token = "tok";
-  o.sentinel = "@@MIBYAN-KERNEL-x@@";
+  o.sentinel_fd = 4;
   o.stub_path = "/tmp/mibyan_kernel_abc/mibyan_tools.py";
   o.watchdog_fd = 3;
   o.rpc_timeout = 120;
@@ -207,7 +207,9 @@ BOOST_AUTO_TEST_CASE(kernel_variables_are_injected_and_win) {
   BOOST_TEST(m["MIBYAN_RPC_SOCKET"] == o.rpc_socket);
   BOOST_TEST(m["MIBYAN_RPC_TOKEN"] == "tok");
   BOOST_TEST(m["MIBYAN_RPC_TIMEOUT"] == "120.000");
-  BOOST_TEST(m["MIBYAN_KERNEL_SENTINEL"] == o.sentinel);
+  BOOST_TEST(m["MIBYAN_KERNEL_SENTINEL_FD"] == "4");
+  // The sentinel itself is never in the environment.
+  BOOST_TEST(m.count("MIBYAN_KERNEL_SENTINEL") == 0u);
   BOOST_TEST(m["MIBYAN_KERNEL_STUB"] == o.stub_path);
   BOOST_TEST(m["MIBYAN_KERNEL_WATCHDOG_FD"] == "3");
   BOOST_TEST(m["PYTHONDONTWRITEBYTECODE"] == "1");
@@ -223,7 +225,7 @@ BOOST_AUTO_TEST_CASE(optional_injections_are_omitted_when_unset) {
   auto r = build_kernel_env({"PATH=/bin"}, {});
   auto m = to_map(r.env);
   for (auto k : {"MIBYAN_RPC_SOCKET", "MIBYAN_RPC_TOKEN",
-                 "MIBYAN_RPC_TIMEOUT", "MIBYAN_KERNEL_SENTINEL",
+                 "MIBYAN_RPC_TIMEOUT", "MIBYAN_KERNEL_SENTINEL_FD",
                  "MIBYAN_KERNEL_STUB", "MIBYAN_KERNEL_WATCHDOG_FD", "TZ",
                  "PYTHONPATH"})
     BOOST_TEST(m.count(k) == 0u, k);

@@ -6,11 +6,13 @@
 #include <cstdlib>
 #include <functional>
 #include <future>
+#include <sstream>
 #include <thread>
 
 #include <sys/stat.h>
 
 #include "node/runtime.hpp"
+#include "tests/support/pid_namespace.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -29,6 +31,10 @@ struct exec_fixture {
     options opts;
     opts.home = home.path();
     opts.code_execution.prestart_kernels = 0;
+    // ctest runs this suite twice: sandboxed (default) and with the
+    // fallback (MIBYAN_TEST_SANDBOX=off).
+    if (const char* sb = std::getenv("MIBYAN_TEST_SANDBOX"); sb && *sb)
+      opts.code_execution.sandbox = sb;
     if (adjust)
       adjust(opts);
     std::string err;
@@ -53,25 +59,6 @@ struct exec_fixture {
     return *json::parse(rt->kernel_stats()).v;
   }
 };
-
-bool process_alive(int pid) {
-  if (::kill(pid, 0) != 0)
-    return false;
-  auto stat = test::slurp("/proc/" + std::to_string(pid) + "/stat");
-  auto close = stat.rfind(')');
-  return close == std::string::npos || stat.size() < close + 3
-         || (stat[close + 2] != 'Z' && stat[close + 2] != 'X');
-}
-
-bool wait_dead(int pid, milliseconds limit = 5s) {
-  auto until = steady_clock::now() + limit;
-  while (steady_clock::now() < until) {
-    if (!process_alive(pid))
-      return true;
-    std::this_thread::sleep_for(20ms);
-  }
-  return !process_alive(pid);
-}
 
 bool contains(const std::string& haystack, const std::string& needle) {
   return haystack.find(needle) != std::string::npos;
@@ -306,13 +293,17 @@ BOOST_AUTO_TEST_CASE(strict_and_project_modes_choose_the_directory) {
 
 BOOST_AUTO_TEST_CASE(idle_kernels_are_reaped_by_the_timer) {
   start([](options& o) { o.code_execution.kernel_idle_timeout = 1; });
-  auto r = exec("import os\nprint(os.getpid())");
-  int pid = std::atoi(r.get_string("output").c_str());
+  auto r = exec(std::string{"import os\nprint(os.getpid())\nprint("}
+                + test::py_pid_ns + ")");
+  std::istringstream out(r.get_string("output"));
+  int pid = 0;
+  std::string ns;
+  out >> pid >> ns;
   BOOST_TEST(stats().get_int("kernels", -1) == 1);
   std::this_thread::sleep_for(2500ms);
   BOOST_TEST(stats().get_int("kernels", -1) == 0);
   BOOST_TEST(stats().get_int("reaped", 0) >= 1);
-  BOOST_TEST(wait_dead(pid));
+  BOOST_TEST(test::wait_gone(ns, pid));
 }
 
 BOOST_AUTO_TEST_CASE(least_recently_used_idle_kernel_is_evicted) {
@@ -407,15 +398,19 @@ BOOST_AUTO_TEST_CASE(process_trees_die_with_a_timed_out_cell) {
     "for i in range(10):\n"
     "    p = subprocess.Popen(['bash', '-c', 'sleep 100 & sleep 100 & wait'])\n"
     "    pids.append(p.pid)\n"
+    "import os\n"
+    "print(" + std::string{test::py_pid_ns} + ")\n"
     "print(' '.join(map(str, pids)))\n"
     "sys.stdout.flush()\n"
     "time.sleep(100)");
   BOOST_TEST(r.get_string("status") == "timeout");
   auto out = r.get_string("output");
   std::istringstream in(out);
+  std::string ns;
+  in >> ns;
   int pid = 0, count = 0;
   while (in >> pid && count < 10) {
-    BOOST_TEST(wait_dead(pid), "pid " << pid << " survived");
+    BOOST_TEST(test::wait_gone(ns, pid), "pid " << pid << " survived");
     ++count;
   }
   BOOST_TEST(count == 10);
@@ -467,12 +462,16 @@ BOOST_AUTO_TEST_CASE(prestarted_kernel_serves_a_new_session) {
 
 BOOST_AUTO_TEST_CASE(close_session_disposes_its_kernels) {
   start();
-  auto r = exec("import os\nprint(os.getpid())", "gone");
-  int pid = std::atoi(r.get_string("output").c_str());
+  auto r = exec(std::string{"import os\nprint(os.getpid())\nprint("}
+                + test::py_pid_ns + ")", "gone");
+  std::istringstream out(r.get_string("output"));
+  int pid = 0;
+  std::string ns;
+  out >> pid >> ns;
   exec("pass", "gone::child::sub1");
   BOOST_TEST(stats().get_int("kernels", 0) == 2);
   rt->close_session("gone");
-  BOOST_TEST(wait_dead(pid));
+  BOOST_TEST(test::wait_gone(ns, pid));
   for (int i = 0; i < 100 && stats().get_int("kernels", -1) != 0; ++i)
     std::this_thread::sleep_for(20ms);
   BOOST_TEST(stats().get_int("kernels", -1) == 0);

@@ -404,14 +404,26 @@ BOOST_AUTO_TEST_CASE(stdin_eof_ends_the_runner) {
   BOOST_TEST(*rc == 0);
 }
 
+BOOST_AUTO_TEST_CASE(sentinel_is_not_in_the_environment) {
+  // A cell that knows the sentinel can forge a reply frame; it used to be
+  // readable from /proc/self/environ.
+  kernel_harness k;
+  auto f = k.run("import os\n"
+                 "raw = open('/proc/self/environ', 'rb').read()\n"
+                 "print(" + json::quote(k.sentinel) + ".encode() in raw)\n"
+                 "print(sorted(k for k in os.environ if 'SENTINEL' in k))\n");
+  BOOST_REQUIRE(f.ok);
+  BOOST_TEST(f.out() == "False\n[]\n");
+}
+
 BOOST_AUTO_TEST_CASE(missing_sentinel_refuses_to_start) {
   kernel_harness_options o;
-  o.remove_env = {"MIBYAN_KERNEL_SENTINEL"};
+  o.pass_sentinel = false;
   kernel_harness k{o};
   auto rc = k.proc->wait_exit(10s);
   BOOST_REQUIRE(rc.has_value());
   BOOST_TEST(*rc == 2);
-  BOOST_TEST(k.proc->err_text().find("MIBYAN_KERNEL_SENTINEL")
+  BOOST_TEST(k.proc->err_text().find("MIBYAN_KERNEL_SENTINEL_FD")
              != std::string::npos);
 }
 

@@ -29,6 +29,7 @@
 #include "base/output_cap.hpp"
 #include "tools/redact_result.hpp"
 #include "tools/terminal_background.hpp"
+#include "tools/script_sandbox.hpp"
 
 namespace mibyan {
 
@@ -293,6 +294,9 @@ public:
     opts.kill_leftovers = true;
     opts.max_output_bytes = static_cast<size_t>(
       std::max<int64_t>(cfg.tool_output.max_bytes, 100));
+    if (ctx.from_script) // the kernel's sandbox (tools/script_sandbox.hpp)
+      if (auto err = sandbox_script_command(opts, ctx); !err.empty())
+        return error_result(err);
     std::string spill;
     bool spill_cut = false;
     opts.on_output = [&](output_stream, std::string_view data) {

@@ -138,7 +138,11 @@ public:
 
   /// Library-internal: builds a runtime from the full option struct of
   /// node/runtime.hpp. `extra_tools` are offered next to the core tools (a
-  /// tool with a core tool's name replaces it).
+  /// tool with a core tool's name replaces it). Every create also hardens
+  /// the process once (docs/security.md): not dumpable, provider
+  /// credentials moved out of the environment, signal dispositions still at
+  /// their default adjusted; it fails when `code_execution.sandbox` is
+  /// "required" and the kernel sandbox is unavailable.
   static std::unique_ptr<runtime> create(options opts, std::string* error);
   static std::unique_ptr<runtime>
   create(options opts, std::string* error,

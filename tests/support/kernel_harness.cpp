@@ -19,7 +19,7 @@ kernel_harness::kernel_harness(kernel_harness_options opts)
   eo.rpc_socket = opts.rpc_socket;
   eo.rpc_token = opts.rpc_token;
   eo.rpc_timeout = opts.rpc_timeout;
-  eo.sentinel = sentinel;
+  eo.sentinel_fd = runner_sentinel_fd;
   eo.stub_path = stub_path;
   eo.watchdog_fd = opts.watchdog ? runner_watchdog_fd : -1;
   env = build_kernel_env(current_environment(), eo).env;
@@ -43,6 +43,7 @@ kernel_harness::kernel_harness(kernel_harness_options opts)
   so.cwd = dir.path() + "/work";
   so.env = env;
   so.watchdog = opts.watchdog;
+  so.sentinel = opts.pass_sentinel ? sentinel : std::string{};
   proc = std::make_unique<runner_process>(so);
   // The runner announces itself before it reads cells.
   ready = proc->read_frame(sentinel, std::chrono::seconds(30));

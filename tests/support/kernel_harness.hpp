@@ -33,6 +33,8 @@ struct kernel_harness_options {
   std::vector<std::string> extra_env;
   /// Names removed from the final environment.
   std::vector<std::string> remove_env;
+  /// Pass the sentinel on its pipe (false: the runner gets none).
+  bool pass_sentinel = true;
 };
 
 class kernel_harness {

@@ -41,11 +41,19 @@ void move_fd(int fd, int target) {
 } // namespace
 
 runner_process::runner_process(const runner_spawn_options& opts) {
-  int in[2], out[2], err[2], wd[2] = {-1, -1};
+  int in[2], out[2], err[2], wd[2] = {-1, -1}, sp[2] = {-1, -1};
   if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0
       || ::pipe2(err, O_CLOEXEC) != 0
-      || (opts.watchdog && ::pipe2(wd, O_CLOEXEC) != 0))
+      || (opts.watchdog && ::pipe2(wd, O_CLOEXEC) != 0)
+      || (!opts.sentinel.empty() && ::pipe2(sp, O_CLOEXEC) != 0))
     throw std::runtime_error("pipe2 failed");
+  if (sp[1] >= 0) {
+    // A sentinel is far below the pipe buffer: the write cannot block.
+    if (::write(sp[1], opts.sentinel.data(), opts.sentinel.size())
+        != static_cast<ssize_t>(opts.sentinel.size()))
+      throw std::runtime_error("sentinel write failed");
+    ::close(sp[1]);
+  }
   std::vector<std::string> argv{opts.python, opts.runner};
   std::vector<char*> args;
   for (auto& a : argv)
@@ -61,7 +69,7 @@ runner_process::runner_process(const runner_spawn_options& opts) {
   if (pid_ == 0) {
     ::setsid();
     // Park the pipe ends above the target range before moving them.
-    int fds[4] = {in[0], out[1], err[1], wd[0]};
+    int fds[5] = {in[0], out[1], err[1], wd[0], sp[0]};
     for (auto& fd : fds)
       if (fd >= 0)
         fd = ::fcntl(fd, F_DUPFD_CLOEXEC, 10);
@@ -70,7 +78,10 @@ runner_process::runner_process(const runner_spawn_options& opts) {
     move_fd(fds[2], 2);
     if (fds[3] >= 0)
       move_fd(fds[3], runner_watchdog_fd);
-    int keep = fds[3] >= 0 ? runner_watchdog_fd : 2;
+    if (fds[4] >= 0)
+      move_fd(fds[4], runner_sentinel_fd);
+    int keep = fds[4] >= 0 ? runner_sentinel_fd
+               : fds[3] >= 0 ? runner_watchdog_fd : 2;
     for (int fd = keep + 1; fd < 1024; ++fd)
       ::close(fd);
     if (!opts.cwd.empty() && ::chdir(opts.cwd.c_str()) != 0)
@@ -86,6 +97,8 @@ runner_process::runner_process(const runner_spawn_options& opts) {
   ::close(err[1]);
   if (wd[0] >= 0)
     ::close(wd[0]);
+  if (sp[0] >= 0)
+    ::close(sp[0]);
   in_ = in[1];
   out_ = out[0];
   errfd_ = err[0];

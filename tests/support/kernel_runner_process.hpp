@@ -49,10 +49,15 @@ struct runner_spawn_options {
   std::vector<std::string> env;
   /// Pass the read end of a watchdog pipe as fd 3.
   bool watchdog = true;
+  /// Written into a pipe whose read end is fd 4 in the child (the reply
+  /// sentinel, docs/kernel_protocol.md); empty passes no pipe.
+  std::string sentinel;
 };
 
 /// Fd number of the watchdog read end in the child.
 constexpr int runner_watchdog_fd = 3;
+/// Fd number of the sentinel pipe's read end in the child.
+constexpr int runner_sentinel_fd = 4;
 
 class runner_process {
 public:
