@@ -36,6 +36,7 @@
 #include "agent/batch_plan.hpp"
 #include "agent/iteration_budget.hpp"
 #include "agent/tool_call_repair.hpp"
+#include "agent/tool_result_shaping.hpp"
 #include "agent/turn_result.hpp"
 
 namespace mibyan::conversation_detail {
@@ -162,8 +163,9 @@ void record_usage(conv_pointer self, const chat_response& r);
 
 // -- conversation_spill.cpp ---------------------------------------------------
 
-/// Saves an oversized tool result of call `call_id`; returns its path or
-/// "" when it could not be saved (the shaper then truncates inline).
-std::string save_result(const std::string& call_id, std::string_view text);
+/// The writer that saves this session's oversized tool results privately
+/// under $MIBYAN_HOME/cache/results/<session>/; it returns "" when a result
+/// could not be saved (the shaper then truncates it inline).
+result_writer result_saver(conv_pointer self);
 
 } // namespace mibyan::conversation_detail

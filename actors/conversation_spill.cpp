@@ -1,35 +1,28 @@
 // Conversation actor, part: where oversized tool results are saved (how the
-// actor is split: actors/conversation_internal.hpp).
+// actor is split: actors/conversation_internal.hpp). The files live under
+// $MIBYAN_HOME/cache/results/<session>/ (storage/result_spill.hpp) and are
+// removed when the session is deleted.
 #include "actors/conversation_internal.hpp"
 
-#include <cctype>
-#include <filesystem>
-#include <fstream>
-
-namespace fs = std::filesystem;
+#include "runtime/log.hpp"
+#include "storage/result_spill.hpp"
 
 namespace mibyan::conversation_detail {
 
-// Saves an oversized tool result for result shaping.
-std::string save_result(const std::string& call_id, std::string_view text) {
-  std::error_code ec;
-  auto dir = fs::temp_directory_path(ec) / "mibyan-results";
-  if (ec)
+result_writer result_saver(conv_pointer self) {
+  auto home = self->state.deps.svc->cfg.home;
+  auto session = self->state.deps.session_id;
+  return [home, session](const std::string& call_id,
+                         std::string_view text) -> std::string {
+    auto saved = spill_result(home, session, call_id, text);
+    if (saved)
+      return *saved;
+    MIBYAN_LOG(warning, "conversation",
+               "cannot save an oversized tool result (it is truncated "
+               "instead): "
+                 << saved.error);
     return {};
-  fs::create_directories(dir, ec);
-  std::string safe;
-  for (char c : call_id)
-    safe += (std::isalnum(static_cast<unsigned char>(c)) || c == '_'
-             || c == '-')
-              ? c
-              : '_';
-  auto path = dir / (safe.empty() ? std::string{"result"} : safe);
-  path += ".txt";
-  std::ofstream out{path, std::ios::binary | std::ios::trunc};
-  out.write(text.data(), static_cast<std::streamsize>(text.size()));
-  if (!out)
-    return {};
-  return path.string();
+  };
 }
 
 } // namespace mibyan::conversation_detail

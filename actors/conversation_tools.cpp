@@ -43,7 +43,7 @@ void finish_batch(conv_pointer self) {
                             : cancelled_result(c.name, t.interrupt_reason);
     shaped.push_back(shaped_result{c.name, c.id, std::move(content), false});
   }
-  shape_tool_results(shaped, limits_for_context(0), save_result);
+  shape_tool_results(shaped, limits_for_context(0), result_saver(self));
   std::vector<chat_message> tool_msgs;
   for (auto& r : shaped) {
     chat_message m;

@@ -8,6 +8,7 @@
 
 #include "config/options.hpp"
 #include "runtime/json.hpp"
+#include "storage/result_spill.hpp"
 #include "storage/session_store.hpp"
 
 namespace mibyan::cli {
@@ -250,6 +251,12 @@ int sessions_command(const std::vector<std::string>& args,
   // delete
   if (auto st = store.delete_session(arg); !st) {
     std::cerr << "mibyan sessions: " << st.error << "\n";
+    return 1;
+  }
+  // The session's spilled tool results go with it (docs/security.md).
+  if (auto st = remove_spilled_results(opts.home, arg); !st) {
+    std::cerr << "mibyan sessions: deleted session " << arg << ", but "
+              << st.error << "\n";
     return 1;
   }
   std::cout << "deleted session " << arg << "\n";

@@ -12,6 +12,8 @@
 #include <thread>
 #include <vector>
 
+#include <sys/stat.h>
+
 #include "runtime/json.hpp"
 #include "runtime/runtime.hpp"
 #include "storage/session_store.hpp"
@@ -673,6 +675,51 @@ BOOST_AUTO_TEST_CASE(store_unavailable_fails_clearly) {
   BOOST_CHECK(!out.error.empty());
   BOOST_CHECK(contains(out.error, "session store"));
   BOOST_CHECK(requests().empty());
+}
+
+// Issue 14 item 1: an oversized tool result is spilled privately under
+// $MIBYAN_HOME/cache/results/<session>/, never to a shared temp path.
+BOOST_AUTO_TEST_CASE(oversized_results_are_spilled_privately) {
+  rt.reset();
+  options opts;
+  opts.home = home.path();
+  opts.agent.api_max_retries = 1;
+  opts.tool_output.max_bytes = 400000;
+  std::string err;
+  rt = runtime::create(opts, &err);
+  BOOST_REQUIRE_MESSAGE(rt != nullptr, err);
+  auto cmd = args_json("command", "head -c 150000 /dev/zero | tr '\\0' q");
+  script(completion("", {{"call_1", "terminal", cmd}}));
+  script(completion("done"));
+  std::string sid;
+  auto res = run(call("read them"), &sid);
+  BOOST_CHECK(res["completed"].as_bool());
+  auto reqs = requests();
+  BOOST_REQUIRE_EQUAL(reqs.size(), 2u);
+  auto root = home.path() + "/cache/results/";
+  std::string spilled;
+  for (auto& t : with_role(reqs[1], "tool")) {
+    auto text = content_of(t);
+    BOOST_CHECK(!contains(text, "mibyan-results"));
+    auto at = text.find(root);
+    if (at != std::string::npos && spilled.empty()) {
+      auto end = text.find_first_of(" \n\")'", at);
+      spilled = text.substr(at, end - at);
+    }
+  }
+  BOOST_REQUIRE_MESSAGE(!spilled.empty(),
+                        "no result was spilled under " + root + ": "
+                          + content_of(with_role(reqs[1], "tool")[0])
+                              .substr(0, 300));
+  while (!spilled.empty() && spilled.back() == '.')
+    spilled.pop_back();
+  BOOST_CHECK(contains(spilled, "/cache/results/" + sid + "/"));
+  struct stat st;
+  BOOST_REQUIRE_MESSAGE(::lstat(spilled.c_str(), &st) == 0, spilled);
+  BOOST_CHECK_EQUAL(st.st_mode & 0777, 0600u);
+  BOOST_REQUIRE(::stat((home.path() + "/cache/results/" + sid).c_str(), &st)
+                == 0);
+  BOOST_CHECK_EQUAL(st.st_mode & 0777, 0700u);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
