@@ -142,6 +142,9 @@ void end_turn(conv_pointer self, turn_exit exit, std::string error,
               bool failed);
 /// Ends the running turn as interrupted by the user.
 void end_interrupted(conv_pointer self);
+/// Ends the running turn with its result as it stands (closes a dangling
+/// tool tail, then delivers).
+void finish(conv_pointer self);
 
 // -- conversation_tools.cpp ---------------------------------------------------
 
@@ -158,6 +161,13 @@ void finish_batch(conv_pointer self);
 /// every append is acknowledged (errors: one text per failed append).
 void persist(conv_pointer self, std::vector<chat_message> msgs,
              std::function<void(std::vector<std::string>)> done);
+/// Records failed appends of `what` ("answer", "tool result", ...) in the
+/// running turn: the turn becomes failed with exit `error` and an error
+/// naming the first failure (docs/storage.md: a message that cannot be
+/// stored is never dropped silently). Returns whether `errors` was
+/// non-empty.
+bool persist_failed(turn_state& t, const std::string& what,
+                    const std::vector<std::string>& errors);
 /// Adds the usage of `r` to the turn result and records it in the store.
 void record_usage(conv_pointer self, const chat_response& r);
 

@@ -41,6 +41,24 @@ void persist(conv_pointer self, std::vector<chat_message> msgs,
   }
 }
 
+bool persist_failed(turn_state& t, const std::string& what,
+                    const std::vector<std::string>& errors) {
+  if (errors.empty())
+    return false;
+  auto text = "cannot store the " + what + ": " + errors.front();
+  if (errors.size() > 1)
+    text += " (and " + std::to_string(errors.size() - 1) + " more)";
+  if (!t.res.failed) {
+    t.res.failed = true;
+    t.res.partial = false;
+    t.res.exit = turn_exit::error;
+    t.res.error = std::move(text);
+  } else {
+    t.res.error += "; " + text;
+  }
+  return true;
+}
+
 void record_usage(conv_pointer self, const chat_response& r) {
   auto& st = self->state;
   auto& t = *st.cur;

@@ -61,9 +61,11 @@ void finish_batch(conv_pointer self) {
             auto tp = current(self, id);
             if (tp == nullptr)
               return;
-            for (auto& e : errors)
-              tp->res.cleanup_errors.push_back("persist tool result: " + e);
-            if (tp->interrupted)
+            // A tool result that cannot be stored stops the turn: going on
+            // would leave the stored session silently incomplete.
+            if (persist_failed(*tp, "tool results", errors))
+              finish(self);
+            else if (tp->interrupted)
               end_interrupted(self);
             else
               iterate(self);

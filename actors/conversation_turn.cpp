@@ -25,7 +25,7 @@ constexpr const char* budget_summary_prompt
     "you did, and say what is left to do.";
 
 
-void finish(conv_pointer self);
+void deliver(conv_pointer self);
 
 } // namespace
 
@@ -68,6 +68,8 @@ void deliver(conv_pointer self) {
   start_next(self);
 }
 
+} // namespace
+
 void finish(conv_pointer self) {
   auto& t = *self->state.cur;
   t.inflight.clear();
@@ -89,14 +91,15 @@ void finish(conv_pointer self) {
       auto tp = current(self, id);
       if (tp == nullptr)
         return;
-      for (auto& e : errors)
-        tp->res.cleanup_errors.push_back("persist: " + e);
+      persist_failed(*tp, "closing assistant message", errors);
       deliver(self);
     });
     return;
   }
   deliver(self);
 }
+
+namespace {
 
 // Builds the request copy of the conversation: system prompt first, then
 // the repaired history.
@@ -192,8 +195,7 @@ void on_answer(conv_pointer self, chat_response& r) {
     auto tp = current(self, id);
     if (tp == nullptr)
       return;
-    for (auto& e : errors)
-      tp->res.cleanup_errors.push_back("persist answer: " + e);
+    persist_failed(*tp, "final answer", errors);
     finish(self);
   });
 }
@@ -262,8 +264,7 @@ void summarize(conv_pointer self) {
       auto tp2 = current(self, id);
       if (tp2 == nullptr)
         return;
-      for (auto& e : errors)
-        tp2->res.cleanup_errors.push_back("persist summary: " + e);
+      persist_failed(*tp2, "summary", errors);
       finish(self);
     });
   };

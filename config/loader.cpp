@@ -269,6 +269,26 @@ const std::vector<field>& fields() {
                              {"debug", "info", "warning", "error", "off"}));
     t.push_back(string_field("logging", "file", &o::logging,
                              &logging_options::file));
+    // provider.max_response_bytes: 64 KiB .. 1 GiB (docs/security.md).
+    t.push_back(field{
+      "provider", "max_response_bytes",
+      [](const YAML::Node& node, options& opts) -> std::string {
+        auto inner = int_field("provider", "max_response_bytes",
+                               &options::provider,
+                               &provider_options::max_response_bytes,
+                               int64_t{64} << 10);
+        auto before = opts.provider.max_response_bytes;
+        auto err = inner.set(node, opts);
+        if (err.empty()
+            && opts.provider.max_response_bytes > (int64_t{1} << 30)) {
+          opts.provider.max_response_bytes = before;
+          err = "must be at most 1073741824 (1 GiB), got " + node.Scalar();
+        }
+        return err;
+      },
+      [](const options& o) {
+        return std::to_string(o.provider.max_response_bytes);
+      }});
     return t;
   }();
   return table;

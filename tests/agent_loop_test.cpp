@@ -722,4 +722,60 @@ BOOST_AUTO_TEST_CASE(oversized_results_are_spilled_privately) {
   BOOST_CHECK_EQUAL(st.st_mode & 0777, 0700u);
 }
 
+// Issue 14 item 2: a provider response larger than
+// provider.max_response_bytes stops the transfer and fails the request
+// once, clearly, streamed or not.
+BOOST_AUTO_TEST_CASE(oversized_provider_responses_fail_without_retry) {
+  rt.reset();
+  options opts;
+  opts.home = home.path();
+  opts.agent.api_max_retries = 3;
+  opts.provider.max_response_bytes = 64 * 1024;
+  std::string err;
+  rt = runtime::create(opts, &err);
+  BOOST_REQUIRE_MESSAGE(rt != nullptr, err);
+  // Streamed: about 2 MB of deltas.
+  json::value s;
+  s["path"] = "/v1/chat/completions";
+  s["status"] = 200;
+  s["headers"]["Content-Type"] = "text/event-stream";
+  s["repeat_chunk"] = "data: {\"choices\":[{\"index\":0,\"delta\":"
+                      "{\"content\":\"" + std::string(1000, 'z')
+                      + "\"}}]}\n\n";
+  s["repeat_times"] = 2000;
+  s["chunks"] = json::value::make_array();
+  s["chunks"].push_back("data: [DONE]\n\n");
+  s["times"] = 3;
+  server.script(s.dump());
+  auto c = call("stream a lot");
+  c.stream = true;
+  auto res = run(c);
+  BOOST_CHECK(res["failed"].as_bool());
+  BOOST_CHECK_MESSAGE(contains(res["error"].as_string(),
+                               "provider.max_response_bytes"),
+                      res["error"].as_string());
+  BOOST_CHECK_EQUAL(requests().size(), 1u); // not retried
+  // Not streamed: one JSON body over the cap.
+  server.reset();
+  script(completion(std::string(200 * 1024, 'j')), 3);
+  res = run(call("answer a lot"));
+  BOOST_CHECK(res["failed"].as_bool());
+  BOOST_CHECK_MESSAGE(contains(res["error"].as_string(),
+                               "provider.max_response_bytes"),
+                      res["error"].as_string());
+  BOOST_CHECK_EQUAL(requests().size(), 1u);
+}
+
+// Issue 14 item 2: an answer the store refuses (over its 16 MiB message
+// limit) fails the turn instead of being dropped silently.
+BOOST_AUTO_TEST_CASE(an_answer_that_cannot_be_stored_fails_the_turn) {
+  script(completion(std::string((17u << 20), 'a')));
+  auto res = run(call("say a lot"));
+  BOOST_CHECK(res["failed"].as_bool());
+  BOOST_CHECK(!res["completed"].as_bool());
+  BOOST_CHECK_MESSAGE(contains(res["error"].as_string(),
+                               "cannot store the final answer"),
+                      res["error"].as_string());
+}
+
 BOOST_AUTO_TEST_SUITE_END()
