@@ -6,6 +6,8 @@
 #include <ctime>
 #include <iostream>
 
+#include <sys/stat.h>
+
 #include "config/options.hpp"
 #include "runtime/json.hpp"
 #include "storage/result_spill.hpp"
@@ -142,6 +144,14 @@ int sessions_command(const std::vector<std::string>& args,
   so.dir = session_store::default_dir(opts.home);
   so.read_only = verb != "delete";
   auto opened = session_store::open(so);
+  // Only a store that does not exist yet means "no sessions"; a damaged
+  // one is reported (docs/storage.md).
+  struct stat data_st;
+  bool store_exists = ::lstat((so.dir + "/data.mdb").c_str(), &data_st) == 0;
+  if (!opened && store_exists) {
+    std::cerr << "mibyan sessions: " << opened.error << "\n";
+    return 1;
+  }
   if (!opened) {
     if (so.read_only && verb == "list") {
       // No store yet: nothing has been recorded.
