@@ -345,7 +345,7 @@ void stream_accumulator::add_data(std::string_view data,
     done_ = true;
     return;
   }
-  auto parsed = json::parse(data);
+  auto parsed = codec::parse_provider_json(data);
   if (!parsed) {
     set_fatal("malformed JSON in stream chunk " + std::to_string(chunks_ + 1)
               + " (" + parsed.error + "): " + error_snippet(data, 120));

@@ -778,4 +778,23 @@ BOOST_AUTO_TEST_CASE(an_answer_that_cannot_be_stored_fails_the_turn) {
                       res["error"].as_string());
 }
 
+// Issue 14: a lone surrogate from the provider is replaced with U+FFFD; the
+// turn completes with one request instead of failing after retries.
+BOOST_AUTO_TEST_CASE(a_lone_surrogate_answer_is_sanitised_not_retried) {
+  auto body = completion("PLACEHOLDER");
+  auto at = body.find("PLACEHOLDER");
+  body.replace(at, 11, "half \\ud83d of a pair \xFF");
+  script(body, 3);
+  std::string sid;
+  auto res = run(call("hi"), &sid);
+  BOOST_CHECK(res["completed"].as_bool());
+  BOOST_CHECK_EQUAL(res["final_response"].as_string(),
+                    "half \xEF\xBF\xBD of a pair \xEF\xBF\xBD");
+  BOOST_CHECK_EQUAL(requests().size(), 1u);
+  auto msgs = stored(sid);
+  BOOST_REQUIRE_EQUAL(msgs.size(), 2u);
+  BOOST_CHECK_EQUAL(msgs[1].message.content,
+                    "half \xEF\xBF\xBD of a pair \xEF\xBF\xBD");
+}
+
 BOOST_AUTO_TEST_SUITE_END()
