@@ -58,12 +58,13 @@ void deliver(conv_pointer self) {
   auto& t = *st.cur;
   t.res.session_id = st.deps.session_id;
   t.res.max_iterations = t.budget.max();
-  t.res.messages = t.msgs;
+  // Moved, not copied: the messages may be tens of megabytes.
+  t.res.messages = std::move(t.msgs);
   t.res.completed = t.res.compute_completed();
   auto text = t.res.to_json().dump();
   t.p.rp.deliver(std::move(text));
   if (t.user_persisted)
-    st.history = std::move(t.msgs);
+    st.history = std::move(t.res.messages);
   st.cur.reset();
   start_next(self);
 }

@@ -131,7 +131,12 @@ int run_command(const std::vector<std::string>& args,
   if (!out.trajectory_error.empty())
     std::cerr << "mibyan run: trajectory not saved: " << out.trajectory_error
               << "\n";
-  auto parsed = json::parse(out.result_json);
+  // The result carries the whole conversation; the text output needs three
+  // members, so only those are materialised (docs/security.md, memory).
+  auto parsed = as_json ? json::parse(out.result_json)
+                        : json::parse_members(out.result_json,
+                                              {"failed", "final_response",
+                                               "error"});
   if (!parsed || !parsed.v->is_object()) {
     std::cerr << "mibyan run: malformed turn result\n";
     return 1;
