@@ -21,7 +21,7 @@ namespace {
 
 using namespace conversation_detail;
 
-conversation_actor::behavior_type
+conversation_impl_actor::behavior_type
 conversation_behavior(conv_pointer self, conversation_deps deps) {
   auto& st = self->state;
   st.deps = std::move(deps);
@@ -81,6 +81,11 @@ conversation_behavior(conv_pointer self, conversation_deps deps) {
       caf::anon_send(st.cur->p.req.sink, delta_atom_v, st.deps.session_id,
                      std::move(kind), std::move(text));
     },
+    [self](done_atom, uint64_t shaping_id) {
+      auto& cur = self->state.cur;
+      if (cur && shaping_id != 0 && cur->shaping_id == shaping_id)
+        results_shaped(self);
+    },
   };
 }
 
@@ -100,7 +105,8 @@ std::string build_system_prompt(const std::string& cwd) {
 
 conversation_actor spawn_conversation(caf::actor_system& sys,
                                       conversation_deps deps) {
-  return sys.spawn(conversation_behavior, std::move(deps));
+  auto impl = sys.spawn(conversation_behavior, std::move(deps));
+  return caf::actor_cast<conversation_actor>(impl);
 }
 
 } // namespace mibyan

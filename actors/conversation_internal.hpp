@@ -73,6 +73,10 @@ struct turn_state {
   size_t seq_pos = 0;
   size_t outstanding = 0;
   uint64_t batch = 0; // 0 = no batch running
+  // Results being shaped on the blocking pool (spilling writes files);
+  // owned by the pool job until (done_atom, shaping_id) arrives.
+  std::shared_ptr<std::vector<shaped_result>> shaping;
+  uint64_t shaping_id = 0; // 0 = none
 };
 
 struct conversation_state {
@@ -90,7 +94,13 @@ struct conversation_state {
   static const char* name;
 };
 
-using conv_pointer = conversation_actor::stateful_pointer<conversation_state>;
+/// The actor's own interface: the public one plus the blocking pool's
+/// report that the results of shaping job `id` are ready.
+using conversation_impl_actor
+  = conversation_actor::extend<caf::reacts_to<done_atom, uint64_t>>;
+
+using conv_pointer
+  = conversation_impl_actor::stateful_pointer<conversation_state>;
 
 // -- small helpers ------------------------------------------------------------
 
@@ -151,9 +161,12 @@ void finish(conv_pointer self);
 /// Runs the tool calls of `cur->plan` and continues the turn afterwards.
 void execute_batch(conv_pointer self);
 /// Closes the running batch: every call without a result gets a
-/// "cancelled" result; results are shaped, persisted, then the turn goes
-/// on (or ends when interrupted).
+/// "cancelled" result; results are shaped on the blocking pool (spilling
+/// oversized ones to files), then `results_shaped` continues.
 void finish_batch(conv_pointer self);
+/// The shaped results of the running turn are ready: they are persisted,
+/// then the turn goes on (or ends when interrupted or not stored).
+void results_shaped(conv_pointer self);
 
 // -- conversation_persist.cpp -------------------------------------------------
 

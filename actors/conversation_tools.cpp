@@ -43,9 +43,30 @@ void finish_batch(conv_pointer self) {
                             : cancelled_result(c.name, t.interrupt_reason);
     shaped.push_back(shaped_result{c.name, c.id, std::move(content), false});
   }
-  shape_tool_results(shaped, limits_for_context(0), result_saver(self));
+  t.shaping = std::make_shared<std::vector<shaped_result>>(std::move(shaped));
+  t.shaping_id = st.next_batch++;
+  auto writer = result_saver(self);
+  // Spilling writes files: never on a scheduler thread. The job owns
+  // `t.shaping` until it reports back; nothing else touches it meanwhile.
+  if (auto& pool = st.deps.svc->pool) {
+    auto job = [work = t.shaping, writer, sid = t.shaping_id,
+                me = caf::actor_cast<conversation_impl_actor>(self)] {
+      shape_tool_results(*work, limits_for_context(0), writer);
+      caf::anon_send(me, done_atom_v, sid);
+    };
+    if (pool->submit(std::move(job)))
+      return;
+  }
+  shape_tool_results(*t.shaping, limits_for_context(0), writer);
+  results_shaped(self);
+}
+
+void results_shaped(conv_pointer self) {
+  auto& t = *self->state.cur;
+  auto shaped = std::move(t.shaping);
+  t.shaping_id = 0;
   std::vector<chat_message> tool_msgs;
-  for (auto& r : shaped) {
+  for (auto& r : *shaped) {
     chat_message m;
     m.role = "tool";
     m.content = std::move(r.content);
