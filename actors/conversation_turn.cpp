@@ -179,20 +179,23 @@ void on_answer(conv_pointer self, chat_response& r) {
              "empty response from the model", false);
     return;
   }
+  // The answer may be tens of megabytes: it is moved where it can be and
+  // copied only for the result and for the writer.
   chat_message am;
   am.role = "assistant";
-  am.content = r.content;
-  am.reasoning = r.reasoning;
+  am.content = std::move(r.content);
+  am.reasoning = std::move(r.reasoning);
   am.finish_reason = r.finish_reason;
   am.timestamp_ms = now_ms();
-  t.msgs.push_back(am);
-  t.res.final_response = r.content;
-  if (!r.reasoning.empty())
-    t.res.last_reasoning = r.reasoning;
+  t.res.final_response = am.content;
+  if (!am.reasoning.empty())
+    t.res.last_reasoning = am.reasoning;
   t.res.exit = turn_exit::completed;
   t.res.exit_detail = text_response_reason(r.finish_reason);
   auto id = t.id;
-  persist(self, {am}, [self, id](std::vector<std::string> errors) {
+  std::vector<chat_message> to_store(1, am);
+  t.msgs.push_back(std::move(am));
+  persist(self, std::move(to_store), [self, id](std::vector<std::string> errors) {
     auto tp = current(self, id);
     if (tp == nullptr)
       return;

@@ -124,6 +124,9 @@ int run_command(const std::vector<std::string>& args,
     }};
     out = rt->run_turn(call);
   }
+  // One turn per run: the runtime (and the conversation it keeps in
+  // memory) is not needed to print the result.
+  rt.reset();
   if (!out.error.empty()) {
     std::cerr << "mibyan run: " << out.error << "\n";
     return out.config_error ? 2 : 1;
