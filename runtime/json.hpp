@@ -163,6 +163,10 @@ parse_result parse_members(std::string_view text,
 /// As above; parses in place (no copy) when `text` has spare capacity.
 parse_result parse_members(const std::string& text,
                            const std::vector<std::string_view>& keys);
+inline parse_result parse_members(const char* text,
+                                  const std::vector<std::string_view>& keys) {
+  return parse_members(std::string_view{text}, keys);
+}
 
 /// Appends `s` to `out` as a quoted JSON string.
 void append_quoted(std::string& out, std::string_view s);

@@ -30,7 +30,7 @@ BOOST_AUTO_TEST_CASE(picks_the_named_members_of_every_kind) {
 }
 
 BOOST_AUTO_TEST_CASE(errors_are_reported) {
-  BOOST_CHECK(!json::parse_members(std::string{"[1,2]"}, {"a"}));
+  BOOST_CHECK(!json::parse_members("[1,2]", {"a"}));
   BOOST_CHECK(!json::parse_members(std::string{"{\"a\": tru"}, {"a"}));
   std::string spare = "{\"a\":\"x\"}";
   spare.reserve(4096); // in-place path
