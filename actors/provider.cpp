@@ -24,13 +24,15 @@ using std::chrono::milliseconds;
 // reports and its own timers.
 //   http_head: transfer, status, content type, Retry-After
 //   http_data: transfer, body bytes
-//   http_done: transfer, error ("" = complete), timed out, status
+//   http_done: transfer, error ("" = complete), timed out, status, capped
+//              (the body reached provider.max_response_bytes)
 //   retry / stale: request id, attempt generation
 using provider_impl_actor = provider_actor::extend<
   caf::reacts_to<http_head_atom, uint64_t, int32_t, std::string,
                  std::string>,
   caf::reacts_to<http_data_atom, uint64_t, std::string>,
-  caf::reacts_to<http_done_atom, uint64_t, std::string, bool, int32_t>,
+  caf::reacts_to<http_done_atom, uint64_t, std::string, bool, int32_t,
+                 bool>,
   caf::reacts_to<retry_atom, std::string, uint64_t>,
   caf::reacts_to<stale_atom, std::string, uint64_t>>;
 
@@ -166,6 +168,9 @@ void start_attempt(provider_pointer self, call_state& call) {
   // Never follow redirects: a redirect would carry the key elsewhere.
   hr.follow_redirects = false;
   hr.user_agent = st.cfg.user_agent;
+  // The curl thread stops the body at the cap, so neither the mailbox nor
+  // the decoder ever holds more than this (docs/security.md).
+  hr.max_body_bytes = st.cfg.max_response_bytes;
   auto seq = st.next_transfer++;
   auto me = caf::actor_cast<provider_impl_actor>(self);
   http_callbacks cb;
@@ -185,7 +190,7 @@ void start_attempt(provider_pointer self, call_state& call) {
   };
   cb.on_done = [me, seq](const http_response_summary& s) {
     caf::anon_send(me, http_done_atom_v, seq, s.error, s.timed_out,
-                   static_cast<int32_t>(s.status));
+                   static_cast<int32_t>(s.status), s.capped);
   };
   call.transfer = seq;
   st.transfers.emplace(seq, call.req.request_id);
@@ -231,12 +236,30 @@ std::string seconds_text(milliseconds ms) {
 
 void attempt_done(provider_pointer self, call_state& call,
                   const std::string& transport_error, bool timed_out,
-                  int status) {
+                  int status, bool capped) {
   auto& st = self->state;
   auto& ep = endpoint_of(self, call);
   auto id = call.req.request_id;
   chat_response resp;
   attempt_facts facts;
+  if (capped) {
+    // Not retried and no fallback: the same request would most likely
+    // produce the same oversized answer again.
+    call.decoder.reset();
+    resp.error = "the provider's response exceeded provider.max_response_bytes ("
+                 + std::to_string(st.cfg.max_response_bytes)
+                 + " bytes); the request was stopped";
+    resp.retryable = false;
+    resp.http_status = status;
+    std::string summary = "request failed on '" + ep.provider
+                          + "': " + resp.error;
+    for (auto i = call.notes.rbegin(); i != call.notes.rend(); ++i)
+      summary += "; before that: " + *i;
+    resp.error = std::move(summary);
+    MIBYAN_LOG(warning, "provider", "request " << id << ": " << resp.error);
+    finish_call(self, id, std::move(resp));
+    return;
+  }
   if (call.stale) {
     facts.transport_error = "stream stalled";
     facts.timed_out = true;
@@ -422,7 +445,7 @@ provider_impl(provider_pointer self, std::shared_ptr<http_client> http,
         call->decoder->feed(bytes);
     },
     [=](http_done_atom, uint64_t seq, const std::string& error,
-        bool timed_out, int32_t status) {
+        bool timed_out, int32_t status, bool capped) {
       auto& st = self->state;
       auto call = call_of_transfer(self, seq);
       st.transfers.erase(seq);
@@ -430,7 +453,7 @@ provider_impl(provider_pointer self, std::shared_ptr<http_client> http,
         return;
       call->transfer = 0;
       call->http_id = 0;
-      attempt_done(self, *call, error, timed_out, status);
+      attempt_done(self, *call, error, timed_out, status, capped);
     },
     [=](retry_atom, const std::string& id, uint64_t gen) {
       auto& st = self->state;
@@ -478,6 +501,8 @@ provider_settings make_provider_settings(const options& opts,
   s.stream_idle_timeout
     = std::chrono::seconds{opts.provider.stream_idle_timeout};
   s.connect_timeout = std::chrono::seconds{opts.provider.connect_timeout};
+  s.max_response_bytes = static_cast<uint64_t>(std::clamp<int64_t>(
+    opts.provider.max_response_bytes, int64_t{64} << 10, int64_t{1} << 30));
   return s;
 }
 

@@ -75,6 +75,9 @@ struct provider_settings {
   /// DNS + TCP + TLS setup limit.
   std::chrono::milliseconds connect_timeout{std::chrono::seconds{30}};
   std::string user_agent = "Mibyan/0.1";
+  /// Largest response body of one attempt (provider.max_response_bytes);
+  /// the transfer stops at the cap and the call fails, not retried.
+  uint64_t max_response_bytes = uint64_t{32} << 20;
 };
 
 /// Builds the settings from the configuration: main provider from

@@ -31,9 +31,9 @@
 
 namespace mibyan {
 
-/// Saves the full text of an oversized result (conventionally to
-/// `<tmp>/mibyan-results/<call_id>.txt`) and returns the path, or "" when
-/// it could not be saved.
+/// Saves the full text of an oversized result (the conversation keeps them
+/// under `$MIBYAN_HOME/cache/results/<session>/`) and returns the path, or
+/// "" when it could not be saved.
 using result_writer =
   std::function<std::string(const std::string& call_id, std::string_view text)>;
 

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <memory>
 
 #include <simdjson.h>
 
@@ -461,8 +462,17 @@ bool convert(simdjson::dom::element e, value& out, int depth,
 parse_result parse(std::string_view text) {
   parse_result result;
   // One parser per thread: simdjson parsers are not thread-safe, and
-  // reusing the allocation makes small parses cheap.
-  thread_local simdjson::dom::parser parser;
+  // reusing the allocation makes small parses cheap. A parser sizes its
+  // buffers to the largest document it has seen (about 14 bytes of
+  // address space per input byte), so big documents get a parser of their
+  // own that is released afterwards instead of pinning that memory in the
+  // thread for good.
+  constexpr size_t reuse_limit = size_t{1} << 20;
+  thread_local simdjson::dom::parser shared;
+  std::unique_ptr<simdjson::dom::parser> own;
+  if (text.size() > reuse_limit)
+    own = std::make_unique<simdjson::dom::parser>();
+  auto& parser = own ? *own : shared;
   simdjson::padded_string padded{text};
   simdjson::dom::element root;
   auto err = parser.parse(padded).get(root);
@@ -475,6 +485,120 @@ parse_result parse(std::string_view text) {
     return result;
   result.v = std::move(v);
   return result;
+}
+
+namespace {
+
+parse_result members_of(simdjson::padded_string_view padded,
+                        const std::vector<std::string_view>& keys) {
+  parse_result result;
+  simdjson::ondemand::parser parser;
+  simdjson::ondemand::document doc;
+  simdjson::ondemand::object obj;
+  auto err = parser.iterate(padded).get(doc);
+  if (!err)
+    err = doc.get_object().get(obj);
+  if (err) {
+    result.error = simdjson::error_message(err);
+    return result;
+  }
+  value out = value::make_object();
+  for (auto member : obj) {
+    simdjson::ondemand::field field;
+    std::string_view key;
+    if ((err = std::move(member).get(field))
+        || (err = field.unescaped_key().get(key))) {
+      result.error = simdjson::error_message(err);
+      return result;
+    }
+    bool wanted = false;
+    for (auto k : keys)
+      wanted = wanted || k == key;
+    if (!wanted)
+      continue; // the iterator skips the value without building it
+    std::string key_copy{key};
+    simdjson::ondemand::value& v = field.value();
+    simdjson::ondemand::json_type type;
+    if ((err = v.type().get(type))) {
+      result.error = simdjson::error_message(err);
+      return result;
+    }
+    if (type == simdjson::ondemand::json_type::string) {
+      std::string_view sv;
+      if ((err = v.get_string().get(sv))) {
+        result.error = simdjson::error_message(err);
+        return result;
+      }
+      out[key_copy] = std::string{sv};
+      continue;
+    }
+    switch (type) {
+      case simdjson::ondemand::json_type::boolean: {
+        bool b = false;
+        err = v.get_bool().get(b);
+        out[key_copy] = b;
+        break;
+      }
+      case simdjson::ondemand::json_type::null:
+        out[key_copy] = value{};
+        break;
+      case simdjson::ondemand::json_type::number: {
+        double d = 0;
+        int64_t i = 0;
+        if (!v.get_int64().get(i))
+          out[key_copy] = i;
+        else if (!(err = v.get_double().get(d)))
+          out[key_copy] = d;
+        break;
+      }
+      default: {
+        // Objects and arrays: small in practice; parse their raw text.
+        std::string_view raw;
+        if (type == simdjson::ondemand::json_type::object) {
+          simdjson::ondemand::object o;
+          if (!(err = v.get_object().get(o)))
+            err = o.raw_json().get(raw);
+        } else {
+          simdjson::ondemand::array a;
+          if (!(err = v.get_array().get(a)))
+            err = a.raw_json().get(raw);
+        }
+        if (err)
+          break;
+        auto sub = parse(raw);
+        if (!sub) {
+          result.error = sub.error;
+          return result;
+        }
+        out[key_copy] = std::move(*sub.v);
+      }
+    }
+    if (err) {
+      result.error = simdjson::error_message(err);
+      return result;
+    }
+  }
+  result.v = std::move(out);
+  return result;
+}
+
+} // namespace
+
+parse_result parse_members(std::string_view text,
+                           const std::vector<std::string_view>& keys) {
+  simdjson::padded_string padded{text};
+  return members_of(padded, keys);
+}
+
+parse_result parse_members(const std::string& text,
+                           const std::vector<std::string_view>& keys) {
+  // simdjson may read SIMDJSON_PADDING bytes past the end; when the
+  // string's own capacity has room, no padded copy is made.
+  if (text.capacity() - text.size() >= simdjson::SIMDJSON_PADDING)
+    return members_of(simdjson::padded_string_view(text.data(), text.size(),
+                                                   text.capacity()),
+                      keys);
+  return parse_members(std::string_view{text}, keys);
 }
 
 } // namespace mibyan::json

@@ -152,6 +152,22 @@ struct parse_result {
 /// documents nested deeper than 1024 levels) yields an error message.
 parse_result parse(std::string_view text);
 
+/// Parses only the members named in `keys` of the top-level object of
+/// `text` (the others are skipped without being materialised); returns an
+/// object holding those found. For large documents of which a caller
+/// needs a few fields (a turn result carries the whole conversation): it
+/// touches about the size of the kept members instead of the document's
+/// size several times over. Errors: not an object, malformed JSON.
+parse_result parse_members(std::string_view text,
+                           const std::vector<std::string_view>& keys);
+/// As above; parses in place (no copy) when `text` has spare capacity.
+parse_result parse_members(const std::string& text,
+                           const std::vector<std::string_view>& keys);
+inline parse_result parse_members(const char* text,
+                                  const std::vector<std::string_view>& keys) {
+  return parse_members(std::string_view{text}, keys);
+}
+
 /// Appends `s` to `out` as a quoted JSON string.
 void append_quoted(std::string& out, std::string_view s);
 

@@ -213,7 +213,9 @@ int chat_command(const std::vector<std::string>& args,
     if (!out.trajectory_error.empty())
       std::cerr << "mibyan chat: trajectory not saved: "
                 << out.trajectory_error << "\n";
-    auto parsed = json::parse(out.result_json);
+    // Only the members shown (the result carries the whole conversation).
+    auto parsed = json::parse_members(
+      out.result_json, {"interrupted", "failed", "final_response", "error"});
     if (!parsed || !parsed.v->is_object()) {
       std::cerr << "mibyan chat: malformed turn result\n";
       continue;

@@ -1,6 +1,8 @@
 // The `mibyan` command: a thin front on the runtime library.
 #include <cstring>
 #include <iostream>
+
+#include <malloc.h>
 #include <string>
 #include <vector>
 
@@ -29,6 +31,10 @@ void usage(std::ostream& out) {
 } // namespace
 
 int main(int argc, char** argv) {
+  // Large buffers (model answers, turn results) are mapped and returned to
+  // the system when freed; without a fixed threshold glibc raises it after
+  // the first big free and later copies stay resident in the arenas.
+  ::mallopt(M_MMAP_THRESHOLD, 1 << 20);
   mibyan::cli::global_flags flags;
   std::vector<std::string> args(argv + 1, argv + argc);
   // Wipe a key given on the command line from /proc/PID/cmdline (the copy

@@ -124,6 +124,9 @@ int run_command(const std::vector<std::string>& args,
     }};
     out = rt->run_turn(call);
   }
+  // One turn per run: the runtime (and the conversation it keeps in
+  // memory) is not needed to print the result.
+  rt.reset();
   if (!out.error.empty()) {
     std::cerr << "mibyan run: " << out.error << "\n";
     return out.config_error ? 2 : 1;
@@ -131,7 +134,12 @@ int run_command(const std::vector<std::string>& args,
   if (!out.trajectory_error.empty())
     std::cerr << "mibyan run: trajectory not saved: " << out.trajectory_error
               << "\n";
-  auto parsed = json::parse(out.result_json);
+  // The result carries the whole conversation; the text output needs three
+  // members, so only those are materialised (docs/security.md, memory).
+  auto parsed = as_json ? json::parse(out.result_json)
+                        : json::parse_members(out.result_json,
+                                              {"failed", "final_response",
+                                               "error"});
   if (!parsed || !parsed.v->is_object()) {
     std::cerr << "mibyan run: malformed turn result\n";
     return 1;

@@ -6,8 +6,11 @@
 #include <ctime>
 #include <iostream>
 
+#include <sys/stat.h>
+
 #include "config/options.hpp"
 #include "base/json.hpp"
+#include "storage/result_spill.hpp"
 #include "storage/session_store.hpp"
 
 namespace mibyan::cli {
@@ -141,6 +144,14 @@ int sessions_command(const std::vector<std::string>& args,
   so.dir = session_store::default_dir(opts.home);
   so.read_only = verb != "delete";
   auto opened = session_store::open(so);
+  // Only a store that does not exist yet means "no sessions"; a damaged
+  // one is reported (docs/storage.md).
+  struct stat data_st;
+  bool store_exists = ::lstat((so.dir + "/data.mdb").c_str(), &data_st) == 0;
+  if (!opened && store_exists) {
+    std::cerr << "mibyan sessions: " << opened.error << "\n";
+    return 1;
+  }
   if (!opened) {
     if (so.read_only && verb == "list") {
       // No store yet: nothing has been recorded.
@@ -250,6 +261,12 @@ int sessions_command(const std::vector<std::string>& args,
   // delete
   if (auto st = store.delete_session(arg); !st) {
     std::cerr << "mibyan sessions: " << st.error << "\n";
+    return 1;
+  }
+  // The session's spilled tool results go with it (docs/security.md).
+  if (auto st = remove_spilled_results(opts.home, arg); !st) {
+    std::cerr << "mibyan sessions: deleted session " << arg << ", but "
+              << st.error << "\n";
     return 1;
   }
   std::cout << "deleted session " << arg << "\n";

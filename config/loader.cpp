@@ -385,6 +385,26 @@ const std::vector<field>& fields() {
                                  &tool_loop_guardrail_options::warn_after));
     t.push_back(thresholds_field("tool_loop_guardrails", "hard_stop_after",
                                  &tool_loop_guardrail_options::hard_stop_after));
+    // provider.max_response_bytes: 64 KiB .. 1 GiB (docs/security.md).
+    t.push_back(field{
+      "provider", "max_response_bytes",
+      [](const YAML::Node& node, options& opts) -> std::string {
+        auto inner = int_field("provider", "max_response_bytes",
+                               &options::provider,
+                               &provider_options::max_response_bytes,
+                               int64_t{64} << 10);
+        auto before = opts.provider.max_response_bytes;
+        auto err = inner.set(node, opts);
+        if (err.empty()
+            && opts.provider.max_response_bytes > (int64_t{1} << 30)) {
+          opts.provider.max_response_bytes = before;
+          err = "must be at most 1073741824 (1 GiB), got " + node.Scalar();
+        }
+        return err;
+      },
+      [](const options& o) {
+        return std::to_string(o.provider.max_response_bytes);
+      }});
     return t;
   }();
   return table;

@@ -51,6 +51,9 @@ struct provider_options {
   int64_t stream_idle_timeout = 180;
   /// Seconds allowed for DNS, TCP and TLS setup.
   int64_t connect_timeout = 30;
+  /// Largest provider response body (streamed or not) in bytes; a larger
+  /// one fails the request, not retried (docs/security.md).
+  int64_t max_response_bytes = int64_t{32} << 20;
 };
 
 /// Section `terminal`: the `terminal` tool and child environments.

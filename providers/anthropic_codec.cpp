@@ -376,7 +376,7 @@ stream_accumulator::stream_accumulator(size_t max_event_bytes)
 
 void stream_accumulator::add_data(std::string_view data,
                                   const std::string& event) {
-  auto parsed = json::parse(data);
+  auto parsed = codec::parse_provider_json(data);
   if (!parsed || !parsed.v->is_object()) {
     set_fatal("malformed JSON in stream event " + std::to_string(events_ + 1)
               + " (" + (parsed ? std::string{"not an object"} : parsed.error)

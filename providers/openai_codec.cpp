@@ -345,7 +345,7 @@ void stream_accumulator::add_data(std::string_view data,
     done_ = true;
     return;
   }
-  auto parsed = json::parse(data);
+  auto parsed = codec::parse_provider_json(data);
   if (!parsed) {
     set_fatal("malformed JSON in stream chunk " + std::to_string(chunks_ + 1)
               + " (" + parsed.error + "): " + error_snippet(data, 120));
@@ -479,8 +479,10 @@ chat_response stream_accumulator::finish(int http_status) {
   r.http_status = http_status;
   r.model = model_;
   r.usage = usage_;
-  r.content = content_;
-  r.reasoning = reasoning_.empty() ? details_reasoning_ : reasoning_;
+  // finish() is called once: the accumulated text moves into the answer.
+  r.content = std::move(content_);
+  r.reasoning = std::move(reasoning_.empty() ? details_reasoning_
+                                             : reasoning_);
   // Tool calls in index order (stable: calls sharing an index keep their
   // arrival order).
   std::vector<const slot*> order;

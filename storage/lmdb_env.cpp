@@ -10,6 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "storage/store_verify.hpp"
+
 namespace mibyan {
 
 namespace {
@@ -73,6 +75,12 @@ lmdb_env::open(const lmdb_options& opts) {
       return result::failure("lmdb: the environment in " + key
                              + " is already open in this process (one "
                                "MDB_env per process; share the store)");
+  }
+  // LMDB trusts its files; check them first (storage/store_verify.hpp).
+  if (auto err = verify_lmdb_files(key); !err.empty()) {
+    std::lock_guard<std::mutex> guard{registry_mutex()};
+    registry().erase(key);
+    return result::failure("lmdb: " + err);
   }
   std::unique_ptr<lmdb_env> self{new lmdb_env};
   self->registry_key_ = key;  // the destructor unregisters from here on

@@ -10,6 +10,7 @@
 
 #include "base/json.hpp"
 #include "storage/byte_codec.hpp"
+#include "storage/space_reserve.hpp"
 
 namespace mibyan {
 
@@ -262,6 +263,9 @@ session_store::open(session_store_options opts) {
   self->fts_ = *fts;
   if (auto st = self->migrate(); !st)
     return result{st};
+  // Best effort: on a full disk the reserve is recreated by a later open.
+  if (!self->opts_.read_only)
+    (void) ensure_reserve(self->env_->dir());
   return result{std::move(self)};
 }
 
@@ -547,6 +551,15 @@ store_status session_store::add_usage(const std::string& id,
 store_status session_store::delete_session(const std::string& id) {
   if (auto err = check_session_id(id); !err.empty())
     return store_status::failure(status_code::invalid_argument, "delete_session: " + err);
+  // The reserve's blocks pay for the pages LMDB copies while deleting, so
+  // a delete works on a full disk (storage/space_reserve.hpp).
+  release_reserve(env_->dir());
+  auto st = delete_session_txn(id);
+  (void) ensure_reserve(env_->dir());
+  return st;
+}
+
+store_status session_store::delete_session_txn(const std::string& id) {
   return env_->write(
     [&](MDB_txn* txn, std::string& error) {
       session_info s;

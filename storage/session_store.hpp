@@ -157,7 +157,9 @@ public:
                          int64_t api_calls = 1);
 
   /// Deletes the session, its messages, keys and index postings in one
-  /// transaction. Children keep their parent_session_id.
+  /// transaction. Children keep their parent_session_id. Works on a full
+  /// disk: the store's reserve file is released first and re-created
+  /// afterwards when there is room (storage/space_reserve.hpp).
   store_status delete_session(const std::string& id);
 
   // -- messages ---------------------------------------------------------------
@@ -205,6 +207,7 @@ public:
 private:
   session_store() = default;
   store_status migrate();
+  store_status delete_session_txn(const std::string& id);
   int64_t now() const;
   store_status update_session(const std::string& id, const char* what,
                               const std::function<std::string(session_info&)>&

@@ -12,6 +12,8 @@
 #include <thread>
 #include <vector>
 
+#include <sys/stat.h>
+
 #include "base/json.hpp"
 #include "node/runtime.hpp"
 #include "storage/session_store.hpp"
@@ -673,6 +675,126 @@ BOOST_AUTO_TEST_CASE(store_unavailable_fails_clearly) {
   BOOST_CHECK(!out.error.empty());
   BOOST_CHECK(contains(out.error, "session store"));
   BOOST_CHECK(requests().empty());
+}
+
+// Issue 14 item 1: an oversized tool result is spilled privately under
+// $MIBYAN_HOME/cache/results/<session>/, never to a shared temp path.
+BOOST_AUTO_TEST_CASE(oversized_results_are_spilled_privately) {
+  rt.reset();
+  options opts;
+  opts.home = home.path();
+  opts.agent.api_max_retries = 1;
+  opts.tool_output.max_bytes = 400000;
+  std::string err;
+  rt = runtime::create(opts, &err);
+  BOOST_REQUIRE_MESSAGE(rt != nullptr, err);
+  auto cmd = args_json("command", "head -c 150000 /dev/zero | tr '\\0' q");
+  script(completion("", {{"call_1", "terminal", cmd}}));
+  script(completion("done"));
+  std::string sid;
+  auto res = run(call("read them"), &sid);
+  BOOST_CHECK(res["completed"].as_bool());
+  auto reqs = requests();
+  BOOST_REQUIRE_EQUAL(reqs.size(), 2u);
+  auto root = home.path() + "/cache/results/";
+  std::string spilled;
+  for (auto& t : with_role(reqs[1], "tool")) {
+    auto text = content_of(t);
+    BOOST_CHECK(!contains(text, "mibyan-results"));
+    auto at = text.find(root);
+    if (at != std::string::npos && spilled.empty()) {
+      auto end = text.find_first_of(" \n\")'", at);
+      spilled = text.substr(at, end - at);
+    }
+  }
+  BOOST_REQUIRE_MESSAGE(!spilled.empty(),
+                        "no result was spilled under " + root + ": "
+                          + content_of(with_role(reqs[1], "tool")[0])
+                              .substr(0, 300));
+  while (!spilled.empty() && spilled.back() == '.')
+    spilled.pop_back();
+  BOOST_CHECK(contains(spilled, "/cache/results/" + sid + "/"));
+  struct stat st;
+  BOOST_REQUIRE_MESSAGE(::lstat(spilled.c_str(), &st) == 0, spilled);
+  BOOST_CHECK_EQUAL(st.st_mode & 0777, 0600u);
+  BOOST_REQUIRE(::stat((home.path() + "/cache/results/" + sid).c_str(), &st)
+                == 0);
+  BOOST_CHECK_EQUAL(st.st_mode & 0777, 0700u);
+}
+
+// Issue 14 item 2: a provider response larger than
+// provider.max_response_bytes stops the transfer and fails the request
+// once, clearly, streamed or not.
+BOOST_AUTO_TEST_CASE(oversized_provider_responses_fail_without_retry) {
+  rt.reset();
+  options opts;
+  opts.home = home.path();
+  opts.agent.api_max_retries = 3;
+  opts.provider.max_response_bytes = 64 * 1024;
+  std::string err;
+  rt = runtime::create(opts, &err);
+  BOOST_REQUIRE_MESSAGE(rt != nullptr, err);
+  // Streamed: about 2 MB of deltas.
+  json::value s;
+  s["path"] = "/v1/chat/completions";
+  s["status"] = 200;
+  s["headers"]["Content-Type"] = "text/event-stream";
+  s["repeat_chunk"] = "data: {\"choices\":[{\"index\":0,\"delta\":"
+                      "{\"content\":\"" + std::string(1000, 'z')
+                      + "\"}}]}\n\n";
+  s["repeat_times"] = 2000;
+  s["chunks"] = json::value::make_array();
+  s["chunks"].push_back("data: [DONE]\n\n");
+  s["times"] = 3;
+  server.script(s.dump());
+  auto c = call("stream a lot");
+  c.stream = true;
+  auto res = run(c);
+  BOOST_CHECK(res["failed"].as_bool());
+  BOOST_CHECK_MESSAGE(contains(res["error"].as_string(),
+                               "provider.max_response_bytes"),
+                      res["error"].as_string());
+  BOOST_CHECK_EQUAL(requests().size(), 1u); // not retried
+  // Not streamed: one JSON body over the cap.
+  server.reset();
+  script(completion(std::string(200 * 1024, 'j')), 3);
+  res = run(call("answer a lot"));
+  BOOST_CHECK(res["failed"].as_bool());
+  BOOST_CHECK_MESSAGE(contains(res["error"].as_string(),
+                               "provider.max_response_bytes"),
+                      res["error"].as_string());
+  BOOST_CHECK_EQUAL(requests().size(), 1u);
+}
+
+// Issue 14 item 2: an answer the store refuses (over its 16 MiB message
+// limit) fails the turn instead of being dropped silently.
+BOOST_AUTO_TEST_CASE(an_answer_that_cannot_be_stored_fails_the_turn) {
+  script(completion(std::string((17u << 20), 'a')));
+  auto res = run(call("say a lot"));
+  BOOST_CHECK(res["failed"].as_bool());
+  BOOST_CHECK(!res["completed"].as_bool());
+  BOOST_CHECK_MESSAGE(contains(res["error"].as_string(),
+                               "cannot store the final answer"),
+                      res["error"].as_string());
+}
+
+// Issue 14: a lone surrogate from the provider is replaced with U+FFFD; the
+// turn completes with one request instead of failing after retries.
+BOOST_AUTO_TEST_CASE(a_lone_surrogate_answer_is_sanitised_not_retried) {
+  auto body = completion("PLACEHOLDER");
+  auto at = body.find("PLACEHOLDER");
+  body.replace(at, 11, "half \\ud83d of a pair \xFF");
+  script(body, 3);
+  std::string sid;
+  auto res = run(call("hi"), &sid);
+  BOOST_CHECK(res["completed"].as_bool());
+  BOOST_CHECK_EQUAL(res["final_response"].as_string(),
+                    "half \xEF\xBF\xBD of a pair \xEF\xBF\xBD");
+  BOOST_CHECK_EQUAL(requests().size(), 1u);
+  auto msgs = stored(sid);
+  BOOST_REQUIRE_EQUAL(msgs.size(), 2u);
+  BOOST_CHECK_EQUAL(msgs[1].message.content,
+                    "half \xEF\xBF\xBD of a pair \xEF\xBF\xBD");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

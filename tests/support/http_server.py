@@ -36,14 +36,16 @@ Control routes:
   /__script             POST {"path", "status", "headers", "body" (or
                         "body_b64" for bytes),
                         "chunks": [...], "chunk_ms", "delay_ms",
-                        "times"}: the next `times` (default 1) requests to
+                        "times", "repeat_chunk", "repeat_times"}: the next `times` (default 1) requests to
                         `path` get this response instead of the built-in
                         one; `chunks` are streamed with `chunk_ms` pauses
-                        (for LLM-provider stand-ins).
+                        (for LLM-provider stand-ins); "repeat_chunk" is
+                        streamed "repeat_times" times before them.
 """
 
 import base64
 import gzip
+import itertools
 import json
 import sys
 import threading
@@ -199,7 +201,14 @@ class Handler(BaseHTTPRequestHandler):
         headers = dict(s.get("headers", {}))
         ctype = headers.pop("Content-Type", "application/json")
         if "chunks" in s:
-            return self.stream(status, ctype, s["chunks"],
+            pieces = s["chunks"]
+            if s.get("repeat_times"):
+                # "repeat_chunk" sent "repeat_times" times before "chunks"
+                # (large provider streams without a large script).
+                rep, n = s["repeat_chunk"], int(s["repeat_times"])
+                pieces = itertools.chain(
+                    itertools.repeat(rep.encode("utf-8"), n), pieces)
+            return self.stream(status, ctype, pieces,
                                s.get("chunk_ms", 0) / 1000.0, headers)
         body = s.get("body", "")
         if "body_b64" in s:

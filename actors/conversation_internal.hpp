@@ -1,0 +1,196 @@
+// File: actors/conversation_internal.hpp
+//
+// Private to the conversation actor (actors/conversation*.cpp); nothing
+// else includes it. The actor is split by concern:
+//
+//   conversation.cpp          actor shell: loads the session, message
+//                             handlers (turn, interrupt, delta), spawn,
+//                             system prompt
+//   conversation_turn.cpp     the turn state machine: start, model call,
+//                             answer / tool calls / summary, end, deliver
+//   conversation_tools.cpp    one tool round: plan segments, run them
+//                             through the dispatcher, shape and persist
+//                             the results
+//   conversation_persist.cpp  the store glue: appends through the session
+//                             writer, usage accounting
+//   conversation_spill.cpp    where oversized tool results are saved
+//
+// Threading: every function here runs inside the actor (on its scheduler
+// thread) and takes the actor's pointer; none may block.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "caf/all.hpp"
+
+#include "actors/conversation.hpp"
+#include "actors/provider.hpp"
+#include "agent/batch_plan.hpp"
+#include "agent/iteration_budget.hpp"
+#include "agent/tool_call_repair.hpp"
+#include "agent/tool_guardrails.hpp"
+#include "agent/tool_result_shaping.hpp"
+#include "agent/turn_result.hpp"
+
+namespace mibyan::conversation_detail {
+
+struct pending_turn {
+  turn_request req;
+  caf::typed_response_promise<std::string> rp;
+};
+
+/// The running turn.
+struct turn_state {
+  uint64_t id = 0;
+  pending_turn p;
+  provider_actor provider;
+  iteration_budget budget;
+  bad_round_counter bad;
+  turn_result res;
+  // The conversation without the system prompt: history + this turn.
+  std::vector<chat_message> msgs;
+  bool user_persisted = false;
+  std::string tools_json;
+  tool_name_set valid;
+  bool interrupted = false;
+  std::string interrupt_reason;
+  // Provider request in flight ("" = none).
+  std::string inflight;
+  int empty_retries = 0;
+  int summary_retries = 0;
+  // The current tool batch.
+  tool_call_plan plan;
+  std::vector<std::optional<std::string>> results;
+  std::vector<batch_segment> segments; // indexes into plan.calls
+  size_t seg = 0;
+  size_t seq_pos = 0;
+  size_t outstanding = 0;
+  uint64_t batch = 0; // 0 = no batch running
+  tool_guardrails guards; // agent/tool_guardrails.hpp
+  // Results being shaped on the blocking pool (spilling writes files);
+  // owned by the pool job until (done_atom, shaping_id) arrives.
+  std::shared_ptr<std::vector<shaped_result>> shaping;
+  uint64_t shaping_id = 0; // 0 = none
+};
+
+struct conversation_state {
+  conversation_deps deps;
+  std::string cwd;
+  std::string system_prompt;
+  std::vector<chat_message> history;
+  std::string load_error;
+  std::deque<pending_turn> queue;
+  std::unique_ptr<turn_state> cur;
+  uint64_t next_turn = 1;
+  uint64_t next_batch = 1;
+  uint64_t next_request = 1;
+
+  static const char* name;
+};
+
+/// The actor's own interface: the public one plus the blocking pool's
+/// report that the results of shaping job `id` are ready.
+using conversation_impl_actor
+  = conversation_actor::extend<caf::reacts_to<done_atom, uint64_t>>;
+
+using conv_pointer
+  = conversation_impl_actor::stateful_pointer<conversation_state>;
+
+// -- small helpers ------------------------------------------------------------
+
+inline int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+           std::chrono::system_clock::now().time_since_epoch())
+    .count();
+}
+
+inline std::string trim(const std::string& s) {
+  auto b = s.find_first_not_of(" \t\r\n");
+  if (b == std::string::npos)
+    return {};
+  auto e = s.find_last_not_of(" \t\r\n");
+  return s.substr(b, e - b + 1);
+}
+
+/// The message text of a caf::error (the context string when there is one).
+inline std::string error_text(caf::actor_system& sys, const caf::error& err) {
+  if (!err)
+    return "unknown error";
+  auto& ctx = err.context();
+  if (!ctx.empty() && ctx.match_element<std::string>(0))
+    return ctx.get_as<std::string>(0);
+  return sys.render(err);
+}
+
+inline bool is_ec(const caf::error& err, ec code) {
+  return err && err.category() == caf::atom("mibyan")
+         && err.code() == static_cast<uint8_t>(code);
+}
+
+/// Returns the running turn if it is turn `id`.
+inline turn_state* current(conv_pointer self, uint64_t id) {
+  auto& cur = self->state.cur;
+  return cur && cur->id == id ? cur.get() : nullptr;
+}
+
+// -- conversation_turn.cpp ----------------------------------------------------
+
+/// Starts the next queued turn when none runs.
+void start_next(conv_pointer self);
+/// One model call of the running turn (or the summary when the budget is
+/// spent).
+void iterate(conv_pointer self);
+/// Ends the running turn with `exit`; `failed` marks it failed rather than
+/// partial.
+void end_turn(conv_pointer self, turn_exit exit, std::string error,
+              bool failed);
+/// Ends the running turn as interrupted by the user.
+void end_interrupted(conv_pointer self);
+/// Ends the running turn with its result as it stands (closes a dangling
+/// tool tail, then delivers).
+void finish(conv_pointer self);
+
+// -- conversation_tools.cpp ---------------------------------------------------
+
+/// Runs the tool calls of `cur->plan` and continues the turn afterwards.
+void execute_batch(conv_pointer self);
+/// Closes the running batch: every call without a result gets a
+/// "cancelled" result; results are shaped on the blocking pool (spilling
+/// oversized ones to files), then `results_shaped` continues.
+void finish_batch(conv_pointer self);
+/// The shaped results of the running turn are ready: they are persisted,
+/// then the turn goes on (or ends when interrupted or not stored).
+void results_shaped(conv_pointer self);
+
+// -- conversation_persist.cpp -------------------------------------------------
+
+/// Appends `msgs` through the writer in order and calls `done(errors)` once
+/// every append is acknowledged (errors: one text per failed append).
+void persist(conv_pointer self, std::vector<chat_message> msgs,
+             std::function<void(std::vector<std::string>)> done);
+/// Records failed appends of `what` ("answer", "tool result", ...) in the
+/// running turn: the turn becomes failed with exit `error` and an error
+/// naming the first failure (docs/storage.md: a message that cannot be
+/// stored is never dropped silently). Returns whether `errors` was
+/// non-empty.
+bool persist_failed(turn_state& t, const std::string& what,
+                    const std::vector<std::string>& errors);
+/// Adds the usage of `r` to the turn result and records it in the store.
+void record_usage(conv_pointer self, const chat_response& r);
+
+// -- conversation_spill.cpp ---------------------------------------------------
+
+/// The writer that saves this session's oversized tool results privately
+/// under $MIBYAN_HOME/cache/results/<session>/; it returns "" when a result
+/// could not be saved (the shaper then truncates it inline).
+result_writer result_saver(conv_pointer self);
+
+} // namespace mibyan::conversation_detail

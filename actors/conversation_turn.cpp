@@ -1,0 +1,437 @@
+// Conversation actor, part: the turn state machine (how the actor is split:
+// actors/conversation_internal.hpp).
+//
+// A turn: start_next -> persist the user message -> iterate (model call)
+// -> on_answer | on_tool_calls (-> tool round -> iterate) | summarize when
+// the budget is spent -> finish (close a dangling tool tail) -> deliver.
+#include "actors/conversation_internal.hpp"
+
+#include <algorithm>
+#include <utility>
+
+#include "agent/history_repair.hpp"
+#include "agent/tool_result_shaping.hpp"
+#include "base/json.hpp"
+#include "base/log.hpp"
+#include "tools/registry.hpp"
+
+namespace mibyan::conversation_detail {
+
+namespace {
+
+constexpr const char* budget_summary_prompt
+  = "You have reached the iteration limit of this turn. Do not call any "
+    "tools. Give your final answer now: summarise what you found and what "
+    "you did, and say what is left to do.";
+
+
+void deliver(conv_pointer self);
+
+} // namespace
+
+void end_turn(conv_pointer self, turn_exit exit, std::string error,
+              bool failed) {
+  auto& t = *self->state.cur;
+  t.res.exit = exit;
+  t.res.error = std::move(error);
+  if (failed)
+    t.res.failed = true;
+  else
+    t.res.partial = true;
+  finish(self);
+}
+
+void end_interrupted(conv_pointer self) {
+  auto& t = *self->state.cur;
+  t.res.interrupted = true;
+  t.res.partial = true;
+  t.res.exit = turn_exit::interrupted_by_user;
+  t.res.interrupt_message = t.interrupt_reason;
+  t.res.error = "Interrupted by the user: " + t.interrupt_reason;
+  finish(self);
+}
+
+namespace {
+
+void deliver(conv_pointer self) {
+  auto& st = self->state;
+  auto& t = *st.cur;
+  t.res.session_id = st.deps.session_id;
+  t.res.max_iterations = t.budget.max();
+  // Moved, not copied: the messages may be tens of megabytes.
+  t.res.messages = std::move(t.msgs);
+  t.res.completed = t.res.compute_completed();
+  auto text = t.res.to_json().dump();
+  t.p.rp.deliver(std::move(text));
+  if (t.user_persisted)
+    st.history = std::move(t.res.messages);
+  st.cur.reset();
+  start_next(self);
+}
+
+} // namespace
+
+void finish(conv_pointer self) {
+  auto& t = *self->state.cur;
+  t.inflight.clear();
+  // A delivered answer, an interrupt or a failure after tool results:
+  // close the tail so the next user message never follows a tool message.
+  if (!t.msgs.empty() && t.msgs.back().role == "tool") {
+    chat_message close;
+    close.role = "assistant";
+    if (t.res.final_response)
+      close.content = *t.res.final_response;
+    else if (t.res.interrupted)
+      close.content = "Operation interrupted.";
+    else
+      close.content = "The turn ended early: " + t.res.error;
+    close.timestamp_ms = now_ms();
+    t.msgs.push_back(close);
+    auto id = t.id;
+    persist(self, {close}, [self, id](std::vector<std::string> errors) {
+      auto tp = current(self, id);
+      if (tp == nullptr)
+        return;
+      persist_failed(*tp, "closing assistant message", errors);
+      deliver(self);
+    });
+    return;
+  }
+  deliver(self);
+}
+
+namespace {
+
+// Builds the request copy of the conversation: system prompt first, then
+// the repaired history.
+std::vector<chat_message> request_messages(conv_pointer self,
+                                           const std::vector<chat_message>&
+                                             msgs) {
+  std::vector<chat_message> out;
+  out.reserve(msgs.size() + 1);
+  chat_message sys;
+  sys.role = "system";
+  sys.content = self->state.system_prompt;
+  out.push_back(std::move(sys));
+  out.insert(out.end(), msgs.begin(), msgs.end());
+  repair_history(out);
+  for (auto& m : out) {
+    m.timestamp_ms = 0;
+    m.finish_reason.clear();
+  }
+  return out;
+}
+
+// -- provider answers ---------------------------------------------------------
+
+void on_tool_calls(conv_pointer self, chat_response& r) {
+  auto& t = *self->state.cur;
+  bool truncated = response_truncated(r.finish_reason, t.p.req.stream);
+  auto plan = plan_tool_calls(std::move(r.tool_calls), t.valid, truncated);
+  if (plan.next == tool_call_plan::action::truncated) {
+    end_turn(self, turn_exit::truncated,
+             "Response truncated due to output length limit", false);
+    return;
+  }
+  if (t.bad.record(plan)) {
+    end_turn(self, turn_exit::invalid_tool_calls,
+             plan.invalid_call_message(), false);
+    return;
+  }
+  chat_message am;
+  am.role = "assistant";
+  am.content = r.content;
+  am.reasoning = r.reasoning;
+  am.finish_reason = r.finish_reason;
+  am.tool_calls = plan.assistant_calls();
+  am.timestamp_ms = now_ms();
+  t.msgs.push_back(am);
+  t.plan = std::move(plan);
+  auto id = t.id;
+  // Persist before execute: the store must know which calls were issued
+  // before any of them has a side effect.
+  persist(self, {am}, [self, id](std::vector<std::string> errors) {
+    auto tp = current(self, id);
+    if (tp == nullptr)
+      return;
+    if (!errors.empty()) {
+      tp->msgs.pop_back();
+      end_turn(self, turn_exit::error,
+               "cannot persist the assistant message, no tool was run: "
+                 + errors.front(),
+               true);
+      return;
+    }
+    execute_batch(self);
+  });
+}
+
+void on_answer(conv_pointer self, chat_response& r) {
+  auto& t = *self->state.cur;
+  if (trim(r.content).empty()) {
+    if (t.empty_retries++ < 2) {
+      iterate(self);
+      return;
+    }
+    t.res.final_response = "The model returned an empty answer several "
+                           "times; no answer could be produced.";
+    end_turn(self, turn_exit::empty_response_exhausted,
+             "empty response from the model", false);
+    return;
+  }
+  // The answer may be tens of megabytes: it is moved where it can be and
+  // copied only for the result and for the writer.
+  chat_message am;
+  am.role = "assistant";
+  am.content = std::move(r.content);
+  am.reasoning = std::move(r.reasoning);
+  am.finish_reason = r.finish_reason;
+  am.timestamp_ms = now_ms();
+  t.res.final_response = am.content;
+  if (!am.reasoning.empty())
+    t.res.last_reasoning = am.reasoning;
+  t.res.exit = turn_exit::completed;
+  t.res.exit_detail = text_response_reason(r.finish_reason);
+  auto id = t.id;
+  std::vector<chat_message> to_store(1, am);
+  t.msgs.push_back(std::move(am));
+  persist(self, std::move(to_store), [self, id](std::vector<std::string> errors) {
+    auto tp = current(self, id);
+    if (tp == nullptr)
+      return;
+    persist_failed(*tp, "final answer", errors);
+    finish(self);
+  });
+}
+
+void on_provider_error(conv_pointer self, const caf::error& err) {
+  auto& t = *self->state.cur;
+  if (t.interrupted || is_ec(err, ec::interrupted)) {
+    if (!t.interrupted) {
+      t.interrupted = true;
+      t.interrupt_reason = "provider request cancelled";
+    }
+    end_interrupted(self);
+    return;
+  }
+  auto exit = is_ec(err, ec::config_invalid) ? turn_exit::provider_error
+                                             : turn_exit::error;
+  end_turn(self, exit, "provider: " + error_text(self->system(), err), true);
+}
+
+// The budget is spent: one tool-free call asking for a summary.
+void summarize(conv_pointer self) {
+  auto& st = self->state;
+  auto& t = *st.cur;
+  auto used = t.budget.used();
+  auto max = t.budget.max();
+  t.res.exit = turn_exit::max_iterations_reached;
+  t.res.exit_detail = max_iterations_reason(used, max);
+  chat_request req;
+  req.request_id = st.deps.session_id + "-" + std::to_string(
+                     st.next_request++);
+  req.model = t.p.req.model;
+  req.messages = request_messages(self, t.msgs);
+  chat_message nudge;
+  nudge.role = "user";
+  nudge.content = budget_summary_prompt;
+  req.messages.push_back(std::move(nudge)); // request copy only
+  req.stream = false;
+  t.inflight = req.request_id;
+  ++t.res.api_calls;
+  auto id = t.id;
+  auto done = [self, id](std::string text, std::string reasoning,
+                         std::string error) {
+    auto tp = current(self, id);
+    if (tp == nullptr)
+      return;
+    auto& tt = *tp;
+    tt.inflight.clear();
+    // An empty summary is retried once (docs/agent_loop.md, "Budget-exhausted summary").
+    if (trim(text).empty() && error.empty() && tt.summary_retries++ == 0) {
+      summarize(self);
+      return;
+    }
+    if (trim(text).empty())
+      text = "The iteration limit of this turn (" + std::to_string(
+               tt.budget.max())
+             + ") was reached and no summary could be produced"
+             + (error.empty() ? std::string{"."} : ": " + error);
+    chat_message am;
+    am.role = "assistant";
+    am.content = text;
+    am.reasoning = reasoning;
+    am.timestamp_ms = now_ms();
+    tt.msgs.push_back(am);
+    tt.res.final_response = text;
+    persist(self, {am}, [self, id](std::vector<std::string> errors) {
+      auto tp2 = current(self, id);
+      if (tp2 == nullptr)
+        return;
+      persist_failed(*tp2, "summary", errors);
+      finish(self);
+    });
+  };
+  self->request(t.provider, caf::infinite, complete_atom_v, std::move(req))
+    .then(
+      [self, id, done](chat_response& r) {
+        auto tp = current(self, id);
+        if (tp == nullptr)
+          return;
+        record_usage(self, r);
+        if (tp->interrupted) {
+          end_interrupted(self);
+          return;
+        }
+        done(r.error.empty() ? r.content : std::string{}, r.reasoning,
+             r.error);
+      },
+      [self, id, done](caf::error& err) {
+        auto tp = current(self, id);
+        if (tp == nullptr)
+          return;
+        if (tp->interrupted || is_ec(err, ec::interrupted)) {
+          on_provider_error(self, err);
+          return;
+        }
+        done({}, {}, error_text(self->system(), err));
+      });
+}
+
+} // namespace
+
+void iterate(conv_pointer self) {
+  auto& st = self->state;
+  auto& t = *st.cur;
+  if (t.interrupted) {
+    end_interrupted(self);
+    return;
+  }
+  if (!t.budget.consume()) {
+    summarize(self);
+    return;
+  }
+  ++t.res.api_calls;
+  chat_request req;
+  req.request_id = st.deps.session_id + "-" + std::to_string(
+                     st.next_request++);
+  req.model = t.p.req.model;
+  req.messages = request_messages(self, t.msgs);
+  req.tools_json = t.tools_json;
+  req.stream = t.p.req.stream;
+  if (req.stream)
+    req.sink = caf::actor_cast<caf::actor>(self);
+  t.inflight = req.request_id;
+  auto id = t.id;
+  self->request(t.provider, caf::infinite, complete_atom_v, std::move(req))
+    .then(
+      [self, id](chat_response& r) {
+        auto tp = current(self, id);
+        if (tp == nullptr)
+          return;
+        tp->inflight.clear();
+        record_usage(self, r);
+        if (tp->interrupted) {
+          end_interrupted(self);
+          return;
+        }
+        if (!r.error.empty()) {
+          end_turn(self, turn_exit::provider_error, r.error, true);
+          return;
+        }
+        if (!r.tool_calls.empty())
+          on_tool_calls(self, r);
+        else
+          on_answer(self, r);
+      },
+      [self, id](caf::error& err) {
+        auto tp = current(self, id);
+        if (tp == nullptr)
+          return;
+        tp->inflight.clear();
+        on_provider_error(self, err);
+      });
+}
+
+// -- turns --------------------------------------------------------------------
+
+void start_next(conv_pointer self) {
+  auto& st = self->state;
+  if (st.cur || st.queue.empty())
+    return;
+  auto t = std::make_unique<turn_state>();
+  t->id = st.next_turn++;
+  t->p = std::move(st.queue.front());
+  st.queue.pop_front();
+  auto& req = t->p.req;
+  auto& cfg = st.deps.svc->cfg;
+  t->budget = iteration_budget{req.max_iterations > 0 ? req.max_iterations
+                                                      : cfg.agent.max_turns};
+  t->res.model = req.model;
+  t->res.provider = req.provider_name;
+  t->res.base_url = req.base_url;
+  t->provider = caf::actor_cast<provider_actor>(req.provider);
+  t->msgs = st.history;
+  t->guards = tool_guardrails{cfg.tool_loop_guardrails};
+  st.cur = std::move(t);
+  auto& tt = *st.cur;
+  // The tools offered this turn, in name order (byte-stable).
+  json::value tools = json::value::make_array();
+  for (auto tl : st.deps.svc->tools.all()) {
+    if (!req.toolsets.empty()
+        && std::find(req.toolsets.begin(), req.toolsets.end(),
+                     tl->toolset())
+             == req.toolsets.end())
+      continue;
+    json::value fn;
+    fn["name"] = tl->name();
+    fn["description"] = tl->description();
+    fn["parameters"] = tl->schema();
+    json::value spec;
+    spec["type"] = "function";
+    spec["function"] = std::move(fn);
+    tools.push_back(std::move(spec));
+    tt.valid.insert(tl->name());
+  }
+  if (!tt.valid.empty())
+    tt.tools_json = tools.dump();
+  if (!st.deps.store || !st.deps.writer) {
+    end_turn(self, turn_exit::error,
+             "the session store is unavailable: " + st.deps.store_error,
+             true);
+    return;
+  }
+  if (!st.load_error.empty()) {
+    end_turn(self, turn_exit::error,
+             "cannot load session " + st.deps.session_id + ": "
+               + st.load_error,
+             true);
+    return;
+  }
+  if (!tt.provider) {
+    end_turn(self, turn_exit::error, "no provider connection for this turn",
+             true);
+    return;
+  }
+  chat_message user;
+  user.role = "user";
+  user.content = req.text;
+  user.timestamp_ms = now_ms();
+  tt.msgs.push_back(user);
+  auto id = tt.id;
+  // Crash safety: the user message is durable before any model call.
+  persist(self, {user}, [self, id](std::vector<std::string> errors) {
+    auto tp = current(self, id);
+    if (tp == nullptr)
+      return;
+    if (!errors.empty()) {
+      end_turn(self, turn_exit::error,
+               "cannot persist the user message: " + errors.front(), true);
+      return;
+    }
+    tp->user_persisted = true;
+    iterate(self);
+  });
+}
+
+} // namespace mibyan::conversation_detail
