@@ -6,6 +6,7 @@
 #include "caf/all.hpp"
 
 #include "actors/tool_invocation.hpp"
+#include "runtime/json.hpp"
 
 namespace mibyan {
 
@@ -46,8 +47,22 @@ dispatcher(tool_dispatcher_actor::stateful_pointer<dispatcher_state> self,
   return {
     [=](invoke_atom, tool_request& req) -> caf::result<tool_response> {
       auto& st = self->state;
-      if (req.tool == "execute_code" && st.code_exec)
+      if (req.tool == "execute_code" && st.code_exec) {
+        // The whole-script guard (docs/approvals.md); never blocks.
+        if (svc->approvals) {
+          auto v = svc->approvals->check_script(
+            approval_call{req.session_id, req.from_script, nullptr});
+          if (!v.approved) {
+            json::value r;
+            r["status"] = "blocked";
+            r["output"] = "";
+            r["error"] = v.message;
+            r["approved"] = false;
+            return tool_response{req.call_id, req.tool, r.dump(), 0, false};
+          }
+        }
         return self->delegate(st.code_exec, invoke_atom_v, std::move(req));
+      }
       auto inv = spawn_tool_invocation(self, svc);
       st.running[req.session_id].insert(inv);
       st.session_of.emplace(inv.address(), req.session_id);

@@ -74,6 +74,7 @@ caf::behavior invocation(invocation_actor* self, services_ptr svc) {
         ctx.cancelled = cancel.get();
         ctx.deadline = deadline;
         ctx.from_script = req.from_script;
+        ctx.approvals = svc->approvals.get();
         json::value result;
         if (cancel->load())
           return; // the answer was already given

@@ -12,6 +12,7 @@
 #include "caf/io/all.hpp"
 
 #include "actors/conversation.hpp"
+#include "actors/guardian_call.hpp"
 #include "actors/kernel_registry.hpp"
 #include "actors/provider.hpp"
 #include "actors/session_writer.hpp"
@@ -78,6 +79,14 @@ std::string project_python(const std::string& fallback) {
 
 } // namespace
 
+namespace {
+
+// Connects the approval service to the session store (session approvals)
+// and to provider connections (smart-mode reviews).
+void install_approval_hooks(runtime::impl& p);
+
+} // namespace
+
 struct runtime::impl {
   caf::actor_system_config cfg;
   std::shared_ptr<runtime_services> svc;
@@ -93,8 +102,13 @@ struct runtime::impl {
   std::mutex mtx; // guards conversations and providers
   std::map<std::string, conversation_actor> conversations;
   std::map<std::string, provider_actor> providers;
+  // The provider of each session's latest turn: smart-mode reviews of
+  // that session use it (else the configured main model).
+  std::map<std::string, provider_actor> session_providers;
+  std::atomic<bool> stopping{false};
 
   ~impl() {
+    stopping = true;
     if (sys) {
       {
         std::lock_guard<std::mutex> guard{mtx};
@@ -104,6 +118,7 @@ struct runtime::impl {
           caf::anon_send_exit(p, caf::exit_reason::user_shutdown);
         conversations.clear();
         providers.clear();
+        session_providers.clear();
       }
       if (writer)
         caf::anon_send_exit(writer, caf::exit_reason::user_shutdown);
@@ -141,6 +156,7 @@ runtime::create(options opts, std::string* error,
   svc->pool = std::make_unique<blocking_pool>(
     static_cast<size_t>(std::max<int64_t>(1, opts.runtime.blocking_threads)));
   svc->cfg = std::move(opts);
+  svc->approvals = std::make_unique<approval_service>(svc->cfg);
   if (!svc->http)
     svc->http = std::make_shared<http_client>();
   register_core_tools(svc->tools);
@@ -186,10 +202,77 @@ runtime::create(options opts, std::string* error,
                  "session store unavailable: " << opened.error);
     }
   }
+  install_approval_hooks(*p);
   return std::unique_ptr<runtime>(new runtime(std::move(p)));
 }
 
+namespace {
+
+void install_approval_hooks(runtime::impl& p) {
+  approval_service::hooks h;
+  std::weak_ptr<session_store> store = p.store;
+  h.load_session = [store](const std::string& sid) {
+    std::vector<std::string> out;
+    if (auto s = store.lock()) {
+      auto r = s->get_approvals(sid);
+      if (r)
+        out = std::move(*r);
+      else
+        MIBYAN_LOG(warning, "approvals", r.error);
+    }
+    return out;
+  };
+  h.save_session = [store](const std::string& sid,
+                           const std::vector<std::string>& keys) {
+    if (auto s = store.lock())
+      if (auto st = s->set_approvals(sid, keys); !st)
+        MIBYAN_LOG(warning, "approvals", st.error);
+  };
+  auto* pp = &p;
+  h.guardian = [pp](const std::string& sid, const std::string& system,
+                    const std::string& user, std::chrono::milliseconds timeout,
+                    const std::atomic<bool>* cancelled) -> guardian_reply {
+    if (pp->stopping)
+      return {false, "", "the runtime is shutting down"};
+    provider_actor prov;
+    {
+      std::lock_guard<std::mutex> guard{pp->mtx};
+      if (auto i = pp->session_providers.find(sid);
+          i != pp->session_providers.end()) {
+        prov = i->second;
+      } else {
+        auto settings = make_provider_settings(pp->svc->cfg);
+        if (!settings.main.ok())
+          return {false, "", settings.main.error};
+        auto& ep = settings.main.endpoint;
+        auto key = ep.provider + "\n" + ep.base_url + "\n" + ep.model + "\n"
+                   + ep.api_key;
+        auto& slot = pp->providers[key];
+        if (!slot)
+          slot = spawn_provider(*pp->sys, pp->svc->http, settings);
+        prov = slot;
+      }
+    }
+    return call_guardian(*pp->sys, prov, system, user, timeout, cancelled);
+  };
+  p.svc->approvals->set_hooks(std::move(h));
+}
+
+} // namespace
+
 runtime::runtime(std::unique_ptr<impl> p) : impl_(std::move(p)) {}
+
+void runtime::set_approval_callback(approval_callback cb) {
+  impl_->svc->approvals->set_callback(std::move(cb));
+}
+
+void runtime::set_approval_context(approval_context c) {
+  impl_->svc->approvals->set_context(c);
+}
+
+void runtime::set_session_yolo(const std::string& session_id, bool on) {
+  impl_->svc->approvals->set_session_yolo(session_id, on);
+}
 
 runtime::~runtime() = default;
 
@@ -300,6 +383,7 @@ turn_outcome runtime::run_turn(const turn_call& call) {
     if (!slot)
       slot = spawn_provider(*p.sys, p.svc->http, settings);
     prov = slot;
+    p.session_providers[sid] = prov;
     auto& c = p.conversations[sid];
     if (!c)
       c = spawn_conversation(*p.sys, conversation_deps{p.svc, p.dispatcher,
@@ -389,7 +473,9 @@ void runtime::close_session(const std::string& session_id) {
       caf::anon_send_exit(i->second, caf::exit_reason::user_shutdown);
       impl_->conversations.erase(i);
     }
+    impl_->session_providers.erase(session_id);
   }
+  impl_->svc->approvals->forget_session(session_id);
   caf::anon_send(impl_->kernels, dispose_atom_v, session_id);
 }
 

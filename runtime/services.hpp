@@ -11,6 +11,7 @@
 #include <memory>
 #include <string>
 
+#include "approvals/approval_service.hpp"
 #include "config/options.hpp"
 #include "runtime/blocking_pool.hpp"
 #include "tools/registry.hpp"
@@ -27,6 +28,8 @@ struct runtime_services {
   std::unique_ptr<blocking_pool> pool;
   /// Shared HTTP client; may be null in unit tests.
   std::shared_ptr<http_client> http;
+  /// The approval gate (docs/approvals.md); set by the runtime.
+  std::unique_ptr<approval_service> approvals;
 };
 
 using services_ptr = std::shared_ptr<const runtime_services>;

@@ -24,6 +24,7 @@
 #include "runtime/env_filter.hpp"
 #include "runtime/private_file.hpp"
 #include "runtime/subprocess.hpp"
+#include "tools/approval_gate.hpp"
 #include "tools/output_cap.hpp"
 
 namespace mibyan {
@@ -211,6 +212,8 @@ public:
                           + std::to_string(max_command_bytes)
                           + "). Write the script to a file with write_file "
                             "and run that file instead.");
+    if (auto blocked = check_command(command, ctx))
+      return std::move(*blocked); // docs/approvals.md
     if (args.get_bool("background", false))
       return error_result("background=true is not supported: this terminal "
                           "tool runs commands in the foreground only. Run "

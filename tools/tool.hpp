@@ -16,6 +16,7 @@ namespace mibyan {
 
 struct options;          // config/options.hpp
 class http_client;       // runtime/http_client.hpp
+class approval_service;  // approvals/approval_service.hpp
 
 /// Everything a tool may use besides its arguments. Owned by the caller and
 /// valid for the whole `run()` call.
@@ -41,6 +42,9 @@ struct tool_context {
   /// True when the call comes from an execute_code script rather than from
   /// the model directly (the re-read guards apply only to direct calls).
   bool from_script = false;
+  /// The runtime's approval gate for commands (tools/approval_gate.hpp).
+  /// Null outside a runtime (unit tests).
+  approval_service* approvals = nullptr;
 
   bool is_cancelled() const {
     return cancelled != nullptr && cancelled->load(std::memory_order_relaxed);
