@@ -328,8 +328,10 @@ approval_verdict approval_service::ask_human(
   if (!prompt.allow_session && choice != approval_choice::timeout
       && choice != approval_choice::deny)
     choice = approval_choice::once;
+  static const char* const names[] = {"deny", "once", "session", "always",
+                                      "timeout"};
   MIBYAN_LOG(info, "approvals", "session " << sid << ": user answered "
-             << static_cast<int>(choice) << " (" << desc << ")");
+             << names[static_cast<int>(choice)] << " (" << desc << ")");
   switch (choice) {
   case approval_choice::once:
     breaker_.reset(sid);

@@ -20,7 +20,7 @@ namespace {
 #define BLOCKDEV R"re(/dev/(?:sd[a-z]|hd[a-z]|vd[a-z]|xvd[a-z]|nvme\d|mmcblk\d))re"
 
 // The end of a path argument.
-#define PATH_END R"re(['"]?(?:[\s;&|)]|$))re"
+#define PATH_END R"re(['"]?(?:[\s;&|)`]|$))re"
 
 // Where a match can begin, so that the regex is tried only there (an
 // unanchored std::regex_search tries every position and costs tens of
@@ -87,7 +87,7 @@ const std::vector<pattern_spec>& dangerous_specs() {
      R"re(\bfind\b[^\n;&|]*\s-(?:exec|execdir|ok|okdir)\s+(?:\S*/)?rm\b)re",
      {"find"}, K},
     {"find -delete", R"re(\bfind\b[^\n;&|]*\s-delete\b)re", {"find"}, K},
-    {"git clean -f", R"re(\bgit\s+(?:-\S+\s+)*clean\s+(?:\S+\s+)*-[a-z]*f)re",
+    {"git clean -f", R"re(\bgit\s+(?:[^\s;&|]+\s+)*?clean\s+(?:\S+\s+)*-[a-z]*f)re",
      {"clean"}, K, false, {"git"}},
     {"Windows delete", R"re(\bcmd(?:\.exe)?\s+/c\s+(?:del|erase|rd|rmdir)\b)re",
      {"cmd"}, K},
@@ -110,7 +110,7 @@ const std::vector<pattern_spec>& dangerous_specs() {
     // -- SQL
     {"SQL DROP", R"re(\bdrop\s+(?:table|database|schema)\b)re", {"drop"}, K},
     {"DELETE without WHERE",
-     R"re(\bdelete\s+from\s+\S+(?![^\n]*\bwhere\b))re", {"delete"}, K},
+     R"re(\bdelete\s+from\s+[^\s;]+(?![^\n;]*\bwhere\b))re", {"delete"}, K},
     {"SQL TRUNCATE", R"re(\btruncate\s+(?:table\s+)?\w)re", {"truncate"}, K},
     // -- services and processes
     {"stop or disable a system service",
@@ -181,13 +181,13 @@ const std::vector<pattern_spec>& dangerous_specs() {
      {"perl", "ruby"}, K},
     // -- git history
     {"git reset --hard",
-     R"re(\bgit\s+(?:-\S+\s+)*reset\s+(?:\S+\s+)*--h(?:ard)?\b)re",
+     R"re(\bgit\s+(?:[^\s;&|]+\s+)*?reset\s+(?:\S+\s+)*--h(?:ard)?\b)re",
      {"reset"}, K, false, {"git"}},
     {"git force push",
-     R"re(\bgit\s+(?:-\S+\s+)*push\b[^\n;&|]*\s(?:--force\S*|-[a-z]*f)\b)re",
+     R"re(\bgit\s+(?:[^\s;&|]+\s+)*?push\b[^\n;&|]*\s(?:--force\S*|-[a-z]*f)\b)re",
      {"push"}, K, false, {"git"}},
     {"git branch force delete",
-     R"re(\bgit\s+(?:-\S+\s+)*branch\s+(?:\S+\s+)*(?:-D\b|-d\s+(?:\S+\s+)*--force\b|--force\s+(?:\S+\s+)*-d\b))re",
+     R"re(\bgit\s+(?:[^\s;&|]+\s+)*?branch\s+(?:\S+\s+)*(?:-D\b|-d\s+(?:\S+\s+)*--force\b|--force\s+(?:\S+\s+)*-d\b))re",
      {"branch"}, K, true, {"git"}},
     // -- sudo privilege flags
     {"sudo with shell/stdin/askpass flags",

@@ -29,6 +29,8 @@ struct exec_fixture {
     options opts;
     opts.home = home.path();
     opts.code_execution.prestart_kernels = 0;
+    // Scripts run without a human here (docs/approvals.md, whole-script guard).
+    opts.approvals.unattended_mode = "approve";
     if (adjust)
       adjust(opts);
     std::string err;
