@@ -1,20 +1,65 @@
 #include "actors/guardian_call.hpp"
 
 #include <future>
-#include <memory>
 
 #include "caf/all.hpp"
 
 namespace mibyan {
 
-guardian_reply call_guardian(caf::actor_system& sys, provider_actor provider,
-                             const std::string& system_prompt,
-                             const std::string& user_prompt,
-                             std::chrono::milliseconds timeout,
-                             const std::atomic<bool>* cancelled) {
+struct guardian_relay::waiting {
+  std::mutex mtx;
+  std::map<std::string, std::promise<guardian_reply>> calls;
+
+  void fulfil(const std::string& id, guardian_reply r) {
+    std::lock_guard<std::mutex> guard{mtx};
+    auto it = calls.find(id);
+    if (it == calls.end())
+      return; // the caller gave up
+    it->second.set_value(std::move(r));
+    calls.erase(it);
+  }
+};
+
+guardian_relay::guardian_relay(caf::actor_system& sys)
+  : waiting_(std::make_shared<waiting>()) {
+  auto w = waiting_;
+  relay_ = sys.spawn([w](caf::event_based_actor* self) -> caf::behavior {
+    return {
+      [=](complete_atom, const caf::actor& prov, chat_request& req) {
+        auto id = req.request_id;
+        self->request(caf::actor_cast<provider_actor>(prov), caf::infinite,
+                      complete_atom_v, std::move(req))
+          .then(
+            [=](chat_response& res) {
+              if (!res.error.empty())
+                w->fulfil(id, {false, "", res.error});
+              else
+                w->fulfil(id, {true, res.content, ""});
+            },
+            [=](caf::error& err) {
+              w->fulfil(id, {false, "", self->system().render(err)});
+            });
+      },
+    };
+  });
+}
+
+void guardian_relay::stop() {
+  if (relay_)
+    caf::anon_send_exit(relay_, caf::exit_reason::user_shutdown);
+  relay_ = nullptr;
+}
+
+guardian_reply guardian_relay::ask(const provider_actor& provider,
+                                   const std::string& system_prompt,
+                                   const std::string& user_prompt,
+                                   std::chrono::milliseconds timeout,
+                                   const std::atomic<bool>* cancelled) {
   static std::atomic<uint64_t> seq{0};
   if (!provider)
     return {false, "", "no reviewer model is configured"};
+  if (!relay_)
+    return {false, "", "the runtime is shutting down"};
   chat_request req;
   req.request_id = "guardian-" + std::to_string(++seq);
   req.stream = false;
@@ -26,27 +71,22 @@ guardian_reply call_guardian(caf::actor_system& sys, provider_actor provider,
   user_msg.content = user_prompt;
   req.messages = {std::move(sys_msg), std::move(user_msg)};
   auto id = req.request_id;
-  auto done = std::make_shared<std::promise<guardian_reply>>();
-  auto answer = done->get_future();
-  sys.spawn([=](caf::event_based_actor* self) {
-    self->request(provider, timeout, complete_atom_v, req)
-      .then(
-        [=](chat_response& res) {
-          if (!res.error.empty())
-            done->set_value({false, "", res.error});
-          else
-            done->set_value({true, res.content, ""});
-        },
-        [=](caf::error& err) {
-          done->set_value({false, "", self->system().render(err)});
-        });
-  });
-  auto deadline = std::chrono::steady_clock::now() + timeout
-                  + std::chrono::milliseconds(500);
+  std::future<guardian_reply> answer;
+  {
+    std::lock_guard<std::mutex> guard{waiting_->mtx};
+    answer = waiting_->calls[id].get_future();
+  }
+  caf::anon_send(relay_, complete_atom_v,
+                 caf::actor_cast<caf::actor>(provider), std::move(req));
+  auto deadline = std::chrono::steady_clock::now() + timeout;
   while (answer.wait_for(std::chrono::milliseconds(50))
          != std::future_status::ready) {
     bool stop = cancelled != nullptr && cancelled->load();
-    if (stop || std::chrono::steady_clock::now() > deadline) {
+    if (stop || std::chrono::steady_clock::now() >= deadline) {
+      {
+        std::lock_guard<std::mutex> guard{waiting_->mtx};
+        waiting_->calls.erase(id);
+      }
       caf::anon_send(provider, cancel_atom_v, id);
       return {false, "", stop ? "cancelled" : "the reviewer timed out"};
     }

@@ -105,6 +105,10 @@ struct runtime::impl {
   // The provider of each session's latest turn: smart-mode reviews of
   // that session use it (else the configured main model).
   std::map<std::string, provider_actor> session_providers;
+  // The configured main model, for smart-mode reviews outside turns
+  // (spawned at start-up in smart mode when the model is configured).
+  provider_actor guardian;
+  std::unique_ptr<guardian_relay> relay;
   std::atomic<bool> stopping{false};
 
   ~impl() {
@@ -119,6 +123,11 @@ struct runtime::impl {
         conversations.clear();
         providers.clear();
         session_providers.clear();
+        if (guardian)
+          caf::anon_send_exit(guardian, caf::exit_reason::user_shutdown);
+        guardian = nullptr;
+        if (relay)
+          relay->stop();
       }
       if (writer)
         caf::anon_send_exit(writer, caf::exit_reason::user_shutdown);
@@ -202,6 +211,12 @@ runtime::create(options opts, std::string* error,
                  "session store unavailable: " << opened.error);
     }
   }
+  if (svc->cfg.approvals.mode == "smart") {
+    auto settings = make_provider_settings(svc->cfg);
+    if (settings.main.ok())
+      p->guardian = spawn_provider(*p->sys, svc->http, std::move(settings));
+  }
+  p->relay = std::make_unique<guardian_relay>(*p->sys);
   install_approval_hooks(*p);
   return std::unique_ptr<runtime>(new runtime(std::move(p)));
 }
@@ -241,19 +256,10 @@ void install_approval_hooks(runtime::impl& p) {
           i != pp->session_providers.end()) {
         prov = i->second;
       } else {
-        auto settings = make_provider_settings(pp->svc->cfg);
-        if (!settings.main.ok())
-          return {false, "", settings.main.error};
-        auto& ep = settings.main.endpoint;
-        auto key = ep.provider + "\n" + ep.base_url + "\n" + ep.model + "\n"
-                   + ep.api_key;
-        auto& slot = pp->providers[key];
-        if (!slot)
-          slot = spawn_provider(*pp->sys, pp->svc->http, settings);
-        prov = slot;
+        prov = pp->guardian;
       }
     }
-    return call_guardian(*pp->sys, prov, system, user, timeout, cancelled);
+    return pp->relay->ask(prov, system, user, timeout, cancelled);
   };
   p.svc->approvals->set_hooks(std::move(h));
 }
