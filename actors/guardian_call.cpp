@@ -9,6 +9,7 @@ namespace mibyan {
 struct guardian_relay::waiting {
   std::mutex mtx;
   std::map<std::string, std::promise<guardian_reply>> calls;
+  std::atomic<bool> stopped{false};
 
   void fulfil(const std::string& id, guardian_reply r) {
     std::lock_guard<std::mutex> guard{mtx};
@@ -45,9 +46,8 @@ guardian_relay::guardian_relay(caf::actor_system& sys)
 }
 
 void guardian_relay::stop() {
-  if (relay_)
-    caf::anon_send_exit(relay_, caf::exit_reason::user_shutdown);
-  relay_ = nullptr;
+  waiting_->stopped = true;
+  caf::anon_send_exit(relay_, caf::exit_reason::user_shutdown);
 }
 
 guardian_reply guardian_relay::ask(const provider_actor& provider,
@@ -58,7 +58,7 @@ guardian_reply guardian_relay::ask(const provider_actor& provider,
   static std::atomic<uint64_t> seq{0};
   if (!provider)
     return {false, "", "no reviewer model is configured"};
-  if (!relay_)
+  if (waiting_->stopped)
     return {false, "", "the runtime is shutting down"};
   chat_request req;
   req.request_id = "guardian-" + std::to_string(++seq);
@@ -81,7 +81,8 @@ guardian_reply guardian_relay::ask(const provider_actor& provider,
   auto deadline = std::chrono::steady_clock::now() + timeout;
   while (answer.wait_for(std::chrono::milliseconds(50))
          != std::future_status::ready) {
-    bool stop = cancelled != nullptr && cancelled->load();
+    bool stop = (cancelled != nullptr && cancelled->load())
+                || waiting_->stopped;
     if (stop || std::chrono::steady_clock::now() >= deadline) {
       {
         std::lock_guard<std::mutex> guard{waiting_->mtx};

@@ -34,7 +34,7 @@ public:
                      std::chrono::milliseconds timeout,
                      const std::atomic<bool>* cancelled);
 
-  /// Stops the relay actor.
+  /// Stops the relay actor; waiting calls return at once. Thread-safe.
   void stop();
 
   struct waiting;

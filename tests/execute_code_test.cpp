@@ -484,6 +484,8 @@ BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_CASE(cli_stdin_keeps_one_kernel_per_session) {
   test::temp_dir home;
+  // `mibyan tool` has no approval channel (docs/approvals.md): opt in.
+  home.write("config.yaml", "approvals:\n  single_query_mode: approve\n");
   test::process_options po;
   po.env["MIBYAN_HOME"] = home.path();
   po.input = R"J({"tool":"execute_code","args":{"code":"x = 41"}})J" "\n"
@@ -503,6 +505,7 @@ BOOST_AUTO_TEST_CASE(cli_stdin_keeps_one_kernel_per_session) {
 
 BOOST_AUTO_TEST_CASE(cli_sigint_interrupts_the_running_cell) {
   test::temp_dir home;
+  home.write("config.yaml", "approvals:\n  single_query_mode: approve\n");
   // Start the CLI, wait for the cell to run, then send SIGINT.
   int in_pipe[2];
   BOOST_REQUIRE(::pipe(in_pipe) == 0);
