@@ -50,6 +50,11 @@ approval_choice parse_approval_answer(const std::string& line,
 
 approval_choice ask_on_terminal(const approval_prompt& prompt,
                                 std::mutex& out_mtx) {
+  // One prompt at a time (script threads may ask concurrently).
+  static std::mutex one_at_a_time;
+  std::lock_guard<std::mutex> turn{one_at_a_time};
+  if (prompt.cancelled != nullptr && prompt.cancelled->load())
+    return approval_choice::deny;
   {
     std::lock_guard<std::mutex> guard{out_mtx};
     std::cout << "\n[approval needed] ";

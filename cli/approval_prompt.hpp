@@ -12,7 +12,7 @@
 
 namespace mibyan::cli {
 
-/// Asks on the terminal. `out_mtx` serialises writes to stdout with the
+/// Asks on the terminal; concurrent calls are asked one after another. `out_mtx` serialises writes to stdout with the
 /// chat's streaming output. Reads fd 0 directly: call only while the main
 /// thread is not reading stdin (it waits for the turn).
 approval_choice ask_on_terminal(const approval_prompt& prompt,
