@@ -14,6 +14,8 @@
 #include "approvals/approval_service.hpp"
 #include "approvals/guardian.hpp"
 #include "approvals/patterns.hpp"
+#include "config/allowlist_writer.hpp"
+#include "config/loader.hpp"
 #include "config/options.hpp"
 #include "runtime/json.hpp"
 #include "storage/session_store.hpp"
@@ -418,4 +420,48 @@ BOOST_AUTO_TEST_CASE(session_approvals_are_stored_and_deleted) {
   BOOST_CHECK(!store.set_approvals("sess-1", {"bad\nkey"}));
   BOOST_REQUIRE(store.delete_session("sess-1"));
   BOOST_CHECK(store.get_approvals("sess-1")->empty());
+}
+
+BOOST_AUTO_TEST_CASE(config_keys) {
+  auto r = parse_options("approvals:\n  mode: false\n  timeout: 5\n"
+                         "  deny: ['*prod*']\n  unattended_mode: approve\n"
+                         "command_allowlist: ['recursive rm', 'sh -c']\n",
+                         "test.yaml");
+  BOOST_REQUIRE_MESSAGE(r.ok(), r.error);
+  BOOST_CHECK_EQUAL(r.opts.approvals.mode, "off");
+  BOOST_CHECK_EQUAL(r.opts.approvals.timeout, 5);
+  BOOST_CHECK_EQUAL(r.opts.approvals.deny.size(), 1u);
+  BOOST_CHECK_EQUAL(r.opts.approvals.unattended_mode, "approve");
+  BOOST_CHECK_EQUAL(r.opts.command_allowlist.size(), 2u);
+  BOOST_CHECK_EQUAL(parse_options("approvals:\n  mode: off\n", "t").opts
+                      .approvals.mode, "off");
+  BOOST_CHECK_EQUAL(parse_options("approvals:\n  mode: bogus\n", "t").opts
+                      .approvals.mode, "manual");
+  BOOST_CHECK_EQUAL(parse_options("approvals:\n  mode: smart\n", "t").opts
+                      .approvals.mode, "smart");
+  BOOST_CHECK(!parse_options("approvals:\n  cron_mode: maybe\n", "t").ok());
+  BOOST_CHECK(!parse_options("command_allowlist: 3\n", "t").ok());
+  BOOST_CHECK(contains(render_options(r.opts), "command_allowlist: [\"recursive rm\""));
+}
+
+BOOST_AUTO_TEST_CASE(allowlist_writer_keeps_existing_entries) {
+  test::temp_dir dir;
+  // Appended block: the rest of the file (comments included) stays.
+  dir.write("a.yaml", "# my settings\nagent:\n  max_turns: 5\n");
+  BOOST_CHECK_EQUAL(add_to_command_allowlist(dir / "a.yaml", "sh -c"), "");
+  auto a = test::slurp(dir / "a.yaml");
+  BOOST_CHECK(contains(a, "# my settings"));
+  auto pa = parse_options(a, "a.yaml");
+  BOOST_REQUIRE_MESSAGE(pa.ok(), pa.error);
+  BOOST_CHECK_EQUAL(pa.opts.agent.max_turns, 5);
+  BOOST_REQUIRE_EQUAL(pa.opts.command_allowlist.size(), 1u);
+  // An existing list is extended; duplicates change nothing.
+  BOOST_CHECK_EQUAL(add_to_command_allowlist(dir / "a.yaml", "recursive rm"),
+                    "");
+  BOOST_CHECK_EQUAL(add_to_command_allowlist(dir / "a.yaml", "sh -c"), "");
+  auto pb = parse_options(test::slurp(dir / "a.yaml"), "a.yaml");
+  BOOST_REQUIRE_MESSAGE(pb.ok(), pb.error);
+  BOOST_CHECK_EQUAL(pb.opts.agent.max_turns, 5);
+  BOOST_CHECK_EQUAL(pb.opts.command_allowlist.size(), 2u);
+  BOOST_CHECK(!add_to_command_allowlist(dir / "a.yaml", "bad\nkey").empty());
 }
