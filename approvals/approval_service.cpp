@@ -201,7 +201,9 @@ approval_verdict approval_service::check_command(const std::string& command,
     session_yolo = it != sessions_.end() && it->second.yolo;
   }
   policy p;
-  p.paths = home_paths{resolved_home(), cfg_.home};
+  p.paths = home_paths{resolved_home(), cfg_.home, {}};
+  if (const char* h = std::getenv("HOME"); h != nullptr && p.paths.home != h)
+    p.paths.home_unresolved = h;
   p.deny_globs = &cfg_.approvals.deny;
   p.sudo_password = !cfg_.secret("SUDO_PASSWORD").empty();
   p.bypass = cfg_.approvals.yolo || cfg_.approvals.mode == "off"

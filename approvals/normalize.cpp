@@ -590,6 +590,7 @@ std::string normalize_preserving_case(std::string_view command,
   s = join_continuations(std::move(s));
   fold_path(s, paths.mibyan_home, "~/.mibyan");
   fold_path(s, paths.home, "~");
+  fold_path(s, paths.home_unresolved, "~");
   s = unescape(s);
   s = remove_empty_quotes(s);
   return replace_ifs(s);

@@ -17,6 +17,9 @@ struct home_paths {
   std::string home;
   /// `$MIBYAN_HOME` ("" = not folded).
   std::string mibyan_home;
+  /// `$HOME` as spelled in the environment when it differs from the
+  /// resolved path (a symlink); folded too ("" = none).
+  std::string home_unresolved;
 };
 
 /// Steps 1-7 of the normalisation (everything but lowercasing): ANSI

@@ -42,7 +42,7 @@ int main() {
   std::vector<std::string> permanent{"recursive rm"};
   std::set<std::string> session;
   policy p;
-  p.paths = home_paths{"/home/user", "/home/user/.mibyan"};
+  p.paths = home_paths{"/home/user", "/home/user/.mibyan", {}};
   p.deny_globs = &deny;
   p.permanent = &permanent;
   p.session = &session;

@@ -122,6 +122,9 @@ int chat_command(const std::vector<std::string>& args,
     }
   }
   block_interrupt_signals();
+  // Declared before the runtime, so it outlives the runtime's threads (an
+  // approval prompt still unwinding uses its mutex).
+  chat_state st;
   std::string error;
   auto rt = runtime::create(std::move(opts), &error);
   if (!rt) {
@@ -130,7 +133,6 @@ int chat_command(const std::vector<std::string>& args,
   }
   const bool interactive = ::isatty(0) == 1;
   const char* prompt = "> ";
-  chat_state st;
   // Approvals: a terminal is the approval channel (docs/approvals.md).
   if (interactive)
     rt->set_approval_callback([&st](const approval_prompt& p) {
