@@ -402,4 +402,22 @@ BOOST_AUTO_TEST_CASE(chat_prompt_once_session_deny_timeout) {
   BOOST_CHECK(contains(timed_out, "Silence is not consent"));
 }
 
+// Ctrl-C while the prompt waits: the call is cancelled, the prompt stops
+// waiting, nothing runs.
+BOOST_AUTO_TEST_CASE(chat_interrupt_during_prompt) {
+  script(completion("", "terminal",
+                    terminal_args("rm -rf " + user.path() + "/a")));
+  script(completion("after the interrupt"));
+  pty_child chat{agent_args("chat"), pty_env()};
+  BOOST_REQUIRE(chat.wait_for("> "));
+  chat.send("delete a\n");
+  BOOST_REQUIRE(chat.wait_for("[approval needed]"));
+  chat.send("\x03"); // SIGINT through the terminal
+  BOOST_REQUIRE(chat.wait_for("-> denied"));
+  BOOST_CHECK(chat.wait_for("[interrupted]"));
+  BOOST_CHECK(alive("a/canary"));
+  BOOST_CHECK_EQUAL(chat.finish(), 0);
+  BOOST_CHECK(alive("a/canary"));
+}
+
 BOOST_AUTO_TEST_SUITE_END()
