@@ -11,6 +11,7 @@
 #include <memory>
 #include <string>
 
+#include "approvals/approval_service.hpp"
 #include "config/options.hpp"
 #include "base/blocking_pool.hpp"
 #include "kernels/stub_generator.hpp"
@@ -38,6 +39,8 @@ struct runtime_services {
   /// Host tools that execute_code scripts may call (docs/embedding.md);
   /// their names are in `tools` too.
   std::vector<script_tool_spec> script_host_tools;
+  /// The approval gate (docs/approvals.md); set by the runtime.
+  std::unique_ptr<approval_service> approvals;
 };
 
 using services_ptr = std::shared_ptr<const runtime_services>;

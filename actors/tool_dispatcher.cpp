@@ -5,7 +5,10 @@
 
 #include "caf/all.hpp"
 
+#include "tools/script_sandbox.hpp"
+
 #include "actors/tool_invocation.hpp"
+#include "base/json.hpp"
 
 namespace mibyan {
 
@@ -46,8 +49,24 @@ dispatcher(tool_dispatcher_actor::stateful_pointer<dispatcher_state> self,
   return {
     [=](invoke_atom, tool_request& req) -> caf::result<tool_response> {
       auto& st = self->state;
-      if (req.tool == "execute_code" && st.code_exec)
+      if (req.tool == "execute_code" && st.code_exec) {
+        // The whole-script guard (docs/approvals.md); never blocks.
+        if (svc->approvals) {
+          // The sandbox probe ran at start-up, so this does not block.
+          approval_call call{req.session_id, req.from_script, nullptr};
+          call.isolated = !script_sandbox_bwrap(svc->cfg).empty();
+          auto v = svc->approvals->check_script(call);
+          if (!v.approved) {
+            json::value r;
+            r["status"] = "blocked";
+            r["output"] = "";
+            r["error"] = v.message;
+            r["approved"] = false;
+            return tool_response{req.call_id, req.tool, r.dump(), 0, false};
+          }
+        }
         return self->delegate(st.code_exec, invoke_atom_v, std::move(req));
+      }
       auto inv = spawn_tool_invocation(self, svc);
       st.running[req.session_id].insert(inv);
       st.session_of.emplace(inv.address(), req.session_id);

@@ -85,6 +85,7 @@ caf::behavior invocation(invocation_actor* self, services_ptr svc) {
         ctx.from_script = req.from_script;
         ctx.redact = svc->redact.get();
         ctx.processes = svc->processes.get();
+        ctx.approvals = svc->approvals.get();
         json::value result;
         if (cancel->load())
           return; // the answer was already given

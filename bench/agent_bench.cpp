@@ -578,6 +578,7 @@ std::unique_ptr<runtime> make_runtime(const bench_env& env,
   options opts;
   opts.home = ((tmpfs ? env.shm : env.tmp) / name).string();
   opts.code_execution.prestart_kernels = 0;
+  opts.approvals.unattended_mode = "approve"; // docs/approvals.md
   opts.agent.api_max_retries = 1;
   opts.logging.level = "warning";
   std::string err;

@@ -245,6 +245,7 @@ std::unique_ptr<runtime> make_runtime(bench_env& env, int64_t prestart,
   opts.code_execution.prestart_kernels = prestart;
   opts.code_execution.python = python;
   opts.code_execution.max_tool_calls = 5000;
+  opts.approvals.unattended_mode = "approve"; // docs/approvals.md
   std::vector<std::unique_ptr<tool>> extra;
   extra.push_back(std::make_unique<noop_search_tool>());
   extra.push_back(std::make_unique<sleep_extract_tool>());

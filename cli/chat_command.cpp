@@ -1,5 +1,6 @@
 // `mibyan chat`: an interactive conversation, one agent turn per input line.
 #include "cli/commands.hpp"
+#include "cli/approval_prompt.hpp"
 #include "cli/interrupt_watcher.hpp"
 
 #include <cstdio>
@@ -8,6 +9,7 @@
 #include <iostream>
 #include <mutex>
 #include <random>
+#include <set>
 #include <string>
 
 #include <unistd.h>
@@ -34,6 +36,8 @@ void usage() {
 void chat_help() {
   std::cout << "commands:\n"
                "  /new    start a new session and print its id\n"
+               "  /yolo   toggle approving every non-hardline command in "
+               "this session\n"
                "  /exit   leave (so does end of input)\n"
                "  /help   show this list\n"
                "Ctrl-C interrupts the running turn.\n"
@@ -118,6 +122,9 @@ int chat_command(const std::vector<std::string>& args,
     }
   }
   block_interrupt_signals();
+  // Declared before the runtime, so it outlives the runtime's threads (an
+  // approval prompt still unwinding uses its mutex).
+  chat_state st;
   std::string error;
   auto rt = runtime::create(std::move(opts), &error);
   if (!rt) {
@@ -126,7 +133,13 @@ int chat_command(const std::vector<std::string>& args,
   }
   const bool interactive = ::isatty(0) == 1;
   const char* prompt = "> ";
-  chat_state st;
+  // Approvals: a terminal is the approval channel (docs/approvals.md).
+  if (interactive)
+    rt->set_approval_callback([&st](const approval_prompt& p) {
+      return ask_on_terminal(p, st.mtx);
+    });
+  else
+    rt->set_approval_context(approval_context::single_query);
   st.session_id = call.session_id.empty() ? new_session_id()
                                           : call.session_id;
   std::cerr << "session: " << st.session_id << "\n";
@@ -143,6 +156,7 @@ int chat_command(const std::vector<std::string>& args,
     }
   }};
   bool first_turn = true;
+  std::set<std::string> yolo_sessions;
   std::string line;
   for (;;) {
     if (interactive) {
@@ -170,6 +184,19 @@ int chat_command(const std::vector<std::string>& args,
         std::cerr << "session: " << st.session_id << "\n";
       }
       rt->close_session(old);
+      continue;
+    }
+    if (text == "/yolo") {
+      std::lock_guard<std::mutex> guard{st.mtx};
+      bool on = !yolo_sessions.count(st.session_id);
+      if (on)
+        yolo_sessions.insert(st.session_id);
+      else
+        yolo_sessions.erase(st.session_id);
+      rt->set_session_yolo(st.session_id, on);
+      std::cerr << "yolo " << (on ? "on" : "off")
+                << " for this session (hardline commands and deny rules "
+                   "still apply)\n";
       continue;
     }
     if (text[0] == '/' && text.find(' ') == std::string::npos) {

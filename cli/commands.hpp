@@ -18,6 +18,9 @@ namespace mibyan::cli {
 struct global_flags {
   std::string log_file;
   std::string log_level;
+  /// --yolo: approve every command that is not hardline or denied by a
+  /// rule (docs/approvals.md).
+  bool yolo = false;
 };
 
 int tool_command(const std::vector<std::string>& args,

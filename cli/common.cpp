@@ -84,6 +84,7 @@ bool load_config_or_report(const global_flags& flags, options& out) {
     return false;
   }
   out = std::move(loaded.opts);
+  out.approvals.yolo = flags.yolo;
   auto level_text = flags.log_level.empty() ? out.logging.level
                                             : flags.log_level;
   log::level lvl;

@@ -12,7 +12,7 @@ namespace {
 
 void usage(std::ostream& out) {
   out << "Mibyan: a runtime for tool-using LLM agents.\n\n"
-         "usage: mibyan [--log-level L] [--log-file F] COMMAND ...\n\n"
+         "usage: mibyan [--log-level L] [--log-file F] [--yolo] COMMAND ...\n\n"
          "commands:\n"
          "  tool NAME 'ARGS_JSON'   run one tool call and print its result\n"
          "  tool --stdin            run one call per input line, in order\n"
@@ -49,6 +49,8 @@ int main(int argc, char** argv) {
       (args[i] == "--log-file" ? flags.log_file : flags.log_level)
         = args[i + 1];
       ++i;
+    } else if (args[i] == "--yolo") {
+      flags.yolo = true;
     } else if (args[i] == "-h" || args[i] == "--help") {
       usage(std::cout);
       return 0;

@@ -100,6 +100,9 @@ int run_command(const std::vector<std::string>& args,
     std::cerr << "mibyan: cannot start the runtime: " << error << "\n";
     return 1;
   }
+  // Non-interactive: flagged commands follow single_query_mode.
+  rt->set_approval_context(approval_context::single_query);
+
   if (call.session_id.empty())
     call.session_id = new_session_id();
   bool live = !as_json && ::isatty(1) == 1;

@@ -172,6 +172,9 @@ int tool_command(const std::vector<std::string>& args,
     std::cerr << "mibyan: cannot start the runtime: " << error << "\n";
     return 1;
   }
+  // Non-interactive: flagged commands follow single_query_mode.
+  rt->set_approval_context(approval_context::single_query);
+
   if (list)
     return list_tools(*rt);
   if (session.empty())

@@ -405,9 +405,64 @@ const std::vector<field>& fields() {
       [](const options& o) {
         return std::to_string(o.provider.max_response_bytes);
       }});
+    // approvals (docs/approvals.md)
+    t.push_back({"approvals", "mode",
+                 [](const YAML::Node& node, options& o) -> std::string {
+                   if (!node.IsScalar())
+                     return "expected manual, smart or off, got "
+                            + scalar_text(node);
+                   const auto& v = node.Scalar();
+                   if (v == "off" || v == "false" || v == "False"
+                       || v == "no" || v == "Off")
+                     o.approvals.mode = "off";
+                   else if (v == "smart" || v == "manual")
+                     o.approvals.mode = v;
+                   else
+                     o.approvals.mode = "manual"; // unknown: the safe mode
+                   return {};
+                 },
+                 [](const options& o) { return o.approvals.mode; }});
+    t.push_back(int_field("approvals", "timeout", &o::approvals,
+                          &approvals_options::timeout, 1));
+    for (auto key : {"cron_mode", "single_query_mode", "unattended_mode"}) {
+      auto mem = std::string{key} == "cron_mode"
+                   ? &approvals_options::cron_mode
+                   : std::string{key} == "single_query_mode"
+                       ? &approvals_options::single_query_mode
+                       : &approvals_options::unattended_mode;
+      t.push_back(string_field("approvals", key, &o::approvals, mem,
+                               {"deny", "approve"}));
+    }
+    t.push_back(int_field("approvals", "denial_breaker_threshold",
+                          &o::approvals,
+                          &approvals_options::denial_breaker_threshold,
+                          -1000000));
+    t.push_back(list_field("approvals", "deny", &o::approvals,
+                           &approvals_options::deny));
+    t.push_back(int_field("approvals", "guardian_timeout", &o::approvals,
+                          &approvals_options::guardian_timeout, 1));
     return t;
   }();
   return table;
+}
+
+// Top-level `command_allowlist`: a list of pattern keys (bounded).
+std::string parse_allowlist(const YAML::Node& node, options& o) {
+  o.command_allowlist.clear();
+  if (node.IsNull())
+    return {};
+  if (!node.IsSequence())
+    return "command_allowlist: expected a list of strings, got "
+           + scalar_text(node);
+  for (const auto& item : node) {
+    if (!item.IsScalar())
+      return "command_allowlist: expected a list of strings, found "
+             + scalar_text(item);
+    if (item.Scalar().size() > 200 || o.command_allowlist.size() >= 1000)
+      return "command_allowlist: at most 1000 keys of 200 characters";
+    o.command_allowlist.push_back(item.Scalar());
+  }
+  return {};
 }
 
 std::string located(const std::string& origin, const YAML::Mark& mark) {
@@ -484,6 +539,13 @@ load_result parse_options(const std::string& yaml_text,
     for (const auto& kv : root) {
       auto section = kv.first.as<std::string>();
       const auto& body = kv.second;
+      if (section == "command_allowlist") { // a top-level list
+        if (auto err = parse_allowlist(body, result.opts); !err.empty()) {
+          result.error = located(origin, body.Mark()) + ": " + err;
+          return result;
+        }
+        continue;
+      }
       if (sections.count(section) == 0) {
         std::string known;
         for (auto& s : sections)
@@ -629,6 +691,10 @@ std::string render_options(const options& opts) {
     }
     out << "  " << f.key << ": " << f.show(opts) << "\n";
   }
+  out << "command_allowlist: [";
+  for (size_t i = 0; i < opts.command_allowlist.size(); ++i)
+    out << (i ? ", " : "") << quoted_for_show(opts.command_allowlist[i]);
+  out << "]\n";
   out << "# .env: " << opts.env_file.size() << " variables (values masked)\n";
   for (auto& [k, v] : opts.env_file)
     out << "#   " << k << "=**** (" << v.size() << " chars)\n";

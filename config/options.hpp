@@ -208,6 +208,31 @@ struct tool_loop_guardrail_options {
   guardrail_thresholds hard_stop_after{5, 8, 5};
 };
 
+/// Section `approvals`: gating of dangerous commands (docs/approvals.md).
+struct approvals_options {
+  /// "manual" (ask a human), "smart" (ask a reviewer model first) or "off"
+  /// (approve everything but hardline and deny rules). YAML false/off read
+  /// as "off"; unknown values as "manual".
+  std::string mode = "manual";
+  /// Seconds a human has to answer a prompt (no answer = deny).
+  int64_t timeout = 60;
+  /// What a context without an approval channel does with a flagged
+  /// command: "deny" or "approve".
+  std::string cron_mode = "deny";
+  std::string single_query_mode = "deny";
+  std::string unattended_mode = "deny";
+  /// Consecutive smart-mode denials after which deny messages carry the
+  /// breaker suffix; <= 0 disables.
+  int64_t denial_breaker_threshold = 3;
+  /// Globs blocking matching commands unconditionally.
+  std::vector<std::string> deny;
+  /// Seconds the smart-mode reviewer may take (then: escalate).
+  int64_t guardian_timeout = 30;
+  /// Set by `--yolo` (never read from YAML): approve every command that is
+  /// not hardline or denied by a rule.
+  bool yolo = false;
+};
+
 /// The whole effective configuration plus where it came from.
 struct options {
   model_options model;
@@ -234,6 +259,10 @@ struct options {
   std::string secret(const std::string& name) const;
 
   tool_loop_guardrail_options tool_loop_guardrails;
+  approvals_options approvals;
+  /// Top-level `command_allowlist`: pattern keys approved permanently
+  /// (docs/approvals.md).
+  std::vector<std::string> command_allowlist;
 };
 
 } // namespace mibyan

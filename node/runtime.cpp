@@ -15,6 +15,7 @@
 #include "caf/io/all.hpp"
 
 #include "actors/conversation.hpp"
+#include "actors/guardian_call.hpp"
 #include "actors/kernel_registry.hpp"
 #include "actors/provider.hpp"
 #include "actors/session_writer.hpp"
@@ -108,10 +109,17 @@ void configure_actor_system(caf::actor_system_config& cfg,
 }
 
 runtime::impl::~impl() {
+  stopping = true;
   if (sys) {
     {
       std::lock_guard<std::mutex> guard{mtx};
       closing = true;
+      session_providers.clear();
+      if (guardian)
+        caf::anon_send_exit(guardian, caf::exit_reason::user_shutdown);
+      guardian = nullptr;
+      if (relay)
+        relay->stop();
       for (auto& [id, c] : conversations)
         caf::anon_send_exit(c, caf::exit_reason::user_shutdown);
       for (auto& [key, p] : providers)
@@ -230,6 +238,7 @@ make_services(options opts, std::vector<std::unique_ptr<tool>> extra_tools,
   svc->pool = std::make_unique<blocking_pool>(
     static_cast<size_t>(std::max<int64_t>(1, opts.runtime.blocking_threads)));
   svc->cfg = std::move(opts);
+  svc->approvals = std::make_unique<approval_service>(svc->cfg);
   if (!svc->http)
     svc->http = std::make_shared<http_client>();
   svc->redact = std::make_shared<const redactor>(
@@ -252,6 +261,52 @@ make_services(options opts, std::vector<std::unique_ptr<tool>> extra_tools,
   svc->script_host_tools = std::move(script_host_tools);
   return svc;
 }
+
+namespace {
+
+// Connects the approval service to the session store (session grants) and
+// to provider connections (smart-mode reviews); docs/approvals.md.
+void install_approval_hooks(runtime::impl& p) {
+  approval_service::hooks h;
+  std::weak_ptr<session_store> store = p.store;
+  h.load_session = [store](const std::string& sid) {
+    std::vector<std::string> out;
+    if (auto s = store.lock()) {
+      auto r = s->get_approvals(sid);
+      if (r)
+        out = std::move(*r);
+      else
+        MIBYAN_LOG(warning, "approvals", r.error);
+    }
+    return out;
+  };
+  h.save_session = [store](const std::string& sid,
+                           const std::vector<std::string>& keys) {
+    if (auto s = store.lock())
+      if (auto st = s->set_approvals(sid, keys); !st)
+        MIBYAN_LOG(warning, "approvals", st.error);
+  };
+  auto* pp = &p;
+  h.guardian = [pp](const std::string& sid, const std::string& system,
+                    const std::string& user, std::chrono::milliseconds timeout,
+                    const std::atomic<bool>* cancelled) -> guardian_reply {
+    if (pp->stopping)
+      return {false, "", "the runtime is shutting down"};
+    provider_actor prov;
+    {
+      std::lock_guard<std::mutex> guard{pp->mtx};
+      if (auto i = pp->session_providers.find(sid);
+          i != pp->session_providers.end())
+        prov = i->second;
+      else
+        prov = pp->guardian;
+    }
+    return pp->relay->ask(prov, system, user, timeout, cancelled);
+  };
+  p.svc->approvals->set_hooks(std::move(h));
+}
+
+} // namespace
 
 bool wire_runtime(runtime::impl& p, std::string* error) {
   auto& svc = p.svc;
@@ -285,6 +340,13 @@ bool wire_runtime(runtime::impl& p, std::string* error) {
                  "session store unavailable: " << opened.error);
     }
   }
+  if (svc->cfg.approvals.mode == "smart") {
+    auto settings = make_provider_settings(svc->cfg);
+    if (settings.main.ok())
+      p.guardian = spawn_provider(*p.sys, svc->http, std::move(settings));
+  }
+  p.relay = std::make_unique<guardian_relay>(*p.sys);
+  install_approval_hooks(p);
   return true;
 }
 
@@ -462,6 +524,10 @@ bool prepare_turn(runtime::impl& p, const turn_call& call, prepared_turn& t,
     if (!slot)
       slot = spawn_provider(*p.sys, p.svc->http, settings);
     t.req.provider = caf::actor_cast<caf::actor>(slot);
+    // Smart-mode reviews of this session's commands use its provider; a
+    // session whose id is generated later is reviewed by the main model.
+    if (!call.session_id.empty())
+      p.session_providers[call.session_id] = slot;
   }
   t.req.text = call.prompt;
   t.req.max_iterations = call.max_iterations;
@@ -660,9 +726,26 @@ void runtime::close_session(const std::string& session_id) {
     if (impl_->kernels)
       caf::anon_send(impl_->kernels, dispose_atom_v, session_id);
   }
+  {
+    std::lock_guard<std::mutex> guard{impl_->mtx};
+    impl_->session_providers.erase(session_id);
+  }
+  impl_->svc->approvals->forget_session(session_id);
   if (impl_->svc->processes)
     impl_->svc->processes->close_session(session_id);
   forget_session_reads(session_id);
+}
+
+void runtime::set_approval_callback(approval_callback cb) {
+  impl_->svc->approvals->set_callback(std::move(cb));
+}
+
+void runtime::set_approval_context(approval_context c) {
+  impl_->svc->approvals->set_context(c);
+}
+
+void runtime::set_session_yolo(const std::string& session_id, bool on) {
+  impl_->svc->approvals->set_session_yolo(session_id, on);
 }
 
 std::string runtime::kernel_stats() {

@@ -5,6 +5,8 @@
 // (actor_api.cpp). Includes CAF: only node/*.cpp include it.
 #pragma once
 
+#include <atomic>
+
 #include <map>
 #include <memory>
 #include <mutex>
@@ -17,6 +19,7 @@
 #include "actors/conversation.hpp"
 #include "actors/kernel_registry.hpp"
 #include "actors/provider.hpp"
+#include "actors/guardian_call.hpp"
 #include "actors/session_writer.hpp"
 #include "actors/tool_dispatcher.hpp"
 #include "node/runtime.hpp"
@@ -45,6 +48,14 @@ struct runtime::impl {
   /// Set by the destructor: no new conversation or provider is spawned
   /// (it would never get its exit message).
   bool closing = false;
+  // Smart-mode approval reviews (docs/approvals.md): the provider of each
+  // session's latest turn reviews that session's commands, else the
+  // configured main model (`guardian`, spawned at start-up in smart mode).
+  // Guarded by mtx. The relay makes the review calls from pool threads.
+  std::map<std::string, provider_actor> session_providers;
+  provider_actor guardian;
+  std::unique_ptr<guardian_relay> relay;
+  std::atomic<bool> stopping{false};
 
   ~impl();
 };

@@ -19,6 +19,7 @@ import sys
 LAYERS = [
     ["messages", "base"],
     ["config", "kernels", "storage"],
+    ["approvals"],
     ["tools", "providers"],
     ["agent"],
     ["actors"],

@@ -257,6 +257,12 @@ session_store::open(session_store_options opts) {
       return result::failure(r.code, "open session store: " + r.error);
     *d.dbi = *r;
   }
+  if (auto r = self->env_->open_dbi("approvals"); r) {
+    self->approvals_ = *r;
+    self->has_approvals_ = true;
+  } else if (!self->opts_.read_only) {
+    return result::failure("open session store: " + r.error);
+  }
   auto fts = fts_index::open(*self->env_);
   if (!fts)
     return result::failure(fts.code, "open session store: " + fts.error);
@@ -617,11 +623,78 @@ store_status session_store::delete_session_txn(const std::string& id) {
         error = "delete start-time entry";
         return rc;
       }
+      if (has_approvals_) {
+        rc = lmdb_env::del(txn, approvals_, id);
+        if (rc != 0 && rc != MDB_NOTFOUND) {
+          error = "delete approvals";
+          return rc;
+        }
+      }
       if ((rc = lmdb_env::del(txn, sessions_, id)) != 0)
         error = "delete session row";
       return rc;
     },
     "delete_session");
+}
+
+// -- approvals ----------------------------------------------------------------
+
+store_result<std::vector<std::string>>
+session_store::get_approvals(const std::string& id) const {
+  using result = store_result<std::vector<std::string>>;
+  if (auto err = check_session_id(id); !err.empty())
+    return result::failure("get_approvals: " + err);
+  std::vector<std::string> keys;
+  if (!has_approvals_)
+    return result{keys};
+  auto st = env_->read(
+    [&](MDB_txn* txn, std::string&) {
+      std::string_view v;
+      int rc = lmdb_env::get(txn, approvals_, id, v);
+      if (rc == MDB_NOTFOUND)
+        return 0;
+      if (rc != 0)
+        return rc;
+      size_t pos = 0;
+      while (pos < v.size()) {
+        auto nl = v.find('\n', pos);
+        if (nl == std::string_view::npos)
+          nl = v.size();
+        if (nl > pos)
+          keys.emplace_back(v.substr(pos, nl - pos));
+        pos = nl + 1;
+      }
+      return 0;
+    },
+    "get_approvals");
+  if (!st)
+    return result::failure(st.error);
+  return result{keys};
+}
+
+store_status session_store::set_approvals(const std::string& id,
+                                          const std::vector<std::string>& keys) {
+  if (auto err = check_session_id(id); !err.empty())
+    return store_status::failure("set_approvals: " + err);
+  if (!has_approvals_)
+    return store_status::failure("set_approvals: the store is read-only");
+  if (keys.size() > 256)
+    return store_status::failure("set_approvals: more than 256 keys");
+  std::string value;
+  for (auto& k : keys) {
+    if (k.empty() || k.size() > 200 || k.find('\n') != std::string::npos)
+      return store_status::failure("set_approvals: invalid key");
+    value += k + "\n";
+  }
+  return env_->write(
+    [&](MDB_txn* txn, std::string&) {
+      if (value.empty()) {
+        int rc = lmdb_env::del(txn, approvals_, id);
+        return rc == MDB_NOTFOUND ? 0 : rc;
+      }
+      return lmdb_env::put(txn, approvals_, id, value);
+    },
+    "set_approvals");
 }
 
 // -- messages -----------------------------------------------------------------

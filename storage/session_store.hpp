@@ -13,6 +13,8 @@
 //   msg_by_id        be64(message id) -> session id
 //   msg_keys         session id \0 idempotency key -> be64(message id)
 //   fts_terms/fts_df the full-text index (storage/fts_index.hpp)
+//   approvals        session id -> approved pattern keys, '\n'-separated
+//                    (docs/approvals.md; deleted with the session)
 //
 // Every mutation is one write transaction committed before the function
 // returns (fsync'd; MDB_NOSYNC is never used): an appended message, the
@@ -162,6 +164,16 @@ public:
   /// afterwards when there is room (storage/space_reserve.hpp).
   store_status delete_session(const std::string& id);
 
+  // -- approvals --------------------------------------------------------------
+
+  /// The pattern keys approved for the whole of session `id` (empty when
+  /// none; the session need not exist). Errors: id malformed, read failure.
+  store_result<std::vector<std::string>>
+  get_approvals(const std::string& id) const;
+  /// Replaces them (at most 256 keys of at most 200 bytes, no newlines).
+  store_status set_approvals(const std::string& id,
+                             const std::vector<std::string>& keys);
+
   // -- messages ---------------------------------------------------------------
 
   /// Appends one message in one committed transaction, updating the
@@ -224,6 +236,9 @@ private:
   MDB_dbi msgs_ = 0;
   MDB_dbi msg_by_id_ = 0;
   MDB_dbi msg_keys_ = 0;
+  /// 0 when a read-only store predates the approvals database.
+  MDB_dbi approvals_ = 0;
+  bool has_approvals_ = false;
 };
 
 } // namespace mibyan

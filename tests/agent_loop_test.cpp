@@ -120,6 +120,8 @@ struct fixture {
     options opts;
     opts.home = home.path();
     opts.agent.api_max_retries = 1;
+    // Scripts run without a human here (docs/approvals.md, whole-script guard).
+    opts.approvals.unattended_mode = "approve";
     std::string err;
     rt = runtime::create(opts, &err);
     BOOST_REQUIRE_MESSAGE(rt != nullptr, err);

@@ -35,6 +35,8 @@ struct exec_fixture {
     // fallback (MIBYAN_TEST_SANDBOX=off).
     if (const char* sb = std::getenv("MIBYAN_TEST_SANDBOX"); sb && *sb)
       opts.code_execution.sandbox = sb;
+    // Scripts run without a human here (docs/approvals.md, whole-script guard).
+    opts.approvals.unattended_mode = "approve";
     if (adjust)
       adjust(opts);
     std::string err;
@@ -498,6 +500,8 @@ BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_CASE(cli_stdin_keeps_one_kernel_per_session) {
   test::temp_dir home;
+  // `mibyan tool` has no approval channel (docs/approvals.md): opt in.
+  home.write("config.yaml", "approvals:\n  single_query_mode: approve\n");
   test::process_options po;
   po.env["MIBYAN_HOME"] = home.path();
   po.input = R"J({"tool":"execute_code","args":{"code":"x = 41"}})J" "\n"
@@ -517,6 +521,7 @@ BOOST_AUTO_TEST_CASE(cli_stdin_keeps_one_kernel_per_session) {
 
 BOOST_AUTO_TEST_CASE(cli_sigint_interrupts_the_running_cell) {
   test::temp_dir home;
+  home.write("config.yaml", "approvals:\n  single_query_mode: approve\n");
   // Start the CLI, wait for the cell to run, then send SIGINT.
   int in_pipe[2];
   BOOST_REQUIRE(::pipe(in_pipe) == 0);

@@ -30,6 +30,7 @@
 #include "tools/redact_result.hpp"
 #include "tools/terminal_background.hpp"
 #include "tools/script_sandbox.hpp"
+#include "tools/approval_gate.hpp"
 
 namespace mibyan {
 
@@ -227,6 +228,8 @@ public:
                           + std::to_string(max_command_bytes)
                           + "). Write the script to a file with write_file "
                             "and run that file instead.");
+    if (auto blocked = check_command(command, ctx))
+      return std::move(*blocked); // docs/approvals.md
     bool background = args.get_bool("background", false);
     if (!background && args.get_bool("pty", false))
       return error_result("pty=true needs background=true: foreground "

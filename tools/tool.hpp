@@ -18,6 +18,7 @@ struct options;          // config/options.hpp
 class http_client;       // base/http_client.hpp
 class redactor;          // base/redact.hpp
 class process_registry;  // base/process_registry.hpp
+class approval_service;  // approvals/approval_service.hpp
 
 /// Everything a tool may use besides its arguments. Owned by the caller and
 /// valid for the whole `run()` call.
@@ -49,6 +50,9 @@ struct tool_context {
   /// Background processes of the runtime (terminal background=true and the
   /// process tool). Null when the runtime offers none (unit tests).
   process_registry* processes = nullptr;
+  /// The runtime's approval gate for commands (tools/approval_gate.hpp).
+  /// Null outside a runtime (unit tests).
+  approval_service* approvals = nullptr;
 
   bool is_cancelled() const {
     return cancelled != nullptr && cancelled->load(std::memory_order_relaxed);

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "mibyan/host_tool.hpp"
+#include "mibyan/approval.hpp"
 
 namespace mibyan {
 
@@ -189,6 +190,19 @@ public:
   /// Kernel counters as JSON ({"kernels","prestarted","spawned","evicted",
   /// "reaped"}); blocks briefly.
   std::string kernel_stats();
+
+  /// Approvals (docs/approvals.md). The host's approval channel: called
+  /// on a runtime thread for each flagged command that needs a human (see
+  /// approval_callback). Without one the runtime is non-interactive and
+  /// flagged commands follow the context's default (deny unless
+  /// configured otherwise).
+  void set_approval_callback(approval_callback cb);
+  /// Which config key decides for flagged commands when there is no
+  /// callback (default: unattended).
+  void set_approval_context(approval_context c);
+  /// Session `/yolo`: approve every command of the session that is not
+  /// hardline or denied by a rule. Cleared with close_session.
+  void set_session_yolo(const std::string& session_id, bool on);
 
   /// Library-internal (node/runtime.hpp defines the types).
   const tool_registry& tools() const;

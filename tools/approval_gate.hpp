@@ -1,0 +1,27 @@
+// File: tools/approval_gate.hpp
+//
+// The one call a command-running tool makes before it runs anything
+// (docs/approvals.md): `terminal` (foreground and background starts) and
+// any future process starter. Runs on the tool's blocking-pool thread.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "base/json.hpp"
+#include "tools/tool.hpp"
+
+namespace mibyan {
+
+/// Checks `command` for the call described by `ctx` (its session, whether
+/// it comes from a script, its cancel flag). Returns the tool result to
+/// give instead of running the command when it is blocked:
+///   {"output": "", "exit_code": -1, "error": <message>,
+///    "status": "blocked", "approved": false, "hardline": <bool>}
+/// or nothing when it may run. Without an approval service in `ctx`
+/// (tools used outside a runtime), hardline patterns and deny rules still
+/// apply.
+std::optional<json::value> check_command(const std::string& command,
+                                         const tool_context& ctx);
+
+} // namespace mibyan
