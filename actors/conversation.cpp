@@ -354,11 +354,31 @@ void invoke(conv_pointer self, size_t idx, std::function<void()> then) {
     auto tp = current(self, id);
     return tp != nullptr && tp->batch == batch ? tp : nullptr;
   };
+  // Tool activity for the turn's sink (docs/serve.md, "mibyan" field).
+  auto sink = t.p.req.sink;
+  if (sink) {
+    json::value ev;
+    ev["id"] = c.id;
+    ev["name"] = c.name;
+    ev["arguments"] = c.arguments;
+    caf::anon_send(sink, delta_atom_v, st.deps.session_id,
+                   std::string{"tool_start"}, ev.dump());
+  }
   self->request(st.deps.dispatcher, caf::infinite, invoke_atom_v,
                 std::move(req))
     .then(
-      [alive, idx, then](tool_response& resp) {
+      [alive, idx, then, sink, sid = st.deps.session_id, cid = c.id,
+       cname = c.name](tool_response& resp) {
         if (auto tp = alive()) {
+          if (sink) {
+            json::value ev;
+            ev["id"] = cid;
+            ev["name"] = cname;
+            ev["duration_ms"] = resp.duration_us / 1000;
+            ev["timed_out"] = resp.timed_out;
+            caf::anon_send(sink, delta_atom_v, sid, std::string{"tool_end"},
+                           ev.dump());
+          }
           tp->results[idx] = std::move(resp.result_json);
           then();
         }

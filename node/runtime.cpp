@@ -1,6 +1,8 @@
 #include "node/runtime.hpp"
 
 #include <ctime>
+#include <future>
+#include <optional>
 #include <filesystem>
 #include <map>
 #include <mutex>
@@ -24,6 +26,7 @@
 #include "storage/session_store.hpp"
 #include "storage/trajectory.hpp"
 #include "tools/registry.hpp"
+#include "node/openai_chat.hpp"
 
 namespace fs = std::filesystem;
 
@@ -237,11 +240,47 @@ void runtime::call_tool_async(const tool_call_request& call,
 
 turn_outcome runtime::run_turn(const turn_call& call) {
   auto& p = *impl_;
+  std::promise<turn_outcome> promise;
+  auto fut = promise.get_future();
+  run_turn_async(call, [&promise](turn_outcome o) {
+    promise.set_value(std::move(o));
+  });
+  auto out = fut.get();
+  if (!out.result_json.empty()
+      && (call.save_trajectory || p.svc->cfg.agent.save_trajectories)) {
+    auto res = json::parse(out.result_json);
+    std::vector<trajectory_tool> offered;
+    for (auto t : p.svc->tools.all()) {
+      bool wanted = call.toolsets.empty();
+      for (auto& ts : call.toolsets)
+        wanted = wanted || ts == t->toolset();
+      if (wanted)
+        offered.push_back({t->name(), t->description(), t->schema()});
+    }
+    if (res && res.v->is_object()) {
+      auto completed = res.v->get_bool("completed", false);
+      out.trajectory_error = append_trajectory_line(
+        p.svc->cfg.agent.trajectory_dir,
+        completed ? trajectory_samples_file : failed_trajectories_file,
+        trajectory_line(*res.v, offered, std::time(nullptr)));
+    } else {
+      out.trajectory_error = "the turn result is not a JSON object";
+    }
+    if (!out.trajectory_error.empty())
+      MIBYAN_LOG(warning, "runtime",
+                 "trajectory not saved: " << out.trajectory_error);
+  }
+  return out;
+}
+
+void runtime::run_turn_async(const turn_call& call,
+                             std::function<void(turn_outcome)> done) {
+  auto& p = *impl_;
   turn_outcome out;
   auto fail = [&](std::string msg, bool config) {
     out.error = std::move(msg);
     out.config_error = config;
-    return out;
+    done(std::move(out));
   };
   if (call.prompt.empty())
     return fail("the prompt is empty", true);
@@ -271,28 +310,28 @@ turn_outcome runtime::run_turn(const turn_call& call) {
   }
   if (!p.store || !p.writer)
     return fail("the session store is unavailable: " + p.store_error, false);
-  caf::scoped_actor self{*p.sys};
-  // The session row must exist before the conversation loads it.
-  auto sid = call.session_id;
-  if (sid.empty() || !p.store->get_session(sid)) {
+  // A new session: its row and seed messages must exist before the
+  // conversation loads it. (One LMDB read transaction here.)
+  std::optional<session_meta> create;
+  std::vector<chat_message> seed;
+  if (call.session_id.empty() || !p.store->get_session(call.session_id)) {
+    if (!call.history_json.empty()) {
+      auto parsed = json::parse(call.history_json);
+      std::string err;
+      if (!parsed || !chat_messages_from_openai(*parsed.v, seed, err))
+        return fail("bad history: " + (parsed ? err : parsed.error), false);
+    }
     session_meta meta;
-    meta.id = sid;
+    meta.id = call.session_id;
     meta.source = call.source;
     meta.model = settings.main.endpoint.model;
     meta.provider = settings.main.endpoint.provider;
     meta.cwd = p.svc->default_cwd;
-    std::string err;
-    self->request(p.writer, caf::infinite, create_atom_v, std::move(meta))
-      .receive([&](std::string& id) { sid = std::move(id); },
-               [&](caf::error& e) { err = p.sys->render(e); });
-    if (!err.empty() && !p.store->get_session(sid))
-      return fail("cannot create session: " + err, false);
+    create = std::move(meta);
   }
-  out.session_id = sid;
   auto& ep = settings.main.endpoint;
   auto key = ep.provider + "\n" + ep.base_url + "\n" + ep.model + "\n"
              + ep.api_key;
-  conversation_actor conv;
   provider_actor prov;
   {
     std::lock_guard<std::mutex> guard{p.mtx};
@@ -300,12 +339,6 @@ turn_outcome runtime::run_turn(const turn_call& call) {
     if (!slot)
       slot = spawn_provider(*p.sys, p.svc->http, settings);
     prov = slot;
-    auto& c = p.conversations[sid];
-    if (!c)
-      c = spawn_conversation(*p.sys, conversation_deps{p.svc, p.dispatcher,
-                                                       p.writer, p.store,
-                                                       p.store_error, sid});
-    conv = c;
   }
   turn_request req;
   req.text = call.prompt;
@@ -316,55 +349,106 @@ turn_outcome runtime::run_turn(const turn_call& call) {
   req.model = ep.model;
   req.provider_name = ep.provider;
   req.base_url = ep.base_url;
-  // Deltas go through a forwarding actor; the final flush below makes
-  // every delta reach the callback before this function returns.
-  caf::actor sink;
-  if (call.on_delta) {
-    auto cb = call.on_delta;
-    sink = p.sys->spawn([cb](caf::event_based_actor*) -> caf::behavior {
-      return {
-        [cb](delta_atom, const std::string&, const std::string& kind,
-             const std::string& text) { cb(kind, text); },
-        [](done_atom) { return true; },
-      };
-    });
-    req.sink = sink;
-  }
-  self->request(conv, caf::infinite, turn_atom_v, std::move(req))
-    .receive([&](std::string& res) { out.result_json = std::move(res); },
-             [&](caf::error& e) {
-               out.error = "the turn failed: " + p.sys->render(e);
-             });
-  if (sink) {
-    self->request(sink, caf::infinite, done_atom_v)
-      .receive([](bool) {}, [](caf::error&) {});
-    self->send_exit(sink, caf::exit_reason::user_shutdown);
-  }
-  if (!out.result_json.empty()
-      && (call.save_trajectory || p.svc->cfg.agent.save_trajectories)) {
-    auto res = json::parse(out.result_json);
-    std::vector<trajectory_tool> offered;
-    for (auto t : p.svc->tools.all()) {
-      bool wanted = call.toolsets.empty();
-      for (auto& ts : call.toolsets)
-        wanted = wanted || ts == t->toolset();
-      if (wanted)
-        offered.push_back({t->name(), t->description(), t->schema()});
-    }
-    if (res && res.v->is_object()) {
-      auto completed = res.v->get_bool("completed", false);
-      out.trajectory_error = append_trajectory_line(
-        p.svc->cfg.agent.trajectory_dir,
-        completed ? trajectory_samples_file : failed_trajectories_file,
-        trajectory_line(*res.v, offered, std::time(nullptr)));
+  // One short-lived actor drives the turn and is its delta sink: deltas
+  // from the conversation arrive before its reply (same sender), so every
+  // on_delta call happens before `done`.
+  auto impl = impl_.get();
+  p.sys->spawn([impl, create = std::move(create), seed = std::move(seed),
+                sid = call.session_id, req = std::move(req),
+                on_delta = call.on_delta,
+                done = std::move(done)](caf::event_based_actor* self) mutable
+               -> caf::behavior {
+    auto fin = std::make_shared<std::function<void(turn_outcome)>>(
+      std::move(done));
+    auto finish = [self, fin](turn_outcome o) {
+      (*fin)(std::move(o));
+      self->quit();
+    };
+    if (on_delta)
+      req.sink = caf::actor_cast<caf::actor>(self);
+    auto run = [self, impl, finish, req](std::string id) mutable {
+      conversation_actor conv;
+      {
+        std::lock_guard<std::mutex> guard{impl->mtx};
+        auto& c = impl->conversations[id];
+        if (!c)
+          c = spawn_conversation(self->system(),
+                                 conversation_deps{impl->svc,
+                                                   impl->dispatcher,
+                                                   impl->writer, impl->store,
+                                                   impl->store_error, id});
+        conv = c;
+      }
+      self->request(conv, caf::infinite, turn_atom_v, std::move(req))
+        .then(
+          [finish, id](std::string& res) {
+            turn_outcome o;
+            o.session_id = id;
+            o.result_json = std::move(res);
+            finish(std::move(o));
+          },
+          [finish, id, self](caf::error& e) {
+            turn_outcome o;
+            o.session_id = id;
+            o.error = "the turn failed: " + self->system().render(e);
+            finish(std::move(o));
+          });
+    };
+    if (!create) {
+      run(sid);
     } else {
-      out.trajectory_error = "the turn result is not a JSON object";
+      auto writer = impl->writer;
+      auto store = impl->store;
+      self->request(writer, caf::infinite, create_atom_v, std::move(*create))
+        .then(
+          [self, writer, run, seed, finish](std::string& id) mutable {
+            // Seed messages: the writer applies them in arrival order.
+            auto left = std::make_shared<size_t>(seed.size());
+            auto errors = std::make_shared<std::string>();
+            if (seed.empty())
+              return run(id);
+            for (auto& m : seed)
+              self->request(writer, caf::infinite, append_atom_v,
+                            message_append{id, std::move(m), {}})
+                .then(
+                  [=](uint64_t) mutable {
+                    if (--*left == 0) {
+                      if (errors->empty())
+                        run(id);
+                      else
+                        finish(turn_outcome{{}, id, *errors, false, {}});
+                    }
+                  },
+                  [=](caf::error& e) mutable {
+                    if (errors->empty())
+                      *errors = "cannot store the history: "
+                                + self->system().render(e);
+                    if (--*left == 0)
+                      finish(turn_outcome{{}, id, *errors, false, {}});
+                  });
+          },
+          [self, sid, store, run, finish](caf::error& e) mutable {
+            // Lost a race with a concurrent create of the same id.
+            if (!sid.empty() && store->get_session(sid))
+              return run(sid);
+            finish(turn_outcome{{}, sid,
+                                "cannot create session: "
+                                  + self->system().render(e),
+                                false, {}});
+          });
     }
-    if (!out.trajectory_error.empty())
-      MIBYAN_LOG(warning, "runtime",
-                 "trajectory not saved: " << out.trajectory_error);
-  }
-  return out;
+    return {
+      [on_delta](delta_atom, const std::string&, const std::string& kind,
+                 const std::string& text) {
+        if (on_delta)
+          on_delta(kind, text);
+      },
+    };
+  });
+}
+
+std::shared_ptr<session_store> runtime::sessions() const {
+  return impl_->store;
 }
 
 void runtime::interrupt(const std::string& session_id,

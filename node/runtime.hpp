@@ -31,6 +31,7 @@ class actor_system;
 namespace mibyan {
 
 class tool_registry;
+class session_store;
 
 /// A tool call as the embedding application sees it.
 struct tool_call_request {
@@ -80,6 +81,13 @@ struct turn_call {
   /// Append the finished turn to a trajectory file (storage/trajectory.hpp)
   /// even when `agent.save_trajectories` is off.
   bool save_trajectory = false;
+  /// Messages stored before `prompt` when the session is created by this
+  /// call (ignored for an existing session): a JSON array of messages in
+  /// the OpenAI chat format ({"role","content","tool_calls",
+  /// "tool_call_id","name"}); role "system" is not allowed. Used for
+  /// stateless HTTP requests whose messages are the whole history
+  /// (docs/serve.md).
+  std::string history_json;
 };
 
 /// The answer to a turn_call.
@@ -127,6 +135,21 @@ public:
   /// of one session run one after another (in call order); turns of
   /// different sessions run concurrently. Blocks the calling thread.
   turn_outcome run_turn(const turn_call& call);
+
+  /// Runs one user turn like `run_turn` without blocking the caller:
+  /// `done` is invoked once, on a runtime thread (keep it short; post real
+  /// work elsewhere), after every `on_delta` call. Besides "text",
+  /// "reasoning" and "restart", `on_delta` receives "tool_start" with a
+  /// JSON object {"id","name","arguments"} and "tool_end" with
+  /// {"id","name","duration_ms","timed_out"} as text. Trajectories are saved only by
+  /// `run_turn`.
+  void run_turn_async(const turn_call& call,
+                      std::function<void(turn_outcome)> done);
+
+  /// The session store the runtime writes (nullptr when it could not be
+  /// opened). Reads may run on any thread; writes other than deletes go
+  /// through the runtime.
+  std::shared_ptr<session_store> sessions() const;
 
   /// Cancels the running turn of `session_id` (its provider call and
   /// tools) and running calls (and execute_code cells) of `session_id`.
