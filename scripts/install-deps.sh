@@ -8,6 +8,7 @@ PACKAGES=(
   libcaf-dev libsimdjson-dev libcurl4-openssl-dev liblmdb-dev
   libyaml-cpp-dev libboost-test-dev
   python3 ripgrep procps
+  nodejs
 )
 
 missing=()
@@ -16,6 +17,11 @@ for p in "${PACKAGES[@]}"; do
     missing+=("$p")
   fi
 done
+
+# npm ships inside some nodejs builds (nodesource) and apart in Debian's.
+if ! command -v npm >/dev/null 2>&1; then
+  missing+=(npm)
+fi
 
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#PACKAGES[@]} packages present"
