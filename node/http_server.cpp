@@ -291,7 +291,7 @@ private:
                  query);
     auto method = req_.method();
     if (path == "/health") {
-      if (method != http::verb::get && method != http::verb::head)
+      if (method != http::verb::get)
         return method_not_allowed();
       send_json(http::status::ok, R"({"status":"ok"})");
       return;
@@ -646,6 +646,8 @@ private:
       err = "malformed turn result";
     }
     if (gone_) {
+      status_ = 499; // logged as "client closed the request"
+      log_access();
       close();
       return;
     }
@@ -676,6 +678,12 @@ private:
       }
       push("data: [DONE]\n\n");
       push_last();
+      return;
+    }
+    if (!out.error.empty()) {
+      // The turn could not start (configuration, store): the node's fault.
+      send_error(http::status::internal_server_error, message, "server_error",
+                 "turn_not_started");
       return;
     }
     if (!ok) {
@@ -1001,13 +1009,13 @@ void http_server::shutdown(std::chrono::milliseconds grace) {
     p.stopped = true;
   }
   p.stopping = true;
-  std::promise<void> closed;
-  net::post(p.ioc, [&p, &closed] {
+  auto closed = std::make_shared<std::promise<void>>();
+  net::post(p.ioc, [&p, closed] {
     beast::error_code ec;
     p.acceptor.close(ec);
-    closed.set_value();
+    closed->set_value();
   });
-  closed.get_future().wait_for(std::chrono::seconds(5));
+  closed->get_future().wait_for(std::chrono::seconds(5));
   std::vector<std::string> ids;
   {
     std::lock_guard<std::mutex> g{p.mtx};
