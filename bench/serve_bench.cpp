@@ -161,6 +161,50 @@ load_result run_load(uint16_t port, int clients, int per_client, int rounds) {
   return r;
 }
 
+// The same load through runtime::run_turn (no HTTP): `clients` threads,
+// each running `per_client` turns one after another.
+load_result run_direct_load(runtime& rt, const http_server_settings& st,
+                            int clients, int per_client, int rounds) {
+  std::vector<std::vector<double>> lat(static_cast<size_t>(clients));
+  std::atomic<size_t> errors{0};
+  std::atomic<int> ready{0};
+  std::atomic<bool> go{false};
+  std::vector<std::thread> threads;
+  for (int c = 0; c < clients; ++c)
+    threads.emplace_back([&, c] {
+      ++ready;
+      while (!go)
+        std::this_thread::yield();
+      for (int i = 0; i < per_client; ++i) {
+        turn_call call = st.turn;
+        call.session_id = st.new_session_id();
+        call.prompt = "rounds=" + std::to_string(rounds) + " please";
+        auto t0 = clock_type::now();
+        auto out = rt.run_turn(call);
+        lat[static_cast<size_t>(c)].push_back(ms_since(t0));
+        if (!out.error.empty())
+          ++errors;
+        rt.close_session(out.session_id);
+      }
+    });
+  while (ready < clients)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  auto t0 = clock_type::now();
+  go = true;
+  for (auto& t : threads)
+    t.join();
+  auto wall = ms_since(t0);
+  std::vector<double> all;
+  for (auto& l : lat)
+    all.insert(all.end(), l.begin(), l.end());
+  load_result r;
+  r.rps = all.size() / (wall / 1000);
+  r.p50 = median(all);
+  r.p99 = percentile(all, 0.99);
+  r.errors = errors;
+  return r;
+}
+
 // The same turn through run_turn, no HTTP: p50 over `n` turns.
 double direct_turn_p50(runtime& rt, const http_server_settings& st,
                        int rounds, int n) {
@@ -249,19 +293,24 @@ int main(int argc, char** argv) {
               "1 tool round p50 %.3f ms\n\n",
               direct0, direct1);
 
-  std::printf("%-8s %-7s %10s %9s %9s %9s %12s %12s %6s\n", "rounds",
-              "clients", "req/s", "p50 ms", "p99 ms", "p99/p50",
-              "serve ovh", "node ovh", "errors");
+  std::printf("serve: HTTP clients against mibyan serve; direct: the same "
+              "load through run_turn.\nserve ovh = serve p50 - direct p50 at "
+              "the same concurrency; node ovh = serve p50 - provider round "
+              "trips of the turn.\n\n");
+  std::printf("%-6s %-7s | %8s %8s %8s %7s | %8s %8s | %9s %9s %4s\n",
+              "rounds", "clients", "req/s", "p50 ms", "p99 ms", "p99/p50",
+              "req/s", "p50 ms", "serve ovh", "node ovh", "err");
   for (int rounds : {0, 1}) {
     for (int clients : {1, 16, 256}) {
       int per = clients == 1 ? 300 : clients == 16 ? 40 : per256;
       auto r = run_load(port, clients, per, rounds);
-      double direct = rounds == 0 ? direct0 : direct1;
+      auto d = run_direct_load(*rt, st, clients, per, rounds);
       double calls = rounds + 1;
-      std::printf("%-8d %-7d %10.0f %9.3f %9.3f %9.2f %9.3f ms %9.3f ms "
-                  "%6zu\n",
-                  rounds, clients, r.rps, r.p50, r.p99, r.p99 / r.p50,
-                  r.p50 - direct, r.p50 - calls * rtt50, r.errors);
+      std::printf("%-6d %-7d | %8.0f %8.3f %8.3f %7.2f | %8.0f %8.3f | "
+                  "%9.3f %9.3f %4zu\n",
+                  rounds, clients, r.rps, r.p50, r.p99, r.p99 / r.p50, d.rps,
+                  d.p50, r.p50 - d.p50, r.p50 - calls * rtt50,
+                  r.errors + d.errors);
     }
   }
 
