@@ -4,7 +4,9 @@
 // server down gracefully and exits 0.
 #include "cli/commands.hpp"
 
+#include <atomic>
 #include <csignal>
+#include <memory>
 #include <iostream>
 
 #include <arpa/inet.h>
@@ -126,7 +128,12 @@ int serve_command(const std::vector<std::string>& args,
   if (st.model_id.empty())
     st.model_id = "mibyan";
   st.turn = tmpl;
-  st.new_session_id = [] { return new_session_id(); };
+  // Stateless requests each get a new stored session; a per-process
+  // counter keeps ids unique however many arrive in one second.
+  auto counter = std::make_shared<std::atomic<uint64_t>>(0);
+  st.new_session_id = [counter] {
+    return new_session_id() + "_" + std::to_string(++*counter);
+  };
   // Only the main thread takes these signals (sigwait below); threads
   // started from here on inherit the mask.
   sigset_t set;

@@ -424,6 +424,26 @@ BOOST_AUTO_TEST_CASE(non_loopback_without_key_is_refused) {
   BOOST_CHECK_EQUAL(flag.exit_code, 2);
 }
 
+BOOST_AUTO_TEST_CASE(server_options_are_bounded_and_the_key_is_masked) {
+  test::process_options o;
+  o.env["MIBYAN_HOME"] = home.path();
+  o.unset = {"MIBYAN_SERVER_KEY"};
+  o.timeout_seconds = 30;
+  home.write("config.yaml", "server:\n  max_concurrent_turns: 0\n");
+  auto low = test::run_mibyan({"serve", "--listen", "127.0.0.1:0"}, o);
+  BOOST_CHECK_EQUAL(low.exit_code, 2);
+  BOOST_CHECK(contains(low.err, "max_concurrent_turns"));
+  home.write("config.yaml", "server:\n  max_body_bytes: 99999999999\n");
+  auto high = test::run_mibyan({"serve", "--listen", "127.0.0.1:0"}, o);
+  BOOST_CHECK_EQUAL(high.exit_code, 2);
+  BOOST_CHECK(contains(high.err, "at most"));
+  home.write("config.yaml", "server:\n  key: topsecret-serve-key\n");
+  auto show = test::run_mibyan({"config", "show"}, o);
+  BOOST_CHECK_EQUAL(show.exit_code, 0);
+  BOOST_CHECK(!contains(show.out, "topsecret-serve-key"));
+  BOOST_CHECK(contains(show.out, "max_concurrent_turns"));
+}
+
 BOOST_AUTO_TEST_CASE(one_session_is_served_in_order_and_sessions_endpoints) {
   auto sp = start();
   auto port = sp->port;
