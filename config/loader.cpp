@@ -324,6 +324,10 @@ const std::vector<field>& fields() {
     t.push_back(bounded(int_field("server", "io_threads", &o::server,
                                   &server_options::io_threads, 1),
                         64));
+    t.push_back(bounded(int_field("server", "session_idle_timeout",
+                                  &o::server,
+                                  &server_options::session_idle_timeout, 1),
+                        7 * 86400));
     return t;
   }();
   return table;

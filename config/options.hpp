@@ -173,6 +173,9 @@ struct server_options {
   int64_t idle_timeout = 60;
   /// I/O threads of the HTTP server.
   int64_t io_threads = 2;
+  /// Seconds after its last turn a kept session (X-Mibyan-Session) keeps
+  /// its conversation and kernels in memory; later turns reload it.
+  int64_t session_idle_timeout = 1800;
 };
 
 /// The whole effective configuration plus where it came from.

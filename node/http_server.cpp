@@ -22,6 +22,7 @@
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <boost/asio/write.hpp>
@@ -152,6 +153,10 @@ struct http_server::impl : std::enable_shared_from_this<http_server::impl> {
   std::condition_variable cv;
   std::multiset<std::string> running;
   int64_t busy = 0;
+  // Kept sessions (X-Mibyan-Session) by the end of their last turn; their
+  // conversations are closed after server.session_idle_timeout.
+  std::map<std::string, std::chrono::steady_clock::time_point> kept;
+  net::steady_timer reaper{ioc};
 
   impl(runtime& r, http_server_settings s) : rt(r), cfg(std::move(s)) {}
 
@@ -166,6 +171,39 @@ struct http_server::impl : std::enable_shared_from_this<http_server::impl> {
   }
 
   void accept();
+
+  // Every tick: closes the conversations (and kernels) of kept sessions
+  // idle longer than server.session_idle_timeout; the store keeps them,
+  // the next turn reloads the history.
+  void reap() {
+    auto period = std::chrono::seconds(
+      std::min<int64_t>(60, std::max<int64_t>(1, cfg.limits
+                                                   .session_idle_timeout)));
+    reaper.expires_after(period);
+    reaper.async_wait([self = shared_from_this()](beast::error_code ec) {
+      if (ec || self->stopping)
+        return;
+      auto limit = std::chrono::seconds(self->cfg.limits.session_idle_timeout);
+      auto now = std::chrono::steady_clock::now();
+      std::vector<std::string> idle;
+      {
+        std::lock_guard<std::mutex> g{self->mtx};
+        for (auto i = self->kept.begin(); i != self->kept.end();) {
+          if (now - i->second > limit && self->running.count(i->first) == 0) {
+            idle.push_back(i->first);
+            i = self->kept.erase(i);
+          } else {
+            ++i;
+          }
+        }
+      }
+      for (auto& id : idle) {
+        MIBYAN_LOG(info, "serve", "closed idle session " << id);
+        self->rt.close_session(id);
+      }
+      self->reap();
+    });
+  }
 };
 
 namespace {
@@ -449,6 +487,10 @@ private:
           code = "store_error";
         } else {
           srv->rt.close_session(id);
+          {
+            std::lock_guard<std::mutex> g{srv->mtx};
+            srv->kept.erase(id);
+          }
           json::value v;
           v["id"] = id;
           v["object"] = "session.deleted";
@@ -608,6 +650,8 @@ private:
       auto i = srv_->running.find(session_);
       if (i != srv_->running.end())
         srv_->running.erase(i);
+      if (stateful_)
+        srv_->kept[session_] = std::chrono::steady_clock::now();
     }
     if (!stateful_ && !out.session_id.empty())
       srv_->rt.close_session(out.session_id); // its conversation and kernels
@@ -970,6 +1014,7 @@ std::unique_ptr<http_server> http_server::start(runtime& rt,
     return nullptr;
   }
   p->accept();
+  p->reap();
   auto n = std::max<int64_t>(1, p->cfg.limits.io_threads);
   for (int64_t i = 0; i < n; ++i)
     p->threads.emplace_back([p] {
@@ -1013,6 +1058,7 @@ void http_server::shutdown(std::chrono::milliseconds grace) {
   net::post(p.ioc, [&p, closed] {
     beast::error_code ec;
     p.acceptor.close(ec);
+    p.reaper.cancel();
     closed->set_value();
   });
   closed->get_future().wait_for(std::chrono::seconds(5));

@@ -492,6 +492,33 @@ BOOST_AUTO_TEST_CASE(one_session_is_served_in_order_and_sessions_endpoints) {
               "session_not_found");
 }
 
+BOOST_AUTO_TEST_CASE(idle_kept_sessions_are_closed_and_reloaded) {
+  auto sp = start("server:\n  session_idle_timeout: 1\n");
+  const std::string h = "Content-Type: application/json\r\n"
+                        "X-Mibyan-Session: idle-1\r\n";
+  script(reply("first"));
+  auto r1 = http(sp->port, "POST", "/v1/chat/completions",
+                 R"({"model":"m","messages":[{"role":"user","content":"one"}]})",
+                 h);
+  BOOST_CHECK(contains(r1, "first"));
+  bool closed = false;
+  for (int i = 0; i < 3000 && !closed; ++i) {
+    closed = contains(test::slurp(sp->err_path), "closed idle session idle-1");
+    if (!closed)
+      std::this_thread::sleep_for(milliseconds{10});
+  }
+  BOOST_REQUIRE(closed);
+  script(reply("second"));
+  auto r2 = http(sp->port, "POST", "/v1/chat/completions",
+                 R"({"model":"m","messages":[{"role":"user","content":"two"}]})",
+                 h);
+  BOOST_CHECK(contains(r2, "second"));
+  // The reloaded conversation still has the first turn.
+  auto reqs = provider_requests();
+  BOOST_REQUIRE_EQUAL(reqs.size(), 2u);
+  BOOST_CHECK(contains(reqs[1].dump(), "\"content\":\"first\""));
+}
+
 BOOST_AUTO_TEST_CASE(client_disconnect_interrupts_the_turn) {
   auto sp = start();
   script(reply("too late"), 8000);
