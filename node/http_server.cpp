@@ -258,6 +258,25 @@ private:
     }
     start_ = std::chrono::steady_clock::now();
     stream_.expires_after(std::chrono::seconds(srv_->cfg.limits.body_timeout));
+    auto& head = parser_->get();
+    if (beast::iequals(head[http::field::expect], "100-continue")
+        && !parser_->is_done()) {
+      // curl and others wait for this before sending a larger body.
+      auto cont = std::make_shared<http::response<http::empty_body>>(
+        http::status::continue_, head.version());
+      http::async_write(stream_, *cont,
+                        [self = shared_from_this(), cont](beast::error_code ec,
+                                                          size_t) {
+                          if (ec)
+                            return self->close();
+                          self->read_body();
+                        });
+      return;
+    }
+    read_body();
+  }
+
+  void read_body() {
     http::async_read(stream_, buffer_, *parser_,
                      [self = shared_from_this()](beast::error_code ec,
                                                  size_t) {
