@@ -1,7 +1,6 @@
 #include "node/runtime.hpp"
 
 #include <ctime>
-#include <future>
 #include <optional>
 #include <filesystem>
 #include <map>
@@ -240,12 +239,109 @@ void runtime::call_tool_async(const tool_call_request& call,
 
 turn_outcome runtime::run_turn(const turn_call& call) {
   auto& p = *impl_;
-  std::promise<turn_outcome> promise;
-  auto fut = promise.get_future();
-  run_turn_async(call, [&promise](turn_outcome o) {
-    promise.set_value(std::move(o));
-  });
-  auto out = fut.get();
+  turn_outcome out;
+  auto fail = [&](std::string msg, bool config) {
+    out.error = std::move(msg);
+    out.config_error = config;
+    return out;
+  };
+  if (call.prompt.empty())
+    return fail("the prompt is empty", true);
+  // The provider connection: the configuration with the call's overrides.
+  options opts = p.svc->cfg;
+  if (!call.provider.empty())
+    opts.model.provider = call.provider;
+  if (!call.model.empty())
+    opts.model.default_model = call.model;
+  if (!call.base_url.empty())
+    opts.model.base_url = call.base_url;
+  auto settings = make_provider_settings(opts, call.api_key);
+  if (!settings.main.ok())
+    return fail(settings.main.error, true);
+  std::set<std::string> toolsets;
+  for (auto t : p.svc->tools.all())
+    toolsets.insert(t->toolset());
+  for (auto& ts : call.toolsets) {
+    if (toolsets.count(ts) == 0) {
+      std::string names;
+      for (auto& n : toolsets)
+        names += (names.empty() ? "" : ", ") + n;
+      return fail("unknown toolset '" + ts + "' (known toolsets: " + names
+                    + ")",
+                  true);
+    }
+  }
+  if (!p.store || !p.writer)
+    return fail("the session store is unavailable: " + p.store_error, false);
+  caf::scoped_actor self{*p.sys};
+  // The session row must exist before the conversation loads it.
+  auto sid = call.session_id;
+  if (sid.empty() || !p.store->get_session(sid)) {
+    session_meta meta;
+    meta.id = sid;
+    meta.source = call.source;
+    meta.model = settings.main.endpoint.model;
+    meta.provider = settings.main.endpoint.provider;
+    meta.cwd = p.svc->default_cwd;
+    std::string err;
+    self->request(p.writer, caf::infinite, create_atom_v, std::move(meta))
+      .receive([&](std::string& id) { sid = std::move(id); },
+               [&](caf::error& e) { err = p.sys->render(e); });
+    if (!err.empty() && !p.store->get_session(sid))
+      return fail("cannot create session: " + err, false);
+  }
+  out.session_id = sid;
+  auto& ep = settings.main.endpoint;
+  auto key = ep.provider + "\n" + ep.base_url + "\n" + ep.model + "\n"
+             + ep.api_key;
+  conversation_actor conv;
+  provider_actor prov;
+  {
+    std::lock_guard<std::mutex> guard{p.mtx};
+    auto& slot = p.providers[key];
+    if (!slot)
+      slot = spawn_provider(*p.sys, p.svc->http, settings);
+    prov = slot;
+    auto& c = p.conversations[sid];
+    if (!c)
+      c = spawn_conversation(*p.sys, conversation_deps{p.svc, p.dispatcher,
+                                                       p.writer, p.store,
+                                                       p.store_error, sid});
+    conv = c;
+  }
+  turn_request req;
+  req.text = call.prompt;
+  req.max_iterations = call.max_iterations;
+  req.toolsets = call.toolsets;
+  req.stream = call.stream;
+  req.provider = caf::actor_cast<caf::actor>(prov);
+  req.model = ep.model;
+  req.provider_name = ep.provider;
+  req.base_url = ep.base_url;
+  // Deltas go through a forwarding actor; the final flush below makes
+  // every delta reach the callback before this function returns.
+  caf::actor sink;
+  if (call.on_delta) {
+    auto cb = call.on_delta;
+    sink = p.sys->spawn([cb](caf::event_based_actor*) -> caf::behavior {
+      return {
+        [cb](delta_atom, const std::string&, const std::string& kind,
+             const std::string& text) { cb(kind, text); },
+        [](done_atom) { return true; },
+      };
+    });
+    req.sink = sink;
+  }
+  self->request(conv, caf::infinite, turn_atom_v, std::move(req))
+    .receive([&](std::string& res) { out.result_json = std::move(res); },
+             [&](caf::error& e) {
+               out.error = "the turn failed: " + p.sys->render(e);
+             });
+  if (sink) {
+    self->request(sink, caf::infinite, done_atom_v)
+      .receive([](bool) {}, [](caf::error&) {});
+    self->send_exit(sink, caf::exit_reason::user_shutdown);
+  }
   if (!out.result_json.empty()
       && (call.save_trajectory || p.svc->cfg.agent.save_trajectories)) {
     auto res = json::parse(out.result_json);

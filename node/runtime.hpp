@@ -86,7 +86,7 @@ struct turn_call {
   /// the OpenAI chat format ({"role","content","tool_calls",
   /// "tool_call_id","name"}); role "system" is not allowed. Used for
   /// stateless HTTP requests whose messages are the whole history
-  /// (docs/serve.md).
+  /// (docs/serve.md). Honoured by `run_turn_async`.
   std::string history_json;
 };
 
