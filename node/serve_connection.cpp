@@ -120,12 +120,11 @@ private:
     }
     if (start_ == std::chrono::steady_clock::time_point{})
       start_ = std::chrono::steady_clock::now();
-    method_ = parser_ && parser_->is_header_done()
-                ? std::string{parser_->get().method_string()}
-                : "-";
-    path_ = parser_ && parser_->is_header_done()
-              ? std::string{parser_->get().target()}
-              : "-";
+    // The request line may be known even when the head failed.
+    auto m = parser_ ? parser_->get().method_string() : beast::string_view{};
+    auto t = parser_ ? parser_->get().target() : beast::string_view{};
+    method_ = m.empty() ? "-" : std::string{m};
+    path_ = t.empty() ? "-" : std::string{t};
     keep_alive_ = false;
     lingering_ = true;
     if (ec == http::error::header_limit)

@@ -306,6 +306,7 @@ BOOST_AUTO_TEST_CASE(openai_client_answers_streams_and_runs_tools) {
   node(*sp, "tools");
   node(*sp, "session");
   node(*sp, "concurrent");
+  node(*sp, "failures");
   auto err = test::slurp(sp->err_path);
   BOOST_CHECK(contains(err, "POST /v1/chat/completions 200"));
   BOOST_CHECK_EQUAL(sp->stop(), 0);

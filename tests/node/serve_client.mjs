@@ -117,6 +117,32 @@ const scenarios = {
           "prior messages reach the model: " + JSON.stringify(texts));
   },
 
+  async failures() {
+    // The provider refuses (400, not retried): the turn fails. The client
+    // raises an API error for both the plain and the streamed request.
+    await control("/__reset", {});
+    const refusal = JSON.stringify({ error: { message: "bad request upstream",
+                                              type: "invalid_request_error" } });
+    await script({ status: 400, body: refusal, times: 2 });
+    const c = client();
+    try {
+      await c.chat.completions.create(
+        { model: "m", messages: [{ role: "user", content: "fail" }] });
+      throw new Error("a failed turn was not an error");
+    } catch (e) {
+      check(e instanceof OpenAI.APIError && e.status === 502,
+            "502 APIError, got " + e.constructor.name + " " + e.status + ": " + e.message);
+    }
+    const stream = await c.chat.completions.create(
+      { model: "m", stream: true, messages: [{ role: "user", content: "fail" }] });
+    try {
+      for await (const _ of stream) { /* the error event ends it */ }
+      throw new Error("a failed streamed turn did not raise");
+    } catch (e) {
+      check(e instanceof OpenAI.APIError, "stream APIError, got " + e.constructor.name + ": " + e.message);
+    }
+  },
+
   async tools() {
     await control("/__reset", {});
     // Round 1: read_file; round 2: execute_code; round 3: the answer.
