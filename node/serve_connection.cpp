@@ -112,9 +112,21 @@ private:
     if (ec == http::error::end_of_stream || ec == net::error::eof
         || ec == beast::error::timeout || ec == net::error::operation_aborted
         || ec == net::error::connection_reset) {
-      if (ec == beast::error::timeout)
-        MIBYAN_LOG(info, "serve", "closed a connection: the client was too "
-                                  "slow to send its request");
+      // A request started but not finished in time (slow head or body):
+      // one access line with 408; an idle keep-alive connection closes
+      // silently.
+      if (ec == beast::error::timeout
+          && (buffer_.size() > 0 || start_ != decltype(start_){})) {
+        if (start_ == decltype(start_){})
+          start_ = std::chrono::steady_clock::now();
+        auto m = parser_ ? parser_->get().method_string()
+                         : beast::string_view{};
+        auto t = parser_ ? parser_->get().target() : beast::string_view{};
+        method_ = m.empty() ? "-" : std::string{m};
+        path_ = t.empty() ? "-" : std::string{t};
+        status_ = 408;
+        log_access();
+      }
       close();
       return;
     }
