@@ -33,6 +33,8 @@ int run_command(const std::vector<std::string>& args,
                 const global_flags& flags);
 int chat_command(const std::vector<std::string>& args,
                  const global_flags& flags);
+int serve_command(const std::vector<std::string>& args,
+                  const global_flags& flags);
 
 /// Loads the configuration and applies logging settings. Prints the error
 /// and returns false when the configuration is invalid.

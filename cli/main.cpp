@@ -25,6 +25,9 @@ void usage(std::ostream& out) {
          "                          converse, one turn per input line\n"
          "  sessions list|show ID|search QUERY|delete ID [--json]\n"
          "                          inspect stored conversations\n"
+         "  serve [--listen HOST:PORT] [--provider P] [--model M]\n"
+         "                          serve the agent over an OpenAI-compatible\n"
+         "                          HTTP API (docs/serve.md)\n"
          "  version                 print the version\n";
 }
 
@@ -75,6 +78,8 @@ int main(int argc, char** argv) {
     return mibyan::cli::run_command(rest, flags);
   if (command == "chat")
     return mibyan::cli::chat_command(rest, flags);
+  if (command == "serve")
+    return mibyan::cli::serve_command(rest, flags);
   if (command == "version" || command == "--version") {
     std::cout << "mibyan 0.1.0\n";
     return 0;

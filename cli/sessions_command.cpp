@@ -11,6 +11,7 @@
 #include "config/options.hpp"
 #include "base/json.hpp"
 #include "storage/result_spill.hpp"
+#include "storage/session_json.hpp"
 #include "storage/session_store.hpp"
 
 namespace mibyan::cli {
@@ -34,52 +35,6 @@ std::string format_time(int64_t ms) {
   char buf[32];
   std::strftime(buf, sizeof(buf), "%Y-%m-%d %H:%M", &tm);
   return buf;
-}
-
-json::value session_json(const session_info& s) {
-  json::value v;
-  v["id"] = s.id;
-  v["title"] = s.title;
-  v["source"] = s.source;
-  v["model"] = s.model;
-  v["provider"] = s.provider;
-  v["cwd"] = s.cwd;
-  v["parent_session_id"] = s.parent_session_id;
-  v["started_at_ms"] = s.started_at_ms;
-  v["ended_at_ms"] = s.ended_at_ms;
-  v["end_reason"] = s.end_reason;
-  v["message_count"] = s.message_count;
-  v["tool_call_count"] = s.tool_call_count;
-  v["api_call_count"] = s.api_call_count;
-  json::value t;
-  t["input"] = s.tokens.input_tokens;
-  t["output"] = s.tokens.output_tokens;
-  t["cache_read"] = s.tokens.cache_read_tokens;
-  t["cache_write"] = s.tokens.cache_write_tokens;
-  t["reasoning"] = s.tokens.reasoning_tokens;
-  v["tokens"] = std::move(t);
-  return v;
-}
-
-json::value message_json(const stored_message& m) {
-  json::value v;
-  v["id"] = static_cast<int64_t>(m.id);
-  v["role"] = m.message.role;
-  v["content"] = m.message.content;
-  if (!m.message.tool_calls.empty()) {
-    auto calls = json::parse(tool_calls_to_json(m.message.tool_calls));
-    v["tool_calls"] = calls ? std::move(*calls.v) : json::value{};
-  }
-  if (!m.message.tool_call_id.empty())
-    v["tool_call_id"] = m.message.tool_call_id;
-  if (!m.message.tool_name.empty())
-    v["tool_name"] = m.message.tool_name;
-  if (!m.message.reasoning.empty())
-    v["reasoning"] = m.message.reasoning;
-  if (!m.message.finish_reason.empty())
-    v["finish_reason"] = m.message.finish_reason;
-  v["timestamp_ms"] = m.message.timestamp_ms;
-  return v;
 }
 
 std::string one_line(std::string s, size_t max) {
@@ -236,19 +191,7 @@ int sessions_command(const std::vector<std::string>& args,
       return 1;
     }
     if (as_json) {
-      json::value out;
-      out["total"] = static_cast<int64_t>(found->total);
-      json::value hits = json::value::make_array();
-      for (auto& h : found->hits) {
-        json::value v;
-        v["message_id"] = static_cast<int64_t>(h.message_id);
-        v["session_id"] = h.session_id;
-        v["role"] = h.role;
-        v["score"] = h.score;
-        v["snippet"] = h.snippet;
-        hits.push_back(std::move(v));
-      }
-      out["hits"] = std::move(hits);
+      auto out = search_results_json(*found);
       std::cout << out.pretty() << "\n";
     } else {
       std::cout << found->total << " matches\n";

@@ -144,6 +144,33 @@ field string_field(const char* section, const char* key,
           [=](const options& o) { return quoted_for_show((o.*sec).*mem); }};
 }
 
+// Adds an upper bound to an integer field.
+field bounded(field f, int64_t max_value) {
+  auto inner = f.set;
+  f.set = [inner, max_value](const YAML::Node& node,
+                             options& o) -> std::string {
+    if (node.IsScalar()) {
+      char* end = nullptr;
+      long long v = std::strtoll(node.Scalar().c_str(), &end, 10);
+      if (end != nullptr && *end == '\0' && v > max_value)
+        return "must be at most " + std::to_string(max_value) + ", got "
+               + node.Scalar();
+    }
+    return inner(node, o);
+  };
+  return f;
+}
+
+// Shows a secret field masked.
+field secret_field(field f) {
+  auto inner = f.show;
+  f.show = [inner](const options& o) {
+    auto v = inner(o);
+    return v == "\"\"" ? v : std::string{"\"***\""};
+  };
+  return f;
+}
+
 template <class Section>
 field list_field(const char* section, const char* key, Section options::*sec,
                  std::vector<std::string> Section::*mem) {
@@ -441,6 +468,38 @@ const std::vector<field>& fields() {
                            &approvals_options::deny));
     t.push_back(int_field("approvals", "guardian_timeout", &o::approvals,
                           &approvals_options::guardian_timeout, 1));
+    // server (docs/serve.md); each bounded above as well
+    t.push_back(secret_field(string_field("server", "key", &o::server,
+                                          &server_options::key)));
+    t.push_back(bounded(int_field("server", "max_body_bytes", &o::server,
+                                  &server_options::max_body_bytes, 1024),
+                        int64_t{1} << 30));
+    t.push_back(bounded(int_field("server", "max_header_bytes", &o::server,
+                                  &server_options::max_header_bytes, 1024),
+                        1024 * 1024));
+    t.push_back(bounded(int_field("server", "max_concurrent_turns",
+                                  &o::server,
+                                  &server_options::max_concurrent_turns, 1),
+                        100000));
+    t.push_back(bounded(int_field("server", "max_connections", &o::server,
+                                  &server_options::max_connections, 1),
+                        1000000));
+    t.push_back(bounded(int_field("server", "header_timeout", &o::server,
+                                  &server_options::header_timeout, 1),
+                        3600));
+    t.push_back(bounded(int_field("server", "body_timeout", &o::server,
+                                  &server_options::body_timeout, 1),
+                        3600));
+    t.push_back(bounded(int_field("server", "idle_timeout", &o::server,
+                                  &server_options::idle_timeout, 1),
+                        86400));
+    t.push_back(bounded(int_field("server", "io_threads", &o::server,
+                                  &server_options::io_threads, 1),
+                        64));
+    t.push_back(bounded(int_field("server", "session_idle_timeout",
+                                  &o::server,
+                                  &server_options::session_idle_timeout, 1),
+                        7 * 86400));
     return t;
   }();
   return table;

@@ -233,6 +233,30 @@ struct approvals_options {
   bool yolo = false;
 };
 
+/// Section `server`: `mibyan serve` (docs/serve.md).
+struct server_options {
+  /// Bearer key clients must send ("" = none; MIBYAN_SERVER_KEY wins).
+  std::string key;
+  /// Largest accepted request body (bytes); over it: 413.
+  int64_t max_body_bytes = 4 * 1024 * 1024;
+  /// Largest accepted request head (request line + headers); over it: 431.
+  int64_t max_header_bytes = 16 * 1024;
+  /// Agent turns running at once; over it: 429 with Retry-After.
+  int64_t max_concurrent_turns = 64;
+  /// Open connections at once; over it new connections are closed.
+  int64_t max_connections = 4096;
+  /// Seconds a client may take to send the request head / the body.
+  int64_t header_timeout = 10;
+  int64_t body_timeout = 60;
+  /// Seconds an idle keep-alive connection stays open.
+  int64_t idle_timeout = 60;
+  /// I/O threads of the HTTP server.
+  int64_t io_threads = 2;
+  /// Seconds after its last turn a kept session (X-Mibyan-Session) keeps
+  /// its conversation and kernels in memory; later turns reload it.
+  int64_t session_idle_timeout = 1800;
+};
+
 /// The whole effective configuration plus where it came from.
 struct options {
   model_options model;
@@ -245,6 +269,7 @@ struct options {
   code_execution_options code_execution;
   runtime_options runtime;
   logging_options logging;
+  server_options server;
 
   /// `$MIBYAN_HOME`, absolute.
   std::string home;

@@ -1,6 +1,7 @@
 #include "node/runtime.hpp"
 
 #include <ctime>
+#include <optional>
 #include <filesystem>
 #include <fstream>
 #include <future>
@@ -40,6 +41,7 @@
 #include "mibyan/actors.hpp"
 #include "node/host_tool_adapter.hpp"
 #include "node/runtime_impl.hpp"
+#include "node/openai_chat.hpp"
 
 namespace fs = std::filesystem;
 
@@ -461,6 +463,9 @@ struct prepared_turn {
   /// The session row must be created first (with `meta`).
   bool create = false;
   session_meta meta;
+  /// Messages stored after creating the session, before the turn
+  /// (turn_call::history_json).
+  std::vector<chat_message> seed;
   /// The request, without its sink.
   turn_request req;
 };
@@ -512,6 +517,12 @@ bool prepare_turn(runtime::impl& p, const turn_call& call, prepared_turn& t,
     t.meta.model = settings.main.endpoint.model;
     t.meta.provider = settings.main.endpoint.provider;
     t.meta.cwd = p.svc->default_cwd;
+    if (!call.history_json.empty()) {
+      auto parsed = json::parse(call.history_json);
+      std::string err;
+      if (!parsed || !chat_messages_from_openai(*parsed.v, t.seed, err))
+        return fail("bad history: " + (parsed ? err : parsed.error), false);
+    }
   }
   auto& ep = settings.main.endpoint;
   auto key = ep.provider + "\n" + ep.base_url + "\n" + ep.model + "\n"
@@ -636,6 +647,40 @@ void send_turn(caf::event_based_actor* self, std::shared_ptr<turn_job> job) {
       });
 }
 
+// Stores the seed messages of a new session (the writer applies them in
+// arrival order), then sends the turn; a failed append fails the turn.
+void seed_history(caf::event_based_actor* self,
+                  std::shared_ptr<turn_job> job) {
+  auto seed = std::move(job->t.seed);
+  job->t.seed.clear();
+  if (seed.empty()) {
+    send_turn(self, job);
+    return;
+  }
+  auto left = std::make_shared<size_t>(seed.size());
+  auto errors = std::make_shared<std::string>();
+  auto one_done = [self, job, left, errors] {
+    if (--*left > 0)
+      return;
+    if (errors->empty()) {
+      send_turn(self, job);
+    } else {
+      job->out.error = *errors;
+      finish_turn(self, job);
+    }
+  };
+  for (auto& m : seed)
+    self->request(job->writer, caf::infinite, append_atom_v,
+                  message_append{job->out.session_id, std::move(m), {}})
+      .then([one_done](uint64_t) { one_done(); },
+            [self, errors, one_done](caf::error& e) {
+              if (errors->empty())
+                *errors = "cannot store the history: "
+                          + self->system().render(e);
+              one_done();
+            });
+}
+
 // The driver of one turn: creates the session row if needed, sends the
 // turn, forwards the conversation's deltas and tool events to the call's
 // callbacks (they arrive before the answer: one sender, one mailbox) and
@@ -647,7 +692,7 @@ caf::behavior turn_driver(caf::event_based_actor* self,
       .then(
         [self, job](std::string& id) {
           job->out.session_id = std::move(id);
-          send_turn(self, job);
+          seed_history(self, job);
         },
         [self, job](caf::error& e) {
           auto& sid = job->out.session_id;
@@ -698,6 +743,10 @@ turn_outcome runtime::run_turn(const turn_call& call) {
     result->set_value(std::move(out));
   });
   return future.get();
+}
+
+std::shared_ptr<session_store> session_store_of(runtime& rt) {
+  return runtime_access::of(rt).store;
 }
 
 void runtime::interrupt(const std::string& session_id,

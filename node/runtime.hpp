@@ -11,3 +11,14 @@
 
 #include "config/options.hpp"
 #include "tools/tool.hpp"
+
+namespace mibyan {
+
+class session_store;
+
+/// The session store `rt` writes (nullptr when it could not be opened).
+/// Reads may run on any thread; writes other than deletes go through the
+/// runtime's actors. For the node's own front ends (the HTTP server).
+std::shared_ptr<session_store> session_store_of(runtime& rt);
+
+} // namespace mibyan

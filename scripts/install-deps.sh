@@ -9,6 +9,7 @@ PACKAGES=(
   libyaml-cpp-dev libboost-test-dev
   python3 ripgrep procps
   bubblewrap
+  nodejs
 )
 
 missing=()
@@ -17,6 +18,11 @@ for p in "${PACKAGES[@]}"; do
     missing+=("$p")
   fi
 done
+
+# npm ships inside some nodejs builds (nodesource) and apart in Debian's.
+if ! command -v npm >/dev/null 2>&1; then
+  missing+=(npm)
+fi
 
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#PACKAGES[@]} packages present"

@@ -4,6 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
+bash scripts/install-test-deps.sh
 export BUILD_DIR="${BUILD_DIR:-build}"
 bash scripts/build.sh
 cd "$BUILD_DIR"

@@ -110,6 +110,12 @@ struct turn_call {
   /// {"id","name","result","duration_us"} as JSON text. May be empty.
   std::function<void(const std::string& kind, const std::string& json)>
     on_tool;
+  /// Messages stored before `prompt` when this call creates the session
+  /// (ignored for an existing one): a JSON array in the OpenAI chat format
+  /// ({"role","content","tool_calls","tool_call_id","name"}; no "system").
+  /// Used for stateless HTTP requests whose messages are the whole history
+  /// (docs/serve.md).
+  std::string history_json;
 };
 
 /// The answer to a turn_call.

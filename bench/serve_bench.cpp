@@ -1,0 +1,384 @@
+// Benchmarks `mibyan serve` (node/http_server, docs/serve.md) against
+// baselines measured in the same run, all in this process:
+// 1. serve overhead per turn, with 0 and 1 tool rounds, at 1, 16 and 256
+//    concurrent clients (each a thread with one keep-alive connection,
+//    sending non-streaming chat completions): requests/s, p50 and p99. The
+//    same-run baselines are (a) a plain HTTP round trip to the scripted
+//    provider (bench/scripted_provider.hpp) and (b) the same turn through
+//    `runtime::run_turn` without HTTP. "Serve overhead" is the serve p50
+//    minus (b) (the HTTP layer alone); "node overhead" is the serve p50
+//    minus the provider round trips of the turn, (a) x provider calls.
+// 2. 1,000 streaming clients connected at once: the provider holds every
+//    request, so all 1,000 turns are open with their SSE responses started;
+//    VmRSS/VmHWM of the whole process (server, runtime, provider stand-in
+//    and the client sockets) are read then, then the provider answers and
+//    every client must see `data: [DONE]`.
+// $MIBYAN_HOME is on tmpfs (/dev/shm) so the LMDB fsync of each stored
+// message does not hide the CPU cost being measured (mibyan_store_bench
+// and mibyan_agent_bench measure the disk case).
+//
+// Usage: mibyan_serve_bench [requests_per_client_at_256 (default 8)]
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "base/log.hpp"
+#include "bench/bench_util.hpp"
+#include "bench/scripted_provider.hpp"
+#include "config/loader.hpp"
+#include "node/http_server.hpp"
+#include "node/runtime.hpp"
+
+namespace fs = std::filesystem;
+using namespace mibyan;
+using namespace mibyan::bench;
+
+namespace {
+
+long proc_status_kib(const char* key) {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  auto klen = std::strlen(key);
+  while (std::getline(in, line))
+    if (line.compare(0, klen, key) == 0 && line.size() > klen
+        && line[klen] == ':')
+      return std::atol(line.c_str() + klen + 1);
+  return -1;
+}
+
+int connect_to(uint16_t port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0)
+    provider_die("connect to serve failed");
+  int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  return fd;
+}
+
+std::string chat_request(int rounds, bool stream) {
+  auto body = std::string{R"({"model":"m","stream":)"}
+              + (stream ? "true" : "false")
+              + R"(,"messages":[{"role":"user","content":"rounds=)"
+              + std::to_string(rounds) + R"( please"}]})";
+  return "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+         "Content-Type: application/json\r\nContent-Length: "
+         + std::to_string(body.size()) + "\r\n\r\n" + body;
+}
+
+// One request/response on a keep-alive connection (Content-Length reply).
+// Returns false on a non-200 answer.
+bool round_trip(int fd, const std::string& req, std::string& in) {
+  size_t off = 0;
+  while (off < req.size()) {
+    auto w = ::send(fd, req.data() + off, req.size() - off, MSG_NOSIGNAL);
+    if (w <= 0)
+      provider_die("send to serve failed");
+    off += static_cast<size_t>(w);
+  }
+  in.clear();
+  size_t need = std::string::npos;
+  char buf[16384];
+  while (need == std::string::npos || in.size() < need) {
+    auto got = ::read(fd, buf, sizeof buf);
+    if (got <= 0)
+      provider_die("serve closed the connection");
+    in.append(buf, static_cast<size_t>(got));
+    if (need == std::string::npos) {
+      auto he = in.find("\r\n\r\n");
+      if (he == std::string::npos)
+        continue;
+      auto cl = in.find("Content-Length: ");
+      if (cl == std::string::npos || cl > he)
+        provider_die("serve reply without Content-Length");
+      need = he + 4 + std::strtoul(in.c_str() + cl + 16, nullptr, 10);
+    }
+  }
+  return in.compare(0, 12, "HTTP/1.1 200") == 0;
+}
+
+struct load_result {
+  double rps = 0, p50 = 0, p99 = 0;
+  size_t errors = 0;
+};
+
+load_result run_load(uint16_t port, int clients, int per_client, int rounds) {
+  std::vector<std::vector<double>> lat(static_cast<size_t>(clients));
+  std::atomic<size_t> errors{0};
+  std::atomic<int> ready{0};
+  std::atomic<bool> go{false};
+  std::vector<std::thread> threads;
+  auto req = chat_request(rounds, false);
+  for (int c = 0; c < clients; ++c)
+    threads.emplace_back([&, c] {
+      int fd = connect_to(port);
+      std::string in;
+      ++ready;
+      while (!go)
+        std::this_thread::yield();
+      for (int i = 0; i < per_client; ++i) {
+        auto t0 = clock_type::now();
+        if (!round_trip(fd, req, in))
+          ++errors;
+        lat[static_cast<size_t>(c)].push_back(ms_since(t0));
+      }
+      ::close(fd);
+    });
+  while (ready < clients)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  auto t0 = clock_type::now();
+  go = true;
+  for (auto& t : threads)
+    t.join();
+  auto wall = ms_since(t0);
+  std::vector<double> all;
+  for (auto& l : lat)
+    all.insert(all.end(), l.begin(), l.end());
+  load_result r;
+  r.rps = all.size() / (wall / 1000);
+  r.p50 = median(all);
+  r.p99 = percentile(all, 0.99);
+  r.errors = errors;
+  return r;
+}
+
+// The same load through runtime::run_turn (no HTTP): `clients` threads,
+// each running `per_client` turns one after another.
+load_result run_direct_load(runtime& rt, const http_server_settings& st,
+                            int clients, int per_client, int rounds) {
+  std::vector<std::vector<double>> lat(static_cast<size_t>(clients));
+  std::atomic<size_t> errors{0};
+  std::atomic<int> ready{0};
+  std::atomic<bool> go{false};
+  std::vector<std::thread> threads;
+  for (int c = 0; c < clients; ++c)
+    threads.emplace_back([&, c] {
+      ++ready;
+      while (!go)
+        std::this_thread::yield();
+      for (int i = 0; i < per_client; ++i) {
+        turn_call call = st.turn;
+        call.session_id = st.new_session_id();
+        call.prompt = "rounds=" + std::to_string(rounds) + " please";
+        auto t0 = clock_type::now();
+        auto out = rt.run_turn(call);
+        lat[static_cast<size_t>(c)].push_back(ms_since(t0));
+        if (!out.error.empty())
+          ++errors;
+        rt.close_session(out.session_id);
+      }
+    });
+  while (ready < clients)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  auto t0 = clock_type::now();
+  go = true;
+  for (auto& t : threads)
+    t.join();
+  auto wall = ms_since(t0);
+  std::vector<double> all;
+  for (auto& l : lat)
+    all.insert(all.end(), l.begin(), l.end());
+  load_result r;
+  r.rps = all.size() / (wall / 1000);
+  r.p50 = median(all);
+  r.p99 = percentile(all, 0.99);
+  r.errors = errors;
+  return r;
+}
+
+// The same turn through run_turn, no HTTP: p50 over `n` turns.
+double direct_turn_p50(runtime& rt, const http_server_settings& st,
+                       int rounds, int n) {
+  std::vector<double> xs;
+  for (int i = 0; i < n; ++i) {
+    turn_call c = st.turn;
+    c.session_id = st.new_session_id();
+    c.prompt = "rounds=" + std::to_string(rounds) + " please";
+    auto t0 = clock_type::now();
+    auto out = rt.run_turn(c);
+    xs.push_back(ms_since(t0));
+    if (!out.error.empty())
+      provider_die("run_turn: " + out.error);
+    rt.close_session(out.session_id);
+  }
+  return median(xs);
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  int per256 = argc > 1 ? std::atoi(argv[1]) : 8;
+  rlimit rl{};
+  ::getrlimit(RLIMIT_NOFILE, &rl);
+  rl.rlim_cur = rl.rlim_max;
+  ::setrlimit(RLIMIT_NOFILE, &rl);
+  log::set_level(log::level::warning);
+  fs::path home = fs::path{"/dev/shm"} / ("mibyan-serve-bench-"
+                                          + std::to_string(::getpid()));
+  fs::create_directories(home);
+  ::setenv("MIBYAN_HOME", home.c_str(), 1);
+  auto file = home / "small.txt";
+  std::ofstream(file) << "a small file\n";
+  scripted_server provider{file.string()};
+  auto loaded = load_options();
+  if (!loaded.ok())
+    provider_die("config: " + loaded.error);
+  auto opts = loaded.opts;
+  opts.code_execution.prestart_kernels = 0;
+  std::string err;
+  auto rt = runtime::create(opts, &err);
+  if (!rt)
+    provider_die("runtime: " + err);
+  http_server_settings st;
+  st.host = "127.0.0.1";
+  st.port = 0;
+  st.limits = opts.server;
+  st.limits.max_concurrent_turns = 4096;
+  st.limits.max_connections = 8192;
+  st.turn.provider = "custom";
+  st.turn.base_url = provider.url();
+  st.turn.model = "m";
+  st.turn.api_key = "sk-bench";
+  st.model_id = "m";
+  std::atomic<uint64_t> sid{0};
+  st.new_session_id = [&sid] {
+    return "bench_" + std::to_string(::getpid()) + "_"
+           + std::to_string(++sid);
+  };
+  auto server = http_server::start(*rt, st, &err);
+  if (!server)
+    provider_die("serve: " + err);
+  auto port = server->port();
+  std::printf("mibyan serve benchmark (io_threads %lld, cores %u, "
+              "MIBYAN_HOME on tmpfs)\n\n",
+              static_cast<long long>(st.limits.io_threads),
+              std::thread::hardware_concurrency());
+
+  // Baselines.
+  std::string in;
+  {
+    int fd = connect_to(port); // warm-up: the provider connection, kernels
+    for (int i = 0; i < 20; ++i)
+      round_trip(fd, chat_request(i % 2, false), in);
+    ::close(fd);
+  }
+  std::string body = R"({"model":"m","stream":true,"messages":[{"role":"user","content":"rounds=0"}]})";
+  auto rtt = plain_round_trips(provider.port(), body, 400);
+  double rtt50 = median(rtt);
+  std::printf("baseline: plain HTTP round trip to the provider  p50 %.3f ms  "
+              "p99 %.3f ms\n",
+              rtt50, percentile(rtt, 0.99));
+  double direct0 = direct_turn_p50(*rt, st, 0, 200);
+  double direct1 = direct_turn_p50(*rt, st, 1, 200);
+  std::printf("baseline: run_turn without HTTP  0 tool rounds p50 %.3f ms, "
+              "1 tool round p50 %.3f ms\n\n",
+              direct0, direct1);
+
+  std::printf("serve: HTTP clients against mibyan serve; direct: the same "
+              "load through run_turn.\nserve ovh = serve p50 - direct p50 at "
+              "the same concurrency; node ovh = serve p50 - provider round "
+              "trips of the turn.\n\n");
+  std::printf("%-6s %-7s | %8s %8s %8s %7s | %8s %8s | %9s %9s %4s\n",
+              "rounds", "clients", "req/s", "p50 ms", "p99 ms", "p99/p50",
+              "req/s", "p50 ms", "serve ovh", "node ovh", "err");
+  for (int rounds : {0, 1}) {
+    for (int clients : {1, 16, 256}) {
+      int per = clients == 1 ? 300 : clients == 16 ? 40 : per256;
+      auto r = run_load(port, clients, per, rounds);
+      auto d = run_direct_load(*rt, st, clients, per, rounds);
+      double calls = rounds + 1;
+      std::printf("%-6d %-7d | %8.0f %8.3f %8.3f %7.2f | %8.0f %8.3f | "
+                  "%9.3f %9.3f %4zu\n",
+                  rounds, clients, r.rps, r.p50, r.p99, r.p99 / r.p50, d.rps,
+                  d.p50, r.p50 - d.p50, r.p50 - calls * rtt50,
+                  r.errors + d.errors);
+    }
+  }
+
+  // 1,000 streaming clients at once.
+  const int n = 1000;
+  long rss_before = proc_status_kib("VmRSS");
+  provider.hold(true);
+  std::vector<int> fds;
+  auto sreq = chat_request(0, true);
+  for (int i = 0; i < n; ++i) {
+    int fd = connect_to(port);
+    if (::send(fd, sreq.data(), sreq.size(), MSG_NOSIGNAL)
+        != static_cast<ssize_t>(sreq.size()))
+      provider_die("send failed");
+    fds.push_back(fd);
+  }
+  for (int i = 0; i < 60000 && provider.held.load() < static_cast<size_t>(n);
+       ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  auto held = provider.held.load();
+  long rss_open = proc_status_kib("VmRSS");
+  provider.hold(false);
+  size_t done = 0;
+  std::vector<std::string> got(fds.size());
+  auto deadline = clock_type::now() + std::chrono::seconds(120);
+  std::vector<bool> finished(fds.size(), false);
+  while (done < fds.size() && clock_type::now() < deadline) {
+    std::vector<pollfd> pf;
+    std::vector<size_t> idx;
+    for (size_t i = 0; i < fds.size(); ++i)
+      if (!finished[i]) {
+        pf.push_back({fds[i], POLLIN, 0});
+        idx.push_back(i);
+      }
+    if (::poll(pf.data(), pf.size(), 100) <= 0)
+      continue;
+    for (size_t k = 0; k < pf.size(); ++k) {
+      if (!(pf[k].revents & (POLLIN | POLLHUP | POLLERR)))
+        continue;
+      auto i = idx[k];
+      char buf[16384];
+      auto r = ::read(fds[i], buf, sizeof buf);
+      if (r > 0)
+        got[i].append(buf, static_cast<size_t>(r));
+      if (r <= 0 || got[i].find("data: [DONE]") != std::string::npos) {
+        finished[i] = true;
+        ++done;
+      }
+    }
+  }
+  size_t ok = 0;
+  for (auto& g : got)
+    ok += g.find("data: [DONE]") != std::string::npos ? 1 : 0;
+  for (int fd : fds)
+    ::close(fd);
+  long hwm = proc_status_kib("VmHWM");
+  std::printf("\n%d streaming clients: %zu turns open at once at the "
+              "provider; VmRSS %.1f MiB before, %.1f MiB with all open "
+              "(+%.1f MiB, %.1f KiB per client); VmHWM %.1f MiB; %zu of %d "
+              "saw [DONE]\n",
+              n, held, rss_before / 1024.0, rss_open / 1024.0,
+              (rss_open - rss_before) / 1024.0,
+              static_cast<double>(rss_open - rss_before) / n, hwm / 1024.0,
+              ok, n);
+  server->shutdown(std::chrono::seconds(10));
+  server.reset();
+  rt.reset();
+  std::error_code ec;
+  fs::remove_all(home, ec);
+  return 0;
+}

@@ -1,0 +1,174 @@
+// `mibyan serve`: the node's HTTP API (docs/serve.md). Parses the flags,
+// checks the bind/auth policy, starts the runtime and node/http_server, and
+// waits for SIGTERM or SIGINT on the main thread (sigwait), then shuts the
+// server down gracefully and exits 0.
+#include "cli/commands.hpp"
+
+#include <atomic>
+#include <csignal>
+#include <memory>
+#include <iostream>
+
+#include <arpa/inet.h>
+#include <pthread.h>
+
+#include "base/log.hpp"
+#include "node/http_server.hpp"
+#include "node/runtime.hpp"
+
+namespace mibyan::cli {
+
+namespace {
+
+void usage() {
+  std::cerr
+    << "usage: mibyan serve [--listen HOST:PORT] [--provider P] [--model M]\n"
+       "                    [--base-url URL] [--api-key K] [--toolsets a,b]\n"
+       "                    [--max-iterations N]\n"
+       "  Serves the agent over an OpenAI-compatible HTTP API (default\n"
+       "  127.0.0.1:8642; port 0 picks a free port). The client key comes\n"
+       "  from MIBYAN_SERVER_KEY or server.key in the config, never a flag.\n";
+}
+
+// Splits "HOST:PORT" ("[v6]:PORT" for IPv6). Returns an error or "".
+std::string parse_listen(const std::string& text, std::string& host,
+                         uint16_t& port) {
+  std::string h, p;
+  if (!text.empty() && text[0] == '[') {
+    auto close = text.find(']');
+    if (close == std::string::npos || close + 1 >= text.size()
+        || text[close + 1] != ':')
+      return "--listen expects HOST:PORT or [IPV6]:PORT, got '" + text + "'";
+    h = text.substr(1, close - 1);
+    p = text.substr(close + 2);
+  } else {
+    auto colon = text.rfind(':');
+    if (colon == std::string::npos)
+      return "--listen expects HOST:PORT, got '" + text + "'";
+    h = text.substr(0, colon);
+    p = text.substr(colon + 1);
+  }
+  if (h == "localhost")
+    h = "127.0.0.1";
+  char* end = nullptr;
+  auto n = std::strtol(p.c_str(), &end, 10);
+  if (p.empty() || *end != '\0' || n < 0 || n > 65535)
+    return "--listen: the port must be 0 to 65535, got '" + p + "'";
+  in6_addr a6{};
+  in_addr a4{};
+  if (::inet_pton(AF_INET, h.c_str(), &a4) != 1
+      && ::inet_pton(AF_INET6, h.c_str(), &a6) != 1)
+    return "--listen: the host must be an IP address or localhost, got '" + h
+           + "'";
+  host = h;
+  port = static_cast<uint16_t>(n);
+  return {};
+}
+
+bool is_loopback(const std::string& host) {
+  in_addr a4{};
+  if (::inet_pton(AF_INET, host.c_str(), &a4) == 1)
+    return (ntohl(a4.s_addr) >> 24) == 127;
+  return host == "::1";
+}
+
+} // namespace
+
+int serve_command(const std::vector<std::string>& args,
+                  const global_flags& flags) {
+  turn_call tmpl;
+  std::string listen = "127.0.0.1:8642";
+  for (size_t i = 0; i < args.size(); ++i) {
+    const auto& a = args[i];
+    if (a == "-h" || a == "--help") {
+      usage();
+      return 0;
+    }
+    bool takes_value = a == "--listen" || (is_agent_flag(a) && a != "--session");
+    if (!takes_value) {
+      std::cerr << "mibyan serve: unknown option " << a
+                << (a == "--session" ? " (clients choose sessions with the "
+                                       "X-Mibyan-Session header)"
+                                     : "")
+                << "\n";
+      usage();
+      return 2;
+    }
+    if (i + 1 >= args.size()) {
+      std::cerr << "mibyan serve: " << a << " needs a value\n";
+      return 2;
+    }
+    const auto& v = args[++i];
+    if (a == "--listen") {
+      listen = v;
+    } else if (auto err = apply_agent_flag(a, v, tmpl); !err.empty()) {
+      std::cerr << "mibyan serve: " << err << "\n";
+      return 2;
+    }
+  }
+  http_server_settings st;
+  if (auto err = parse_listen(listen, st.host, st.port); !err.empty()) {
+    std::cerr << "mibyan serve: " << err << "\n";
+    return 2;
+  }
+  options opts;
+  if (!load_config_or_report(flags, opts))
+    return 2;
+  st.key = opts.secret("MIBYAN_SERVER_KEY");
+  if (st.key.empty())
+    st.key = opts.server.key;
+  if (st.key.empty() && !is_loopback(st.host)) {
+    std::cerr << "mibyan serve: refusing to listen on " << st.host
+              << " without a key: set MIBYAN_SERVER_KEY (or server.key) or "
+                 "listen on 127.0.0.1\n";
+    return 2;
+  }
+  st.limits = opts.server;
+  st.model_id = !tmpl.model.empty() ? tmpl.model : opts.model.default_model;
+  if (st.model_id.empty())
+    st.model_id = "mibyan";
+  st.turn = tmpl;
+  // Stateless requests each get a new stored session; a per-process
+  // counter keeps ids unique however many arrive in one second.
+  auto counter = std::make_shared<std::atomic<uint64_t>>(0);
+  st.new_session_id = [counter] {
+    return new_session_id() + "_" + std::to_string(++*counter);
+  };
+  // Only the main thread takes these signals (sigwait below); threads
+  // started from here on inherit the mask.
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGUSR2);
+  ::pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);
+  std::string error;
+  auto rt = runtime::create(std::move(opts), &error);
+  if (!rt) {
+    std::cerr << "mibyan: cannot start the runtime: " << error << "\n";
+    return 1;
+  }
+  auto server = http_server::start(*rt, std::move(st), &error);
+  if (!server) {
+    std::cerr << "mibyan serve: " << error << "\n";
+    return 1;
+  }
+  auto host = server->host();
+  if (host.find(':') != std::string::npos)
+    host = "[" + host + "]";
+  std::cout << "mibyan serve listening on http://" << host << ":"
+            << server->port() << std::endl;
+  int sig = 0;
+  for (;;) {
+    if (sigwait(&set, &sig) == 0 && (sig == SIGINT || sig == SIGTERM))
+      break;
+  }
+  MIBYAN_LOG(info, "serve", "signal " << sig << ": shutting down");
+  server->shutdown(std::chrono::seconds(30));
+  server.reset();
+  rt.reset();
+  return 0;
+}
+
+} // namespace mibyan::cli

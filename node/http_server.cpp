@@ -1,0 +1,181 @@
+// Starting and stopping `mibyan serve`'s HTTP server (docs/serve.md): the
+// listener, the I/O threads, the idle-session reaper and the graceful
+// shutdown. Connections are in node/serve_connection.cpp.
+#include "node/http_server.hpp"
+
+#include <future>
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/beast/core/error.hpp>
+
+#include "base/log.hpp"
+#include "node/serve_impl.hpp"
+
+namespace mibyan {
+
+namespace beast = boost::beast;
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+
+bool constant_time_equal(const std::string& a, const std::string& b) {
+  // Every byte of the longer string is visited; the result accumulates.
+  size_t n = std::max(a.size(), b.size());
+  unsigned char diff = a.size() == b.size() ? 0 : 1;
+  for (size_t i = 0; i < n; ++i) {
+    unsigned char x = i < a.size() ? static_cast<unsigned char>(a[i]) : 0;
+    unsigned char y = i < b.size() ? static_cast<unsigned char>(b[i]) : 0;
+    diff |= static_cast<unsigned char>(x ^ y);
+  }
+  return diff == 0;
+}
+
+void http_server::impl::reap() {
+  auto period = std::chrono::seconds(
+    std::min<int64_t>(60, std::max<int64_t>(1, cfg.limits
+                                                 .session_idle_timeout)));
+  reaper.expires_after(period);
+  reaper.async_wait([self = shared_from_this()](beast::error_code ec) {
+    if (ec || self->stopping)
+      return;
+    auto limit = std::chrono::seconds(self->cfg.limits.session_idle_timeout);
+    auto now = std::chrono::steady_clock::now();
+    std::vector<std::string> idle;
+    {
+      std::lock_guard<std::mutex> g{self->mtx};
+      for (auto i = self->kept.begin(); i != self->kept.end();) {
+        if (now - i->second > limit && self->running.count(i->first) == 0) {
+          idle.push_back(i->first);
+          i = self->kept.erase(i);
+        } else {
+          ++i;
+        }
+      }
+    }
+    for (auto& id : idle) {
+      MIBYAN_LOG(info, "serve", "closed idle session " << id);
+      self->rt.close_session(id);
+    }
+    self->reap();
+  });
+}
+
+void http_server::impl::accept() {
+  acceptor.async_accept(
+    net::make_strand(ioc),
+    [self = shared_from_this()](beast::error_code ec, tcp::socket sock) {
+      if (ec) {
+        if (ec == net::error::operation_aborted || !self->acceptor.is_open())
+          return;
+        MIBYAN_LOG(warning, "serve", "accept failed: " << ec.message());
+      } else if (self->connections.load()
+                 >= self->cfg.limits.max_connections) {
+        beast::error_code ignored;
+        sock.close(ignored);
+      } else {
+        ++self->connections;
+        start_connection(self, std::move(sock));
+      }
+      if (!self->stopping)
+        self->accept();
+    });
+}
+
+std::unique_ptr<http_server> http_server::start(runtime& rt,
+                                                http_server_settings settings,
+                                                std::string* error) {
+  auto p = std::make_shared<impl>(rt, std::move(settings));
+  beast::error_code ec;
+  auto addr = net::ip::make_address(p->cfg.host, ec);
+  if (ec) {
+    if (error)
+      *error = "invalid listen address '" + p->cfg.host + "': "
+               + ec.message();
+    return nullptr;
+  }
+  tcp::endpoint ep{addr, p->cfg.port};
+  p->acceptor.open(ep.protocol(), ec);
+  if (!ec)
+    p->acceptor.set_option(net::socket_base::reuse_address(true), ec);
+  if (!ec)
+    p->acceptor.bind(ep, ec);
+  if (!ec)
+    p->acceptor.listen(net::socket_base::max_listen_connections, ec);
+  if (ec) {
+    if (error)
+      *error = "cannot listen on " + p->cfg.host + ":"
+               + std::to_string(p->cfg.port) + ": " + ec.message();
+    return nullptr;
+  }
+  p->accept();
+  p->reap();
+  auto n = std::max<int64_t>(1, p->cfg.limits.io_threads);
+  for (int64_t i = 0; i < n; ++i)
+    p->threads.emplace_back([p] {
+      for (;;) {
+        try {
+          p->ioc.run();
+          return;
+        } catch (const std::exception& e) {
+          // A handler threw (a Beast/Asio edge case): log and keep serving.
+          MIBYAN_LOG(error, "serve", "I/O handler failed: " << e.what());
+        }
+      }
+    });
+  return std::unique_ptr<http_server>(new http_server(std::move(p)));
+}
+
+http_server::http_server(std::shared_ptr<impl> p) : impl_(std::move(p)) {}
+
+std::string http_server::host() const {
+  beast::error_code ec;
+  auto ep = impl_->acceptor.local_endpoint(ec);
+  return ec ? impl_->cfg.host : ep.address().to_string();
+}
+
+uint16_t http_server::port() const {
+  beast::error_code ec;
+  auto ep = impl_->acceptor.local_endpoint(ec);
+  return ec ? 0 : ep.port();
+}
+
+void http_server::shutdown(std::chrono::milliseconds grace) {
+  auto& p = *impl_;
+  {
+    std::lock_guard<std::mutex> g{p.mtx};
+    if (p.stopped)
+      return;
+    p.stopped = true;
+  }
+  p.stopping = true;
+  auto closed = std::make_shared<std::promise<void>>();
+  net::post(p.ioc, [&p, closed] {
+    beast::error_code ec;
+    p.acceptor.close(ec);
+    p.reaper.cancel();
+    closed->set_value();
+  });
+  closed->get_future().wait_for(std::chrono::seconds(5));
+  std::vector<std::string> ids;
+  {
+    std::lock_guard<std::mutex> g{p.mtx};
+    ids.assign(p.running.begin(), p.running.end());
+  }
+  for (auto& id : ids)
+    p.rt.interrupt(id, "the server is shutting down");
+  {
+    std::unique_lock<std::mutex> g{p.mtx};
+    p.cv.wait_for(g, grace, [&p] { return p.busy == 0; });
+  }
+  p.ioc.stop();
+  for (auto& t : p.threads)
+    if (t.joinable())
+      t.join();
+  p.store_pool.join();
+}
+
+http_server::~http_server() {
+  shutdown(std::chrono::milliseconds(2000));
+}
+
+} // namespace mibyan

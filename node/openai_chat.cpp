@@ -1,0 +1,252 @@
+#include "node/openai_chat.hpp"
+
+
+namespace mibyan {
+
+namespace {
+
+// Returns the text of an OpenAI content value, or false for a shape we do
+// not take (images, audio).
+bool content_text(const json::value* c, std::string& out, std::string& err) {
+  out.clear();
+  if (c == nullptr || c->is_null())
+    return true;
+  if (c->is_string()) {
+    out = c->as_string();
+    return true;
+  }
+  if (!c->is_array()) {
+    err = "message content must be a string or an array of text parts";
+    return false;
+  }
+  for (auto& part : c->as_array()) {
+    auto type = part.is_object() ? part.get_string("type", "") : "";
+    auto text = part.is_object() ? part.find("text") : nullptr;
+    if (type != "text" || text == nullptr || !text->is_string()) {
+      err = "only text content parts are supported (got a part of type '"
+            + type + "')";
+      return false;
+    }
+    out += text->as_string();
+  }
+  return true;
+}
+
+} // namespace
+
+bool chat_messages_from_openai(const json::value& messages,
+                               std::vector<chat_message>& out,
+                               std::string& error) {
+  if (!messages.is_array()) {
+    error = "messages must be an array";
+    return false;
+  }
+  size_t i = 0;
+  for (auto& m : messages.as_array()) {
+    auto where = "messages[" + std::to_string(i++) + "]: ";
+    if (!m.is_object()) {
+      error = where + "must be an object";
+      return false;
+    }
+    chat_message cm;
+    cm.role = m.get_string("role", "");
+    if (cm.role != "user" && cm.role != "assistant" && cm.role != "tool"
+        && cm.role != "system") {
+      error = where + "unknown role '" + cm.role + "'";
+      return false;
+    }
+    std::string err;
+    if (!content_text(m.find("content"), cm.content, err)) {
+      error = where + err;
+      return false;
+    }
+    if (auto calls = m.find("tool_calls");
+        calls != nullptr && !calls->is_null()) {
+      if (cm.role != "assistant" || !calls->is_array()) {
+        error = where + "tool_calls must be an array on an assistant message";
+        return false;
+      }
+      for (auto& c : calls->as_array()) {
+        auto fn = c.is_object() ? c.find("function") : nullptr;
+        if (fn == nullptr || !fn->is_object()
+            || fn->get_string("name", "").empty()) {
+          error = where + "each tool call needs function.name";
+          return false;
+        }
+        cm.tool_calls.push_back(tool_call{c.get_string("id", ""),
+                                          fn->get_string("name", ""),
+                                          fn->get_string("arguments", "{}")});
+      }
+    }
+    if (cm.role == "tool") {
+      cm.tool_call_id = m.get_string("tool_call_id", "");
+      cm.tool_name = m.get_string("name", "");
+      if (cm.tool_call_id.empty()) {
+        error = where + "a tool message needs tool_call_id";
+        return false;
+      }
+    }
+    out.push_back(std::move(cm));
+  }
+  return true;
+}
+
+std::string parse_chat_completion(std::string_view body,
+                                  chat_completion_request& out) {
+  auto parsed = json::parse(body);
+  if (!parsed)
+    return "the request body is not valid JSON: " + parsed.error;
+  auto& v = *parsed.v;
+  if (!v.is_object())
+    return "the request body must be a JSON object";
+  auto model = v.find("model");
+  if (model != nullptr && !model->is_string())
+    return "'model' must be a string";
+  out.model = model ? model->as_string() : "";
+  if (auto s = v.find("stream"); s != nullptr && !s->is_null()) {
+    if (!s->is_bool())
+      return "'stream' must be a boolean";
+    out.stream = s->as_bool();
+  }
+  if (auto so = v.find("stream_options"); so != nullptr && so->is_object())
+    out.include_usage = so->get_bool("include_usage", false);
+  auto msgs = v.find("messages");
+  if (msgs == nullptr)
+    return "'messages' is required";
+  if (!msgs->is_array() || msgs->size() == 0)
+    return "'messages' must be a non-empty array";
+  std::vector<chat_message> list;
+  std::string err;
+  if (!chat_messages_from_openai(*msgs, list, err))
+    return err;
+  // System messages: the node has its own system prompt; the client's
+  // instructions go in front of the first user message.
+  std::string system;
+  std::vector<chat_message> rest;
+  for (auto& m : list) {
+    if (m.role == "system")
+      system += (system.empty() ? "" : "\n\n") + m.content;
+    else
+      rest.push_back(std::move(m));
+  }
+  if (rest.empty() || rest.back().role != "user")
+    return "the last message must have role 'user'";
+  if (!system.empty())
+    for (auto& m : rest)
+      if (m.role == "user") {
+        m.content = system + "\n\n" + m.content;
+        break;
+      }
+  out.prompt = std::move(rest.back().content);
+  rest.pop_back();
+  if (out.prompt.find_first_not_of(" \t\r\n") == std::string::npos)
+    return "the last user message is empty";
+  if (!rest.empty()) {
+    json::value arr = json::value::make_array();
+    for (auto& m : rest) {
+      json::value o;
+      o["role"] = m.role;
+      o["content"] = m.content;
+      if (!m.tool_calls.empty()) {
+        json::value calls = json::value::make_array();
+        for (auto& c : m.tool_calls) {
+          json::value tc;
+          tc["id"] = c.id;
+          tc["type"] = "function";
+          tc["function"]["name"] = c.name;
+          tc["function"]["arguments"] = c.arguments;
+          calls.push_back(std::move(tc));
+        }
+        o["tool_calls"] = std::move(calls);
+      }
+      if (!m.tool_call_id.empty())
+        o["tool_call_id"] = m.tool_call_id;
+      if (!m.tool_name.empty())
+        o["name"] = m.tool_name;
+      arr.push_back(std::move(o));
+    }
+    out.history_json = arr.dump();
+  }
+  return {};
+}
+
+namespace {
+
+json::value usage_json(const completion_usage& u) {
+  json::value v;
+  v["prompt_tokens"] = u.prompt_tokens;
+  v["completion_tokens"] = u.completion_tokens;
+  v["total_tokens"] = u.total_tokens;
+  return v;
+}
+
+} // namespace
+
+std::string completion_body(const std::string& id, int64_t created,
+                            const std::string& model,
+                            const std::string& content,
+                            const std::string& finish_reason,
+                            const completion_usage& usage,
+                            const json::value& extension) {
+  json::value msg;
+  msg["role"] = "assistant";
+  msg["content"] = content;
+  json::value choice;
+  choice["index"] = 0;
+  choice["message"] = std::move(msg);
+  choice["logprobs"] = nullptr;
+  choice["finish_reason"] = finish_reason;
+  json::value v;
+  v["id"] = id;
+  v["object"] = "chat.completion";
+  v["created"] = created;
+  v["model"] = model;
+  v["choices"] = json::value::make_array();
+  v["choices"].push_back(std::move(choice));
+  v["usage"] = usage_json(usage);
+  if (!extension.is_null())
+    v["mibyan"] = extension;
+  return v.dump();
+}
+
+std::string chunk_event(const std::string& id, int64_t created,
+                        const std::string& model, const json::value& delta,
+                        const std::string& finish_reason,
+                        const json::value& extension,
+                        const completion_usage* usage) {
+  json::value v;
+  v["id"] = id;
+  v["object"] = "chat.completion.chunk";
+  v["created"] = created;
+  v["model"] = model;
+  v["choices"] = json::value::make_array();
+  if (usage != nullptr) {
+    v["usage"] = usage_json(*usage);
+  } else {
+    json::value choice;
+    choice["index"] = 0;
+    choice["delta"] = delta.is_null() ? json::value::make_object() : delta;
+    choice["logprobs"] = nullptr;
+    choice["finish_reason"] = finish_reason.empty()
+                                ? json::value{}
+                                : json::value{finish_reason};
+    v["choices"].push_back(std::move(choice));
+  }
+  if (!extension.is_null())
+    v["mibyan"] = extension;
+  return "data: " + v.dump() + "\n\n";
+}
+
+std::string error_body(const std::string& message, const std::string& type,
+                       const std::string& code) {
+  json::value e;
+  e["message"] = message;
+  e["type"] = type;
+  e["code"] = code.empty() ? json::value{} : json::value{code};
+  e["param"] = nullptr;
+  json::value v;
+  v["error"] = std::move(e);
+  return v.dump();
+}
+
+} // namespace mibyan

@@ -1,0 +1,77 @@
+// File: node/openai_chat.hpp
+//
+// The OpenAI Chat Completions wire format as `mibyan serve` speaks it
+// (docs/serve.md): request parsing, the conversion of a client's message
+// list into a prompt plus history, and the response, chunk and error
+// bodies. Pure functions on text and json::value; no I/O.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/json.hpp"
+#include "messages/chat.hpp"
+
+namespace mibyan {
+
+/// Converts OpenAI chat messages ({"role","content","tool_calls",
+/// "tool_call_id","name"}) to chat_messages. Content may be a string, null
+/// or an array of {"type":"text","text"} parts. Returns false and sets
+/// `error` on anything else (unknown role, non-text part, bad tool call).
+bool chat_messages_from_openai(const json::value& messages,
+                               std::vector<chat_message>& out,
+                               std::string& error);
+
+/// A parsed POST /v1/chat/completions body.
+struct chat_completion_request {
+  std::string model;
+  bool stream = false;
+  /// stream_options.include_usage: a last chunk with `usage`.
+  bool include_usage = false;
+  /// The last message (role user): the turn's prompt. The text of the
+  /// client's system messages is put in front of the first user message.
+  std::string prompt;
+  /// The messages before the last one, as a JSON array (OpenAI format,
+  /// no system messages); "" when there are none.
+  std::string history_json;
+};
+
+/// Parses `body`. Returns "" or an error message for the client (malformed
+/// JSON, no `messages`, last message not from the user, ...).
+std::string parse_chat_completion(std::string_view body,
+                                  chat_completion_request& out);
+
+/// Token counts as reported in `usage`.
+struct completion_usage {
+  int64_t prompt_tokens = 0;
+  int64_t completion_tokens = 0;
+  int64_t total_tokens = 0;
+};
+
+/// {"id","object":"chat.completion","created","model","choices":[{"index":0,
+/// "message":{"role":"assistant","content"},"finish_reason"}],"usage",
+/// "mibyan":{...}} (`extension` omitted when null).
+std::string completion_body(const std::string& id, int64_t created,
+                            const std::string& model,
+                            const std::string& content,
+                            const std::string& finish_reason,
+                            const completion_usage& usage,
+                            const json::value& extension);
+
+/// One SSE event "data: {chat.completion.chunk}\n\n". `delta` is the
+/// choice's delta object; `finish_reason` "" gives null; `extension`
+/// (null to omit) becomes the top-level "mibyan" field; `usage` non-null
+/// gives a usage chunk with an empty `choices` array.
+std::string chunk_event(const std::string& id, int64_t created,
+                        const std::string& model, const json::value& delta,
+                        const std::string& finish_reason,
+                        const json::value& extension,
+                        const completion_usage* usage = nullptr);
+
+/// {"error":{"message","type","code"}}; `code` "" gives null.
+std::string error_body(const std::string& message, const std::string& type,
+                       const std::string& code);
+
+} // namespace mibyan

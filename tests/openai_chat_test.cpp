@@ -1,0 +1,171 @@
+#define BOOST_TEST_MODULE openai_chat
+#include <boost/test/unit_test.hpp>
+
+// The OpenAI wire format of `mibyan serve` (node/openai_chat) and its
+// Beast-free helpers (node/serve_routes): parsing, system folding, history,
+// response shapes, target parsing, the constant-time key compare.
+
+#include "base/json.hpp"
+#include "node/http_server.hpp"
+#include "node/openai_chat.hpp"
+#include "node/serve_routes.hpp"
+
+using namespace mibyan;
+
+namespace {
+
+std::string parse_error(const std::string& body) {
+  chat_completion_request r;
+  return parse_chat_completion(body, r);
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(last_user_message_is_the_prompt_and_the_rest_history) {
+  chat_completion_request r;
+  auto err = parse_chat_completion(
+    R"({"model":"m","stream":true,"stream_options":{"include_usage":true},
+        "messages":[{"role":"system","content":"Be brief."},
+                    {"role":"user","content":[{"type":"text","text":"Hi "},{"type":"text","text":"there"}]},
+                    {"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"read_file","arguments":"{\"path\":\"a\"}"}}]},
+                    {"role":"tool","tool_call_id":"c1","name":"read_file","content":"A"},
+                    {"role":"assistant","content":"Read it."},
+                    {"role":"user","content":"Again"}]})",
+    r);
+  BOOST_REQUIRE_EQUAL(err, "");
+  BOOST_CHECK(r.stream);
+  BOOST_CHECK(r.include_usage);
+  BOOST_CHECK_EQUAL(r.prompt, "Again");
+  auto h = json::parse(r.history_json);
+  BOOST_REQUIRE(h);
+  BOOST_REQUIRE_EQUAL(h.v->size(), 4u);
+  auto& first = h.v->as_array()[0];
+  BOOST_CHECK_EQUAL(first.get_string("role", ""), "user");
+  // The client's system text leads the first user message.
+  BOOST_CHECK_EQUAL(first.get_string("content", ""), "Be brief.\n\nHi there");
+  BOOST_CHECK_EQUAL(h.v->as_array()[1]["tool_calls"].as_array()[0]
+                      ["function"].get_string("name", ""),
+                    "read_file");
+  BOOST_CHECK_EQUAL(h.v->as_array()[2].get_string("tool_call_id", ""), "c1");
+  // The history converts back to chat messages (what the runtime stores).
+  std::vector<chat_message> msgs;
+  std::string e2;
+  BOOST_REQUIRE(chat_messages_from_openai(*h.v, msgs, e2));
+  BOOST_CHECK_EQUAL(msgs[1].tool_calls.at(0).arguments, R"({"path":"a"})");
+  BOOST_CHECK_EQUAL(msgs[2].tool_name, "read_file");
+}
+
+BOOST_AUTO_TEST_CASE(system_text_folds_into_a_single_prompt) {
+  chat_completion_request r;
+  BOOST_REQUIRE_EQUAL(
+    parse_chat_completion(R"({"messages":[{"role":"system","content":"S"},
+                                          {"role":"user","content":"U"}]})",
+                          r),
+    "");
+  BOOST_CHECK_EQUAL(r.prompt, "S\n\nU");
+  BOOST_CHECK(r.history_json.empty());
+}
+
+BOOST_AUTO_TEST_CASE(bad_requests_have_clear_messages) {
+  BOOST_CHECK(parse_error("{").find("not valid JSON") != std::string::npos);
+  BOOST_CHECK(parse_error("[]").find("JSON object") != std::string::npos);
+  BOOST_CHECK(parse_error(R"({"model":"m"})").find("'messages' is required")
+              != std::string::npos);
+  BOOST_CHECK(parse_error(R"({"messages":[]})").find("non-empty")
+              != std::string::npos);
+  BOOST_CHECK(parse_error(R"({"messages":[{"role":"assistant","content":"x"}]})")
+                .find("role 'user'")
+              != std::string::npos);
+  BOOST_CHECK(parse_error(R"({"messages":[{"role":"wizard","content":"x"}]})")
+                .find("unknown role")
+              != std::string::npos);
+  BOOST_CHECK(parse_error(R"({"messages":[{"role":"user","content":[{"type":"image_url","image_url":{}}]}]})")
+                .find("only text")
+              != std::string::npos);
+  BOOST_CHECK(parse_error(R"({"messages":[{"role":"user","content":"  "}]})")
+                .find("empty")
+              != std::string::npos);
+  BOOST_CHECK(parse_error(R"({"stream":"yes","messages":[{"role":"user","content":"x"}]})")
+                .find("'stream'")
+              != std::string::npos);
+  BOOST_CHECK(parse_error(R"({"messages":[{"role":"tool","content":"x"},{"role":"user","content":"x"}]})")
+                .find("tool_call_id")
+              != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(response_shapes) {
+  completion_usage u{5, 2, 7};
+  json::value ext;
+  ext["session_id"] = "s";
+  auto body = json::parse(completion_body("id1", 10, "m", "hi", "stop", u, ext));
+  BOOST_REQUIRE(body);
+  auto& v = *body.v;
+  BOOST_CHECK_EQUAL(v.get_string("object", ""), "chat.completion");
+  BOOST_CHECK_EQUAL(v["choices"].as_array()[0]["message"].get_string("content", ""),
+                    "hi");
+  BOOST_CHECK_EQUAL(v["usage"].get_int("total_tokens", 0), 7);
+  BOOST_CHECK_EQUAL(v["mibyan"].get_string("session_id", ""), "s");
+  auto ev = chunk_event("id1", 10, "m", json::value{}, "", json::value{});
+  BOOST_CHECK_EQUAL(ev.rfind("data: {", 0), 0u);
+  BOOST_CHECK_EQUAL(ev.substr(ev.size() - 2), "\n\n");
+  auto chunk = json::parse(ev.substr(6));
+  BOOST_REQUIRE(chunk);
+  BOOST_CHECK((*chunk.v)["choices"].as_array()[0]["finish_reason"].is_null());
+  BOOST_CHECK((*chunk.v)["choices"].as_array()[0]["delta"].is_object());
+  BOOST_CHECK(chunk.v->find("mibyan") == nullptr);
+  auto usage = json::parse(
+    chunk_event("id1", 10, "m", json::value{}, "", json::value{}, &u).substr(6));
+  BOOST_CHECK_EQUAL((*usage.v)["choices"].size(), 0u);
+  auto err = json::parse(error_body("bad", "invalid_request_error", ""));
+  BOOST_CHECK_EQUAL((*err.v)["error"].get_string("message", ""), "bad");
+  BOOST_CHECK((*err.v)["error"]["code"].is_null());
+}
+
+BOOST_AUTO_TEST_CASE(targets_ids_and_keys) {
+  std::string path;
+  std::map<std::string, std::string> q;
+  serve::split_target("/v1/sessions/search?q=hello%20world+again&limit=5&x",
+                      path, q);
+  BOOST_CHECK_EQUAL(path, "/v1/sessions/search");
+  BOOST_CHECK_EQUAL(q["q"], "hello world again");
+  size_t limit = 0;
+  BOOST_CHECK(serve::parse_limit(q, limit));
+  BOOST_CHECK_EQUAL(limit, 5u);
+  q["limit"] = "0";
+  BOOST_CHECK(!serve::parse_limit(q, limit));
+  q["limit"] = "5000";
+  BOOST_CHECK(!serve::parse_limit(q, limit));
+  BOOST_CHECK(serve::valid_session_id("20261201_150929_4e607b"));
+  BOOST_CHECK(!serve::valid_session_id(""));
+  BOOST_CHECK(!serve::valid_session_id("../x"));
+  BOOST_CHECK(!serve::valid_session_id(std::string(129, 'a')));
+  BOOST_CHECK(serve::completion_id() != serve::completion_id());
+  BOOST_CHECK(constant_time_equal("key", "key"));
+  BOOST_CHECK(!constant_time_equal("key", "kez"));
+  BOOST_CHECK(!constant_time_equal("key", "key2"));
+  BOOST_CHECK(!constant_time_equal("", "k"));
+}
+
+BOOST_AUTO_TEST_CASE(turn_outcomes_map_to_replies) {
+  turn_outcome not_started;
+  not_started.error = "no provider";
+  auto a = serve::summarize_turn(not_started, "s");
+  BOOST_CHECK(!a.ok);
+  BOOST_CHECK(a.not_started);
+  BOOST_CHECK_EQUAL(a.message, "no provider");
+  turn_outcome done;
+  done.result_json = R"J({"final_response":"hi","failed":false,"interrupted":false,
+    "prompt_tokens":3,"completion_tokens":2,"total_tokens":5,"api_calls":2,
+    "turn_exit_reason":"text_response(finish_reason=stop)","completed":true})J";
+  auto b = serve::summarize_turn(done, "s");
+  BOOST_CHECK(b.ok);
+  BOOST_CHECK_EQUAL(b.answer, "hi");
+  BOOST_CHECK_EQUAL(b.usage.total_tokens, 5);
+  BOOST_CHECK_EQUAL(b.ext.get_int("api_calls", 0), 2);
+  turn_outcome stopped;
+  stopped.result_json = R"({"final_response":null,"failed":false,"interrupted":true})";
+  auto c = serve::summarize_turn(stopped, "s");
+  BOOST_CHECK(!c.ok);
+  BOOST_CHECK(c.interrupted);
+  BOOST_CHECK_EQUAL(c.message, "the turn was interrupted");
+}

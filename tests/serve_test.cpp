@@ -1,0 +1,577 @@
+#define BOOST_TEST_MODULE serve
+#include "tests/support/paths.hpp"
+#include <boost/test/unit_test.hpp>
+
+// `mibyan serve` end to end (docs/serve.md): the stock `openai` npm client
+// (tests/node/serve_client.mjs, installed by scripts/install-test-deps.sh)
+// and raw sockets for bad input, against a real `mibyan serve` child process
+// with the scripted provider server behind it.
+
+#include <chrono>
+#include <csignal>
+#include <fcntl.h>
+#include <filesystem>
+#include <poll.h>
+#include <string>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+#include "base/json.hpp"
+#include "tests/support/http_server.hpp"
+#include "tests/support/process.hpp"
+#include "tests/support/temp_dir.hpp"
+
+using namespace mibyan;
+using namespace std::chrono;
+
+namespace {
+
+bool contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
+
+std::string reply(const std::string& content) {
+  json::value msg;
+  msg["role"] = "assistant";
+  msg["content"] = content;
+  json::value choice;
+  choice["index"] = 0;
+  choice["message"] = std::move(msg);
+  choice["finish_reason"] = "stop";
+  json::value body;
+  body["id"] = "c1";
+  body["model"] = "m";
+  body["choices"] = json::value::make_array();
+  body["choices"].push_back(std::move(choice));
+  return body.dump();
+}
+
+// A `mibyan serve` child process.
+struct serve_process {
+  pid_t pid = -1;
+  uint16_t port = 0;
+  std::string err_path;
+
+  ~serve_process() {
+    if (pid > 0) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+    }
+  }
+
+  // Sends SIGTERM and returns the exit code (-1 when it did not exit
+  // within 60 s; it is then killed).
+  int stop(int sig = SIGTERM) {
+    ::kill(pid, sig);
+    for (int i = 0; i < 6000; ++i) {
+      int status = 0;
+      if (::waitpid(pid, &status, WNOHANG) == pid) {
+        pid = -1;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+      }
+      std::this_thread::sleep_for(milliseconds{10});
+    }
+    return -1;
+  }
+};
+
+struct fixture {
+  test::http_server provider;
+  test::temp_dir home;
+  std::string key;
+
+  // Starts serve with `config` as config.yaml; waits for the listening
+  // line (at most 60 s).
+  std::unique_ptr<serve_process> start(const std::string& config = {},
+                                       std::vector<std::string> extra = {}) {
+    if (!config.empty())
+      home.write("config.yaml", config);
+    auto sp = std::make_unique<serve_process>();
+    sp->err_path = home / "serve.err";
+    int fds[2];
+    BOOST_REQUIRE(::pipe(fds) == 0);
+    std::vector<std::string> args{test::mibyan_binary(), "serve", "--listen",
+                                  "127.0.0.1:0", "--provider", "custom",
+                                  "--base-url", provider.url("/v1"),
+                                  "--model", "m"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      ::setenv("MIBYAN_HOME", home.path().c_str(), 1);
+      for (auto v : {"OPENAI_API_KEY", "CUSTOM_API_KEY", "MIBYAN_LOG_LEVEL",
+                     "MIBYAN_SERVER_KEY"})
+        ::unsetenv(v);
+      if (!key.empty())
+        ::setenv("MIBYAN_SERVER_KEY", key.c_str(), 1);
+      int err = ::open(sp->err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                       0600);
+      ::dup2(fds[1], 1);
+      ::dup2(err, 2);
+      ::close(fds[0]);
+      std::vector<char*> argv;
+      for (auto& a : args)
+        argv.push_back(a.data());
+      argv.push_back(nullptr);
+      ::execv(argv[0], argv.data());
+      ::_exit(127);
+    }
+    ::close(fds[1]);
+    sp->pid = pid;
+    std::string line;
+    auto deadline = steady_clock::now() + seconds{60};
+    while (steady_clock::now() < deadline) {
+      pollfd p{fds[0], POLLIN, 0};
+      if (::poll(&p, 1, 100) <= 0)
+        continue;
+      char c;
+      if (::read(fds[0], &c, 1) != 1)
+        break;
+      if (c == '\n')
+        break;
+      line += c;
+    }
+    ::close(fds[0]);
+    const std::string prefix = "mibyan serve listening on http://127.0.0.1:";
+    BOOST_REQUIRE_MESSAGE(line.rfind(prefix, 0) == 0,
+                          "no listening line; got '" << line << "'; stderr: "
+                            << test::slurp(sp->err_path));
+    sp->port = static_cast<uint16_t>(std::stoi(line.substr(prefix.size())));
+    return sp;
+  }
+
+  void script(const std::string& body, int delay_ms = 0, int times = 1) {
+    json::value s;
+    s["path"] = "/v1/chat/completions";
+    s["status"] = 200;
+    s["body"] = body;
+    s["times"] = times;
+    if (delay_ms > 0)
+      s["delay_ms"] = delay_ms;
+    provider.script(s.dump());
+  }
+
+  std::vector<json::value> provider_requests() {
+    auto parsed = json::parse(provider.requests());
+    BOOST_REQUIRE(parsed);
+    std::vector<json::value> out;
+    for (auto& r : parsed.v->as_array()) {
+      if (r.get_string("path", "").rfind("/v1/chat/completions", 0) != 0)
+        continue;
+      auto body = json::parse(r.find("body")->as_string());
+      BOOST_REQUIRE(body);
+      out.push_back(*body.v);
+    }
+    return out;
+  }
+
+  void wait_for_provider_requests(size_t n) {
+    for (int i = 0; i < 1000 && provider_requests().size() < n; ++i)
+      std::this_thread::sleep_for(milliseconds{20});
+    BOOST_REQUIRE_GE(provider_requests().size(), n);
+  }
+
+  // Runs one scenario of tests/node/serve_client.mjs.
+  void node(const serve_process& sp, const std::string& scenario) {
+    auto dir = test::test_source_dir() + "/node";
+    BOOST_REQUIRE_MESSAGE(
+      std::filesystem::exists(dir + "/node_modules/openai/package.json"),
+      "the openai npm client is not installed: run "
+      "scripts/install-test-deps.sh (needs npm registry access)");
+    test::process_options o;
+    o.env["SERVE_URL"] = "http://127.0.0.1:" + std::to_string(sp.port);
+    o.env["PROVIDER_URL"] = provider.url("");
+    o.env["SERVE_KEY"] = key;
+    o.env["TOOL_FILE"] = home.write("tool.txt", "line SERVE-MARKER\n");
+    o.cwd = dir;
+    o.timeout_seconds = 180;
+    auto r = test::run_process({"node", dir + "/serve_client.mjs", scenario},
+                               o);
+    BOOST_CHECK_MESSAGE(r.exit_code == 0 && contains(r.out, "OK " + scenario),
+                        "node " << scenario << " failed (" << r.exit_code
+                                << "): " << r.out << r.err
+                                << "\nserve stderr:\n"
+                                << test::slurp(sp.err_path));
+  }
+};
+
+// -- a raw HTTP client (bytes in, bytes out) ----------------------------------
+
+int connect_to(uint16_t port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  BOOST_REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a)
+                == 0);
+  return fd;
+}
+
+void send_all(int fd, const std::string& data) {
+  size_t off = 0;
+  while (off < data.size()) {
+    auto n = ::send(fd, data.data() + off, data.size() - off, MSG_NOSIGNAL);
+    if (n <= 0)
+      return; // the server may close early (limits): read its answer
+    off += static_cast<size_t>(n);
+  }
+}
+
+// Reads until the server closes or `seconds` pass.
+std::string read_all(int fd, int seconds_ = 30) {
+  std::string out;
+  auto deadline = steady_clock::now() + seconds{seconds_};
+  while (steady_clock::now() < deadline) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 100) <= 0)
+      continue;
+    char buf[4096];
+    auto n = ::recv(fd, buf, sizeof buf, 0);
+    if (n <= 0)
+      break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  return out;
+}
+
+// One request on its own connection (Connection: close); returns the
+// whole response.
+std::string http(uint16_t port, const std::string& method,
+                 const std::string& path, const std::string& body = {},
+                 const std::string& headers
+                 = "Content-Type: application/json\r\n") {
+  int fd = connect_to(port);
+  send_all(fd, method + " " + path + " HTTP/1.1\r\nHost: x\r\nConnection: "
+                 "close\r\n" + headers + "Content-Length: "
+                 + std::to_string(body.size()) + "\r\n\r\n" + body);
+  auto out = read_all(fd);
+  ::close(fd);
+  return out;
+}
+
+// Reads until the server closes the connection (true) or `seconds_` pass.
+bool closed_by_server(int fd, int seconds_) {
+  auto deadline = steady_clock::now() + seconds{seconds_};
+  while (steady_clock::now() < deadline) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 100) <= 0)
+      continue;
+    char buf[4096];
+    if (::recv(fd, buf, sizeof buf, 0) <= 0)
+      return true;
+  }
+  return false;
+}
+
+int status_of(const std::string& response) {
+  if (response.size() < 12 || response.rfind("HTTP/1.1 ", 0) != 0)
+    return 0;
+  return std::stoi(response.substr(9, 3));
+}
+
+json::value body_of(const std::string& response) {
+  auto p = response.find("\r\n\r\n");
+  auto parsed = json::parse(p == std::string::npos ? "" : response.substr(p + 4));
+  return parsed ? *parsed.v : json::value{};
+}
+
+// The response is a 4xx in OpenAI's error shape.
+void check_error(const std::string& response, int status,
+                 const std::string& code) {
+  BOOST_TEST_CONTEXT(response) {
+    BOOST_CHECK_EQUAL(status_of(response), status);
+    auto b = body_of(response);
+    BOOST_REQUIRE(b.is_object() && b.find("error") && b["error"].is_object());
+    BOOST_CHECK(!b["error"].get_string("message", "").empty());
+    BOOST_CHECK(!b["error"].get_string("type", "").empty());
+    BOOST_CHECK_EQUAL(b["error"].get_string("code", ""), code);
+  }
+}
+
+const std::string chat_body
+  = R"({"model":"m","messages":[{"role":"user","content":"hi"}]})";
+
+} // namespace
+
+BOOST_FIXTURE_TEST_SUITE(serve, fixture)
+
+BOOST_AUTO_TEST_CASE(openai_client_answers_streams_and_runs_tools) {
+  auto sp = start();
+  node(*sp, "answers");
+  node(*sp, "tools");
+  node(*sp, "session");
+  node(*sp, "concurrent");
+  node(*sp, "failures");
+  auto err = test::slurp(sp->err_path);
+  BOOST_CHECK(contains(err, "POST /v1/chat/completions 200"));
+  BOOST_CHECK_EQUAL(sp->stop(), 0);
+}
+
+BOOST_AUTO_TEST_CASE(openai_client_wrong_key_is_authentication_error) {
+  key = "serve-test-key-123";
+  auto sp = start();
+  node(*sp, "auth");
+  // The raw check: no header and a near-miss key are both 401.
+  check_error(http(sp->port, "GET", "/v1/models"), 401, "invalid_api_key");
+  check_error(http(sp->port, "GET", "/v1/models", {},
+                   "Authorization: Bearer serve-test-key-124\r\n"),
+              401, "invalid_api_key");
+  BOOST_CHECK_EQUAL(status_of(http(sp->port, "GET", "/v1/models", {},
+                                   "Authorization: Bearer " + key + "\r\n")),
+                    200);
+  BOOST_CHECK_EQUAL(status_of(http(sp->port, "GET", "/health")), 200);
+}
+
+BOOST_AUTO_TEST_CASE(openai_client_gets_429_over_max_concurrent_turns) {
+  auto sp = start("server:\n  max_concurrent_turns: 1\n");
+  node(*sp, "limit");
+}
+
+BOOST_AUTO_TEST_CASE(bad_input_gets_4xx_and_the_server_keeps_serving) {
+  auto sp = start("server:\n  max_body_bytes: 65536\n  header_timeout: 1\n"
+                  "  body_timeout: 1\n");
+  auto port = sp->port;
+  // Malformed JSON.
+  check_error(http(port, "POST", "/v1/chat/completions", "{\"messages\": ["),
+              400, "invalid_request");
+  // Wrong content type.
+  check_error(http(port, "POST", "/v1/chat/completions", chat_body,
+                   "Content-Type: text/plain\r\n"),
+              415, "unsupported_media_type");
+  // No messages.
+  check_error(http(port, "POST", "/v1/chat/completions", R"({"model":"m"})"),
+              400, "invalid_request");
+  // Unknown model.
+  check_error(http(port, "POST", "/v1/chat/completions",
+                   R"({"model":"gpt-nope","messages":[{"role":"user","content":"x"}]})"),
+              404, "model_not_found");
+  // A body over server.max_body_bytes.
+  std::string big = R"({"model":"m","messages":[{"role":"user","content":")"
+                    + std::string(100000, 'a') + "\"}]}";
+  check_error(http(port, "POST", "/v1/chat/completions", big), 413,
+              "body_too_large");
+  // A header flood (64 KiB of headers; the limit is 16 KiB).
+  std::string flood;
+  for (int i = 0; i < 1024; ++i)
+    flood += "X-Flood-" + std::to_string(i) + ": " + std::string(50, 'f')
+             + "\r\n";
+  check_error(http(port, "POST", "/v1/chat/completions", chat_body,
+                   "Content-Type: application/json\r\n" + flood),
+              431, "header_too_large");
+  // Slow loris: half a request head, then nothing. The server answers
+  // others meanwhile and drops the slow client after header_timeout.
+  int slow = connect_to(port);
+  send_all(slow, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n");
+  BOOST_CHECK_EQUAL(status_of(http(port, "GET", "/health")), 200);
+  BOOST_CHECK(closed_by_server(slow, 60));
+  ::close(slow);
+  // Asio closes the socket when the deadline fires, then the read
+  // completes: the access line may trail the close a little.
+  bool logged = false;
+  for (int i = 0; i < 1000 && !logged; ++i) {
+    logged = contains(test::slurp(sp->err_path), " 408 ");
+    if (!logged)
+      std::this_thread::sleep_for(milliseconds{10});
+  }
+  BOOST_CHECK_MESSAGE(logged, test::slurp(sp->err_path));
+  // A slow body is dropped too.
+  int slow_body = connect_to(port);
+  send_all(slow_body, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+                      "Content-Type: application/json\r\n"
+                      "Content-Length: 1000\r\n\r\n{\"mess");
+  BOOST_CHECK_EQUAL(status_of(http(port, "GET", "/health")), 200);
+  BOOST_CHECK(closed_by_server(slow_body, 60));
+  ::close(slow_body);
+  // Unknown path, wrong method, bad session header.
+  check_error(http(port, "GET", "/v1/nothing"), 404, "not_found");
+  check_error(http(port, "GET", "/v1/chat/completions"), 405,
+              "method_not_allowed");
+  check_error(http(port, "POST", "/v1/chat/completions", chat_body,
+                   "Content-Type: application/json\r\n"
+                   "X-Mibyan-Session: ../../etc\r\n"),
+              400, "bad_session_id");
+  // Garbage instead of HTTP.
+  {
+    int fd = connect_to(port);
+    send_all(fd, "\x01\x02 not http at all\r\n\r\n");
+    auto r = read_all(fd);
+    ::close(fd);
+    BOOST_CHECK(r.empty() || status_of(r) == 400);
+  }
+  // After all that the server still answers, and a real turn works.
+  BOOST_CHECK_EQUAL(status_of(http(port, "GET", "/health")), 200);
+  script(reply("still here"));
+  auto ok = http(port, "POST", "/v1/chat/completions", chat_body);
+  BOOST_CHECK_EQUAL(status_of(ok), 200);
+  BOOST_CHECK(contains(ok, "still here"));
+  BOOST_CHECK_EQUAL(sp->stop(), 0);
+}
+
+BOOST_AUTO_TEST_CASE(non_loopback_without_key_is_refused) {
+  auto r = test::run_mibyan({"serve", "--listen", "0.0.0.0:0", "--provider",
+                             "custom", "--base-url", provider.url("/v1"),
+                             "--model", "m"},
+                            [&] {
+                              test::process_options o;
+                              o.env["MIBYAN_HOME"] = home.path();
+                              o.unset = {"MIBYAN_SERVER_KEY"};
+                              o.timeout_seconds = 30;
+                              return o;
+                            }());
+  BOOST_CHECK_EQUAL(r.exit_code, 2);
+  BOOST_CHECK(contains(r.err, "without a key"));
+  BOOST_CHECK_EQUAL(std::count(r.err.begin(), r.err.end(), '\n'), 1);
+  BOOST_CHECK(r.out.empty());
+  auto flag = test::run_mibyan({"serve", "--key", "x"}, [&] {
+    test::process_options o;
+    o.env["MIBYAN_HOME"] = home.path();
+    return o;
+  }());
+  BOOST_CHECK_EQUAL(flag.exit_code, 2);
+}
+
+BOOST_AUTO_TEST_CASE(server_options_are_bounded_and_the_key_is_masked) {
+  test::process_options o;
+  o.env["MIBYAN_HOME"] = home.path();
+  o.unset = {"MIBYAN_SERVER_KEY"};
+  o.timeout_seconds = 30;
+  home.write("config.yaml", "server:\n  max_concurrent_turns: 0\n");
+  auto low = test::run_mibyan({"serve", "--listen", "127.0.0.1:0"}, o);
+  BOOST_CHECK_EQUAL(low.exit_code, 2);
+  BOOST_CHECK(contains(low.err, "max_concurrent_turns"));
+  home.write("config.yaml", "server:\n  max_body_bytes: 99999999999\n");
+  auto high = test::run_mibyan({"serve", "--listen", "127.0.0.1:0"}, o);
+  BOOST_CHECK_EQUAL(high.exit_code, 2);
+  BOOST_CHECK(contains(high.err, "at most"));
+  home.write("config.yaml", "server:\n  key: topsecret-serve-key\n");
+  auto show = test::run_mibyan({"config", "show"}, o);
+  BOOST_CHECK_EQUAL(show.exit_code, 0);
+  BOOST_CHECK(!contains(show.out, "topsecret-serve-key"));
+  BOOST_CHECK(contains(show.out, "max_concurrent_turns"));
+}
+
+BOOST_AUTO_TEST_CASE(one_session_is_served_in_order_and_sessions_endpoints) {
+  auto sp = start();
+  auto port = sp->port;
+  script(reply("first answer"), 400);
+  script(reply("second answer"));
+  const std::string h = "Content-Type: application/json\r\n"
+                        "X-Mibyan-Session: ordered-1\r\n";
+  std::string r1, r2;
+  std::thread t1([&] {
+    r1 = http(port, "POST", "/v1/chat/completions",
+              R"({"model":"m","messages":[{"role":"user","content":"one"}]})",
+              h);
+  });
+  wait_for_provider_requests(1);
+  std::thread t2([&] {
+    r2 = http(port, "POST", "/v1/chat/completions",
+              R"({"model":"m","messages":[{"role":"user","content":"two"}]})",
+              h);
+  });
+  t1.join();
+  t2.join();
+  BOOST_CHECK(contains(r1, "first answer"));
+  BOOST_CHECK(contains(r2, "second answer"));
+  BOOST_CHECK(contains(r1, "X-Mibyan-Session: ordered-1"));
+  // The second turn started after the first ended: its provider call
+  // carries the first answer.
+  auto reqs = provider_requests();
+  BOOST_REQUIRE_EQUAL(reqs.size(), 2u);
+  BOOST_CHECK(contains(reqs[1].dump(), "first answer"));
+  BOOST_CHECK(!contains(reqs[0].dump(), "two"));
+  // Sessions endpoints: list, show, search, delete.
+  auto list = http(port, "GET", "/v1/sessions");
+  BOOST_CHECK_EQUAL(status_of(list), 200);
+  BOOST_CHECK(contains(list, "ordered-1"));
+  auto show = body_of(http(port, "GET", "/v1/sessions/ordered-1"));
+  BOOST_CHECK_EQUAL(show.get_string("id", ""), "ordered-1");
+  BOOST_CHECK_EQUAL(show["messages"].size(), 4u);
+  auto found = body_of(http(port, "GET", "/v1/sessions/search?q=first%20answer"));
+  BOOST_CHECK_GE(found.get_int("total", 0), 1);
+  check_error(http(port, "GET", "/v1/sessions/search"), 400, "missing_query");
+  BOOST_CHECK_EQUAL(status_of(http(port, "DELETE", "/v1/sessions/ordered-1")),
+                    200);
+  check_error(http(port, "GET", "/v1/sessions/ordered-1"), 404,
+              "session_not_found");
+  check_error(http(port, "DELETE", "/v1/sessions/ordered-1"), 404,
+              "session_not_found");
+}
+
+BOOST_AUTO_TEST_CASE(idle_kept_sessions_are_closed_and_reloaded) {
+  auto sp = start("server:\n  session_idle_timeout: 1\n");
+  const std::string h = "Content-Type: application/json\r\n"
+                        "X-Mibyan-Session: idle-1\r\n";
+  script(reply("first"));
+  auto r1 = http(sp->port, "POST", "/v1/chat/completions",
+                 R"({"model":"m","messages":[{"role":"user","content":"one"}]})",
+                 h);
+  BOOST_CHECK(contains(r1, "first"));
+  bool closed = false;
+  for (int i = 0; i < 3000 && !closed; ++i) {
+    closed = contains(test::slurp(sp->err_path), "closed idle session idle-1");
+    if (!closed)
+      std::this_thread::sleep_for(milliseconds{10});
+  }
+  BOOST_REQUIRE(closed);
+  script(reply("second"));
+  auto r2 = http(sp->port, "POST", "/v1/chat/completions",
+                 R"({"model":"m","messages":[{"role":"user","content":"two"}]})",
+                 h);
+  BOOST_CHECK(contains(r2, "second"));
+  // The reloaded conversation still has the first turn.
+  auto reqs = provider_requests();
+  BOOST_REQUIRE_EQUAL(reqs.size(), 2u);
+  BOOST_CHECK(contains(reqs[1].dump(), "\"content\":\"first\""));
+}
+
+BOOST_AUTO_TEST_CASE(client_disconnect_interrupts_the_turn) {
+  auto sp = start();
+  script(reply("too late"), 8000);
+  int fd = connect_to(sp->port);
+  send_all(fd, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+               "Content-Type: application/json\r\n"
+               "X-Mibyan-Session: gone-1\r\nContent-Length: "
+               + std::to_string(chat_body.size()) + "\r\n\r\n" + chat_body);
+  wait_for_provider_requests(1);
+  ::close(fd);
+  // The turn is interrupted (logged) and the user message is persisted.
+  bool interrupted = false;
+  for (int i = 0; i < 1000 && !interrupted; ++i) {
+    interrupted = contains(test::slurp(sp->err_path),
+                           "the HTTP client disconnected");
+    if (!interrupted)
+      std::this_thread::sleep_for(milliseconds{10});
+  }
+  BOOST_CHECK_MESSAGE(interrupted, test::slurp(sp->err_path));
+  auto show = http(sp->port, "GET", "/v1/sessions/gone-1");
+  BOOST_CHECK(contains(show, "\"content\":\"hi\""));
+  BOOST_CHECK_EQUAL(sp->stop(), 0);
+}
+
+BOOST_AUTO_TEST_CASE(sigterm_interrupts_running_turns_and_exits_0) {
+  auto sp = start();
+  script(reply("never"), 20000);
+  std::string r;
+  std::thread t([&] {
+    r = http(sp->port, "POST", "/v1/chat/completions", chat_body,
+             "Content-Type: application/json\r\n"
+             "X-Mibyan-Session: term-1\r\n");
+  });
+  wait_for_provider_requests(1);
+  BOOST_CHECK_EQUAL(sp->stop(SIGTERM), 0);
+  t.join();
+  // Interrupted, not waited out: the client got the interrupted answer.
+  check_error(r, 503, "turn_interrupted");
+  // Persisted: a new server shows the session with the user message.
+  auto sp2 = start();
+  auto show = http(sp2->port, "GET", "/v1/sessions/term-1");
+  BOOST_CHECK(contains(show, "\"content\":\"hi\""));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
