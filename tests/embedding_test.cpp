@@ -433,8 +433,6 @@ BOOST_AUTO_TEST_CASE(queued_runs_keep_order) {
   script("/v1", completion("r2"));
   script("/v1", completion("r3"));
   agent a{*rt, agent_cfg()};
-  std::vector<std::string> done_order;
-  std::mutex mtx;
   std::vector<std::future<turn_result>> fs;
   for (auto msg : {"one", "two", "three"})
     fs.push_back(a.run(msg, no_stream()));
@@ -451,17 +449,27 @@ BOOST_AUTO_TEST_CASE(queued_runs_keep_order) {
   // The callback overload answers in order too.
   script("/v1", completion("r4"));
   script("/v1", completion("r5"));
-  std::promise<void> both;
+  // A completion callback may still be running (here: releasing its lock)
+  // after the waiter it signalled has woken, and the agent lets it outlive
+  // this scope (docs/embedding.md): what it touches is owned by the
+  // callback, never a reference to this test's locals.
+  struct order_log {
+    std::mutex mtx;
+    std::vector<std::string> done_order;
+    std::promise<void> both;
+  };
+  auto order = std::make_shared<order_log>();
+  auto both = order->both.get_future();
   for (auto msg : {"four", "five"})
-    a.run(msg, no_stream(), [&](turn_result r) {
-      std::lock_guard<std::mutex> guard{mtx};
-      done_order.push_back(r.final_response);
-      if (done_order.size() == 2)
-        both.set_value();
+    a.run(msg, no_stream(), [order](turn_result r) {
+      std::lock_guard<std::mutex> guard{order->mtx};
+      order->done_order.push_back(r.final_response);
+      if (order->done_order.size() == 2)
+        order->both.set_value();
     });
-  BOOST_TEST_REQUIRE((both.get_future().wait_for(seconds(20))
-                      == std::future_status::ready));
-  BOOST_TEST(done_order == (std::vector<std::string>{"r4", "r5"}),
+  BOOST_TEST_REQUIRE((both.wait_for(seconds(20)) == std::future_status::ready));
+  std::lock_guard<std::mutex> guard{order->mtx};
+  BOOST_TEST(order->done_order == (std::vector<std::string>{"r4", "r5"}),
              boost::test_tools::per_element());
 }
 
