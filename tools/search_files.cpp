@@ -431,7 +431,8 @@ public:
            "adds \"before\"/\"after\" lines; output_mode \"files_only\" "
            "lists matching files, \"count\" gives per-file counts. Page "
            "with offset/limit (default 50). Respects .gitignore; skips "
-           "hidden and binary files unless `path` points at them. Narrow "
+           "hidden and binary files unless `path` points at them; hits in "
+           "credential files are left out (counted in \"_omitted\"). Narrow "
            "big searches with `path` and `file_glob` (e.g. \"*.cpp\").";
   }
 
