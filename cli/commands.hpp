@@ -4,6 +4,8 @@
 // 0 success, 1 runtime failure, 2 usage or configuration error.
 #pragma once
 
+#include "storage/session_id.hpp"
+
 #include <string>
 #include <vector>
 
@@ -36,10 +38,6 @@ int chat_command(const std::vector<std::string>& args,
 int serve_command(const std::vector<std::string>& args,
                   const global_flags& flags);
 
-/// Loads the configuration and applies logging settings. Prints the error
-/// and returns false when the configuration is invalid.
-/// Returns a new session id in the store's format YYYYMMDD_HHMMSS_<6 hex>.
-std::string new_session_id();
 
 /// Splits "a, b,c" into {"a", "b", "c"}, dropping empty items.
 std::vector<std::string> split_list(const std::string& s);

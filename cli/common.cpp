@@ -11,17 +11,6 @@
 
 namespace mibyan::cli {
 
-std::string new_session_id() {
-  auto now = std::time(nullptr);
-  std::tm tm{};
-  ::localtime_r(&now, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y%m%d_%H%M%S", &tm);
-  std::random_device rd;
-  char hex[8];
-  std::snprintf(hex, sizeof hex, "%06x", rd() & 0xffffffu);
-  return std::string{buf} + "_" + hex;
-}
 
 std::vector<std::string> split_list(const std::string& s) {
   std::vector<std::string> out;

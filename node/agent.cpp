@@ -11,22 +11,12 @@
 #include <random>
 
 #include "base/json.hpp"
+#include "storage/session_id.hpp"
 
 namespace mibyan {
 
 namespace {
 
-std::string new_agent_session_id() {
-  auto now = std::time(nullptr);
-  std::tm tm{};
-  ::localtime_r(&now, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y%m%d_%H%M%S", &tm);
-  std::random_device rd;
-  char hex[16];
-  std::snprintf(hex, sizeof hex, "%08x", rd());
-  return std::string{buf} + "_" + hex;
-}
 
 turn_result to_turn_result(const turn_outcome& out) {
   turn_result r;
@@ -150,7 +140,7 @@ struct agent::impl : std::enable_shared_from_this<agent::impl> {
 
 agent::agent(runtime& rt, agent_config cfg) : impl_(std::make_shared<impl>()) {
   impl_->rt = &rt;
-  impl_->session_id = cfg.session_id.empty() ? new_agent_session_id()
+  impl_->session_id = cfg.session_id.empty() ? new_session_id()
                                              : cfg.session_id;
   impl_->cfg = std::move(cfg);
 }

@@ -147,8 +147,8 @@ runtime::impl::~impl() {
   // waits still running on the blocking pool.
   if (svc && svc->processes)
     svc->processes->shutdown();
-  // Stop blocking work first so no job outlives the system (a host's
-  // system outlives this runtime: its actors of ours only exit).
+  // Our own system ends here, with every actor of ours (in a host's
+  // system, which outlives this runtime, our actors only exit).
   own_sys.reset();
   sys = nullptr;
   // Wait here for tool jobs still running (a cancelled call may take a

@@ -1,5 +1,7 @@
 #include "storage/session_store.hpp"
 
+#include "storage/session_id.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -376,15 +378,7 @@ session_store::create_session(const new_session& ns) {
       if (generated) {
         // YYYYMMDD_HHMMSS_<6 hex>, local time; retry on a collision.
         for (int attempt = 0;; ++attempt) {
-          std::time_t secs = static_cast<std::time_t>(s.started_at_ms / 1000);
-          std::tm tm{};
-          localtime_r(&secs, &tm);
-          char buf[40];
-          std::snprintf(buf, sizeof buf,
-                        "%04d%02d%02d_%02d%02d%02d_%06x", tm.tm_year + 1900,
-                        tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
-                        tm.tm_sec, static_cast<unsigned>(rd() & 0xffffff));
-          s.id = buf;
+          s.id = format_session_id(s.started_at_ms, rd());
           int rc = lmdb_env::get(txn, sessions_, s.id, v);
           if (rc == MDB_NOTFOUND)
             break;
