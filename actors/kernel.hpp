@@ -18,8 +18,8 @@
 // RPC frames from the script become tool_requests (`from_script = true`)
 // to per-call tool_invocation actors, the same path as direct calls, after
 // the token, cell-authority, allow-list, duplicate-id and budget checks
-// (execute_code.md section 4.4). Calls still running when the cell ends by
-// timeout or interrupt are cancelled.
+// (docs/execute_code.md, "Per-cell budgets"). Calls still running when the
+// cell ends, however it ends, are cancelled.
 //
 // After the kernel process is gone (exit, death, timeout, interrupt) the
 // actor quits; its owner monitors it.

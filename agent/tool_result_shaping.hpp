@@ -1,7 +1,7 @@
 // File: agent/tool_result_shaping.hpp
 //
 // What happens to tool results between the tool and the transcript
-// (tools.md §1.1 layers 2 and 3, §1.2):
+// (docs/tools.md, "Result size"):
 //
 //   1. per result: a result longer than the threshold (default 100,000) is
 //      saved through a caller-supplied writer and replaced by a
@@ -15,8 +15,8 @@
 //      32 characters or more are wrapped in <untrusted_tool_result> with a
 //      one-line preface; delimiters inside the content are defanged.
 //
-// Sizes are counted in bytes of UTF-8 text ("chars" in the spec); cuts
-// never split a UTF-8 sequence.
+// Sizes are counted in bytes of UTF-8 text (the text shown to the model
+// says "characters"); cuts never split a UTF-8 sequence.
 //
 // Thread safety: pure functions; the writer is called on the calling
 // thread.

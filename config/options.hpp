@@ -37,7 +37,8 @@ struct agent_options {
   int64_t max_turns = 90;
   /// Attempts per provider call, the first included (1 = no retry).
   int64_t api_max_retries = 3;
-  /// Append every finished turn to a trajectory JSONL file (storage.md §4).
+  /// Append every finished turn to a trajectory JSONL file (docs/storage.md,
+  /// "Trajectories").
   bool save_trajectories = false;
   /// Directory of the trajectory files ("" = the current directory).
   std::string trajectory_dir;

@@ -1,8 +1,9 @@
 // File: kernels/cell_result.hpp
 //
-// Assembles the execute_code result object (execute_code.md section 7) from
-// what one cell produced. Pure: the spill file is written by the caller
-// through `spill_writer`, so this stays testable without a kernel.
+// Assembles the execute_code result object (docs/execute_code.md, "Result
+// object") from what one cell produced. Pure: the spill file is written by
+// the caller through `spill_writer`, so this stays testable without a
+// kernel.
 #pragma once
 
 #include <cstdint>
@@ -73,7 +74,8 @@ using spill_writer = std::function<std::string(const std::string& text)>;
 json::value build_cell_result(const cell_outcome& c, const cell_limits& lim,
                               const spill_writer& spill);
 
-/// Returns the hint for a traceback (execute_code.md section 7), or "".
+/// Returns the hint for a traceback (docs/execute_code.md, "Traceback
+/// hints"), or "".
 std::string traceback_hint(const std::string& traceback,
                            const std::string& allowed_tools);
 

@@ -103,7 +103,8 @@ void configure_actor_system(caf::actor_system_config& cfg,
   // A flooded actor must not monopolise one of only two workers.
   cfg.set("scheduler.max-throughput", size_t{300});
   // Request/response latency dominates an agent runtime; the sharing
-  // scheduler halves it on small machines (caf-0.17.md, section 3.1).
+  // scheduler halves it on small machines (docs/architecture.md, "Actor
+  // system settings").
   cfg.set("scheduler.policy", caf::atom("sharing"));
   cfg.set("middleman.workers", size_t{1});
   cfg.set("middleman.app-identifiers",

@@ -12,7 +12,8 @@ namespace mibyan {
 
 namespace {
 
-// Mibyan's own preamble wording; fixed across versions (storage.md §4).
+// Mibyan's own preamble wording; fixed across versions (docs/storage.md,
+// "Trajectories").
 constexpr const char* preamble_head
   = "You are a function-calling assistant. The functions you may call are "
     "described by the signatures inside <tools></tools> below. Call them "

@@ -1,8 +1,9 @@
 // File: storage/trajectory.hpp
 //
-// Trajectory samples (storage.md §4): a finished turn rendered as one
-// ShareGPT-style JSON line and appended to `trajectory_samples.jsonl`
-// (completed turns) or `failed_trajectories.jsonl` (all others).
+// Trajectory samples (docs/storage.md, "Trajectories"): a finished turn
+// rendered as one ShareGPT-style JSON line and appended to
+// `trajectory_samples.jsonl` (completed turns) or
+// `failed_trajectories.jsonl` (all others).
 //
 //   {"conversations":[{"from":"system","value":...},{"from":"human",...},
 //                     {"from":"gpt",...},{"from":"tool",...},...],
@@ -36,7 +37,7 @@ struct trajectory_tool {
   json::value parameters;
 };
 
-/// The file names of storage.md §4.
+/// The file names (docs/storage.md, "Trajectories").
 constexpr const char* trajectory_samples_file = "trajectory_samples.jsonl";
 constexpr const char* failed_trajectories_file = "failed_trajectories.jsonl";
 

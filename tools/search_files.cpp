@@ -1,4 +1,5 @@
-// The `search_files` tool (tools.md section 7), backed by ripgrep.
+// The `search_files` tool (docs/tools.md, "search_files"), backed by
+// ripgrep.
 //
 // Result shapes:
 // - target "content", output_mode "content": {"total_count", "matches":

@@ -1,5 +1,5 @@
 // The `terminal` tool: runs one shell command in the foreground and returns
-// its merged stdout + stderr (see docs in tools.md section 2).
+// its merged stdout + stderr (docs/tools.md, "terminal").
 //
 // Mibyan specifics: background=true (optionally with pty=true) hands the
 // command to tools/terminal_background.hpp; a foreground PTY is refused with
