@@ -54,6 +54,10 @@ struct sandbox_fixture {
     opts.home = home.path();
     opts.code_execution.prestart_kernels = 0;
     opts.code_execution.sandbox = sandbox;
+    // Nobody approves here: without the sandbox the whole-script guard
+    // would refuse every script (docs/approvals.md), which is not what
+    // these cases test.
+    opts.approvals.unattended_mode = "approve";
     if (adjust)
       adjust(opts);
     std::string err;
@@ -494,8 +498,9 @@ BOOST_AUTO_TEST_CASE(host_secrets_are_not_in_any_environ_a_script_can_read) {
   for (auto mode : {"auto", "off"}) {
     BOOST_TEST_CONTEXT("sandbox: " << mode) {
       test::temp_dir home, work;
-      write_config(home, std::string{"code_execution:\n  sandbox: "}
-                                  + mode + "\n  prestart_kernels: 0\n");
+      write_config(home, std::string{"approvals:\n  single_query_mode: approve\n"}
+                           + "code_execution:\n  sandbox: " + mode
+                           + "\n  prestart_kernels: 0\n");
       test::process_options po;
       po.env["MIBYAN_HOME"] = home.path();
       po.env["OPENAI_API_KEY"] = "sk-planted-host-secret-0123456789";
@@ -516,6 +521,7 @@ BOOST_AUTO_TEST_CASE(host_secrets_are_not_in_any_environ_a_script_can_read) {
 BOOST_AUTO_TEST_CASE(fallback_sigterm_removes_staging_dirs) {
   test::temp_dir home, work, tmp;
   write_config(home,
+               "approvals:\n  single_query_mode: approve\n"
                "code_execution:\n  sandbox: off\n  prestart_kernels: 0\n");
   test::process_options po;
   po.env["MIBYAN_HOME"] = home.path();
