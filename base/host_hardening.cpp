@@ -16,6 +16,12 @@ namespace {
 
 std::mutex hooks_mtx;
 int term_pipe[2] = {-1, -1};
+// The process that installed the handler. A child forked by a tool, a
+// kernel spawn or the process registry keeps the handler until it resets
+// its signals or execs; a SIGTERM in that window (a group kill right after
+// the start) must end the child, never wake the parent's watcher through
+// the inherited pipe.
+pid_t handler_owner = 0;
 
 std::vector<std::function<void()>>& hooks() {
   static std::vector<std::function<void()>> h;
@@ -23,7 +29,10 @@ std::vector<std::function<void()>>& hooks() {
 }
 
 void on_term_signal(int sig) {
-  // Async-signal-safe: hand the signal number to the watcher thread.
+  // Async-signal-safe throughout (getpid, _exit, write).
+  if (::getpid() != handler_owner)
+    ::_exit(128 + sig); // a forked child before exec: die as by default
+  // Hand the signal number to the watcher thread.
   unsigned char b = static_cast<unsigned char>(sig);
   int saved = errno;
   (void)!::write(term_pipe[1], &b, 1);
@@ -78,6 +87,7 @@ void harden_host_process() {
         ::signal(sig, SIG_IGN);
     if (::pipe2(term_pipe, O_CLOEXEC) != 0)
       return;
+    handler_owner = ::getpid();
     bool any = false;
     for (int sig : {SIGTERM, SIGQUIT}) {
       if (!at_default(sig))

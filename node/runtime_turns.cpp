@@ -1,0 +1,324 @@
+// File: node/runtime_turns.cpp
+//
+// The turns of a runtime: validating a turn call and resolving its provider
+// connection, the short-lived driver actor that creates the session (and
+// stores a stateless request's history), sends the turn to the session's
+// conversation and forwards its deltas and tool events, and the trajectory
+// written after it. `run_turn` is `run_turn_async` plus a wait.
+//
+// Thread safety: run_turn_async may be called from any thread; callbacks
+// run on runtime threads (docs/embedding.md).
+#include "node/runtime.hpp"
+
+#include <ctime>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "caf/all.hpp"
+
+#include "actors/conversation.hpp"
+#include "actors/provider.hpp"
+#include "actors/session_writer.hpp"
+#include "base/json.hpp"
+#include "base/log.hpp"
+#include "node/openai_chat.hpp"
+#include "node/runtime_impl.hpp"
+#include "storage/session_store.hpp"
+#include "storage/trajectory.hpp"
+
+namespace mibyan {
+
+namespace {
+
+// A turn that passed validation, ready to be sent.
+struct prepared_turn {
+  /// The session row must be created first (with `meta`).
+  bool create = false;
+  session_meta meta;
+  /// Messages stored after creating the session, before the turn
+  /// (turn_call::history_json).
+  std::vector<chat_message> seed;
+  /// The request, without its sink.
+  turn_request req;
+};
+
+// Validates `call` and resolves its provider connection (the synchronous,
+// non-blocking part of a turn). Returns false with `out.error` set when
+// the turn cannot start.
+bool prepare_turn(runtime::impl& p, const turn_call& call, prepared_turn& t,
+                  turn_outcome& out) {
+  auto fail = [&](std::string msg, bool config) {
+    out.error = std::move(msg);
+    out.config_error = config;
+    return false;
+  };
+  if (call.prompt.empty())
+    return fail("the prompt is empty", true);
+  // The provider connection: the configuration with the call's overrides.
+  options opts = p.svc->cfg;
+  if (!call.provider.empty())
+    opts.model.provider = call.provider;
+  if (!call.model.empty())
+    opts.model.default_model = call.model;
+  if (!call.base_url.empty())
+    opts.model.base_url = call.base_url;
+  auto settings = make_provider_settings(opts, call.api_key);
+  if (!settings.main.ok())
+    return fail(settings.main.error, true);
+  std::set<std::string> toolsets;
+  for (auto t : p.svc->tools.all())
+    toolsets.insert(t->toolset());
+  for (auto& ts : call.toolsets) {
+    if (toolsets.count(ts) == 0) {
+      std::string names;
+      for (auto& n : toolsets)
+        names += (names.empty() ? "" : ", ") + n;
+      return fail("unknown toolset '" + ts + "' (known toolsets: " + names
+                    + ")",
+                  true);
+    }
+  }
+  if (!p.store || !p.writer)
+    return fail("the session store is unavailable: " + p.store_error, false);
+  // The session row must exist before the conversation loads it.
+  out.session_id = call.session_id;
+  if (call.session_id.empty() || !p.store->get_session(call.session_id)) {
+    t.create = true;
+    t.meta.id = call.session_id;
+    t.meta.source = call.source;
+    t.meta.model = settings.main.endpoint.model;
+    t.meta.provider = settings.main.endpoint.provider;
+    t.meta.cwd = p.svc->default_cwd;
+    if (!call.history_json.empty()) {
+      auto parsed = json::parse(call.history_json);
+      std::string err;
+      if (!parsed || !chat_messages_from_openai(*parsed.v, t.seed, err))
+        return fail("bad history: " + (parsed ? err : parsed.error), false);
+    }
+  }
+  auto& ep = settings.main.endpoint;
+  auto key = ep.provider + "\n" + ep.base_url + "\n" + ep.model + "\n"
+             + ep.api_key;
+  {
+    std::lock_guard<std::mutex> guard{p.mtx};
+    if (p.closing)
+      return fail("the runtime is shutting down", false);
+    auto& slot = p.providers[key];
+    if (!slot)
+      slot = spawn_provider(*p.sys, p.svc->http, settings);
+    t.req.provider = caf::actor_cast<caf::actor>(slot);
+    // Smart-mode reviews of this session's commands use its provider; a
+    // session whose id is generated later is reviewed by the main model.
+    if (!call.session_id.empty())
+      p.session_providers[call.session_id] = slot;
+  }
+  t.req.text = call.prompt;
+  t.req.max_iterations = call.max_iterations;
+  t.req.toolsets = call.toolsets;
+  t.req.stream = call.stream;
+  t.req.model = ep.model;
+  t.req.provider_name = ep.provider;
+  t.req.base_url = ep.base_url;
+  return true;
+}
+
+// The conversation of `sid`, spawned on first use; invalid once the
+// runtime is shutting down.
+conversation_actor conversation_for(runtime::impl& p, const std::string& sid) {
+  std::lock_guard<std::mutex> guard{p.mtx};
+  if (p.closing)
+    return {};
+  auto& c = p.conversations[sid];
+  if (!c)
+    c = spawn_conversation(*p.sys, conversation_deps{p.svc, p.dispatcher,
+                                                     p.writer, p.store,
+                                                     p.store_error, sid});
+  return c;
+}
+
+// Appends the finished turn to its trajectory file when asked for. Blocks
+// on file I/O: runs on the blocking pool.
+void save_trajectory(const runtime_services& svc, const turn_call& call,
+                     turn_outcome& out) {
+  if (out.result_json.empty()
+      || !(call.save_trajectory || svc.cfg.agent.save_trajectories))
+    return;
+  auto res = json::parse(out.result_json);
+  std::vector<trajectory_tool> offered;
+  for (auto t : svc.tools.all()) {
+    bool wanted = call.toolsets.empty();
+    for (auto& ts : call.toolsets)
+      wanted = wanted || ts == t->toolset();
+    if (wanted)
+      offered.push_back({t->name(), t->description(), t->schema()});
+  }
+  if (res && res.v->is_object()) {
+    auto completed = res.v->get_bool("completed", false);
+    out.trajectory_error = append_trajectory_line(
+      svc.cfg.agent.trajectory_dir,
+      completed ? trajectory_samples_file : failed_trajectories_file,
+      trajectory_line(*res.v, offered, std::time(nullptr)));
+  } else {
+    out.trajectory_error = "the turn result is not a JSON object";
+  }
+  if (!out.trajectory_error.empty())
+    MIBYAN_LOG(warning, "runtime",
+               "trajectory not saved: " << out.trajectory_error);
+}
+
+// One turn in flight: shared by its driver actor's handlers.
+struct turn_job {
+  runtime::impl* p;
+  std::shared_ptr<runtime_services> svc;
+  session_writer_actor writer;
+  turn_call call;
+  prepared_turn t;
+  turn_outcome out;
+  std::function<void(turn_outcome)> done;
+};
+
+void finish_turn(caf::event_based_actor* self, std::shared_ptr<turn_job> job) {
+  self->quit();
+  // The job may outlive the actor system on the pool: no handles in it.
+  job->writer = nullptr;
+  job->t.req = turn_request{};
+  auto deliver = [job] {
+    save_trajectory(*job->svc, job->call, job->out);
+    auto done = std::move(job->done);
+    done(std::move(job->out));
+  };
+  if (!job->out.result_json.empty()
+      && (job->call.save_trajectory || job->svc->cfg.agent.save_trajectories)) {
+    if (job->svc->pool && job->svc->pool->submit(deliver))
+      return;
+    job->out.trajectory_error = "the runtime is shutting down";
+  }
+  auto done = std::move(job->done);
+  done(std::move(job->out));
+}
+
+void send_turn(caf::event_based_actor* self, std::shared_ptr<turn_job> job) {
+  auto conv = conversation_for(*job->p, job->out.session_id);
+  if (!conv) {
+    job->out.error = "the runtime is shutting down";
+    finish_turn(self, job);
+    return;
+  }
+  auto req = job->t.req;
+  if (job->call.on_delta || job->call.on_tool)
+    req.sink = caf::actor_cast<caf::actor>(self);
+  self->request(conv, caf::infinite, turn_atom_v, std::move(req))
+    .then(
+      [self, job](std::string& res) {
+        job->out.result_json = std::move(res);
+        finish_turn(self, job);
+      },
+      [self, job](caf::error& e) {
+        job->out.error = "the turn failed: " + self->system().render(e);
+        finish_turn(self, job);
+      });
+}
+
+// Stores the seed messages of a new session (the writer applies them in
+// arrival order), then sends the turn; a failed append fails the turn.
+void seed_history(caf::event_based_actor* self,
+                  std::shared_ptr<turn_job> job) {
+  auto seed = std::move(job->t.seed);
+  job->t.seed.clear();
+  if (seed.empty()) {
+    send_turn(self, job);
+    return;
+  }
+  auto left = std::make_shared<size_t>(seed.size());
+  auto errors = std::make_shared<std::string>();
+  auto one_done = [self, job, left, errors] {
+    if (--*left > 0)
+      return;
+    if (errors->empty()) {
+      send_turn(self, job);
+    } else {
+      job->out.error = *errors;
+      finish_turn(self, job);
+    }
+  };
+  for (auto& m : seed)
+    self->request(job->writer, caf::infinite, append_atom_v,
+                  message_append{job->out.session_id, std::move(m), {}})
+      .then([one_done](uint64_t) { one_done(); },
+            [self, errors, one_done](caf::error& e) {
+              if (errors->empty())
+                *errors = "cannot store the history: "
+                          + self->system().render(e);
+              one_done();
+            });
+}
+
+// The driver of one turn: creates the session row if needed, sends the
+// turn, forwards the conversation's deltas and tool events to the call's
+// callbacks (they arrive before the answer: one sender, one mailbox) and
+// answers `done`.
+caf::behavior turn_driver(caf::event_based_actor* self,
+                          std::shared_ptr<turn_job> job) {
+  if (job->t.create) {
+    self->request(job->writer, caf::infinite, create_atom_v, job->t.meta)
+      .then(
+        [self, job](std::string& id) {
+          job->out.session_id = std::move(id);
+          seed_history(self, job);
+        },
+        [self, job](caf::error& e) {
+          auto& sid = job->out.session_id;
+          if (!sid.empty() && job->p->store->get_session(sid)) {
+            send_turn(self, job);
+            return;
+          }
+          job->out.error = "cannot create session: "
+                           + self->system().render(e);
+          finish_turn(self, job);
+        });
+  } else {
+    send_turn(self, job);
+  }
+  return {
+    [job](delta_atom, const std::string&, const std::string& kind,
+          const std::string& text) {
+      bool tool_event = kind == "tool_start" || kind == "tool_end";
+      if (tool_event && job->call.on_tool)
+        job->call.on_tool(kind, text);
+      else if (!tool_event && job->call.on_delta)
+        job->call.on_delta(kind, text);
+    },
+  };
+}
+
+} // namespace
+
+void runtime::run_turn_async(const turn_call& call,
+                             std::function<void(turn_outcome)> done) {
+  auto job = std::make_shared<turn_job>();
+  job->p = impl_.get();
+  job->svc = impl_->svc;
+  if (!prepare_turn(*impl_, call, job->t, job->out)) {
+    done(std::move(job->out));
+    return;
+  }
+  job->writer = impl_->writer;
+  job->call = call;
+  job->done = std::move(done);
+  impl_->sys->spawn(turn_driver, job);
+}
+
+turn_outcome runtime::run_turn(const turn_call& call) {
+  auto result = std::make_shared<std::promise<turn_outcome>>();
+  auto future = result->get_future();
+  run_turn_async(call, [result](turn_outcome out) {
+    result->set_value(std::move(out));
+  });
+  return future.get();
+}
+
+} // namespace mibyan
