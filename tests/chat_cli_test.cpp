@@ -14,6 +14,7 @@
 
 #include "base/json.hpp"
 #include "tests/support/http_server.hpp"
+#include "tests/support/scripted_replies.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -26,34 +27,7 @@ bool contains(const std::string& s, const std::string& part) {
   return s.find(part) != std::string::npos;
 }
 
-std::string completion(const std::string& content,
-                       const std::string& call_name = {},
-                       const std::string& call_args = {}) {
-  json::value msg;
-  msg["role"] = "assistant";
-  msg["content"] = content;
-  std::string finish = "stop";
-  if (!call_name.empty()) {
-    json::value tc;
-    tc["id"] = "call_1";
-    tc["type"] = "function";
-    tc["function"]["name"] = call_name;
-    tc["function"]["arguments"] = call_args;
-    msg["tool_calls"] = json::value::make_array();
-    msg["tool_calls"].push_back(std::move(tc));
-    finish = "tool_calls";
-  }
-  json::value choice;
-  choice["index"] = 0;
-  choice["message"] = std::move(msg);
-  choice["finish_reason"] = finish;
-  json::value body;
-  body["id"] = "c1";
-  body["model"] = "m";
-  body["choices"] = json::value::make_array();
-  body["choices"].push_back(std::move(choice));
-  return body.dump();
-}
+using test::completion;
 
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> out;

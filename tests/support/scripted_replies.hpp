@@ -1,0 +1,18 @@
+// File: tests/support/scripted_replies.hpp
+//
+// Bodies the scripted provider server (tests/support/http_server.*) sends
+// back: OpenAI-compatible chat completions.
+#pragma once
+
+#include <string>
+
+namespace mibyan::test {
+
+/// A non-streamed chat completion whose message has `content` and, when
+/// `call_name` is given, one tool call `call_1` with `call_args` as its
+/// argument text (finish reason "tool_calls"; otherwise "stop").
+std::string completion(const std::string& content,
+                       const std::string& call_name = {},
+                       const std::string& call_args = {});
+
+} // namespace mibyan::test
