@@ -14,7 +14,7 @@ echo "== mibyan tool terminal"
 "$BIN" tool terminal '{"command": "echo hello from $(uname -s); ls | head -3"}'
 echo
 echo "== mibyan tool search_files"
-"$BIN" tool search_files '{"pattern": "class runtime", "path": "runtime", "limit": 3}'
+"$BIN" tool search_files '{"pattern": "class runtime", "path": "include/mibyan", "limit": 3}'
 echo
 echo "== mibyan tool read_file"
 "$BIN" tool read_file '{"path": "README.md", "limit": 5}'
