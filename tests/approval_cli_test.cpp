@@ -167,17 +167,7 @@ struct fixture {
     server.script(s.dump());
   }
 
-  std::vector<json::value> requests() {
-    auto parsed = json::parse(server.requests());
-    BOOST_REQUIRE(parsed);
-    std::vector<json::value> out;
-    for (auto& r : parsed.v->as_array()) {
-      auto body = json::parse(r.find("body")->as_string());
-      BOOST_REQUIRE(body);
-      out.push_back(*body.v);
-    }
-    return out;
-  }
+  std::vector<json::value> requests() { return test::request_bodies(server); }
 
   std::vector<std::string> agent_args(const std::string& command) {
     return {command, "--provider", "custom", "--base-url", server.url("/v1"),

@@ -87,17 +87,7 @@ struct fixture {
             "--model", "m"};
   }
 
-  std::vector<json::value> requests() {
-    auto parsed = json::parse(server.requests());
-    BOOST_REQUIRE(parsed);
-    std::vector<json::value> out;
-    for (auto& r : parsed.v->as_array()) {
-      auto body = json::parse(r.find("body")->as_string());
-      BOOST_REQUIRE(body);
-      out.push_back(*body.v);
-    }
-    return out;
-  }
+  std::vector<json::value> requests() { return test::request_bodies(server); }
 
   void wait_for_requests(size_t n) {
     for (int i = 0; i < 500 && requests().size() < n; ++i)

@@ -64,17 +64,7 @@ struct fixture {
     return a;
   }
 
-  std::vector<json::value> requests() {
-    auto parsed = json::parse(server.requests());
-    BOOST_REQUIRE(parsed);
-    std::vector<json::value> out;
-    for (auto& r : parsed.v->as_array()) {
-      auto body = json::parse(r.find("body")->as_string());
-      BOOST_REQUIRE(body);
-      out.push_back(*body.v);
-    }
-    return out;
-  }
+  std::vector<json::value> requests() { return test::request_bodies(server); }
 
   // Starts the CLI without waiting for it; output goes to files in home.
   pid_t spawn(const std::vector<std::string>& args) {

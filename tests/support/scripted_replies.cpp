@@ -1,7 +1,10 @@
 // File: tests/support/scripted_replies.cpp
 #include "tests/support/scripted_replies.hpp"
 
+#include <boost/test/unit_test.hpp>
+
 #include "base/json.hpp"
+#include "tests/support/http_server.hpp"
 
 namespace mibyan::test {
 
@@ -32,6 +35,18 @@ std::string completion(const std::string& content,
   body["choices"] = json::value::make_array();
   body["choices"].push_back(std::move(choice));
   return body.dump();
+}
+
+std::vector<json::value> request_bodies(const http_server& server) {
+  auto parsed = json::parse(server.requests());
+  BOOST_REQUIRE(parsed);
+  std::vector<json::value> out;
+  for (auto& r : parsed.v->as_array()) {
+    auto body = json::parse(r.find("body")->as_string());
+    BOOST_REQUIRE(body);
+    out.push_back(*body.v);
+  }
+  return out;
 }
 
 } // namespace mibyan::test

@@ -5,8 +5,13 @@
 #pragma once
 
 #include <string>
+#include <vector>
+
+#include "base/json.hpp"
 
 namespace mibyan::test {
+
+class http_server;
 
 /// A non-streamed chat completion whose message has `content` and, when
 /// `call_name` is given, one tool call `call_1` with `call_args` as its
@@ -14,5 +19,9 @@ namespace mibyan::test {
 std::string completion(const std::string& content,
                        const std::string& call_name = {},
                        const std::string& call_args = {});
+
+/// The JSON bodies of every request `server` has received, in order
+/// (a Boost.Test requirement fails when one does not parse).
+std::vector<json::value> request_bodies(const http_server& server);
 
 } // namespace mibyan::test
