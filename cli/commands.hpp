@@ -37,6 +37,8 @@ int chat_command(const std::vector<std::string>& args,
                  const global_flags& flags);
 int serve_command(const std::vector<std::string>& args,
                   const global_flags& flags);
+int batch_command(const std::vector<std::string>& args,
+                  const global_flags& flags);
 
 
 /// Splits "a, b,c" into {"a", "b", "c"}, dropping empty items.

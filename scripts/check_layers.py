@@ -24,7 +24,7 @@ LAYERS = [
     ["agent"],
     ["actors"],
     ["node"],
-    ["cli", "bench", "examples"],
+    ["cli", "bench", "examples", "fuzz"],
 ]
 # Includes between folders of one layer that are allowed, as (from, to).
 ALLOWED_SAME_LAYER = set()

@@ -1,0 +1,87 @@
+// Fuzz target: the request path of `mibyan serve` (docs/serve.md) up to the
+// point where a turn would start: Boost.Beast's request parser with the
+// server's limits, fed in pieces; then the target split and query decoding,
+// the session header check, `limit` parsing, the chat-completions body
+// parser and the conversion of its history into chat messages.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <boost/beast/core/error.hpp>
+#include <boost/beast/http.hpp>
+
+#include "base/json.hpp"
+#include "fuzz/fuzz_input.hpp"
+#include "node/openai_chat.hpp"
+#include "node/serve_routes.hpp"
+
+using namespace mibyan;
+namespace http = boost::beast::http;
+
+namespace {
+
+void route(const http::request<http::string_body>& req) {
+  std::string path;
+  std::map<std::string, std::string> query;
+  auto target = req.target();
+  serve::split_target(std::string_view{target.data(), target.size()}, path,
+                      query);
+  size_t limit = 20;
+  (void)serve::parse_limit(query, limit);
+  (void)serve::valid_session_id(std::string{req["X-Mibyan-Session"]});
+  chat_completion_request cr;
+  if (!parse_chat_completion(req.body(), cr).empty())
+    return;
+  if (cr.history_json.empty())
+    return;
+  auto h = json::parse(cr.history_json);
+  if (!h)
+    return;
+  std::vector<chat_message> msgs;
+  std::string error;
+  (void)chat_messages_from_openai(*h.v, msgs, error);
+}
+
+} // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  http::request_parser<http::string_body> parser;
+  parser.header_limit(16 * 1024);
+  parser.body_limit(1 << 20);
+  parser.eager(true);
+  std::string buf;
+  bool failed = false;
+  boost::beast::error_code ec;
+  fuzz::feed_in_pieces(data, size, [&](std::string_view piece) {
+    if (failed || parser.is_done())
+      return;
+    buf.append(piece);
+    while (!buf.empty() && !parser.is_done()) {
+      auto n = parser.put(boost::asio::buffer(buf.data(), buf.size()), ec);
+      if (ec == http::error::need_more) {
+        ec = {};
+        buf.erase(0, n);
+        break;
+      }
+      if (ec) {
+        failed = true;
+        return;
+      }
+      buf.erase(0, n);
+      if (n == 0)
+        break;
+    }
+  });
+  if (!failed && !parser.is_done()) {
+    parser.put_eof(ec);
+    if (ec)
+      return 0;
+  }
+  if (!failed && parser.is_done())
+    route(parser.get());
+  // The body parser on the raw bytes too, without HTTP framing around it.
+  chat_completion_request cr;
+  (void)parse_chat_completion(fuzz::as_text(data, size), cr);
+  return 0;
+}
