@@ -1,11 +1,16 @@
 // File: actors/session_writer.hpp
 //
-// The single writer of the session store. Every mutation is one committed
-// LMDB write transaction, done in arrival order, so a transcript's order is
-// deterministic and a crash loses at most the write in flight. Runs
-// detached (its own thread): LMDB commits wait for fsync. Readers do not
-// go through this actor; they use the store's read functions directly
-// (read transactions from any thread).
+// The single writer of the session store, with group commit: requests are
+// applied in arrival order, and all requests that arrive while a commit is
+// being fsync'd share the next LMDB write transaction and its one fsync
+// (session_store::commit_group; docs/storage.md, "Group commit"). A reply
+// (success or error) is sent only after the transaction holding the write
+// has committed durably, so a caller that waits for the reply knows its
+// write survives a crash; a crash loses only writes not yet acknowledged.
+// One request's bad input fails only that request. Runs detached (its own
+// thread): LMDB commits wait for fsync. Readers do not go through this
+// actor; they use the store's read functions directly (read transactions
+// from any thread).
 //
 // Protocol:
 //   (create_atom, session_meta) -> std::string            the session id

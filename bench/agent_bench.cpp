@@ -34,8 +34,10 @@
 // conversations in flight (first request seen, final answer not yet sent)
 // and reports the maximum, which shows whether the 1,000 really overlapped.
 //
-// Usage: mibyan_agent_bench [conversations]   (default 1000)
+// Usage: mibyan_agent_bench [--quick] [--conversations N] [--only SECTION]
+// (--quick: 200 conversations, fewer turns, no store-on-disk overhead run)
 #include <algorithm>
+#include <cmath>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -59,6 +61,7 @@
 #include <netinet/tcp.h>
 #include <pthread.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -107,6 +110,14 @@ long proc_status_kib(const char* key) {
         && line[klen] == ':')
       return std::atol(line.c_str() + klen + 1);
   return -1;
+}
+
+// CPU time of the whole process (user + system, all threads) in ms.
+double process_cpu_ms() {
+  rusage ru{};
+  ::getrusage(RUSAGE_SELF, &ru);
+  auto ms = [](const timeval& t) { return t.tv_sec * 1e3 + t.tv_usec / 1e3; };
+  return ms(ru.ru_utime) + ms(ru.ru_stime);
 }
 
 // -- table --------------------------------------------------------------------
@@ -212,9 +223,15 @@ double fsync_ms(const fs::path& dir, int n) {
   return median(t);
 }
 
-void loop_overhead(const bench_env& env, scripted_server& srv, bool tmpfs) {
+struct overhead_result {
+  double overhead_ms = 0;  // ours - plain RTT, per iteration
+  double plain_ms = 0;     // the plain client's round trip
+  std::string recorded;    // a request body from the middle of a turn
+};
+
+overhead_result loop_overhead(const bench_env& env, scripted_server& srv,
+                              bool tmpfs, int turns) {
   const int rounds = 20;
-  const int turns = 10;
   const char* where = tmpfs ? "store on tmpfs" : "store on disk";
   std::printf("\n## 1%s. Loop overhead per iteration, %s (%d turns x %d "
               "tool rounds + answer)\n", tmpfs ? "b" : "a", where, turns,
@@ -255,9 +272,11 @@ void loop_overhead(const bench_env& env, scripted_server& srv, bool tmpfs) {
   // Alternate: one streamed turn, one plain-client batch, one JSON turn,
   // so outside load hits all alike.
   std::vector<double> per_iter, per_iter_json, server_ms, rtt, tool_ms;
+  double cpu_ms = 0;  // process CPU time (all threads) in streamed turns
   for (int i = 0; i < turns; ++i) {
     for (bool stream : {true, false}) {
       srv.reset();
+      auto cpu0 = process_cpu_ms();
       auto start = clock_type::now();
       run_checked(*rt,
                   make_call(srv,
@@ -265,6 +284,8 @@ void loop_overhead(const bench_env& env, scripted_server& srv, bool tmpfs) {
                             rounds, stream),
                   rounds);
       auto ms = ms_since(start) / (rounds + 1);
+      if (stream)
+        cpu_ms += process_cpu_ms() - cpu0;
       (stream ? per_iter : per_iter_json).push_back(ms);
       if (stream)
         server_ms.push_back(ns_to_ms(srv.handling_ns) / srv.requests);
@@ -294,6 +315,8 @@ void loop_overhead(const bench_env& env, scripted_server& srv, bool tmpfs) {
               "(includes server handling)\n", base, percentile(rtt, 0.99));
   std::printf("read_file dispatch in-thread: p50 %.3f ms\n",
               median(tool_ms));
+  std::printf("process CPU per iteration (all threads, incl. the server): "
+              "%.3f ms\n", cpu_ms / (turns * (rounds + 1)));
   std::printf("overhead = ours - plain RTT = %.3f ms; without the tool's own "
               "work: %.3f ms\n", it - base, it - base - tool_share);
   std::string w = std::string{" ("} + where + ")";
@@ -320,10 +343,17 @@ void loop_overhead(const bench_env& env, scripted_server& srv, bool tmpfs) {
             fmt(base, 3) + " ms (plain HTTP RTT)", fmt(srv_ms / base) + "x",
             "info (in both)");
   }
+  return overhead_result{it - base, base, recorded};
 }
 
-void concurrent_conversations(const bench_env& env, scripted_server& srv,
-                              int n, bool tmpfs) {
+struct conc_result {
+  double ips = 0;       // iterations (model calls) per second
+  double peak_mib = 0;  // VmHWM after the run
+};
+
+conc_result concurrent_conversations(const bench_env& env,
+                                     scripted_server& srv, int n,
+                                     bool tmpfs) {
   const int rounds = 5;
   const char* where = tmpfs ? "store on tmpfs" : "store on disk";
   std::printf("\n## 2%s. %d concurrent conversations x %d tool rounds, %s\n",
@@ -334,7 +364,8 @@ void concurrent_conversations(const bench_env& env, scripted_server& srv,
     clear << "5";
   }
   long hwm_start = proc_status_kib("VmHWM");
-  auto rt = make_runtime(env, tmpfs ? "home-conc-shm" : "home-conc", tmpfs);
+  auto rt = make_runtime(env, (tmpfs ? "home-conc-shm-" : "home-conc-")
+                                   + std::to_string(n), tmpfs);
   for (int i = 0; i < 4; ++i)
     run_checked(*rt, make_call(srv, "cwarm-" + std::to_string(i), rounds,
                                true),
@@ -440,6 +471,34 @@ void concurrent_conversations(const bench_env& env, scripted_server& srv,
           fmt(hwm_before / 1024.0, 1) + " MiB (warm runtime, idle)",
           "+" + fmt((hwm_after - hwm_before) / 1024.0, 1) + " MiB",
           "< 1024 MiB");
+  return conc_result{ips, hwm_after / 1024.0};
+}
+
+// The scripted server alone: `clients` plain keep-alive clients each send
+// `per_client` recorded request bodies back to back; requests per second.
+double server_capacity(scripted_server& srv, const std::string& body,
+                       int clients, int per_client) {
+  std::vector<std::thread> ts;
+  auto start = clock_type::now();
+  for (int c = 0; c < clients; ++c)
+    ts.emplace_back([&] { plain_round_trips(srv.port(), body, per_client); });
+  for (auto& t : ts)
+    t.join();
+  return clients * per_client / (ms_since(start) / 1000);
+}
+
+// One result row for scripts/bench.sh (docs/benchmarks.md, "Result rows").
+void bench_row(const std::string& metric, double ours, double baseline,
+               double ratio, const char* unit, const std::string& goal,
+               int met) {
+  auto num = [](double v) {
+    return std::isnan(v) ? std::string{"null"} : fmt(v, 4);
+  };
+  std::printf("BENCH_ROW {\"metric\":\"%s\",\"ours\":%s,\"baseline\":%s,"
+              "\"ratio\":%s,\"unit\":\"%s\",\"goal\":\"%s\",\"met\":%s}\n",
+              metric.c_str(), num(ours).c_str(), num(baseline).c_str(),
+              num(ratio).c_str(), unit, goal.c_str(),
+              met < 0 ? "null" : met ? "true" : "false");
 }
 
 std::string read_whole(const fs::path& p) {
@@ -547,8 +606,28 @@ void sse_throughput() {
 
 } // namespace
 
+// Usage: mibyan_agent_bench [--quick] [--conversations N]
+//                           [--only overhead|concurrent|sse]
 int main(int argc, char** argv) {
-  int conversations = argc > 1 ? std::max(1, std::atoi(argv[1])) : 1000;
+  bool quick = false;
+  int conversations = 1000;
+  std::string only;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--quick")
+      quick = true;
+    else if (a == "--conversations" && i + 1 < argc)
+      conversations = std::max(1, std::atoi(argv[++i]));
+    else if (a == "--only" && i + 1 < argc)
+      only = argv[++i];
+    else if (std::isdigit(static_cast<unsigned char>(a[0])))
+      conversations = std::max(1, std::atoi(a.c_str()));
+    else
+      die("unknown argument " + a);
+  }
+  if (quick && conversations == 1000)
+    conversations = 200;
+  auto want = [&](const char* s) { return only.empty() || only == s; };
   auto total_start = clock_type::now();
   log::set_level(log::level::warning);
   for (auto name : {"OPENAI_API_KEY", "CUSTOM_API_KEY"})
@@ -562,22 +641,62 @@ int main(int argc, char** argv) {
   char shm_tmpl[] = "/dev/shm/mibyan_agent_bench_XXXXXX";
   if (::mkdtemp(shm_tmpl) != nullptr)
     env.shm = shm_tmpl;
+  else
+    die("this benchmark needs a tmpfs at /dev/shm");
   {
     std::ofstream out(env.file);
     for (int i = 0; i < 10; ++i)
       out << "line " << i << " of a small file\n";
   }
-  std::printf("# agent loop benchmark (%d concurrent conversations)\n",
-              conversations);
+  std::printf("# agent loop benchmark (%d concurrent conversations%s)\n",
+              conversations, quick ? ", quick" : "");
+  const double nan = std::nan("");
   {
     scripted_server srv{env.file};
-    for (bool tmpfs : {false, true})
-      if (!tmpfs || !env.shm.empty())
-        loop_overhead(env, srv, tmpfs);
-    for (bool tmpfs : {true, false})
-      if (!tmpfs || !env.shm.empty())
-        concurrent_conversations(env, srv, conversations, tmpfs);
+    std::string recorded;
+    if (want("overhead")) {
+      if (!quick)
+        loop_overhead(env, srv, false, 10);
+      auto o = loop_overhead(env, srv, true, quick ? 4 : 10);
+      recorded = o.recorded;
+      bench_row("agent loop overhead per iteration (store on tmpfs)",
+                o.overhead_ms, o.plain_ms, nan, "ms",
+                "< 0.2 ms (ours - plain HTTP RTT)", o.overhead_ms < 0.2);
+    }
+    if (want("concurrent")) {
+      // Group commit: 100 conversations, store on disk vs on tmpfs.
+      auto shm = concurrent_conversations(env, srv, 100, true);
+      auto disk = concurrent_conversations(env, srv, 100, false);
+      bench_row("100 conversations: iterations/s, store on disk vs tmpfs",
+                disk.ips, shm.ips, disk.ips / shm.ips, "it/s",
+                ">= 0.5x the tmpfs rate", disk.ips / shm.ips >= 0.5);
+      auto big = concurrent_conversations(env, srv, conversations, true);
+      if (recorded.empty()) {  // a request body for the plain clients
+        {
+          std::lock_guard<std::mutex> g{srv.recorded_mtx};
+          srv.recorded.clear();
+        }
+        srv.record_at = 2;
+        auto rt = make_runtime(env, "home-record", true);
+        run_checked(*rt, make_call(srv, "record", 5, true), 5);
+        srv.record_at = -1;
+        std::lock_guard<std::mutex> g{srv.recorded_mtx};
+        recorded = srv.recorded;
+      }
+      auto cap = server_capacity(srv, recorded, 8, quick ? 300 : 1000);
+      std::printf("scripted server alone (8 plain keep-alive clients): "
+                  "%.0f requests/s\n", cap);
+      bench_row(std::to_string(conversations)
+                  + " conversations x 5 tool rounds: peak RSS",
+                big.peak_mib, nan, nan, "MiB", "< 100 MiB",
+                big.peak_mib < 100);
+      bench_row(std::to_string(conversations)
+                  + " conversations: iterations/s vs the server alone",
+                big.ips, cap, big.ips / cap, "it/s",
+                "info: server's own capacity as baseline", -1);
+    }
   }
+  if (want("sse"))
   sse_throughput();
   add_row("LMDB session store", "see mibyan_store_bench", "-", "-", "-");
   print_table();

@@ -30,6 +30,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -88,6 +89,29 @@ struct append_outcome {
   bool duplicate = false;
   /// The key starts with '_': nothing was written.
   bool skipped = false;
+};
+
+/// One write of a group commit (session_store::commit_group): the fields
+/// of its kind are read, the outcome fields are filled in.
+struct store_write {
+  enum class kind : uint8_t { create, append, usage, end };
+  kind what = kind::append;
+  /// kind::create
+  new_session create;
+  /// kind::append
+  pending_append append;
+  /// kind::usage and kind::end
+  std::string session_id;
+  token_usage usage;
+  int64_t api_calls = 1;
+  std::string reason;
+  // -- outcome --
+  /// This write's own result (ok once the group committed).
+  store_status status;
+  /// kind::create: the new session.
+  session_info created;
+  /// kind::append
+  append_outcome appended;
 };
 
 struct search_request {
@@ -190,6 +214,15 @@ public:
   store_result<std::vector<append_outcome>>
   append_batch(const std::vector<pending_append>& batch);
 
+  /// Group commit: applies `writes` in order in ONE write transaction (one
+  /// fsync). Each write is checked on its own: one that is rejected (bad
+  /// input, unknown session, taken id...) changes nothing and gets its
+  /// error in `status`, and the others still commit. When the transaction
+  /// itself fails (disk full, I/O error) nothing is stored and every write
+  /// gets that failure. Returns the transaction's status. Every write with
+  /// an ok `status` is durable when this returns.
+  store_status commit_group(std::vector<store_write>& writes);
+
   /// The session's messages in order. Errors: unknown session.
   store_result<std::vector<stored_message>>
   load_messages(const std::string& session_id) const;
@@ -217,7 +250,25 @@ public:
   lmdb_env& env() { return *env_; }
 
 private:
+  // Sessions read in the current write transaction, written back once at
+  // its end, and the message id counter (session_store_messages.cpp).
+  struct txn_cache {
+    std::map<std::string, session_info> touched;
+    uint64_t next_id = 1;
+    uint64_t first_id = 1;
+    int session(MDB_txn* txn, MDB_dbi dbi, const std::string& id,
+                session_info*& out, std::string& error);
+  };
+
   session_store() = default;
+  store_result<session_info> prepare_session(const new_session& ns) const;
+  int create_txn(MDB_txn* txn, session_info& s, bool generated,
+                 std::string& error);
+  std::string check_append(const pending_append& p) const;
+  int begin_cache(MDB_txn* txn, txn_cache& c, std::string& error);
+  int flush_cache(MDB_txn* txn, txn_cache& c, std::string& error);
+  int append_txn(MDB_txn* txn, txn_cache& c, const pending_append& p,
+                 int64_t stamp, append_outcome& out, std::string& error);
   store_status migrate();
   store_status delete_session_txn(const std::string& id);
   int64_t now() const;

@@ -1,0 +1,385 @@
+// The session store, part: sessions (create, read, list, update, end,
+// delete) and per-session approvals.
+#include "storage/session_store.hpp"
+
+#include "storage/session_id.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <map>
+#include <random>
+#include <unordered_map>
+
+#include "base/json.hpp"
+#include "storage/byte_codec.hpp"
+#include "storage/session_store_detail.hpp"
+#include "storage/space_reserve.hpp"
+
+namespace mibyan {
+
+using namespace store_detail;
+
+// -- sessions -----------------------------------------------------------------
+
+store_result<session_info>
+session_store::prepare_session(const new_session& ns) const {
+  using result = store_result<session_info>;
+  const char* what = "create_session";
+  session_info s;
+  s.started_at_ms = ns.started_at_ms > 0 ? ns.started_at_ms : now();
+  if (!ns.id.empty()) {
+    if (auto err = check_session_id(ns.id); !err.empty())
+      return result::failure(status_code::invalid_argument, std::string{what} + ": " + err);
+    s.id = ns.id;
+  }
+  if (!ns.parent_session_id.empty()) {
+    if (auto err = check_session_id(ns.parent_session_id); !err.empty())
+      return result::failure(status_code::invalid_argument, std::string{what} + ": parent " + err);
+  }
+  struct field {
+    const char* name;
+    const std::string* value;
+  };
+  for (auto f : {field{"source", &ns.source}, field{"model", &ns.model},
+                 field{"provider", &ns.provider}, field{"cwd", &ns.cwd},
+                 field{"title", &ns.title}}) {
+    size_t max = f.value == &ns.cwd ? 4096 : max_title_bytes;
+    if (auto err = check_text_field(f.name, *f.value, max); !err.empty())
+      return result::failure(status_code::invalid_argument, std::string{what} + ": " + err);
+  }
+  s.source = ns.source;
+  s.model = ns.model;
+  s.provider = ns.provider;
+  s.cwd = ns.cwd;
+  s.title = ns.title;
+  s.parent_session_id = ns.parent_session_id;
+  return result{std::move(s)};
+}
+
+int session_store::create_txn(MDB_txn* txn, session_info& s, bool generated,
+                              std::string& error) {
+  std::random_device rd;
+  std::string_view v;
+  if (generated) {
+    // YYYYMMDD_HHMMSS_<6 hex>, local time; retry on a collision.
+    for (int attempt = 0;; ++attempt) {
+      s.id = format_session_id(s.started_at_ms, rd());
+      int rc = lmdb_env::get(txn, sessions_, s.id, v);
+      if (rc == MDB_NOTFOUND)
+        break;
+      if (rc != 0 || attempt > 64) {
+        error = "generate a session id";
+        return rc != 0 ? rc : lmdb_env::user_error;
+      }
+    }
+  } else {
+    int rc = lmdb_env::get(txn, sessions_, s.id, v);
+    if (rc == 0) {
+      error = "session '" + s.id + "' already exists";
+      return lmdb_env::user_error;
+    }
+    if (rc != MDB_NOTFOUND)
+      return rc;
+  }
+  if (!s.parent_session_id.empty()) {
+    if (s.parent_session_id == s.id) {
+      error = "a session cannot be its own parent";
+      return lmdb_env::user_error;
+    }
+    int rc = lmdb_env::get(txn, sessions_, s.parent_session_id, v);
+    if (rc == MDB_NOTFOUND) {
+      error = "parent session '" + s.parent_session_id
+              + "' does not exist";
+      return lmdb_env::missing_error;
+    }
+    if (rc == 0)
+      rc = lmdb_env::put(txn, children_,
+                         sub_key(s.parent_session_id, s.id), {});
+    if (rc != 0) {
+      error = "link to parent";
+      return rc;
+    }
+  }
+  int rc = write_session(txn, sessions_, s, error);
+  if (rc == 0 && (rc = lmdb_env::put(txn, by_time_,
+                                     time_key(s.started_at_ms, s.id),
+                                     {}))
+                   != 0)
+    error = "index session start time";
+  return rc;
+}
+
+store_result<session_info>
+session_store::create_session(const new_session& ns) {
+  using result = store_result<session_info>;
+  auto prepared = prepare_session(ns);
+  if (!prepared)
+    return prepared;
+  session_info s = std::move(*prepared);
+  bool generated = s.id.empty();
+  auto st = env_->write(
+    [&](MDB_txn* txn, std::string& error) {
+      return create_txn(txn, s, generated, error);
+    },
+    "create_session");
+  if (!st)
+    return result{st};
+  return result{s};
+}
+
+store_result<session_info>
+session_store::get_session(const std::string& id) const {
+  using result = store_result<session_info>;
+  if (auto err = check_session_id(id); !err.empty())
+    return result::failure(status_code::invalid_argument, "get_session: " + err);
+  session_info s;
+  auto st = env_->read(
+    [&](MDB_txn* txn, std::string& error) {
+      return read_session(txn, sessions_, id, s, error);
+    },
+    "get_session");
+  if (!st)
+    return result{st};
+  return result{s};
+}
+
+store_result<std::vector<session_info>>
+session_store::list_sessions(size_t limit, size_t offset) const {
+  using result = store_result<std::vector<session_info>>;
+  std::vector<session_info> out;
+  auto st = env_->read(
+    [&](MDB_txn* txn, std::string& error) {
+      out.clear();
+      cursor_guard cur;
+      int rc = mdb_cursor_open(txn, by_time_, &cur.c);
+      if (rc != 0)
+        return rc;
+      MDB_val k;
+      MDB_val v;
+      size_t skipped = 0;
+      for (rc = mdb_cursor_get(cur.c, &k, &v, MDB_LAST);
+           rc == 0 && out.size() < limit;
+           rc = mdb_cursor_get(cur.c, &k, &v, MDB_PREV)) {
+        auto key = lmdb_env::view(k);
+        if (key.size() <= 8)
+          continue;
+        if (skipped < offset) {
+          ++skipped;
+          continue;
+        }
+        session_info s;
+        if (int r = read_session(txn, sessions_, std::string{key.substr(8)},
+                                 s, error);
+            r != 0)
+          return r;
+        out.push_back(std::move(s));
+      }
+      return rc == MDB_NOTFOUND || rc == 0 ? 0 : rc;
+    },
+    "list_sessions");
+  if (!st)
+    return result{st};
+  return result{std::move(out)};
+}
+
+store_status session_store::update_session(
+  const std::string& id, const char* what,
+  const std::function<std::string(session_info&)>& fn) {
+  if (auto err = check_session_id(id); !err.empty())
+    return store_status::failure(status_code::invalid_argument, std::string{what} + ": " + err);
+  return env_->write(
+    [&](MDB_txn* txn, std::string& error) {
+      session_info s;
+      if (int rc = read_session(txn, sessions_, id, s, error); rc != 0)
+        return rc;
+      if (auto err = fn(s); !err.empty()) {
+        error = err;
+        return lmdb_env::user_error;
+      }
+      return write_session(txn, sessions_, s, error);
+    },
+    what);
+}
+
+store_status session_store::set_title(const std::string& id,
+                                      const std::string& title) {
+  if (auto err = check_text_field("title", title, max_title_bytes);
+      !err.empty())
+    return store_status::failure(status_code::invalid_argument, "set_title: " + err);
+  return update_session(id, "set_title", [&](session_info& s) {
+    s.title = title;
+    return std::string{};
+  });
+}
+
+store_status session_store::end_session(const std::string& id,
+                                        const std::string& reason,
+                                        int64_t ended_at_ms) {
+  if (auto err = check_text_field("end reason", reason, max_title_bytes);
+      !err.empty())
+    return store_status::failure(status_code::invalid_argument, "end_session: " + err);
+  int64_t at = ended_at_ms > 0 ? ended_at_ms : now();
+  return update_session(id, "end_session", [&](session_info& s) {
+    apply_end(s, reason, at);
+    return std::string{};
+  });
+}
+
+store_status session_store::add_usage(const std::string& id,
+                                      const token_usage& u,
+                                      int64_t api_calls) {
+  if (auto err = check_usage(u, api_calls); !err.empty())
+    return store_status::failure(status_code::invalid_argument,
+                                 "add_usage: " + err);
+  return update_session(id, "add_usage", [&](session_info& s) {
+    apply_usage(s, u, api_calls);
+    return std::string{};
+  });
+}
+
+store_status session_store::delete_session(const std::string& id) {
+  if (auto err = check_session_id(id); !err.empty())
+    return store_status::failure(status_code::invalid_argument, "delete_session: " + err);
+  // The reserve's blocks pay for the pages LMDB copies while deleting, so
+  // a delete works on a full disk (storage/space_reserve.hpp).
+  release_reserve(env_->dir());
+  auto st = delete_session_txn(id);
+  (void) ensure_reserve(env_->dir());
+  return st;
+}
+
+store_status session_store::delete_session_txn(const std::string& id) {
+  return env_->write(
+    [&](MDB_txn* txn, std::string& error) {
+      session_info s;
+      if (int rc = read_session(txn, sessions_, id, s, error); rc != 0)
+        return rc;
+      // Collect first: deleting while a cursor walks the same database
+      // would need cursor-relative deletes.
+      std::vector<std::pair<std::string, uint64_t>> msgs;  // key, id
+      std::vector<std::string> texts;
+      int rc = scan_prefix(txn, msgs_, sub_key(id, ""),
+                           [&](std::string_view k, std::string_view v) {
+                             stored_message m;
+                             if (!decode_message(v, m))
+                               return static_cast<int>(MDB_CORRUPTED);
+                             msgs.emplace_back(std::string{k}, m.id);
+                             texts.push_back(indexed_text(m.message));
+                             return 0;
+                           });
+      if (rc != 0) {
+        error = "read messages";
+        return rc;
+      }
+      for (size_t i = 0; i < msgs.size(); ++i) {
+        if ((rc = fts_.remove(txn, msgs[i].second, texts[i], error)) != 0)
+          return rc;
+        rc = lmdb_env::del(txn, msgs_, msgs[i].first);
+        if (rc == 0)
+          rc = lmdb_env::del(txn, msg_by_id_, codec::be64(msgs[i].second));
+        if (rc != 0 && rc != MDB_NOTFOUND) {
+          error = "delete message " + std::to_string(msgs[i].second);
+          return rc;
+        }
+      }
+      std::vector<std::string> keys;
+      rc = scan_prefix(txn, msg_keys_, sub_key(id, ""),
+                       [&](std::string_view k, std::string_view) {
+                         keys.emplace_back(k);
+                         return 0;
+                       });
+      for (size_t i = 0; rc == 0 && i < keys.size(); ++i)
+        rc = lmdb_env::del(txn, msg_keys_, keys[i]);
+      if (rc != 0) {
+        error = "delete idempotency keys";
+        return rc;
+      }
+      if (!s.parent_session_id.empty()) {
+        rc = lmdb_env::del(txn, children_, sub_key(s.parent_session_id, id));
+        if (rc != 0 && rc != MDB_NOTFOUND) {
+          error = "unlink from parent";
+          return rc;
+        }
+      }
+      rc = lmdb_env::del(txn, by_time_, time_key(s.started_at_ms, id));
+      if (rc != 0 && rc != MDB_NOTFOUND) {
+        error = "delete start-time entry";
+        return rc;
+      }
+      if (has_approvals_) {
+        rc = lmdb_env::del(txn, approvals_, id);
+        if (rc != 0 && rc != MDB_NOTFOUND) {
+          error = "delete approvals";
+          return rc;
+        }
+      }
+      if ((rc = lmdb_env::del(txn, sessions_, id)) != 0)
+        error = "delete session row";
+      return rc;
+    },
+    "delete_session");
+}
+
+// -- approvals ----------------------------------------------------------------
+
+store_result<std::vector<std::string>>
+session_store::get_approvals(const std::string& id) const {
+  using result = store_result<std::vector<std::string>>;
+  if (auto err = check_session_id(id); !err.empty())
+    return result::failure("get_approvals: " + err);
+  std::vector<std::string> keys;
+  if (!has_approvals_)
+    return result{keys};
+  auto st = env_->read(
+    [&](MDB_txn* txn, std::string&) {
+      std::string_view v;
+      int rc = lmdb_env::get(txn, approvals_, id, v);
+      if (rc == MDB_NOTFOUND)
+        return 0;
+      if (rc != 0)
+        return rc;
+      size_t pos = 0;
+      while (pos < v.size()) {
+        auto nl = v.find('\n', pos);
+        if (nl == std::string_view::npos)
+          nl = v.size();
+        if (nl > pos)
+          keys.emplace_back(v.substr(pos, nl - pos));
+        pos = nl + 1;
+      }
+      return 0;
+    },
+    "get_approvals");
+  if (!st)
+    return result::failure(st.error);
+  return result{keys};
+}
+
+store_status session_store::set_approvals(const std::string& id,
+                                          const std::vector<std::string>& keys) {
+  if (auto err = check_session_id(id); !err.empty())
+    return store_status::failure("set_approvals: " + err);
+  if (!has_approvals_)
+    return store_status::failure("set_approvals: the store is read-only");
+  if (keys.size() > 256)
+    return store_status::failure("set_approvals: more than 256 keys");
+  std::string value;
+  for (auto& k : keys) {
+    if (k.empty() || k.size() > 200 || k.find('\n') != std::string::npos)
+      return store_status::failure("set_approvals: invalid key");
+    value += k + "\n";
+  }
+  return env_->write(
+    [&](MDB_txn* txn, std::string&) {
+      if (value.empty()) {
+        int rc = lmdb_env::del(txn, approvals_, id);
+        return rc == MDB_NOTFOUND ? 0 : rc;
+      }
+      return lmdb_env::put(txn, approvals_, id, value);
+    },
+    "set_approvals");
+}
+
+} // namespace mibyan
