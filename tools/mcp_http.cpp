@@ -268,7 +268,8 @@ public:
           MIBYAN_LOG(warning, "mcp", self->s_.server << ": " << why);
         return;
       }
-      if (!st->sse && !st->body.empty())
+      // Legacy SSE replies arrive on the stream; a POST answers "Accepted".
+      if (!self->s_.sse && !st->sse && !st->body.empty())
         self->deliver(std::move(st->body));
     };
     pending_callbacks_.fetch_add(1);
