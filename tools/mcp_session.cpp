@@ -1,6 +1,7 @@
 #include "tools/mcp_session.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <thread>
 
 #include "base/log.hpp"
@@ -238,11 +239,11 @@ result<json::value> mcp_session::request(const std::string& method,
       if (cancelled)
         return result<json::value>::failure(status_code::cancelled,
                                             method + " was cancelled");
+      char secs[32];
+      std::snprintf(secs, sizeof secs, "%.1f", timeout.count() / 1000.0);
       return result<json::value>::failure(
-        status_code::timeout, method + " timed out after "
-                                + std::to_string(timeout.count() / 1000.0)
-                                    .substr(0, 6)
-                                + " s");
+        status_code::timeout,
+        method + " timed out after " + secs + " s");
     }
     auto wake = std::min(deadline, clock::now() + milliseconds{50});
     cv_.wait_until(lock, wake);
