@@ -55,14 +55,7 @@ guardian_reply guardian_relay::ask(const provider_actor& provider,
                                    const std::string& user_prompt,
                                    std::chrono::milliseconds timeout,
                                    const std::atomic<bool>* cancelled) {
-  static std::atomic<uint64_t> seq{0};
-  if (!provider)
-    return {false, "", "no reviewer model is configured"};
-  if (waiting_->stopped)
-    return {false, "", "the runtime is shutting down"};
   chat_request req;
-  req.request_id = "guardian-" + std::to_string(++seq);
-  req.stream = false;
   chat_message sys_msg;
   sys_msg.role = "system";
   sys_msg.content = system_prompt;
@@ -70,6 +63,20 @@ guardian_reply guardian_relay::ask(const provider_actor& provider,
   user_msg.role = "user";
   user_msg.content = user_prompt;
   req.messages = {std::move(sys_msg), std::move(user_msg)};
+  return ask(provider, std::move(req), timeout, cancelled);
+}
+
+guardian_reply guardian_relay::ask(const provider_actor& provider,
+                                   chat_request req,
+                                   std::chrono::milliseconds timeout,
+                                   const std::atomic<bool>* cancelled) {
+  static std::atomic<uint64_t> seq{0};
+  if (!provider)
+    return {false, "", "no reviewer model is configured"};
+  if (waiting_->stopped)
+    return {false, "", "the runtime is shutting down"};
+  req.request_id = "guardian-" + std::to_string(++seq);
+  req.stream = false;
   auto id = req.request_id;
   std::future<guardian_reply> answer;
   {

@@ -34,6 +34,14 @@ public:
                      std::chrono::milliseconds timeout,
                      const std::atomic<bool>* cancelled);
 
+  /// Sends `req` (its request_id is replaced by a unique one; `stream` is
+  /// turned off) as it is: MCP sampling uses this for its own messages,
+  /// model and token cap (docs/mcp.md, "Sampling"). Same waiting rules as
+  /// the other overload.
+  guardian_reply ask(const provider_actor& provider, chat_request req,
+                     std::chrono::milliseconds timeout,
+                     const std::atomic<bool>* cancelled);
+
   /// Stops the relay actor; waiting calls return at once. Thread-safe.
   void stop();
 

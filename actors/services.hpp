@@ -22,6 +22,7 @@ namespace mibyan {
 class http_client;
 class redactor;
 class process_registry;
+class mcp_manager;
 
 struct runtime_services {
   options cfg;
@@ -41,6 +42,10 @@ struct runtime_services {
   std::vector<script_tool_spec> script_host_tools;
   /// The approval gate (docs/approvals.md); set by the runtime.
   std::unique_ptr<approval_service> approvals;
+  /// The MCP servers (docs/mcp.md); null without `mcp_servers`. Its
+  /// server_tools() is the server -> tool names map for the `mcp-<server>`
+  /// toolsets.
+  std::shared_ptr<mcp_manager> mcp;
 };
 
 using services_ptr = std::shared_ptr<const runtime_services>;

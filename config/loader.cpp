@@ -9,6 +9,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "config/mcp_config.hpp"
 #include "config/option_bounds.hpp"
 #include "config/yaml_checks.hpp"
 #include "base/log.hpp"
@@ -390,6 +391,9 @@ const std::vector<field>& fields() {
                                 &o::code_execution,
                                 &code_execution_options::max_open_files, 64,
                                 1048576));
+    t.push_back(bool_field("code_execution", "mcp_in_scripts",
+                           &o::code_execution,
+                           &code_execution_options::mcp_in_scripts));
     // runtime
     t.push_back(int_field("runtime", "scheduler_threads", &o::runtime,
                           &runtime_options::scheduler_threads, 0));
@@ -605,6 +609,17 @@ load_result parse_options(const std::string& yaml_text,
         }
         continue;
       }
+      if (section == "mcp_servers") { // a mapping of servers (docs/mcp.md)
+        std::vector<std::string> warnings;
+        auto err = parse_mcp_servers(body, result.opts.mcp_servers, warnings);
+        for (auto& w : warnings)
+          MIBYAN_LOG(warning, "config", origin << ": " << w);
+        if (!err.empty()) {
+          result.error = located(origin, body.Mark()) + ": " + err;
+          return result;
+        }
+        continue;
+      }
       if (sections.count(section) == 0) {
         std::string known;
         for (auto& s : sections)
@@ -754,6 +769,7 @@ std::string render_options(const options& opts) {
   for (size_t i = 0; i < opts.command_allowlist.size(); ++i)
     out << (i ? ", " : "") << quoted_for_show(opts.command_allowlist[i]);
   out << "]\n";
+  out << render_mcp_servers(opts.mcp_servers);
   out << "# .env: " << opts.env_file.size() << " variables (values masked)\n";
   for (auto& [k, v] : opts.env_file)
     out << "#   " << k << "=**** (" << v.size() << " chars)\n";

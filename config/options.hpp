@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "config/mcp_options.hpp"
+
 namespace mibyan {
 
 /// Section `model`: which LLM the agent talks to by default.
@@ -162,6 +164,10 @@ struct code_execution_options {
   /// Open files per kernel process (RLIMIT_NOFILE; capped at the host's
   /// hard limit).
   int64_t max_open_files = 4096;
+  /// Expose the enabled MCP servers' tools to scripts as
+  /// `mibyan_tools.mcp.<server>.<tool>(**args)` (docs/mcp.md). Off by
+  /// default: it widens what a script can reach.
+  bool mcp_in_scripts = false;
 };
 
 /// Section `tools`: limits applied to every tool call, whatever its source.
@@ -289,6 +295,9 @@ struct options {
   /// Top-level `command_allowlist`: pattern keys approved permanently
   /// (docs/approvals.md).
   std::vector<std::string> command_allowlist;
+  /// Top-level `mcp_servers`: the MCP servers to connect to, sorted by
+  /// name (docs/mcp.md).
+  std::vector<mcp_server_options> mcp_servers;
 };
 
 } // namespace mibyan

@@ -710,6 +710,52 @@ std::string render_function(const script_tool& t) {
   return out;
 }
 
+// `mcp.<server>.<tool>(**args)` for the MCP tools (docs/mcp.md).
+std::string render_mcp_namespace(const std::vector<const script_tool_spec*>& mcp) {
+  if (mcp.empty())
+    return {};
+  std::string out = R"py(
+
+# -- MCP tools: mcp.<server>.<tool>(**args) ----------------------------------
+
+class _McpNamespace(object):
+    def __init__(self, label):
+        self._label = label
+
+    def __repr__(self):
+        return "<%s: %s>" % (self._label, ", ".join(
+            k for k in sorted(vars(self)) if not k.startswith("_")))
+
+
+def _mcp_function(full_name, doc):
+    def call(**args):
+        return _call(full_name, args)
+    call.__name__ = full_name
+    call.__doc__ = doc
+    return call
+
+
+mcp = _McpNamespace("MCP servers")
+__all__.append("mcp")
+MCP_TOOLS = ()
+)py";
+  std::vector<std::string> servers;
+  for (auto* e : mcp)
+    if (std::find(servers.begin(), servers.end(), e->mcp_server)
+        == servers.end())
+      servers.push_back(e->mcp_server);
+  std::sort(servers.begin(), servers.end());
+  for (auto& sv : servers)
+    out += "setattr(mcp, \"" + sv + "\", _McpNamespace(\"MCP server " + sv
+           + "\"))\n";
+  for (auto* e : mcp) {
+    out += "setattr(getattr(mcp, \"" + e->mcp_server + "\"), \"" + e->mcp_tool
+           + "\", _mcp_function(\"" + e->name + "\", \"" + e->doc + "\"))\n";
+    out += "MCP_TOOLS += (\"" + e->name + "\",)\n";
+  }
+  return out;
+}
+
 } // namespace
 
 const std::vector<std::string>& script_tool_names() {
@@ -752,10 +798,15 @@ std::string generate_stub(const std::vector<std::string>& tools,
                           const std::vector<script_tool_spec>& extra) {
   auto names = effective_script_tools(tools);
   std::vector<script_tool> host;
+  std::vector<const script_tool_spec*> mcp;
   for (auto& e : extra) {
     if (is_script_tool(e.name)
         || std::find(tools.begin(), tools.end(), e.name) == tools.end())
       continue;
+    if (!e.mcp_server.empty()) {
+      mcp.push_back(&e);
+      continue;
+    }
     host.push_back(script_tool{e.name.c_str(), e.params, e.doc.c_str()});
     names.push_back(e.name);
   }
@@ -778,6 +829,7 @@ std::string generate_stub(const std::vector<std::string>& tools,
       if (n == h.name)
         out += render_function(h);
   }
+  out += render_mcp_namespace(mcp);
   return out;
 }
 

@@ -58,6 +58,12 @@ struct script_tool_spec {
   std::vector<stub_parameter> params;
   /// The docstring of the stub function (one line).
   std::string doc;
+  /// For an MCP tool (docs/mcp.md, "In scripts"): the sanitised server and
+  /// tool names. Such a tool is reachable as
+  /// `mibyan_tools.mcp.<server>.<tool>(**args)` instead of a top-level
+  /// function.
+  std::string mcp_server;
+  std::string mcp_tool;
 };
 
 /// Returns true when `name` can be a Python function name of the stub

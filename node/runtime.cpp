@@ -37,6 +37,8 @@
 #include "config/loader.hpp"
 #include "mibyan/actors.hpp"
 #include "node/host_tool_adapter.hpp"
+#include "node/mcp_wiring.hpp"
+#include "tools/mcp_tools.hpp"
 #include "node/runtime_impl.hpp"
 
 namespace fs = std::filesystem;
@@ -136,6 +138,9 @@ runtime::impl::~impl() {
       caf::anon_send_exit(dispatcher, caf::exit_reason::user_shutdown);
     if (kernels)
       caf::anon_send_exit(kernels, caf::exit_reason::user_shutdown);
+    for (auto& a : mcp_actors)
+      caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+    mcp_actors.clear();
     writer = nullptr;
     dispatcher = nullptr;
     kernels = nullptr;
@@ -144,6 +149,9 @@ runtime::impl::~impl() {
   // waits still running on the blocking pool.
   if (svc && svc->processes)
     svc->processes->shutdown();
+  // MCP servers too: sessions closed, stdio process groups killed.
+  if (svc && svc->mcp)
+    svc->mcp->shutdown();
   // Our own system ends here, with every actor of ours (in a host's
   // system, which outlives this runtime, our actors only exit).
   own_sys.reset();
@@ -246,6 +254,7 @@ make_services(options opts, std::vector<std::unique_ptr<tool>> extra_tools,
   register_core_tools(svc->tools);
   for (auto& t : extra_tools)
     svc->tools.add(std::move(t));
+  start_mcp(*svc, script_host_tools); // docs/mcp.md
   {
     std::vector<std::string> enabled;
     for (auto t : svc->tools.all())
@@ -346,6 +355,7 @@ bool wire_runtime(runtime::impl& p, std::string* error) {
   }
   p.relay = std::make_unique<guardian_relay>(*p.sys);
   install_approval_hooks(p);
+  wire_mcp(p);
   return true;
 }
 

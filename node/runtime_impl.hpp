@@ -56,6 +56,8 @@ struct runtime::impl {
   provider_actor guardian;
   std::unique_ptr<guardian_relay> relay;
   std::atomic<bool> stopping{false};
+  /// The MCP upkeep actors and the sampling provider (node/mcp_wiring).
+  std::vector<caf::actor> mcp_actors;
 
   ~impl();
 };

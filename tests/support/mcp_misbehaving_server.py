@@ -1,0 +1,78 @@
+#!/usr/bin/env python3
+"""A small MCP stdio server (stdlib only) that breaks the protocol on
+purpose, for tests/mcp_misbehave_test.cpp. The first argument picks the
+misbehaviour:
+
+  good          a correct server with tools `echo` and `boom` (isError)
+  garbage       writes non-JSON lines before every reply
+  oversized     answers tools/call with a message of 4 MiB on one line
+  silent_init   never answers `initialize`
+  id_mismatch   answers tools/call with a wrong id
+  stderr_flood  writes ~20 MiB to stderr during every tools/call
+"""
+import json
+import sys
+
+MODE = sys.argv[1] if len(sys.argv) > 1 else "good"
+TOOLS = [
+    {"name": "echo", "description": "Echoes `text`.",
+     "inputSchema": {"type": "object",
+                     "properties": {"text": {"type": "string"}},
+                     "required": ["text", "ghost"]}},
+    {"name": "boom", "description": "Always fails."},
+    {"name": "weird-name.v2", "inputSchema": "not a schema"},
+]
+
+
+def send(msg):
+    if MODE == "garbage":
+        sys.stdout.write("this is not json\n{broken json\n\n")
+    sys.stdout.write(json.dumps(msg) + "\n")
+    sys.stdout.flush()
+
+
+def reply(rid, result):
+    send({"jsonrpc": "2.0", "id": rid, "result": result})
+
+
+for line in sys.stdin:
+    line = line.strip()
+    if not line:
+        continue
+    msg = json.loads(line)
+    method = msg.get("method")
+    rid = msg.get("id")
+    if rid is None:
+        continue  # notifications
+    if method == "initialize":
+        if MODE == "silent_init":
+            continue
+        reply(rid, {"protocolVersion": "2025-06-18",
+                    "capabilities": {"tools": {}},
+                    "serverInfo": {"name": "misbehaving", "version": "1"}})
+    elif method == "tools/list":
+        reply(rid, {"tools": TOOLS})
+    elif method == "ping":
+        reply(rid, {})
+    elif method == "tools/call":
+        name = msg["params"]["name"]
+        args = msg["params"].get("arguments", {})
+        if MODE == "stderr_flood":
+            chunk = "x" * 1023 + "\n"
+            for _ in range(20 * 1024):
+                sys.stderr.write(chunk)
+            sys.stderr.flush()
+        if MODE == "oversized":
+            reply(rid, {"content": [{"type": "text", "text": "y" * (4 << 20)}]})
+        elif MODE == "id_mismatch":
+            reply(rid + 1000, {"content": [{"type": "text", "text": "lost"}]})
+        elif name == "boom":
+            reply(rid, {"isError": True, "content": [
+                {"type": "text",
+                 "text": "failed with token sk-abcdefghijklmnopqrstuvwxyz123456"}]})
+        else:
+            reply(rid, {"content": [{"type": "text",
+                                     "text": "echo: " + args.get("text", "")}]})
+    else:
+        send({"jsonrpc": "2.0", "id": rid,
+              "error": {"code": -32601, "message": "no " + str(method)}})
