@@ -46,6 +46,7 @@ conversation_behavior(conv_pointer self, conversation_deps deps) {
     }
   }
   st.system_prompt = build_system_prompt(st.cwd);
+  st.tool_session = st.deps.session_id;
   return {
     [self](turn_atom, turn_request& req) -> caf::result<std::string> {
       auto rp = self->make_response_promise<std::string>();
@@ -67,9 +68,10 @@ conversation_behavior(conv_pointer self, conversation_deps deps) {
                    << t.interrupt_reason);
       if (!t.inflight.empty())
         self->send(t.provider, cancel_atom_v, t.inflight);
+      interrupt_delegations(self, t.interrupt_reason);
       if (t.batch != 0) {
         self->send(st.deps.dispatcher, interrupt_atom_v,
-                   interrupt_request{st.deps.session_id, t.interrupt_reason});
+                   interrupt_request{st.tool_session, t.interrupt_reason});
         finish_batch(self);
       }
     },

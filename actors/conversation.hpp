@@ -36,6 +36,7 @@
 #include "caf/replies_to.hpp"
 #include "caf/typed_actor.hpp"
 
+#include "actors/kernel_registry.hpp"
 #include "actors/session_writer.hpp"
 #include "actors/tool_dispatcher.hpp"
 #include "messages/type_ids.hpp"
@@ -62,6 +63,11 @@ struct conversation_deps {
   /// Why the store is unavailable (shown in failed turns).
   std::string store_error;
   std::string session_id;
+  /// The execute_code backend; a delegate_task child's kernels are
+  /// disposed through it when the child ends (may be invalid).
+  kernel_registry_actor kernels;
+  /// 0 for a top-level conversation, 1 for a delegate_task child.
+  int depth = 0;
 };
 
 /// Spawns the conversation of `deps.session_id`. The caller owns it and

@@ -33,6 +33,7 @@
 
 #include "actors/conversation.hpp"
 #include "actors/provider.hpp"
+#include "agent/answer_recovery.hpp"
 #include "agent/batch_plan.hpp"
 #include "agent/iteration_budget.hpp"
 #include "agent/tool_call_repair.hpp"
@@ -41,6 +42,8 @@
 #include "agent/turn_result.hpp"
 
 namespace mibyan::conversation_detail {
+
+struct delegation_run; // conversation_delegate.cpp
 
 struct pending_turn {
   turn_request req;
@@ -79,6 +82,19 @@ struct turn_state {
   // owned by the pool job until (done_atom, shaping_id) arrives.
   std::shared_ptr<std::vector<shaped_result>> shaping;
   uint64_t shaping_id = 0; // 0 = none
+  // Final-answer recovery (agent/answer_recovery.hpp): its counters, the
+  // synthetic messages appended to the request copy only (never stored,
+  // dropped once a usable answer arrives) and the text of earlier
+  // length-cut parts.
+  answer_recovery recovery;
+  std::vector<chat_message> scaffold;
+  std::string length_parts;
+  // Compressions done in this turn (docs/agent_loop.md, at most 3); set
+  // when compression cannot help in this turn.
+  int compressions = 0;
+  bool compress_skip = false;
+  // delegate_task children running for this turn's batch.
+  std::vector<std::shared_ptr<delegation_run>> delegations;
 };
 
 struct conversation_state {
@@ -92,6 +108,13 @@ struct conversation_state {
   uint64_t next_turn = 1;
   uint64_t next_batch = 1;
   uint64_t next_request = 1;
+  // The session id tools run under (kernels, processes, approvals): the
+  // first session of the chain, unchanged when compression continues the
+  // conversation in a child session (deps.session_id).
+  std::string tool_session;
+  // Compressions in a row that left the context above the threshold;
+  // at 2 compression is off for this conversation.
+  int ineffective_compressions = 0;
 
   static const char* name;
 };
@@ -185,6 +208,36 @@ bool persist_failed(turn_state& t, const std::string& what,
                     const std::vector<std::string>& errors);
 /// Adds the usage of `r` to the turn result and records it in the store.
 void record_usage(conv_pointer self, const chat_response& r);
+
+// -- conversation_answer.cpp --------------------------------------------------
+
+/// The recovery gates of docs/agent_loop.md ("Final answer recovery") for
+/// an answer without tool calls. Returns true when it took the answer over
+/// (another call is made or the turn ended); false when `r` is a usable
+/// final answer (its content then holds the joined, visible text).
+bool recover_answer(conv_pointer self, chat_response& r);
+/// A tool-call answer cut at the length limit: retries with a larger
+/// output budget, or ends the turn as truncated. Always takes over.
+void recover_truncated_calls(conv_pointer self);
+
+// -- conversation_delegate.cpp ------------------------------------------------
+
+/// Runs the delegate_task call `idx` of the running batch as child
+/// conversations; stores its result in `results[idx]`, then calls `then`.
+void start_delegation(conv_pointer self, size_t idx,
+                      std::function<void()> then);
+/// Interrupts the running children of the turn and gives their calls a
+/// result now (unfinished tasks: "interrupted").
+void interrupt_delegations(conv_pointer self, const std::string& reason);
+
+// -- conversation_compress.cpp ------------------------------------------------
+
+/// Compresses the running turn's history when its estimate reached the
+/// threshold (docs/agent_loop.md, "Context compression"): summarises the
+/// middle with one model call, continues in a new session whose parent is
+/// the old one, then calls iterate() again. Returns false (nothing
+/// started) when no compression is due.
+bool maybe_compress(conv_pointer self);
 
 // -- conversation_spill.cpp ---------------------------------------------------
 

@@ -114,7 +114,11 @@ void invoke(conv_pointer self, size_t idx, std::function<void()> then) {
     then();
     return;
   }
-  tool_request req{st.deps.session_id, c.id, c.name, c.arguments, st.cwd,
+  if (c.name == "delegate_task") { // an agent-loop tool: child conversations
+    start_delegation(self, idx, std::move(then));
+    return;
+  }
+  tool_request req{st.tool_session, c.id, c.name, c.arguments, st.cwd,
                    false};
   auto id = t.id;
   auto batch = t.batch;
@@ -125,10 +129,12 @@ void invoke(conv_pointer self, size_t idx, std::function<void()> then) {
   // Tool activity for the turn's sink (docs/embedding.md, "Tool events").
   auto sink = t.p.req.sink;
   auto sid = st.deps.session_id;
-  auto event = [sink, sid, call_id = c.id, name = c.name](const char* kind,
-                                                          json::value v) {
+  auto event = [sink, sid, call_id = c.id, name = c.name,
+                depth = st.deps.depth](const char* kind, json::value v) {
     v["id"] = call_id;
     v["name"] = name;
+    if (depth > 0) // a delegate_task child's call (docs/embedding.md)
+      v["depth"] = depth;
     caf::anon_send(sink, delta_atom_v, sid, std::string{kind}, v.dump());
   };
   if (sink) {

@@ -129,10 +129,10 @@ void on_tool_calls(conv_pointer self, chat_response& r) {
   bool truncated = response_truncated(r.finish_reason, t.p.req.stream);
   auto plan = plan_tool_calls(std::move(r.tool_calls), t.valid, truncated);
   if (plan.next == tool_call_plan::action::truncated) {
-    end_turn(self, turn_exit::truncated,
-             "Response truncated due to output length limit", false);
+    recover_truncated_calls(self);
     return;
   }
+  t.scaffold.clear(); // a usable answer: the recovery scaffolding goes
   if (t.bad.record(plan)) {
     end_turn(self, turn_exit::invalid_tool_calls,
              plan.invalid_call_message(), false);
@@ -168,17 +168,8 @@ void on_tool_calls(conv_pointer self, chat_response& r) {
 
 void on_answer(conv_pointer self, chat_response& r) {
   auto& t = *self->state.cur;
-  if (trim(r.content).empty()) {
-    if (t.empty_retries++ < 2) {
-      iterate(self);
-      return;
-    }
-    t.res.final_response = "The model returned an empty answer several "
-                           "times; no answer could be produced.";
-    end_turn(self, turn_exit::empty_response_exhausted,
-             "empty response from the model", false);
+  if (recover_answer(self, r))
     return;
-  }
   // The answer may be tens of megabytes: it is moved where it can be and
   // copied only for the result and for the writer.
   chat_message am;
@@ -307,6 +298,8 @@ void iterate(conv_pointer self) {
     end_interrupted(self);
     return;
   }
+  if (maybe_compress(self)) // it iterates again once done
+    return;
   if (!t.budget.consume()) {
     summarize(self);
     return;
@@ -317,6 +310,9 @@ void iterate(conv_pointer self) {
                      st.next_request++);
   req.model = t.p.req.model;
   req.messages = request_messages(self, t.msgs);
+  req.messages.insert(req.messages.end(), t.scaffold.begin(),
+                      t.scaffold.end());
+  req.max_tokens = t.recovery.max_tokens();
   req.tools_json = t.tools_json;
   req.stream = t.p.req.stream;
   if (req.stream)
@@ -382,6 +378,10 @@ void start_next(conv_pointer self) {
         && std::find(req.toolsets.begin(), req.toolsets.end(),
                      tl->toolset())
              == req.toolsets.end())
+      continue;
+    if (std::find(req.blocked_tools.begin(), req.blocked_tools.end(),
+                  tl->name())
+        != req.blocked_tools.end())
       continue;
     json::value fn;
     fn["name"] = tl->name();

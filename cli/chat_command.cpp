@@ -2,11 +2,13 @@
 #include "cli/commands.hpp"
 #include "cli/approval_prompt.hpp"
 #include "cli/interrupt_watcher.hpp"
+#include "cli/terminal_output.hpp"
 
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
 #include <iostream>
+#include <memory>
 #include <mutex>
 #include <random>
 #include <set>
@@ -121,10 +123,19 @@ int chat_command(const std::vector<std::string>& args,
       return 2;
     }
   }
+  const bool decorate = ::isatty(1) == 1;
+  // On a terminal, log lines go to $MIBYAN_HOME/logs/chat.log, not
+  // between the lines of the conversation.
+  if (::isatty(0) == 1 || decorate)
+    route_logs_to_file(flags, opts, "chat");
   block_interrupt_signals();
   // Declared before the runtime, so it outlives the runtime's threads (an
   // approval prompt still unwinding uses its mutex).
   chat_state st;
+  // Tool activity on the terminal (none when stdout is not one).
+  std::unique_ptr<tool_activity> activity;
+  if (decorate)
+    activity = std::make_unique<tool_activity>(std::cout, st.mtx);
   std::string error;
   auto rt = runtime::create(std::move(opts), &error);
   if (!rt) {
@@ -135,8 +146,13 @@ int chat_command(const std::vector<std::string>& args,
   const char* prompt = "> ";
   // Approvals: a terminal is the approval channel (docs/approvals.md).
   if (interactive)
-    rt->set_approval_callback([&st](const approval_prompt& p) {
-      return ask_on_terminal(p, st.mtx);
+    rt->set_approval_callback([&st, &activity](const approval_prompt& p) {
+      if (activity)
+        activity->set_paused(true);
+      auto choice = ask_on_terminal(p, st.mtx);
+      if (activity)
+        activity->set_paused(false);
+      return choice;
     });
   else
     rt->set_approval_context(approval_context::single_query);
@@ -209,6 +225,8 @@ int chat_command(const std::vector<std::string>& args,
     std::string streamed;
     turn.on_delta = [&](const std::string& kind, const std::string& delta) {
       std::lock_guard<std::mutex> guard{st.mtx};
+      if (activity)
+        activity->clear_status_locked();
       if (kind == "text") {
         streamed += delta;
         std::cout << delta << std::flush;
@@ -223,7 +241,14 @@ int chat_command(const std::vector<std::string>& args,
       st.busy = true;
       st.interrupted = false;
     }
+    if (activity)
+      turn.on_tool = [&activity](const std::string& kind,
+                                 const std::string& text) {
+        activity->on_event(kind, text);
+      };
     auto out = rt->run_turn(turn);
+    if (activity)
+      activity->end_turn();
     {
       std::lock_guard<std::mutex> guard{st.mtx};
       st.busy = false;
@@ -237,6 +262,15 @@ int chat_command(const std::vector<std::string>& args,
       continue;
     }
     first_turn = false;
+    if (!out.session_id.empty()) {
+      std::lock_guard<std::mutex> guard{st.mtx};
+      if (out.session_id != st.session_id) {
+        // Compression continued the conversation in a new session.
+        std::cerr << "session: " << out.session_id << " (continues "
+                  << st.session_id << ")\n";
+        st.session_id = out.session_id;
+      }
+    }
     if (!out.trajectory_error.empty())
       std::cerr << "mibyan chat: trajectory not saved: "
                 << out.trajectory_error << "\n";

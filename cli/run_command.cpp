@@ -1,12 +1,15 @@
 // `mibyan run`: one user turn of the agent loop from the command line.
 #include "cli/commands.hpp"
 #include "cli/interrupt_watcher.hpp"
+#include "cli/terminal_output.hpp"
 
 #include <atomic>
 #include <chrono>
 #include <csignal>
 #include <ctime>
 #include <iostream>
+#include <memory>
+#include <mutex>
 #include <random>
 #include <thread>
 
@@ -93,6 +96,11 @@ int run_command(const std::vector<std::string>& args,
   options opts;
   if (!load_config_or_report(flags, opts))
     return 2;
+  bool live = !as_json && ::isatty(1) == 1;
+  // On a terminal, log lines go to $MIBYAN_HOME/logs/run.log instead of
+  // between the lines of the answer.
+  if (live)
+    route_logs_to_file(flags, opts, "run");
   block_interrupt_signals();
   std::string error;
   auto rt = runtime::create(std::move(opts), &error);
@@ -105,11 +113,19 @@ int run_command(const std::vector<std::string>& args,
 
   if (call.session_id.empty())
     call.session_id = new_session_id();
-  bool live = !as_json && ::isatty(1) == 1;
   std::string streamed;
+  std::mutex out_mtx;
+  std::unique_ptr<tool_activity> activity;
   if (live) {
-    call.on_delta = [&streamed](const std::string& kind,
-                                const std::string& text) {
+    activity = std::make_unique<tool_activity>(std::cout, out_mtx);
+    call.on_tool = [&activity](const std::string& kind,
+                               const std::string& text) {
+      activity->on_event(kind, text);
+    };
+    call.on_delta = [&streamed, &activity, &out_mtx](const std::string& kind,
+                                                     const std::string& text) {
+      std::lock_guard<std::mutex> guard{out_mtx};
+      activity->clear_status_locked();
       if (kind == "text") {
         streamed += text;
         std::cout << text << std::flush;
@@ -127,6 +143,8 @@ int run_command(const std::vector<std::string>& args,
     }};
     out = rt->run_turn(call);
   }
+  if (activity)
+    activity->end_turn();
   // One turn per run: the runtime (and the conversation it keeps in
   // memory) is not needed to print the result.
   rt.reset();

@@ -11,6 +11,7 @@
 #include "config/options.hpp"
 #include "base/json.hpp"
 #include "storage/result_spill.hpp"
+#include "cli/session_chain.hpp"
 #include "storage/session_json.hpp"
 #include "storage/session_store.hpp"
 
@@ -162,11 +163,15 @@ int sessions_command(const std::vector<std::string>& args,
       for (auto& m : *msgs)
         list.push_back(message_json(m));
       out["messages"] = std::move(list);
+      auto chain = session_chain_json(read_session_chain(store, *info));
+      out["chain"] = std::move(chain["chain"]);
+      out["children"] = std::move(chain["children"]);
       std::cout << out.pretty() << "\n";
       return 0;
     }
     std::cout << "session " << info->id << " (" << info->message_count
-              << " messages, model " << info->model << ")\n";
+              << " messages, model " << info->model << ")\n";    std::cout << render_session_chain(read_session_chain(store, *info));
+
     for (auto& m : *msgs) {
       std::cout << "[" << m.message.role;
       if (!m.message.tool_name.empty())

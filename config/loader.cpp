@@ -162,6 +162,29 @@ field bounded(field f, int64_t max_value) {
   return f;
 }
 
+// A number in (0, 1] of section `compression`.
+field fraction_field(const char* section, const char* key,
+                     double compression_options::*mem) {
+  return {section, key,
+          [=](const YAML::Node& node, options& o) -> std::string {
+            if (!node.IsScalar())
+              return "expected a number, got " + scalar_text(node);
+            const auto& text = node.Scalar();
+            char* end = nullptr;
+            double v = std::strtod(text.c_str(), &end);
+            if (text.empty() || *end != '\0' || !(v > 0.0 && v <= 1.0))
+              return "expected a number above 0 and at most 1, got '" + text
+                     + "'";
+            o.compression.*mem = v;
+            return {};
+          },
+          [=](const options& o) {
+            std::ostringstream out;
+            out << o.compression.*mem;
+            return out.str();
+          }};
+}
+
 // Shows a secret field masked.
 field secret_field(field f) {
   auto inner = f.show;
@@ -504,6 +527,26 @@ const std::vector<field>& fields() {
                                   &o::server,
                                   &server_options::session_idle_timeout, 1),
                         7 * 86400));
+    // model.context_length, delegation, compression (docs/agent_loop.md)
+    t.push_back(int_field("model", "context_length", &o::model,
+                          &model_options::context_length, 0));
+    t.push_back(int_field("delegation", "max_concurrent_children",
+                          &o::delegation,
+                          &delegation_options::max_concurrent_children, 1));
+    t.push_back(int_field("delegation", "max_iterations", &o::delegation,
+                          &delegation_options::max_iterations, 1));
+    t.push_back(list_field("delegation", "blocked_tools", &o::delegation,
+                           &delegation_options::blocked_tools));
+    t.push_back(bool_field("compression", "enabled", &o::compression,
+                           &compression_options::enabled));
+    t.push_back(fraction_field("compression", "threshold",
+                               &compression_options::threshold));
+    t.push_back(fraction_field("compression", "target_ratio",
+                               &compression_options::target_ratio));
+    t.push_back(int_field("compression", "protect_first_n", &o::compression,
+                          &compression_options::protect_first_n, 0));
+    t.push_back(int_field("compression", "protect_last_n", &o::compression,
+                          &compression_options::protect_last_n, 1));
     return t;
   }();
   return table;

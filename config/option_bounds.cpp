@@ -37,6 +37,11 @@ const std::vector<numeric_bounds>& numeric_option_bounds() {
     {"code_execution", "prestart_kernels", 0, 64},
     {"runtime", "scheduler_threads", 0, 512},
     {"runtime", "blocking_threads", 1, 1'024},
+    {"model", "context_length", 0, 100'000'000},
+    {"delegation", "max_concurrent_children", 1, 64},
+    {"delegation", "max_iterations", 1, 10'000},
+    {"compression", "protect_first_n", 0, 1'000},
+    {"compression", "protect_last_n", 1, 10'000},
   };
   return table;
 }

@@ -31,6 +31,9 @@ struct model_options {
   std::string fallback_model;
   /// Base URL of the fallback provider ("" = the provider's default).
   std::string fallback_base_url;
+  /// Context window of the model in tokens; 0 = the size known for the
+  /// model, else 128000 (docs/agent_loop.md, "Context compression").
+  int64_t context_length = 0;
 };
 
 /// Section `agent`: the turn loop.
@@ -264,6 +267,33 @@ struct server_options {
   int64_t session_idle_timeout = 1800;
 };
 
+/// Section `delegation`: delegate_task subagents (docs/tools.md).
+struct delegation_options {
+  /// Children of one delegate_task call running at once; also the most
+  /// delegate_task calls kept per assistant message.
+  int64_t max_concurrent_children = 3;
+  /// Iteration budget of each child turn.
+  int64_t max_iterations = 50;
+  /// Tools a child is never offered.
+  std::vector<std::string> blocked_tools{"delegate_task", "clarify", "memory",
+                                         "send_message", "cronjob"};
+};
+
+/// Section `compression`: summarising old turns near the context window
+/// (docs/agent_loop.md, "Context compression").
+struct compression_options {
+  bool enabled = true;
+  /// Fraction of the window at which to compress (at least 0.75 for a
+  /// window under 512K tokens).
+  double threshold = 0.50;
+  /// The kept tail is this fraction of the threshold, in tokens.
+  double target_ratio = 0.20;
+  /// Messages at the start of the history never summarised.
+  int64_t protect_first_n = 3;
+  /// Messages at the end of the history never summarised.
+  int64_t protect_last_n = 20;
+};
+
 /// The whole effective configuration plus where it came from.
 struct options {
   model_options model;
@@ -298,6 +328,8 @@ struct options {
   /// Top-level `mcp_servers`: the MCP servers to connect to, sorted by
   /// name (docs/mcp.md).
   std::vector<mcp_server_options> mcp_servers;
+  delegation_options delegation;
+  compression_options compression;
 };
 
 } // namespace mibyan

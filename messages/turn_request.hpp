@@ -31,13 +31,16 @@ struct turn_request {
   std::string model;
   std::string provider_name;
   std::string base_url;
+  /// Tools never offered this turn, by name (a delegate_task child's
+  /// restricted set, docs/tools.md).
+  std::vector<std::string> blocked_tools;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, turn_request& x) {
   return f(caf::meta::type_name("mibyan::turn_request"), x.text,
            x.max_iterations, x.toolsets, x.stream, x.sink, x.provider,
-           x.model, x.provider_name, x.base_url);
+           x.model, x.provider_name, x.base_url, x.blocked_tools);
 }
 
 } // namespace mibyan

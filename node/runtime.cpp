@@ -29,6 +29,7 @@
 #include "base/host_hardening.hpp"
 #include "base/state_dir.hpp"
 #include "kernels/stub_generator.hpp"
+#include "tools/delegate_task.hpp"
 #include "tools/execute_code.hpp"
 #include "storage/session_store.hpp"
 #include "tools/read_tracker.hpp"
@@ -252,6 +253,7 @@ make_services(options opts, std::vector<std::unique_ptr<tool>> extra_tools,
     redactor::from_environment(current_environment(), svc->cfg.env_file));
   svc->processes = std::make_shared<process_registry>();
   register_core_tools(svc->tools);
+  svc->tools.add(make_delegate_task_tool(svc->cfg));
   for (auto& t : extra_tools)
     svc->tools.add(std::move(t));
   start_mcp(*svc, script_host_tools); // docs/mcp.md

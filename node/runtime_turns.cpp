@@ -25,6 +25,7 @@
 #include "actors/session_writer.hpp"
 #include "base/json.hpp"
 #include "base/log.hpp"
+#include "config/env_reload.hpp"
 #include "node/openai_chat.hpp"
 #include "node/runtime_impl.hpp"
 #include "storage/session_store.hpp"
@@ -60,6 +61,9 @@ bool prepare_turn(runtime::impl& p, const turn_call& call, prepared_turn& t,
     return fail("the prompt is empty", true);
   // The provider connection: the configuration with the call's overrides.
   options opts = p.svc->cfg;
+  // Keys added to .env since start-up count from this turn on.
+  if (auto err = reload_env_file(opts); !err.empty())
+    MIBYAN_LOG(warning, "config", err);
   if (!call.provider.empty())
     opts.model.provider = call.provider;
   if (!call.model.empty())
@@ -136,7 +140,8 @@ conversation_actor conversation_for(runtime::impl& p, const std::string& sid) {
   if (!c)
     c = spawn_conversation(*p.sys, conversation_deps{p.svc, p.dispatcher,
                                                      p.writer, p.store,
-                                                     p.store_error, sid});
+                                                     p.store_error, sid,
+                                                     p.kernels});
   return c;
 }
 
@@ -168,6 +173,23 @@ void save_trajectory(const runtime_services& svc, const turn_call& call,
   if (!out.trajectory_error.empty())
     MIBYAN_LOG(warning, "runtime",
                "trajectory not saved: " << out.trajectory_error);
+}
+
+// Compression continues a conversation in a new session
+// (docs/agent_loop.md, "Context compression"): the outcome names the new
+// id, and the conversation answers to it too.
+void follow_compression(runtime::impl& p, const conversation_actor& conv,
+                        turn_outcome& out) {
+  auto parsed = json::parse_members(out.result_json, {"session_id"});
+  if (!parsed || !parsed.v->is_object())
+    return;
+  auto sid = parsed.v->get_string("session_id");
+  if (sid.empty() || sid == out.session_id)
+    return;
+  out.session_id = sid;
+  std::lock_guard<std::mutex> guard{p.mtx};
+  if (!p.closing)
+    p.conversations[sid] = conv;
 }
 
 // One turn in flight: shared by its driver actor's handlers.
@@ -213,8 +235,9 @@ void send_turn(caf::event_based_actor* self, std::shared_ptr<turn_job> job) {
     req.sink = caf::actor_cast<caf::actor>(self);
   self->request(conv, caf::infinite, turn_atom_v, std::move(req))
     .then(
-      [self, job](std::string& res) {
+      [self, job, conv](std::string& res) {
         job->out.result_json = std::move(res);
+        follow_compression(*job->p, conv, job->out);
         finish_turn(self, job);
       },
       [self, job](caf::error& e) {

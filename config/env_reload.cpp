@@ -1,0 +1,38 @@
+#include "config/env_reload.hpp"
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <vector>
+
+#include "config/loader.hpp"
+
+namespace mibyan {
+
+std::string reload_env_file(options& o) {
+  if (o.home.empty())
+    return {};
+  auto path = o.home + "/.env";
+  if (const char* v = std::getenv("MIBYAN_ENV"); v && *v)
+    path = v;
+  std::ifstream in{path, std::ios::binary};
+  if (!in) {
+    if (errno == ENOENT) {
+      o.env_file.clear();
+      return {};
+    }
+    return "cannot read " + path + ": " + std::strerror(errno);
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  std::map<std::string, std::string> fresh;
+  std::vector<std::string> warnings; // reported once, at start-up
+  parse_env_file(text.str(), fresh, &warnings);
+  o.env_file = std::move(fresh);
+  return {};
+}
+
+} // namespace mibyan
