@@ -62,6 +62,10 @@ struct conversation_deps {
   /// Why the store is unavailable (shown in failed turns).
   std::string store_error;
   std::string session_id;
+  /// The memory files as read when the session started (docs/tools.md,
+  /// "memory"): appended to the system prompt and never re-read, so the
+  /// prompt stays byte-identical for the conversation's life.
+  std::string memory_snapshot;
 };
 
 /// Spawns the conversation of `deps.session_id`. The caller owns it and

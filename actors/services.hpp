@@ -16,6 +16,8 @@
 #include "base/blocking_pool.hpp"
 #include "kernels/stub_generator.hpp"
 #include "tools/registry.hpp"
+#include "tools/agent_tool_state.hpp"
+#include "tools/toolsets.hpp"
 
 namespace mibyan {
 
@@ -41,6 +43,12 @@ struct runtime_services {
   std::vector<script_tool_spec> script_host_tools;
   /// The approval gate (docs/approvals.md); set by the runtime.
   std::unique_ptr<approval_service> approvals;
+  /// State of the agent tools (store, clarify channel, active skills,
+  /// todo lists); internally synchronised. Set by the runtime.
+  std::shared_ptr<agent_tool_state> agent_tools;
+  /// Named toolsets; dynamic ones may be added at any time (internally
+  /// synchronised). Null means the static table.
+  std::shared_ptr<toolset_catalog> toolsets;
 };
 
 using services_ptr = std::shared_ptr<const runtime_services>;

@@ -37,6 +37,8 @@ const std::vector<numeric_bounds>& numeric_option_bounds() {
     {"code_execution", "prestart_kernels", 0, 64},
     {"runtime", "scheduler_threads", 0, 512},
     {"runtime", "blocking_threads", 1, 1'024},
+    {"memory", "memory_char_limit", 100, 1'000'000},
+    {"memory", "user_char_limit", 100, 1'000'000},
   };
   return table;
 }
