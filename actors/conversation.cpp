@@ -47,6 +47,8 @@ conversation_behavior(conv_pointer self, conversation_deps deps) {
   }
   st.system_prompt = build_system_prompt(st.cwd);
   st.tool_session = st.deps.session_id;
+  if (!st.deps.memory_snapshot.empty())
+    st.system_prompt += "\n\n" + st.deps.memory_snapshot;
   return {
     [self](turn_atom, turn_request& req) -> caf::result<std::string> {
       auto rp = self->make_response_promise<std::string>();

@@ -68,6 +68,10 @@ struct conversation_deps {
   kernel_registry_actor kernels;
   /// 0 for a top-level conversation, 1 for a delegate_task child.
   int depth = 0;
+  /// The memory files as read when the session started (docs/tools.md,
+  /// "memory"): appended to the system prompt and never re-read, so the
+  /// prompt stays byte-identical for the conversation's life.
+  std::string memory_snapshot;
 };
 
 /// Spawns the conversation of `deps.session_id`. The caller owns it and

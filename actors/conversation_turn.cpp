@@ -373,11 +373,13 @@ void start_next(conv_pointer self) {
   auto& tt = *st.cur;
   // The tools offered this turn, in name order (byte-stable).
   json::value tools = json::value::make_array();
+  // docs/tools.md, "Toolsets" (the runtime checked the names already).
+  auto offered = offered_tool_names(st.deps.svc->toolsets.get(),
+                                    st.deps.svc->tools, cfg, req.toolsets);
   for (auto tl : st.deps.svc->tools.all()) {
-    if (!req.toolsets.empty()
-        && std::find(req.toolsets.begin(), req.toolsets.end(),
-                     tl->toolset())
-             == req.toolsets.end())
+    if (!offered
+        || !std::binary_search(offered->begin(), offered->end(),
+                               std::string{tl->name()}))
       continue;
     if (std::find(req.blocked_tools.begin(), req.blocked_tools.end(),
                   tl->name())

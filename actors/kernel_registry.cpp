@@ -90,9 +90,14 @@ struct kernel_shape {
   std::string mode;   // project | strict
   std::string python;
   std::string cwd;    // "" in strict mode: the kernel's own staging dir
+  /// Variables of the session's active skills (docs/tools.md, "Skills"):
+  /// part of the key, so a kernel started before a skill became active
+  /// (or a spare) is not used for it.
+  std::vector<std::string> skill_env;
 
   std::string text(const std::vector<std::string>& tools) const {
-    return mode + "|" + python + "|" + cwd + "|" + join(tools);
+    auto t = mode + "|" + python + "|" + cwd + "|" + join(tools);
+    return skill_env.empty() ? t : t + "|env:" + join(skill_env);
   }
 };
 
@@ -107,6 +112,8 @@ kernel_shape shape_for(registry_pointer self, const tool_request& req) {
     s.python = st.python;
     s.cwd = req.cwd.empty() ? st.svc->default_cwd : req.cwd;
   }
+  if (st.svc->agent_tools && !req.session_id.empty())
+    s.skill_env = st.svc->agent_tools->skill_env(req.session_id);
   return s;
 }
 
@@ -119,6 +126,8 @@ caf::actor start_kernel(registry_pointer self, const kernel_shape& shape,
   so.tools = st.tools;
   so.inherited_env = current_environment();
   so.passthrough = st.svc->cfg.terminal.env_passthrough;
+  so.passthrough.insert(so.passthrough.end(), shape.skill_env.begin(),
+                        shape.skill_env.end());
   so.rpc_timeout = static_cast<double>(st.svc->cfg.code_execution.timeout);
   so.extra_tools = st.svc->script_host_tools;
   std::string isolation_error;

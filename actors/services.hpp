@@ -16,6 +16,8 @@
 #include "base/blocking_pool.hpp"
 #include "kernels/stub_generator.hpp"
 #include "tools/registry.hpp"
+#include "tools/agent_tool_state.hpp"
+#include "tools/toolsets.hpp"
 
 namespace mibyan {
 
@@ -46,6 +48,12 @@ struct runtime_services {
   /// server_tools() is the server -> tool names map for the `mcp-<server>`
   /// toolsets.
   std::shared_ptr<mcp_manager> mcp;
+  /// State of the agent tools (store, clarify channel, active skills,
+  /// todo lists); internally synchronised. Set by the runtime.
+  std::shared_ptr<agent_tool_state> agent_tools;
+  /// Named toolsets; dynamic ones may be added at any time (internally
+  /// synchronised). Null means the static table.
+  std::shared_ptr<toolset_catalog> toolsets;
 };
 
 using services_ptr = std::shared_ptr<const runtime_services>;

@@ -86,6 +86,7 @@ caf::behavior invocation(invocation_actor* self, services_ptr svc) {
         ctx.redact = svc->redact.get();
         ctx.processes = svc->processes.get();
         ctx.approvals = svc->approvals.get();
+        ctx.agent = svc->agent_tools.get();
         json::value result;
         if (cancel->load())
           return; // the answer was already given

@@ -1,6 +1,7 @@
 // `mibyan chat`: an interactive conversation, one agent turn per input line.
 #include "cli/commands.hpp"
 #include "cli/approval_prompt.hpp"
+#include "cli/clarify_prompt.hpp"
 #include "cli/interrupt_watcher.hpp"
 #include "cli/terminal_output.hpp"
 
@@ -156,6 +157,11 @@ int chat_command(const std::vector<std::string>& args,
     });
   else
     rt->set_approval_context(approval_context::single_query);
+  // Clarify: the terminal answers the model's questions (docs/tools.md).
+  if (interactive)
+    rt->set_clarify_callback([&st](const clarify_prompt& p) {
+      return ask_clarify_on_terminal(p, st.mtx);
+    });
   st.session_id = call.session_id.empty() ? new_session_id()
                                           : call.session_id;
   std::cerr << "session: " << st.session_id << "\n";

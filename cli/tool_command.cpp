@@ -16,6 +16,7 @@
 #include "node/runtime.hpp"
 #include "tools/argument_limit.hpp"
 #include "tools/registry.hpp"
+#include "tools/toolsets.hpp"
 
 namespace mibyan::cli {
 
@@ -27,7 +28,9 @@ void usage() {
                "  mibyan tool --stdin [--session ID] [--cwd DIR]\n"
                "      one {\"tool\": NAME, \"args\": {...}} per line in, one "
                "result per line out\n"
-               "  mibyan tool --list\n";
+               "  mibyan tool --list [--toolsets a,b]\n"
+               "      the tools the model is offered (agent.toolsets and the "
+               "disabled lists apply)\n";
 }
 
 std::string generate_session_id() {
@@ -36,9 +39,16 @@ std::string generate_session_id() {
                             .time_since_epoch().count() % 1000000000);
 }
 
-int list_tools(runtime& rt) {
+int list_tools(runtime& rt, const std::vector<std::string>& toolsets) {
+  auto names = offered_tool_names(&toolsets_of(rt), rt.tools(), rt.config(),
+                                  toolsets);
+  if (!names) {
+    std::cerr << "mibyan tool: " << names.error << "\n";
+    return 2;
+  }
   json::value out = json::value::make_array();
-  for (auto t : rt.tools().all()) {
+  for (auto& n : *names) {
+    auto t = rt.tools().find(n);
     json::value entry;
     entry["name"] = t->name();
     entry["toolset"] = t->toolset();
@@ -116,6 +126,7 @@ int tool_command(const std::vector<std::string>& args,
                  const global_flags& flags) {
   bool list = false, from_stdin = false;
   std::string session, cwd;
+  std::vector<std::string> toolsets;
   std::vector<std::string> positional;
   for (size_t i = 0; i < args.size(); ++i) {
     const auto& a = args[i];
@@ -125,6 +136,8 @@ int tool_command(const std::vector<std::string>& args,
       from_stdin = true;
     } else if ((a == "--session" || a == "--cwd") && i + 1 < args.size()) {
       (a == "--session" ? session : cwd) = args[++i];
+    } else if (a == "--toolsets" && i + 1 < args.size()) {
+      toolsets = split_list(args[++i]);
     } else if (a == "-h" || a == "--help") {
       usage();
       return 0;
@@ -176,7 +189,7 @@ int tool_command(const std::vector<std::string>& args,
   rt->set_approval_context(approval_context::single_query);
 
   if (list)
-    return list_tools(*rt);
+    return list_tools(*rt, toolsets);
   if (session.empty())
     session = generate_session_id();
   interrupt_watcher watcher{[&rt, session] {

@@ -547,6 +547,23 @@ const std::vector<field>& fields() {
                           &compression_options::protect_first_n, 0));
     t.push_back(int_field("compression", "protect_last_n", &o::compression,
                           &compression_options::protect_last_n, 1));
+    // agent toolsets, memory, skills (docs/tools.md)
+    t.push_back(list_field("agent", "toolsets", &o::agent,
+                           &agent_options::toolsets));
+    t.push_back(list_field("agent", "disabled_toolsets", &o::agent,
+                           &agent_options::disabled_toolsets));
+    t.push_back(list_field("agent", "disabled_tools", &o::agent,
+                           &agent_options::disabled_tools));
+    t.push_back(bool_field("memory", "memory_enabled", &o::memory,
+                           &memory_options::memory_enabled));
+    t.push_back(bool_field("memory", "user_profile_enabled", &o::memory,
+                           &memory_options::user_profile_enabled));
+    t.push_back(int_field("memory", "memory_char_limit", &o::memory,
+                          &memory_options::memory_char_limit, 100));
+    t.push_back(int_field("memory", "user_char_limit", &o::memory,
+                          &memory_options::user_char_limit, 100));
+    t.push_back(list_field("skills", "external_dirs", &o::skills,
+                           &skills_options::external_dirs));
     return t;
   }();
   return table;

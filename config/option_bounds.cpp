@@ -42,6 +42,8 @@ const std::vector<numeric_bounds>& numeric_option_bounds() {
     {"delegation", "max_iterations", 1, 10'000},
     {"compression", "protect_first_n", 0, 1'000},
     {"compression", "protect_last_n", 1, 10'000},
+    {"memory", "memory_char_limit", 100, 1'000'000},
+    {"memory", "user_char_limit", 100, 1'000'000},
   };
   return table;
 }

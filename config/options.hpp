@@ -47,6 +47,12 @@ struct agent_options {
   bool save_trajectories = false;
   /// Directory of the trajectory files ("" = the current directory).
   std::string trajectory_dir;
+  /// Toolsets offered to the model when a call names none (empty = all;
+  /// docs/tools.md, "Toolsets").
+  std::vector<std::string> toolsets;
+  /// Toolsets and tools never offered.
+  std::vector<std::string> disabled_toolsets;
+  std::vector<std::string> disabled_tools;
 };
 
 /// Section `provider`: HTTP behaviour of provider connections.
@@ -292,6 +298,19 @@ struct compression_options {
   int64_t protect_first_n = 3;
   /// Messages at the end of the history never summarised.
   int64_t protect_last_n = 20;
+/// Section `memory`: the memory files (docs/tools.md, "memory").
+struct memory_options {
+  bool memory_enabled = true;
+  bool user_profile_enabled = true;
+  /// Character limits of MEMORY.md and USER.md (entries joined by "\n§\n").
+  int64_t memory_char_limit = 2200;
+  int64_t user_char_limit = 1375;
+};
+
+/// Section `skills` (docs/tools.md, "Skills").
+struct skills_options {
+  /// Extra read-only skill directories scanned after $MIBYAN_HOME/skills.
+  std::vector<std::string> external_dirs;
 };
 
 /// The whole effective configuration plus where it came from.
@@ -330,6 +349,8 @@ struct options {
   std::vector<mcp_server_options> mcp_servers;
   delegation_options delegation;
   compression_options compression;
+  memory_options memory;
+  skills_options skills;
 };
 
 } // namespace mibyan

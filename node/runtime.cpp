@@ -32,6 +32,7 @@
 #include "tools/delegate_task.hpp"
 #include "tools/execute_code.hpp"
 #include "storage/session_store.hpp"
+#include "tools/agent_tools.hpp"
 #include "tools/read_tracker.hpp"
 #include "tools/registry.hpp"
 #include "tools/script_sandbox.hpp"
@@ -254,6 +255,9 @@ make_services(options opts, std::vector<std::unique_ptr<tool>> extra_tools,
   svc->processes = std::make_shared<process_registry>();
   register_core_tools(svc->tools);
   svc->tools.add(make_delegate_task_tool(svc->cfg));
+  register_agent_tools(svc->tools);
+  svc->agent_tools = std::make_shared<agent_tool_state>();
+  svc->toolsets = std::make_shared<toolset_catalog>();
   for (auto& t : extra_tools)
     svc->tools.add(std::move(t));
   start_mcp(*svc, script_host_tools); // docs/mcp.md
@@ -344,6 +348,7 @@ bool wire_runtime(runtime::impl& p, std::string* error) {
     if (opened) {
       p.store = std::shared_ptr<session_store>(std::move(*opened));
       p.writer = spawn_session_writer(*p.sys, p.store);
+      svc->agent_tools->store = p.store;
     } else {
       p.store_error = opened.error;
       MIBYAN_LOG(warning, "runtime",
@@ -470,6 +475,10 @@ std::shared_ptr<session_store> session_store_of(runtime& rt) {
   return runtime_access::of(rt).store;
 }
 
+toolset_catalog& toolsets_of(runtime& rt) {
+  return *runtime_access::of(rt).svc->toolsets;
+}
+
 void runtime::interrupt(const std::string& session_id,
                         const std::string& reason) {
   {
@@ -501,6 +510,7 @@ void runtime::close_session(const std::string& session_id) {
     impl_->session_providers.erase(session_id);
   }
   impl_->svc->approvals->forget_session(session_id);
+  impl_->svc->agent_tools->forget_session(session_id);
   if (impl_->svc->processes)
     impl_->svc->processes->close_session(session_id);
   forget_session_reads(session_id);
@@ -508,6 +518,10 @@ void runtime::close_session(const std::string& session_id) {
 
 void runtime::set_approval_callback(approval_callback cb) {
   impl_->svc->approvals->set_callback(std::move(cb));
+}
+
+void runtime::set_clarify_callback(clarify_callback cb) {
+  impl_->svc->agent_tools->set_clarify(std::move(cb));
 }
 
 void runtime::set_approval_context(approval_context c) {

@@ -15,10 +15,15 @@
 namespace mibyan {
 
 class session_store;
+class toolset_catalog;
 
 /// The session store `rt` writes (nullptr when it could not be opened).
 /// Reads may run on any thread; writes other than deletes go through the
 /// runtime's actors. For the node's own front ends (the HTTP server).
 std::shared_ptr<session_store> session_store_of(runtime& rt);
+
+/// The toolsets of `rt` (tools/toolsets.hpp): resolve a selection, or
+/// register dynamic sets (MCP servers, plugins) at any time.
+toolset_catalog& toolsets_of(runtime& rt);
 
 } // namespace mibyan

@@ -30,6 +30,8 @@
 #include "node/runtime_impl.hpp"
 #include "storage/session_store.hpp"
 #include "storage/trajectory.hpp"
+#include "tools/memory_store.hpp"
+#include "tools/toolsets.hpp"
 
 namespace mibyan {
 
@@ -45,6 +47,10 @@ struct prepared_turn {
   std::vector<chat_message> seed;
   /// The request, without its sink.
   turn_request req;
+  /// No conversation of the session ran yet: it starts with this memory
+  /// snapshot in its system prompt.
+  bool fresh = false;
+  std::string memory_snapshot;
 };
 
 // Validates `call` and resolves its provider connection (the synchronous,
@@ -73,19 +79,11 @@ bool prepare_turn(runtime::impl& p, const turn_call& call, prepared_turn& t,
   auto settings = make_provider_settings(opts, call.api_key);
   if (!settings.main.ok())
     return fail(settings.main.error, true);
-  std::set<std::string> toolsets;
-  for (auto t : p.svc->tools.all())
-    toolsets.insert(t->toolset());
-  for (auto& ts : call.toolsets) {
-    if (toolsets.count(ts) == 0) {
-      std::string names;
-      for (auto& n : toolsets)
-        names += (names.empty() ? "" : ", ") + n;
-      return fail("unknown toolset '" + ts + "' (known toolsets: " + names
-                    + ")",
-                  true);
-    }
-  }
+  // Toolsets (docs/tools.md, "Toolsets"): an unknown name fails the turn.
+  if (auto offered = offered_tool_names(p.svc->toolsets.get(), p.svc->tools,
+                                        p.svc->cfg, call.toolsets);
+      !offered)
+    return fail(offered.error, true);
   if (!p.store || !p.writer)
     return fail("the session store is unavailable: " + p.store_error, false);
   // The session row must exist before the conversation loads it.
@@ -123,6 +121,14 @@ bool prepare_turn(runtime::impl& p, const turn_call& call, prepared_turn& t,
   t.req.text = call.prompt;
   t.req.max_iterations = call.max_iterations;
   t.req.toolsets = call.toolsets;
+  // The frozen memory snapshot of a conversation that starts now
+  // (docs/tools.md, "memory"); read here, on the caller's thread.
+  {
+    std::lock_guard<std::mutex> guard{p.mtx};
+    t.fresh = p.conversations.count(out.session_id) == 0;
+  }
+  if (t.fresh)
+    t.memory_snapshot = memory_prompt_snapshot(p.svc->cfg.home, p.svc->cfg);
   t.req.stream = call.stream;
   t.req.model = ep.model;
   t.req.provider_name = ep.provider;
@@ -132,16 +138,18 @@ bool prepare_turn(runtime::impl& p, const turn_call& call, prepared_turn& t,
 
 // The conversation of `sid`, spawned on first use; invalid once the
 // runtime is shutting down.
-conversation_actor conversation_for(runtime::impl& p, const std::string& sid) {
+conversation_actor conversation_for(runtime::impl& p, const std::string& sid,
+                                    const std::string& memory_snapshot) {
   std::lock_guard<std::mutex> guard{p.mtx};
   if (p.closing)
     return {};
   auto& c = p.conversations[sid];
-  if (!c)
-    c = spawn_conversation(*p.sys, conversation_deps{p.svc, p.dispatcher,
-                                                     p.writer, p.store,
-                                                     p.store_error, sid,
-                                                     p.kernels});
+  if (!c) {
+    conversation_deps deps{p.svc, p.dispatcher, p.writer, p.store,
+                           p.store_error, sid, p.kernels};
+    deps.memory_snapshot = memory_snapshot;
+    c = spawn_conversation(*p.sys, std::move(deps));
+  }
   return c;
 }
 
@@ -154,13 +162,11 @@ void save_trajectory(const runtime_services& svc, const turn_call& call,
     return;
   auto res = json::parse(out.result_json);
   std::vector<trajectory_tool> offered;
-  for (auto t : svc.tools.all()) {
-    bool wanted = call.toolsets.empty();
-    for (auto& ts : call.toolsets)
-      wanted = wanted || ts == t->toolset();
-    if (wanted)
-      offered.push_back({t->name(), t->description(), t->schema()});
-  }
+  if (auto names = offered_tool_names(svc.toolsets.get(), svc.tools, svc.cfg,
+                                      call.toolsets))
+    for (auto& n : *names)
+      if (auto t = svc.tools.find(n))
+        offered.push_back({t->name(), t->description(), t->schema()});
   if (res && res.v->is_object()) {
     auto completed = res.v->get_bool("completed", false);
     out.trajectory_error = append_trajectory_line(
@@ -224,7 +230,8 @@ void finish_turn(caf::event_based_actor* self, std::shared_ptr<turn_job> job) {
 }
 
 void send_turn(caf::event_based_actor* self, std::shared_ptr<turn_job> job) {
-  auto conv = conversation_for(*job->p, job->out.session_id);
+  auto conv = conversation_for(*job->p, job->out.session_id,
+                               job->t.memory_snapshot);
   if (!conv) {
     job->out.error = "the runtime is shutting down";
     finish_turn(self, job);

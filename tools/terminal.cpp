@@ -27,6 +27,7 @@
 #include "base/private_file.hpp"
 #include "base/subprocess.hpp"
 #include "base/output_cap.hpp"
+#include "tools/agent_tool_state.hpp"
 #include "tools/redact_result.hpp"
 #include "tools/terminal_background.hpp"
 #include "tools/script_sandbox.hpp"
@@ -282,11 +283,12 @@ public:
     opts.cwd = workdir;
     // Script calls get their kernel's allow-list, direct calls lose
     // secret-named and credential-shaped variables (docs/security.md).
+    // Plus the variables of the session's active skills (docs/tools.md).
+    auto passthrough = passthrough_for(cfg.terminal.env_passthrough,
+                                       ctx.agent, ctx.session_id);
     opts.env = ctx.from_script
-                 ? allowlist_environment(current_environment(),
-                                         cfg.terminal.env_passthrough)
-                 : filter_environment(current_environment(),
-                                      cfg.terminal.env_passthrough);
+                 ? allowlist_environment(current_environment(), passthrough)
+                 : filter_environment(current_environment(), passthrough);
     opts.timeout = std::chrono::seconds(timeout);
     opts.kill_grace = std::chrono::seconds(
       std::max<int64_t>(cfg.terminal.kill_grace, 0));

@@ -4,6 +4,7 @@
 #include "base/env_filter.hpp"
 #include "base/process_registry.hpp"
 #include "base/output_cap.hpp"
+#include "tools/agent_tool_state.hpp"
 
 namespace mibyan {
 
@@ -23,8 +24,10 @@ json::value start_background_command(const json::value& args,
   spec.session_id = ctx.session_id;
   spec.command = command;
   spec.cwd = workdir;
-  spec.env = filter_environment(current_environment(),
-                                ctx.cfg->terminal.env_passthrough);
+  spec.env = filter_environment(
+    current_environment(),
+    passthrough_for(ctx.cfg->terminal.env_passthrough, ctx.agent,
+                    ctx.session_id));
   spec.pty = args.get_bool("pty", false);
   auto started = ctx.processes->start(spec);
   if (!started.error.empty()) {

@@ -19,6 +19,7 @@ class http_client;       // base/http_client.hpp
 class redactor;          // base/redact.hpp
 class process_registry;  // base/process_registry.hpp
 class approval_service;  // approvals/approval_service.hpp
+class agent_tool_state;  // tools/agent_tool_state.hpp
 
 /// Everything a tool may use besides its arguments. Owned by the caller and
 /// valid for the whole `run()` call.
@@ -53,6 +54,9 @@ struct tool_context {
   /// The runtime's approval gate for commands (tools/approval_gate.hpp).
   /// Null outside a runtime (unit tests).
   approval_service* approvals = nullptr;
+  /// State shared by the agent tools (store, clarify channel, active
+  /// skills, todo lists). Null outside a runtime (unit tests).
+  agent_tool_state* agent = nullptr;
 
   bool is_cancelled() const {
     return cancelled != nullptr && cancelled->load(std::memory_order_relaxed);

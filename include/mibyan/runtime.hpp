@@ -25,6 +25,7 @@
 
 #include "mibyan/host_tool.hpp"
 #include "mibyan/approval.hpp"
+#include "mibyan/clarify.hpp"
 
 namespace mibyan {
 
@@ -209,6 +210,12 @@ public:
   /// Session `/yolo`: approve every command of the session that is not
   /// hardline or denied by a rule. Cleared with close_session.
   void set_session_yolo(const std::string& session_id, bool on);
+
+  /// The clarify channel (docs/tools.md, "clarify"): called on a runtime
+  /// thread when the model asks the user a question. Without one, clarify
+  /// answers with an error telling the model to proceed on its own
+  /// judgement. An empty function removes it.
+  void set_clarify_callback(clarify_callback cb);
 
   /// Library-internal (node/runtime.hpp defines the types).
   const tool_registry& tools() const;
