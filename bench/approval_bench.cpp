@@ -9,6 +9,7 @@
 
 #include "approvals/approval_engine.hpp"
 #include "approvals/patterns.hpp"
+#include "bench/bench_row.hpp"
 #include "bench/bench_util.hpp"
 
 using namespace mibyan::approvals;
@@ -69,6 +70,9 @@ int main() {
                             2000000);
     std::printf("%-16s %8zu %12.2f %12.4f %8.0fx\n", name, cmd.size(), check,
                 find, find > 0 ? check / find : 0.0);
+    mibyan::bench::bench_row(std::string{"approval check: "} + name, check,
+                             find, "us", "info (vs one string find)",
+                             std::nullopt);
   }
   return 0;
 }

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <random>
 
+#include "bench/bench_row.hpp"
 #include "bench/bench_util.hpp"
 #include "base/redact.hpp"
 
@@ -58,7 +59,8 @@ double mbps(size_t bytes, double ms) {
 } // namespace
 
 int main(int argc, char** argv) {
-  int reps = argc > 1 ? std::max(1, std::atoi(argv[1])) : 5;
+  int reps = mibyan::bench::bench_quick(argc, argv) ? 3
+             : argc > 1 ? std::max(1, std::atoi(argv[1])) : 5;
   auto text = corpus(16 << 20);
   redactor r{{{"BENCH_TOKEN", "planted-bench-secret-123"},
               {"OTHER_SECRET", "another-secret-value"},
@@ -107,6 +109,16 @@ int main(int argc, char** argv) {
               mbps(text.size(), percentile(t_copy, 0.5)));
   std::printf("%-44s %10.0f\n", "memchr newline count (same text)",
               mbps(text.size(), percentile(t_chr, 0.5)));
+  {
+    using mibyan::bench::bench_row;
+    auto red = mbps(text.size(), percentile(t_red, 0.5));
+    auto cln = mbps(clean.size(), percentile(t_clean, 0.5));
+    auto chr = mbps(text.size(), percentile(t_chr, 0.5));
+    bench_row("redact: mixed tool output", red, chr, "MB/s",
+              "info (vs memchr line count)", std::nullopt);
+    bench_row("redact: prose, nothing to redact", cln, chr, "MB/s",
+              "info (vs memchr line count)", std::nullopt);
+  }
   std::printf("(text %.1f MB, %d runs, median; sink %zu)\n",
               text.size() / 1e6, reps, sink % 10);
   return 0;

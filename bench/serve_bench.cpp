@@ -39,6 +39,7 @@
 #include <unistd.h>
 
 #include "base/log.hpp"
+#include "bench/bench_row.hpp"
 #include "bench/bench_util.hpp"
 #include "bench/scripted_provider.hpp"
 #include "config/loader.hpp"
@@ -226,7 +227,8 @@ double direct_turn_p50(runtime& rt, const http_server_settings& st,
 } // namespace
 
 int main(int argc, char** argv) {
-  int per256 = argc > 1 ? std::atoi(argv[1]) : 8;
+  const bool quick = bench_quick(argc, argv);
+  int per256 = quick ? 2 : argc > 1 ? std::max(1, std::atoi(argv[1])) : 8;
   rlimit rl{};
   ::getrlimit(RLIMIT_NOFILE, &rl);
   rl.rlim_cur = rl.rlim_max;
@@ -302,7 +304,8 @@ int main(int argc, char** argv) {
               "req/s", "p50 ms", "serve ovh", "node ovh", "err");
   for (int rounds : {0, 1}) {
     for (int clients : {1, 16, 256}) {
-      int per = clients == 1 ? 300 : clients == 16 ? 40 : per256;
+      int per = clients == 1 ? (quick ? 100 : 300)
+                : clients == 16 ? (quick ? 10 : 40) : per256;
       auto r = run_load(port, clients, per, rounds);
       auto d = run_direct_load(*rt, st, clients, per, rounds);
       double calls = rounds + 1;
@@ -311,6 +314,17 @@ int main(int argc, char** argv) {
                   rounds, clients, r.rps, r.p50, r.p99, r.p99 / r.p50, d.rps,
                   d.p50, r.p50 - d.p50, r.p50 - calls * rtt50,
                   r.errors + d.errors);
+      auto tag = std::to_string(rounds) + " tool rounds, "
+                 + std::to_string(clients) + " clients";
+      if (clients == 1)
+        bench_row("serve: overhead per turn p50, " + tag, r.p50 - d.p50,
+                  std::nullopt, "ms", "< 1 ms over run_turn",
+                  r.p50 - d.p50 < 1.0);
+      if (clients == 256)
+        bench_row("serve: p99/p50, " + tag, r.p99 / r.p50, std::nullopt,
+                  "x", "< 5", r.p99 / r.p50 < 5.0);
+      bench_row("serve: throughput, " + tag, r.rps, d.rps, "req/s",
+                "info (vs run_turn at the same concurrency)", std::nullopt);
     }
   }
 
@@ -375,6 +389,9 @@ int main(int argc, char** argv) {
               (rss_open - rss_before) / 1024.0,
               static_cast<double>(rss_open - rss_before) / n, hwm / 1024.0,
               ok, n);
+  bench_row("serve: 1000 open streaming turns, peak RSS", hwm / 1024.0,
+            std::nullopt, "MiB", "< 1024 MiB, all [DONE]",
+            hwm / 1024.0 < 1024 && ok == static_cast<size_t>(n));
   server->shutdown(std::chrono::seconds(10));
   server.reset();
   rt.reset();

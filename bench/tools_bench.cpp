@@ -4,7 +4,8 @@
 // - read_file paging (2000-line pages until the end) vs. `cat file`.
 // Each case runs a few times; the table shows medians and ours/baseline.
 //
-// Usage: mibyan_tools_bench [repetitions]   (default 3)
+// Usage: mibyan_tools_bench [repetitions | --quick]   (default 3; quick 1)
+// Prints BENCH_ROW lines (bench/bench_row.hpp) for scripts/bench.sh.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -22,6 +23,7 @@
 #include <unistd.h>
 
 #include "config/options.hpp"
+#include "bench/bench_row.hpp"
 #include "bench/bench_util.hpp"
 #include "base/subprocess.hpp"
 #include "tools/core_tools.hpp"
@@ -56,7 +58,8 @@ void print_table(const std::vector<row>& rows, const char* unit) {
 
 int main(int argc, char** argv) {
   auto bench_start = clock_type::now();
-  int reps = argc > 1 ? std::max(1, std::atoi(argv[1])) : 3;
+  int reps = bench_quick(argc, argv) ? 1
+             : argc > 1 ? std::max(1, std::atoi(argv[1])) : 3;
   auto rg = find_executable("rg");
   if (rg.empty()) {
     std::fprintf(stderr, "rg not found (apt-get install ripgrep)\n");
@@ -124,6 +127,8 @@ int main(int argc, char** argv) {
     if (last.find("limit_reason") != nullptr)
       note += " (lower bound)";
     rows.push_back({name, median(ours), median(base), base_name, note});
+    bench_row("search_files: " + name, median(ours), median(base), "ms",
+              "info (vs " + base_name + ")", std::nullopt);
   };
   bench_search("search content, 500 hits",
                R"({"pattern":"needle_[0-9]+","path":"tree"})",
@@ -193,6 +198,8 @@ int main(int argc, char** argv) {
               size_mb / (base_ms / 1000),
               (size_mb / (ours_ms / 1000)) / (size_mb / (base_ms / 1000)),
               ours_ms, base_ms);
+  bench_row("read_file: 2000-line pages of a 200k-line file", ours_ms,
+            base_ms, "ms", "info (vs cat)", std::nullopt);
   std::error_code ec;
   fs::remove_all(root, ec);
   std::printf("\ntotal bench time %.1f s\n", ms_since(bench_start) / 1000);
