@@ -298,6 +298,8 @@ struct compression_options {
   int64_t protect_first_n = 3;
   /// Messages at the end of the history never summarised.
   int64_t protect_last_n = 20;
+};
+
 /// Section `memory`: the memory files (docs/tools.md, "memory").
 struct memory_options {
   bool memory_enabled = true;

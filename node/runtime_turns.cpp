@@ -146,8 +146,8 @@ conversation_actor conversation_for(runtime::impl& p, const std::string& sid,
   auto& c = p.conversations[sid];
   if (!c) {
     conversation_deps deps{p.svc, p.dispatcher, p.writer, p.store,
-                           p.store_error, sid, p.kernels};
-    deps.memory_snapshot = memory_snapshot;
+                           p.store_error, sid, p.kernels,
+                           /*depth=*/0, memory_snapshot};
     c = spawn_conversation(*p.sys, std::move(deps));
   }
   return c;
