@@ -55,7 +55,8 @@ int write_stats(MDB_txn* txn, MDB_dbi dbi, const fts_stats& st) {
   return lmdb_env::put(txn, dbi, stats_key, v);
 }
 
-// Adds `delta` (+1/-1) to a term's document frequency; deletes at zero.
+// Adds `delta` (> 0, or -1) to a term's document frequency; deletes at
+// zero.
 int bump_df(MDB_txn* txn, MDB_dbi dbi, std::string_view term, int delta) {
   std::string_view v;
   uint64_t df = 0;
@@ -68,7 +69,7 @@ int bump_df(MDB_txn* txn, MDB_dbi dbi, std::string_view term, int delta) {
   }
   if (delta < 0 && df == 0)
     return 0;  // already absent: nothing to count down
-  df = delta < 0 ? df - 1 : df + 1;
+  df = delta < 0 ? df - 1 : df + static_cast<uint64_t>(delta);
   if (df == 0)
     return lmdb_env::del(txn, dbi, term);
   std::string nv;
@@ -158,12 +159,40 @@ store_result<fts_index> fts_index::open(lmdb_env& env) {
 
 int fts_index::add(MDB_txn* txn, uint64_t id, fts_role role,
                    std::string_view text, std::string& error) const {
-  if (role == fts_role::other) {
-    error = "index message " + std::to_string(id) + ": role has no code";
-    return lmdb_env::user_error;
+  std::vector<document> one(1);
+  one[0].id = id;
+  one[0].role = role;
+  one[0].text.assign(text.data(), text.size());
+  return add_many(txn, one, error);
+}
+
+int fts_index::add_many(MDB_txn* txn, const std::vector<document>& docs,
+                        std::string& error) const {
+  // term -> its new postings, ids increasing
+  struct pending {
+    fts_block::entry e;
+    std::vector<uint32_t> positions;
+  };
+  std::map<std::string, std::vector<pending>> by_term;
+  fts_stats add_st;
+  for (auto& d : docs) {
+    if (d.role == fts_role::other) {
+      error = "index message " + std::to_string(d.id) + ": role has no code";
+      return lmdb_env::user_error;
+    }
+    term_positions terms;
+    uint32_t length = collect_terms(d.text, terms);
+    add_st.doc_count += 1;
+    add_st.total_length += length;
+    for (auto& [term, positions] : terms) {
+      pending p;
+      p.e.id = d.id;
+      p.e.doc_length = length;
+      p.e.role = d.role;
+      p.positions = std::move(positions);
+      by_term[term].push_back(std::move(p));
+    }
   }
-  term_positions terms;
-  uint32_t length = collect_terms(text, terms);
   cursor_guard cur;
   int rc = mdb_cursor_open(txn, blocks_, &cur.c);
   if (rc != 0) {
@@ -171,39 +200,41 @@ int fts_index::add(MDB_txn* txn, uint64_t id, fts_role role,
     return rc;
   }
   std::vector<fts_block::entry> entries;
+  std::string key;
   std::string value;
-  for (auto& [term, positions] : terms) {
-    fts_block::entry e;
-    e.id = id;
-    e.doc_length = length;
-    e.role = role;
+  for (auto& [term, posts] : by_term) {
     bool found = false;
     MDB_val k;
     MDB_val v;
-    rc = find_block(cur.c, term, id, found, k, v);
-    std::string key;
+    rc = find_block(cur.c, term, UINT64_MAX, found, k, v);
     value.clear();
-    uint64_t prev = id;
+    uint64_t prev = 0;
     if (rc == 0 && found && v.mv_size < fts_block::max_block_bytes) {
       // Extend the term's last block (ids only grow).
-      uint64_t first = key_id(k);
-      if (!fts_block::decode(lmdb_env::view(v), first, entries)
-          || entries.back().id >= id) {
+      if (!fts_block::decode(lmdb_env::view(v), key_id(k), entries)
+          || entries.back().id >= posts.front().e.id) {
         error = "index term '" + term + "': malformed or out-of-order block";
         return MDB_CORRUPTED;
       }
       key.assign(static_cast<const char*>(k.mv_data), k.mv_size);
       value.assign(static_cast<const char*>(v.mv_data), v.mv_size);
       prev = entries.back().id;
-    } else if (rc == 0) {
-      key = fts_block::key(term, id);
     }
-    if (rc == 0) {
-      fts_block::append(value, prev, e, positions);
-      rc = lmdb_env::put(txn, blocks_, key, value);
+    for (size_t i = 0; rc == 0 && i < posts.size(); ++i) {
+      if (value.empty() || value.size() >= fts_block::max_block_bytes) {
+        if (!value.empty())
+          rc = lmdb_env::put(txn, blocks_, key, value);
+        key = fts_block::key(term, posts[i].e.id);
+        value.clear();
+        prev = posts[i].e.id;
+      }
+      fts_block::append(value, prev, posts[i].e, posts[i].positions);
+      prev = posts[i].e.id;
     }
     if (rc == 0)
-      rc = bump_df(txn, df_, term, +1);
+      rc = lmdb_env::put(txn, blocks_, key, value);
+    if (rc == 0)
+      rc = bump_df(txn, df_, term, static_cast<int>(posts.size()));
     if (rc != 0) {
       error = "index term '" + term + "'";
       return rc;
@@ -212,8 +243,8 @@ int fts_index::add(MDB_txn* txn, uint64_t id, fts_role role,
   fts_stats st;
   rc = read_stats(txn, df_, st);
   if (rc == 0) {
-    st.doc_count += 1;
-    st.total_length += length;
+    st.doc_count += add_st.doc_count;
+    st.total_length += add_st.total_length;
     rc = write_stats(txn, df_, st);
   }
   if (rc != 0)

@@ -85,9 +85,21 @@ public:
   /// Opens (creating unless read-only) the index databases.
   static store_result<fts_index> open(lmdb_env& env);
 
-  /// Indexes `text` as message `id` (ids must not be indexed twice).
+  /// Indexes `text` as message `id` (ids must not be indexed twice, and
+  /// must be greater than every id indexed before).
   int add(MDB_txn* txn, uint64_t id, fts_role role, std::string_view text,
           std::string& error) const;
+
+  /// One message for add_many.
+  struct document {
+    uint64_t id = 0;
+    fts_role role{};
+    std::string text;
+  };
+  /// Indexes several messages (ids increasing, above every indexed id):
+  /// each term's last block is read and rewritten once for all of them.
+  int add_many(MDB_txn* txn, const std::vector<document>& docs,
+               std::string& error) const;
 
   /// Removes the postings of message `id`; `text` must be what was
   /// indexed (the tokenizer is deterministic, so the same terms come out).

@@ -257,6 +257,8 @@ private:
   // its end, and the message id counter (session_store_messages.cpp).
   struct txn_cache {
     std::map<std::string, session_info> touched;
+    /// Appended messages, indexed together by flush_cache.
+    std::vector<fts_index::document> to_index;
     uint64_t next_id = 1;
     uint64_t first_id = 1;
     int session(MDB_txn* txn, MDB_dbi dbi, const std::string& id,

@@ -68,6 +68,7 @@ store_status session_store::reindex_fts() {
         MDB_val k = lmdb_env::val(start);
         MDB_val sv;
         size_t n = 0;
+        std::vector<fts_index::document> docs;
         for (rc = mdb_cursor_get(cur.c, &k, &sv, MDB_SET_RANGE);
              rc == 0 && n < reindex_chunk;
              rc = mdb_cursor_get(cur.c, &k, &sv, MDB_NEXT), ++n) {
@@ -84,14 +85,14 @@ store_status session_store::reindex_fts() {
             error = "load message " + std::to_string(id);
             return r != 0 ? r : static_cast<int>(MDB_CORRUPTED);
           }
-          if ((r = fts_.add(txn, id, fts_role_of(sm.message.role),
-                            indexed_text(sm.message), error))
-              != 0)
-            return r;
+          docs.push_back(fts_index::document{
+            id, fts_role_of(sm.message.role), indexed_text(sm.message)});
           next = id + 1;
         }
         if (rc != 0 && rc != MDB_NOTFOUND)
           return rc;
+        if (int r = fts_.add_many(txn, docs, error); r != 0)
+          return r;
         indexed += n;
         if (rc == MDB_NOTFOUND) {
           finished = true;
