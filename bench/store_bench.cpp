@@ -30,6 +30,7 @@
 
 #include <unistd.h>
 
+#include "bench/bench_rows.hpp"
 #include "storage/fts_query.hpp"
 #include "storage/fts_tokenizer.hpp"
 #include "storage/session_store.hpp"
@@ -493,19 +494,7 @@ int main(int argc, char** argv) {
   }
   auto row = [](const std::string& metric, double ours, double base,
                 const char* unit, const std::string& goal, int met) {
-    auto num = [](double v) {
-      char b[64];
-      if (std::isnan(v))
-        return std::string{"null"};
-      std::snprintf(b, sizeof b, "%.4f", v);
-      return std::string{b};
-    };
-    std::printf("BENCH_ROW {\"metric\":\"%s\",\"ours\":%s,\"baseline\":%s,"
-                "\"ratio\":%s,\"unit\":\"%s\",\"goal\":\"%s\","
-                "\"met\":%s}\n",
-                metric.c_str(), num(ours).c_str(), num(base).c_str(),
-                num(std::isnan(base) ? base : ours / base).c_str(), unit,
-                goal.c_str(), met < 0 ? "null" : met ? "true" : "false");
+    bench::bench_row(metric, ours, base, ours / base, unit, goal, met);
   };
   auto label = std::to_string(n / 1000) + "k messages";
   double p99 = percentile(fts_ms, 0.99);
