@@ -66,6 +66,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "bench/bench_rows.hpp"
 #include "bench/bench_util.hpp"
 #include "bench/scripted_provider.hpp"
 #include "config/options.hpp"
@@ -112,13 +113,6 @@ long proc_status_kib(const char* key) {
   return -1;
 }
 
-// CPU time of the whole process (user + system, all threads) in ms.
-double process_cpu_ms() {
-  rusage ru{};
-  ::getrusage(RUSAGE_SELF, &ru);
-  auto ms = [](const timeval& t) { return t.tv_sec * 1e3 + t.tv_usec / 1e3; };
-  return ms(ru.ru_utime) + ms(ru.ru_stime);
-}
 
 // -- table --------------------------------------------------------------------
 
@@ -487,19 +481,6 @@ double server_capacity(scripted_server& srv, const std::string& body,
   return clients * per_client / (ms_since(start) / 1000);
 }
 
-// One result row for scripts/bench.sh (docs/benchmarks.md, "Result rows").
-void bench_row(const std::string& metric, double ours, double baseline,
-               double ratio, const char* unit, const std::string& goal,
-               int met) {
-  auto num = [](double v) {
-    return std::isnan(v) ? std::string{"null"} : fmt(v, 4);
-  };
-  std::printf("BENCH_ROW {\"metric\":\"%s\",\"ours\":%s,\"baseline\":%s,"
-              "\"ratio\":%s,\"unit\":\"%s\",\"goal\":\"%s\",\"met\":%s}\n",
-              metric.c_str(), num(ours).c_str(), num(baseline).c_str(),
-              num(ratio).c_str(), unit, goal.c_str(),
-              met < 0 ? "null" : met ? "true" : "false");
-}
 
 std::string read_whole(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -664,13 +645,14 @@ int main(int argc, char** argv) {
                 "< 0.2 ms (ours - plain HTTP RTT)", o.overhead_ms < 0.2);
     }
     if (want("concurrent")) {
+      // First, so its peak RSS holds no heap left from other sections.
+      auto big = concurrent_conversations(env, srv, conversations, true);
       // Group commit: 100 conversations, store on disk vs on tmpfs.
       auto shm = concurrent_conversations(env, srv, 100, true);
       auto disk = concurrent_conversations(env, srv, 100, false);
       bench_row("100 conversations: iterations/s, store on disk vs tmpfs",
                 disk.ips, shm.ips, disk.ips / shm.ips, "it/s",
                 ">= 0.5x the tmpfs rate", disk.ips / shm.ips >= 0.5);
-      auto big = concurrent_conversations(env, srv, conversations, true);
       if (recorded.empty()) {  // a request body for the plain clients
         {
           std::lock_guard<std::mutex> g{srv.recorded_mtx};

@@ -2,8 +2,16 @@
 // append, as in production, and batched), on-disk size, and full-text
 // query latency at ~1M messages against a naive linear scan baseline.
 //
-//   mibyan_store_bench [--messages N] [--sessions S] [--durable-seconds T]
-//                      [--batch B] [--dir DIR] [--keep]
+//   mibyan_store_bench [--quick] [--messages N] [--sessions S]
+//                      [--durable-seconds T] [--batch B] [--dir DIR] [--keep]
+//                      [--no-sqlite]
+//
+// --quick: 100k messages, 2 s of durable appends. Unless --no-sqlite, the
+// same messages and queries go through SQLite FTS5 (python3's sqlite3
+// module, a regular fts5 table with the default unicode61 tokenizer) in
+// the same run: query p50/p99 (count of matches + top 10 by bm25 with a
+// snippet, as ours) and index size (the fts5 shadow tables without the
+// content table, from dbstat).
 //
 // The store goes into a temporary directory under $TMPDIR (same disk as
 // the product's $MIBYAN_HOME here) unless --dir is given.
@@ -13,13 +21,16 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <random>
 #include <string>
 #include <vector>
 
 #include <unistd.h>
 
+#include "bench/bench_rows.hpp"
 #include "storage/fts_query.hpp"
 #include "storage/fts_tokenizer.hpp"
 #include "storage/session_store.hpp"
@@ -170,9 +181,10 @@ int main(int argc, char** argv) {
   size_t sessions = 1000;
   double durable_seconds = 20;
   size_t baseline_messages = 100'000;
-  size_t batch_size = 1000;
+  size_t batch_size = 10000;
   std::string dir;
   bool keep = false;
+  bool sqlite = true;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&] { return i + 1 < argc ? std::string{argv[++i]} : ""; };
@@ -188,6 +200,11 @@ int main(int argc, char** argv) {
       dir = next();
     else if (a == "--keep")
       keep = true;
+    else if (a == "--quick") {
+      total_messages = 100'000;
+      durable_seconds = 2;
+    } else if (a == "--no-sqlite")
+      sqlite = false;
     else {
       std::fprintf(stderr, "unknown argument %s\n", a.c_str());
       return 2;
@@ -230,6 +247,9 @@ int main(int argc, char** argv) {
               sessions, static_cast<double>(sessions) / seconds_since(start));
 
   size_t n = 0;
+  std::ofstream corpus_out;
+  if (sqlite)
+    corpus_out.open(dir + ".corpus.txt");
   auto next_message = [&](chat_message& m, std::string& sid) {
     static const char* roles[] = {"user", "assistant", "assistant", "tool"};
     m = chat_message{};
@@ -242,6 +262,8 @@ int main(int argc, char** argv) {
     sid = sids[(n / 8) % sids.size()];  // runs of 8 per session
     if (baseline_corpus.size() < baseline_messages)
       baseline_corpus.push_back(m.content);
+    if (corpus_out)
+      corpus_out << m.content << '\n';
     if (n % 5000 == 0)
       phrase_sources.push_back(m.content);
     ++n;
@@ -297,10 +319,11 @@ int main(int argc, char** argv) {
               static_cast<unsigned long long>(count ? *count : 0));
   std::printf("  on disk: %s (map %s)\n", mib(store.disk_bytes()).c_str(),
               mib(store.env().map_size()).c_str());
+  uint64_t fts_bytes = 0;  // pages of fts_blocks + fts_df
   {
     MDB_stat env_stat;
     mdb_env_stat(store.env().raw(), &env_stat);
-    for (auto name : {"msgs", "msg_by_id", "sessions", "fts_terms",
+    for (auto name : {"msgs", "msg_by_id", "sessions", "fts_blocks",
                       "fts_df"}) {
       auto dbi = store.env().open_dbi(name);
       if (!dbi)
@@ -316,6 +339,8 @@ int main(int argc, char** argv) {
           return rc;
         },
         "stat");
+      if (st && std::string{name}.rfind("fts_", 0) == 0)
+        fts_bytes += pages * env_stat.ms_psize;
       if (st)
         std::printf("    %-10s %12llu entries %12s\n", name,
                     static_cast<unsigned long long>(entries),
@@ -361,6 +386,15 @@ int main(int argc, char** argv) {
     with_hits += r->total > 0 ? 1 : 0;
     total_hits += r->total;
   }
+  {
+    std::vector<std::pair<double, size_t>> slow;
+    for (size_t i = 0; i < fts_ms.size(); ++i)
+      slow.emplace_back(fts_ms[i], i);
+    std::sort(slow.rbegin(), slow.rend());
+    for (size_t i = 0; i < 4 && i < slow.size(); ++i)
+      std::printf("    slowest: %8.3f ms  %s\n", slow[i].first,
+                  queries[slow[i].second].c_str());
+  }
   std::printf("  FTS over %zu messages, 200 queries (150 of 1-3 words, 50 "
               "phrases), top 10 with snippets:\n",
               n);
@@ -402,6 +436,77 @@ int main(int argc, char** argv) {
               percentile(scan_ms, 0.5), percentile(scan_ms, 0.99),
               static_cast<double>(n)
                 / static_cast<double>(baseline_corpus.size()));
+  std::printf("  full-text index (fts_blocks + fts_df): %s\n",
+              mib(fts_bytes).c_str());
+  double fts5_p50 = std::nan(""), fts5_p99 = std::nan("");
+  double fts5_bytes = std::nan("");
+  if (sqlite) {
+    corpus_out.close();
+    auto qpath = dir + ".queries.txt";
+    {
+      std::ofstream qo(qpath);
+      for (auto& q : queries)
+        qo << q << '\n';
+    }
+    auto out_path = dir + ".fts5.json";
+    std::string cmd = std::string{"python3 "} + MIBYAN_BENCH_DIR
+                      + "/fts5_baseline.py '" + dir + ".corpus.txt' '" + qpath
+                      + "' '" + dir + ".fts5.db' > '" + out_path + "'";
+    auto t = clock_type::now();
+    int rc = std::system(cmd.c_str());
+    std::ifstream in(out_path);
+    std::string line;
+    std::getline(in, line);
+    if (rc != 0 || line.empty()) {
+      std::fprintf(stderr, "SQLite FTS5 baseline failed (%s)\n", cmd.c_str());
+    } else {
+      // A flat scan of the one JSON line: "index_bytes": N, "query_ms": [..]
+      auto num_after = [&](const char* key) {
+        auto at = line.find(key);
+        return at == std::string::npos
+                 ? std::nan("")
+                 : std::atof(line.c_str() + at + std::strlen(key));
+      };
+      fts5_bytes = num_after("\"index_bytes\": ");
+      std::vector<double> qms;
+      auto at = line.find("\"query_ms\": [");
+      if (at != std::string::npos) {
+        const char* p = line.c_str() + at + 13;
+        while (*p != ']' && *p != '\0') {
+          char* end = nullptr;
+          qms.push_back(std::strtod(p, &end));
+          p = end;
+          while (*p == ',' || *p == ' ')
+            ++p;
+        }
+      }
+      fts5_p50 = percentile(qms, 0.5);
+      fts5_p99 = percentile(qms, 0.99);
+      std::printf("  SQLite FTS5 (python3 sqlite3, same %zu messages, same "
+                  "queries; %.0f s incl. insert):\n", n, seconds_since(t));
+      std::printf("    p50 %.3f ms  p99 %.3f ms; index %s (shadow tables "
+                  "without content)\n", fts5_p50, fts5_p99,
+                  mib(static_cast<uint64_t>(fts5_bytes)).c_str());
+    }
+    for (auto f : {".corpus.txt", ".queries.txt", ".fts5.json", ".fts5.db",
+                   ".fts5.db-wal", ".fts5.db-shm"})
+      std::filesystem::remove(dir + f);
+  }
+  auto row = [](const std::string& metric, double ours, double base,
+                const char* unit, const std::string& goal, int met) {
+    bench::bench_row(metric, ours, base, ours / base, unit, goal, met);
+  };
+  auto label = std::to_string(n / 1000) + "k messages";
+  double p99 = percentile(fts_ms, 0.99);
+  row("FTS query p99 over " + label + " (vs SQLite FTS5)", p99, fts5_p99,
+      "ms", "< 10 ms", p99 < 10);
+  row("FTS query p50 over " + label + " (vs SQLite FTS5)",
+      percentile(fts_ms, 0.5), fts5_p50, "ms", "info", -1);
+  double ours_mib = static_cast<double>(fts_bytes) / (1024.0 * 1024.0);
+  double base_mib = fts5_bytes / (1024.0 * 1024.0);
+  row("FTS index size over " + label + " (vs SQLite FTS5)", ours_mib,
+      base_mib, "MiB", "<= SQLite FTS5's",
+      std::isnan(base_mib) ? -1 : ours_mib <= base_mib);
   opened->reset();
   if (!keep)
     std::filesystem::remove_all(dir);

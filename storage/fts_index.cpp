@@ -8,22 +8,17 @@
 #include <unordered_set>
 
 #include "storage/byte_codec.hpp"
+#include "storage/fts_block.hpp"
 #include "storage/fts_tokenizer.hpp"
+#include "storage/session_store_detail.hpp"
 
 namespace mibyan {
 
 namespace {
 
-const std::string stats_key{"\0", 1};
+using store_detail::cursor_guard;
 
-std::string posting_key(std::string_view term, uint64_t id) {
-  std::string k;
-  k.reserve(term.size() + 9);
-  k.append(term.data(), term.size());
-  k.push_back('\0');
-  codec::put_be64(k, id);
-  return k;
-}
+const std::string stats_key{"\0", 1};
 
 // A term's positions in one document, in increasing order.
 using term_positions = std::map<std::string, std::vector<uint32_t>>;
@@ -35,38 +30,6 @@ uint32_t collect_terms(std::string_view text, term_positions& out) {
     ++length;
   });
   return length;
-}
-
-struct posting {
-  fts_role role = fts_role::other;
-  uint64_t doc_length = 0;
-  uint64_t count = 0;
-  std::string_view positions;  // delta-coded varints, `count` of them
-};
-
-bool decode_posting(std::string_view v, posting& p) {
-  if (v.empty())
-    return false;
-  p.role = static_cast<fts_role>(static_cast<uint8_t>(v.front()));
-  v.remove_prefix(1);
-  if (!codec::get_varint(v, p.doc_length) || !codec::get_varint(v, p.count))
-    return false;
-  p.positions = v;
-  return true;
-}
-
-bool decode_positions(std::string_view v, uint64_t count,
-                      std::vector<uint32_t>& out) {
-  out.clear();
-  uint64_t pos = 0;
-  for (uint64_t i = 0; i < count; ++i) {
-    uint64_t delta = 0;
-    if (!codec::get_varint(v, delta))
-      return false;
-    pos += delta;
-    out.push_back(static_cast<uint32_t>(pos));
-  }
-  return true;
 }
 
 int read_stats(MDB_txn* txn, MDB_dbi dbi, fts_stats& st) {
@@ -92,7 +55,8 @@ int write_stats(MDB_txn* txn, MDB_dbi dbi, const fts_stats& st) {
   return lmdb_env::put(txn, dbi, stats_key, v);
 }
 
-// Adds `delta` (+1/-1) to a term's document frequency; deletes at zero.
+// Adds `delta` (> 0, or -1) to a term's document frequency; deletes at
+// zero.
 int bump_df(MDB_txn* txn, MDB_dbi dbi, std::string_view term, int delta) {
   std::string_view v;
   uint64_t df = 0;
@@ -105,7 +69,7 @@ int bump_df(MDB_txn* txn, MDB_dbi dbi, std::string_view term, int delta) {
   }
   if (delta < 0 && df == 0)
     return 0;  // already absent: nothing to count down
-  df = delta < 0 ? df - 1 : df + 1;
+  df = delta < 0 ? df - 1 : df + static_cast<uint64_t>(delta);
   if (df == 0)
     return lmdb_env::del(txn, dbi, term);
   std::string nv;
@@ -113,98 +77,36 @@ int bump_df(MDB_txn* txn, MDB_dbi dbi, std::string_view term, int delta) {
   return lmdb_env::put(txn, dbi, term, nv);
 }
 
-// Closes a cursor when leaving scope (read-only transactions require it).
-struct cursor_guard {
-  MDB_cursor* c = nullptr;
-  cursor_guard() = default;
-  cursor_guard(const cursor_guard&) = delete;
-  cursor_guard(cursor_guard&& other) noexcept : c(other.c) {
-    other.c = nullptr;
+// The block of `term` that holds (or would hold) `id`: the one with the
+// largest first id <= id. `found` is false when the term has no such
+// block; else `k`/`v` are its key and value.
+int find_block(MDB_cursor* c, std::string_view term, uint64_t id,
+               bool& found, MDB_val& k, MDB_val& v) {
+  found = false;
+  auto want = fts_block::key(term, id);
+  k = lmdb_env::val(want);
+  int rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+  if (rc == 0 && lmdb_env::view(k) == want) {
+    found = true;
+    return 0;
   }
-  ~cursor_guard() {
-    if (c != nullptr)
-      mdb_cursor_close(c);
-  }
-};
-
-// Walks one term's postings in id order.
-struct term_cursor {
-  cursor_guard guard;
-  std::string prefix;  // term \0
-  bool done = false;
-  uint64_t id = 0;
-  std::string_view value;
-  int rc = 0;  // first LMDB error, if any
-
-  void load(int op_rc, const MDB_val& k, const MDB_val& v) {
-    if (op_rc != 0) {
-      if (op_rc != MDB_NOTFOUND)
-        rc = op_rc;
-      done = true;
-      return;
-    }
-    if (k.mv_size != prefix.size() + 8
-        || std::memcmp(k.mv_data, prefix.data(), prefix.size()) != 0) {
-      done = true;
-      return;
-    }
-    id = codec::read_be64(static_cast<const char*>(k.mv_data)
-                          + prefix.size());
-    value = lmdb_env::view(v);
-  }
-
-  void seek(uint64_t target) {
-    std::string k = prefix;
-    codec::put_be64(k, target);
-    MDB_val key = lmdb_env::val(k);
-    MDB_val v;
-    load(mdb_cursor_get(guard.c, &key, &v, MDB_SET_RANGE), key, v);
-  }
-
-  void next() {
-    MDB_val key;
-    MDB_val v;
-    load(mdb_cursor_get(guard.c, &key, &v, MDB_NEXT), key, v);
-  }
-
-  // Moves to the first posting with id >= target; true if it is target.
-  bool advance_to(uint64_t target) {
-    if (done)
-      return false;
-    for (int i = 0; i < 4 && id < target; ++i) {
-      next();
-      if (done)
-        return false;
-    }
-    if (id < target)
-      seek(target);
-    return !done && id == target;
-  }
-};
-
-double idf(double n_docs, double df) {
-  return std::log(1.0 + (n_docs - df + 0.5) / (df + 0.5));
+  if (rc == 0)
+    rc = mdb_cursor_get(c, &k, &v, MDB_PREV);
+  else if (rc == MDB_NOTFOUND)
+    rc = mdb_cursor_get(c, &k, &v, MDB_LAST);
+  if (rc == MDB_NOTFOUND)
+    return 0;
+  if (rc != 0)
+    return rc;
+  auto key = lmdb_env::view(k);
+  found = key.size() == term.size() + 9 && key[term.size()] == '\0'
+          && key.compare(0, term.size(), term) == 0;
+  return 0;
 }
 
-double bm25_tf(double tf, double doc_length, double avg_length) {
-  double norm = fts_index::k1
-                * (1.0 - fts_index::b
-                   + fts_index::b * doc_length / avg_length);
-  return tf * (fts_index::k1 + 1.0) / (tf + norm);
-}
-
-// Number of places where `lists[0][p] + k` is in `lists[k]` for every k.
-uint64_t phrase_count(const std::vector<std::vector<uint32_t>*>& lists) {
-  uint64_t n = 0;
-  for (uint32_t p : *lists[0]) {
-    bool all = true;
-    for (size_t k = 1; k < lists.size() && all; ++k)
-      all = std::binary_search(lists[k]->begin(), lists[k]->end(),
-                               p + static_cast<uint32_t>(k));
-    if (all)
-      ++n;
-  }
-  return n;
+uint64_t key_id(const MDB_val& k) {
+  return codec::read_be64(static_cast<const char*>(k.mv_data) + k.mv_size
+                          - 8);
 }
 
 } // namespace
@@ -238,45 +140,111 @@ const char* fts_role_name(fts_role r) {
 
 store_result<fts_index> fts_index::open(lmdb_env& env) {
   fts_index idx;
-  auto terms = env.open_dbi("fts_terms");
-  if (!terms)
-    return store_result<fts_index>::failure(terms.error);
+  auto blocks = env.open_dbi("fts_blocks");
+  if (!blocks) {
+    // A read-only store written before the block format has none; its
+    // index is unusable until a read-write open rebuilds it.
+    if (env.read_only())
+      return store_result<fts_index>{idx};
+    return store_result<fts_index>::failure(blocks.error);
+  }
   auto df = env.open_dbi("fts_df");
   if (!df)
     return store_result<fts_index>::failure(df.error);
-  idx.terms_ = *terms;
+  idx.blocks_ = *blocks;
   idx.df_ = *df;
+  idx.available_ = true;
   return store_result<fts_index>{idx};
 }
 
 int fts_index::add(MDB_txn* txn, uint64_t id, fts_role role,
                    std::string_view text, std::string& error) const {
-  term_positions terms;
-  uint32_t length = collect_terms(text, terms);
-  std::string value;
-  for (auto& [term, positions] : terms) {
-    value.clear();
-    value.push_back(static_cast<char>(role));
-    codec::put_varint(value, length);
-    codec::put_varint(value, positions.size());
-    uint32_t prev = 0;
-    for (auto p : positions) {
-      codec::put_varint(value, p - prev);
-      prev = p;
+  std::vector<document> one(1);
+  one[0].id = id;
+  one[0].role = role;
+  one[0].text.assign(text.data(), text.size());
+  return add_many(txn, one, error);
+}
+
+int fts_index::add_many(MDB_txn* txn, const std::vector<document>& docs,
+                        std::string& error) const {
+  // term -> its new postings, ids increasing
+  struct pending {
+    fts_block::entry e;
+    std::vector<uint32_t> positions;
+  };
+  std::map<std::string, std::vector<pending>> by_term;
+  fts_stats add_st;
+  for (auto& d : docs) {
+    if (d.role == fts_role::other) {
+      error = "index message " + std::to_string(d.id) + ": role has no code";
+      return lmdb_env::user_error;
     }
-    int rc = lmdb_env::put(txn, terms_, posting_key(term, id), value);
+    term_positions terms;
+    uint32_t length = collect_terms(d.text, terms);
+    add_st.doc_count += 1;
+    add_st.total_length += length;
+    for (auto& [term, positions] : terms) {
+      pending p;
+      p.e.id = d.id;
+      p.e.doc_length = length;
+      p.e.role = d.role;
+      p.positions = std::move(positions);
+      by_term[term].push_back(std::move(p));
+    }
+  }
+  cursor_guard cur;
+  int rc = mdb_cursor_open(txn, blocks_, &cur.c);
+  if (rc != 0) {
+    error = "open index cursor";
+    return rc;
+  }
+  std::vector<fts_block::entry> entries;
+  std::string key;
+  std::string value;
+  for (auto& [term, posts] : by_term) {
+    bool found = false;
+    MDB_val k;
+    MDB_val v;
+    rc = find_block(cur.c, term, UINT64_MAX, found, k, v);
+    value.clear();
+    uint64_t prev = 0;
+    if (rc == 0 && found && v.mv_size < fts_block::max_block_bytes) {
+      // Extend the term's last block (ids only grow).
+      if (!fts_block::decode(lmdb_env::view(v), key_id(k), entries)
+          || entries.back().id >= posts.front().e.id) {
+        error = "index term '" + term + "': malformed or out-of-order block";
+        return MDB_CORRUPTED;
+      }
+      key.assign(static_cast<const char*>(k.mv_data), k.mv_size);
+      value.assign(static_cast<const char*>(v.mv_data), v.mv_size);
+      prev = entries.back().id;
+    }
+    for (size_t i = 0; rc == 0 && i < posts.size(); ++i) {
+      if (value.empty() || value.size() >= fts_block::max_block_bytes) {
+        if (!value.empty())
+          rc = lmdb_env::put(txn, blocks_, key, value);
+        key = fts_block::key(term, posts[i].e.id);
+        value.clear();
+        prev = posts[i].e.id;
+      }
+      fts_block::append(value, prev, posts[i].e, posts[i].positions);
+      prev = posts[i].e.id;
+    }
     if (rc == 0)
-      rc = bump_df(txn, df_, term, +1);
+      rc = lmdb_env::put(txn, blocks_, key, value);
+    if (rc == 0)
+      rc = bump_df(txn, df_, term, static_cast<int>(posts.size()));
     if (rc != 0) {
       error = "index term '" + term + "'";
       return rc;
     }
   }
   fts_stats st;
-  int rc = read_stats(txn, df_, st);
+  rc = read_stats(txn, df_, st);
   if (rc == 0) {
-    st.doc_count += 1;
-    st.total_length += length;
+    st.doc_count += add_st.doc_count;
+    st.total_length += add_st.total_length;
     rc = write_stats(txn, df_, st);
   }
   if (rc != 0)
@@ -288,20 +256,60 @@ int fts_index::remove(MDB_txn* txn, uint64_t id, std::string_view text,
                       std::string& error) const {
   term_positions terms;
   uint32_t length = collect_terms(text, terms);
+  cursor_guard cur;
+  int rc = mdb_cursor_open(txn, blocks_, &cur.c);
+  if (rc != 0) {
+    error = "open index cursor";
+    return rc;
+  }
+  std::vector<fts_block::entry> entries;
   for (auto& entry : terms) {
     const std::string& term = entry.first;
-    int rc = lmdb_env::del(txn, terms_, posting_key(term, id));
-    if (rc == 0)
-      rc = bump_df(txn, df_, term, -1);
-    else if (rc == MDB_NOTFOUND)
-      rc = 0;  // never indexed: nothing to count down
+    bool found = false;
+    MDB_val k;
+    MDB_val v;
+    rc = find_block(cur.c, term, id, found, k, v);
+    if (rc == 0 && found) {
+      uint64_t first = key_id(k);
+      std::string key{static_cast<const char*>(k.mv_data), k.mv_size};
+      std::string old{static_cast<const char*>(v.mv_data), v.mv_size};
+      if (!fts_block::decode(old, first, entries)) {
+        error = "remove index term '" + term + "': malformed block";
+        return MDB_CORRUPTED;
+      }
+      std::string value;
+      uint64_t prev = 0;
+      bool removed = false;
+      for (auto& e : entries) {
+        if (e.id == id) {
+          removed = true;
+          continue;
+        }
+        if (value.empty())
+          prev = e.id;
+        fts_block::append_encoded(value, prev, e);
+        prev = e.id;
+      }
+      if (!removed)
+        continue;  // never indexed: nothing to count down
+      if (value.empty() || entries.front().id == id) {
+        rc = lmdb_env::del(txn, blocks_, key);
+        if (rc == 0 && !value.empty())
+          rc = lmdb_env::put(txn, blocks_,
+                             fts_block::key(term, entries[1].id), value);
+      } else {
+        rc = lmdb_env::put(txn, blocks_, key, value);
+      }
+      if (rc == 0)
+        rc = bump_df(txn, df_, term, -1);
+    }
     if (rc != 0) {
       error = "remove index term '" + term + "'";
       return rc;
     }
   }
   fts_stats st;
-  int rc = read_stats(txn, df_, st);
+  rc = read_stats(txn, df_, st);
   if (rc == 0) {
     st.doc_count = st.doc_count > 0 ? st.doc_count - 1 : 0;
     st.total_length = st.total_length >= length ? st.total_length - length
@@ -313,6 +321,15 @@ int fts_index::remove(MDB_txn* txn, uint64_t id, std::string_view text,
   return rc;
 }
 
+int fts_index::clear(MDB_txn* txn, std::string& error) const {
+  int rc = mdb_drop(txn, blocks_, 0);
+  if (rc == 0)
+    rc = mdb_drop(txn, df_, 0);
+  if (rc != 0)
+    error = "clear the full-text index";
+  return rc;
+}
+
 int fts_index::stats(MDB_txn* txn, fts_stats& out, std::string& error) const {
   int rc = read_stats(txn, df_, out);
   if (rc != 0)
@@ -320,166 +337,24 @@ int fts_index::stats(MDB_txn* txn, fts_stats& out, std::string& error) const {
   return rc;
 }
 
-int fts_index::search(MDB_txn* txn, const fts_query& q,
-                      const fts_filter& filter, fts_search_out& out,
-                      std::string& error) const {
-  out = fts_search_out{};
-  if (q.empty())
-    return 0;
-  auto terms = q.distinct_terms();
-  // Document frequencies: a term nobody used means no match at all.
-  std::vector<uint64_t> dfs(terms.size());
-  for (size_t i = 0; i < terms.size(); ++i) {
-    std::string_view v;
-    int rc = lmdb_env::get(txn, df_, terms[i], v);
-    if (rc == MDB_NOTFOUND)
-      return 0;
-    if (rc != 0 || !codec::get_varint(v, dfs[i])) {
-      error = "read document frequency of '" + terms[i] + "'";
-      return rc != 0 ? rc : MDB_CORRUPTED;
-    }
-  }
-  fts_stats st;
-  if (int rc = read_stats(txn, df_, st); rc != 0) {
-    error = "read index statistics";
-    return rc;
-  }
-  double n_docs = static_cast<double>(std::max<uint64_t>(st.doc_count, 1));
-  double avg_len = st.doc_count == 0 ? 1.0
-                                     : static_cast<double>(st.total_length)
-                                         / static_cast<double>(st.doc_count);
-  if (avg_len <= 0)
-    avg_len = 1.0;
-  std::vector<double> idfs(terms.size());
-  for (size_t i = 0; i < terms.size(); ++i)
-    idfs[i] = idf(n_docs, static_cast<double>(dfs[i]));
-  // Rarest term first: its postings drive the intersection.
-  std::vector<size_t> order(terms.size());
-  for (size_t i = 0; i < order.size(); ++i)
-    order[i] = i;
-  std::sort(order.begin(), order.end(),
-            [&](size_t x, size_t y) { return dfs[x] < dfs[y]; });
-  std::vector<term_cursor> cursors(terms.size());
-  for (size_t i = 0; i < terms.size(); ++i) {
-    int rc = mdb_cursor_open(txn, terms_, &cursors[i].guard.c);
-    if (rc != 0) {
-      error = "open index cursor";
-      return rc;
-    }
-    cursors[i].prefix = terms[i];
-    cursors[i].prefix.push_back('\0');
-    cursors[i].seek(0);
-  }
-  // Units refer to terms by index.
-  struct unit_ref {
-    std::vector<size_t> term_idx;
-  };
-  std::vector<unit_ref> units;
-  for (auto& u : q.units) {
-    unit_ref r;
-    for (auto& t : u.terms)
-      r.term_idx.push_back(static_cast<size_t>(
-        std::find(terms.begin(), terms.end(), t) - terms.begin()));
-    units.push_back(std::move(r));
-  }
-  std::vector<posting> posts(terms.size());
-  std::vector<std::vector<uint32_t>> positions(terms.size());
-  std::vector<bool> decoded(terms.size());
-  std::vector<fts_match> all;
-  term_cursor& driver = cursors[order[0]];
-  for (; !driver.done; driver.next()) {
-    uint64_t id = driver.id;
-    if (!decode_posting(driver.value, posts[order[0]])) {
-      error = "decode posting of '" + terms[order[0]] + "'";
-      return MDB_CORRUPTED;
-    }
-    auto role = posts[order[0]].role;
-    if (filter.role_mask != 0
-        && (filter.role_mask & (1u << static_cast<unsigned>(role))) == 0)
-      continue;
-    bool match = true;
-    bool exhausted = false;
-    for (size_t k = 1; k < order.size() && match; ++k) {
-      auto& c = cursors[order[k]];
-      if (!c.advance_to(id)) {
-        match = false;
-        exhausted = c.done;
-      } else if (!decode_posting(c.value, posts[order[k]])) {
-        error = "decode posting of '" + terms[order[k]] + "'";
-        return MDB_CORRUPTED;
-      }
-    }
-    if (exhausted)
-      break;  // a term has no more postings: nothing further can match
-    if (!match)
-      continue;
-    std::fill(decoded.begin(), decoded.end(), false);
-    double score = 0;
-    double doc_len = static_cast<double>(posts[order[0]].doc_length);
-    for (auto& u : units) {
-      double tf = 0;
-      if (u.term_idx.size() == 1) {
-        tf = static_cast<double>(posts[u.term_idx[0]].count);
-        score += idfs[u.term_idx[0]] * bm25_tf(tf, doc_len, avg_len);
-        continue;
-      }
-      std::vector<std::vector<uint32_t>*> lists;
-      for (auto t : u.term_idx) {
-        if (!decoded[t]) {
-          if (!decode_positions(posts[t].positions, posts[t].count,
-                                positions[t])) {
-            error = "decode positions of '" + terms[t] + "'";
-            return MDB_CORRUPTED;
-          }
-          decoded[t] = true;
-        }
-        lists.push_back(&positions[t]);
-      }
-      tf = static_cast<double>(phrase_count(lists));
-      if (tf == 0) {
-        match = false;
-        break;
-      }
-      double phrase_idf = 0;
-      for (auto t : u.term_idx)
-        phrase_idf += idfs[t];
-      score += phrase_idf * bm25_tf(tf, doc_len, avg_len);
-    }
-    if (!match || (filter.accept && !filter.accept(id)))
-      continue;
-    all.push_back(fts_match{id, role, score});
-  }
-  for (auto& c : cursors)
-    if (c.rc != 0) {
-      error = "scan postings";
-      return c.rc;
-    }
-  out.total = all.size();
-  auto better = [](const fts_match& x, const fts_match& y) {
-    if (x.score != y.score)
-      return x.score > y.score;
-    return x.message_id > y.message_id;
-  };
-  size_t end = std::min(all.size(), filter.offset + filter.limit);
-  if (filter.offset >= all.size() || filter.limit == 0)
-    return 0;
-  std::partial_sort(all.begin(), all.begin() + end, all.end(), better);
-  out.matches.assign(all.begin() + filter.offset, all.begin() + end);
-  return 0;
-}
-
 int fts_index::verify(MDB_txn* txn,
                       const std::function<bool(uint64_t, fts_role&)>& role_of,
                       uint64_t doc_count, std::vector<std::string>& problems,
                       std::string& error) const {
+  if (!available_) {
+    problems.push_back("the full-text index has the old format (rebuilt "
+                       "by the next read-write open)");
+    return 0;
+  }
   cursor_guard cur;
-  int rc = mdb_cursor_open(txn, terms_, &cur.c);
+  int rc = mdb_cursor_open(txn, blocks_, &cur.c);
   if (rc != 0) {
     error = "open index cursor";
     return rc;
   }
   std::unordered_map<std::string, uint64_t> counts;
   std::unordered_map<uint64_t, uint64_t> lengths;
+  std::vector<fts_block::entry> entries;
   MDB_val k;
   MDB_val v;
   for (rc = mdb_cursor_get(cur.c, &k, &v, MDB_FIRST); rc == 0;
@@ -491,24 +366,27 @@ int fts_index::verify(MDB_txn* txn,
       continue;
     }
     std::string term{key.substr(0, key.size() - 9)};
-    uint64_t id = codec::read_be64(key.data() + key.size() - 8);
-    posting p;
-    std::vector<uint32_t> pos;
-    if (!decode_posting(lmdb_env::view(v), p)
-        || !decode_positions(p.positions, p.count, pos) || p.count == 0) {
-      problems.push_back("malformed posting of '" + term + "' for message "
-                         + std::to_string(id));
+    uint64_t first = key_id(k);
+    if (!fts_block::decode(lmdb_env::view(v), first, entries)) {
+      problems.push_back("malformed posting block of '" + term
+                         + "' at message " + std::to_string(first));
       continue;
     }
-    fts_role role;
-    if (!role_of(id, role))
-      problems.push_back("posting of '" + term + "' references missing "
-                         "message " + std::to_string(id));
-    else if (role != p.role)
-      problems.push_back("posting of '" + term + "' for message "
-                         + std::to_string(id) + " has the wrong role");
-    ++counts[term];
-    lengths[id] = p.doc_length;
+    for (auto& e : entries) {
+      std::vector<uint32_t> pos;
+      if (!fts_block::positions(e.positions, e.tf, pos))
+        problems.push_back("malformed positions of '" + term
+                           + "' for message " + std::to_string(e.id));
+      fts_role role;
+      if (!role_of(e.id, role))
+        problems.push_back("posting of '" + term + "' references missing "
+                           "message " + std::to_string(e.id));
+      else if (role != e.role)
+        problems.push_back("posting of '" + term + "' for message "
+                           + std::to_string(e.id) + " has the wrong role");
+      ++counts[term];
+      lengths[e.id] = e.doc_length;
+    }
   }
   if (rc != MDB_NOTFOUND) {
     error = "scan postings";
@@ -568,22 +446,34 @@ int fts_index::verify_document(MDB_txn* txn, uint64_t id,
                                std::string_view text,
                                std::vector<std::string>& problems,
                                std::string& error) const {
+  if (!available_)
+    return 0;
   term_positions terms;
   collect_terms(text, terms);
+  cursor_guard cur;
+  int rc = mdb_cursor_open(txn, blocks_, &cur.c);
+  if (rc != 0) {
+    error = "open index cursor";
+    return rc;
+  }
+  std::vector<fts_block::entry> entries;
   for (auto& [term, pos] : terms) {
-    std::string_view v;
-    int rc = lmdb_env::get(txn, terms_, posting_key(term, id), v);
-    if (rc == MDB_NOTFOUND) {
-      problems.push_back("message " + std::to_string(id) + " lacks a "
-                         "posting for '" + term + "'");
-      continue;
-    }
-    if (rc != 0) {
+    bool found = false;
+    MDB_val k;
+    MDB_val v;
+    if ((rc = find_block(cur.c, term, id, found, k, v)) != 0) {
       error = "read posting";
       return rc;
     }
-    posting p;
-    if (!decode_posting(v, p) || p.count != pos.size())
+    const fts_block::entry* hit = nullptr;
+    if (found && fts_block::decode(lmdb_env::view(v), key_id(k), entries))
+      for (auto& e : entries)
+        if (e.id == id)
+          hit = &e;
+    if (hit == nullptr)
+      problems.push_back("message " + std::to_string(id) + " lacks a "
+                         "posting for '" + term + "'");
+    else if (hit->tf != pos.size())
       problems.push_back("posting of '" + term + "' for message "
                          + std::to_string(id) + " has wrong positions");
   }

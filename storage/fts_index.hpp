@@ -2,16 +2,21 @@
 //
 // A word-level inverted index stored in the session environment, ranked
 // with BM25 (k1 = 1.2, b = 0.75). Layout (two named databases):
-//   fts_terms  key: term \0 be64(message id)
-//              value: role byte, varint document length (words),
-//                     varint occurrence count, delta-coded varint positions
+//   fts_blocks key: term \0 be64(first message id of the block)
+//              value: a block of up to ~1 KiB of the term's postings, ids
+//                     increasing, delta + varint coded with document
+//                     length, role, occurrence count and positions
+//                     (storage/fts_block.hpp)
 //   fts_df     key: term            value: varint document frequency
 //              key: "\0"            value: be64 document count,
 //                                          be64 total document length
-// A term's postings are one contiguous key range ordered by message id, so
-// a lookup is a cursor range scan and an intersection walks the rarest
-// term's postings while the other terms' cursors skip forward (a few
-// steps, then a B-tree seek).
+// A term's postings are one contiguous key range of blocks ordered by id.
+// A query walks the rarest term's blocks; the other terms' readers skip
+// forward inside their current block or seek the block holding the next
+// candidate, so common terms cost a block decode per seek, not a B-tree
+// step per posting. Top results are kept in a bounded heap. The format
+// replaced one key per (term, message) in store schema version 2; an older
+// store is reindexed when opened read-write (docs/storage.md).
 //
 // The index does not own transactions: callers pass the transaction of
 // the mutation that adds or removes the message, so the message and its
@@ -80,9 +85,21 @@ public:
   /// Opens (creating unless read-only) the index databases.
   static store_result<fts_index> open(lmdb_env& env);
 
-  /// Indexes `text` as message `id` (ids must not be indexed twice).
+  /// Indexes `text` as message `id` (ids must not be indexed twice, and
+  /// must be greater than every id indexed before).
   int add(MDB_txn* txn, uint64_t id, fts_role role, std::string_view text,
           std::string& error) const;
+
+  /// One message for add_many.
+  struct document {
+    uint64_t id = 0;
+    fts_role role{};
+    std::string text;
+  };
+  /// Indexes several messages (ids increasing, above every indexed id):
+  /// each term's last block is read and rewritten once for all of them.
+  int add_many(MDB_txn* txn, const std::vector<document>& docs,
+               std::string& error) const;
 
   /// Removes the postings of message `id`; `text` must be what was
   /// indexed (the tokenizer is deterministic, so the same terms come out).
@@ -115,9 +132,17 @@ public:
   static std::string snippet(std::string_view content, const fts_query& q,
                              size_t max_bytes = 200);
 
+  /// False for a read-only store whose index predates the block format
+  /// (schema version 1): it cannot be searched until reindexed.
+  bool available() const { return available_; }
+
+  /// Empties the index (both databases), for a reindex.
+  int clear(MDB_txn* txn, std::string& error) const;
+
 private:
-  MDB_dbi terms_ = 0;
+  MDB_dbi blocks_ = 0;
   MDB_dbi df_ = 0;
+  bool available_ = false;
 };
 
 } // namespace mibyan

@@ -106,8 +106,16 @@ store_status session_store::migrate() {
   // Each step runs in its own transaction with its version bump, so an
   // interrupted migration resumes at the failed step. Version 0 is a store
   // created before versioning (or a fresh one): the layout of version 1
-  // is a superset, so the step only records the version.
+  // is a superset, so the step only records the version. Version 2
+  // rebuilds the full-text index in the block format (reindex_fts, in
+  // resumable chunks; the last one records the version).
   for (int v = found; v < schema_version_current; ++v) {
+    if (v == 1) {
+      if (auto step = reindex_fts(); !step)
+        return step;
+      schema_version_ = 2;
+      continue;
+    }
     auto step = env_->write(
       [&](MDB_txn* txn, std::string& error) {
         if (opts_.on_migrate)

@@ -12,7 +12,7 @@
 //   msgs             session id \0 be64(message id) -> stored_message
 //   msg_by_id        be64(message id) -> session id
 //   msg_keys         session id \0 idempotency key -> be64(message id)
-//   fts_terms/fts_df the full-text index (storage/fts_index.hpp)
+//   fts_blocks/fts_df the full-text index (storage/fts_index.hpp)
 //   approvals        session id -> approved pattern keys, '\n'-separated
 //                    (docs/approvals.md; deleted with the session)
 //
@@ -142,8 +142,11 @@ struct search_results {
 
 class session_store {
 public:
-  /// The schema this build writes. Version 1: the layout above.
-  static constexpr int schema_version_current = 1;
+  /// The schema this build writes. Version 2: the layout above. Version 1
+  /// kept one index key per (term, message) in `fts_terms`; opening such a
+  /// store read-write rebuilds the index (docs/storage.md), read-only it
+  /// can be read but not searched.
+  static constexpr int schema_version_current = 2;
   /// Longest accepted session id, title, idempotency key (bytes).
   static constexpr size_t max_id_bytes = 128;
   static constexpr size_t max_title_bytes = 1024;
@@ -254,6 +257,8 @@ private:
   // its end, and the message id counter (session_store_messages.cpp).
   struct txn_cache {
     std::map<std::string, session_info> touched;
+    /// Appended messages, indexed together by flush_cache.
+    std::vector<fts_index::document> to_index;
     uint64_t next_id = 1;
     uint64_t first_id = 1;
     int session(MDB_txn* txn, MDB_dbi dbi, const std::string& id,
@@ -270,6 +275,7 @@ private:
   int append_txn(MDB_txn* txn, txn_cache& c, const pending_append& p,
                  int64_t stamp, append_outcome& out, std::string& error);
   store_status migrate();
+  store_status reindex_fts();
   store_status delete_session_txn(const std::string& id);
   int64_t now() const;
   store_status update_session(const std::string& id, const char* what,

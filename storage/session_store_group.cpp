@@ -111,7 +111,8 @@ store_status session_store::commit_group(std::vector<store_write>& writes) {
   if (!st)
     for (size_t i = 0; i < writes.size(); ++i)
       if (valid[i] != 0 && writes[i].status.ok())
-        writes[i].status = st;
+        writes[i].status = store_status::failure(
+          st.code, std::string{op_name(writes[i].what)} + ": " + st.error);
   return st;
 }
 

@@ -68,6 +68,7 @@ int session_store::txn_cache::session(MDB_txn* txn, MDB_dbi dbi,
 int session_store::begin_cache(MDB_txn* txn, txn_cache& c,
                                std::string& error) {
   c.touched.clear();
+  c.to_index.clear();
   c.next_id = 1;
   std::string_view v;
   int rc = lmdb_env::get(txn, meta_, next_id_key, v);
@@ -84,6 +85,9 @@ int session_store::begin_cache(MDB_txn* txn, txn_cache& c,
 int session_store::flush_cache(MDB_txn* txn, txn_cache& c,
                                std::string& error) {
   int rc = 0;
+  if (!c.to_index.empty()
+      && (rc = fts_.add_many(txn, c.to_index, error)) != 0)
+    return rc;
   for (auto& entry : c.touched)
     if ((rc = write_session(txn, sessions_, entry.second, error)) != 0)
       return rc;
@@ -141,10 +145,8 @@ int session_store::append_txn(MDB_txn* txn, txn_cache& c,
     error = "write message";
     return rc;
   }
-  if ((rc = fts_.add(txn, sm.id, fts_role_of(p.message.role),
-                     indexed_text(p.message), error))
-      != 0)
-    return rc;
+  c.to_index.push_back(fts_index::document{
+    sm.id, fts_role_of(p.message.role), indexed_text(p.message)});
   s->message_count += 1;
   s->tool_call_count += static_cast<int64_t>(p.message.tool_calls.size());
   out.id = sm.id;

@@ -25,6 +25,12 @@ using namespace store_detail;
 store_result<search_results>
 session_store::search(const search_request& req) const {
   using result = store_result<search_results>;
+  if (schema_version_ < 2 || !fts_.available())
+    return result::failure(status_code::unavailable,
+      "search: the full-text index of this store has the old format "
+      "(schema version " + std::to_string(schema_version_) + ") and must be "
+      "rebuilt; opening the store read-write rebuilds it (start `mibyan "
+      "chat`, `mibyan run` or `mibyan serve` once)");
   auto q = parse_fts_query(req.query);
   if (q.empty())
     return result::failure(status_code::invalid_argument, "search: the query has no searchable words "

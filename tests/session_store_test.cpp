@@ -478,13 +478,14 @@ BOOST_AUTO_TEST_CASE(verify_detects_inconsistency) {
   BOOST_TEST(!v.ok());
   BOOST_TEST(contains(v.error, "session s counts 7 messages"), v.error);
   // A dangling posting is reported too.
-  auto terms = store->env().open_dbi("fts_terms");
+  auto terms = store->env().open_dbi("fts_blocks");
   st = store->env().write(
     [&](MDB_txn* txn, std::string&) {
       std::string k = "ghostword";
       k.push_back('\0');
       codec::put_be64(k, 999);
-      std::string val{"\x02\x01\x01\x00", 4};
+      // One posting: delta 0, length 1 / role user, tf 1, position 0.
+      std::string val{"\x00\x06\x01\x00", 4};
       return lmdb_env::put(txn, *terms, k, val);
     },
     "tamper");
@@ -527,7 +528,7 @@ BOOST_AUTO_TEST_CASE(read_only_open_of_a_missing_store_fails) {
 }
 
 BOOST_AUTO_TEST_CASE(schema_version_is_recorded_and_migrated) {
-  BOOST_TEST(store->schema_version() == 1);
+  BOOST_TEST(store->schema_version() == 2);
   auto meta = store->env().open_dbi("meta");
   auto set_version = [&](const std::string& v) {
     auto st = store->env().write(
@@ -550,10 +551,12 @@ BOOST_AUTO_TEST_CASE(schema_version_is_recorded_and_migrated) {
   o.read_only = false;
   auto rw = session_store::open(o);
   BOOST_REQUIRE(rw.ok());
-  BOOST_TEST((*rw)->schema_version() == 1);
-  BOOST_REQUIRE(steps.size() == 1u);
+  BOOST_TEST((*rw)->schema_version() == 2);
+  BOOST_REQUIRE(steps.size() == 2u);
   BOOST_TEST(steps[0].first == 0);
   BOOST_TEST(steps[0].second == 1);
+  BOOST_TEST(steps[1].first == 1);
+  BOOST_TEST(steps[1].second == 2);
   store = std::move(*rw);
   meta = store->env().open_dbi("meta");
   set_version("7");
@@ -561,6 +564,68 @@ BOOST_AUTO_TEST_CASE(schema_version_is_recorded_and_migrated) {
   auto newer = session_store::open(options());
   BOOST_TEST(!newer.ok());
   BOOST_TEST(contains(newer.error, "schema version 7 is newer"), newer.error);
+}
+
+// A store of schema version 1 kept its index in `fts_terms`, one key per
+// posting. Read-only, it cannot be searched (a clear error, never wrong or
+// empty results); read-write, the index is rebuilt in the block format and
+// every message is found again.
+BOOST_AUTO_TEST_CASE(an_old_format_index_is_rebuilt_on_read_write_open) {
+  make("s");
+  for (int i = 0; i < 30; ++i)
+    append("s", msg(i % 2 ? "assistant" : "user",
+                    "legacy message " + std::to_string(i)
+                      + (i % 3 == 0 ? " zebra" : "")));
+  // Turn the store into what version 1 left on disk.
+  auto meta = store->env().open_dbi("meta");
+  auto legacy = store->env().open_dbi("fts_terms");
+  auto blocks = store->env().open_dbi("fts_blocks");
+  auto df = store->env().open_dbi("fts_df");
+  auto st = store->env().write(
+    [&](MDB_txn* txn, std::string&) {
+      int rc = mdb_drop(txn, *blocks, 0);
+      if (rc == 0)
+        rc = mdb_drop(txn, *df, 0);
+      std::string k = "zebra";
+      k.push_back('\0');
+      codec::put_be64(k, 1);
+      if (rc == 0)
+        rc = lmdb_env::put(txn, *legacy, k,
+                           std::string{"\x02\x03\x01\x02", 4});
+      if (rc == 0)
+        rc = lmdb_env::put(txn, *meta, "schema_version", "1");
+      return rc;
+    },
+    "downgrade");
+  BOOST_REQUIRE(st.ok());
+  reopen(true);
+  BOOST_TEST(store->schema_version() == 1);
+  search_request q;
+  q.query = "zebra";
+  auto r = store->search(q);
+  BOOST_TEST(!r.ok());
+  BOOST_TEST(contains(r.error, "old format"), r.error);
+  BOOST_TEST(store->load_messages("s")->size() == 30u);
+  reopen(false);
+  BOOST_TEST(store->schema_version() == 2);
+  r = store->search(q);
+  BOOST_REQUIRE_MESSAGE(r.ok(), r.error);
+  BOOST_TEST(r->total == 10u);
+  auto v = store->verify(true);
+  BOOST_TEST(v.ok(), v.error);
+  q.query = "legacy";
+  BOOST_TEST(store->search(q)->total == 30u);
+  legacy = store->env().open_dbi("fts_terms");
+  uint64_t left = 1;
+  (void) store->env().read(
+    [&](MDB_txn* txn, std::string&) {
+      MDB_stat ms;
+      int rc = mdb_stat(txn, *legacy, &ms);
+      left = ms.ms_entries;
+      return rc;
+    },
+    "stat");
+  BOOST_TEST(left == 0u);
 }
 
 BOOST_AUTO_TEST_CASE(the_map_grows_when_full) {
