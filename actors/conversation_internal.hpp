@@ -93,6 +93,10 @@ struct turn_state {
   // when compression cannot help in this turn.
   int compressions = 0;
   bool compress_skip = false;
+  // Compress before the next call whatever the estimate (the provider
+  // said the context overflowed); such retries made in this turn.
+  bool force_compress = false;
+  int overflow_retries = 0;
   // delegate_task children running for this turn's batch.
   std::vector<std::shared_ptr<delegation_run>> delegations;
 };
@@ -238,6 +242,11 @@ void interrupt_delegations(conv_pointer self, const std::string& reason);
 /// the old one, then calls iterate() again. Returns false (nothing
 /// started) when no compression is due.
 bool maybe_compress(conv_pointer self);
+/// The provider refused the call because the context overflowed
+/// (`error` names the context_overflow class): refunds the iteration and
+/// compresses, then retries (at most 3 times a turn). Returns false when
+/// it cannot help (the caller then fails the turn).
+bool compress_after_overflow(conv_pointer self, const std::string& error);
 
 // -- conversation_spill.cpp ---------------------------------------------------
 

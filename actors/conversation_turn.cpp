@@ -332,6 +332,8 @@ void iterate(conv_pointer self) {
           return;
         }
         if (!r.error.empty()) {
+          if (compress_after_overflow(self, r.error))
+            return;
           end_turn(self, turn_exit::provider_error, r.error, true);
           return;
         }

@@ -480,8 +480,12 @@ void runtime::close_session(const std::string& session_id) {
     std::lock_guard<std::mutex> guard{impl_->mtx};
     auto i = impl_->conversations.find(session_id);
     if (i != impl_->conversations.end()) {
-      caf::anon_send_exit(i->second, caf::exit_reason::user_shutdown);
-      impl_->conversations.erase(i);
+      auto conv = i->second;
+      caf::anon_send_exit(conv, caf::exit_reason::user_shutdown);
+      // Its other ids too (compression continued it in a new session).
+      for (auto j = impl_->conversations.begin();
+           j != impl_->conversations.end();)
+        j = j->second == conv ? impl_->conversations.erase(j) : std::next(j);
     }
     if (impl_->kernels)
       caf::anon_send(impl_->kernels, dispose_atom_v, session_id);

@@ -189,6 +189,38 @@ BOOST_AUTO_TEST_CASE(long_session_continues_in_a_child_session) {
                     new_id);
 }
 
+BOOST_AUTO_TEST_CASE(context_overflow_error_compresses_and_retries) {
+  auto opts = base_options();
+  opts.compression.protect_first_n = 1;
+  opts.compression.protect_last_n = 2;
+  start(opts);
+  temp_dir work;
+  auto a = work.path() + "/a.txt";
+  auto b = work.path() + "/b.txt";
+  { std::ofstream(a) << "apple\n"; std::ofstream(b) << "banana\n"; }
+  script(chat_completion("", {{"call_a", "read_file", one_arg("path", a)}}));
+  script(chat_completion("", {{"call_b", "read_file", one_arg("path", b)}}));
+  json::value overflow;
+  overflow["path"] = "/v1/chat/completions";
+  overflow["status"] = 400;
+  overflow["body"] = R"({"error":{"message":"This model's maximum context )"
+                     R"(length is 4096 tokens","type":"invalid_request_error",)"
+                     R"("code":"context_length_exceeded"}})";
+  server.script(overflow.dump());
+  script(chat_completion("SUMMARY: a.txt holds apple."));
+  script(chat_completion("apple and banana"));
+  std::string sid;
+  auto res = run(call("read them", "overflow-old"), &sid);
+  BOOST_CHECK_EQUAL(res["final_response"].as_string(), "apple and banana");
+  BOOST_CHECK(!res["failed"].as_bool());
+  BOOST_CHECK_NE(sid, "overflow-old");
+  auto reqs = requests();
+  BOOST_REQUIRE_EQUAL(reqs.size(), 5u);
+  BOOST_CHECK(reqs[3].find("tools") == nullptr); // the summary
+  BOOST_CHECK(contains(reqs[4]["messages"].dump(), "SUMMARY: a.txt"));
+  check_pairing(reqs[4]["messages"]);
+}
+
 BOOST_AUTO_TEST_CASE(small_sessions_are_not_compressed) {
   auto opts = base_options();
   opts.model.context_length = 40000;
