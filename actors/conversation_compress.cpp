@@ -84,6 +84,7 @@ void rotate(conv_pointer self, compression_cut cut, std::string summary) {
                   }
                   auto& st3 = self->state;
                   tp2->msgs = compacted;
+                  tp2->reported_prompt_tokens = 0; // counted the old history
                   if (estimate_of(self, tp2->msgs) >= threshold_of(self)) {
                     tp2->compress_skip = true;
                     if (++st3.ineffective_compressions >= 2)
@@ -125,7 +126,10 @@ bool maybe_compress(conv_pointer self) {
               || t.compressions >= max_compressions_per_turn)))
     return false;
   auto threshold = threshold_of(self);
-  auto estimate = estimate_of(self, t.msgs);
+  // The provider's count of the previous prompt is a lower bound of this
+  // one (the character estimate undercounts code and non-Latin text).
+  auto estimate = std::max(estimate_of(self, t.msgs),
+                           t.reported_prompt_tokens);
   if (estimate < threshold && !forced)
     return false;
   // The kept tail: a share of the threshold, or of the estimate when the

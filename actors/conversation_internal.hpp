@@ -97,6 +97,10 @@ struct turn_state {
   // said the context overflowed); such retries made in this turn.
   bool force_compress = false;
   int overflow_retries = 0;
+  // Prompt tokens the provider reported for the latest model call of the
+  // loop (0 when unknown or since the last compression): a lower bound of
+  // the context, used with the character estimate.
+  int64_t reported_prompt_tokens = 0;
   // delegate_task children running for this turn's batch.
   std::vector<std::shared_ptr<delegation_run>> delegations;
 };

@@ -327,6 +327,7 @@ void iterate(conv_pointer self) {
           return;
         tp->inflight.clear();
         record_usage(self, r);
+        tp->reported_prompt_tokens = tp->res.last_prompt_tokens;
         if (tp->interrupted) {
           end_interrupted(self);
           return;

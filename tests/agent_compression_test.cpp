@@ -221,6 +221,39 @@ BOOST_AUTO_TEST_CASE(context_overflow_error_compresses_and_retries) {
   check_pairing(reqs[4]["messages"]);
 }
 
+// The character estimate is low here; the provider's prompt count is
+// over the threshold and triggers the compression.
+BOOST_AUTO_TEST_CASE(reported_prompt_tokens_trigger_compression) {
+  auto opts = base_options();
+  opts.model.context_length = 40000; // threshold 34000 tokens
+  opts.compression.protect_first_n = 1;
+  opts.compression.protect_last_n = 2;
+  start(opts);
+  temp_dir work;
+  auto a = work.path() + "/a.txt";
+  { std::ofstream(a) << "apple\n"; }
+  auto with_prompt_tokens = [](std::string body, int64_t n) {
+    auto j = json::parse(body);
+    BOOST_REQUIRE(j);
+    (*j.v)["usage"]["prompt_tokens"] = n;
+    return j.v->dump();
+  };
+  script(chat_completion("", {{"call_a", "read_file", one_arg("path", a)}}));
+  script(with_prompt_tokens(
+    chat_completion("", {{"call_b", "read_file", one_arg("path", a)}}),
+    36000));
+  script(chat_completion("SUMMARY: read a.txt once."));
+  script(chat_completion("done reading"));
+  std::string sid;
+  auto res = run(call("read twice", "reported-old"), &sid);
+  BOOST_CHECK_EQUAL(res["final_response"].as_string(), "done reading");
+  BOOST_CHECK_NE(sid, "reported-old");
+  auto reqs = requests();
+  BOOST_REQUIRE_EQUAL(reqs.size(), 4u);
+  BOOST_CHECK(reqs[2].find("tools") == nullptr);
+  check_pairing(reqs[3]["messages"]);
+}
+
 BOOST_AUTO_TEST_CASE(small_sessions_are_not_compressed) {
   auto opts = base_options();
   opts.model.context_length = 40000;
