@@ -14,6 +14,10 @@
 //   conversation_persist.cpp  the store glue: appends through the session
 //                             writer, usage accounting
 //   conversation_spill.cpp    where oversized tool results are saved
+//   conversation_answer.cpp   final-answer recovery: empty, reasoning-only
+//                             and length-cut answers, cut tool calls
+//   conversation_compress.cpp context compression and the session chain
+//   conversation_delegate.cpp delegate_task: child conversations
 //
 // Threading: every function here runs inside the actor (on its scheduler
 // thread) and takes the actor's pointer; none may block.
