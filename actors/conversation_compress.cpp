@@ -84,6 +84,7 @@ void rotate(conv_pointer self, compression_cut cut, std::string summary) {
                   }
                   auto& st3 = self->state;
                   tp2->msgs = compacted;
+                  tp2->reported_prompt_tokens = 0; // counted the old history
                   if (estimate_of(self, tp2->msgs) >= threshold_of(self)) {
                     tp2->compress_skip = true;
                     if (++st3.ineffective_compressions >= 2)
@@ -117,15 +118,26 @@ bool maybe_compress(conv_pointer self) {
   auto& st = self->state;
   auto& t = *st.cur;
   auto& cfg = st.deps.svc->cfg.compression;
-  if (!cfg.enabled || t.compress_skip || st.ineffective_compressions >= 2
-      || t.compressions >= max_compressions_per_turn)
+  bool forced = t.force_compress;
+  t.force_compress = false;
+  if (!cfg.enabled
+      || (!forced
+          && (t.compress_skip || st.ineffective_compressions >= 2
+              || t.compressions >= max_compressions_per_turn)))
     return false;
   auto threshold = threshold_of(self);
-  auto estimate = estimate_of(self, t.msgs);
-  if (estimate < threshold)
+  // The provider's count of the previous prompt is a lower bound of this
+  // one (the character estimate undercounts code and non-Latin text).
+  auto estimate = std::max(estimate_of(self, t.msgs),
+                           t.reported_prompt_tokens);
+  if (estimate < threshold && !forced)
     return false;
+  // The kept tail: a share of the threshold, or of the estimate when the
+  // provider refused a context under the threshold (the history
+  // only: the schemas and system prompt are not part of the cut).
   auto tail_tokens = static_cast<int64_t>(
-    static_cast<double>(threshold) * cfg.target_ratio);
+    static_cast<double>(std::min(threshold, estimate_tokens(t.msgs)))
+    * cfg.target_ratio);
   auto cut = choose_cut(t.msgs,
                         static_cast<size_t>(std::max<int64_t>(
                           0, cfg.protect_first_n)),
@@ -202,6 +214,25 @@ bool maybe_compress(conv_pointer self) {
         tp->compress_skip = true;
         iterate(self);
       });
+  return true;
+}
+
+bool compress_after_overflow(conv_pointer self, const std::string& error) {
+  auto& st = self->state;
+  auto& t = *st.cur;
+  if (error.find("context_overflow") == std::string::npos
+      || !st.deps.svc->cfg.compression.enabled
+      || t.overflow_retries >= max_compressions_per_turn)
+    return false;
+  ++t.overflow_retries;
+  MIBYAN_LOG(info, "conversation",
+             "the context overflowed; compressing and retrying ("
+               << t.overflow_retries << "/" << max_compressions_per_turn
+               << ")");
+  t.force_compress = true;
+  if (!maybe_compress(self))
+    return false;
+  t.budget.refund(); // the refused call does not count
   return true;
 }
 

@@ -178,8 +178,10 @@ void deliver_run(conv_pointer self, const std::shared_ptr<delegation_run>& run) 
 void release_child(conv_pointer self, const std::string& sid,
                    const conversation_actor& child, bool interrupted) {
   auto& st = self->state;
-  if (child)
+  if (child) {
+    self->unlink_from(child); // its exit must not end the parent
     self->send_exit(child, caf::exit_reason::user_shutdown);
+  }
   if (st.deps.kernels)
     self->send(st.deps.kernels, dispose_atom_v, sid);
   self->request(st.deps.writer, caf::infinite, end_atom_v, sid,

@@ -14,6 +14,10 @@
 //   conversation_persist.cpp  the store glue: appends through the session
 //                             writer, usage accounting
 //   conversation_spill.cpp    where oversized tool results are saved
+//   conversation_answer.cpp   final-answer recovery: empty, reasoning-only
+//                             and length-cut answers, cut tool calls
+//   conversation_compress.cpp context compression and the session chain
+//   conversation_delegate.cpp delegate_task: child conversations
 //
 // Threading: every function here runs inside the actor (on its scheduler
 // thread) and takes the actor's pointer; none may block.
@@ -93,6 +97,14 @@ struct turn_state {
   // when compression cannot help in this turn.
   int compressions = 0;
   bool compress_skip = false;
+  // Compress before the next call whatever the estimate (the provider
+  // said the context overflowed); such retries made in this turn.
+  bool force_compress = false;
+  int overflow_retries = 0;
+  // Prompt tokens the provider reported for the latest model call of the
+  // loop (0 when unknown or since the last compression): a lower bound of
+  // the context, used with the character estimate.
+  int64_t reported_prompt_tokens = 0;
   // delegate_task children running for this turn's batch.
   std::vector<std::shared_ptr<delegation_run>> delegations;
 };
@@ -238,6 +250,11 @@ void interrupt_delegations(conv_pointer self, const std::string& reason);
 /// the old one, then calls iterate() again. Returns false (nothing
 /// started) when no compression is due.
 bool maybe_compress(conv_pointer self);
+/// The provider refused the call because the context overflowed
+/// (`error` names the context_overflow class): refunds the iteration and
+/// compresses, then retries (at most 3 times a turn). Returns false when
+/// it cannot help (the caller then fails the turn).
+bool compress_after_overflow(conv_pointer self, const std::string& error);
 
 // -- conversation_spill.cpp ---------------------------------------------------
 

@@ -327,11 +327,14 @@ void iterate(conv_pointer self) {
           return;
         tp->inflight.clear();
         record_usage(self, r);
+        tp->reported_prompt_tokens = tp->res.last_prompt_tokens;
         if (tp->interrupted) {
           end_interrupted(self);
           return;
         }
         if (!r.error.empty()) {
+          if (compress_after_overflow(self, r.error))
+            return;
           end_turn(self, turn_exit::provider_error, r.error, true);
           return;
         }

@@ -495,25 +495,40 @@ void runtime::interrupt(const std::string& session_id,
 }
 
 void runtime::close_session(const std::string& session_id) {
+  // The session and the other ids of its conversation: compression
+  // continues a conversation in a new session, and its tools keep running
+  // under the first id (docs/agent_loop.md, "Context compression").
+  std::vector<std::string> ids{session_id};
   {
     std::lock_guard<std::mutex> guard{impl_->mtx};
     auto i = impl_->conversations.find(session_id);
     if (i != impl_->conversations.end()) {
-      caf::anon_send_exit(i->second, caf::exit_reason::user_shutdown);
-      impl_->conversations.erase(i);
+      auto conv = i->second;
+      caf::anon_send_exit(conv, caf::exit_reason::user_shutdown);
+      for (auto j = impl_->conversations.begin();
+           j != impl_->conversations.end();) {
+        if (j->second != conv) {
+          ++j;
+          continue;
+        }
+        if (j->first != session_id)
+          ids.push_back(j->first);
+        j = impl_->conversations.erase(j);
+      }
     }
-    if (impl_->kernels)
-      caf::anon_send(impl_->kernels, dispose_atom_v, session_id);
+    for (auto& id : ids) {
+      if (impl_->kernels)
+        caf::anon_send(impl_->kernels, dispose_atom_v, id);
+      impl_->session_providers.erase(id);
+    }
   }
-  {
-    std::lock_guard<std::mutex> guard{impl_->mtx};
-    impl_->session_providers.erase(session_id);
+  for (auto& id : ids) {
+    impl_->svc->approvals->forget_session(id);
+    impl_->svc->agent_tools->forget_session(id);
+    if (impl_->svc->processes)
+      impl_->svc->processes->close_session(id);
+    forget_session_reads(id);
   }
-  impl_->svc->approvals->forget_session(session_id);
-  impl_->svc->agent_tools->forget_session(session_id);
-  if (impl_->svc->processes)
-    impl_->svc->processes->close_session(session_id);
-  forget_session_reads(session_id);
 }
 
 void runtime::set_approval_callback(approval_callback cb) {

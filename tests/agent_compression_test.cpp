@@ -189,6 +189,115 @@ BOOST_AUTO_TEST_CASE(long_session_continues_in_a_child_session) {
                     new_id);
 }
 
+BOOST_AUTO_TEST_CASE(context_overflow_error_compresses_and_retries) {
+  auto opts = base_options();
+  opts.compression.protect_first_n = 1;
+  opts.compression.protect_last_n = 2;
+  start(opts);
+  temp_dir work;
+  auto a = work.path() + "/a.txt";
+  auto b = work.path() + "/b.txt";
+  { std::ofstream(a) << "apple\n"; std::ofstream(b) << "banana\n"; }
+  script(chat_completion("", {{"call_a", "read_file", one_arg("path", a)}}));
+  script(chat_completion("", {{"call_b", "read_file", one_arg("path", b)}}));
+  json::value overflow;
+  overflow["path"] = "/v1/chat/completions";
+  overflow["status"] = 400;
+  overflow["body"] = R"({"error":{"message":"This model's maximum context )"
+                     R"(length is 4096 tokens","type":"invalid_request_error",)"
+                     R"("code":"context_length_exceeded"}})";
+  server.script(overflow.dump());
+  script(chat_completion("SUMMARY: a.txt holds apple."));
+  script(chat_completion("apple and banana"));
+  std::string sid;
+  auto res = run(call("read them", "overflow-old"), &sid);
+  BOOST_CHECK_EQUAL(res["final_response"].as_string(), "apple and banana");
+  BOOST_CHECK(!res["failed"].as_bool());
+  BOOST_CHECK_NE(sid, "overflow-old");
+  auto reqs = requests();
+  BOOST_REQUIRE_EQUAL(reqs.size(), 5u);
+  BOOST_CHECK(reqs[3].find("tools") == nullptr); // the summary
+  BOOST_CHECK(contains(reqs[4]["messages"].dump(), "SUMMARY: a.txt"));
+  check_pairing(reqs[4]["messages"]);
+}
+
+// The character estimate is low here; the provider's prompt count is
+// over the threshold and triggers the compression.
+BOOST_AUTO_TEST_CASE(reported_prompt_tokens_trigger_compression) {
+  auto opts = base_options();
+  opts.model.context_length = 40000; // threshold 34000 tokens
+  opts.compression.protect_first_n = 1;
+  opts.compression.protect_last_n = 2;
+  start(opts);
+  temp_dir work;
+  auto a = work.path() + "/a.txt";
+  { std::ofstream(a) << "apple\n"; }
+  auto with_prompt_tokens = [](std::string body, int64_t n) {
+    auto j = json::parse(body);
+    BOOST_REQUIRE(j);
+    (*j.v)["usage"]["prompt_tokens"] = n;
+    return j.v->dump();
+  };
+  script(chat_completion("", {{"call_a", "read_file", one_arg("path", a)}}));
+  script(with_prompt_tokens(
+    chat_completion("", {{"call_b", "read_file", one_arg("path", a)}}),
+    36000));
+  script(chat_completion("SUMMARY: read a.txt once."));
+  script(chat_completion("done reading"));
+  std::string sid;
+  auto res = run(call("read twice", "reported-old"), &sid);
+  BOOST_CHECK_EQUAL(res["final_response"].as_string(), "done reading");
+  BOOST_CHECK_NE(sid, "reported-old");
+  auto reqs = requests();
+  BOOST_REQUIRE_EQUAL(reqs.size(), 4u);
+  BOOST_CHECK(reqs[2].find("tools") == nullptr);
+  check_pairing(reqs[3]["messages"]);
+}
+
+// Tools keep the first session's id across the chain: the kernel keeps
+// its state, and closing the session by its new id still ends it.
+BOOST_AUTO_TEST_CASE(kernel_survives_compression_and_closes_with_the_chain) {
+  auto opts = base_options();
+  opts.model.context_length = 40000;
+  opts.compression.protect_first_n = 1;
+  opts.compression.protect_last_n = 2;
+  start(opts);
+  temp_dir work;
+  auto a = work.path() + "/a.txt";
+  {
+    std::ofstream fa(a);
+    for (int i = 0; i < 500; ++i)
+      fa << std::string(149, 'k') << "\n";
+  }
+  auto with_prompt_tokens = [](std::string body, int64_t n) {
+    auto j = json::parse(body);
+    BOOST_REQUIRE(j);
+    (*j.v)["usage"]["prompt_tokens"] = n;
+    return j.v->dump();
+  };
+  json::value c1, c2;
+  c1["code"] = "import os\nmarker = 41\nprint('PID', os.getpid())";
+  c2["code"] = "print('MARK', marker + 1)";
+  script(chat_completion("", {{"call_1", "execute_code", c1.dump()}}));
+  script(chat_completion("", {{"call_a", "read_file", one_arg("path", a)}}));
+  script(with_prompt_tokens(
+    chat_completion("", {{"call_b", "read_file", one_arg("path", a)}}),
+    36000));
+  script(chat_completion("SUMMARY: kernel has marker."));
+  script(chat_completion("", {{"call_2", "execute_code", c2.dump()}}));
+  script(chat_completion("marker is 42"));
+  std::string sid;
+  auto res = run(call("use the kernel", "kernel-old"), &sid);
+  BOOST_CHECK_NE(sid, "kernel-old");
+  BOOST_CHECK_EQUAL(res["final_response"].as_string(), "marker is 42");
+  // The second cell ran in the same kernel, after the compression.
+  BOOST_CHECK(contains(res["messages"].dump(), "MARK 42"));
+  BOOST_CHECK(contains(rt->kernel_stats(), "\"kernels\":1"));
+  rt->close_session(sid);
+  BOOST_CHECK(wait_for(
+    [&] { return contains(rt->kernel_stats(), "\"kernels\":0"); }, 15));
+}
+
 BOOST_AUTO_TEST_CASE(small_sessions_are_not_compressed) {
   auto opts = base_options();
   opts.model.context_length = 40000;

@@ -158,6 +158,32 @@ BOOST_AUTO_TEST_CASE(three_children_run_in_parallel) {
   BOOST_CHECK_LT(latest_start, earliest_end);
 }
 
+BOOST_AUTO_TEST_CASE(max_concurrent_children_caps_the_parallelism) {
+  auto opts = base_options();
+  opts.delegation.max_concurrent_children = 1;
+  start(opts);
+  script(chat_completion("", {{"call_d", "delegate_task",
+                               delegate_args({"job one", "job two"})}}));
+  script(chat_completion("child finished"), 2, 300);
+  script(chat_completion("Both finished."));
+  std::string sid = "deleg-serial";
+  auto res = run(call("two jobs", sid));
+  BOOST_CHECK_EQUAL(res["final_response"].as_string(), "Both finished.");
+  auto store = open_store();
+  auto kids = children_of(*store, sid);
+  BOOST_REQUIRE_EQUAL(kids.size(), 2u);
+  std::vector<std::pair<int64_t, int64_t>> spans;
+  for (auto& k : kids) {
+    auto msgs = store->load_messages(k.id);
+    BOOST_REQUIRE(msgs && msgs->size() == 2u);
+    spans.emplace_back((*msgs)[0].message.timestamp_ms,
+                       (*msgs)[1].message.timestamp_ms);
+  }
+  std::sort(spans.begin(), spans.end());
+  // One at a time: the second started after the first had finished.
+  BOOST_CHECK_LE(spans[0].second, spans[1].first);
+}
+
 BOOST_AUTO_TEST_CASE(child_budget_exhausted) {
   auto opts = base_options();
   opts.delegation.max_iterations = 1;

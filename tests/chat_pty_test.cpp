@@ -122,7 +122,8 @@ struct pty_child {
 // A line of the display starting with `text` (after a newline or after
 // the erased status line).
 bool has_line(const std::string& s, const std::string& text) {
-  return contains(s, "\n" + text) || contains(s, "\033[K" + text);
+  return s.rfind(text, 0) == 0 || contains(s, "\n" + text)
+         || contains(s, "\033[K" + text);
 }
 
 struct pty_fixture : agent_fixture {
@@ -193,6 +194,47 @@ BOOST_AUTO_TEST_CASE(subagent_calls_are_indented_under_the_parent) {
   BOOST_CHECK_MESSAGE(has_line(s, "    > terminal  echo from-child"), s);
   BOOST_CHECK_MESSAGE(has_line(s, "    ok terminal "), s);
   BOOST_CHECK_MESSAGE(has_line(s, "  ok delegate_task "), s);
+}
+
+// The report: during a long tool call the screen showed nothing,
+// and Ctrl-C printed INFO log lines into the conversation.
+BOOST_AUTO_TEST_CASE(ctrl_c_during_a_tool_call_prints_no_log_lines) {
+  allow_commands();
+  json::value targs;
+  targs["command"] = "sleep 20";
+  script(chat_completion("", {{"call_s", "terminal", targs.dump()}}));
+  pty_child chat(chat_args(), home.path());
+  BOOST_REQUIRE_MESSAGE(chat.read_until("> ", 20), chat.seen);
+  chat.send("wait\n");
+  BOOST_REQUIRE_MESSAGE(chat.read_until("> terminal  sleep 20", 20), chat.seen);
+  // The status line counts while the command runs.
+  BOOST_REQUIRE_MESSAGE(chat.read_until("terminal 1.", 10), chat.seen);
+  chat.send("\x03"); // the terminal turns it into SIGINT
+  BOOST_REQUIRE_MESSAGE(chat.read_until("[interrupted]", 20), chat.seen);
+  chat.send("/exit\n");
+  BOOST_CHECK_EQUAL(chat.wait_exit(20), 0);
+  auto& s = chat.seen;
+  BOOST_CHECK_MESSAGE(!contains(s, " INFO ") && !contains(s, "WARN "), s);
+  BOOST_CHECK_MESSAGE(has_line(s, "  x terminal "), s);
+}
+
+BOOST_AUTO_TEST_CASE(run_on_a_terminal_shows_tool_calls) {
+  allow_commands();
+  json::value targs;
+  targs["command"] = "echo from-run";
+  script(chat_completion("", {{"call_s", "terminal", targs.dump()}}));
+  script(chat_completion("Ran it."));
+  auto args = chat_args();
+  args[0] = "run";
+  args.push_back("run the command");
+  pty_child run(args, home.path());
+  BOOST_REQUIRE_MESSAGE(run.read_until("Ran it.", 30), run.seen);
+  BOOST_CHECK_EQUAL(run.wait_exit(20), 0);
+  auto& s = run.seen;
+  BOOST_CHECK_MESSAGE(has_line(s, "  > terminal  echo from-run"), s);
+  BOOST_CHECK_MESSAGE(has_line(s, "  ok terminal "), s);
+  BOOST_CHECK(!contains(s, " INFO "));
+  BOOST_CHECK(std::filesystem::exists(home.path() + "/logs/run.log"));
 }
 
 BOOST_AUTO_TEST_CASE(no_decoration_without_a_terminal) {
