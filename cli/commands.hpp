@@ -37,6 +37,9 @@ int chat_command(const std::vector<std::string>& args,
                  const global_flags& flags);
 int serve_command(const std::vector<std::string>& args,
                   const global_flags& flags);
+/// `mibyan mcp list [--json]` / `mibyan mcp test NAME` (docs/mcp.md).
+int mcp_command(const std::vector<std::string>& args,
+                const global_flags& flags);
 
 
 /// Splits "a, b,c" into {"a", "b", "c"}, dropping empty items.

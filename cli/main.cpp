@@ -28,6 +28,8 @@ void usage(std::ostream& out) {
          "  serve [--listen HOST:PORT] [--provider P] [--model M]\n"
          "                          serve the agent over an OpenAI-compatible\n"
          "                          HTTP API (docs/serve.md)\n"
+         "  mcp list [--json]       the MCP servers, their state and tools\n"
+         "  mcp test NAME           connect to one MCP server, list, ping\n"
          "  version                 print the version\n";
 }
 
@@ -80,6 +82,8 @@ int main(int argc, char** argv) {
     return mibyan::cli::chat_command(rest, flags);
   if (command == "serve")
     return mibyan::cli::serve_command(rest, flags);
+  if (command == "mcp")
+    return mibyan::cli::mcp_command(rest, flags);
   if (command == "version" || command == "--version") {
     std::cout << "mibyan 0.1.0\n";
     return 0;

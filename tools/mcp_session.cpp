@@ -163,7 +163,10 @@ status mcp_session::handshake(clock::time_point deadline) {
     return st;
   std::vector<mcp_tool_info> tools;
   std::string cursor;
-  for (int page = 0; page < 100; ++page) {
+  tools_changed_ = false;
+  // A server may change its list right after `initialized` (tools that
+  // depend on the client's capabilities): then the listing runs once more.
+  for (int page = 0, rounds = 0; page < 100; ++page) {
     json::value p = json::value::make_object();
     if (!cursor.empty())
       p["cursor"] = cursor;
@@ -185,14 +188,16 @@ status mcp_session::handshake(clock::time_point deadline) {
       }
     }
     cursor = listed->get_string("nextCursor", "");
-    if (cursor.empty())
-      break;
+    if (cursor.empty()) {
+      if (!tools_changed_.exchange(false) || ++rounds > 1)
+        break;
+      tools.clear();
+    }
   }
   std::lock_guard<std::mutex> guard{mtx_};
   tools_ = std::move(tools);
   resources_ = resources;
   prompts_ = prompts;
-  tools_changed_ = false;
   return {};
 }
 

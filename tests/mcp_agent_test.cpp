@@ -1,0 +1,163 @@
+// MCP tools through the agent: a scripted model turn calls an MCP tool of
+// the real server-everything (stdio) and gets its result; with
+// code_execution.mcp_in_scripts an execute_code script calls one through
+// mibyan_tools.mcp.<server>.<tool>; without it the namespace is absent;
+// a server's sampling/createMessage goes to the configured model.
+#define BOOST_TEST_MODULE mcp_agent
+#include <boost/test/unit_test.hpp>
+
+#include <cstdlib>
+
+#include "base/json.hpp"
+#include "config/options.hpp"
+#include "node/runtime.hpp"
+#include "tests/support/http_server.hpp"
+#include "tests/support/mcp_servers.hpp"
+#include "tests/support/scripted_replies.hpp"
+#include "tests/support/temp_dir.hpp"
+
+using namespace mibyan;
+using mibyan::test::mcp_npm_presence;
+BOOST_TEST_GLOBAL_FIXTURE(mcp_npm_presence);
+
+namespace {
+
+bool contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
+
+struct fixture {
+  test::http_server server;
+  test::temp_dir home;
+  std::unique_ptr<runtime> rt;
+
+  fixture() {
+    for (auto v : {"OPENAI_API_KEY", "CUSTOM_API_KEY", "ANTHROPIC_API_KEY",
+                   "OPENROUTER_API_KEY"})
+      ::unsetenv(v);
+  }
+
+  void start(bool in_scripts, bool sampling = false) {
+    options opts;
+    opts.home = home.path();
+    opts.agent.api_max_retries = 1;
+    opts.approvals.unattended_mode = "approve";
+    opts.code_execution.sandbox = "off";
+    opts.code_execution.prestart_kernels = 0;
+    opts.code_execution.mcp_in_scripts = in_scripts;
+    opts.model.provider = "custom";
+    opts.model.base_url = server.url("/v1");
+    opts.model.default_model = "m";
+    opts.env_file["CUSTOM_API_KEY"] = "sk-test-0123456789";
+    auto sc = test::everything_stdio();
+    sc.sampling.enabled = sampling;
+    opts.mcp_servers = {sc};
+    std::string err;
+    rt = runtime::create(opts, &err);
+    BOOST_REQUIRE_MESSAGE(rt != nullptr, err);
+  }
+
+  void script(const std::string& body) {
+    json::value s;
+    s["path"] = "/v1/chat/completions";
+    s["status"] = 200;
+    s["body"] = body;
+    server.script(s.dump());
+  }
+
+  json::value run(const std::string& prompt) {
+    turn_call c;
+    c.prompt = prompt;
+    c.provider = "custom";
+    c.base_url = server.url("/v1");
+    c.model = "m";
+    c.api_key = "sk-test-0123456789";
+    c.stream = false;
+    auto out = rt->run_turn(c);
+    BOOST_REQUIRE_MESSAGE(out.error.empty(), out.error);
+    auto parsed = json::parse(out.result_json);
+    BOOST_REQUIRE(parsed);
+    return *parsed.v;
+  }
+
+  // The content of the tool message in the last request to the model.
+  std::string last_tool_result() {
+    auto bodies = test::request_bodies(server);
+    BOOST_REQUIRE(!bodies.empty());
+    auto& msgs = *bodies.back().find("messages");
+    for (auto i = msgs.as_array().rbegin(); i != msgs.as_array().rend(); ++i)
+      if (i->get_string("role", "") == "tool")
+        return i->get_string("content", "");
+    return {};
+  }
+};
+
+json::value code_args(const std::string& code) {
+  json::value a;
+  a["code"] = code;
+  return a;
+}
+
+} // namespace
+
+BOOST_FIXTURE_TEST_CASE(model_calls_an_mcp_tool, fixture) {
+  start(false);
+  script(test::completion("", "mcp__everything__echo",
+                          R"({"message":"from the model"})"));
+  script(test::completion("done"));
+  run("echo something");
+  auto bodies = test::request_bodies(server);
+  BOOST_REQUIRE(bodies.size() == 2u);
+  BOOST_TEST(contains(bodies.front().find("tools")->dump(),
+                      "\"mcp__everything__echo\""));
+  BOOST_TEST(contains(last_tool_result(), "Echo: from the model"),
+             last_tool_result());
+}
+
+BOOST_FIXTURE_TEST_CASE(script_calls_an_mcp_tool_when_allowed, fixture) {
+  start(true);
+  script(test::completion(
+    "", "execute_code",
+    code_args("from mibyan_tools import mcp\n"
+              "r = mcp.everything.echo(message='from the script')\n"
+              "print(r)\n")
+      .dump()));
+  script(test::completion("done"));
+  run("use a script");
+  BOOST_TEST(contains(last_tool_result(), "Echo: from the script"),
+             last_tool_result());
+}
+
+BOOST_FIXTURE_TEST_CASE(scripts_get_no_mcp_by_default, fixture) {
+  start(false);
+  script(test::completion(
+    "", "execute_code",
+    code_args("import mibyan_tools\n"
+              "print(hasattr(mibyan_tools, 'mcp'))\n"
+              "print(mibyan_tools._call('mcp__everything__echo', "
+              "{'message': 'sneaky'}))\n")
+      .dump()));
+  script(test::completion("done"));
+  run("try a script");
+  auto out = last_tool_result();
+  BOOST_TEST(contains(out, "False"), out);
+  BOOST_TEST(!contains(out, "Echo: sneaky"), out);
+}
+
+BOOST_FIXTURE_TEST_CASE(sampling_goes_to_the_configured_model, fixture) {
+  start(false, true);
+  script(test::completion("", "mcp__everything__trigger_sampling_request",
+                          R"({"prompt":"say hi","maxTokens":50})"));
+  script(test::completion("sampled answer 42")); // the sampling request
+  script(test::completion("done"));
+  run("sample");
+  BOOST_TEST(contains(last_tool_result(), "sampled answer 42"),
+             last_tool_result());
+  auto bodies = test::request_bodies(server);
+  BOOST_REQUIRE(bodies.size() == 3u);
+  // The sampling request carried the server's system prompt and a capped
+  // token limit.
+  auto sampling = bodies[1].dump();
+  BOOST_TEST(contains(sampling, "You are a helpful test server."), sampling);
+  BOOST_TEST(contains(sampling, "say hi"), sampling);
+}
