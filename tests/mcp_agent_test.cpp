@@ -6,7 +6,12 @@
 #define BOOST_TEST_MODULE mcp_agent
 #include <boost/test/unit_test.hpp>
 
+#include <chrono>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
 
 #include "base/json.hpp"
 #include "config/options.hpp"
@@ -37,7 +42,8 @@ struct fixture {
       ::unsetenv(v);
   }
 
-  void start(bool in_scripts, bool sampling = false) {
+  void start(bool in_scripts, bool sampling = false,
+             int64_t idle_timeout = 0, std::string mark = {}) {
     options opts;
     opts.home = home.path();
     opts.agent.api_max_retries = 1;
@@ -51,6 +57,9 @@ struct fixture {
     opts.env_file["CUSTOM_API_KEY"] = "sk-test-0123456789";
     auto sc = test::everything_stdio();
     sc.sampling.enabled = sampling;
+    sc.idle_timeout_seconds = idle_timeout;
+    if (!mark.empty())
+      sc.env = {{"MIBYAN_MCP_MARK", mark}};
     opts.mcp_servers = {sc};
     std::string err;
     rt = runtime::create(opts, &err);
@@ -91,6 +100,34 @@ struct fixture {
     return {};
   }
 };
+
+// Live processes whose environment holds MIBYAN_MCP_MARK=<mark>.
+int marked_processes(const std::string& mark) {
+  int n = 0;
+  std::error_code ec;
+  for (auto& e : std::filesystem::directory_iterator("/proc", ec)) {
+    std::ifstream in(e.path() / "environ", std::ios::binary);
+    if (!in)
+      continue;
+    std::stringstream ss;
+    ss << in.rdbuf();
+    auto text = ss.str();
+    if (text.find("MIBYAN_MCP_MARK=" + mark + '\0') != std::string::npos)
+      ++n;
+  }
+  return n;
+}
+
+template <class Pred>
+bool eventually(Pred pred, int seconds = 30) {
+  auto end = std::chrono::steady_clock::now() + std::chrono::seconds{seconds};
+  while (std::chrono::steady_clock::now() < end) {
+    if (pred())
+      return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds{50});
+  }
+  return pred();
+}
 
 json::value code_args(const std::string& code) {
   json::value a;
@@ -160,4 +197,22 @@ BOOST_FIXTURE_TEST_CASE(sampling_goes_to_the_configured_model, fixture) {
   auto sampling = bodies[1].dump();
   BOOST_TEST(contains(sampling, "You are a helpful test server."), sampling);
   BOOST_TEST(contains(sampling, "say hi"), sampling);
+}
+
+BOOST_FIXTURE_TEST_CASE(idle_stdio_server_is_recycled_and_restarted, fixture) {
+  auto mark = "idle-" + std::to_string(::getpid());
+  start(false, false, 1, mark);
+  BOOST_TEST(marked_processes(mark) == 1);
+  // Idle for a second: the upkeep actor stops it.
+  BOOST_TEST(eventually([&] { return marked_processes(mark) == 0; }));
+  // The next call starts it again.
+  tool_call_request call;
+  call.tool = "mcp__everything__echo";
+  call.args_json = R"({"message":"again"})";
+  auto out = rt->call_tool(call);
+  BOOST_TEST(contains(out.result_json, "Echo: again"), out.result_json);
+  BOOST_TEST(marked_processes(mark) == 1);
+  // Shutdown kills it.
+  rt.reset();
+  BOOST_TEST(eventually([&] { return marked_processes(mark) == 0; }));
 }
