@@ -43,7 +43,8 @@ struct fixture {
   }
 
   void start(bool in_scripts, bool sampling = false,
-             int64_t idle_timeout = 0, std::string mark = {}) {
+             int64_t idle_timeout = 0, std::string mark = {},
+             std::vector<mcp_server_options> extra = {}) {
     options opts;
     opts.home = home.path();
     opts.agent.api_max_retries = 1;
@@ -61,6 +62,8 @@ struct fixture {
     if (!mark.empty())
       sc.env = {{"MIBYAN_MCP_MARK", mark}};
     opts.mcp_servers = {sc};
+    for (auto& e : extra)
+      opts.mcp_servers.push_back(e);
     std::string err;
     rt = runtime::create(opts, &err);
     BOOST_REQUIRE_MESSAGE(rt != nullptr, err);
@@ -215,4 +218,22 @@ BOOST_FIXTURE_TEST_CASE(idle_stdio_server_is_recycled_and_restarted, fixture) {
   // Shutdown kills it.
   rt.reset();
   BOOST_TEST(eventually([&] { return marked_processes(mark) == 0; }));
+}
+
+BOOST_FIXTURE_TEST_CASE(unanswered_keepalive_ping_drops_the_server, fixture) {
+  auto mark = "deaf-" + std::to_string(::getpid());
+  auto deaf = test::misbehaving_stdio("deaf_ping", "deaf");
+  deaf.keepalive_interval = 5; // the floor
+  deaf.connect_timeout = 2;    // also bounds the ping
+  deaf.env = {{"MIBYAN_MCP_MARK", mark}};
+  start(false, false, 0, "", {deaf});
+  BOOST_TEST(marked_processes(mark) == 1);
+  // ~5 s until the ping, ~2 s until it times out, then the process goes.
+  BOOST_TEST(eventually([&] { return marked_processes(mark) == 0; }, 60));
+  // A call brings it back.
+  tool_call_request call;
+  call.tool = "mcp__deaf__echo";
+  call.args_json = R"({"text":"hello"})";
+  auto out = rt->call_tool(call);
+  BOOST_TEST(contains(out.result_json, "echo: hello"), out.result_json);
 }
