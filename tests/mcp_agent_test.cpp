@@ -44,7 +44,8 @@ struct fixture {
 
   void start(bool in_scripts, bool sampling = false,
              int64_t idle_timeout = 0, std::string mark = {},
-             std::vector<mcp_server_options> extra = {}) {
+             std::vector<mcp_server_options> extra = {},
+             int64_t sampling_rpm = 10) {
     options opts;
     opts.home = home.path();
     opts.agent.api_max_retries = 1;
@@ -58,6 +59,7 @@ struct fixture {
     opts.env_file["CUSTOM_API_KEY"] = "sk-test-0123456789";
     auto sc = test::everything_stdio();
     sc.sampling.enabled = sampling;
+    sc.sampling.max_rpm = sampling_rpm;
     sc.idle_timeout_seconds = idle_timeout;
     if (!mark.empty())
       sc.env = {{"MIBYAN_MCP_MARK", mark}};
@@ -236,4 +238,14 @@ BOOST_FIXTURE_TEST_CASE(unanswered_keepalive_ping_drops_the_server, fixture) {
   call.args_json = R"({"text":"hello"})";
   auto out = rt->call_tool(call);
   BOOST_TEST(contains(out.result_json, "echo: hello"), out.result_json);
+}
+
+BOOST_FIXTURE_TEST_CASE(sampling_over_its_rate_is_refused, fixture) {
+  start(false, true, 0, "", {}, 0);
+  script(test::completion("", "mcp__everything__trigger_sampling_request",
+                          R"({"prompt":"say hi","maxTokens":50})"));
+  script(test::completion("done"));
+  run("sample");
+  BOOST_TEST(contains(last_tool_result(), "rate limit"), last_tool_result());
+  BOOST_TEST(test::request_bodies(server).size() == 2u); // no model call
 }

@@ -376,9 +376,11 @@ void mcp_session::serve_sampling(uint64_t gen, json::value id,
     answer(gen, id, nullptr, &err);
   };
   mcp_sampling_fn fn;
+  bool has_handler;
   {
     std::lock_guard<std::mutex> guard{mtx_};
     fn = sampling_;
+    has_handler = static_cast<bool>(fn);
     auto now = clock::now();
     while (!sampling_times_.empty()
            && now - sampling_times_.front() > std::chrono::minutes{1})
@@ -389,7 +391,7 @@ void mcp_session::serve_sampling(uint64_t gen, json::value id,
       sampling_times_.push_back(now);
     }
   }
-  if (!sampling_) {
+  if (!has_handler) {
     refuse("sampling is not available in this client");
     return;
   }
