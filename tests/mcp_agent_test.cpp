@@ -6,6 +6,7 @@
 #define BOOST_TEST_MODULE mcp_agent
 #include <boost/test/unit_test.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -248,4 +249,33 @@ BOOST_FIXTURE_TEST_CASE(sampling_over_its_rate_is_refused, fixture) {
   run("sample");
   BOOST_TEST(contains(last_tool_result(), "rate limit"), last_tool_result());
   BOOST_TEST(test::request_bodies(server).size() == 2u); // no model call
+}
+
+BOOST_FIXTURE_TEST_CASE(runtime_interrupt_cancels_an_mcp_call, fixture) {
+  start(false);
+  tool_call_request call;
+  call.session_id = "s-int";
+  call.tool = "mcp__everything__trigger_long_running_operation";
+  call.args_json = R"({"duration":60,"steps":60})";
+  std::atomic<bool> done{false};
+  tool_outcome out;
+  rt->call_tool_async(call, [&](tool_outcome o) {
+    out = std::move(o);
+    done = true;
+  });
+  // Interrupts before the call runs are no-ops: repeat until one lands.
+  BOOST_REQUIRE(eventually([&] {
+    rt->interrupt("s-int", "test");
+    return done.load();
+  }));
+  BOOST_TEST((contains(out.result_json, "cancel")
+              || contains(out.result_json, "interrupt")),
+             out.result_json);
+  // The server is still there and answers at once.
+  tool_call_request echo;
+  echo.session_id = "s-int";
+  echo.tool = "mcp__everything__echo";
+  echo.args_json = R"({"message":"still up"})";
+  auto r = rt->call_tool(echo);
+  BOOST_TEST(contains(r.result_json, "Echo: still up"), r.result_json);
 }
