@@ -471,11 +471,6 @@ json::value mcp_session::call_method(const std::string& method,
                                      json::value params,
                                      const std::atomic<bool>* cancel,
                                      clock::time_point deadline) {
-  ++active_;
-  struct dec {
-    std::atomic<int>& n;
-    ~dec() { --n; }
-  } d{active_};
   std::string what = method == "tools/call"
                        ? "Tool '" + params.get_string("name", "") + "'"
                        : method;
@@ -502,6 +497,12 @@ json::value mcp_session::call_method(const std::string& method,
                               "time).");
     }
   }
+  // Counted from here: the call owns the server (upkeep leaves it alone).
+  ++active_;
+  struct dec {
+    std::atomic<int>& n;
+    ~dec() { --n; }
+  } d{active_};
   bool need_connect;
   {
     std::lock_guard<std::mutex> guard{mtx_};
