@@ -28,11 +28,6 @@ caf::behavior mcp_server(caf::stateful_actor<mcp_server_state>* self,
                          services_ptr svc,
                          std::shared_ptr<mcp_session> session) {
   self->state.session = session;
-  self->attach_functor([session, svc] {
-    // Killing a process may take ~1 s: off the scheduler thread.
-    if (!svc->pool || !svc->pool->submit([session] { session->close(); }))
-      session->close();
-  });
   self->delayed_send(self, tick_interval, tick_atom_v);
   return {
     [=](tick_atom) {

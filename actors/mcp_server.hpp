@@ -8,9 +8,9 @@
 // - a keepalive `ping` every `keepalive_interval` while connected and idle;
 //   a failed ping disconnects (the next call reconnects);
 // - recycling of stdio servers after `idle_timeout_seconds` without calls
-//   or after `max_lifetime_seconds` of age (never during a call);
-// - closing the session (killing a stdio server's process group) when the
-//   actor exits.
+//   or after `max_lifetime_seconds` of age (never during a call).
+// Closing the sessions at shutdown is the runtime's job
+// (mcp_manager::shutdown, after the actors got their exit message).
 // Blocking work (ping round trip, killing a process) runs on the runtime's
 // blocking pool; the actor only keeps timers and state.
 //

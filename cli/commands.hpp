@@ -39,6 +39,9 @@ int serve_command(const std::vector<std::string>& args,
                   const global_flags& flags);
 int batch_command(const std::vector<std::string>& args,
                   const global_flags& flags);
+/// `mibyan mcp list [--json]` / `mibyan mcp test NAME` (docs/mcp.md).
+int mcp_command(const std::vector<std::string>& args,
+                const global_flags& flags);
 
 
 /// Splits "a, b,c" into {"a", "b", "c"}, dropping empty items.

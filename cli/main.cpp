@@ -28,10 +28,12 @@ void usage(std::ostream& out) {
          "  serve [--listen HOST:PORT] [--provider P] [--model M]\n"
          "                          serve the agent over an OpenAI-compatible\n"
          "                          HTTP API (docs/serve.md)\n"
-         "  version                 print the version\n"
          "  batch PROMPTS.jsonl --run-name R [--workers N] [--resume]\n"
          "                          run many prompts, merge trajectories\n"
-         "                          (docs/batch.md)\n";
+         "                          (docs/batch.md)\n"
+         "  mcp list [--json]       the MCP servers, their state and tools\n"
+         "  mcp test NAME           connect to one MCP server, list, ping\n"
+         "  version                 print the version\n";
 }
 
 } // namespace
@@ -85,6 +87,8 @@ int main(int argc, char** argv) {
     return mibyan::cli::serve_command(rest, flags);
   if (command == "batch")
     return mibyan::cli::batch_command(rest, flags);
+  if (command == "mcp")
+    return mibyan::cli::mcp_command(rest, flags);
   if (command == "version" || command == "--version") {
     std::cout << "mibyan 0.1.0\n";
     return 0;

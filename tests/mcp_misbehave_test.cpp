@@ -157,6 +157,39 @@ BOOST_FIXTURE_TEST_CASE(collisions_fail_closed, fixture) {
   BOOST_TEST(mgr.server_tools().at("a_b").empty());
 }
 
+namespace {
+
+// A non-MCP tool that happens to own an MCP-shaped name.
+struct builtin_echo : tool {
+  const char* name() const override { return "mcp__bad__echo"; }
+  const char* toolset() const override { return "host"; }
+  std::string description() const override { return "host tool"; }
+  json::value schema() const override {
+    return *json::parse(R"({"type":"object","properties":{}})").v;
+  }
+  json::value run(const json::value&, const tool_context&) const override {
+    json::value r;
+    r["result"] = "host";
+    return r;
+  }
+};
+
+} // namespace
+
+BOOST_FIXTURE_TEST_CASE(builtin_wins_a_collision, fixture) {
+  cfg.mcp_servers = {test::misbehaving_stdio("good")};
+  mcp_manager mgr{cfg, nullptr};
+  mgr.start();
+  tool_registry reg;
+  reg.add(std::make_unique<builtin_echo>());
+  auto warnings = mgr.register_tools(reg);
+  BOOST_REQUIRE(warnings.size() == 1u);
+  BOOST_TEST(warnings[0].find("is a built-in tool") != std::string::npos,
+             warnings[0]);
+  BOOST_TEST(reg.find("mcp__bad__echo")->description() == "host tool");
+  BOOST_TEST(mgr.server_tools().at("bad").size() == 2u);
+}
+
 BOOST_FIXTURE_TEST_CASE(script_stub_namespace, fixture) {
   cfg.mcp_servers = {test::misbehaving_stdio("good")};
   mcp_manager mgr{cfg, nullptr};

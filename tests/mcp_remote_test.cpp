@@ -106,7 +106,55 @@ void exercise(const std::string& mode, const std::string& transport) {
   mgr.shutdown();
 }
 
+// The server dies during a call: the call fails at once, and the next call
+// reaches the restarted server with a new session.
+void crash_and_reconnect(const std::string& mode, const std::string& transport) {
+  auto server = std::make_unique<test::everything_http_server>(mode);
+  BOOST_REQUIRE(!server->url().empty());
+  auto url = server->url();
+  auto port = server->port();
+  test::temp_dir home;
+  options cfg;
+  cfg.home = home.path();
+  http_client http;
+  mcp_server_options sc;
+  sc.name = "remote";
+  sc.transport = transport;
+  sc.url = url;
+  sc.connect_timeout = 30;
+  sc.timeout = 60;
+  mcp_session s{sc, cfg, &http};
+  BOOST_REQUIRE(s.connect().ok());
+  json::value r;
+  std::thread caller([&] {
+    r = s.call_tool("trigger-long-running-operation",
+                    args_of(R"({"duration":30,"steps":30})"), nullptr,
+                    clock_type::now() + 60s, home / "m");
+  });
+  while (s.active_calls() == 0)
+    std::this_thread::sleep_for(10ms);
+  std::this_thread::sleep_for(300ms);
+  server.reset(); // SIGKILL
+  caller.join();
+  BOOST_TEST(r.get_string("error", "").find("unavailable") != std::string::npos,
+             r.dump());
+  server = std::make_unique<test::everything_http_server>(mode, port);
+  BOOST_REQUIRE(!server->url().empty());
+  r = s.call_tool("echo", args_of(R"({"message":"back"})"), nullptr,
+                  clock_type::now() + 60s, home / "m");
+  BOOST_TEST(r.get_string("result", "") == "Echo: back", r.dump());
+  s.close();
+}
+
 } // namespace
+
+BOOST_AUTO_TEST_CASE(streamable_http_crash_and_reconnect) {
+  crash_and_reconnect("streamableHttp", "http");
+}
+
+BOOST_AUTO_TEST_CASE(sse_crash_and_reconnect) {
+  crash_and_reconnect("sse", "sse");
+}
 
 BOOST_AUTO_TEST_CASE(streamable_http) {
   exercise("streamableHttp", "http");

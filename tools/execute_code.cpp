@@ -73,8 +73,12 @@ public:
     for (auto& t : tools_) {
       std::string sig = signature(t);
       for (auto& h : host_tools_)
-        if (sig.empty() && h.name == t)
-          sig = stub_signature(h) + " -> dict (" + h.doc + ")";
+        if (sig.empty() && h.name == t) {
+          auto shown = h; // MCP tools live in the `mcp` namespace
+          if (!h.mcp_server.empty())
+            shown.name = "mcp." + h.mcp_server + "." + h.mcp_tool;
+          sig = stub_signature(shown) + " -> dict (" + h.doc + ")";
+        }
       d += "  " + sig + "\n";
     }
     if (tools_.empty())

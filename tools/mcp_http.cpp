@@ -199,6 +199,7 @@ public:
       std::string body;
       std::unique_ptr<mcp_sse_parser> parser;
       bool too_big = false;
+      bool replied = false; // a message arrived on this response's stream
     };
     auto st = std::make_shared<state>();
     auto self = this;
@@ -212,10 +213,13 @@ public:
       if (auto ct = find_header(headers, "content-type");
           ct != nullptr && ct->find("text/event-stream") != std::string::npos) {
         st->sse = true;
+        auto* raw = st.get(); // the parser lives inside *st
         st->parser = std::make_unique<mcp_sse_parser>(
-          [self](const std::string& event, std::string data) {
-            if (event.empty() || event == "message")
+          [self, raw](const std::string& event, std::string data) {
+            if (event.empty() || event == "message") {
+              raw->replied = true;
               self->deliver(std::move(data));
+            }
           });
       }
     };
@@ -244,22 +248,34 @@ public:
       if (st->too_big)
         why = "the server sent a message larger than "
               + std::to_string(self->s_.max_message_bytes) + " bytes";
-      else if (!sum.ok() && !(st->sse && sum.status == 200))
+      else if (!sum.ok())
         why = sum.error;
       else if (st->status >= 400)
         why = "HTTP " + std::to_string(st->status)
               + (st->body.empty() ? "" : ": " + st->body.substr(0, 300));
       if (!why.empty()) {
-        if (st->status == 404) {
-          bool had_session;
-          {
-            std::lock_guard<std::mutex> guard{self->mtx_};
-            had_session = !self->session_id_.empty();
-          }
-          if (had_session) { // the server forgot our session
-            self->closed("the server ended the session (HTTP 404)");
-            return;
-          }
+        bool had_session;
+        {
+          std::lock_guard<std::mutex> guard{self->mtx_};
+          had_session = !self->session_id_.empty();
+        }
+        // The connection is gone when the transfer broke (no response, or
+        // a stream cut before its reply), when the server broke the size
+        // limit, or when it no longer knows our session (404, or 400
+        // naming the session, as after a restart): the session's calls
+        // fail and the next call connects afresh.
+        bool forgotten = had_session
+                         && (st->status == 404
+                             || (st->status == 400
+                                 && st->body.find("ession")
+                                      != std::string::npos));
+        if (!sum.ok() && st->sse && st->replied)
+          return; // the reply is in; how the stream ended does not matter
+        if (!sum.ok() || st->too_big || forgotten) {
+          self->closed(forgotten ? "the server no longer knows the session ("
+                                     + why + ")"
+                                 : why);
+          return;
         }
         auto reply = error_reply_for(message, why);
         if (!reply.empty())
@@ -269,8 +285,16 @@ public:
         return;
       }
       // Legacy SSE replies arrive on the stream; a POST answers "Accepted".
-      if (!self->s_.sse && !st->sse && !st->body.empty())
+      if (!self->s_.sse && !st->sse && !st->body.empty()) {
         self->deliver(std::move(st->body));
+      } else if (st->sse && !st->replied) {
+        // A stream that ended without the reply would leave the call
+        // waiting until its timeout.
+        auto reply = error_reply_for(message, "the server ended the response "
+                                              "stream without a reply");
+        if (!reply.empty())
+          self->deliver(std::move(reply));
+      }
     };
     pending_callbacks_.fetch_add(1);
     auto id = http_.submit(std::move(req), std::move(cb));

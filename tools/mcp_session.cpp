@@ -163,7 +163,10 @@ status mcp_session::handshake(clock::time_point deadline) {
     return st;
   std::vector<mcp_tool_info> tools;
   std::string cursor;
-  for (int page = 0; page < 100; ++page) {
+  tools_changed_ = false;
+  // A server may change its list right after `initialized` (tools that
+  // depend on the client's capabilities): then the listing runs once more.
+  for (int page = 0, rounds = 0; page < 100; ++page) {
     json::value p = json::value::make_object();
     if (!cursor.empty())
       p["cursor"] = cursor;
@@ -185,14 +188,16 @@ status mcp_session::handshake(clock::time_point deadline) {
       }
     }
     cursor = listed->get_string("nextCursor", "");
-    if (cursor.empty())
-      break;
+    if (cursor.empty()) {
+      if (!tools_changed_.exchange(false) || ++rounds > 1)
+        break;
+      tools.clear();
+    }
   }
   std::lock_guard<std::mutex> guard{mtx_};
   tools_ = std::move(tools);
   resources_ = resources;
   prompts_ = prompts;
-  tools_changed_ = false;
   return {};
 }
 
@@ -371,9 +376,11 @@ void mcp_session::serve_sampling(uint64_t gen, json::value id,
     answer(gen, id, nullptr, &err);
   };
   mcp_sampling_fn fn;
+  bool has_handler;
   {
     std::lock_guard<std::mutex> guard{mtx_};
     fn = sampling_;
+    has_handler = static_cast<bool>(fn);
     auto now = clock::now();
     while (!sampling_times_.empty()
            && now - sampling_times_.front() > std::chrono::minutes{1})
@@ -384,7 +391,7 @@ void mcp_session::serve_sampling(uint64_t gen, json::value id,
       sampling_times_.push_back(now);
     }
   }
-  if (!sampling_) {
+  if (!has_handler) {
     refuse("sampling is not available in this client");
     return;
   }
@@ -464,11 +471,6 @@ json::value mcp_session::call_method(const std::string& method,
                                      json::value params,
                                      const std::atomic<bool>* cancel,
                                      clock::time_point deadline) {
-  ++active_;
-  struct dec {
-    std::atomic<int>& n;
-    ~dec() { --n; }
-  } d{active_};
   std::string what = method == "tools/call"
                        ? "Tool '" + params.get_string("name", "") + "'"
                        : method;
@@ -495,6 +497,12 @@ json::value mcp_session::call_method(const std::string& method,
                               "time).");
     }
   }
+  // Counted from here: the call owns the server (upkeep leaves it alone).
+  ++active_;
+  struct dec {
+    std::atomic<int>& n;
+    ~dec() { --n; }
+  } d{active_};
   bool need_connect;
   {
     std::lock_guard<std::mutex> guard{mtx_};

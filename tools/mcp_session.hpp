@@ -120,7 +120,7 @@ public:
   std::string last_error() const;
   std::string stderr_tail() const;
   int pid() const;
-  /// Calls in flight.
+  /// Calls past the call lock (connecting or waiting for their reply).
   int active_calls() const { return active_.load(); }
   std::chrono::steady_clock::time_point last_used() const;
   std::chrono::steady_clock::time_point connected_at() const;

@@ -44,7 +44,7 @@ status mcp_stdio_transport::start(handlers h, std::chrono::milliseconds) {
     return status::failure(status_code::invalid_argument, "empty command");
   auto exe = find_executable(s_.argv[0]);
   if (exe.empty())
-    return status::failure(status_code::unavailable,
+    return status::failure(status_code::not_found,
                            "command not found on PATH: " + s_.argv[0]);
   int in_pair[2], out_pipe[2], err_pipe[2], wake[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, in_pair) != 0)

@@ -222,6 +222,18 @@ void mcp_manager::start() {
     threads.emplace_back([this, s, i, &ms] {
       auto t0 = clock::now();
       auto st = s->connect();
+      // A server that was refused or died at once gets two more attempts
+      // (after 0.5 s and 1 s) while its connect_timeout lasts; a missing
+      // command or a timeout does not.
+      auto end = t0 + std::chrono::seconds{s->config().connect_timeout};
+      for (int retry = 0; retry < 2 && st.code == status_code::unavailable;
+           ++retry) {
+        auto pause = std::chrono::milliseconds{500 << retry};
+        if (clock::now() + pause >= end)
+          break;
+        std::this_thread::sleep_for(pause);
+        st = s->connect();
+      }
       ms[i] = std::chrono::duration<double, std::milli>(clock::now() - t0)
                 .count();
       if (!st) {

@@ -9,6 +9,7 @@ misbehaviour:
   silent_init   never answers `initialize`
   id_mismatch   answers tools/call with a wrong id
   stderr_flood  writes ~20 MiB to stderr during every tools/call
+  deaf_ping     never answers `ping`
 """
 import json
 import sys
@@ -53,7 +54,8 @@ for line in sys.stdin:
     elif method == "tools/list":
         reply(rid, {"tools": TOOLS})
     elif method == "ping":
-        reply(rid, {})
+        if MODE != "deaf_ping":
+            reply(rid, {})
     elif method == "tools/call":
         name = msg["params"]["name"]
         args = msg["params"].get("arguments", {})

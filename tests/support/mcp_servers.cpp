@@ -110,8 +110,11 @@ bool accepts(int port) {
 
 } // namespace
 
-everything_http_server::everything_http_server(const std::string& mode) {
-  int port = free_port();
+everything_http_server::everything_http_server(const std::string& mode,
+                                               int port) {
+  if (port == 0)
+    port = free_port();
+  port_ = port;
   std::vector<std::string> env;
   for (char** e = environ; *e != nullptr; ++e)
     if (std::string{*e}.rfind("PORT=", 0) != 0)

@@ -36,15 +36,18 @@ mcp_server_options misbehaving_stdio(const std::string& mode,
 /// ("sse") on a free loopback port; killed (its group) by the destructor.
 class everything_http_server {
 public:
-  explicit everything_http_server(const std::string& mode);
+  /// `port` 0 picks a free one.
+  explicit everything_http_server(const std::string& mode, int port = 0);
   ~everything_http_server();
   everything_http_server(const everything_http_server&) = delete;
   everything_http_server& operator=(const everything_http_server&) = delete;
   /// http://127.0.0.1:<port>/mcp or .../sse; "" when it did not start.
   const std::string& url() const { return url_; }
+  int port() const { return port_; }
 
 private:
   int pid_ = -1;
+  int port_ = 0;
   std::string url_;
 };
 

@@ -1,0 +1,281 @@
+// MCP tools through the agent: a scripted model turn calls an MCP tool of
+// the real server-everything (stdio) and gets its result; with
+// code_execution.mcp_in_scripts an execute_code script calls one through
+// mibyan_tools.mcp.<server>.<tool>; without it the namespace is absent;
+// a server's sampling/createMessage goes to the configured model.
+#define BOOST_TEST_MODULE mcp_agent
+#include <boost/test/unit_test.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "base/json.hpp"
+#include "config/options.hpp"
+#include "node/runtime.hpp"
+#include "tests/support/http_server.hpp"
+#include "tests/support/mcp_servers.hpp"
+#include "tests/support/scripted_replies.hpp"
+#include "tests/support/temp_dir.hpp"
+
+using namespace mibyan;
+using mibyan::test::mcp_npm_presence;
+BOOST_TEST_GLOBAL_FIXTURE(mcp_npm_presence);
+
+namespace {
+
+bool contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
+
+struct fixture {
+  test::http_server server;
+  test::temp_dir home;
+  std::unique_ptr<runtime> rt;
+
+  fixture() {
+    for (auto v : {"OPENAI_API_KEY", "CUSTOM_API_KEY", "ANTHROPIC_API_KEY",
+                   "OPENROUTER_API_KEY"})
+      ::unsetenv(v);
+  }
+
+  void start(bool in_scripts, bool sampling = false,
+             int64_t idle_timeout = 0, std::string mark = {},
+             std::vector<mcp_server_options> extra = {},
+             int64_t sampling_rpm = 10) {
+    options opts;
+    opts.home = home.path();
+    opts.agent.api_max_retries = 1;
+    opts.approvals.unattended_mode = "approve";
+    opts.code_execution.sandbox = "off";
+    opts.code_execution.prestart_kernels = 0;
+    opts.code_execution.mcp_in_scripts = in_scripts;
+    opts.model.provider = "custom";
+    opts.model.base_url = server.url("/v1");
+    opts.model.default_model = "m";
+    opts.env_file["CUSTOM_API_KEY"] = "sk-test-0123456789";
+    auto sc = test::everything_stdio();
+    sc.sampling.enabled = sampling;
+    sc.sampling.max_rpm = sampling_rpm;
+    sc.idle_timeout_seconds = idle_timeout;
+    if (!mark.empty())
+      sc.env = {{"MIBYAN_MCP_MARK", mark}};
+    opts.mcp_servers = {sc};
+    for (auto& e : extra)
+      opts.mcp_servers.push_back(e);
+    std::string err;
+    rt = runtime::create(opts, &err);
+    BOOST_REQUIRE_MESSAGE(rt != nullptr, err);
+  }
+
+  void script(const std::string& body) {
+    json::value s;
+    s["path"] = "/v1/chat/completions";
+    s["status"] = 200;
+    s["body"] = body;
+    server.script(s.dump());
+  }
+
+  json::value run(const std::string& prompt) {
+    turn_call c;
+    c.prompt = prompt;
+    c.provider = "custom";
+    c.base_url = server.url("/v1");
+    c.model = "m";
+    c.api_key = "sk-test-0123456789";
+    c.stream = false;
+    auto out = rt->run_turn(c);
+    BOOST_REQUIRE_MESSAGE(out.error.empty(), out.error);
+    auto parsed = json::parse(out.result_json);
+    BOOST_REQUIRE(parsed);
+    return *parsed.v;
+  }
+
+  // The content of the tool message in the last request to the model.
+  std::string last_tool_result() {
+    auto bodies = test::request_bodies(server);
+    BOOST_REQUIRE(!bodies.empty());
+    auto& msgs = *bodies.back().find("messages");
+    for (auto i = msgs.as_array().rbegin(); i != msgs.as_array().rend(); ++i)
+      if (i->get_string("role", "") == "tool")
+        return i->get_string("content", "");
+    return {};
+  }
+};
+
+// Live processes whose environment holds MIBYAN_MCP_MARK=<mark>.
+int marked_processes(const std::string& mark) {
+  int n = 0;
+  std::error_code ec;
+  for (auto& e : std::filesystem::directory_iterator("/proc", ec)) {
+    std::ifstream in(e.path() / "environ", std::ios::binary);
+    if (!in)
+      continue;
+    std::stringstream ss;
+    ss << in.rdbuf();
+    auto text = ss.str();
+    if (text.find("MIBYAN_MCP_MARK=" + mark + '\0') != std::string::npos)
+      ++n;
+  }
+  return n;
+}
+
+template <class Pred>
+bool eventually(Pred pred, int seconds = 30) {
+  auto end = std::chrono::steady_clock::now() + std::chrono::seconds{seconds};
+  while (std::chrono::steady_clock::now() < end) {
+    if (pred())
+      return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds{50});
+  }
+  return pred();
+}
+
+json::value code_args(const std::string& code) {
+  json::value a;
+  a["code"] = code;
+  return a;
+}
+
+} // namespace
+
+BOOST_FIXTURE_TEST_CASE(model_calls_an_mcp_tool, fixture) {
+  start(false);
+  script(test::completion("", "mcp__everything__echo",
+                          R"({"message":"from the model"})"));
+  script(test::completion("done"));
+  run("echo something");
+  auto bodies = test::request_bodies(server);
+  BOOST_REQUIRE(bodies.size() == 2u);
+  BOOST_TEST(contains(bodies.front().find("tools")->dump(),
+                      "\"mcp__everything__echo\""));
+  BOOST_TEST(contains(last_tool_result(), "Echo: from the model"),
+             last_tool_result());
+}
+
+BOOST_FIXTURE_TEST_CASE(script_calls_an_mcp_tool_when_allowed, fixture) {
+  start(true);
+  script(test::completion(
+    "", "execute_code",
+    code_args("from mibyan_tools import mcp\n"
+              "r = mcp.everything.echo(message='from the script')\n"
+              "print(r)\n")
+      .dump()));
+  script(test::completion("done"));
+  run("use a script");
+  BOOST_TEST(contains(last_tool_result(), "Echo: from the script"),
+             last_tool_result());
+}
+
+BOOST_FIXTURE_TEST_CASE(scripts_get_no_mcp_by_default, fixture) {
+  start(false);
+  script(test::completion(
+    "", "execute_code",
+    code_args("import mibyan_tools\n"
+              "print(hasattr(mibyan_tools, 'mcp'))\n"
+              "print(mibyan_tools._call('mcp__everything__echo', "
+              "{'message': 'sneaky'}))\n")
+      .dump()));
+  script(test::completion("done"));
+  run("try a script");
+  auto out = last_tool_result();
+  BOOST_TEST(contains(out, "False"), out);
+  BOOST_TEST(!contains(out, "Echo: sneaky"), out);
+}
+
+BOOST_FIXTURE_TEST_CASE(sampling_goes_to_the_configured_model, fixture) {
+  start(false, true);
+  script(test::completion("", "mcp__everything__trigger_sampling_request",
+                          R"({"prompt":"say hi","maxTokens":50})"));
+  script(test::completion("sampled answer 42")); // the sampling request
+  script(test::completion("done"));
+  run("sample");
+  BOOST_TEST(contains(last_tool_result(), "sampled answer 42"),
+             last_tool_result());
+  auto bodies = test::request_bodies(server);
+  BOOST_REQUIRE(bodies.size() == 3u);
+  // The sampling request carried the server's system prompt and a capped
+  // token limit.
+  auto sampling = bodies[1].dump();
+  BOOST_TEST(contains(sampling, "You are a helpful test server."), sampling);
+  BOOST_TEST(contains(sampling, "say hi"), sampling);
+}
+
+BOOST_FIXTURE_TEST_CASE(idle_stdio_server_is_recycled_and_restarted, fixture) {
+  auto mark = "idle-" + std::to_string(::getpid());
+  start(false, false, 1, mark);
+  BOOST_TEST(marked_processes(mark) == 1);
+  // Idle for a second: the upkeep actor stops it.
+  BOOST_TEST(eventually([&] { return marked_processes(mark) == 0; }));
+  // The next call starts it again.
+  tool_call_request call;
+  call.tool = "mcp__everything__echo";
+  call.args_json = R"({"message":"again"})";
+  auto out = rt->call_tool(call);
+  BOOST_TEST(contains(out.result_json, "Echo: again"), out.result_json);
+  BOOST_TEST(marked_processes(mark) == 1);
+  // Shutdown kills it.
+  rt.reset();
+  BOOST_TEST(eventually([&] { return marked_processes(mark) == 0; }));
+}
+
+BOOST_FIXTURE_TEST_CASE(unanswered_keepalive_ping_drops_the_server, fixture) {
+  auto mark = "deaf-" + std::to_string(::getpid());
+  auto deaf = test::misbehaving_stdio("deaf_ping", "deaf");
+  deaf.keepalive_interval = 5; // the floor
+  deaf.connect_timeout = 2;    // also bounds the ping
+  deaf.env = {{"MIBYAN_MCP_MARK", mark}};
+  start(false, false, 0, "", {deaf});
+  BOOST_TEST(marked_processes(mark) == 1);
+  // ~5 s until the ping, ~2 s until it times out, then the process goes.
+  BOOST_TEST(eventually([&] { return marked_processes(mark) == 0; }, 60));
+  // A call brings it back.
+  tool_call_request call;
+  call.tool = "mcp__deaf__echo";
+  call.args_json = R"({"text":"hello"})";
+  auto out = rt->call_tool(call);
+  BOOST_TEST(contains(out.result_json, "echo: hello"), out.result_json);
+}
+
+BOOST_FIXTURE_TEST_CASE(sampling_over_its_rate_is_refused, fixture) {
+  start(false, true, 0, "", {}, 0);
+  script(test::completion("", "mcp__everything__trigger_sampling_request",
+                          R"({"prompt":"say hi","maxTokens":50})"));
+  script(test::completion("done"));
+  run("sample");
+  BOOST_TEST(contains(last_tool_result(), "rate limit"), last_tool_result());
+  BOOST_TEST(test::request_bodies(server).size() == 2u); // no model call
+}
+
+BOOST_FIXTURE_TEST_CASE(runtime_interrupt_cancels_an_mcp_call, fixture) {
+  start(false);
+  tool_call_request call;
+  call.session_id = "s-int";
+  call.tool = "mcp__everything__trigger_long_running_operation";
+  call.args_json = R"({"duration":60,"steps":60})";
+  std::atomic<bool> done{false};
+  tool_outcome out;
+  rt->call_tool_async(call, [&](tool_outcome o) {
+    out = std::move(o);
+    done = true;
+  });
+  // Interrupts before the call runs are no-ops: repeat until one lands.
+  BOOST_REQUIRE(eventually([&] {
+    rt->interrupt("s-int", "test");
+    return done.load();
+  }));
+  BOOST_TEST((contains(out.result_json, "cancel")
+              || contains(out.result_json, "interrupt")),
+             out.result_json);
+  // The server is still there and answers at once.
+  tool_call_request echo;
+  echo.session_id = "s-int";
+  echo.tool = "mcp__everything__echo";
+  echo.args_json = R"({"message":"still up"})";
+  auto r = rt->call_tool(echo);
+  BOOST_TEST(contains(r.result_json, "Echo: still up"), r.result_json);
+}
