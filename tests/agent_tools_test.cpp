@@ -388,6 +388,7 @@ BOOST_AUTO_TEST_CASE(skill_env_passes_through_only_while_active) {
   BOOST_TEST(contains(first, "t=[]"), first);
   BOOST_TEST(contains(last, "k=[tok-123]"), last);
   BOOST_TEST(contains(last, "t=[tok-123]"), last);
+  BOOST_TEST(contains(last, "\"state_reset\":true"), last); // new kernel
 }
 
 // -- todo -------------------------------------------------------------------
