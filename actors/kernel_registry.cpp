@@ -376,6 +376,25 @@ registry_behavior(registry_pointer self, services_ptr svc, std::string python,
         run_cell(self, req, i->second, std::move(cell), rp);
         return rp;
       }
+      // A skill became active since the session's kernel started: that
+      // kernel lacks its variables and is never used again; stop it when
+      // idle (docs/tools.md, "Skills").
+      if (!shape.skill_env.empty()) {
+        auto plain = shape;
+        plain.skill_env.clear();
+        auto base = owner + "|" + plain.text(s.tools);
+        for (auto j = s.kernels.begin(); j != s.kernels.end();) {
+          bool older = j->first == base
+                       || j->first.rfind(base + "|env:", 0) == 0;
+          if (older && j->second.attached == 0) {
+            cell.state_reset = true; // reported in the result's kernel info
+            stop_kernel(self, j->second.handle);
+            j = s.kernels.erase(j);
+          } else {
+            ++j;
+          }
+        }
+      }
       // A fresh kernel: take a pre-started one of the same shape if any.
       caf::actor handle;
       auto text = shape.text(s.tools);

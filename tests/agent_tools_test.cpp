@@ -374,6 +374,21 @@ BOOST_AUTO_TEST_CASE(skill_env_passes_through_only_while_active) {
   o.env["DEMO_API_TOKEN"] = "tok-123";
   r = test::run_mibyan({"tool", "--stdin", "--session", "s-other"}, o);
   BOOST_TEST(contains(r.out, "v=[]"), r.out);
+  // execute_code: the kernel and its script's terminal calls too.
+  home.write("config.yaml", "approvals:\n  single_query_mode: approve\n");
+  auto code = line("execute_code",
+                   R"J({"code":"import os\nfrom mibyan_tools import terminal\nprint('k=[%s]' % os.environ.get('DEMO_API_TOKEN', ''))\nprint(terminal('echo t=[$DEMO_API_TOKEN]')['output'])"})J");
+  o = env(code + line("skill_view", R"({"name":"demo"})") + code);
+  o.env["DEMO_API_TOKEN"] = "tok-123";
+  r = test::run_mibyan({"tool", "--stdin", "--session", "s-kernel"}, o);
+  BOOST_REQUIRE_EQUAL(r.exit_code, 0);
+  auto first = r.out.substr(0, r.out.find('\n'));
+  auto last = r.out.substr(r.out.rfind('\n', r.out.size() - 2));
+  BOOST_TEST(contains(first, "k=[]"), first);
+  BOOST_TEST(contains(first, "t=[]"), first);
+  BOOST_TEST(contains(last, "k=[tok-123]"), last);
+  BOOST_TEST(contains(last, "t=[tok-123]"), last);
+  BOOST_TEST(contains(last, "\"state_reset\":true"), last); // new kernel
 }
 
 // -- todo -------------------------------------------------------------------
@@ -543,7 +558,7 @@ BOOST_AUTO_TEST_CASE(toolsets_resolution_table) {
      "process,read_file,search_files,terminal,write_file"},
     {{"all"}, {"terminal", "file", "web", "skills"}, {"clarify"},
      "memory,session_search,todo"},
-    {{"*"}, {"mibyan-cli"}, {}, ""},
+    {{"file"}, {"mibyan-cli"}, {}, "patch,read_file,search_files,write_file"},
     {{"mibyan-telegram"}, {"memory", "todo", "session_search", "clarify", "skills",
                            "terminal", "web"}, {}, "patch,read_file,search_files,write_file"},
     {{"nonsense"}, {}, {}, "error:unknown toolset 'nonsense'"},

@@ -1,7 +1,8 @@
 // The todo tool (docs/tools.md, "todo"): the session's task plan. The list
 // lives in agent_tool_state per session; every result carries the whole
 // list, so the stored session holds it too, and a resumed session (also in
-// a new process) rebuilds it from its last todo result in the store.
+// a new process) rebuilds it from its last todo result in the store (or
+// its parent session's, when it continues a compressed one).
 #include <set>
 
 #include "storage/session_store.hpp"
@@ -22,10 +23,13 @@ bool valid_status(const std::string& s) {
   return false;
 }
 
-// The list in the session's newest todo result, or an empty list.
-json::value from_history(const session_store& store, const std::string& sid) {
-  auto loaded = store.load_messages(sid);
-  if (loaded)
+// The list in the session's newest todo result (else in its parent's, for
+// a session continued after compression), or an empty list.
+json::value from_history(const session_store& store, std::string sid) {
+  for (int depth = 0; depth < 16 && !sid.empty(); ++depth) {
+    auto loaded = store.load_messages(sid);
+    if (!loaded)
+      break;
     for (auto i = loaded->rbegin(); i != loaded->rend(); ++i) {
       auto& m = i->message;
       if (m.role != "tool" || m.tool_name != "todo")
@@ -37,6 +41,9 @@ json::value from_history(const session_store& store, const std::string& sid) {
       if (list != nullptr && list->is_array())
         return *list;
     }
+    auto info = store.get_session(sid);
+    sid = info ? info->parent_session_id : std::string{};
+  }
   return json::value::make_array();
 }
 

@@ -212,11 +212,21 @@ toolset_catalog::resolve(const tool_registry& reg,
                                : sel.enabled);
   if (!enabled)
     return enabled;
-  auto disabled = expand(reg, sel.disabled_toolsets);
+  // Disabling a `mibyan-*` bundle removes only its non-core tools.
+  std::vector<std::string> sets, bundles;
+  for (auto& n : sel.disabled_toolsets)
+    (is_bundle(n) ? bundles : sets).push_back(n);
+  auto disabled = expand(reg, sets);
   if (!disabled)
     return result<std::vector<std::string>>::failure(
       disabled.code, "agent.disabled_toolsets: " + disabled.error);
   std::set<std::string> drop(disabled->begin(), disabled->end());
+  if (auto b = expand(reg, bundles)) {
+    auto& core = core_tool_names();
+    for (auto& t : *b)
+      if (std::find(core.begin(), core.end(), t) == core.end())
+        drop.insert(t);
+  }
   drop.insert(sel.disabled_tools.begin(), sel.disabled_tools.end());
   std::vector<std::string> out;
   for (auto& t : *enabled)

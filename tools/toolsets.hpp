@@ -13,7 +13,8 @@
 //   * Enabled = the call's sets, else `agent.toolsets`, else `all`. The
 //     result is enabled minus the tools of `disabled_toolsets` minus
 //     `disabled_tools`, restricted to tools present in the registry,
-//     sorted by name.
+//     sorted by name. Disabling a `mibyan-*` bundle removes only its
+//     non-core tools.
 //   * An unknown set name is an error (status_code::invalid_argument) that
 //     lists the valid names.
 //

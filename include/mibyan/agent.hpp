@@ -49,7 +49,8 @@ struct agent_config {
   std::string model;
   std::string base_url;
   std::string api_key;
-  /// Toolsets offered to the model (empty = all, host tools included).
+  /// Toolsets offered to the model (empty = config `agent.toolsets`, else
+  /// all, host tools included; docs/tools.md "Toolsets").
   std::vector<std::string> toolsets;
   /// Recorded as the session's source.
   std::string source = "embed";

@@ -92,7 +92,9 @@ struct turn_call {
   std::string api_key;
   /// Iteration cap of the turn; <= 0 means `agent.max_turns`.
   int64_t max_iterations = 0;
-  /// Toolsets offered to the model (empty = all).
+  /// Toolsets offered to the model (empty = config `agent.toolsets`, else
+  /// all; docs/tools.md "Toolsets"). An unknown name fails the turn with
+  /// config_error.
   std::vector<std::string> toolsets;
   /// Ask the provider for a stream.
   bool stream = true;
