@@ -45,24 +45,6 @@ namespace mibyan {
 
 namespace {
 
-// Returns the interpreter for project mode: the active virtualenv's or conda
-// env's python when it runs and is >= 3.8, else `fallback`.
-std::string project_python(const std::string& fallback) {
-  for (const char* var : {"VIRTUAL_ENV", "CONDA_PREFIX"}) {
-    const char* dir = std::getenv(var);
-    if (dir == nullptr || *dir == '\0')
-      continue;
-    for (const char* name : {"/bin/python3", "/bin/python"}) {
-      auto candidate = std::string{dir} + name;
-      if (::access(candidate.c_str(), X_OK) == 0 && probe_python(candidate))
-        return candidate;
-    }
-    MIBYAN_LOG(warning, "kernel", var << "=" << dir << " has no usable "
-               "Python >= 3.8; execute_code uses " << fallback);
-  }
-  return fallback;
-}
-
 // Host-side protections and the kernel sandbox decision; returns the error
 // that stops start-up (`code_execution.sandbox: required` unmet) or "".
 std::string isolate_scripts(const options& opts) {
@@ -317,13 +299,12 @@ bool wire_runtime(runtime::impl& p, std::string* error) {
       *error = text;
     return false;
   }
+  // Interpreters are resolved when a kernel starts, not here
+  // (kernels/interpreter_cache.hpp): "" = project mode's venv/conda lookup.
   auto& ce = svc->cfg.code_execution;
-  auto default_python = resolve_interpreter(ce.python.empty()
-                                              ? std::string{"python3"}
-                                              : ce.python);
-  p.kernels = spawn_kernel_registry(*p.sys, svc,
-                                    project_python(default_python),
-                                    default_python);
+  p.kernels = spawn_kernel_registry(*p.sys, svc, std::string{},
+                                    ce.python.empty() ? std::string{"python3"}
+                                                      : ce.python);
   p.dispatcher = spawn_tool_dispatcher(*p.sys, svc, p.kernels);
   {
     // Without a store the runtime still runs tools; turns fail clearly.
