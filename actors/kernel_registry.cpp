@@ -10,6 +10,7 @@
 #include "kernels/stub_generator.hpp"
 #include "messages/type_ids.hpp"
 #include "base/env_filter.hpp"
+#include "base/host_hardening.hpp"
 #include "base/log.hpp"
 #include "tools/script_sandbox.hpp"
 
@@ -146,6 +147,8 @@ caf::actor start_kernel(registry_pointer self, const kernel_shape& shape,
       *error = isolation_error;
     return {};
   }
+  if (so.bwrap.empty())
+    become_subreaper(); // the fallback hunts orphaned daemons at teardown
   so.strict = shape.mode == "strict";
   so.home = st.svc->cfg.home;
   so.limits = script_limits(st.svc->cfg);

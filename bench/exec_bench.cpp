@@ -502,6 +502,50 @@ void warm_cell(bench_env& env, runtime& rt, int n) {
     if (out.result_json.find("\"data\"") == std::string::npos)
       die("direct web_search failed: " + out.result_json);
   }
+  // The same cells from an event-based caller: each cell's completion
+  // (call_tool_async's callback, on a runtime thread) issues the next one;
+  // no thread blocks. And call_tool_async + a future (a thin blocking
+  // wrapper).
+  std::vector<double> evented, wrapped;
+  {
+    struct chain {
+      runtime* rt;
+      int left;
+      std::vector<double>* out;
+      clock_type::time_point start;
+      std::promise<void> done;
+      json::value args;
+      void next() {
+        start = clock_type::now();
+        rt->call_tool_async({"warm", "e", "execute_code", args.dump(), ""},
+                            [this](tool_outcome o) {
+          out->push_back(ms_since(start));
+          if (o.result_json.find("\"success\"") == std::string::npos)
+            die("event-based warm cell failed: " + o.result_json);
+          if (--left > 0)
+            next();
+          else
+            done.set_value();
+        });
+      }
+    };
+    chain c{&rt, n, &evented, {}, {}, {}};
+    c.args["code"] = "pass";
+    auto f = c.done.get_future();
+    c.next();
+    f.wait();
+    for (int i = 0; i < n; ++i) {
+      json::value args;
+      args["code"] = "pass";
+      std::promise<tool_outcome> p;
+      auto fo = p.get_future();
+      auto start = clock_type::now();
+      rt.call_tool_async({"warm", "w", "execute_code", args.dump(), ""},
+                         [&p](tool_outcome o) { p.set_value(std::move(o)); });
+      fo.wait();
+      wrapped.push_back(ms_since(start));
+    }
+  }
   double pipe_p99 = 0;
   auto pipe_p50 = pipe_echo_p50_ms(env.python_real, env.echo_script, n,
                                    &pipe_p99);
@@ -522,6 +566,19 @@ void warm_cell(bench_env& env, runtime& rt, int n) {
   add_row("warm `pass` cell p99 (blocking call_tool)",
           percentile(wall, 0.99), percentile(direct, 0.99), "ms",
           "direct no-op call_tool", "info");
+  std::printf("event-based     p50 %.3f  p99 %.3f ms (call_tool_async "
+              "chained from its callback)\n", median(evented),
+              percentile(evented, 0.99));
+  std::printf("async + future p50 %.3f  p99 %.3f ms\n", median(wrapped),
+              percentile(wrapped, 0.99));
+  add_row("warm `pass` cell p50 (event-based caller)", median(evented),
+          pipe_p50, "ms", "py pipe echo", "< 0.08 ms",
+          median(evented) < 0.08);
+  add_row("warm `pass` cell p99 (event-based caller)",
+          percentile(evented, 0.99), pipe_p99, "ms", "py pipe echo",
+          "< 0.3 ms", percentile(evented, 0.99) < 0.3);
+  add_row("warm `pass` cell p50 (call_tool_async + future)", median(wrapped),
+          median(wall), "ms", "blocking call_tool", "info");
   add_row("warm `pass` cell p50 vs pipe echo", median(wall), pipe_p50, "ms",
           "py pipe echo", "info");
   direct_call_breakdown(median(direct));
