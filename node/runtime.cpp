@@ -24,6 +24,7 @@
 #include "base/env_filter.hpp"
 #include "base/http_client.hpp"
 #include "base/log.hpp"
+#include "base/subprocess.hpp"
 #include "base/process_registry.hpp"
 #include "base/redact.hpp"
 #include "base/credential_vault.hpp"
@@ -57,9 +58,13 @@ std::string isolate_scripts(const options& opts) {
   // start-up depends on it; otherwise when the first kernel starts, which
   // also makes the host a subreaper for the unsandboxed fallback
   // (actors/kernel_registry.cpp).
+  // Without bwrap on PATH the probe spawns nothing, so `auto` still warns
+  // at start-up that scripts run unsandboxed.
   std::string error;
-  if (parse_sandbox_setting(opts.code_execution.sandbox)
-        == sandbox_setting::required
+  auto setting = parse_sandbox_setting(opts.code_execution.sandbox);
+  if ((setting == sandbox_setting::required
+       || (setting == sandbox_setting::automatic
+           && find_executable("bwrap").empty()))
       && script_sandbox_bwrap(opts, &error).empty() && error.empty())
     become_subreaper(); // the fallback hunts orphaned daemons at teardown
   return error;
