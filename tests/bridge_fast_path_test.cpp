@@ -11,7 +11,10 @@
 #include <chrono>
 #include <cstdlib>
 #include <string>
+#include <mutex>
 #include <thread>
+
+#include <pthread.h>
 
 #include "actors/script_calls.hpp"
 #include "node/runtime.hpp"
@@ -25,6 +28,14 @@ namespace {
 
 std::atomic<int> noop_runs{0};
 std::atomic<int> cancelled_seen{0};
+std::mutex names_mtx;
+std::string noop_thread, wait_thread; // names of the threads that ran them
+
+std::string thread_name() {
+  char buf[32] = {0};
+  ::pthread_getname_np(::pthread_self(), buf, sizeof buf);
+  return buf;
+}
 
 // Replaces web_search: answers at once; declared non-blocking.
 class inline_noop final : public tool {
@@ -41,6 +52,10 @@ public:
   json::value run(const json::value& args,
                   const tool_context& ctx) const override {
     ++noop_runs;
+    {
+      std::lock_guard<std::mutex> g{names_mtx};
+      noop_thread = thread_name();
+    }
     json::value r;
     r["echo"] = args.get_string("query");
     r["from_script"] = ctx.from_script;
@@ -70,6 +85,10 @@ public:
                   const tool_context& ctx) const override {
     auto hold = std::chrono::milliseconds(
       std::atoll(args.find("urls")->as_array()[0].as_string().c_str()));
+    {
+      std::lock_guard<std::mutex> g{names_mtx};
+      wait_thread = thread_name();
+    }
     auto until = std::chrono::steady_clock::now() + hold;
     while (std::chrono::steady_clock::now() < until) {
       if (ctx.is_cancelled()) {
@@ -185,6 +204,18 @@ BOOST_AUTO_TEST_CASE(non_blocking_tool_answers_every_call_in_order) {
   BOOST_TEST(r.get_string("output") == "True\n");
   BOOST_TEST(r.get_int("tool_calls_made", -1) == 41);
   BOOST_TEST(noop_runs.load() == 41);
+}
+
+BOOST_AUTO_TEST_CASE(non_blocking_runs_on_the_io_thread_others_on_the_pool) {
+  start();
+  auto r = exec("from mibyan_tools import web_search, web_extract\n"
+                "web_search('x')\n"
+                "print(web_extract(['1'])['waited'])\n");
+  BOOST_TEST(r.get_string("output") == "True\n", r.dump());
+  std::lock_guard<std::mutex> g{names_mtx};
+  // CAF names its I/O thread; the pool's threads are ours.
+  BOOST_TEST(noop_thread == "caf.multiplexer");
+  BOOST_TEST(wait_thread == "mibyan.block");
 }
 
 BOOST_AUTO_TEST_CASE(budget_applies_to_non_blocking_calls) {
