@@ -2,7 +2,7 @@
 # Runs the whole benchmark suite and prints one table (docs/benchmarks.md,
 # "Result rows").
 #
-#   bash scripts/bench.sh [--quick] [--compare OLD.json] [--no-run]
+#   bash scripts/bench.sh [--quick] [--compare OLD.json] [--no-run] [--no-build]
 #                         [--build-dir DIR] [--only REGEX] [--out FILE]
 #
 # * Configures and builds the benchmark targets in their own build directory
