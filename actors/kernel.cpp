@@ -15,7 +15,7 @@
 #include "caf/all.hpp"
 #include "caf/io/all.hpp"
 
-#include "actors/tool_invocation.hpp"
+#include "actors/script_calls.hpp"
 #include "actors/tool_dispatcher.hpp"
 #include "kernels/cell_result.hpp"
 #include "kernels/frame_parser.hpp"
@@ -37,11 +37,6 @@ using clock_type = std::chrono::steady_clock;
 
 // Raw fd-level output kept per cell (head + tail); the rest is counted.
 constexpr size_t raw_keep = 5000000;
-
-// Variables stripped from script terminal calls (foreground only).
-const char* const terminal_stripped[]
-  = {"background", "pty", "notify", "notify_on_complete", "watch_patterns",
-     "heartbeat", "persist_on_release"};
 
 struct pending_cell {
   exec_cell cell;
@@ -72,7 +67,8 @@ struct kernel_state {
   std::unique_ptr<frame_parser> parser;
   std::deque<pending_cell> queue;
   std::unique_ptr<running_cell> cell;
-  std::set<caf::actor> invocations;
+  // The script's tool calls in flight (actors/script_calls.hpp).
+  script_call_table<caf::io::connection_handle> calls;
   int64_t execution_count = 0;
   uint64_t cell_seq = 0;
   uint64_t deadline_gen = 0;
@@ -83,6 +79,8 @@ struct kernel_state {
   std::string death_reason;
 
   ~kernel_state() {
+    for (auto& c : calls.take_all())
+      c.cancel->store(true); // the tools stop their work
     auto& p = opts.proc;
     // Close the watchdog first: the runner kills its own group on EOF.
     if (p.watchdog_fd >= 0) {
@@ -174,9 +172,10 @@ void settle(kernel_broker* self, const json::value* frame) {
   auto cell = std::move(st.cell);
   ++st.deadline_gen; // disarm the deadline
   close_rpc_conns(self);
-  // Cancel tool calls the cell left running; they belong to it.
-  for (auto& inv : st.invocations)
-    caf::anon_send(inv, interrupt_atom_v, std::string{"the cell ended"});
+  // Cancel tool calls the cell left running; they belong to it. Their
+  // connections are closed, so no answer is written.
+  for (auto& c : st.calls.take_all())
+    c.cancel->store(true);
   cell_outcome c;
   c.tools = st.opts.tools;
   c.mode = st.opts.mode;
@@ -352,6 +351,56 @@ void start_next(kernel_broker* self) {
   self->delayed_send(self, timeout, deadline_atom_v, ++st.deadline_gen);
 }
 
+// Arms the broker's one deadline timer when the earliest deadline of the
+// calls in flight moved before the armed one (actors/script_calls.hpp).
+void arm_call_timer(kernel_broker* self) {
+  auto& st = self->state;
+  if (auto when = st.calls.timer_to_arm()) {
+    auto delay = *when - clock_type::now();
+    self->delayed_send(self, std::max(delay, clock_type::duration::zero()),
+                       tick_atom_v);
+  }
+}
+
+// Runs one admitted script call (the bridge fast path, docs/
+// execute_code.md): a non-blocking tool at once on this thread, any other
+// on the blocking pool with the deadline kept in `st.calls`.
+void run_script_call(kernel_broker* self, caf::io::connection_handle hdl,
+                     tool_request req) {
+  auto& st = self->state;
+  auto svc = st.svc;
+  auto call = prepare_call(*svc, std::move(req));
+  auto now = clock_type::now();
+  if (call.non_blocking) {
+    std::atomic<bool> cancel{false};
+    auto result = run_prepared_call(*svc, call, &cancel, now + call.limit);
+    write_conn(self, hdl, encode_rpc_response(call.req.call_id, result));
+    return;
+  }
+  auto cancel = std::make_shared<std::atomic<bool>>(false);
+  auto seq = st.calls.add({hdl, call.req.call_id, call.req.tool, cancel, now,
+                           now + call.limit});
+  caf::actor_addr me = self->address(); // weak: a late result is dropped
+  auto job = [svc, call = std::move(call), cancel, deadline = now + call.limit,
+              me, seq]() mutable {
+    if (cancel->load())
+      return; // answered already (deadline or cell end)
+    auto result = run_prepared_call(*svc, call, cancel.get(), deadline);
+    if (auto broker = caf::actor_cast<caf::actor>(me))
+      caf::anon_send(broker, done_atom_v, seq, std::move(result));
+  };
+  if (!svc->pool->submit(std::move(job))) {
+    if (auto c = st.calls.take(seq))
+      write_conn(self, hdl,
+                 encode_rpc_response(c->id,
+                                     error_result("The runtime is shutting "
+                                                  "down; the tool was not "
+                                                  "run.").dump()));
+    return;
+  }
+  arm_call_timer(self);
+}
+
 void handle_rpc_line(kernel_broker* self, caf::io::connection_handle hdl,
                      std::string_view line) {
   auto& st = self->state;
@@ -418,30 +467,10 @@ void handle_rpc_line(kernel_broker* self, caf::io::connection_handle hdl,
     write_conn(self, hdl, encode_rpc_error(req.id, err));
     return;
   }
-  if (req.tool == "terminal") {
-    if (auto args = json::parse(req.args_json); args && args.v->is_object()) {
-      for (auto name : terminal_stripped)
-        args.v->erase(name);
-      req.args_json = args.v->dump();
-    }
-  }
   ++cell.tool_calls;
-  tool_request tr{cell.cell.session_id, req.id, req.tool, req.args_json,
-                  st.opts.proc.cwd, true};
-  auto inv = spawn_tool_invocation(self, st.svc);
-  st.invocations.insert(inv);
-  auto id = req.id;
-  self->request(caf::actor_cast<tool_invoker_actor>(inv), caf::infinite,
-                invoke_atom_v, std::move(tr))
-    .then(
-      [=](tool_response& res) {
-        write_conn(self, hdl, encode_rpc_response(id, res.result_json));
-      },
-      [=](caf::error& err) {
-        write_conn(self, hdl,
-                   encode_rpc_error(id, "Tool dispatch failed: "
-                                          + self->system().render(err)));
-      });
+  tool_request tr{cell.cell.session_id, req.id, req.tool,
+                  std::move(req.args_json), st.opts.proc.cwd, true};
+  run_script_call(self, hdl, std::move(tr));
 }
 
 void on_stdout_closed(kernel_broker* self) {
@@ -486,15 +515,6 @@ caf::behavior kernel_impl(kernel_broker* self, services_ptr svc,
   self->configure_read(st.in_hdl, caf::io::receive_policy::at_most(1024));
   self->configure_read(st.out_hdl, caf::io::receive_policy::at_most(65536));
   self->configure_read(st.err_hdl, caf::io::receive_policy::at_most(65536));
-  self->set_down_handler([=](caf::down_msg& dm) {
-    auto& s = self->state;
-    for (auto i = s.invocations.begin(); i != s.invocations.end(); ++i) {
-      if (i->address() == dm.source) {
-        s.invocations.erase(i);
-        break;
-      }
-    }
-  });
   return {
     [=](exec_atom, exec_cell& cell) -> caf::result<tool_response> {
       auto& s = self->state;
@@ -514,6 +534,27 @@ caf::behavior kernel_impl(kernel_broker* self, services_ptr svc,
       s.queue.push_back(pending_cell{std::move(cell), rp});
       start_next(self);
       return rp;
+    },
+    [=](done_atom, uint64_t seq, std::string& result_json) {
+      // A pool thread finished a script call; dropped when the call was
+      // answered by its deadline or cancelled with its cell.
+      if (auto c = self->state.calls.take(seq))
+        write_conn(self, c->conn, encode_rpc_response(c->id, result_json));
+    },
+    [=](tick_atom) {
+      auto& s = self->state;
+      s.calls.timer_fired();
+      for (auto& c : s.calls.take_expired(clock_type::now())) {
+        c.cancel->store(true);
+        auto secs = std::chrono::duration_cast<std::chrono::seconds>(
+                      clock_type::now() - c.start).count();
+        MIBYAN_LOG(warning, "tool", c.tool << " call " << c.id
+                   << " passed its deadline after " << secs << " s");
+        write_conn(self, c.conn,
+                   encode_rpc_response(c.id,
+                                       call_timeout_result(c.tool, secs)));
+      }
+      arm_call_timer(self);
     },
     [=](interrupt_atom, std::string& reason) {
       auto& s = self->state;

@@ -6,9 +6,11 @@
 #include "caf/all.hpp"
 
 #include "actors/kernel.hpp"
+#include "kernels/interpreter_cache.hpp"
 #include "kernels/stub_generator.hpp"
 #include "messages/type_ids.hpp"
 #include "base/env_filter.hpp"
+#include "base/host_hardening.hpp"
 #include "base/log.hpp"
 #include "tools/script_sandbox.hpp"
 
@@ -36,10 +38,14 @@ struct kernel_record {
 struct spare_kernel {
   std::string shape;      // mode|python|cwd|tools
   caf::actor handle;
+  std::string resolved;   // the interpreter it runs
 };
 
 struct registry_state {
   services_ptr svc;
+  // Interpreter specs (names or paths), resolved only when a kernel starts
+  // (kernels/interpreter_cache.hpp); `python` "" = the active venv/conda
+  // env's, else `default_python`.
   std::string python;
   std::string default_python;
   std::vector<std::string> tools;
@@ -117,11 +123,24 @@ kernel_shape shape_for(registry_pointer self, const tool_request& req) {
   return s;
 }
 
+// The interpreter a new kernel of `shape` runs: resolved now, from the
+// cache while nothing that selects the version changed.
+std::string interpreter_for(registry_pointer self, const kernel_shape& shape) {
+  auto& st = self->state;
+  auto cwd = shape.cwd.empty() ? st.svc->default_cwd : shape.cwd;
+  auto& home = st.svc->cfg.home;
+  if (shape.python.empty())
+    return resolve_project_interpreter(st.default_python, home, cwd);
+  return resolve_interpreter_cached(shape.python, home, cwd);
+}
+
 caf::actor start_kernel(registry_pointer self, const kernel_shape& shape,
-                        std::string* error) {
+                        std::string* error, std::string* resolved = nullptr) {
   auto& st = self->state;
   kernel_spawn_options so;
-  so.python = shape.python;
+  so.python = interpreter_for(self, shape);
+  if (resolved)
+    *resolved = so.python;
   so.cwd = shape.cwd;
   so.tools = st.tools;
   so.inherited_env = current_environment();
@@ -137,6 +156,8 @@ caf::actor start_kernel(registry_pointer self, const kernel_shape& shape,
       *error = isolation_error;
     return {};
   }
+  if (so.bwrap.empty())
+    become_subreaper(); // the fallback hunts orphaned daemons at teardown
   so.strict = shape.mode == "strict";
   so.home = st.svc->cfg.home;
   so.limits = script_limits(st.svc->cfg);
@@ -153,7 +174,7 @@ caf::actor start_kernel(registry_pointer self, const kernel_shape& shape,
                << names << " (re-allow with terminal.env_passthrough)");
   }
   MIBYAN_LOG(debug, "kernel", "started pid " << proc.pid << " ("
-             << shape.python << ") in " << proc.cwd);
+             << so.python << ") in " << proc.cwd);
   kernel_actor_options ko;
   ko.proc = std::move(proc);
   ko.tools = st.tools;
@@ -176,13 +197,13 @@ void refill_spares(registry_pointer self) {
                               return s.shape == text;
                             });
   for (; have < want; ++have) {
-    std::string err;
-    auto h = start_kernel(self, shape, &err);
+    std::string err, resolved;
+    auto h = start_kernel(self, shape, &err, &resolved);
     if (!h) {
       MIBYAN_LOG(warning, "kernel", "cannot pre-start a kernel: " << err);
       return;
     }
-    st.spares.push_back(spare_kernel{text, h});
+    st.spares.push_back(spare_kernel{text, h, resolved});
   }
 }
 
@@ -400,29 +421,34 @@ registry_behavior(registry_pointer self, services_ptr svc, std::string python,
       auto text = shape.text(s.tools);
       for (auto j = s.spares.begin(); j != s.spares.end(); ++j) {
         if (j->shape == text) {
-          handle = j->handle;
+          // A spare started before the selected Python version changed
+          // (pyenv files, PYENV_VERSION, venv) is not used.
+          if (j->resolved == interpreter_for(self, shape))
+            handle = j->handle;
+          else
+            stop_kernel(self, j->handle);
           s.spares.erase(j);
           break;
         }
       }
       std::string note;
       if (!handle) {
-        std::string err;
-        handle = start_kernel(self, shape, &err);
+        std::string err, tried;
+        handle = start_kernel(self, shape, &err, &tried);
         // A broken venv or a wrong `code_execution.python` must not make
         // execute_code unusable: fall back to the default interpreter, then
         // to python3 on PATH, and say so in the result.
         for (auto& candidate : {s.default_python, std::string{"python3"}}) {
-          if (handle || candidate == shape.python)
+          if (handle || candidate == shape.python || candidate == tried)
             continue;
-          MIBYAN_LOG(warning, "kernel", "cannot start " << shape.python
+          MIBYAN_LOG(warning, "kernel", "cannot start " << tried
                      << " (" << err << "); falling back to " << candidate);
           auto fallback = shape;
           fallback.python = candidate;
           std::string err2;
           handle = start_kernel(self, fallback, &err2);
           if (handle)
-            note = "The configured interpreter " + shape.python
+            note = "The configured interpreter " + tried
                    + " could not be started (" + err + "); this session's "
                    "kernel runs " + candidate + " instead.";
           else

@@ -39,9 +39,10 @@ using kernel_registry_actor = tool_dispatcher_actor::extend<
   caf::reacts_to<dispose_atom, std::string>,
   caf::replies_to<stats_atom>::with<std::string>>;
 
-/// Spawns the registry. `python` is the interpreter for project mode (the
-/// resolved venv/conda one or the default), `default_python` the one for
-/// strict mode and for the one-shot fallback.
+/// Spawns the registry. `python` is the interpreter for project mode (""
+/// = the active venv/conda env's, else `default_python`), `default_python`
+/// the one for strict mode and for the fallback. Both are names or paths,
+/// resolved only when a kernel starts (kernels/interpreter_cache.hpp).
 kernel_registry_actor spawn_kernel_registry(caf::actor_system& sys,
                                             services_ptr svc,
                                             std::string python,

@@ -1,5 +1,7 @@
 #include "actors/tool_invocation.hpp"
 
+#include "actors/script_calls.hpp"
+
 #include <atomic>
 #include <chrono>
 
@@ -73,20 +75,7 @@ caf::behavior invocation(invocation_actor* self, services_ptr svc) {
       auto me = caf::actor{self};
       auto job = [svc, req = std::move(req), parsed = std::move(parsed),
                   cancel, deadline, me]() mutable {
-        tool_context ctx;
-        ctx.session_id = req.session_id;
-        ctx.call_id = req.call_id;
-        ctx.cwd = req.cwd.empty() ? svc->default_cwd : req.cwd;
-        ctx.home = svc->cfg.home;
-        ctx.cfg = &svc->cfg;
-        ctx.http = svc->http.get();
-        ctx.cancelled = cancel.get();
-        ctx.deadline = deadline;
-        ctx.from_script = req.from_script;
-        ctx.redact = svc->redact.get();
-        ctx.processes = svc->processes.get();
-        ctx.approvals = svc->approvals.get();
-        ctx.agent = svc->agent_tools.get();
+        auto ctx = make_call_context(*svc, req, cancel.get(), deadline);
         json::value result;
         if (cancel->load())
           return; // the answer was already given
@@ -117,20 +106,14 @@ caf::behavior invocation(invocation_actor* self, services_ptr svc) {
                     clock_type::now() - st.start).count();
       MIBYAN_LOG(warning, "tool", st.tool << " call " << st.call_id
                  << " passed its deadline after " << secs << " s");
-      json::value r = error_result("Tool '" + st.tool + "' did not finish "
-                                   "within its deadline (" + std::to_string(secs)
-                                   + " s) and was cancelled.");
-      r["status"] = "timeout";
-      answer(self, r.dump(), true);
+      answer(self, call_timeout_result(st.tool, secs), true);
     },
     [=](interrupt_atom, const std::string& reason) {
       auto& st = self->state;
       if (st.answered)
         return;
       st.cancel->store(true);
-      json::value r = error_result("Tool call cancelled: " + reason);
-      r["status"] = "cancelled";
-      answer(self, r.dump(), true);
+      answer(self, call_cancelled_result(reason), true);
     },
   };
 }

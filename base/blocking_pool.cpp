@@ -4,14 +4,9 @@
 
 namespace mibyan {
 
-blocking_pool::blocking_pool(size_t threads) {
-  if (threads == 0)
-    threads = 1;
-  threads_.reserve(threads);
-  for (size_t i = 0; i < threads; ++i) {
-    threads_.emplace_back([this] { work(); });
-    ::pthread_setname_np(threads_.back().native_handle(), "mibyan.block");
-  }
+blocking_pool::blocking_pool(size_t threads)
+  : max_threads_(threads == 0 ? 1 : threads) {
+  threads_.reserve(max_threads_);
 }
 
 blocking_pool::~blocking_pool() {
@@ -21,6 +16,7 @@ blocking_pool::~blocking_pool() {
     jobs_.clear();
   }
   cv_.notify_all();
+  // No thread is added once stopping_ is set (submit refuses).
   for (auto& t : threads_)
     t.join();
 }
@@ -31,6 +27,18 @@ bool blocking_pool::submit(std::function<void()> job) {
     if (stopping_)
       return false;
     jobs_.push_back(std::move(job));
+    // Start a thread when the queued jobs outnumber the idle threads.
+    if (jobs_.size() > idle_ && threads_.size() < max_threads_) {
+      try {
+        threads_.emplace_back([this] { work(); });
+        ::pthread_setname_np(threads_.back().native_handle(), "mibyan.block");
+      } catch (...) {
+        if (threads_.empty()) { // no thread will ever run it
+          jobs_.pop_back();
+          return false;
+        }
+      }
+    }
   }
   cv_.notify_one();
   return true;
@@ -41,12 +49,19 @@ size_t blocking_pool::queued() const {
   return jobs_.size();
 }
 
+size_t blocking_pool::size() const {
+  std::lock_guard<std::mutex> guard{mtx_};
+  return threads_.size();
+}
+
 void blocking_pool::work() {
   for (;;) {
     std::function<void()> job;
     {
       std::unique_lock<std::mutex> guard{mtx_};
+      ++idle_;
       cv_.wait(guard, [this] { return stopping_ || !jobs_.empty(); });
+      --idle_;
       if (stopping_)
         return;
       job = std::move(jobs_.front());

@@ -1,8 +1,11 @@
 // File: base/blocking_pool.hpp
 //
-// A fixed set of threads for blocking work (file I/O, subprocesses, waiting
-// on HTTP), so that CAF scheduler threads never block. Jobs run in FIFO
-// order; when all threads are busy, jobs queue.
+// A bounded set of threads for blocking work (file I/O, subprocesses,
+// waiting on HTTP), so that CAF scheduler threads never block. Threads start
+// on demand (when the queued jobs outnumber the idle threads), up to the
+// bound, and stay until the pool ends: a short-lived process that runs one
+// tool starts one thread, not the whole pool. Jobs run in FIFO order; when
+// all threads are busy, jobs queue.
 //
 // Thread safety: `submit` may be called from any thread. The destructor
 // waits for running jobs and drops queued ones (their completion callbacks
@@ -21,7 +24,8 @@ namespace mibyan {
 
 class blocking_pool {
 public:
-  /// Starts `threads` worker threads (at least 1).
+  /// A pool of at most `threads` worker threads (at least 1), started on
+  /// demand.
   explicit blocking_pool(size_t threads);
   ~blocking_pool();
 
@@ -35,8 +39,8 @@ public:
   /// Jobs queued but not yet started.
   size_t queued() const;
 
-  /// Number of worker threads.
-  size_t size() const { return threads_.size(); }
+  /// Number of worker threads started so far.
+  size_t size() const;
 
 private:
   void work();
@@ -45,6 +49,8 @@ private:
   std::condition_variable cv_;
   std::deque<std::function<void()>> jobs_;
   bool stopping_ = false;
+  size_t max_threads_;
+  size_t idle_ = 0; // threads waiting for a job
   std::vector<std::thread> threads_;
 };
 

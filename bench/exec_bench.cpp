@@ -103,10 +103,29 @@ public:
   const char* name() const override { return "web_search"; }
   const char* toolset() const override { return "web"; }
   std::string description() const override { return "bench no-op"; }
+  // Answered on the kernel broker's thread (docs/execute_code.md, "Bridge
+  // fast path"); read_file below measures the blocking-pool path.
+  bool non_blocking() const override { return true; }
   json::value schema() const override {
     return *json::parse(R"({"type":"object","properties":{
       "query":{"type":"string"},"limit":{"type":"integer"}},
       "required":["query"]})").v;
+  }
+  json::value run(const json::value&, const tool_context&) const override {
+    return *json::parse(R"({"data":{"web":[]}})").v;
+  }
+};
+
+// Replaces search_files: the same no-op, but not declared non-blocking, so
+// script calls take the blocking-pool path.
+class noop_pool_tool final : public tool {
+public:
+  const char* name() const override { return "search_files"; }
+  const char* toolset() const override { return "file"; }
+  std::string description() const override { return "bench pool no-op"; }
+  json::value schema() const override {
+    return *json::parse(R"({"type":"object","properties":{
+      "pattern":{"type":"string"}},"required":["pattern"]})").v;
   }
   json::value run(const json::value&, const tool_context&) const override {
     return *json::parse(R"({"data":{"web":[]}})").v;
@@ -254,6 +273,7 @@ std::unique_ptr<runtime> make_runtime(bench_env& env, int64_t prestart,
   std::vector<std::unique_ptr<tool>> extra;
   extra.push_back(std::make_unique<noop_search_tool>());
   extra.push_back(std::make_unique<sleep_extract_tool>());
+  extra.push_back(std::make_unique<noop_pool_tool>());
   std::string err;
   auto rt = runtime::create(opts, &err, std::move(extra));
   if (!rt)
@@ -328,11 +348,20 @@ void per_call_overhead(bench_env& env, runtime& rt, int reps) {
       "    r = web_search('x')\n"
       "assert 'data' in r, r\n"
       "print((time.perf_counter() - t) * 1e6 / 1000)\n";
+  // The same no-op through the blocking pool (not declared non-blocking).
+  const std::string pool_code
+    = "import time\n"
+      "from mibyan_tools import search_files\n"
+      "t = time.perf_counter()\n"
+      "for _ in range(1000):\n"
+      "    r = search_files('x')\n"
+      "assert 'data' in r, r\n"
+      "print((time.perf_counter() - t) * 1e6 / 1000)\n";
   exec(rt, "overhead", "from mibyan_tools import web_search\n"
                        "for _ in range(100): web_search('warm')\n");
   // Baseline and ours alternate, so load from other processes on this
   // small machine hits both alike.
-  std::vector<double> plain, stub, in_script, wall;
+  std::vector<double> plain, stub, in_script, wall, pool_us;
   for (int i = 0; i < reps; ++i) {
     auto base = json::parse(capture({env.python_real, env.echo_script, "rpc",
                                      "1000", "1", stub_path}));
@@ -345,7 +374,24 @@ void per_call_overhead(bench_env& env, runtime& rt, int reps) {
       die("expected 1000 tool calls: " + r.result.dump());
     in_script.push_back(number_in(r.output));
     wall.push_back(r.wall_ms * 1000.0 / 1000);
+    pool_us.push_back(number_in(exec(rt, "overhead", pool_code).output));
   }
+  // A cheap real tool through the blocking pool: read_file of a small file.
+  auto small = (env.tmp / "small.txt").string();
+  std::ofstream(small) << "one line\n";
+  const std::string read_code
+    = "import time\n"
+      "from mibyan_tools import read_file\n"
+      "t = time.perf_counter()\n"
+      "for _ in range(1000):\n"
+      "    r = read_file('" + small + "')\n"
+      "assert 'content' in r, r\n"
+      "print((time.perf_counter() - t) * 1e6 / 1000)\n";
+  std::vector<double> read_us;
+  for (int i = 0; i < reps; ++i)
+    read_us.push_back(number_in(exec(rt, "overhead", read_code).output));
+  std::printf("ours, pool no-op us/call:       %s\n", list(pool_us).c_str());
+  std::printf("ours, read_file us/call (pool): %s\n", list(read_us).c_str());
   std::printf("ours, in-script us/call:        %s\n", list(in_script).c_str());
   std::printf("ours, cell wall / 1000 (us):    %s\n", list(wall).c_str());
   std::printf("floor (plain client, py echo):  %s\n", list(plain).c_str());
@@ -356,6 +402,10 @@ void per_call_overhead(bench_env& env, runtime& rt, int reps) {
           median(in_script) <= 1.25 * floor);
   add_row("no-op call, cell wall/1000", median(wall), floor, "us",
           "py echo floor", "info");
+  add_row("no-op call via the blocking pool, in-script", median(pool_us),
+          floor, "us", "py echo floor", "info");
+  add_row("read_file of a 1-line file, in-script (blocking pool)",
+          median(read_us), floor, "us", "py echo floor", "info");
   add_row("stub client vs py echo (no broker)", median(stub), floor, "us",
           "py echo floor", "info");
   add_row("no-op call, in-script vs stub+py echo", median(in_script),
@@ -363,6 +413,72 @@ void per_call_overhead(bench_env& env, runtime& rt, int reps) {
 }
 
 void direct_call_breakdown(double direct_p50_ms);
+
+// Inline (non-blocking tool) against blocking-pool no-op calls, in blocks
+// of 100 alternating within one cell: per-call us, min and median of the
+// blocks (min is the least disturbed by other load).
+void inline_vs_pool(runtime& rt) {
+  std::printf("\n## 1c. Broker-thread vs blocking-pool no-op (blocks of 100)\n");
+  const std::string code
+    = "import time\n"
+      "from mibyan_tools import web_search, search_files\n"
+      "a, b = [], []\n"
+      "for _ in range(20):\n"
+      "    t = time.perf_counter()\n"
+      "    for _ in range(100): web_search('x')\n"
+      "    a.append((time.perf_counter() - t) * 1e4)\n"
+      "    t = time.perf_counter()\n"
+      "    for _ in range(100): search_files('x')\n"
+      "    b.append((time.perf_counter() - t) * 1e4)\n"
+      "a.sort(); b.sort()\n"
+      "print(a[0], a[10], b[0], b[10])\n";
+  auto r = exec(rt, "paths", code);
+  std::istringstream in(r.output);
+  double amin = 0, amed = 0, bmin = 0, bmed = 0;
+  in >> amin >> amed >> bmin >> bmed;
+  std::printf("broker thread: min %.1f  median %.1f us/call\n", amin, amed);
+  std::printf("blocking pool: min %.1f  median %.1f us/call\n", bmin, bmed);
+}
+
+// 8 threads of one script calling the no-op at once against the same
+// script calling from one thread: throughput ratio (calls/s).
+void threaded_calls(runtime& rt, int reps) {
+  std::printf("\n## 1b. 8 threads of one script calling at once\n");
+  const std::string code
+    = "import time, threading\n"
+      "from mibyan_tools import web_search\n"
+      "def loop(n):\n"
+      "    for _ in range(n):\n"
+      "        r = web_search('x')\n"
+      "        assert 'data' in r, r\n"
+      "t = time.perf_counter()\n"
+      "loop(800)\n"
+      "one = 800 / (time.perf_counter() - t)\n"
+      "ts = [threading.Thread(target=loop, args=(100,)) for _ in range(8)]\n"
+      "t = time.perf_counter()\n"
+      "for x in ts: x.start()\n"
+      "for x in ts: x.join()\n"
+      "eight = 800 / (time.perf_counter() - t)\n"
+      "print(one, eight)\n";
+  std::vector<double> one, eight, ratio;
+  for (int i = 0; i < reps; ++i) {
+    auto r = exec(rt, "threads", code);
+    if (r.result["tool_calls_made"].as_int() != 1600)
+      die("expected 1600 tool calls: " + r.result.dump());
+    std::istringstream in(r.output);
+    double a = 0, b = 0;
+    in >> a >> b;
+    one.push_back(a);
+    eight.push_back(b);
+    ratio.push_back(a > 0 ? b / a : 0);
+  }
+  std::printf("one thread, calls/s:    %s\n", list(one, 0).c_str());
+  std::printf("8 threads, calls/s:     %s\n", list(eight, 0).c_str());
+  std::printf("ratio:                  %s\n", list(ratio, 2).c_str());
+  add_row("8 threads x no-op calls, throughput", median(eight), median(one),
+          "calls/s", "one thread", ">= 4x one thread",
+          median(eight) >= 4 * median(one));
+}
 
 void warm_cell(bench_env& env, runtime& rt, int n) {
   std::printf("\n## 2. Warm cell round trip (%d x `pass`)\n", n);
@@ -386,6 +502,50 @@ void warm_cell(bench_env& env, runtime& rt, int n) {
     if (out.result_json.find("\"data\"") == std::string::npos)
       die("direct web_search failed: " + out.result_json);
   }
+  // The same cells from an event-based caller: each cell's completion
+  // (call_tool_async's callback, on a runtime thread) issues the next one;
+  // no thread blocks. And call_tool_async + a future (a thin blocking
+  // wrapper).
+  std::vector<double> evented, wrapped;
+  {
+    struct chain {
+      runtime* rt;
+      int left;
+      std::vector<double>* out;
+      clock_type::time_point start;
+      std::promise<void> done;
+      json::value args;
+      void next() {
+        start = clock_type::now();
+        rt->call_tool_async({"warm", "e", "execute_code", args.dump(), ""},
+                            [this](tool_outcome o) {
+          out->push_back(ms_since(start));
+          if (o.result_json.find("\"success\"") == std::string::npos)
+            die("event-based warm cell failed: " + o.result_json);
+          if (--left > 0)
+            next();
+          else
+            done.set_value();
+        });
+      }
+    };
+    chain c{&rt, n, &evented, {}, {}, {}};
+    c.args["code"] = "pass";
+    auto f = c.done.get_future();
+    c.next();
+    f.wait();
+    for (int i = 0; i < n; ++i) {
+      json::value args;
+      args["code"] = "pass";
+      std::promise<tool_outcome> p;
+      auto fo = p.get_future();
+      auto start = clock_type::now();
+      rt.call_tool_async({"warm", "w", "execute_code", args.dump(), ""},
+                         [&p](tool_outcome o) { p.set_value(std::move(o)); });
+      fo.wait();
+      wrapped.push_back(ms_since(start));
+    }
+  }
   double pipe_p99 = 0;
   auto pipe_p50 = pipe_echo_p50_ms(env.python_real, env.echo_script, n,
                                    &pipe_p99);
@@ -406,6 +566,19 @@ void warm_cell(bench_env& env, runtime& rt, int n) {
   add_row("warm `pass` cell p99 (blocking call_tool)",
           percentile(wall, 0.99), percentile(direct, 0.99), "ms",
           "direct no-op call_tool", "info");
+  std::printf("event-based     p50 %.3f  p99 %.3f ms (call_tool_async "
+              "chained from its callback)\n", median(evented),
+              percentile(evented, 0.99));
+  std::printf("async + future p50 %.3f  p99 %.3f ms\n", median(wrapped),
+              percentile(wrapped, 0.99));
+  add_row("warm `pass` cell p50 (event-based caller)", median(evented),
+          pipe_p50, "ms", "py pipe echo", "< 0.08 ms",
+          median(evented) < 0.08);
+  add_row("warm `pass` cell p99 (event-based caller)",
+          percentile(evented, 0.99), pipe_p99, "ms", "py pipe echo",
+          "< 0.3 ms", percentile(evented, 0.99) < 0.3);
+  add_row("warm `pass` cell p50 (call_tool_async + future)", median(wrapped),
+          median(wall), "ms", "blocking call_tool", "info");
   add_row("warm `pass` cell p50 vs pipe echo", median(wall), pipe_p50, "ms",
           "py pipe echo", "info");
   direct_call_breakdown(median(direct));
@@ -621,8 +794,15 @@ void print_table() {
 
 int main(int argc, char** argv) {
   quick_run = bench_quick(argc, argv);
+  // --only SECTION (overhead, threads, warm, conc, cold): one section, for
+  // profiling.
+  std::string only;
+  for (int i = 1; i + 1 < argc; ++i)
+    if (std::string{argv[i]} == "--only")
+      only = argv[i + 1];
+  auto want = [&](const char* s) { return only.empty() || only == s; };
   int reps = quick_run ? 2
-             : argc > 1 ? std::max(1, std::atoi(argv[1])) : 5;
+             : argc > 1 && std::atoi(argv[1]) > 0 ? std::atoi(argv[1]) : 5;
   auto total_start = clock_type::now();
   bench_env env;
   char tmpl[] = "/tmp/mibyan_exec_bench_XXXXXX";
@@ -650,11 +830,19 @@ int main(int argc, char** argv) {
   {
     auto rt = make_runtime(env, 1, env.python_real);
     std::this_thread::sleep_for(std::chrono::seconds(1));
-    per_call_overhead(env, *rt, reps);
-    warm_cell(env, *rt, quick_run ? 100 : 200);
-    concurrency(*rt, reps);
+    if (want("overhead"))
+      per_call_overhead(env, *rt, reps);
+    if (want("paths"))
+      inline_vs_pool(*rt);
+    if (want("threads"))
+      threaded_calls(*rt, reps);
+    if (want("warm"))
+      warm_cell(env, *rt, quick_run ? 100 : 200);
+    if (want("conc"))
+      concurrency(*rt, reps);
   }
-  cold_start(env, reps);
+  if (want("cold"))
+    cold_start(env, reps);
   print_table();
   std::printf("\ntotal bench time: %.1f s\n", ms_since(total_start) / 1000);
   fs::remove_all(env.tmp, ec);

@@ -170,6 +170,10 @@ int tool_command(const std::vector<std::string>& args,
   options opts;
   if (!load_config_or_report(flags, opts))
     return 2;
+  // A one-shot call outlives no kernel start-up: no pre-started kernel
+  // (docs/execute_code.md, "Interpreter resolution").
+  if (!from_stdin)
+    opts.code_execution.prestart_kernels = 0;
   auto max_argument_bytes = opts.tools.max_argument_bytes;
   if (!list && !from_stdin) {
     if (auto err = argument_size_error(args_json.size(), max_argument_bytes);

@@ -23,6 +23,7 @@
 #   * after an "exit" frame the process ends.
 
 import builtins
+import gc
 import io
 import json
 import os
@@ -182,6 +183,15 @@ class _ByteSink(object):
         return self._stream.closed
 
 
+def _find_fflush():
+    """C stdio's fflush, or False when ctypes cannot provide it."""
+    try:
+        import ctypes
+        return ctypes.CDLL(None).fflush
+    except Exception:
+        return False
+
+
 def _write_all(fd, data):
     view = memoryview(data)
     while view:
@@ -247,11 +257,7 @@ class Kernel(object):
             except Exception:
                 pass
         if self._libc_fflush is None:
-            try:
-                import ctypes
-                self._libc_fflush = ctypes.CDLL(None).fflush
-            except Exception:
-                self._libc_fflush = False
+            self._libc_fflush = _find_fflush()
         if self._libc_fflush:
             try:
                 self._libc_fflush(None)
@@ -651,7 +657,13 @@ def main():
         sys.path[0] = ""
     sys.argv = [""]
 
+    # Everything loaded so far (runner, stub, ctypes for fflush) lives as
+    # long as the kernel: keep it out of every collection, so a cell's
+    # collections traverse only the cell's own objects.
+    fflush = _find_fflush()
+    gc.freeze()
     kernel = Kernel(sentinel, frame_fd, err_fd, cmd_file)
+    kernel._libc_fflush = fflush
     sys.modules["__main__"] = kernel.main
     sys.stdout, sys.stderr = kernel.idle_out, kernel.idle_err
     _KERNEL[0] = kernel

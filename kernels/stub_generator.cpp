@@ -96,11 +96,13 @@ Import what you need explicitly, e.g.::
 AVAILABLE_TOOLS lists the tools this kernel may call.
 """
 
+import itertools as _itertools
 import json as _json
 import os as _os
 import select as _select
 import shlex as _shlex
 import socket as _socket
+import struct as _struct
 import sys as _sys
 import threading as _threading
 import time as _time
@@ -181,6 +183,10 @@ _HAVE_POLL = hasattr(_select, "poll")
 _BUF_SIZE = 1 << 16
 _POLL_MAX_MS = 86400000
 _WAIT_MAX = min(86400.0, _threading.TIMEOUT_MAX)
+_RCVTIMEO = 1.0
+_HAVE_RCVTIMEO = (hasattr(_socket, "SO_RCVTIMEO")
+                  and _sys.platform.startswith("linux"))
+_pack_timeval = _struct.Struct("@ll").pack
 
 
 class _Waiter(object):
@@ -202,7 +208,7 @@ class _Connection(object):
     fields; only the thread holding the reader role (reading is true)
     touches the read buffer, polls, or closes the socket."""
 
-    def __init__(self, path):
+    def __init__(self, path, cell):
         sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
         try:
             sock.connect(path)
@@ -210,6 +216,10 @@ class _Connection(object):
             sock.close()
             raise
         self.sock = sock
+        # The host closes a cell's connections when the cell ends, so a
+        # connection is checked for that only in a cell other than the one
+        # that opened it.
+        self.cell = cell
         self.fd = sock.fileno()
         self.pid = _os.getpid()
         self.lock = _threading.Lock()
@@ -223,9 +233,21 @@ class _Connection(object):
         self.end = 0
         self.refusal = None
         self.poller = None
-        if _HAVE_POLL:
+        self.rcvtimeo = None
+        if _HAVE_RCVTIMEO:
+            # The reader blocks in recv() itself, woken at least every
+            # _RCVTIMEO seconds to check its deadline: one system call per
+            # reply instead of poll() and recv().
+            self._set_rcvtimeo(_RCVTIMEO)
+        elif _HAVE_POLL:
             self.poller = _select.poll()
             self.poller.register(self.fd, _select.POLLIN)
+
+    def _set_rcvtimeo(self, seconds):
+        usec = max(1000, int(seconds * 1e6))
+        self.sock.setsockopt(_socket.SOL_SOCKET, _socket.SO_RCVTIMEO,
+                             _pack_timeval(usec // 1000000, usec % 1000000))
+        self.rcvtimeo = seconds
 
     def register(self, rid):
         waiter = _Waiter()
@@ -296,6 +318,17 @@ class _Connection(object):
                 remaining = deadline - _monotonic()
                 if remaining <= 0:
                     return
+                if self.rcvtimeo is not None:
+                    if remaining < self.rcvtimeo or (
+                            self.rcvtimeo < _RCVTIMEO
+                            and remaining >= _RCVTIMEO):
+                        self._set_rcvtimeo(min(remaining, _RCVTIMEO))
+                    try:
+                        if not self._read_replies():
+                            break
+                    except (BlockingIOError, InterruptedError):
+                        pass # SO_RCVTIMEO passed: check the deadline
+                    continue
                 if self.poller is not None:
                     if not self.poller.poll(min(int(remaining * 1000) + 1,
                                                 _POLL_MAX_MS)):
@@ -532,23 +565,30 @@ _tag_threads()
 
 _state_lock = _threading.Lock()
 _conn = None
-_seq = 0
+_seq = _itertools.count(1)
+_pid = _os.getpid()
 
 
 def _after_fork():
-    global _state_lock, _conn
+    global _state_lock, _conn, _pid
     _state_lock = _threading.Lock()
+    _pid = _os.getpid()
     if _conn is not None and _conn.pid != _os.getpid():
         _conn.abandon()
         _conn = None
 
 
-if hasattr(_os, "register_at_fork"):
+_HAVE_AT_FORK = hasattr(_os, "register_at_fork")
+if _HAVE_AT_FORK:
     _os.register_at_fork(after_in_child=_after_fork)
 
 
-def _connection(pid):
+def _connection(pid, cell):
     global _conn
+    conn = _conn
+    if (conn is not None and conn.cell == cell and conn.pid == pid
+            and not conn.dead):
+        return conn
     with _state_lock:
         conn = _conn
         if conn is not None:
@@ -559,7 +599,7 @@ def _connection(pid):
             else:
                 conn.close()
         _conn = None
-        conn = _conn = _Connection(_os.environ.get(_ENV_SOCKET, ""))
+        conn = _conn = _Connection(_os.environ.get(_ENV_SOCKET, ""), cell)
         return conn
 
 
@@ -608,20 +648,20 @@ def _decode(msg):
 
 
 def _call(tool, args):
-    global _seq
-    pid = _os.getpid()
-    with _state_lock:
-        _seq += 1
-        rid = "%d-%d" % (pid, _seq)
+    # Without os.register_at_fork the pid is looked up on every call.
+    pid = _pid if _HAVE_AT_FORK else _os.getpid()
+    rid = "%d-%d" % (pid, next(_seq)) # next() is atomic under the GIL
+    cell = _current_cell()
+    environ = _os.environ
     try:
         data = (_encoder.encode({"id": rid, "tool": tool, "args": args,
-                                 "token": _os.environ.get(_ENV_TOKEN, ""),
-                                 "cell": _current_cell()})
+                                 "token": environ.get(_ENV_TOKEN, ""),
+                                 "cell": cell})
                 + "\n").encode("utf-8")
     except (TypeError, ValueError) as e:
         raise TypeError("mibyan_tools: the arguments of '%s' cannot be sent "
                         "as JSON: %s" % (tool, e))
-    if not _os.environ.get(_ENV_SOCKET):
+    if not environ.get(_ENV_SOCKET):
         raise ConnectionError(
             "mibyan_tools: %s is not set; tools can only be called from "
             "code run by execute_code. '%s' was not sent." % (_ENV_SOCKET,
@@ -633,7 +673,7 @@ def _call(tool, args):
     # that was written is never sent again.
     for _attempt in range(2):
         try:
-            conn = _connection(pid)
+            conn = _connection(pid, cell)
         except OSError as e:
             problem = e
             continue

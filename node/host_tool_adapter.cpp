@@ -40,6 +40,9 @@ public:
   std::string description() const override { return def_.description; }
   json::value schema() const override { return schema_; }
   bool parallel_safe() const override { return def_.parallel_safe; }
+  bool non_blocking() const override {
+    return def_.non_blocking && static_cast<bool>(def_.handler);
+  }
 
   std::chrono::milliseconds deadline(const json::value&,
                                      const options&) const override {

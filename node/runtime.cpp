@@ -2,6 +2,7 @@
 
 #include <ctime>
 #include <filesystem>
+#include <future>
 #include <fstream>
 #include <map>
 #include <mutex>
@@ -23,6 +24,7 @@
 #include "base/env_filter.hpp"
 #include "base/http_client.hpp"
 #include "base/log.hpp"
+#include "base/subprocess.hpp"
 #include "base/process_registry.hpp"
 #include "base/redact.hpp"
 #include "base/credential_vault.hpp"
@@ -49,24 +51,6 @@ namespace mibyan {
 
 namespace {
 
-// Returns the interpreter for project mode: the active virtualenv's or conda
-// env's python when it runs and is >= 3.8, else `fallback`.
-std::string project_python(const std::string& fallback) {
-  for (const char* var : {"VIRTUAL_ENV", "CONDA_PREFIX"}) {
-    const char* dir = std::getenv(var);
-    if (dir == nullptr || *dir == '\0')
-      continue;
-    for (const char* name : {"/bin/python3", "/bin/python"}) {
-      auto candidate = std::string{dir} + name;
-      if (::access(candidate.c_str(), X_OK) == 0 && probe_python(candidate))
-        return candidate;
-    }
-    MIBYAN_LOG(warning, "kernel", var << "=" << dir << " has no usable "
-               "Python >= 3.8; execute_code uses " << fallback);
-  }
-  return fallback;
-}
-
 // Host-side protections and the kernel sandbox decision; returns the error
 // that stops start-up (`code_execution.sandbox: required` unmet) or "".
 std::string isolate_scripts(const options& opts) {
@@ -74,8 +58,18 @@ std::string isolate_scripts(const options& opts) {
   seal_credentials();
   static std::once_flag hook_once;
   std::call_once(hook_once, [] { add_termination_hook(end_all_kernels_now); });
+  // The sandbox probe runs bwrap (about 15 ms): at start-up only when
+  // start-up depends on it; otherwise when the first kernel starts, which
+  // also makes the host a subreaper for the unsandboxed fallback
+  // (actors/kernel_registry.cpp).
+  // Without bwrap on PATH the probe spawns nothing, so `auto` still warns
+  // at start-up that scripts run unsandboxed.
   std::string error;
-  if (script_sandbox_bwrap(opts, &error).empty() && error.empty())
+  auto setting = parse_sandbox_setting(opts.code_execution.sandbox);
+  if ((setting == sandbox_setting::required
+       || (setting == sandbox_setting::automatic
+           && find_executable("bwrap").empty()))
+      && script_sandbox_bwrap(opts, &error).empty() && error.empty())
     become_subreaper(); // the fallback hunts orphaned daemons at teardown
   return error;
 }
@@ -332,13 +326,12 @@ bool wire_runtime(runtime::impl& p, std::string* error) {
       *error = text;
     return false;
   }
+  // Interpreters are resolved when a kernel starts, not here
+  // (kernels/interpreter_cache.hpp): "" = project mode's venv/conda lookup.
   auto& ce = svc->cfg.code_execution;
-  auto default_python = resolve_interpreter(ce.python.empty()
-                                              ? std::string{"python3"}
-                                              : ce.python);
-  p.kernels = spawn_kernel_registry(*p.sys, svc,
-                                    project_python(default_python),
-                                    default_python);
+  p.kernels = spawn_kernel_registry(*p.sys, svc, std::string{},
+                                    ce.python.empty() ? std::string{"python3"}
+                                                      : ce.python);
   p.dispatcher = spawn_tool_dispatcher(*p.sys, svc, p.kernels);
   {
     // Without a store the runtime still runs tools; turns fail clearly.
@@ -429,24 +422,14 @@ runtime::runtime(std::unique_ptr<impl> p) : impl_(std::move(p)) {}
 runtime::~runtime() = default;
 
 tool_outcome runtime::call_tool(const tool_call_request& call) {
-  caf::scoped_actor self{*impl_->sys};
-  tool_request req{call.session_id, call.call_id, call.tool, call.args_json,
-                   call.cwd, false};
-  tool_outcome out;
-  self->request(impl_->dispatcher, caf::infinite, invoke_atom_v,
-                std::move(req))
-    .receive(
-      [&](tool_response& res) {
-        out.result_json = std::move(res.result_json);
-        out.duration_us = res.duration_us;
-        out.timed_out = res.timed_out;
-      },
-      [&](caf::error& err) {
-        json::value r;
-        r["error"] = "Runtime error: " + impl_->sys->render(err);
-        out.result_json = r.dump();
-      });
-  return out;
+  // A thin wrapper over the callback path: a blocking scoped_actor request
+  // costs about 0.1 ms more per call (docs/benchmarks.md, bridge section).
+  std::promise<tool_outcome> result;
+  auto answer = result.get_future();
+  call_tool_async(call, [&result](tool_outcome out) {
+    result.set_value(std::move(out));
+  });
+  return answer.get();
 }
 
 void runtime::call_tool_async(const tool_call_request& call,

@@ -2,14 +2,14 @@
 # Runs the whole benchmark suite and prints one table (docs/benchmarks.md,
 # "Result rows").
 #
-#   bash scripts/bench.sh [--quick] [--compare OLD.json] [--no-run]
+#   bash scripts/bench.sh [--quick] [--compare OLD.json] [--no-run] [--no-build]
 #                         [--build-dir DIR] [--only REGEX] [--out FILE]
 #
 # * Configures and builds the benchmark targets in their own build directory
 #   (default build-bench, RelWithDebInfo, tests off), unless --no-build.
 # * Runs every command of bench/suite.txt (one shell command per line, '#'
-#   comments) from that build directory; with --quick, appends --quick to
-#   each command. Each command's output goes to DIR/bench-logs/<n>.log.
+#   comments) from that build directory, with MIBYAN_SOURCE_DIR set to the
+#   source tree; with --quick, appends --quick to each command. Each command's output goes to DIR/bench-logs/<n>.log.
 # * Collects every stdout line "BENCH_ROW {json}" into one table (metric,
 #   ours, baseline, ratio, goal, met) and writes bench-results.json
 #   (or --out FILE).
@@ -94,7 +94,7 @@ if [[ $RUN -eq 1 ]]; then
     log="$LOGS/$n.log"
     echo "bench.sh: [$n] $cmd" >&2
     t0=$(date +%s.%N)
-    (cd "$BUILD_DIR" && MIBYAN_BENCH_QUICK=$QUICK \
+    (cd "$BUILD_DIR" && MIBYAN_BENCH_QUICK=$QUICK MIBYAN_SOURCE_DIR="$ROOT" \
        timeout --kill-after=10 "${BENCH_TIMEOUT:-900}" bash -c "$cmd") \
        > "$log" 2> "$LOGS/$n.err"
     rc=$?

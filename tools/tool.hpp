@@ -100,6 +100,13 @@ public:
   /// agent loop (read-only tools). Defaults to false.
   virtual bool parallel_safe() const { return false; }
 
+  /// Whether `run` is quick (microseconds) and never blocks: no file,
+  /// process, network or lock waits, and no approval prompt. An
+  /// execute_code script's call of such a tool is answered on the kernel
+  /// broker's own I/O thread instead of the blocking pool
+  /// (docs/execute_code.md, "Bridge fast path"). Defaults to false.
+  virtual bool non_blocking() const { return false; }
+
   /// Runs the tool. See the class comment for the contract.
   virtual json::value run(const json::value& args,
                           const tool_context& ctx) const = 0;

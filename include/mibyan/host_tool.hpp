@@ -80,6 +80,11 @@ struct host_tool {
   bool allow_in_scripts = false;
   /// Calls may run concurrently with other read-only calls of one batch.
   bool parallel_safe = false;
+  /// The synchronous `handler` is quick (microseconds) and never blocks or
+  /// waits: an execute_code script's call may then run it on the kernel's
+  /// I/O thread, skipping the blocking-pool hop (docs/execute_code.md,
+  /// "Bridge fast path"). Ignored with `async_handler`.
+  bool non_blocking = false;
 };
 
 } // namespace mibyan

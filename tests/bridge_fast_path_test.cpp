@@ -1,0 +1,286 @@
+// The execute_code bridge's fast path (docs/execute_code.md, "Bridge fast
+// path"): script calls run without a per-call invocation actor, a tool
+// declaring itself non-blocking on the kernel broker's thread, others on
+// the blocking pool with the deadlines kept by the broker. These tests pin
+// the guarantees the invocation actor gave: deadlines (also an earlier one
+// arriving after a later one), cancellation when the cell ends, budgets.
+#define BOOST_TEST_MODULE bridge_fast_path
+#include <boost/test/unit_test.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <string>
+#include <mutex>
+#include <thread>
+
+#include <pthread.h>
+
+#include "actors/script_calls.hpp"
+#include "node/runtime.hpp"
+#include "tests/support/temp_dir.hpp"
+#include "tools/tool.hpp"
+
+using namespace mibyan;
+using namespace std::chrono_literals;
+
+namespace {
+
+std::atomic<int> noop_runs{0};
+std::atomic<int> cancelled_seen{0};
+std::mutex names_mtx;
+std::string noop_thread, wait_thread; // names of the threads that ran them
+
+std::string thread_name() {
+  char buf[32] = {0};
+  ::pthread_getname_np(::pthread_self(), buf, sizeof buf);
+  return buf;
+}
+
+// Replaces web_search: answers at once; declared non-blocking.
+class inline_noop final : public tool {
+public:
+  const char* name() const override { return "web_search"; }
+  const char* toolset() const override { return "web"; }
+  std::string description() const override { return "test no-op"; }
+  json::value schema() const override {
+    return *json::parse(R"({"type":"object","properties":{
+      "query":{"type":"string"},"limit":{"type":"integer"}},
+      "required":["query"]})").v;
+  }
+  bool non_blocking() const override { return true; }
+  json::value run(const json::value& args,
+                  const tool_context& ctx) const override {
+    ++noop_runs;
+    {
+      std::lock_guard<std::mutex> g{names_mtx};
+      noop_thread = thread_name();
+    }
+    json::value r;
+    r["echo"] = args.get_string("query");
+    r["from_script"] = ctx.from_script;
+    return r;
+  }
+};
+
+// Replaces web_extract: waits until cancelled or for `hold_ms` (the first
+// URL, as a number); its deadline is the second URL in milliseconds.
+class waiting_tool final : public tool {
+public:
+  const char* name() const override { return "web_extract"; }
+  const char* toolset() const override { return "web"; }
+  std::string description() const override { return "test wait"; }
+  json::value schema() const override {
+    return *json::parse(R"({"type":"object","properties":{
+      "urls":{"type":"array","items":{"type":"string"}},
+      "char_limit":{"type":"integer"}},"required":["urls"]})").v;
+  }
+  std::chrono::milliseconds deadline(const json::value& args,
+                                     const options&) const override {
+    auto& urls = args.find("urls")->as_array();
+    return std::chrono::milliseconds(
+      urls.size() > 1 ? std::atoll(urls[1].as_string().c_str()) : 60000);
+  }
+  json::value run(const json::value& args,
+                  const tool_context& ctx) const override {
+    auto hold = std::chrono::milliseconds(
+      std::atoll(args.find("urls")->as_array()[0].as_string().c_str()));
+    {
+      std::lock_guard<std::mutex> g{names_mtx};
+      wait_thread = thread_name();
+    }
+    auto until = std::chrono::steady_clock::now() + hold;
+    while (std::chrono::steady_clock::now() < until) {
+      if (ctx.is_cancelled()) {
+        ++cancelled_seen;
+        return error_result("cancelled");
+      }
+      std::this_thread::sleep_for(2ms);
+    }
+    json::value r;
+    r["waited"] = true;
+    return r;
+  }
+};
+
+struct fixture {
+  test::temp_dir home;
+  test::temp_dir work;
+  std::unique_ptr<runtime> rt;
+
+  void start(int64_t max_tool_calls = 50) {
+    options opts;
+    opts.home = home.path();
+    opts.code_execution.prestart_kernels = 0;
+    opts.code_execution.max_tool_calls = max_tool_calls;
+    if (const char* sb = std::getenv("MIBYAN_TEST_SANDBOX"); sb && *sb)
+      opts.code_execution.sandbox = sb;
+    opts.approvals.unattended_mode = "approve"; // docs/approvals.md
+    std::vector<std::unique_ptr<tool>> extra;
+    extra.push_back(std::make_unique<inline_noop>());
+    extra.push_back(std::make_unique<waiting_tool>());
+    std::string err;
+    rt = runtime::create(opts, &err, std::move(extra));
+    BOOST_REQUIRE_MESSAGE(rt != nullptr, err);
+  }
+
+  json::value exec(const std::string& code) {
+    json::value args;
+    args["code"] = code;
+    auto out = rt->call_tool({"s1", "call", "execute_code", args.dump(),
+                              work.path()});
+    auto parsed = json::parse(out.result_json);
+    BOOST_REQUIRE_MESSAGE(parsed, out.result_json);
+    return *parsed.v;
+  }
+};
+
+bool contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(call_table)
+
+using table = script_call_table<int>;
+using clock_type = std::chrono::steady_clock;
+
+BOOST_AUTO_TEST_CASE(arms_one_timer_until_an_earlier_deadline_arrives) {
+  table t;
+  auto now = clock_type::now();
+  auto a = t.add({1, "a", "x", nullptr, now, now + 10s});
+  auto first = t.timer_to_arm();
+  BOOST_REQUIRE(first.has_value());
+  BOOST_TEST((*first == now + 10s));
+  // A later deadline needs no new timer; an earlier one does.
+  t.add({1, "b", "x", nullptr, now, now + 20s});
+  BOOST_TEST(!t.timer_to_arm().has_value());
+  auto c = t.add({2, "c", "x", nullptr, now, now + 1s});
+  auto second = t.timer_to_arm();
+  BOOST_REQUIRE(second.has_value());
+  BOOST_TEST((*second == now + 1s));
+  // The timer fires: only expired calls come out, and the next timer is
+  // for the earliest remaining deadline.
+  t.timer_fired();
+  auto expired = t.take_expired(now + 1s);
+  BOOST_REQUIRE(expired.size() == 1u);
+  BOOST_TEST(expired[0].id == "c");
+  BOOST_TEST(!t.take(c).has_value()); // answered by its deadline
+  auto next = t.timer_to_arm();
+  BOOST_REQUIRE(next.has_value());
+  BOOST_TEST((*next == now + 10s));
+  // A completed call is not expired later.
+  BOOST_TEST(t.take(a).has_value());
+  auto rest = t.take_expired(now + 30s);
+  BOOST_REQUIRE(rest.size() == 1u);
+  BOOST_TEST(rest[0].id == "b");
+  BOOST_TEST(t.empty());
+}
+
+BOOST_AUTO_TEST_CASE(take_all_empties_the_table) {
+  table t;
+  auto now = clock_type::now();
+  auto a = t.add({1, "a", "x", nullptr, now, now + 1s});
+  t.add({1, "b", "x", nullptr, now, now + 2s});
+  BOOST_TEST(t.take_all().size() == 2u);
+  BOOST_TEST(!t.take(a).has_value());
+  BOOST_TEST(t.take_expired(now + 1h).empty());
+  BOOST_TEST(!t.timer_to_arm().has_value());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_FIXTURE_TEST_SUITE(bridge, fixture)
+
+BOOST_AUTO_TEST_CASE(non_blocking_tool_answers_every_call_in_order) {
+  start();
+  noop_runs = 0;
+  auto r = exec("from mibyan_tools import web_search\n"
+                "out = [web_search(str(i))['echo'] for i in range(40)]\n"
+                "assert out == [str(i) for i in range(40)], out\n"
+                "print(web_search('x')['from_script'])\n");
+  BOOST_TEST(r.get_string("status") == "success", r.dump());
+  BOOST_TEST(r.get_string("output") == "True\n");
+  BOOST_TEST(r.get_int("tool_calls_made", -1) == 41);
+  BOOST_TEST(noop_runs.load() == 41);
+}
+
+BOOST_AUTO_TEST_CASE(non_blocking_runs_on_the_io_thread_others_on_the_pool) {
+  start();
+  auto r = exec("from mibyan_tools import web_search, web_extract\n"
+                "web_search('x')\n"
+                "print(web_extract(['1'])['waited'])\n");
+  BOOST_TEST(r.get_string("output") == "True\n", r.dump());
+  std::lock_guard<std::mutex> g{names_mtx};
+  // CAF names its I/O thread; the pool's threads are ours.
+  BOOST_TEST(noop_thread == "caf.multiplexer");
+  BOOST_TEST(wait_thread == "mibyan.block");
+}
+
+BOOST_AUTO_TEST_CASE(budget_applies_to_non_blocking_calls) {
+  start(3);
+  auto r = exec("from mibyan_tools import web_search\n"
+                "for i in range(5):\n"
+                "    print(web_search('x').get('error', 'ok'))\n");
+  auto out = r.get_string("output");
+  BOOST_TEST(contains(out, "ok\nok\nok\n"), out);
+  BOOST_TEST(contains(out, "Tool call limit reached (3)"), out);
+  BOOST_TEST(r.get_int("tool_calls_made", -1) == 3);
+}
+
+BOOST_AUTO_TEST_CASE(pool_call_past_its_deadline_times_out_and_is_cancelled) {
+  start();
+  cancelled_seen = 0;
+  auto r = exec("from mibyan_tools import web_extract\n"
+                "print(web_extract(['30000', '300']))\n");
+  auto out = r.get_string("output");
+  BOOST_TEST(contains(out, "did not finish within its deadline"), out);
+  BOOST_TEST(contains(out, "'status': 'timeout'"), out);
+  for (int i = 0; i < 500 && cancelled_seen.load() == 0; ++i)
+    std::this_thread::sleep_for(10ms);
+  BOOST_TEST(cancelled_seen.load() == 1);
+}
+
+BOOST_AUTO_TEST_CASE(earlier_deadline_after_a_later_one_still_fires) {
+  start();
+  cancelled_seen = 0;
+  // The first call arms the timer for its 20 s deadline; the second call's
+  // 300 ms deadline must fire on time, not after the first one's.
+  auto r = exec("import threading, time\n"
+                "from mibyan_tools import web_extract\n"
+                "slow = {}\n"
+                "t = threading.Thread(target=lambda: slow.update("
+                "r=web_extract(['1500', '20000'])))\n"
+                "t.start()\n"
+                "time.sleep(0.2)\n"
+                "t0 = time.monotonic()\n"
+                "fast = web_extract(['30000', '300'])\n"
+                "took = time.monotonic() - t0\n"
+                "t.join()\n"
+                "print(fast.get('status'), slow['r'].get('waited'),"
+                " took < 1.4)\n");
+  BOOST_TEST(r.get_string("output") == "timeout True True\n", r.dump());
+}
+
+BOOST_AUTO_TEST_CASE(cell_end_cancels_a_running_pool_call) {
+  start();
+  cancelled_seen = 0;
+  // A thread's call is still running when the cell ends: the tool sees its
+  // cancel flag (the cell's calls belong to it).
+  auto r = exec("import threading, time\n"
+                "from mibyan_tools import web_extract\n"
+                "threading.Thread(target=lambda: web_extract(['30000']),"
+                " daemon=True).start()\n"
+                "time.sleep(0.3)\n");
+  BOOST_TEST(r.get_string("status") == "success", r.dump());
+  for (int i = 0; i < 500 && cancelled_seen.load() == 0; ++i)
+    std::this_thread::sleep_for(10ms);
+  BOOST_TEST(cancelled_seen.load() == 1);
+  // The kernel is still usable for the next cell.
+  auto next = exec("from mibyan_tools import web_search\n"
+                   "print(web_search('again')['echo'])\n");
+  BOOST_TEST(next.get_string("output") == "again\n", next.dump());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
