@@ -428,6 +428,11 @@ int main(int argc, char** argv) {
   long fds_end = count_dir("/proc/self/fd");
   long threads_end = count_dir("/proc/self/task");
   uint64_t db = lmdb_bytes(home);
+  // The first runtime of a process installs the process-wide SIGTERM
+  // watcher (base/host_hardening.cpp: a pipe pair and a thread) for the
+  // life of the process; it is not counted as left over.
+  constexpr long watcher_fds = 2;
+  long fds_left = std::max(0L, fds_end - fds0 - watcher_fds);
 
   std::string provider_stats;
   ::kill(provider, SIGKILL);
@@ -488,11 +493,6 @@ int main(int argc, char** argv) {
               st.stored_bytes ? static_cast<double>(db)
                                   / static_cast<double>(st.stored_bytes)
                               : 0.0);
-  // The first runtime of a process installs the process-wide SIGTERM
-  // watcher (base/host_hardening.cpp: a pipe pair and a thread) for the
-  // life of the process; it is not counted as left over.
-  constexpr long watcher_fds = 2;
-  long fds_left = std::max(0L, fds_end - fds0 - watcher_fds);
   bool ok = drained && left.empty() && fds_left == 0 && st.completed > 0;
   std::printf("BENCH_ROW {\"metric\":\"soak RSS growth middle->end of "
               "load\",\"ours\":%ld,\"baseline\":%ld,\"ratio\":%.3f,\"unit\":"
