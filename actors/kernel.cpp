@@ -163,6 +163,23 @@ std::string spill_to_cache(const std::string& home, const std::string& text,
   return write_private_file(path, text, true).empty() ? path : std::string{};
 }
 
+// Answers every queued cell with an error: this kernel cannot run them.
+void settle_queue(kernel_broker* self) {
+  auto& st = self->state;
+  while (!st.queue.empty()) {
+    auto p = std::move(st.queue.front());
+    st.queue.pop_front();
+    json::value r;
+    r["status"] = "error";
+    r["error"] = "The session kernel ended before this cell ran; retry "
+                 "the call to start a fresh kernel.";
+    r["tool_calls_made"] = 0;
+    r["duration_seconds"] = 0;
+    p.rp.deliver(tool_response{p.cell.call_id, "execute_code", r.dump(), 0,
+                               false, true});
+  }
+}
+
 // Answers the running cell. `frame` is the runner's reply (may be null when
 // the host ended the cell).
 void settle(kernel_broker* self, const json::value* frame) {
@@ -277,19 +294,7 @@ void settle(kernel_broker* self, const json::value* frame) {
   res.kernel_ended = c.ended;
   cell->rp.deliver(std::move(res));
   if (st.dead || st.exited) {
-    // Answer queued cells: this kernel cannot run them.
-    while (!st.queue.empty()) {
-      auto p = std::move(st.queue.front());
-      st.queue.pop_front();
-      json::value r;
-      r["status"] = "error";
-      r["error"] = "The session kernel ended before this cell ran; retry "
-                   "the call to start a fresh kernel.";
-      r["tool_calls_made"] = 0;
-      r["duration_seconds"] = 0;
-      p.rp.deliver(tool_response{p.cell.call_id, "execute_code", r.dump(), 0,
-                                 false, true});
-    }
+    settle_queue(self);
     self->quit();
     return;
   }
@@ -515,6 +520,34 @@ caf::behavior kernel_impl(kernel_broker* self, services_ptr svc,
   self->configure_read(st.in_hdl, caf::io::receive_policy::at_most(1024));
   self->configure_read(st.out_hdl, caf::io::receive_policy::at_most(65536));
   self->configure_read(st.err_hdl, caf::io::receive_policy::at_most(65536));
+  // Stopped by the registry (reset, eviction, a closed session) or at
+  // shutdown: every cell taken must still be answered, or its caller waits
+  // for its request timeout (minutes). A running cell ends as interrupted
+  // through the normal kill sequence (bounded by the kill grace), which
+  // also answers the queue and quits; otherwise the queue is answered here.
+  self->set_exit_handler([=](caf::exit_msg& em) {
+    auto& s = self->state;
+    if (s.cell && !s.dead && s.opts.proc.pid > 0) {
+      MIBYAN_LOG(info, "kernel", "pid " << s.opts.proc.pid
+                 << " stopped while a cell ran");
+      kill_kernel(self, cell_status::interrupted,
+                  "the session's kernel was stopped (reset, evicted or "
+                  "closed) while this cell ran");
+      return;
+    }
+    s.dead = true;
+    settle_queue(self);
+    self->quit(em.reason);
+  });
+  self->set_down_handler([=](caf::down_msg& dm) {
+    auto& s = self->state;
+    for (auto i = s.invocations.begin(); i != s.invocations.end(); ++i) {
+      if (i->address() == dm.source) {
+        s.invocations.erase(i);
+        break;
+      }
+    }
+  });
   return {
     [=](exec_atom, exec_cell& cell) -> caf::result<tool_response> {
       auto& s = self->state;

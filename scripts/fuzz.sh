@@ -20,7 +20,7 @@ JOBS="${JOBS:-$(nproc)}"
 bash scripts/install-deps.sh >/dev/null
 bash scripts/install-fuzz-deps.sh
 CXX=clang++ cmake -S fuzz -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build "$BUILD" -j "$JOBS" >"$BUILD.log" 2>&1 || { tail -50 "$BUILD.log"; exit 1; }
+cmake --build "$BUILD" -j "$JOBS" >"$BUILD/build.log" 2>&1 || { tail -50 "$BUILD/build.log"; exit 1; }
 
 mkdir -p "$BUILD/crashes" "$BUILD/work"
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}"

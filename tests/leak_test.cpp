@@ -1,0 +1,264 @@
+#define BOOST_TEST_MODULE leak
+#include <boost/test/unit_test.hpp>
+
+// Resource leak check (docs/testing.md, "Soak and leaks"): 10,000
+// execute_code cells (some calling tools from the script over RPC, with
+// kernel restarts along the way) and 10,000 direct tool calls through one
+// runtime. Afterwards open fds, threads, child processes and RSS must be
+// back at their baselines within the bounds below. The baseline is taken
+// after a warm-up, so pools, caches and the pre-started kernel are in it.
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <dirent.h>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <unistd.h>
+
+#include "base/json.hpp"
+#include "node/runtime.hpp"
+#include "tests/support/temp_dir.hpp"
+
+using namespace mibyan;
+using namespace std::chrono;
+
+namespace {
+
+// Bounds over the baseline after everything is closed.
+constexpr long fd_slack = 4;
+constexpr long thread_slack = 4;
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+// Sanitizer allocators keep freed memory in quarantine: RSS is reported,
+// not bounded.
+constexpr long rss_slack_kib = -1;
+#else
+constexpr long rss_slack_kib = 64 * 1024;
+#endif
+
+long count_dir(const std::string& path) {
+  long n = 0;
+  if (DIR* d = ::opendir(path.c_str())) {
+    while (auto* e = ::readdir(d))
+      if (e->d_name[0] != '.')
+        ++n;
+    ::closedir(d);
+  }
+  return n;
+}
+
+long open_fds() { return count_dir("/proc/self/fd") - 1; } // minus opendir's
+long threads() { return count_dir("/proc/self/task"); }
+
+long rss_kib() {
+  std::ifstream in{"/proc/self/status"};
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("VmRSS:", 0) == 0)
+      return std::atol(line.c_str() + 6);
+  return 0;
+}
+
+struct children_info {
+  long live = 0;
+  long zombies = 0;
+};
+
+children_info children() {
+  children_info out;
+  std::vector<std::string> pids;
+  if (DIR* d = ::opendir("/proc/self/task")) {
+    while (auto* e = ::readdir(d)) {
+      if (e->d_name[0] == '.')
+        continue;
+      std::ifstream in{std::string{"/proc/self/task/"} + e->d_name
+                       + "/children"};
+      std::string pid;
+      while (in >> pid)
+        pids.push_back(pid);
+    }
+    ::closedir(d);
+  }
+  for (auto& pid : pids) {
+    std::ifstream st{"/proc/" + pid + "/stat"};
+    std::string text;
+    std::getline(st, text);
+    auto close = text.rfind(')');
+    char state = close != std::string::npos && close + 2 < text.size()
+                   ? text[close + 2]
+                   : '?';
+    if (state == 'Z')
+      ++out.zombies;
+    else
+      ++out.live;
+  }
+  return out;
+}
+
+struct snapshot {
+  long fds, threads, kids, zombies, rss;
+};
+
+snapshot take() {
+  auto c = children();
+  return {open_fds(), threads(), c.live, c.zombies, rss_kib()};
+}
+
+std::string show(const snapshot& s) {
+  std::ostringstream o;
+  o << "fds " << s.fds << ", threads " << s.threads << ", children "
+    << s.kids << " (zombies " << s.zombies << "), RSS " << s.rss / 1024
+    << " MiB";
+  return o.str();
+}
+
+// Runs `total` calls made by `make(i)`, at most `width` in flight.
+template <class Make>
+long run_many(runtime& rt, long total, int width, Make make) {
+  std::mutex mtx;
+  std::condition_variable cv;
+  long in_flight = 0, failures = 0;
+  std::map<std::string, long> kinds;
+  for (long i = 0; i < total; ++i) {
+    {
+      std::unique_lock<std::mutex> lk{mtx};
+      cv.wait(lk, [&] { return in_flight < width; });
+      ++in_flight;
+    }
+    rt.call_tool_async(make(i), [&, i](tool_outcome o) {
+      // A reset interrupts the session's cell that is still running: an
+      // expected answer (tests/kernel_stop_test.cpp), not a failure.
+      auto full = json::parse_members(o.result_json, {"error", "status"});
+      const json::value* e = full ? full.v->find("error") : nullptr;
+      bool interrupted = full && full.v->get_string("status", "")
+                                   == "interrupted";
+      bool bad = !full || (e != nullptr && !e->is_null() && !interrupted);
+      std::lock_guard<std::mutex> g{mtx};
+      if (bad) {
+        ++kinds[o.result_json.substr(0, 160)];
+        BOOST_TEST_MESSAGE("failed call " << i << " after "
+                           << o.duration_us / 1000 << " ms");
+      }
+      failures += bad ? 1 : 0;
+      --in_flight;
+      cv.notify_all();
+    });
+  }
+  std::unique_lock<std::mutex> lk{mtx};
+  cv.wait(lk, [&] { return in_flight == 0; });
+  for (auto& [text, n] : kinds)
+    BOOST_TEST_MESSAGE(n << " x " << text);
+  return failures;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(ten_thousand_cells_and_tool_calls_leave_nothing) {
+  test::temp_dir home;
+  test::temp_dir work;
+  std::string lines;
+  for (int i = 1; i <= 10000; ++i)
+    lines += "line " + std::to_string(i) + "\n";
+  work.write("note.txt", lines);
+  options opts;
+  opts.home = home.path();
+  opts.approvals.unattended_mode = "approve";
+  std::string err;
+  auto rt = runtime::create(opts, &err);
+  BOOST_REQUIRE_MESSAGE(rt != nullptr, err);
+
+  const std::vector<std::string> sessions{"leak-a", "leak-b", "leak-c",
+                                          "leak-d"};
+  auto cell = [&](long i) {
+    json::value args;
+    // Every 25th cell calls a tool from the script (the RPC path).
+    args["code"] = i % 25 == 0
+                     ? std::string{"from mibyan_tools import read_file\n"
+                                   "print(len(read_file('note.txt', "
+                                   "offset=" + std::to_string(i + 1)
+                                   + ", limit=1)['content']))"}
+                     : "x = " + std::to_string(i) + "\nprint(x * 2)";
+    // Every 2,500th cell of a session starts a fresh kernel.
+    if (i % 2500 == 4)
+      args["reset"] = true;
+    return tool_call_request{sessions[static_cast<size_t>(i) % 4],
+                             "c" + std::to_string(i), "execute_code",
+                             args.dump(), work.path()};
+  };
+  auto call = [&](long i) {
+    json::value args;
+    std::string tool = "read_file";
+    if (i % 20 == 0) {
+      tool = "terminal";
+      args["command"] = "echo " + std::to_string(i);
+    } else if (i % 20 == 1) {
+      tool = "search_files";
+      args["pattern"] = "line";
+      args["path"] = work.path();
+    } else {
+      // A different line each time: re-reading unchanged text is refused.
+      args["path"] = work / "note.txt";
+      args["offset"] = i + 1;
+      args["limit"] = 1;
+    }
+    return tool_call_request{"leak-tools", "t" + std::to_string(i), tool,
+                             args.dump(), work.path()};
+  };
+
+  // Warm-up: kernels, pools, caches and allocator arenas reach their
+  // working size.
+  BOOST_REQUIRE_EQUAL(run_many(*rt, 200, 4, cell), 0);
+  BOOST_REQUIRE_EQUAL(run_many(*rt, 200, 8, call), 0);
+  for (auto& s : sessions)
+    rt->close_session(s);
+  rt->close_session("leak-tools");
+  std::this_thread::sleep_for(milliseconds{500});
+  auto base = take();
+  BOOST_TEST_MESSAGE("baseline: " << show(base));
+
+  auto t0 = steady_clock::now();
+  BOOST_TEST(run_many(*rt, 10000, 4, cell) == 0);
+  auto mid = take();
+  BOOST_TEST_MESSAGE("after 10,000 cells: " << show(mid));
+  BOOST_TEST(run_many(*rt, 10000, 8, call) == 0);
+  auto busy = take();
+  BOOST_TEST_MESSAGE("after 10,000 tool calls: " << show(busy));
+  BOOST_TEST_MESSAGE("work took "
+                     << duration_cast<milliseconds>(steady_clock::now() - t0)
+                          .count()
+                     << " ms");
+
+  for (auto& s : sessions)
+    rt->close_session(s);
+  rt->close_session("leak-tools");
+  // Kernels die asynchronously: wait (bounded) for the counts to settle.
+  snapshot end = take();
+  for (int i = 0; i < 300; ++i) {
+    end = take();
+    if (end.kids <= base.kids && end.zombies == 0
+        && end.fds <= base.fds + fd_slack
+        && end.threads <= base.threads + thread_slack)
+      break;
+    std::this_thread::sleep_for(milliseconds{100});
+  }
+  BOOST_TEST_MESSAGE("closed: " << show(end));
+  BOOST_TEST(end.fds <= base.fds + fd_slack);
+  BOOST_TEST(end.threads <= base.threads + thread_slack);
+  BOOST_TEST(end.kids <= base.kids);
+  BOOST_TEST(end.zombies == 0);
+  if (rss_slack_kib >= 0)
+    BOOST_TEST(end.rss <= base.rss + rss_slack_kib);
+
+  rt.reset();
+  auto after = take();
+  BOOST_TEST_MESSAGE("runtime destroyed: " << show(after));
+  BOOST_TEST(after.kids == 0);
+  BOOST_TEST(after.zombies == 0);
+}
