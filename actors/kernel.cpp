@@ -539,15 +539,6 @@ caf::behavior kernel_impl(kernel_broker* self, services_ptr svc,
     settle_queue(self);
     self->quit(em.reason);
   });
-  self->set_down_handler([=](caf::down_msg& dm) {
-    auto& s = self->state;
-    for (auto i = s.invocations.begin(); i != s.invocations.end(); ++i) {
-      if (i->address() == dm.source) {
-        s.invocations.erase(i);
-        break;
-      }
-    }
-  });
   return {
     [=](exec_atom, exec_cell& cell) -> caf::result<tool_response> {
       auto& s = self->state;
