@@ -37,6 +37,11 @@ int chat_command(const std::vector<std::string>& args,
                  const global_flags& flags);
 int serve_command(const std::vector<std::string>& args,
                   const global_flags& flags);
+/// `mibyan node` and `mibyan nodes` (docs/cluster.md).
+int node_command(const std::vector<std::string>& args,
+                 const global_flags& flags);
+int nodes_command(const std::vector<std::string>& args,
+                  const global_flags& flags);
 
 
 /// Splits "a, b,c" into {"a", "b", "c"}, dropping empty items.

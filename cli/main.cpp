@@ -28,6 +28,10 @@ void usage(std::ostream& out) {
          "  serve [--listen HOST:PORT] [--provider P] [--model M]\n"
          "                          serve the agent over an OpenAI-compatible\n"
          "                          HTTP API (docs/serve.md)\n"
+         "  node --listen HOST:PORT [--join HOST:PORT] [--role R] [--workdir D]\n"
+         "                          run a cluster member (docs/cluster.md)\n"
+         "  nodes --connect HOST:PORT [--json]\n"
+         "                          list the members of a cluster\n"
          "  version                 print the version\n";
 }
 
@@ -80,6 +84,10 @@ int main(int argc, char** argv) {
     return mibyan::cli::chat_command(rest, flags);
   if (command == "serve")
     return mibyan::cli::serve_command(rest, flags);
+  if (command == "node")
+    return mibyan::cli::node_command(rest, flags);
+  if (command == "nodes")
+    return mibyan::cli::nodes_command(rest, flags);
   if (command == "version" || command == "--version") {
     std::cout << "mibyan 0.1.0\n";
     return 0;

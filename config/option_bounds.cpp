@@ -37,6 +37,10 @@ const std::vector<numeric_bounds>& numeric_option_bounds() {
     {"code_execution", "prestart_kernels", 0, 64},
     {"runtime", "scheduler_threads", 0, 512},
     {"runtime", "blocking_threads", 1, 1'024},
+    {"cluster", "heartbeat_ms", 10, 60'000},
+    {"cluster", "failure_timeout_ms", 50, 3'600'000},
+    {"cluster", "max_sessions", 1, 1'000'000},
+    {"cluster", "drain_timeout_ms", 0, 3'600'000},
   };
   return table;
 }
