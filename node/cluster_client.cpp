@@ -1,5 +1,8 @@
 #include "node/cluster_client.hpp"
 
+#include <chrono>
+#include <thread>
+
 #include "caf/all.hpp"
 #include "caf/io/all.hpp"
 #include "caf/openssl/all.hpp"
@@ -101,8 +104,14 @@ cluster_client::connect(const std::string& address, const options& opts,
     *error = std::string{"cannot start the actor system: "} + e.what();
     return nullptr;
   }
+  // A connection attempt can time out on a loaded machine (TLS).
   auto remote = tls ? caf::openssl::remote_actor(*p->sys, host, port)
                     : p->sys->middleman().remote_actor(host, port);
+  for (int attempt = 1; !remote && attempt < 3; ++attempt) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    remote = tls ? caf::openssl::remote_actor(*p->sys, host, port)
+                 : p->sys->middleman().remote_actor(host, port);
+  }
   if (!remote) {
     *error = "cannot connect to " + address + ": "
              + p->sys->render(remote.error());

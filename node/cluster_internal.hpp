@@ -79,6 +79,9 @@ struct cluster_settings {
   bool tls = false;
   /// Provider overrides for turns (gateway).
   std::string provider, model, base_url;
+  /// The routing node's own default working directory: a call that names
+  /// it (a gateway's conversation does) runs in the worker's own workdir.
+  std::string own_cwd;
 };
 
 using steady = std::chrono::steady_clock;

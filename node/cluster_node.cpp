@@ -190,6 +190,7 @@ int run_node(const node_args& a, options opts) {
   auto rt = runtime_access::make(std::move(p));
   auto& impl = runtime_access::of(*rt);
   auto local = impl.dispatcher;
+  s.own_cwd = impl.svc->default_cwd;
   caf::actor mm = tls ? caf::actor_cast<caf::actor>(
                           sys->openssl_manager().actor_handle())
                       : caf::actor_cast<caf::actor>(
@@ -209,6 +210,11 @@ int run_node(const node_args& a, options opts) {
       impl.dispatcher = local;
     }
     caf::anon_send_exit(member, caf::exit_reason::user_shutdown);
+    // No handle may outlive the system: the middleman's actor is detached,
+    // and the system waits for it to be released.
+    member = nullptr;
+    local = nullptr;
+    mm = nullptr;
     rt.reset();
     sys.reset();
   };
@@ -233,9 +239,17 @@ int run_node(const node_args& a, options opts) {
   (*self)->send(member, caf::put_atom_v, address);
   if (!a.join.empty()) {
     std::string reason;
-    (*self)->request(member, std::chrono::seconds(60), join_atom_v, a.join)
-      .receive([&](std::string& r) { reason = std::move(r); },
-               [&](caf::error& e) { reason = sys->render(e); });
+    // A connection attempt can time out on a loaded machine (a TLS
+    // handshake especially); a refusal is final.
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      reason.clear();
+      (*self)->request(member, std::chrono::seconds(60), join_atom_v, a.join)
+        .receive([&](std::string& r) { reason = std::move(r); },
+                 [&](caf::error& e) { reason = sys->render(e); });
+      if (reason.rfind("cannot connect", 0) != 0)
+        break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    }
     if (!reason.empty()) {
       std::cerr << "mibyan node: cannot join the cluster through " << a.join
                 << ": " << reason << "\n";

@@ -44,8 +44,10 @@ void configure_cluster_transport(caf::actor_system_config& cfg,
   using std::chrono::milliseconds;
   cfg.set("middleman.heartbeat-interval",
           caf::timespan{milliseconds(opts.cluster.heartbeat_ms)});
+  // Twice the failure timeout: the member's own heartbeats decide loss;
+  // this only closes links that carry nothing at all.
   cfg.set("middleman.connection-timeout",
-          caf::timespan{milliseconds(opts.cluster.failure_timeout_ms)});
+          caf::timespan{milliseconds(2 * opts.cluster.failure_timeout_ms)});
 }
 
 std::string protocol_mismatch(const std::string& our_id, uint32_t our_version,

@@ -185,6 +185,10 @@ void route_call(cluster_actor* self, tool_request req,
         });
     return;
   }
+  // The gateway's directory means nothing on another machine: the worker
+  // runs the session in its --workdir.
+  if (req.cwd == st.cfg.own_cwd)
+    req.cwd.clear();
   auto id = ++st.next_call;
   st.inflight.emplace(id,
                       pending_call{worker, sid, req.tool, req.call_id, rp});
