@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "caf/actor.hpp"
 #include "caf/meta/type_name.hpp"
 
 namespace mibyan {
@@ -90,16 +91,18 @@ typename Inspector::result_type inspect(Inspector& f, member_info& x) {
            x.max_sessions);
 }
 
-/// The node's answer to a proof: the member list, or a refusal.
+/// The node's answer to a proof: the member list and the member actor
+/// (only authenticated peers learn its handle), or a refusal.
 struct cluster_welcome {
   std::string refusal;
   std::vector<member_info> members;
+  caf::actor member;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, cluster_welcome& x) {
   return f(caf::meta::type_name("mibyan::cluster_welcome"), x.refusal,
-           x.members);
+           x.members, x.member);
 }
 
 /// An agent turn a client asks a gateway to run.

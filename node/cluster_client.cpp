@@ -32,10 +32,18 @@ struct cluster_client::impl {
   // Sends `xs` to the member and waits for one answer of type T, the
   // member's death (its connection dropped) or an error. Never hangs on a
   // dead member: CAF's connection heartbeat closes a silent link.
+  /// Set once the member's down message arrived (monitored once, at
+  /// connect: a remote monitor per call would cost two more messages).
+  bool lost = false;
+
   template <class T, class... Ts>
   bool ask(T& out, std::string* error, Ts&&... xs) {
     auto& s = *self;
-    s->monitor(member);
+    if (lost) {
+      *error = "the cluster member " + member_id
+               + " was lost (its connection dropped)";
+      return false;
+    }
     s->send(member, std::forward<Ts>(xs)...);
     bool ok = false;
     bool done = false;
@@ -49,6 +57,7 @@ struct cluster_client::impl {
         [&](caf::down_msg&) {
           *error = "the cluster member " + member_id
                    + " was lost (its connection dropped)";
+          lost = true;
           done = true;
         },
         [&](caf::error& e) {
@@ -56,7 +65,6 @@ struct cluster_client::impl {
           done = true;
         });
     }
-    s->demonitor(member);
     return ok;
   }
 };
@@ -120,6 +128,7 @@ cluster_client::connect(const std::string& address, const options& opts,
   p->member = *remote;
   p->self = std::make_unique<caf::scoped_actor>(*p->sys);
   auto& s = *p->self;
+  s->monitor(p->member);
   auto my_id = "client-" + random_hex(4);
   auto nonce = random_hex(16);
   auto digest = cluster_type_digest();
@@ -163,7 +172,14 @@ cluster_client::connect(const std::string& address, const options& opts,
       *refused = true;
     return nullptr;
   }
-  (void) s;
+  if (!w.member) {
+    *error = "node " + c.node_id + " sent no member handle";
+    return nullptr;
+  }
+  // From here on the member itself (the front door only does handshakes).
+  s->demonitor(p->member);
+  p->member = w.member;
+  s->monitor(p->member);
   p->member_id = c.node_id;
   return std::unique_ptr<cluster_client>(new cluster_client(std::move(p)));
 }

@@ -121,7 +121,11 @@ struct cluster_state {
   runtime* rt = nullptr;
   tool_dispatcher_actor local;
   kernel_registry_actor kernels;
-  caf::actor middleman; // connect requests (plain or TLS)
+  caf::actor middleman; // connect and publish requests (plain or TLS)
+  /// The published front door (handshake only) and where it listens.
+  caf::actor front;
+  std::string listen_host;
+  uint16_t port = 0;
 
   // Membership.
   std::map<std::string, peer_state> peers;
@@ -162,6 +166,12 @@ caf::behavior cluster_member(cluster_actor* self, cluster_settings cfg,
                              runtime* rt, tool_dispatcher_actor local,
                              kernel_registry_actor kernels,
                              caf::actor middleman);
+
+/// The published front door: forwards the handshake (hello, auth) to the
+/// member and nothing else, so a peer that has not proved the key never
+/// holds the member's handle (CAF lets any peer send an untrappable kill to
+/// an actor it holds; a killed front door is replaced by the member).
+caf::behavior cluster_front(caf::event_based_actor* self, caf::actor member);
 
 // -- cluster_member.cpp ----------------------------------------------------
 

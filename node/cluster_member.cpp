@@ -136,8 +136,7 @@ void join_address(cluster_actor* self, const std::string& address,
                                                         c.node_id)};
               self->request(peer, timeout, auth_atom_v, std::move(p))
                 .then(
-                  [self, address, finish, peer, key_ok,
-                   c](cluster_welcome& w) {
+                  [self, address, finish, key_ok, c](cluster_welcome& w) {
                     auto& st = self->state;
                     if (!key_ok) {
                       auto reason = "wrong cluster key: node " + c.node_id
@@ -159,8 +158,12 @@ void join_address(cluster_actor* self, const std::string& address,
                       finish("node id " + c.node_id + " is taken");
                       return;
                     }
-                    st.authed.insert(peer.node());
-                    add_peer(self, c.node_id, c.role, c.address, peer);
+                    if (!w.member) {
+                      finish("node " + c.node_id + " sent no member handle");
+                      return;
+                    }
+                    st.authed.insert(w.member.node());
+                    add_peer(self, c.node_id, c.role, c.address, w.member);
                     for (auto& m : w.members) {
                       if (m.node_id == st.cfg.node_id || gone(m.state)
                           || m.address.empty())
@@ -235,12 +238,70 @@ void check_drain(cluster_actor* self) {
     finish_drain(self);
 }
 
+void publish_front(cluster_actor* self, uint32_t attempt);
+
+// The front door died (a peer can kill it): a new one is published on the
+// same port, so the node stays reachable.
+void replace_front(cluster_actor* self) {
+  auto& st = self->state;
+  if (st.left)
+    return;
+  MIBYAN_LOG(warning, "cluster", "the published front door was stopped by a "
+                                 "peer; publishing a new one on port "
+                                   << st.port);
+  auto old = st.front.address();
+  st.front = self->spawn(cluster_front, caf::actor_cast<caf::actor>(self));
+  self->monitor(st.front);
+  self->send(st.middleman, caf::unpublish_atom_v, old, st.port);
+  publish_front(self, 0);
+}
+
+// The old listener closes asynchronously: retry for a few seconds.
+void publish_front(cluster_actor* self, uint32_t attempt) {
+  auto& st = self->state;
+  self->request(st.middleman, seconds(10), caf::publish_atom_v, st.port,
+                caf::actor_cast<caf::strong_actor_ptr>(st.front),
+                std::set<std::string>{}, st.listen_host, true)
+    .then(
+      [self](uint16_t port) {
+        MIBYAN_LOG(info, "cluster", "new front door listening on port "
+                                      << port);
+      },
+      [self, attempt](caf::error& e) {
+        if (attempt < 50 && !self->state.left) {
+          self->delayed_send(self, milliseconds(100), caf::publish_atom_v,
+                             attempt + 1);
+          return;
+        }
+        MIBYAN_LOG(error, "cluster", "cannot publish the new front door: "
+                                       << self->system().render(e));
+      });
+}
+
 caf::error not_allowed() {
   return caf::make_error(ec::invalid_request,
                          "not authenticated: complete the cluster handshake");
 }
 
 } // namespace
+
+caf::behavior cluster_front(caf::event_based_actor* self, caf::actor member) {
+  self->set_default_handler(caf::drop);
+  self->set_exit_handler([](caf::exit_msg&) {});
+  return {
+    [self, member](hello_atom a, cluster_hello& h) {
+      return self->delegate(member, a, std::move(h));
+    },
+    [self, member](auth_atom a, cluster_proof& p) {
+      return self->delegate(member, a, std::move(p));
+    },
+    [self](kill_atom) {
+      const auto& s = self->current_sender();
+      if (s && s->node() == self->node())
+        self->quit(caf::exit_reason::user_shutdown);
+    },
+  };
+}
 
 bool sender_allowed(cluster_actor* self) {
   const auto& s = self->current_sender();
@@ -299,8 +360,18 @@ caf::behavior cluster_member(cluster_actor* self, cluster_settings cfg,
   st.middleman = std::move(middleman);
   // Wrong types and strays from peers are dropped; the node keeps serving.
   self->set_default_handler(caf::drop);
+  // An exit message can come from any peer (CAF delivers them unchecked):
+  // the member ignores them all; the node stops it with a local kill_atom.
+  self->set_exit_handler([](caf::exit_msg& em) {
+    MIBYAN_LOG(warning, "cluster", "ignored an exit message from "
+                                     << caf::to_string(em.source));
+  });
   self->set_down_handler([self](caf::down_msg& dm) {
     auto& st = self->state;
+    if (st.front && dm.source == st.front.address()) {
+      replace_front(self);
+      return;
+    }
     for (auto& kv : st.peers) {
       if (kv.second.handle && kv.second.handle.address() == dm.source) {
         auto id = kv.first;
@@ -385,7 +456,24 @@ caf::behavior cluster_member(cluster_actor* self, cluster_settings cfg,
         add_peer(self, ph.hello.node_id, ph.hello.role, ph.hello.address,
                  caf::actor_cast<caf::actor>(sender));
       w.members = view(self);
+      w.member = caf::actor_cast<caf::actor>(self);
       return w;
+    },
+    [self](caf::publish_atom, uint32_t attempt) {
+      const auto& s = self->current_sender();
+      if (s && s->node() == self->node() && !self->state.left)
+        publish_front(self, attempt);
+    },
+    [self](kill_atom) {
+      const auto& s = self->current_sender();
+      if (!s || s->node() != self->node())
+        return;
+      auto& st = self->state;
+      st.left = true;
+      if (st.front)
+        self->send(st.front, kill_atom_v);
+      st.front = nullptr;
+      self->quit(caf::exit_reason::user_shutdown);
     },
     // -- membership ------------------------------------------------------
     [self](join_atom, std::string& address) -> caf::result<std::string> {
@@ -396,10 +484,17 @@ caf::behavior cluster_member(cluster_actor* self, cluster_settings cfg,
                    [rp](std::string reason) mutable { rp.deliver(reason); });
       return rp;
     },
-    [self](caf::put_atom, std::string& address) {
+    [self](caf::put_atom, std::string& address, std::string& host,
+           uint16_t port, caf::actor& front) {
       const auto& s = self->current_sender();
-      if (s && s->node() == self->node())
-        self->state.cfg.address = address;
+      if (!s || s->node() != self->node())
+        return;
+      auto& st = self->state;
+      st.cfg.address = address;
+      st.listen_host = host;
+      st.port = port;
+      st.front = front;
+      self->monitor(front);
     },
     [self](heartbeat_atom, member_info& info) {
       auto& st = self->state;

@@ -203,25 +203,36 @@ int run_node(const node_args& a, options opts) {
     impl.dispatcher = caf::actor_cast<tool_dispatcher_actor>(member);
   }
   std::unique_ptr<caf::scoped_actor> self;
+  caf::actor front;
   auto shutdown = [&] {
     self.reset();
     {
       std::lock_guard<std::mutex> guard{impl.mtx};
       impl.dispatcher = local;
     }
-    caf::anon_send_exit(member, caf::exit_reason::user_shutdown);
+    {
+      // The member ignores exit messages (any peer could send one).
+      caf::scoped_actor tmp{*sys};
+      tmp->send(member, kill_atom_v);
+      if (front)
+        tmp->send(front, kill_atom_v);
+    }
     // No handle may outlive the system: the middleman's actor is detached,
     // and the system waits for it to be released.
     member = nullptr;
+    front = nullptr;
     local = nullptr;
     mm = nullptr;
     rt.reset();
     sys.reset();
   };
+  // Only the front door is published; authenticated peers get the
+  // member's handle in the welcome (docs/cluster.md, "Handshake").
+  front = sys->spawn(cluster_front, member);
   caf::expected<uint16_t> published = uint16_t{0};
   try {
-    published = tls ? caf::openssl::publish(member, port, host.c_str(), true)
-                    : sys->middleman().publish(member, port, host.c_str(),
+    published = tls ? caf::openssl::publish(front, port, host.c_str(), true)
+                    : sys->middleman().publish(front, port, host.c_str(),
                                                true);
   } catch (const std::exception& e) {
     published = caf::make_error(caf::sec::runtime_error, e.what());
@@ -236,7 +247,8 @@ int run_node(const node_args& a, options opts) {
                                                         : host;
   auto address = shown_host + ":" + std::to_string(*published);
   self = std::make_unique<caf::scoped_actor>(*sys);
-  (*self)->send(member, caf::put_atom_v, address);
+  (*self)->send(member, caf::put_atom_v, address, host, *published, front);
+  front = nullptr;
   if (!a.join.empty()) {
     std::string reason;
     // A connection attempt can time out on a loaded machine (a TLS

@@ -25,8 +25,13 @@
 #include <unistd.h>
 #include <vector>
 
+#include "caf/all.hpp"
+#include "caf/io/all.hpp"
+
 #include "base/json.hpp"
+#include "messages/type_ids.hpp"
 #include "node/cluster_client.hpp"
+#include "node/runtime_impl.hpp"
 #include "tests/support/http_server.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/scripted_replies.hpp"
@@ -458,6 +463,65 @@ BOOST_AUTO_TEST_CASE(garbage_from_a_peer_is_dropped) {
   auto c = connect(gw->address);
   auto r = call(*c, "after-garbage", "terminal", R"({"command":"echo alive"})");
   BOOST_CHECK_MESSAGE(contains(r.get_string("output", ""), "alive"), r.dump());
+}
+
+BOOST_AUTO_TEST_CASE(an_unauthenticated_peer_gets_nothing_but_the_handshake) {
+  auto gw = start({"--role", "all"});
+  auto port = static_cast<uint16_t>(
+    std::stoi(gw->address.substr(gw->address.rfind(':') + 1)));
+  {
+    caf::actor_system_config cfg;
+    configure_actor_system(cfg, nullptr);
+    cfg.set("middleman.app-identifiers",
+            std::vector<std::string>{"mibyan-v1"});
+    caf::actor_system sys{cfg};
+    auto member = sys.middleman().remote_actor("127.0.0.1", port);
+    if (!member) // (the message would be evaluated eagerly)
+      BOOST_FAIL("remote_actor: " << sys.render(member.error()));
+    caf::scoped_actor self{sys};
+    int refused = 0;
+    auto expect_error = [&](auto&&... xs) {
+      self->request(*member, seconds{30}, std::forward<decltype(xs)>(xs)...)
+        .receive([&](caf::message& m) {
+                   BOOST_ERROR("answered without a handshake: "
+                               << caf::to_string(m));
+                 },
+                 [&](caf::error&) { ++refused; });
+    };
+    expect_error(members_atom_v);
+    expect_error(tools_atom_v);
+    expect_error(invoke_atom_v, tool_request{"x", "c", "terminal",
+                                             R"({"command":"touch /tmp/no"})",
+                                             "", false});
+    expect_error(work_atom_v, tool_request{"x", "c", "terminal", "{}", "",
+                                           false});
+    expect_error(turn_atom_v, cluster_turn{});
+    // A proof without a hello, and a fake member's heartbeat.
+    self->request(*member, seconds{30}, auth_atom_v,
+                  cluster_proof{"intruder", "00"})
+      .receive([&](cluster_welcome& w) {
+                 BOOST_CHECK(!w.refusal.empty());
+                 BOOST_CHECK(w.members.empty());
+               },
+               [&](caf::error&) { ++refused; });
+    self->send(*member, heartbeat_atom_v,
+               member_info{"intruder", "127.0.0.1:1", "worker", "up", 0, 0, 0,
+                           10});
+    BOOST_CHECK_EQUAL(refused, 5);
+    // CAF delivers exit messages from any peer: the member must ignore them.
+    self->send_exit(*member, caf::exit_reason::user_shutdown);
+    caf::anon_send_exit(*member, caf::exit_reason::kill);
+  }
+  // The killed front door is replaced on the same port.
+  for (int i = 0; i < 200 && !contains(gw->err(), "publishing a new one");
+       ++i)
+    std::this_thread::sleep_for(milliseconds{50});
+  BOOST_TEST_MESSAGE("gateway log: " << gw->err());
+  auto c = connect(gw->address);
+  auto m = members(*c);
+  BOOST_CHECK_EQUAL(m.as_array().size(), 1u);
+  auto r = call(*c, "after", "terminal", R"({"command":"echo served"})");
+  BOOST_CHECK(contains(r.get_string("output", ""), "served"));
 }
 
 BOOST_AUTO_TEST_CASE(tls_cluster_with_certificates_from_the_openssl_cli) {
