@@ -13,7 +13,9 @@
 #include <csignal>
 #include <fcntl.h>
 #include <filesystem>
+#include <functional>
 #include <future>
+#include <tuple>
 #include <map>
 #include <memory>
 #include <netinet/in.h>
@@ -101,7 +103,8 @@ struct fixture {
   std::unique_ptr<node_process>
   start(std::vector<std::string> extra, const std::string& cfg_extra = {},
         std::map<std::string, std::string> env = {},
-        std::string listen = "127.0.0.1:0") {
+        std::string listen = "127.0.0.1:0",
+        std::vector<std::string> prefix = {}) {
     auto n = std::make_unique<node_process>();
     auto name = "node" + std::to_string(++counter);
     auto home = dir / name;
@@ -112,8 +115,11 @@ struct fixture {
     n->err_path = home + "/node.err";
     if (!env.count("MIBYAN_CLUSTER_KEY"))
       env["MIBYAN_CLUSTER_KEY"] = cluster_key_value;
-    std::vector<std::string> args{test::mibyan_binary(), "node", "--listen",
-                                  listen, "--workdir", n->workdir};
+    std::vector<std::string> args = prefix;
+    for (auto a : {test::mibyan_binary(), std::string{"node"},
+                   std::string{"--listen"}, listen, std::string{"--workdir"},
+                   n->workdir})
+      args.push_back(a);
     args.insert(args.end(), extra.begin(), extra.end());
     int fds[2];
     BOOST_REQUIRE(::pipe(fds) == 0);
@@ -134,7 +140,7 @@ struct fixture {
       for (auto& a : args)
         argv.push_back(a.data());
       argv.push_back(nullptr);
-      ::execv(argv[0], argv.data());
+      ::execvp(argv[0], argv.data());
       ::_exit(127);
     }
     ::close(fds[1]);
@@ -161,12 +167,12 @@ struct fixture {
       return n;
     }
     // "mibyan node NODE_ID listening on HOST:PORT"
-    const std::string prefix = "mibyan node ";
-    BOOST_REQUIRE_MESSAGE(line.rfind(prefix, 0) == 0
-                            && contains(line, " listening on 127.0.0.1:"),
+    const std::string ready = "mibyan node ";
+    BOOST_REQUIRE_MESSAGE(line.rfind(ready, 0) == 0
+                            && contains(line, " listening on "),
                           "no ready line; got '" << line << "'; stderr: "
                                                  << n->err());
-    auto rest = line.substr(prefix.size());
+    auto rest = line.substr(ready.size());
     n->id = rest.substr(0, rest.find(' '));
     n->address = rest.substr(rest.rfind(' ') + 1);
     return n;
@@ -559,11 +565,86 @@ BOOST_AUTO_TEST_CASE(tls_cluster_with_certificates_from_the_openssl_cli) {
   BOOST_CHECK(!plain);
 }
 
-BOOST_AUTO_TEST_CASE(network_namespaces) {
-  // A real multi-host topology needs network namespaces and veth pairs;
-  // this suite does not set them up (docs/cluster.md, "Tests").
-  BOOST_TEST_MESSAGE("SKIPPED: network-namespace partition test not "
-                     "implemented; loopback tests cover failure detection");
+// Two network namespaces joined by a veth pair: a gateway in one, a worker
+// in the other, on real (non-loopback) addresses. Cutting the link must
+// fail the call in flight and mark the worker lost; nothing hangs.
+BOOST_AUTO_TEST_CASE(partition_between_network_namespaces) {
+  auto tag = std::to_string(::getpid() % 100000);
+  std::string ns_a = "mbyA" + tag, ns_b = "mbyB" + tag;
+  std::string veth_a = "mva" + tag, veth_b = "mvb" + tag;
+  auto sh = [](std::vector<std::string> argv) {
+    test::process_options o;
+    o.timeout_seconds = 30;
+    return test::run_process(argv, o).exit_code;
+  };
+  if (::geteuid() != 0 || sh({"ip", "netns", "add", ns_a}) != 0) {
+    BOOST_TEST_MESSAGE("SKIPPED: network namespaces are not permitted here "
+                       "(needs root and `ip netns`)");
+    return;
+  }
+  struct cleanup {
+    std::function<void()> f;
+    ~cleanup() { f(); }
+  } guard{[&] {
+    sh({"ip", "netns", "del", ns_a});
+    sh({"ip", "netns", "del", ns_b});
+  }};
+  BOOST_REQUIRE(sh({"ip", "netns", "add", ns_b}) == 0);
+  BOOST_REQUIRE(sh({"ip", "link", "add", veth_a, "type", "veth", "peer",
+                    "name", veth_b}) == 0);
+  BOOST_REQUIRE(sh({"ip", "link", "set", veth_a, "netns", ns_a}) == 0);
+  BOOST_REQUIRE(sh({"ip", "link", "set", veth_b, "netns", ns_b}) == 0);
+  for (auto& [ns, dev, ip] :
+       std::vector<std::tuple<std::string, std::string, std::string>>{
+         {ns_a, veth_a, "10.213.7.1/24"}, {ns_b, veth_b, "10.213.7.2/24"}}) {
+    BOOST_REQUIRE(sh({"ip", "-n", ns, "addr", "add", ip, "dev", dev}) == 0);
+    BOOST_REQUIRE(sh({"ip", "-n", ns, "link", "set", dev, "up"}) == 0);
+    BOOST_REQUIRE(sh({"ip", "-n", ns, "link", "set", "lo", "up"}) == 0);
+  }
+  std::string insecure = "  insecure: true\n";
+  auto gw = start({"--role", "gateway"}, insecure, {}, "10.213.7.1:0",
+                  {"ip", "netns", "exec", ns_a});
+  auto w = start({"--role", "worker", "--join", gw->address}, insecure, {},
+                 "10.213.7.2:0", {"ip", "netns", "exec", ns_b});
+  BOOST_REQUIRE_MESSAGE(w->pid > 0, w->err());
+  BOOST_CHECK(contains(gw->err(), "cluster.insecure"));
+  auto client = [&](std::vector<std::string> args) {
+    std::vector<std::string> argv{"ip", "netns", "exec", ns_a,
+                                  test::mibyan_binary()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    auto o = cli_env();
+    o.timeout_seconds = 90;
+    return test::run_process(argv, o);
+  };
+  bool up = false;
+  for (int i = 0; i < 60 && !up; ++i) {
+    auto r = client({"nodes", "--connect", gw->address, "--json"});
+    up = contains(r.out, "\"id\":\"" + w->id + "\",\"address\":\""
+                           + w->address + "\",\"role\":\"worker\","
+                             "\"state\":\"up\"");
+    if (!up)
+      std::this_thread::sleep_for(milliseconds{200});
+  }
+  BOOST_REQUIRE_MESSAGE(up, "the worker never joined: " << w->err());
+  auto pending = std::async(std::launch::async, [&] {
+    return client({"tool", "--connect", gw->address, "--session", "cut",
+                   "execute_code",
+                   code_args("import time\ntime.sleep(60)")});
+  });
+  std::this_thread::sleep_for(milliseconds{1500});
+  BOOST_REQUIRE(sh({"ip", "-n", ns_b, "link", "set", veth_b, "down"}) == 0);
+  BOOST_REQUIRE_MESSAGE(pending.wait_for(seconds{60})
+                          == std::future_status::ready,
+                        "the call hung after the link was cut");
+  auto r = pending.get();
+  BOOST_CHECK_EQUAL(r.exit_code, 0);
+  BOOST_CHECK_MESSAGE(contains(r.out, "\"worker_lost\":true"), r.out << r.err);
+  auto nodes = client({"nodes", "--connect", gw->address, "--json"});
+  BOOST_CHECK_MESSAGE(contains(nodes.out, "\"state\":\"lost\""), nodes.out);
+  // The cut-off gateway answers at once: no worker left.
+  auto none = client({"tool", "--connect", gw->address, "--session", "next",
+                      "terminal", R"({"command":"true"})"});
+  BOOST_CHECK_MESSAGE(contains(none.out, "No live worker"), none.out);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
