@@ -389,6 +389,31 @@ BOOST_AUTO_TEST_CASE(killed_worker_mid_cell_answers_and_moves_the_session) {
   BOOST_CHECK_EQUAL(state_of(*c, doomed.id), "lost");
 }
 
+BOOST_AUTO_TEST_CASE(lost_gateway_cells_are_interrupted_on_its_workers) {
+  auto gw = start({"--role", "gateway"});
+  auto w1 = start({"--role", "worker", "--join", gw->address});
+  auto c = connect(gw->address);
+  wait_members(*c, 2);
+  auto pending = std::async(std::launch::async, [&] {
+    return c->call_tool(tool_call_request{
+      "orphan", "long", "execute_code",
+      code_args("import time\ntime.sleep(60)"), ""});
+  });
+  std::this_thread::sleep_for(milliseconds{700});
+  ::kill(gw->pid, SIGKILL);
+  // The client sees its member go, and is answered.
+  BOOST_REQUIRE(pending.wait_for(seconds{30}) == std::future_status::ready);
+  BOOST_CHECK(contains(pending.get().result_json, "was lost"));
+  auto want = "gateway " + gw->id + " gone: interrupted 1 session(s)";
+  for (int i = 0; i < 300 && !contains(w1->err(), want); ++i)
+    std::this_thread::sleep_for(milliseconds{50});
+  BOOST_CHECK_MESSAGE(contains(w1->err(), want), w1->err());
+  // The worker itself keeps serving.
+  auto direct = connect(w1->address);
+  auto r = call(*direct, "fresh", "terminal", R"({"command":"echo still"})");
+  BOOST_CHECK(contains(r.get_string("output", ""), "still"));
+}
+
 BOOST_AUTO_TEST_CASE(drain_finishes_running_calls_and_leaves) {
   auto gw = start({"--role", "gateway"});
   auto w1 = start({"--role", "worker", "--join", gw->address});
