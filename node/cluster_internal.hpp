@@ -8,6 +8,7 @@
 //                         in-flight tracking, the worker side
 //   cluster_node.cpp      the `mibyan node` process around the actor
 //   cluster_protocol.cpp  protocol version and type-list digest
+//   cluster_front.cpp     the published front door (handshake only)
 // Includes CAF: only node/*.cpp include it.
 #pragma once
 
@@ -172,6 +173,13 @@ caf::behavior cluster_member(cluster_actor* self, cluster_settings cfg,
 /// holds the member's handle (CAF lets any peer send an untrappable kill to
 /// an actor it holds; a killed front door is replaced by the member).
 caf::behavior cluster_front(caf::event_based_actor* self, caf::actor member);
+
+/// The front door died: spawns and publishes a new one (cluster_front.cpp).
+void replace_front(cluster_actor* self);
+
+/// Publishes the current front door on the node's port; retries while the
+/// old listener is still closing.
+void publish_front(cluster_actor* self, uint32_t attempt);
 
 // -- cluster_member.cpp ----------------------------------------------------
 
