@@ -103,6 +103,8 @@ int run_node(const node_args& a, options opts) {
     return 2;
   }
   auto key = cluster_key(opts);
+  // Tools and kernels the node starts must not inherit the key.
+  ::unsetenv("MIBYAN_CLUSTER_KEY");
   if (key.empty()) {
     std::cerr << "mibyan node: no cluster key: set MIBYAN_CLUSTER_KEY (or "
                  "cluster.key in config.yaml); it is never a flag\n";
