@@ -42,6 +42,11 @@ int batch_command(const std::vector<std::string>& args,
 /// `mibyan mcp list [--json]` / `mibyan mcp test NAME` (docs/mcp.md).
 int mcp_command(const std::vector<std::string>& args,
                 const global_flags& flags);
+/// `mibyan node` and `mibyan nodes` (docs/cluster.md).
+int node_command(const std::vector<std::string>& args,
+                 const global_flags& flags);
+int nodes_command(const std::vector<std::string>& args,
+                  const global_flags& flags);
 
 
 /// Splits "a, b,c" into {"a", "b", "c"}, dropping empty items.

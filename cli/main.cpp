@@ -33,6 +33,10 @@ void usage(std::ostream& out) {
          "                          (docs/batch.md)\n"
          "  mcp list [--json]       the MCP servers, their state and tools\n"
          "  mcp test NAME           connect to one MCP server, list, ping\n"
+         "  node --listen HOST:PORT [--join HOST:PORT] [--role R] [--workdir D]\n"
+         "                          run a cluster member (docs/cluster.md)\n"
+         "  nodes --connect HOST:PORT [--json]\n"
+         "                          list the members of a cluster\n"
          "  version                 print the version\n";
 }
 
@@ -89,6 +93,10 @@ int main(int argc, char** argv) {
     return mibyan::cli::batch_command(rest, flags);
   if (command == "mcp")
     return mibyan::cli::mcp_command(rest, flags);
+  if (command == "node")
+    return mibyan::cli::node_command(rest, flags);
+  if (command == "nodes")
+    return mibyan::cli::nodes_command(rest, flags);
   if (command == "version" || command == "--version") {
     std::cout << "mibyan 0.1.0\n";
     return 0;

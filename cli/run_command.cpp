@@ -18,6 +18,7 @@
 
 #include "base/json.hpp"
 #include "base/log.hpp"
+#include "node/cluster_client.hpp"
 #include "node/runtime.hpp"
 
 namespace mibyan::cli {
@@ -29,7 +30,7 @@ void usage() {
     << "usage: mibyan run [--provider P] [--model M] [--base-url URL]\n"
        "                  [--api-key K] [--session ID] [--toolsets a,b]\n"
        "                  [--max-iterations N] [--json]\n"
-       "                  [--save-trajectory] PROMPT\n"
+       "                  [--save-trajectory] [--connect HOST:PORT] PROMPT\n"
        "  Runs one turn of the agent and prints the final answer.\n"
        "  --session ID continues (or creates) that session; without it a\n"
        "  new session is created and its id printed on stderr.\n";
@@ -43,6 +44,7 @@ int run_command(const std::vector<std::string>& args,
   turn_call call;
   call.source = "cli";
   bool as_json = false;
+  std::string connect;
   std::vector<std::string> positional;
   for (size_t i = 0; i < args.size(); ++i) {
     const auto& a = args[i];
@@ -55,6 +57,8 @@ int run_command(const std::vector<std::string>& args,
     std::string text;
     if (a == "--json") {
       as_json = true;
+    } else if (a == "--connect" && i + 1 < args.size()) {
+      connect = args[++i];
     } else if (a == "--save-trajectory") {
       call.save_trajectory = true;
     } else if (a == "-h" || a == "--help") {
@@ -101,15 +105,28 @@ int run_command(const std::vector<std::string>& args,
   // between the lines of the answer.
   if (live)
     route_logs_to_file(flags, opts, "run");
-  block_interrupt_signals();
   std::string error;
-  auto rt = runtime::create(std::move(opts), &error);
-  if (!rt) {
-    std::cerr << "mibyan: cannot start the runtime: " << error << "\n";
-    return 1;
+  // --connect: the turn runs on a cluster gateway (docs/cluster.md).
+  std::unique_ptr<cluster_client> client;
+  std::unique_ptr<runtime> rt;
+  if (!connect.empty()) {
+    bool refused = false;
+    client = cluster_client::connect(connect, opts, &error, &refused);
+    if (!client) {
+      std::cerr << "mibyan run: " << error << "\n";
+      return refused ? 2 : 1;
+    }
   }
-  // Non-interactive: flagged commands follow single_query_mode.
-  rt->set_approval_context(approval_context::single_query);
+  block_interrupt_signals();
+  if (!client) {
+    rt = runtime::create(std::move(opts), &error);
+    if (!rt) {
+      std::cerr << "mibyan: cannot start the runtime: " << error << "\n";
+      return 1;
+    }
+    // Non-interactive: flagged commands follow single_query_mode.
+    rt->set_approval_context(approval_context::single_query);
+  }
 
   if (call.session_id.empty())
     call.session_id = new_session_id();
@@ -137,17 +154,21 @@ int run_command(const std::vector<std::string>& args,
   }
   turn_outcome out;
   {
-    interrupt_watcher watcher{[&rt, id = call.session_id] {
+    interrupt_watcher watcher{[&rt, &client, id = call.session_id] {
       MIBYAN_LOG(info, "cli", "interrupt requested (SIGINT)");
-      rt->interrupt(id, "the user pressed Ctrl-C");
+      if (client)
+        client->interrupt(id, "the user pressed Ctrl-C");
+      else
+        rt->interrupt(id, "the user pressed Ctrl-C");
     }};
-    out = rt->run_turn(call);
+    out = client ? client->run_turn(call) : rt->run_turn(call);
   }
   if (activity)
     activity->end_turn();
   // One turn per run: the runtime (and the conversation it keeps in
   // memory) is not needed to print the result.
   rt.reset();
+  client.reset();
   if (!out.error.empty()) {
     std::cerr << "mibyan run: " << out.error << "\n";
     return out.config_error ? 2 : 1;

@@ -1,7 +1,9 @@
 #include "cli/commands.hpp"
 #include "cli/interrupt_watcher.hpp"
 
+#include <algorithm>
 #include <atomic>
+#include <functional>
 #include <csignal>
 #include <iostream>
 #include <mutex>
@@ -13,6 +15,7 @@
 #include "base/bounded_line_reader.hpp"
 #include "base/json.hpp"
 #include "base/log.hpp"
+#include "node/cluster_client.hpp"
 #include "node/runtime.hpp"
 #include "tools/argument_limit.hpp"
 #include "tools/registry.hpp"
@@ -30,7 +33,9 @@ void usage() {
                "result per line out\n"
                "  mibyan tool --list [--toolsets a,b]\n"
                "      the tools the model is offered (agent.toolsets and the "
-               "disabled lists apply)\n";
+               "disabled lists apply)\n"
+               "  --connect HOST:PORT runs the calls on a cluster "
+               "(docs/cluster.md)\n";
 }
 
 std::string generate_session_id() {
@@ -63,8 +68,9 @@ int list_tools(runtime& rt, const std::vector<std::string>& toolsets) {
 // One result line per input line, always (docs/configuration.md, `mibyan
 // tool --stdin`): an empty or over-long line gets an error result, so the
 // Nth output line answers the Nth input line.
-int run_stdin(runtime& rt, const std::string& session,
-              const std::string& cwd, int64_t max_argument_bytes) {
+int run_stdin(const std::function<tool_outcome(const tool_call_request&)>& run,
+              const std::string& session, const std::string& cwd,
+              int64_t max_argument_bytes) {
   std::string line;
   uint64_t seq = 0, length = 0;
   // The request envelope around the arguments is far below the slack.
@@ -112,11 +118,55 @@ int run_stdin(runtime& rt, const std::string& session,
           args_json = args->is_string() ? args->as_string() : args->dump();
         tool_call_request call{session, "stdin-" + std::to_string(seq),
                        name->as_string(), args_json, cwd};
-        result = rt.call_tool(call).result_json;
+        result = run(call).result_json;
       }
     }
     std::cout << result << "\n" << std::flush;
   }
+  return 0;
+}
+
+// `mibyan tool --connect`: the same calls, output and exit codes, run on
+// a cluster (docs/cluster.md).
+int tool_on_cluster(const std::string& address, std::string session,
+                    const std::string& cwd, bool from_stdin,
+                    const std::vector<std::string>& positional,
+                    const options& opts) {
+  std::string error;
+  bool refused = false;
+  auto client = cluster_client::connect(address, opts, &error, &refused);
+  if (!client) {
+    std::cerr << "mibyan tool: " << error << "\n";
+    return refused ? 2 : 1;
+  }
+  if (session.empty())
+    session = generate_session_id();
+  block_interrupt_signals();
+  interrupt_watcher watcher{[&client, session] {
+    client->interrupt(session, "user sent a new message");
+  }};
+  if (from_stdin)
+    return run_stdin([&client](const tool_call_request& c) {
+      return client->call_tool(c);
+    }, session, cwd, opts.tools.max_argument_bytes);
+  const auto& name = positional[0];
+  auto names = client->tool_names(&error);
+  if (std::find(names.begin(), names.end(), name) == names.end()) {
+    if (!error.empty()) {
+      std::cerr << "mibyan tool: " << error << "\n";
+      return 1;
+    }
+    std::string list;
+    for (auto& n : names)
+      list += (list.empty() ? "" : ", ") + n;
+    std::cerr << "mibyan tool: unknown tool '" << name
+              << "'. Available tools: " << list << "\n";
+    return 2;
+  }
+  auto args_json = positional.size() == 2 ? positional[1] : "{}";
+  auto outcome = client->call_tool(tool_call_request{session, "cli-1", name,
+                                                     args_json, cwd});
+  std::cout << outcome.result_json << std::endl;
   return 0;
 }
 
@@ -125,7 +175,7 @@ int run_stdin(runtime& rt, const std::string& session,
 int tool_command(const std::vector<std::string>& args,
                  const global_flags& flags) {
   bool list = false, from_stdin = false;
-  std::string session, cwd;
+  std::string session, cwd, connect;
   std::vector<std::string> toolsets;
   std::vector<std::string> positional;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -138,6 +188,8 @@ int tool_command(const std::vector<std::string>& args,
       (a == "--session" ? session : cwd) = args[++i];
     } else if (a == "--toolsets" && i + 1 < args.size()) {
       toolsets = split_list(args[++i]);
+    } else if (a == "--connect" && i + 1 < args.size()) {
+      connect = args[++i];
     } else if (a == "-h" || a == "--help") {
       usage();
       return 0;
@@ -182,6 +234,9 @@ int tool_command(const std::vector<std::string>& args,
       return 2;
     }
   }
+  if (!connect.empty() && !list)
+    return tool_on_cluster(connect, session, cwd, from_stdin, positional,
+                           opts);
   block_interrupt_signals();
   std::string error;
   auto rt = runtime::create(std::move(opts), &error);
@@ -201,7 +256,9 @@ int tool_command(const std::vector<std::string>& args,
     rt->interrupt(session, "user sent a new message");
   }};
   if (from_stdin)
-    return run_stdin(*rt, session, cwd, max_argument_bytes);
+    return run_stdin([&rt](const tool_call_request& c) {
+      return rt->call_tool(c);
+    }, session, cwd, max_argument_bytes);
   const auto& name = positional[0];
   if (rt->tools().find(name) == nullptr) {
     std::cerr << "mibyan tool: unknown tool '" << name

@@ -54,4 +54,12 @@ if(CAF_FOUND)
       IMPORTED_LOCATION "${CAF_IO_LIBRARY}"
       INTERFACE_LINK_LIBRARIES CAF::core)
   endif()
+  if(CAF_openssl_FOUND AND NOT TARGET CAF::openssl)
+    # caf/openssl/session.hpp includes <openssl/ssl.h>.
+    find_package(OpenSSL REQUIRED)
+    add_library(CAF::openssl UNKNOWN IMPORTED)
+    set_target_properties(CAF::openssl PROPERTIES
+      IMPORTED_LOCATION "${CAF_OPENSSL_LIBRARY}"
+      INTERFACE_LINK_LIBRARIES "CAF::io;OpenSSL::SSL")
+  endif()
 endif()

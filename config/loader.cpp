@@ -564,6 +564,25 @@ const std::vector<field>& fields() {
                           &memory_options::user_char_limit, 100));
     t.push_back(list_field("skills", "external_dirs", &o::skills,
                            &skills_options::external_dirs));
+    // cluster (docs/cluster.md)
+    t.push_back(secret_field(string_field("cluster", "key", &o::cluster,
+                                          &cluster_options::key)));
+    t.push_back(int_field("cluster", "heartbeat_ms", &o::cluster,
+                          &cluster_options::heartbeat_ms, 10));
+    t.push_back(int_field("cluster", "failure_timeout_ms", &o::cluster,
+                          &cluster_options::failure_timeout_ms, 50));
+    t.push_back(int_field("cluster", "max_sessions", &o::cluster,
+                          &cluster_options::max_sessions, 1));
+    t.push_back(int_field("cluster", "drain_timeout_ms", &o::cluster,
+                          &cluster_options::drain_timeout_ms, 0));
+    t.push_back(bool_field("cluster", "insecure", &o::cluster,
+                           &cluster_options::insecure));
+    t.push_back(string_field("cluster", "tls_cert", &o::cluster,
+                             &cluster_options::tls_cert));
+    t.push_back(string_field("cluster", "tls_key", &o::cluster,
+                             &cluster_options::tls_key));
+    t.push_back(string_field("cluster", "tls_ca", &o::cluster,
+                             &cluster_options::tls_ca));
     return t;
   }();
   return table;

@@ -44,6 +44,10 @@ const std::vector<numeric_bounds>& numeric_option_bounds() {
     {"compression", "protect_last_n", 1, 10'000},
     {"memory", "memory_char_limit", 100, 1'000'000},
     {"memory", "user_char_limit", 100, 1'000'000},
+    {"cluster", "heartbeat_ms", 10, 60'000},
+    {"cluster", "failure_timeout_ms", 50, 3'600'000},
+    {"cluster", "max_sessions", 1, 1'000'000},
+    {"cluster", "drain_timeout_ms", 0, 3'600'000},
   };
   return table;
 }

@@ -315,6 +315,27 @@ struct skills_options {
   std::vector<std::string> external_dirs;
 };
 
+/// Section `cluster`: `mibyan node` and the cluster clients
+/// (docs/cluster.md).
+struct cluster_options {
+  /// The shared cluster key ("" = none; MIBYAN_CLUSTER_KEY wins).
+  std::string key;
+  /// Milliseconds between heartbeats to every member.
+  int64_t heartbeat_ms = 500;
+  /// Milliseconds without a heartbeat after which a member is lost.
+  int64_t failure_timeout_ms = 3000;
+  /// Sessions a worker hosts at most; a full worker is skipped.
+  int64_t max_sessions = 256;
+  /// Milliseconds a draining node waits for running calls.
+  int64_t drain_timeout_ms = 30000;
+  /// Allow a non-loopback listen address without TLS (warned at start).
+  bool insecure = false;
+  /// TLS through CAF's OpenSSL module: PEM files; all three or none.
+  std::string tls_cert;
+  std::string tls_key;
+  std::string tls_ca;
+};
+
 /// The whole effective configuration plus where it came from.
 struct options {
   model_options model;
@@ -353,6 +374,7 @@ struct options {
   compression_options compression;
   memory_options memory;
   skills_options skills;
+  cluster_options cluster;
 };
 
 } // namespace mibyan

@@ -15,6 +15,7 @@
 
 #include "messages/chat.hpp"
 #include "messages/chat_request.hpp"
+#include "messages/cluster.hpp"
 #include "messages/error_code.hpp"
 #include "messages/exec_cell.hpp"
 #include "messages/interrupt_request.hpp"
@@ -69,4 +70,22 @@ CAF_BEGIN_TYPE_ID_BLOCK(mibyan, caf::first_custom_type_id)
   CAF_ADD_ATOM(mibyan, mibyan, stale_atom, "stale")
   CAF_ADD_TYPE_ID(mibyan, (mibyan::turn_request))
   CAF_ADD_ATOM(mibyan, mibyan, turn_atom, "turn")
+  // The cluster (docs/cluster.md).
+  CAF_ADD_TYPE_ID(mibyan, (mibyan::cluster_hello))
+  CAF_ADD_TYPE_ID(mibyan, (mibyan::cluster_challenge))
+  CAF_ADD_TYPE_ID(mibyan, (mibyan::cluster_proof))
+  CAF_ADD_TYPE_ID(mibyan, (mibyan::member_info))
+  CAF_ADD_TYPE_ID(mibyan, (std::vector<mibyan::member_info>))
+  CAF_ADD_TYPE_ID(mibyan, (mibyan::cluster_welcome))
+  CAF_ADD_TYPE_ID(mibyan, (mibyan::cluster_turn))
+  CAF_ADD_TYPE_ID(mibyan, (mibyan::cluster_turn_result))
+  CAF_ADD_ATOM(mibyan, mibyan, hello_atom, "hello")
+  CAF_ADD_ATOM(mibyan, mibyan, auth_atom, "auth")
+  CAF_ADD_ATOM(mibyan, mibyan, heartbeat_atom, "heartbeat")
+  CAF_ADD_ATOM(mibyan, mibyan, leave_atom, "leave")
+  CAF_ADD_ATOM(mibyan, mibyan, members_atom, "members")
+  CAF_ADD_ATOM(mibyan, mibyan, work_atom, "work")
+  CAF_ADD_ATOM(mibyan, mibyan, tools_atom, "tools")
+  CAF_ADD_ATOM(mibyan, mibyan, drain_atom, "drain")
+  CAF_ADD_ATOM(mibyan, mibyan, join_atom, "join")
 CAF_END_TYPE_ID_BLOCK(mibyan)

@@ -1,0 +1,143 @@
+// File: messages/cluster.hpp
+//
+// The messages of a Mibyan cluster (docs/cluster.md): the handshake that
+// proves the cluster key, the member list and heartbeats, agent turns sent
+// to a gateway. Tool calls cross nodes as the ordinary tool_request /
+// tool_response. Plain data with inspect(); registered in messages/type_ids.hpp.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "caf/actor.hpp"
+#include "caf/meta/type_name.hpp"
+
+namespace mibyan {
+
+/// The first message of a peer (node or client) to a node: who it is and
+/// which protocol it speaks, plus a fresh nonce the node must prove the key
+/// over.
+struct cluster_hello {
+  std::string node_id;
+  /// "gateway", "worker", "all" or "client".
+  std::string role;
+  /// HOST:PORT the sender listens on ("" for a client).
+  std::string address;
+  uint32_t version = 0;
+  /// Digest of the message type-ID list (docs/cluster.md).
+  std::string digest;
+  std::string nonce;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, cluster_hello& x) {
+  return f(caf::meta::type_name("mibyan::cluster_hello"), x.node_id, x.role,
+           x.address, x.version, x.digest, x.nonce);
+}
+
+/// The node's answer to a hello: its own identity, its proof over the
+/// peer's nonce and a nonce of its own; or a refusal (one line).
+struct cluster_challenge {
+  std::string node_id;
+  std::string role;
+  std::string address;
+  uint32_t version = 0;
+  std::string digest;
+  std::string nonce;
+  /// HMAC-SHA256(key, "mibyan-cluster-v1|server|" nonce_of_peer "|" node_id).
+  std::string proof;
+  /// Non-empty: the node refuses the peer, and says why.
+  std::string refusal;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, cluster_challenge& x) {
+  return f(caf::meta::type_name("mibyan::cluster_challenge"), x.node_id,
+           x.role, x.address, x.version, x.digest, x.nonce, x.proof,
+           x.refusal);
+}
+
+/// The peer's proof over the node's nonce, which completes the handshake.
+struct cluster_proof {
+  std::string node_id;
+  std::string proof;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, cluster_proof& x) {
+  return f(caf::meta::type_name("mibyan::cluster_proof"), x.node_id,
+           x.proof);
+}
+
+/// One member as a node sees it (heartbeats carry the sender's own).
+struct member_info {
+  std::string node_id;
+  std::string address;
+  std::string role;
+  /// "up", "suspect", "lost", "draining" or "left".
+  std::string state;
+  int64_t sessions = 0;
+  int64_t kernels = 0;
+  /// One-minute load average × 1000 (integers only on the wire).
+  int64_t load_milli = 0;
+  int64_t max_sessions = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, member_info& x) {
+  return f(caf::meta::type_name("mibyan::member_info"), x.node_id,
+           x.address, x.role, x.state, x.sessions, x.kernels, x.load_milli,
+           x.max_sessions);
+}
+
+/// The node's answer to a proof: the member list and the member actor
+/// (only authenticated peers learn its handle), or a refusal.
+struct cluster_welcome {
+  std::string refusal;
+  std::vector<member_info> members;
+  caf::actor member;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, cluster_welcome& x) {
+  return f(caf::meta::type_name("mibyan::cluster_welcome"), x.refusal,
+           x.members, x.member);
+}
+
+/// An agent turn a client asks a gateway to run.
+struct cluster_turn {
+  std::string session_id;
+  std::string prompt;
+  std::string provider;
+  std::string model;
+  std::string base_url;
+  int64_t max_iterations = 0;
+  std::vector<std::string> toolsets;
+  bool save_trajectory = false;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, cluster_turn& x) {
+  return f(caf::meta::type_name("mibyan::cluster_turn"), x.session_id,
+           x.prompt, x.provider, x.model, x.base_url, x.max_iterations,
+           x.toolsets, x.save_trajectory);
+}
+
+/// The gateway's answer to a cluster_turn (fields of turn_outcome).
+struct cluster_turn_result {
+  std::string result_json;
+  std::string session_id;
+  std::string error;
+  bool config_error = false;
+  std::string trajectory_error;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, cluster_turn_result& x) {
+  return f(caf::meta::type_name("mibyan::cluster_turn_result"),
+           x.result_json, x.session_id, x.error, x.config_error,
+           x.trajectory_error);
+}
+
+} // namespace mibyan

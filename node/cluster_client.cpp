@@ -1,0 +1,264 @@
+#include "node/cluster_client.hpp"
+
+#include <chrono>
+#include <thread>
+
+#include "caf/all.hpp"
+#include "caf/io/all.hpp"
+#include "caf/openssl/all.hpp"
+
+#include "base/json.hpp"
+#include "node/cluster_crypto.hpp"
+#include "node/cluster_internal.hpp"
+#include "node/cluster_node.hpp"
+#include "node/runtime_impl.hpp"
+#include "tools/tool.hpp"
+
+namespace mibyan {
+
+struct cluster_client::impl {
+  caf::actor_system_config cfg;
+  std::unique_ptr<caf::actor_system> sys;
+  caf::actor member;
+  std::string member_id;
+  std::unique_ptr<caf::scoped_actor> self;
+
+  ~impl() {
+    self.reset();
+    member = nullptr;
+    sys.reset();
+  }
+
+  // Sends `xs` to the member and waits for one answer of type T, the
+  // member's death (its connection dropped) or an error. Never hangs on a
+  // dead member: CAF's connection heartbeat closes a silent link.
+  /// Set once the member's down message arrived (monitored once, at
+  /// connect: a remote monitor per call would cost two more messages).
+  bool lost = false;
+
+  template <class T, class... Ts>
+  bool ask(T& out, std::string* error, Ts&&... xs) {
+    auto& s = *self;
+    if (lost) {
+      *error = "the cluster member " + member_id
+               + " was lost (its connection dropped)";
+      return false;
+    }
+    s->send(member, std::forward<Ts>(xs)...);
+    bool ok = false;
+    bool done = false;
+    while (!done) {
+      s->receive(
+        [&](T& x) {
+          out = std::move(x);
+          ok = true;
+          done = true;
+        },
+        [&](caf::down_msg&) {
+          *error = "the cluster member " + member_id
+                   + " was lost (its connection dropped)";
+          lost = true;
+          done = true;
+        },
+        [&](caf::error& e) {
+          *error = sys->render(e);
+          done = true;
+        });
+    }
+    return ok;
+  }
+};
+
+cluster_client::cluster_client(std::unique_ptr<impl> p) : impl_(std::move(p)) {}
+
+cluster_client::~cluster_client() = default;
+
+std::unique_ptr<cluster_client>
+cluster_client::connect(const std::string& address, const options& opts,
+                        std::string* error, bool* refused) {
+  if (refused)
+    *refused = false;
+  std::string host;
+  uint16_t port = 0;
+  if (!split_host_port(address, host, port)) {
+    *error = "--connect expects HOST:PORT, got '" + address + "'";
+    return nullptr;
+  }
+  auto key = cluster_key(opts);
+  if (key.empty()) {
+    *error = "no cluster key: set MIBYAN_CLUSTER_KEY (or cluster.key in "
+             "config.yaml)";
+    if (refused)
+      *refused = true;
+    return nullptr;
+  }
+  auto p = std::make_unique<impl>();
+  configure_actor_system(p->cfg, nullptr);
+  p->cfg.set("scheduler.max-threads", size_t{2});
+  p->cfg.set("scheduler.policy", caf::atom("sharing"));
+  p->cfg.set("middleman.app-identifiers",
+             std::vector<std::string>{"mibyan-v1"});
+  configure_cluster_transport(p->cfg, opts);
+  bool tls = !opts.cluster.tls_cert.empty();
+  if (tls) {
+    p->cfg.load<caf::openssl::manager>();
+    p->cfg.openssl_certificate = opts.cluster.tls_cert;
+    p->cfg.openssl_key = opts.cluster.tls_key;
+    p->cfg.openssl_cafile = opts.cluster.tls_ca;
+  }
+  try {
+    p->sys = std::make_unique<caf::actor_system>(p->cfg);
+  } catch (const std::exception& e) {
+    *error = std::string{"cannot start the actor system: "} + e.what();
+    return nullptr;
+  }
+  // A connection attempt can time out on a loaded machine (TLS).
+  auto remote = tls ? caf::openssl::remote_actor(*p->sys, host, port)
+                    : p->sys->middleman().remote_actor(host, port);
+  for (int attempt = 1; !remote && attempt < 3; ++attempt) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    remote = tls ? caf::openssl::remote_actor(*p->sys, host, port)
+                 : p->sys->middleman().remote_actor(host, port);
+  }
+  if (!remote) {
+    *error = "cannot connect to " + address + ": "
+             + p->sys->render(remote.error());
+    return nullptr;
+  }
+  p->member = *remote;
+  p->self = std::make_unique<caf::scoped_actor>(*p->sys);
+  auto& s = *p->self;
+  s->monitor(p->member);
+  auto my_id = "client-" + random_hex(4);
+  auto nonce = random_hex(16);
+  auto digest = cluster_type_digest();
+  cluster_challenge c;
+  std::string err;
+  if (!p->ask(c, &err, hello_atom_v,
+              cluster_hello{my_id, "client", "", cluster_protocol_version,
+                            digest, nonce})) {
+    *error = "handshake with " + address + " failed: " + err;
+    return nullptr;
+  }
+  if (!c.refusal.empty()) {
+    *error = c.refusal;
+    if (refused)
+      *refused = true;
+    return nullptr;
+  }
+  if (auto m = protocol_mismatch(my_id, cluster_protocol_version, digest,
+                                 c.node_id, c.version, c.digest);
+      !m.empty()) {
+    *error = m;
+    if (refused)
+      *refused = true;
+    return nullptr;
+  }
+  bool key_ok = proof_equal(c.proof,
+                                    server_proof(key, nonce, c.node_id, my_id));
+  cluster_welcome w;
+  if (!p->ask(w, &err, auth_atom_v,
+              cluster_proof{my_id, client_proof(key, c.nonce, my_id,
+                                                c.node_id)})) {
+    *error = "handshake with " + address + " failed: " + err;
+    return nullptr;
+  }
+  if (!key_ok || !w.refusal.empty()) {
+    *error = !w.refusal.empty()
+               ? w.refusal
+               : "wrong cluster key: node " + c.node_id + " at " + address
+                   + " could not prove the cluster key";
+    if (refused)
+      *refused = true;
+    return nullptr;
+  }
+  if (!w.member) {
+    *error = "node " + c.node_id + " sent no member handle";
+    return nullptr;
+  }
+  // From here on the member itself (the front door only does handshakes).
+  s->demonitor(p->member);
+  p->member = w.member;
+  s->monitor(p->member);
+  p->member_id = c.node_id;
+  return std::unique_ptr<cluster_client>(new cluster_client(std::move(p)));
+}
+
+tool_outcome cluster_client::call_tool(const tool_call_request& call) {
+  tool_request req{call.session_id, call.call_id, call.tool, call.args_json,
+                   call.cwd, false};
+  tool_response res;
+  std::string err;
+  tool_outcome out;
+  if (impl_->ask(res, &err, invoke_atom_v, std::move(req))) {
+    out.result_json = std::move(res.result_json);
+    out.duration_us = res.duration_us;
+    out.timed_out = res.timed_out;
+  } else {
+    out.result_json = error_result("Cluster error: " + err).dump();
+  }
+  return out;
+}
+
+std::vector<std::string> cluster_client::tool_names(std::string* error) {
+  std::vector<std::string> names;
+  impl_->ask(names, error, tools_atom_v);
+  return names;
+}
+
+turn_outcome cluster_client::run_turn(const turn_call& call) {
+  cluster_turn t;
+  t.session_id = call.session_id;
+  t.prompt = call.prompt;
+  t.provider = call.provider;
+  t.model = call.model;
+  t.base_url = call.base_url;
+  t.max_iterations = call.max_iterations;
+  t.toolsets = call.toolsets;
+  t.save_trajectory = call.save_trajectory;
+  cluster_turn_result r;
+  std::string err;
+  turn_outcome out;
+  out.session_id = call.session_id;
+  if (!impl_->ask(r, &err, turn_atom_v, std::move(t))) {
+    out.error = "cluster error: " + err;
+    return out;
+  }
+  out.result_json = std::move(r.result_json);
+  out.session_id = std::move(r.session_id);
+  out.error = std::move(r.error);
+  out.config_error = r.config_error;
+  out.trajectory_error = std::move(r.trajectory_error);
+  return out;
+}
+
+std::string cluster_client::members_json(std::string* error) {
+  std::vector<member_info> members;
+  if (!impl_->ask(members, error, members_atom_v))
+    return {};
+  json::value out = json::value::make_array();
+  for (auto& m : members) {
+    json::value e;
+    e["id"] = m.node_id;
+    e["address"] = m.address;
+    e["role"] = m.role;
+    e["state"] = m.state;
+    e["sessions"] = m.sessions;
+    e["kernels"] = m.kernels;
+    e["load"] = static_cast<double>(m.load_milli) / 1000.0;
+    e["max_sessions"] = m.max_sessions;
+    out.push_back(std::move(e));
+  }
+  return out.dump();
+}
+
+void cluster_client::interrupt(const std::string& session_id,
+                               const std::string& reason) {
+  // Any thread (a signal watcher): a scoped actor of its own, so the
+  // member sees an authenticated sender.
+  caf::scoped_actor tmp{*impl_->sys};
+  tmp->send(impl_->member, interrupt_atom_v,
+            interrupt_request{session_id, reason});
+}
+
+} // namespace mibyan

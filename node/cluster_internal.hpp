@@ -1,0 +1,228 @@
+// File: node/cluster_internal.hpp
+//
+// The cluster member actor's state, shared by the files that implement
+// it (docs/cluster.md):
+//   cluster_member.cpp    the actor shell: handshake, membership,
+//                         heartbeats, failure detection, drain
+//   cluster_routing.cpp   tool calls: placement, forwarding to workers,
+//                         in-flight tracking, the worker side
+//   cluster_node.cpp      the `mibyan node` process around the actor
+//   cluster_protocol.cpp  protocol version and type-list digest
+//   cluster_front.cpp     the published front door (handshake only)
+// Includes CAF: only node/*.cpp include it.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "caf/actor.hpp"
+#include "caf/actor_system_config.hpp"
+#include "caf/node_id.hpp"
+#include "caf/response_promise.hpp"
+#include "caf/typed_response_promise.hpp"
+#include "caf/stateful_actor.hpp"
+#include "caf/event_based_actor.hpp"
+
+#include "actors/kernel_registry.hpp"
+#include "actors/tool_dispatcher.hpp"
+#include "config/options.hpp"
+#include "messages/type_ids.hpp"
+
+namespace mibyan {
+
+class runtime;
+
+/// The protocol version spoken by this build (docs/cluster.md).
+constexpr uint32_t cluster_protocol_version = 1;
+
+/// Digest of the message type-ID list and the cluster verbs (16 hex
+/// digits). MIBYAN_TEST_TYPE_DIGEST_SALT perturbs it (tests only).
+std::string cluster_type_digest();
+
+/// The one-line reason two peers cannot talk ("" when they can).
+std::string protocol_mismatch(const std::string& our_id, uint32_t our_version,
+                              const std::string& our_digest,
+                              const std::string& their_id,
+                              uint32_t their_version,
+                              const std::string& their_digest);
+
+/// The proofs of the challenge–response (the key never leaves the node).
+std::string server_proof(const std::string& key, const std::string& nonce,
+                         const std::string& server_id,
+                         const std::string& peer_id);
+std::string client_proof(const std::string& key, const std::string& nonce,
+                         const std::string& peer_id,
+                         const std::string& server_id);
+
+/// CAF's own connection heartbeat, so a silent link is closed (and its
+/// proxies' watchers see a node-down) within cluster.failure_timeout_ms.
+void configure_cluster_transport(caf::actor_system_config& cfg,
+                                 const options& opts);
+
+/// Fixed settings of one node.
+struct cluster_settings {
+  std::string node_id;
+  /// "gateway", "worker" or "all".
+  std::string role;
+  /// HOST:PORT this node is reached at.
+  std::string address;
+  std::string key;
+  std::string digest;
+  int64_t heartbeat_ms = 500;
+  int64_t failure_timeout_ms = 3000;
+  int64_t max_sessions = 256;
+  int64_t drain_timeout_ms = 30000;
+  /// Connect to peers through CAF's OpenSSL module.
+  bool tls = false;
+  /// Provider overrides for turns (gateway).
+  std::string provider, model, base_url;
+  /// The routing node's own default working directory: a call that names
+  /// it (a gateway's conversation does) runs in the worker's own workdir.
+  std::string own_cwd;
+};
+
+using steady = std::chrono::steady_clock;
+
+/// One other member as this node sees it.
+struct peer_state {
+  member_info info;
+  caf::actor handle;
+  caf::node_id caf_node;
+  steady::time_point last_seen;
+};
+
+/// A tool call forwarded to a remote worker and not answered yet.
+struct pending_call {
+  std::string worker;
+  std::string session;
+  std::string tool;
+  std::string call_id;
+  caf::typed_response_promise<tool_response> rp;
+};
+
+/// A session this node hosts as a worker.
+struct hosted_session {
+  /// The member that sent its calls (its gateway).
+  std::string gateway;
+  steady::time_point last_used;
+};
+
+/// A handshake this node answered and whose proof it awaits.
+struct pending_hello {
+  cluster_hello hello;
+  std::string nonce;
+};
+
+struct cluster_state {
+  cluster_settings cfg;
+  runtime* rt = nullptr;
+  tool_dispatcher_actor local;
+  kernel_registry_actor kernels;
+  caf::actor middleman; // connect and publish requests (plain or TLS)
+  /// The published front door (handshake only) and where it listens.
+  caf::actor front;
+  std::string listen_host;
+  uint16_t port = 0;
+
+  // Membership.
+  std::map<std::string, peer_state> peers;
+  std::set<caf::node_id> authed;
+  std::map<caf::node_id, pending_hello> hellos;
+  std::set<std::string> connecting; // addresses being joined
+  std::string state = "up";         // or "draining"
+  int64_t kernel_count = 0;
+
+  // Routing (any node may route).
+  std::map<std::string, std::string> placement; // session -> worker id
+  std::set<std::string> reset_pending;          // kernel state was lost
+  std::map<uint64_t, pending_call> inflight;
+  uint64_t next_call = 0;
+  int64_t busy = 0; // calls and turns running through this node
+
+  // Worker side.
+  std::map<std::string, hosted_session> hosted;
+
+  // Turns on a gateway, answered through the actor (never from a runtime
+  // thread).
+  std::map<uint64_t, caf::typed_response_promise<cluster_turn_result>> turns;
+
+  // Drain.
+  bool drain_requested = false;
+  steady::time_point drain_deadline;
+  std::vector<caf::typed_response_promise<bool>> drain_waiters;
+  bool left = false;
+
+  static const char* name;
+};
+
+using cluster_actor = caf::stateful_actor<cluster_state>;
+
+/// The member actor (`local` is the node's own dispatcher; the runtime's
+/// dispatcher slot is replaced by this actor, so turns route too).
+caf::behavior cluster_member(cluster_actor* self, cluster_settings cfg,
+                             runtime* rt, tool_dispatcher_actor local,
+                             kernel_registry_actor kernels,
+                             caf::actor middleman);
+
+/// The published front door: forwards the handshake (hello, auth) to the
+/// member and nothing else, so a peer that has not proved the key never
+/// holds the member's handle (CAF lets any peer send an untrappable kill to
+/// an actor it holds; a killed front door is replaced by the member).
+caf::behavior cluster_front(caf::event_based_actor* self, caf::actor member);
+
+/// The front door died: spawns and publishes a new one (cluster_front.cpp).
+void replace_front(cluster_actor* self);
+
+/// Publishes the current front door on the node's port; retries while the
+/// old listener is still closing.
+void publish_front(cluster_actor* self, uint32_t attempt);
+
+// -- cluster_member.cpp ----------------------------------------------------
+
+/// Whether the current message comes from this process or an
+/// authenticated peer.
+bool sender_allowed(cluster_actor* self);
+
+/// This node's own member entry.
+member_info self_info(cluster_actor* self);
+
+/// Marks `id` lost (reason for the log) and fails what depended on it.
+void mark_lost(cluster_actor* self, const std::string& id,
+               const std::string& why, bool left);
+
+// -- cluster_routing.cpp ---------------------------------------------------
+
+/// Routes one tool call to the session's worker (placing it first).
+void route_call(cluster_actor* self, tool_request req,
+                caf::typed_response_promise<tool_response> rp);
+
+/// Runs a call from a gateway (on CAF node `sender`) on this worker.
+void work_call(cluster_actor* self, const caf::node_id& sender,
+               tool_request req,
+               caf::typed_response_promise<tool_response> rp);
+
+/// Fails the in-flight calls and placements of worker `id`.
+void worker_lost(cluster_actor* self, const std::string& id,
+                 const std::string& why);
+
+/// Interrupts the cells of the sessions whose gateway `id` was lost.
+void gateway_lost(cluster_actor* self, const std::string& id);
+
+/// Whether this node takes sessions as a worker.
+bool is_worker_role(const std::string& role);
+bool is_gateway_role(const std::string& role);
+
+/// `result_json` with "node" (and "state_reset") added.
+std::string annotate_result(const std::string& result_json,
+                            const std::string& node_id, bool state_reset);
+
+/// The error result of a call whose worker was lost.
+std::string lost_worker_result(const std::string& tool,
+                               const std::string& worker,
+                               const std::string& why);
+
+} // namespace mibyan

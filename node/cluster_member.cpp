@@ -1,0 +1,658 @@
+// The cluster member actor: handshake, membership, heartbeats, failure
+// detection, drain (docs/cluster.md). Tool routing is in
+// cluster_routing.cpp. Every handler but the handshake's checks that the
+// message comes from this process or from an authenticated peer.
+#include "node/cluster_internal.hpp"
+
+#include <cstdlib>
+#include <random>
+
+#include "caf/all.hpp"
+#include "caf/io/all.hpp"
+
+#include "base/json.hpp"
+#include "base/log.hpp"
+#include "node/cluster_crypto.hpp"
+#include "node/cluster_node.hpp"
+#include "node/runtime.hpp"
+#include "tools/registry.hpp"
+
+namespace mibyan {
+
+const char* cluster_state::name = "cluster_member";
+
+namespace {
+
+using namespace std::chrono;
+
+int64_t load_milli() {
+  double l[1] = {0};
+  if (::getloadavg(l, 1) == 1)
+    return static_cast<int64_t>(l[0] * 1000);
+  return 0;
+}
+
+std::vector<member_info> view(cluster_actor* self) {
+  std::vector<member_info> out{self_info(self)};
+  for (auto& kv : self->state.peers)
+    out.push_back(kv.second.info);
+  return out;
+}
+
+bool gone(const std::string& state) {
+  return state == "lost" || state == "left";
+}
+
+void add_peer(cluster_actor* self, const std::string& id,
+              const std::string& role, const std::string& address,
+              caf::actor handle) {
+  auto& st = self->state;
+  auto [it, fresh] = st.peers.try_emplace(id);
+  auto& p = it->second;
+  bool back = !fresh && gone(p.info.state);
+  if (fresh || p.handle != handle) {
+    p.handle = handle;
+    self->monitor(handle);
+  }
+  p.caf_node = handle.node();
+  p.info.node_id = id;
+  p.info.address = address;
+  p.info.role = role;
+  if (fresh || back || p.info.state == "suspect")
+    p.info.state = "up";
+  p.last_seen = steady::now();
+  if (fresh)
+    MIBYAN_LOG(info, "cluster", "member " << id << " (" << role << ") at "
+                                          << address << " joined");
+  else if (back)
+    MIBYAN_LOG(warning, "cluster", "member " << id << " at " << address
+                                             << " is reachable again");
+}
+
+using join_done = std::function<void(std::string)>;
+
+// Connects to `address`, runs the handshake as the initiator and adds the
+// member; then joins the members it did not know. `done` gets "" or the
+// one-line reason of a failure.
+void join_address(cluster_actor* self, const std::string& address,
+                  join_done done) {
+  auto& st = self->state;
+  std::string host;
+  uint16_t port = 0;
+  if (!split_host_port(address, host, port)) {
+    done("bad member address '" + address + "' (expected HOST:PORT)");
+    return;
+  }
+  if (address == st.cfg.address || st.connecting.count(address) > 0) {
+    done({});
+    return;
+  }
+  st.connecting.insert(address);
+  auto finish = [self, address, done](std::string reason) {
+    self->state.connecting.erase(address);
+    done(std::move(reason));
+  };
+  auto& sys = self->system();
+  auto timeout = seconds(10);
+  self->request(st.middleman, timeout, caf::connect_atom_v, host, port)
+    .then(
+      [self, address, finish, timeout](caf::node_id&,
+                                       caf::strong_actor_ptr& ptr,
+                                       std::set<std::string>&) {
+        if (!ptr) {
+          finish("nothing is published at " + address);
+          return;
+        }
+        auto peer = caf::actor_cast<caf::actor>(ptr);
+        const auto& cfg = self->state.cfg;
+        auto nonce = random_hex(16);
+        cluster_hello h{cfg.node_id, cfg.role, cfg.address,
+                        cluster_protocol_version, cfg.digest, nonce};
+        self->request(peer, timeout, hello_atom_v, std::move(h))
+          .then(
+            [self, address, finish, timeout, peer,
+             nonce](cluster_challenge& c) {
+              const auto& cfg = self->state.cfg;
+              if (!c.refusal.empty()) {
+                MIBYAN_LOG(warning, "cluster",
+                           "refused by " << address << ": " << c.refusal);
+                finish(c.refusal);
+                return;
+              }
+              auto mismatch = protocol_mismatch(
+                cfg.node_id, cluster_protocol_version, cfg.digest, c.node_id,
+                c.version, c.digest);
+              if (!mismatch.empty()) {
+                MIBYAN_LOG(warning, "cluster", mismatch);
+                finish(mismatch);
+                return;
+              }
+              bool key_ok = proof_equal(
+                c.proof, server_proof(cfg.key, nonce, c.node_id, cfg.node_id));
+              // The proof goes out even when the peer's failed, so both
+              // sides log the refusal.
+              cluster_proof p{cfg.node_id, client_proof(cfg.key, c.nonce,
+                                                        cfg.node_id,
+                                                        c.node_id)};
+              self->request(peer, timeout, auth_atom_v, std::move(p))
+                .then(
+                  [self, address, finish, key_ok, c](cluster_welcome& w) {
+                    auto& st = self->state;
+                    if (!key_ok) {
+                      auto reason = "wrong cluster key: node " + c.node_id
+                                    + " at " + address
+                                    + " and node " + st.cfg.node_id
+                                    + " do not share the cluster key";
+                      MIBYAN_LOG(warning, "cluster", reason);
+                      finish(reason);
+                      return;
+                    }
+                    if (!w.refusal.empty()) {
+                      MIBYAN_LOG(warning, "cluster", "refused by "
+                                                       << address << ": "
+                                                       << w.refusal);
+                      finish(w.refusal);
+                      return;
+                    }
+                    if (c.node_id == st.cfg.node_id) {
+                      finish("node id " + c.node_id + " is taken");
+                      return;
+                    }
+                    if (!w.member) {
+                      finish("node " + c.node_id + " sent no member handle");
+                      return;
+                    }
+                    st.authed.insert(w.member.node());
+                    add_peer(self, c.node_id, c.role, c.address, w.member);
+                    for (auto& m : w.members) {
+                      if (m.node_id == st.cfg.node_id || gone(m.state)
+                          || m.address.empty())
+                        continue;
+                      auto known = st.peers.find(m.node_id);
+                      if (known != st.peers.end()
+                          && !gone(known->second.info.state))
+                        continue;
+                      auto addr = m.address;
+                      join_address(self, addr, [addr](std::string r) {
+                        if (!r.empty())
+                          MIBYAN_LOG(warning, "cluster",
+                                     "cannot reach member at " << addr << ": "
+                                                               << r);
+                      });
+                    }
+                    finish({});
+                  },
+                  [self, address, finish](caf::error& e) {
+                    finish("handshake with " + address + " failed: "
+                           + self->system().render(e));
+                  });
+            },
+            [self, address, finish](caf::error& e) {
+              finish("handshake with " + address + " failed: "
+                     + self->system().render(e));
+            });
+      },
+      [&sys, address, finish](caf::error& e) {
+        finish("cannot connect to " + address + ": " + sys.render(e));
+      });
+}
+
+void broadcast_heartbeat(cluster_actor* self) {
+  auto me = self_info(self);
+  for (auto& kv : self->state.peers)
+    if (kv.second.info.state != "left" && kv.second.handle)
+      self->send(kv.second.handle, heartbeat_atom_v, me);
+}
+
+void finish_drain(cluster_actor* self) {
+  auto& st = self->state;
+  if (st.left)
+    return;
+  if (st.busy > 0) {
+    // The deadline passed: interrupt what still runs here.
+    MIBYAN_LOG(warning, "cluster", "drain deadline: interrupting "
+                                     << st.busy << " running call(s)");
+    for (auto& kv : st.hosted)
+      self->send(st.local, interrupt_atom_v,
+                 interrupt_request{kv.first, "the node is shutting down"});
+    for (auto& kv : st.placement)
+      if (kv.second == st.cfg.node_id)
+        self->send(st.local, interrupt_atom_v,
+                   interrupt_request{kv.first, "the node is shutting down"});
+  }
+  st.left = true;
+  for (auto& kv : st.peers)
+    if (!gone(kv.second.info.state) && kv.second.handle)
+      self->send(kv.second.handle, leave_atom_v, st.cfg.node_id);
+  MIBYAN_LOG(info, "cluster", "node " << st.cfg.node_id << " left the cluster");
+  for (auto& rp : st.drain_waiters)
+    rp.deliver(true);
+  st.drain_waiters.clear();
+}
+
+void check_drain(cluster_actor* self) {
+  auto& st = self->state;
+  if (!st.drain_requested || st.left)
+    return;
+  if (st.busy <= 0 || steady::now() >= st.drain_deadline)
+    finish_drain(self);
+}
+
+caf::error not_allowed() {
+  return caf::make_error(ec::invalid_request,
+                         "not authenticated: complete the cluster handshake");
+}
+
+} // namespace
+
+bool sender_allowed(cluster_actor* self) {
+  const auto& s = self->current_sender();
+  if (!s)
+    return false;
+  if (s->node() == self->node())
+    return true;
+  return self->state.authed.count(s->node()) > 0;
+}
+
+member_info self_info(cluster_actor* self) {
+  auto& st = self->state;
+  member_info m;
+  m.node_id = st.cfg.node_id;
+  m.address = st.cfg.address;
+  m.role = st.cfg.role;
+  m.state = st.left ? "left" : st.state;
+  m.sessions = static_cast<int64_t>(st.hosted.size());
+  m.kernels = st.kernel_count;
+  m.load_milli = load_milli();
+  m.max_sessions = st.cfg.max_sessions;
+  return m;
+}
+
+void mark_lost(cluster_actor* self, const std::string& id,
+               const std::string& why, bool left) {
+  auto& st = self->state;
+  auto it = st.peers.find(id);
+  if (it == st.peers.end())
+    return;
+  auto& p = it->second;
+  if (p.info.state == "left" || (p.info.state == "lost" && !left))
+    return;
+  p.info.state = left ? "left" : "lost";
+  if (left)
+    MIBYAN_LOG(info, "cluster", "member " << id << " at " << p.info.address
+                                          << " left the cluster");
+  else
+    MIBYAN_LOG(warning, "cluster", "member " << id << " ("
+                                             << p.info.role << ") at "
+                                             << p.info.address
+                                             << " lost: " << why);
+  worker_lost(self, id, left ? "it left the cluster" : why);
+  gateway_lost(self, id);
+}
+
+caf::behavior cluster_member(cluster_actor* self, cluster_settings cfg,
+                             runtime* rt, tool_dispatcher_actor local,
+                             kernel_registry_actor kernels,
+                             caf::actor middleman) {
+  auto& st = self->state;
+  st.cfg = std::move(cfg);
+  st.rt = rt;
+  st.local = std::move(local);
+  st.kernels = std::move(kernels);
+  st.middleman = std::move(middleman);
+  // Wrong types and strays from peers are dropped; the node keeps serving.
+  self->set_default_handler(caf::drop);
+  // An exit message can come from any peer (CAF delivers them unchecked):
+  // the member ignores them all; the node stops it with a local kill_atom.
+  self->set_exit_handler([](caf::exit_msg& em) {
+    MIBYAN_LOG(warning, "cluster", "ignored an exit message from "
+                                     << caf::to_string(em.source));
+  });
+  self->set_down_handler([self](caf::down_msg& dm) {
+    auto& st = self->state;
+    if (st.front && dm.source == st.front.address()) {
+      replace_front(self);
+      return;
+    }
+    for (auto& kv : st.peers) {
+      if (kv.second.handle && kv.second.handle.address() == dm.source) {
+        auto id = kv.first;
+        auto node = kv.second.caf_node;
+        mark_lost(self, id, "its connection dropped", false);
+        st.authed.erase(node);
+        return;
+      }
+    }
+  });
+  self->delayed_send(self, milliseconds(st.cfg.heartbeat_ms), tick_atom_v);
+  return {
+    // -- handshake (open to anyone) --------------------------------------
+    [self](hello_atom, cluster_hello& h) -> cluster_challenge {
+      auto& st = self->state;
+      const auto& cfg = st.cfg;
+      cluster_challenge c;
+      c.node_id = cfg.node_id;
+      c.role = cfg.role;
+      c.address = cfg.address;
+      c.version = cluster_protocol_version;
+      c.digest = cfg.digest;
+      const auto& sender = self->current_sender();
+      if (!sender) {
+        c.refusal = "anonymous hello";
+        return c;
+      }
+      if (h.node_id.empty() || h.node_id.size() > 128 || h.nonce.size() < 16
+          || h.nonce.size() > 256 || h.address.size() > 512) {
+        c.refusal = "malformed hello";
+        return c;
+      }
+      auto mismatch = protocol_mismatch(cfg.node_id, cluster_protocol_version,
+                                        cfg.digest, h.node_id, h.version,
+                                        h.digest);
+      if (!mismatch.empty()) {
+        MIBYAN_LOG(warning, "cluster", "refused " << h.node_id << ": "
+                                                  << mismatch);
+        c.refusal = mismatch;
+        return c;
+      }
+      if (st.hellos.size() >= 4096)
+        st.hellos.erase(st.hellos.begin());
+      pending_hello ph{h, random_hex(16)};
+      c.nonce = ph.nonce;
+      c.proof = server_proof(cfg.key, h.nonce, cfg.node_id, h.node_id);
+      st.hellos[sender->node()] = std::move(ph);
+      return c;
+    },
+    [self](auth_atom, cluster_proof& p) -> cluster_welcome {
+      auto& st = self->state;
+      const auto& sender = self->current_sender();
+      cluster_welcome w;
+      if (!sender) {
+        w.refusal = "anonymous proof";
+        return w;
+      }
+      auto it = st.hellos.find(sender->node());
+      if (it == st.hellos.end()) {
+        w.refusal = "no handshake in progress: send hello first";
+        return w;
+      }
+      auto ph = std::move(it->second);
+      st.hellos.erase(it);
+      auto expected = client_proof(st.cfg.key, ph.nonce, ph.hello.node_id,
+                                   st.cfg.node_id);
+      if (p.node_id != ph.hello.node_id
+          || !proof_equal(expected, p.proof)) {
+        w.refusal = "wrong cluster key: node " + ph.hello.node_id
+                    + " and node " + st.cfg.node_id
+                    + " do not share the cluster key";
+        MIBYAN_LOG(warning, "cluster", "refused " << ph.hello.node_id << ": "
+                                                  << w.refusal);
+        return w;
+      }
+      if (ph.hello.role != "client" && ph.hello.node_id == st.cfg.node_id) {
+        w.refusal = "node id " + st.cfg.node_id + " is taken";
+        return w;
+      }
+      st.authed.insert(sender->node());
+      if (ph.hello.role != "client")
+        add_peer(self, ph.hello.node_id, ph.hello.role, ph.hello.address,
+                 caf::actor_cast<caf::actor>(sender));
+      w.members = view(self);
+      w.member = caf::actor_cast<caf::actor>(self);
+      return w;
+    },
+    [self](caf::publish_atom, uint32_t attempt) {
+      const auto& s = self->current_sender();
+      if (s && s->node() == self->node() && !self->state.left)
+        publish_front(self, attempt);
+    },
+    [self](kill_atom) {
+      const auto& s = self->current_sender();
+      if (!s || s->node() != self->node())
+        return;
+      auto& st = self->state;
+      st.left = true;
+      if (st.front)
+        self->send(st.front, kill_atom_v);
+      st.front = nullptr;
+      self->quit(caf::exit_reason::user_shutdown);
+    },
+    // -- membership ------------------------------------------------------
+    [self](join_atom, std::string& address) -> caf::result<std::string> {
+      if (!sender_allowed(self))
+        return not_allowed();
+      auto rp = self->make_response_promise<std::string>();
+      join_address(self, address,
+                   [rp](std::string reason) mutable { rp.deliver(reason); });
+      return rp;
+    },
+    [self](caf::put_atom, std::string& address, std::string& host,
+           uint16_t port, caf::actor& front) {
+      const auto& s = self->current_sender();
+      if (!s || s->node() != self->node())
+        return;
+      auto& st = self->state;
+      st.cfg.address = address;
+      st.listen_host = host;
+      st.port = port;
+      st.front = front;
+      self->monitor(front);
+    },
+    [self](heartbeat_atom, member_info& info) {
+      auto& st = self->state;
+      if (!sender_allowed(self))
+        return;
+      auto it = st.peers.find(info.node_id);
+      if (it == st.peers.end()
+          || it->second.caf_node != self->current_sender()->node())
+        return;
+      auto& p = it->second;
+      if (p.info.state == "left")
+        return;
+      bool back = p.info.state == "lost";
+      auto address = p.info.address;
+      p.info = info;
+      p.info.address = address;
+      p.info.state = info.state == "draining" ? "draining" : "up";
+      if (info.state == "left") {
+        mark_lost(self, info.node_id, "", true);
+        return;
+      }
+      p.last_seen = steady::now();
+      if (back)
+        MIBYAN_LOG(warning, "cluster", "member " << info.node_id
+                                                 << " is reachable again");
+    },
+    [self](leave_atom, std::string& id) {
+      auto& st = self->state;
+      if (!sender_allowed(self))
+        return;
+      auto it = st.peers.find(id);
+      if (it == st.peers.end()
+          || it->second.caf_node != self->current_sender()->node())
+        return;
+      mark_lost(self, id, "", true);
+    },
+    [self](tick_atom) {
+      auto& st = self->state;
+      if (st.left)
+        return;
+      broadcast_heartbeat(self);
+      auto now = steady::now();
+      std::vector<std::pair<std::string, int64_t>> lost;
+      for (auto& kv : st.peers) {
+        auto& p = kv.second;
+        if (gone(p.info.state))
+          continue;
+        auto silent = duration_cast<milliseconds>(now - p.last_seen).count();
+        if (silent > st.cfg.failure_timeout_ms) {
+          lost.emplace_back(kv.first, silent);
+        } else if (silent > st.cfg.failure_timeout_ms / 2
+                   && p.info.state == "up") {
+          p.info.state = "suspect";
+          MIBYAN_LOG(info, "cluster", "member " << kv.first << " suspect: no "
+                                                << "heartbeat for " << silent
+                                                << " ms");
+        }
+      }
+      for (auto& [id, silent] : lost)
+        mark_lost(self, id, "no heartbeat for " + std::to_string(silent)
+                              + " ms", false);
+      // Hosted sessions idle past the kernel idle timeout are forgotten
+      // (their kernels are reaped by the registry's own timer).
+      auto idle = seconds(
+        st.rt->config().code_execution.kernel_idle_timeout);
+      for (auto it = st.hosted.begin(); it != st.hosted.end();)
+        it = now - it->second.last_used > idle ? st.hosted.erase(it)
+                                               : std::next(it);
+      self->request(st.kernels, seconds(5), stats_atom_v)
+        .then(
+          [self](std::string& stats) {
+            auto parsed = json::parse(stats);
+            if (parsed && parsed.v->is_object()) {
+              auto k = parsed.v->find("kernels");
+              if (k != nullptr && k->is_number())
+                self->state.kernel_count = k->as_int();
+            }
+          },
+          [](caf::error&) {});
+      check_drain(self);
+      self->delayed_send(self, milliseconds(st.cfg.heartbeat_ms),
+                         tick_atom_v);
+    },
+    [self](members_atom) -> caf::result<std::vector<member_info>> {
+      if (!sender_allowed(self))
+        return not_allowed();
+      return view(self);
+    },
+    [self](tools_atom) -> caf::result<std::vector<std::string>> {
+      if (!sender_allowed(self))
+        return not_allowed();
+      std::vector<std::string> names;
+      for (auto t : self->state.rt->tools().all())
+        names.push_back(t->name());
+      return names;
+    },
+    [self](drain_atom) -> caf::result<bool> {
+      auto& st = self->state;
+      const auto& s = self->current_sender();
+      if (!s || s->node() != self->node())
+        return not_allowed();
+      auto rp = self->make_response_promise<bool>();
+      st.drain_waiters.push_back(rp);
+      if (!st.drain_requested) {
+        st.drain_requested = true;
+        st.state = "draining";
+        st.drain_deadline = steady::now()
+                            + milliseconds(st.cfg.drain_timeout_ms);
+        MIBYAN_LOG(info, "cluster", "node " << st.cfg.node_id << " draining ("
+                                            << st.busy << " call(s) running)");
+        broadcast_heartbeat(self);
+      }
+      check_drain(self);
+      return rp;
+    },
+    // -- tool calls (cluster_routing.cpp) --------------------------------
+    [self](invoke_atom, tool_request& req) -> caf::result<tool_response> {
+      if (!sender_allowed(self))
+        return not_allowed();
+      auto rp = self->make_response_promise<tool_response>();
+      route_call(self, std::move(req), rp);
+      return rp;
+    },
+    [self](interrupt_atom, interrupt_request& req) {
+      auto& st = self->state;
+      if (!sender_allowed(self))
+        return;
+      // A client's interrupt also reaches the session's conversation here
+      // (the runtime's own dispatcher message is anonymous and ignored).
+      if (self->current_sender()->node() != self->node()
+          && is_gateway_role(st.cfg.role))
+        st.rt->interrupt(req.session_id, req.reason);
+      auto it = st.placement.find(req.session_id);
+      if (it == st.placement.end())
+        return;
+      if (it->second == st.cfg.node_id) {
+        self->send(st.local, interrupt_atom_v, req);
+        return;
+      }
+      auto peer = st.peers.find(it->second);
+      if (peer != st.peers.end() && peer->second.handle)
+        self->send(peer->second.handle, work_atom_v, req);
+    },
+    [self](work_atom, tool_request& req) -> caf::result<tool_response> {
+      if (!sender_allowed(self))
+        return not_allowed();
+      // make_response_promise takes the sender out of the current message.
+      auto sender = self->current_sender()->node();
+      auto rp = self->make_response_promise<tool_response>();
+      work_call(self, sender, std::move(req), rp);
+      return rp;
+    },
+    [self](work_atom, interrupt_request& req) {
+      if (sender_allowed(self))
+        self->send(self->state.local, interrupt_atom_v, req);
+    },
+    // -- agent turns (gateway) -------------------------------------------
+    [self](turn_atom, cluster_turn& t) -> caf::result<cluster_turn_result> {
+      auto& st = self->state;
+      if (!sender_allowed(self))
+        return not_allowed();
+      cluster_turn_result out;
+      out.session_id = t.session_id;
+      if (!is_gateway_role(st.cfg.role)) {
+        out.error = "node " + st.cfg.node_id
+                    + " is a worker; send agent turns to a gateway (role "
+                      "gateway or all)";
+        out.config_error = true;
+        return out;
+      }
+      if (st.state != "up") {
+        out.error = "node " + st.cfg.node_id + " is draining";
+        return out;
+      }
+      static thread_local std::mt19937_64 rng{std::random_device{}()};
+      uint64_t id = 0;
+      do
+        id = rng();
+      while (st.turns.count(id) > 0);
+      auto rp = self->make_response_promise<cluster_turn_result>();
+      st.turns.emplace(id, rp);
+      ++st.busy;
+      turn_call call;
+      call.session_id = t.session_id;
+      call.prompt = t.prompt;
+      call.provider = !t.provider.empty() ? t.provider : st.cfg.provider;
+      call.model = !t.model.empty() ? t.model : st.cfg.model;
+      call.base_url = !t.base_url.empty() ? t.base_url : st.cfg.base_url;
+      call.max_iterations = t.max_iterations;
+      call.toolsets = t.toolsets;
+      call.save_trajectory = t.save_trajectory;
+      call.source = "cluster";
+      auto me = caf::actor_cast<caf::actor>(self);
+      st.rt->run_turn_async(call, [me, id](turn_outcome o) {
+        caf::anon_send(me, end_atom_v, id,
+                       cluster_turn_result{std::move(o.result_json),
+                                           std::move(o.session_id),
+                                           std::move(o.error), o.config_error,
+                                           std::move(o.trajectory_error)});
+      });
+      return rp;
+    },
+    [self](end_atom, uint64_t id, cluster_turn_result& r) {
+      // Sent by run_turn_async's callback; ids are random, so a peer
+      // cannot answer someone else's turn.
+      auto& st = self->state;
+      auto it = st.turns.find(id);
+      if (it == st.turns.end())
+        return;
+      auto rp = it->second;
+      st.turns.erase(it);
+      --st.busy;
+      rp.deliver(std::move(r));
+      check_drain(self);
+    },
+  };
+}
+
+} // namespace mibyan
