@@ -1,36 +1,30 @@
 // File: bench/bench_rows.hpp
 //
-// Helpers of the agent and store benchmarks: the BENCH_ROW result line
-// that scripts/bench.sh collects (docs/benchmarks.md, "Result rows") and
-// the process's CPU time.
+// Helpers of the agent and store benchmarks: their form of the BENCH_ROW
+// line (printed by bench/bench_row.hpp) and the process's CPU time.
 #pragma once
 
 #include <cmath>
-#include <cstdio>
+#include <optional>
 #include <string>
 
 #include <sys/resource.h>
 
+#include "bench/bench_row.hpp"
+
 namespace mibyan::bench {
 
-inline std::string buf_fmt(double v) {
-  char b[64];
-  std::snprintf(b, sizeof b, "%.4f", v);
-  return b;
-}
-
-/// Prints one result row; NaN prints as null, `met` < 0 as null.
+/// The agent and store benches' spelling of bench_row (bench/bench_row.hpp
+/// prints the line): NaN means null for `baseline` and `ratio`, `met` < 0
+/// means null.
 inline void bench_row(const std::string& metric, double ours, double baseline,
-               double ratio, const char* unit, const std::string& goal,
-               int met) {
-  auto num = [](double v) {
-    return std::isnan(v) ? std::string{"null"} : buf_fmt(v);
+                      double ratio, const char* unit, const std::string& goal,
+                      int met) {
+  auto opt = [](double v) {
+    return std::isnan(v) ? std::nullopt : std::optional<double>{v};
   };
-  std::printf("BENCH_ROW {\"metric\":\"%s\",\"ours\":%s,\"baseline\":%s,"
-              "\"ratio\":%s,\"unit\":\"%s\",\"goal\":\"%s\",\"met\":%s}\n",
-              metric.c_str(), num(ours).c_str(), num(baseline).c_str(),
-              num(ratio).c_str(), unit, goal.c_str(),
-              met < 0 ? "null" : met ? "true" : "false");
+  bench_row(metric, ours, opt(baseline), unit, goal,
+            met < 0 ? std::nullopt : std::optional<bool>{met != 0}, opt(ratio));
 }
 
 /// CPU time of the whole process (user + system, all threads) in ms.
