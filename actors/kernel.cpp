@@ -17,6 +17,7 @@
 
 #include "actors/script_calls.hpp"
 #include "actors/tool_dispatcher.hpp"
+#include "base/redact_slot.hpp"
 #include "kernels/cell_result.hpp"
 #include "kernels/frame_parser.hpp"
 #include "kernels/rpc_codec.hpp"
@@ -277,7 +278,7 @@ void settle(kernel_broker* self, const json::value* frame) {
   lim.max_stdout_bytes = static_cast<uint64_t>(ce.max_stdout_bytes);
   lim.max_stderr_bytes = static_cast<uint64_t>(ce.max_stderr_bytes);
   lim.max_spill_bytes = static_cast<uint64_t>(ce.max_spill_bytes);
-  lim.redact = st.svc->redact.get();
+  lim.redact = st.svc->redact ? st.svc->redact->get() : nullptr;
   auto home = st.svc->cfg.home;
   auto tag = std::to_string(st.opts.proc.pid) + "-"
              + std::to_string(st.execution_count);

@@ -1,5 +1,7 @@
 #include "actors/script_calls.hpp"
 
+#include "base/redact_slot.hpp"
+
 namespace mibyan {
 
 tool_context make_call_context(const runtime_services& svc,
@@ -16,7 +18,7 @@ tool_context make_call_context(const runtime_services& svc,
   ctx.cancelled = cancel;
   ctx.deadline = deadline;
   ctx.from_script = req.from_script;
-  ctx.redact = svc.redact.get();
+  ctx.redact = svc.redact ? svc.redact->get() : nullptr;
   ctx.processes = svc.processes.get();
   ctx.approvals = svc.approvals.get();
   ctx.agent = svc.agent_tools.get();

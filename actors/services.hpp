@@ -22,7 +22,7 @@
 namespace mibyan {
 
 class http_client;
-class redactor;
+class redactor_slot;
 class process_registry;
 class mcp_manager;
 
@@ -34,9 +34,9 @@ struct runtime_services {
   std::unique_ptr<blocking_pool> pool;
   /// Shared HTTP client; may be null in unit tests.
   std::shared_ptr<http_client> http;
-  /// Secret redactor for tool results and kernel output; null means
-  /// process_redactor().
-  std::shared_ptr<const redactor> redact;
+  /// Secret redactor for tool results and kernel output, replaced when
+  /// .env changes (base/redact_slot.hpp); null means process_redactor().
+  std::shared_ptr<redactor_slot> redact;
   /// Tracked background processes; may be null in unit tests.
   std::shared_ptr<process_registry> processes;
   /// Host tools that execute_code scripts may call (docs/embedding.md);

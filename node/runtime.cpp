@@ -27,6 +27,7 @@
 #include "base/subprocess.hpp"
 #include "base/process_registry.hpp"
 #include "base/redact.hpp"
+#include "base/redact_slot.hpp"
 #include "base/credential_vault.hpp"
 #include "base/host_hardening.hpp"
 #include "base/state_dir.hpp"
@@ -244,8 +245,7 @@ make_services(options opts, std::vector<std::unique_ptr<tool>> extra_tools,
   svc->approvals = std::make_unique<approval_service>(svc->cfg);
   if (!svc->http)
     svc->http = std::make_shared<http_client>();
-  svc->redact = std::make_shared<const redactor>(
-    redactor::from_environment(current_environment(), svc->cfg.env_file));
+  svc->redact = std::make_shared<redactor_slot>(svc->cfg.env_file);
   svc->processes = std::make_shared<process_registry>();
   register_core_tools(svc->tools);
   svc->tools.add(make_delegate_task_tool(svc->cfg));

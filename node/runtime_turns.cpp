@@ -25,6 +25,7 @@
 #include "actors/session_writer.hpp"
 #include "base/json.hpp"
 #include "base/log.hpp"
+#include "base/redact_slot.hpp"
 #include "config/env_reload.hpp"
 #include "node/openai_chat.hpp"
 #include "node/runtime_impl.hpp"
@@ -70,6 +71,8 @@ bool prepare_turn(runtime::impl& p, const turn_call& call, prepared_turn& t,
   // Keys added to .env since start-up count from this turn on.
   if (auto err = reload_env_file(opts); !err.empty())
     MIBYAN_LOG(warning, "config", err);
+  else if (p.svc->redact)
+    p.svc->redact->update(opts.env_file); // ...and are redacted
   if (!call.provider.empty())
     opts.model.provider = call.provider;
   if (!call.model.empty())

@@ -60,6 +60,39 @@ BOOST_AUTO_TEST_CASE(key_added_mid_session_works_on_the_next_turn) {
   BOOST_CHECK_EQUAL(last_authorization(server), "Bearer sk-rotated-key-0002");
 }
 
+// The redactor follows the reload (docs/security.md, "Secret redaction"):
+// a secret added to .env mid-session is redacted from the next turn's tool
+// output.
+BOOST_AUTO_TEST_CASE(key_added_mid_session_is_redacted_on_the_next_turn) {
+  ::unsetenv("MIBYAN_ENV");
+  ::unsetenv("WIDGET_SERVICE_TOKEN");
+  start(base_options());
+  temp_dir work;
+  const std::string value = "plainvalue7f3k2q9zz";
+  auto file = work.path() + "/notes.txt";
+  { std::ofstream(file) << "the widget value is " << value << " today\n"; }
+  auto read_it = [&](const std::string& id) {
+    script(chat_completion("", {{id, "terminal", one_arg("command", "cat " + file)}}));
+    script(chat_completion("read"));
+    auto res = run(call("read the notes", "env-redact"));
+    for (auto& m : res["messages"].as_array())
+      if (m.get_string("tool_call_id") == id && m.get_string("role") == "tool")
+        return m["content"].as_string();
+    BOOST_FAIL("no tool result");
+    return std::string{};
+  };
+  // Not a secret yet: shown as is.
+  BOOST_CHECK(contains(read_it("call_1"), value));
+  {
+    std::ofstream env(home.path() + "/.env");
+    env << "WIDGET_SERVICE_TOKEN=" << value << "\n";
+  }
+  auto second = read_it("call_2");
+  BOOST_CHECK_MESSAGE(!contains(second, value), second);
+  BOOST_CHECK_MESSAGE(contains(second, "[REDACTED:WIDGET_SERVICE_TOKEN]"),
+                      second);
+}
+
 BOOST_AUTO_TEST_CASE(reload_reads_and_clears) {
   ::unsetenv("MIBYAN_ENV");
   options o;

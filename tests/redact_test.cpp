@@ -4,9 +4,12 @@
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <thread>
+#include <vector>
 
 #include "kernels/cell_result.hpp"
 #include "base/redact.hpp"
+#include "base/redact_slot.hpp"
 #include "node/runtime.hpp"
 #include "tests/support/paths.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -278,4 +281,31 @@ BOOST_FIXTURE_TEST_CASE(execute_code_print_comes_back_redacted, e2e_fixture) {
   BOOST_TEST(!contains(out, planted_value), out);
   BOOST_TEST(contains(out, "env: [REDACTED:"), out);
   BOOST_TEST(contains(out, "from file: [REDACTED:"), out);
+}
+
+// base/redact_slot.hpp: a changed .env map swaps the redactor; readers on
+// other threads keep working, and a pointer taken before a swap stays valid.
+BOOST_AUTO_TEST_CASE(redactor_slot_swaps_on_change) {
+  const std::string text = "value slotsecret-42x here";
+  redactor_slot slot{{}};
+  const redactor* before = slot.get();
+  BOOST_TEST(before->redacted(text) == text);
+  BOOST_TEST(!slot.update({}));
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> readers;
+  for (int i = 0; i < 3; ++i)
+    readers.emplace_back([&] {
+      while (!stop.load())
+        (void)slot.get()->redacted(text);
+    });
+  for (int i = 0; i < 40; ++i)
+    BOOST_TEST(slot.update({{"SLOT_TOKEN", i % 2 ? "other-value-0001"
+                                                 : "slotsecret-42x"}}));
+  stop = true;
+  for (auto& t : readers)
+    t.join();
+  BOOST_TEST(!slot.update({{"SLOT_TOKEN", "other-value-0001"}}));
+  BOOST_TEST(slot.update({{"SLOT_TOKEN", "slotsecret-42x"}}));
+  BOOST_TEST(slot.get()->redacted(text) == "value [REDACTED:SLOT_TOKEN] here");
+  BOOST_TEST(before->redacted(text) == text); // still alive
 }

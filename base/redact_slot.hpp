@@ -1,0 +1,51 @@
+// File: base/redact_slot.hpp
+//
+// The runtime's current secret redactor, replaced when `$MIBYAN_HOME/.env`
+// changes (docs/security.md, "Secret redaction": a key added to .env while
+// the runtime runs is redacted from the next turn on).
+//
+// Thread safety: get() may be called from any thread at any time (tool
+// calls read it on blocking-pool threads, kernels on actor threads);
+// update() from any thread (serialised internally). A redactor returned by
+// get() stays valid for the slot's lifetime: a replaced redactor is kept,
+// not freed, so callers may hold the raw pointer for a whole call. Each
+// distinct .env content builds one redactor, so the slot grows only when
+// a human edits .env. No I/O besides reading the process environment.
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace mibyan {
+
+class redactor;
+
+class redactor_slot {
+public:
+  /// A slot holding the redactor for the process environment plus
+  /// `env_file` (the .env variables).
+  explicit redactor_slot(const std::map<std::string, std::string>& env_file);
+  ~redactor_slot();
+
+  /// The current redactor (never null).
+  const redactor* get() const noexcept {
+    return current_.load(std::memory_order_acquire);
+  }
+
+  /// Builds a new redactor from the process environment and `env_file`
+  /// when `env_file` differs from the last one seen; otherwise does
+  /// nothing. Returns whether the redactor was replaced.
+  bool update(const std::map<std::string, std::string>& env_file);
+
+private:
+  std::mutex mtx_;
+  std::map<std::string, std::string> env_file_;
+  std::vector<std::unique_ptr<const redactor>> all_;
+  std::atomic<const redactor*> current_{nullptr};
+};
+
+} // namespace mibyan
