@@ -1,7 +1,9 @@
 // `mibyan serve`: the node's HTTP API (docs/serve.md). Parses the flags,
 // checks the bind/auth policy, starts the runtime and node/http_server, and
 // waits for SIGTERM or SIGINT on the main thread (sigwait), then shuts the
-// server down gracefully and exits 0.
+// server down gracefully and exits 0. With --join the runtime is a gateway
+// member of a cluster (node/cluster_node.hpp, docs/cluster.md): its turns'
+// tool calls are placed on workers, and SIGTERM also drains and leaves.
 #include "cli/commands.hpp"
 
 #include <atomic>
@@ -13,6 +15,7 @@
 #include <pthread.h>
 
 #include "base/log.hpp"
+#include "node/cluster_node.hpp"
 #include "node/http_server.hpp"
 #include "node/runtime.hpp"
 
@@ -25,9 +28,13 @@ void usage() {
     << "usage: mibyan serve [--listen HOST:PORT] [--provider P] [--model M]\n"
        "                    [--base-url URL] [--api-key K] [--toolsets a,b]\n"
        "                    [--max-iterations N]\n"
+       "                    [--join HOST:PORT [--cluster-listen HOST:PORT]]\n"
        "  Serves the agent over an OpenAI-compatible HTTP API (default\n"
        "  127.0.0.1:8642; port 0 picks a free port). The client key comes\n"
-       "  from MIBYAN_SERVER_KEY or server.key in the config, never a flag.\n";
+       "  from MIBYAN_SERVER_KEY or server.key in the config, never a flag.\n"
+       "  --join makes the server a cluster gateway: tool calls run on the\n"
+       "  cluster's workers (key: MIBYAN_CLUSTER_KEY or cluster.key; the\n"
+       "  member listens on --cluster-listen, default 127.0.0.1:0).\n";
 }
 
 // Splits "HOST:PORT" ("[v6]:PORT" for IPv6). Returns an error or "".
@@ -78,13 +85,18 @@ int serve_command(const std::vector<std::string>& args,
                   const global_flags& flags) {
   turn_call tmpl;
   std::string listen = "127.0.0.1:8642";
+  node_args cluster;
+  cluster.role = "gateway";
+  cluster.listen = "127.0.0.1:0";
   for (size_t i = 0; i < args.size(); ++i) {
     const auto& a = args[i];
     if (a == "-h" || a == "--help") {
       usage();
       return 0;
     }
-    bool takes_value = a == "--listen" || (is_agent_flag(a) && a != "--session");
+    bool takes_value = a == "--listen" || a == "--join"
+                       || a == "--cluster-listen"
+                       || (is_agent_flag(a) && a != "--session");
     if (!takes_value) {
       std::cerr << "mibyan serve: unknown option " << a
                 << (a == "--session" ? " (clients choose sessions with the "
@@ -101,10 +113,18 @@ int serve_command(const std::vector<std::string>& args,
     const auto& v = args[++i];
     if (a == "--listen") {
       listen = v;
+    } else if (a == "--join") {
+      cluster.join = v;
+    } else if (a == "--cluster-listen") {
+      cluster.listen = v;
     } else if (auto err = apply_agent_flag(a, v, tmpl); !err.empty()) {
       std::cerr << "mibyan serve: " << err << "\n";
       return 2;
     }
+  }
+  if (cluster.join.empty() && cluster.listen != "127.0.0.1:0") {
+    std::cerr << "mibyan serve: --cluster-listen needs --join\n";
+    return 2;
   }
   http_server_settings st;
   if (auto err = parse_listen(listen, st.host, st.port); !err.empty()) {
@@ -144,12 +164,30 @@ int serve_command(const std::vector<std::string>& args,
   ::pthread_sigmask(SIG_BLOCK, &set, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
   std::string error;
-  auto rt = runtime::create(std::move(opts), &error);
-  if (!rt) {
-    std::cerr << "mibyan: cannot start the runtime: " << error << "\n";
-    return 1;
+  std::unique_ptr<runtime> rt;
+  std::unique_ptr<cluster_process> node;
+  if (!cluster.join.empty()) {
+    // Turns that peers send this gateway use the same overrides.
+    cluster.provider = tmpl.provider;
+    cluster.model = tmpl.model;
+    cluster.base_url = tmpl.base_url;
+    int code = 0;
+    node = cluster_process::start(cluster, std::move(opts), "mibyan serve",
+                                  &code);
+    if (!node)
+      return code;
+    MIBYAN_LOG(info, "serve", "gateway " << node->node_id() << " joined "
+                                         << cluster.join << ", member at "
+                                         << node->address());
+  } else {
+    rt = runtime::create(std::move(opts), &error);
+    if (!rt) {
+      std::cerr << "mibyan: cannot start the runtime: " << error << "\n";
+      return 1;
+    }
   }
-  auto server = http_server::start(*rt, std::move(st), &error);
+  auto server = http_server::start(node ? node->rt() : *rt, std::move(st),
+                                   &error);
   if (!server) {
     std::cerr << "mibyan serve: " << error << "\n";
     return 1;
@@ -167,6 +205,9 @@ int serve_command(const std::vector<std::string>& args,
   MIBYAN_LOG(info, "serve", "signal " << sig << ": shutting down");
   server->shutdown(std::chrono::seconds(30));
   server.reset();
+  if (node)
+    node->drain_and_leave();
+  node.reset();
   rt.reset();
   return 0;
 }

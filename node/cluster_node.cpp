@@ -89,39 +89,113 @@ std::string tls_problem(const cluster_options& c) {
 
 } // namespace
 
-int run_node(const node_args& a, options opts) {
+struct cluster_process::impl {
+  options opts;
+  caf::actor_system_config cfg;
+  std::unique_ptr<caf::actor_system> sys;
+  std::unique_ptr<runtime> rt;
+  tool_dispatcher_actor local;
+  caf::actor member;
+  caf::actor front;
+  caf::actor mm;
+  std::unique_ptr<caf::scoped_actor> self;
+  std::string node_id;
+  std::string address;
+  bool drained = false;
+
+  // Restores the local dispatcher, stops the member and front door, then
+  // the runtime and the system (no handle may outlive the system: the
+  // middleman's actor is detached, and the system waits for it).
+  ~impl() {
+    self.reset();
+    if (rt) {
+      auto& ri = runtime_access::of(*rt);
+      std::lock_guard<std::mutex> guard{ri.mtx};
+      ri.dispatcher = local;
+    }
+    if (sys) {
+      // The member ignores exit messages (any peer could send one).
+      caf::scoped_actor tmp{*sys};
+      if (member)
+        tmp->send(member, kill_atom_v);
+      if (front)
+        tmp->send(front, kill_atom_v);
+    }
+    member = nullptr;
+    front = nullptr;
+    local = nullptr;
+    mm = nullptr;
+    rt.reset();
+    sys.reset();
+  }
+};
+
+cluster_process::cluster_process(std::unique_ptr<impl> p) : p_(std::move(p)) {}
+
+cluster_process::~cluster_process() = default;
+
+runtime& cluster_process::rt() {
+  return *p_->rt;
+}
+
+const std::string& cluster_process::node_id() const {
+  return p_->node_id;
+}
+
+const std::string& cluster_process::address() const {
+  return p_->address;
+}
+
+void cluster_process::drain_and_leave() {
+  if (p_->drained || !p_->self)
+    return;
+  p_->drained = true;
+  (*p_->self)
+    ->request(p_->member,
+              std::chrono::milliseconds(p_->opts.cluster.drain_timeout_ms
+                                        + 10000),
+              drain_atom_v)
+    .receive([](bool) {}, [](caf::error&) {});
+  // The leave messages go out before the connections close.
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+}
+
+std::unique_ptr<cluster_process>
+cluster_process::start(const node_args& a, options opts,
+                       const std::string& who, int* exit_code) {
+  *exit_code = 2;
   std::string host;
   uint16_t port = 0;
   if (!split_host_port(a.listen, host, port)) {
-    std::cerr << "mibyan node: --listen expects HOST:PORT, got '" << a.listen
+    std::cerr << who << ": --listen expects HOST:PORT, got '" << a.listen
               << "'\n";
-    return 2;
+    return nullptr;
   }
   if (a.role != "gateway" && a.role != "worker" && a.role != "all") {
-    std::cerr << "mibyan node: --role must be gateway, worker or all, got '"
+    std::cerr << who << ": --role must be gateway, worker or all, got '"
               << a.role << "'\n";
-    return 2;
+    return nullptr;
   }
   auto key = cluster_key(opts);
   // Tools and kernels the node starts must not inherit the key.
   ::unsetenv("MIBYAN_CLUSTER_KEY");
   if (key.empty()) {
-    std::cerr << "mibyan node: no cluster key: set MIBYAN_CLUSTER_KEY (or "
-                 "cluster.key in config.yaml); it is never a flag\n";
-    return 2;
+    std::cerr << who << ": no cluster key: set MIBYAN_CLUSTER_KEY (or "
+                        "cluster.key in config.yaml); it is never a flag\n";
+    return nullptr;
   }
   if (auto bad = tls_problem(opts.cluster); !bad.empty()) {
-    std::cerr << "mibyan node: " << bad << "\n";
-    return 2;
+    std::cerr << who << ": " << bad << "\n";
+    return nullptr;
   }
   bool tls = !opts.cluster.tls_cert.empty();
   if (!tls && !is_loopback_host(host)) {
     if (!opts.cluster.insecure) {
-      std::cerr << "mibyan node: refusing to listen on " << host
+      std::cerr << who << ": refusing to listen on " << host
                 << " without TLS: set cluster.tls_cert, cluster.tls_key and "
                    "cluster.tls_ca (or cluster.insecure: true to accept an "
                    "unencrypted cluster)\n";
-      return 2;
+      return nullptr;
     }
     MIBYAN_LOG(warning, "cluster",
                "cluster.insecure: listening on "
@@ -131,11 +205,126 @@ int run_node(const node_args& a, options opts) {
   if (!a.workdir.empty()) {
     std::error_code ec;
     if (!fs::is_directory(a.workdir, ec) || ::chdir(a.workdir.c_str()) != 0) {
-      std::cerr << "mibyan node: --workdir " << a.workdir
+      std::cerr << who << ": --workdir " << a.workdir
                 << " is not a usable directory\n";
-      return 2;
+      return nullptr;
     }
   }
+  *exit_code = 1;
+  auto ip = std::make_unique<impl>();
+  ip->opts = std::move(opts);
+  auto& o = ip->opts;
+  auto& cfg = ip->cfg;
+  configure_actor_system(cfg, &o);
+  configure_cluster_transport(cfg, o);
+  if (tls) {
+    cfg.load<caf::openssl::manager>();
+    cfg.openssl_certificate = o.cluster.tls_cert;
+    cfg.openssl_key = o.cluster.tls_key;
+    cfg.openssl_cafile = o.cluster.tls_ca;
+  }
+  cluster_settings s;
+  s.node_id = "n" + random_hex(4);
+  s.role = a.role;
+  s.key = key;
+  s.digest = cluster_type_digest();
+  s.heartbeat_ms = o.cluster.heartbeat_ms;
+  s.failure_timeout_ms = o.cluster.failure_timeout_ms;
+  s.max_sessions = o.cluster.max_sessions;
+  s.drain_timeout_ms = o.cluster.drain_timeout_ms;
+  s.tls = tls;
+  s.provider = a.provider;
+  s.model = a.model;
+  s.base_url = a.base_url;
+  ip->node_id = s.node_id;
+  try {
+    ip->sys = std::make_unique<caf::actor_system>(cfg);
+  } catch (const std::exception& e) {
+    std::cerr << who << ": cannot start the actor system: " << e.what()
+              << "\n";
+    return nullptr;
+  }
+  auto& sys = *ip->sys;
+  std::string error;
+  auto svc = make_services(o, {}, {}, &error);
+  if (!svc) {
+    std::cerr << "mibyan: cannot start the runtime: " << error << "\n";
+    return nullptr;
+  }
+  auto rp = std::make_unique<runtime::impl>();
+  rp->svc = svc;
+  rp->sys = &sys;
+  if (!wire_runtime(*rp, &error)) {
+    std::cerr << "mibyan: cannot start the runtime: " << error << "\n";
+    return nullptr;
+  }
+  ip->rt = runtime_access::make(std::move(rp));
+  auto& ri = runtime_access::of(*ip->rt);
+  ip->local = ri.dispatcher;
+  s.own_cwd = ri.svc->default_cwd;
+  ip->mm = tls ? caf::actor_cast<caf::actor>(
+                   sys.openssl_manager().actor_handle())
+               : caf::actor_cast<caf::actor>(sys.middleman().actor_handle());
+  ip->member = sys.spawn(cluster_member, s, ip->rt.get(), ip->local,
+                         ri.kernels, ip->mm);
+  {
+    // From here on turns and runtime calls route through the cluster.
+    std::lock_guard<std::mutex> guard{ri.mtx};
+    ri.dispatcher = caf::actor_cast<tool_dispatcher_actor>(ip->member);
+  }
+  // Only the front door is published; authenticated peers get the
+  // member's handle in the welcome (docs/cluster.md, "Handshake").
+  ip->front = sys.spawn(cluster_front, ip->member);
+  caf::expected<uint16_t> published = uint16_t{0};
+  try {
+    published = tls ? caf::openssl::publish(ip->front, port, host.c_str(),
+                                            true)
+                    : sys.middleman().publish(ip->front, port, host.c_str(),
+                                              true);
+  } catch (const std::exception& e) {
+    published = caf::make_error(caf::sec::runtime_error, e.what());
+  }
+  if (!published) {
+    std::cerr << who << ": cannot listen on " << a.listen << ": "
+              << sys.render(published.error()) << "\n";
+    return nullptr;
+  }
+  auto shown_host = host.find(':') != std::string::npos ? "[" + host + "]"
+                                                        : host;
+  ip->address = shown_host + ":" + std::to_string(*published);
+  ip->self = std::make_unique<caf::scoped_actor>(sys);
+  auto& self = *ip->self;
+  self->send(ip->member, caf::put_atom_v, ip->address, host, *published,
+             ip->front);
+  ip->front = nullptr;
+  if (!a.join.empty()) {
+    std::string reason;
+    // A connection attempt can time out on a loaded machine (a TLS
+    // handshake especially); a refusal is final.
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      reason.clear();
+      self->request(ip->member, std::chrono::seconds(60), join_atom_v, a.join)
+        .receive([&](std::string& r) { reason = std::move(r); },
+                 [&](caf::error& e) { reason = sys.render(e); });
+      if (reason.rfind("cannot connect", 0) != 0)
+        break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    }
+    if (!reason.empty()) {
+      std::cerr << who << ": cannot join the cluster through " << a.join
+                << ": " << reason << "\n";
+      *exit_code = 2;
+      return nullptr;
+    }
+  }
+  MIBYAN_LOG(info, "cluster", "node " << s.node_id << " (" << s.role
+                                      << ") up at " << ip->address
+                                      << (tls ? " (TLS)" : ""));
+  *exit_code = 0;
+  return std::unique_ptr<cluster_process>(new cluster_process(std::move(ip)));
+}
+
+int run_node(const node_args& a, options opts) {
   // Only the main thread takes these signals (sigwait below); the actor
   // system's threads inherit the mask.
   sigset_t set;
@@ -145,150 +334,19 @@ int run_node(const node_args& a, options opts) {
   sigaddset(&set, SIGUSR2);
   ::pthread_sigmask(SIG_BLOCK, &set, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
-
-  caf::actor_system_config cfg;
-  configure_actor_system(cfg, &opts);
-  configure_cluster_transport(cfg, opts);
-  if (tls) {
-    cfg.load<caf::openssl::manager>();
-    cfg.openssl_certificate = opts.cluster.tls_cert;
-    cfg.openssl_key = opts.cluster.tls_key;
-    cfg.openssl_cafile = opts.cluster.tls_ca;
-  }
-  cluster_settings s;
-  s.node_id = "n" + random_hex(4);
-  s.role = a.role;
-  s.key = key;
-  s.digest = cluster_type_digest();
-  s.heartbeat_ms = opts.cluster.heartbeat_ms;
-  s.failure_timeout_ms = opts.cluster.failure_timeout_ms;
-  s.max_sessions = opts.cluster.max_sessions;
-  s.drain_timeout_ms = opts.cluster.drain_timeout_ms;
-  s.tls = tls;
-  s.provider = a.provider;
-  s.model = a.model;
-  s.base_url = a.base_url;
-  std::unique_ptr<caf::actor_system> sys;
-  try {
-    sys = std::make_unique<caf::actor_system>(cfg);
-  } catch (const std::exception& e) {
-    std::cerr << "mibyan node: cannot start the actor system: " << e.what()
-              << "\n";
-    return 1;
-  }
-  std::string error;
-  auto svc = make_services(opts, {}, {}, &error);
-  if (!svc) {
-    std::cerr << "mibyan: cannot start the runtime: " << error << "\n";
-    return 1;
-  }
-  auto p = std::make_unique<runtime::impl>();
-  p->svc = svc;
-  p->sys = sys.get();
-  if (!wire_runtime(*p, &error)) {
-    std::cerr << "mibyan: cannot start the runtime: " << error << "\n";
-    return 1;
-  }
-  auto rt = runtime_access::make(std::move(p));
-  auto& impl = runtime_access::of(*rt);
-  auto local = impl.dispatcher;
-  s.own_cwd = impl.svc->default_cwd;
-  caf::actor mm = tls ? caf::actor_cast<caf::actor>(
-                          sys->openssl_manager().actor_handle())
-                      : caf::actor_cast<caf::actor>(
-                          sys->middleman().actor_handle());
-  auto member = sys->spawn(cluster_member, s, rt.get(), local, impl.kernels,
-                           mm);
-  {
-    // From here on turns and runtime calls route through the cluster.
-    std::lock_guard<std::mutex> guard{impl.mtx};
-    impl.dispatcher = caf::actor_cast<tool_dispatcher_actor>(member);
-  }
-  std::unique_ptr<caf::scoped_actor> self;
-  caf::actor front;
-  auto shutdown = [&] {
-    self.reset();
-    {
-      std::lock_guard<std::mutex> guard{impl.mtx};
-      impl.dispatcher = local;
-    }
-    {
-      // The member ignores exit messages (any peer could send one).
-      caf::scoped_actor tmp{*sys};
-      tmp->send(member, kill_atom_v);
-      if (front)
-        tmp->send(front, kill_atom_v);
-    }
-    // No handle may outlive the system: the middleman's actor is detached,
-    // and the system waits for it to be released.
-    member = nullptr;
-    front = nullptr;
-    local = nullptr;
-    mm = nullptr;
-    rt.reset();
-    sys.reset();
-  };
-  // Only the front door is published; authenticated peers get the
-  // member's handle in the welcome (docs/cluster.md, "Handshake").
-  front = sys->spawn(cluster_front, member);
-  caf::expected<uint16_t> published = uint16_t{0};
-  try {
-    published = tls ? caf::openssl::publish(front, port, host.c_str(), true)
-                    : sys->middleman().publish(front, port, host.c_str(),
-                                               true);
-  } catch (const std::exception& e) {
-    published = caf::make_error(caf::sec::runtime_error, e.what());
-  }
-  if (!published) {
-    std::cerr << "mibyan node: cannot listen on " << a.listen << ": "
-              << sys->render(published.error()) << "\n";
-    shutdown();
-    return 1;
-  }
-  auto shown_host = host.find(':') != std::string::npos ? "[" + host + "]"
-                                                        : host;
-  auto address = shown_host + ":" + std::to_string(*published);
-  self = std::make_unique<caf::scoped_actor>(*sys);
-  (*self)->send(member, caf::put_atom_v, address, host, *published, front);
-  front = nullptr;
-  if (!a.join.empty()) {
-    std::string reason;
-    // A connection attempt can time out on a loaded machine (a TLS
-    // handshake especially); a refusal is final.
-    for (int attempt = 0; attempt < 3; ++attempt) {
-      reason.clear();
-      (*self)->request(member, std::chrono::seconds(60), join_atom_v, a.join)
-        .receive([&](std::string& r) { reason = std::move(r); },
-                 [&](caf::error& e) { reason = sys->render(e); });
-      if (reason.rfind("cannot connect", 0) != 0)
-        break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(500));
-    }
-    if (!reason.empty()) {
-      std::cerr << "mibyan node: cannot join the cluster through " << a.join
-                << ": " << reason << "\n";
-      shutdown();
-      return 2;
-    }
-  }
-  MIBYAN_LOG(info, "cluster", "node " << s.node_id << " (" << s.role
-                                      << ") up at " << address
-                                      << (tls ? " (TLS)" : ""));
-  std::cout << "mibyan node " << s.node_id << " listening on " << address
-            << std::endl;
+  int code = 0;
+  auto node = cluster_process::start(a, std::move(opts), "mibyan node", &code);
+  if (!node)
+    return code;
+  std::cout << "mibyan node " << node->node_id() << " listening on "
+            << node->address() << std::endl;
   int sig = 0;
   for (;;)
     if (sigwait(&set, &sig) == 0 && (sig == SIGINT || sig == SIGTERM))
       break;
   MIBYAN_LOG(info, "cluster", "signal " << sig << ": draining");
-  (*self)->request(member,
-                std::chrono::milliseconds(opts.cluster.drain_timeout_ms
-                                          + 10000),
-                drain_atom_v)
-    .receive([](bool) {}, [](caf::error&) {});
-  // The leave messages go out before the connections close.
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  shutdown();
+  node->drain_and_leave();
+  node.reset();
   return 0;
 }
 

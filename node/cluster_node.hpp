@@ -4,11 +4,14 @@
 // so the CLI can include it.
 #pragma once
 
+#include <memory>
 #include <string>
 
 #include "config/options.hpp"
 
 namespace mibyan {
+
+class runtime;
 
 struct node_args {
   /// HOST:PORT to listen on (port 0 = a free port).
@@ -30,6 +33,48 @@ struct node_args {
 /// Returns the exit code: 0 after a clean drain, 1 on a runtime failure,
 /// 2 on a configuration or handshake refusal (reason on stderr).
 int run_node(const node_args& args, options opts);
+
+/// A running cluster member of this process: the actor system, a runtime
+/// whose dispatcher slot routes every tool call through the cluster, the
+/// published front door and (after a join) its peers. `mibyan node` and
+/// `mibyan serve --join` (a gateway serving HTTP) both run on it
+/// (docs/cluster.md, docs/serve.md).
+///
+/// Thread: owned by the main thread. The caller blocks SIGINT/SIGTERM
+/// (pthread_sigmask) before `start` so the system's threads inherit the
+/// mask. Destroying it stops the member, the runtime and the system.
+class cluster_process {
+public:
+  /// Checks the key, TLS and listen rules, starts the runtime, publishes
+  /// on `args.listen` and joins `args.join` (when set). On failure prints
+  /// the one-line reason as "`who`: ..." on stderr, sets `*exit_code`
+  /// (1 runtime failure, 2 configuration or join refusal) and returns null.
+  static std::unique_ptr<cluster_process> start(const node_args& args,
+                                                options opts,
+                                                const std::string& who,
+                                                int* exit_code);
+
+  /// The runtime: turns run here spawn conversations whose tool calls are
+  /// placed on members (on workers, for a gateway).
+  runtime& rt();
+  const std::string& node_id() const;
+  /// The published "HOST:PORT".
+  const std::string& address() const;
+
+  /// Finishes running calls and hands sessions off within
+  /// cluster.drain_timeout_ms, then leaves. Blocks; idempotent.
+  void drain_and_leave();
+
+  ~cluster_process();
+  cluster_process(const cluster_process&) = delete;
+  cluster_process& operator=(const cluster_process&) = delete;
+
+  struct impl;
+
+private:
+  explicit cluster_process(std::unique_ptr<impl> p);
+  std::unique_ptr<impl> p_;
+};
 
 /// Splits "HOST:PORT" ("[v6]:PORT" allowed). Returns false on bad input.
 bool split_host_port(const std::string& text, std::string& host,

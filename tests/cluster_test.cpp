@@ -5,8 +5,8 @@
 // `mibyan node` clusters of real processes on loopback (docs/cluster.md):
 // a gateway and two workers with their own workdirs, placement, a script's
 // tool calls on its worker, a model turn through the gateway, a worker
-// killed mid-cell, drain, refusals (key, protocol, bind), TLS and a bad
-// peer. Waits are bounded polls; nothing asserts a time.
+// killed mid-cell, drain, refusals (key, protocol, bind), TLS, a bad peer
+// and `mibyan serve --join` (an HTTP gateway). Waits are bounded polls; nothing asserts a time.
 
 #include <arpa/inet.h>
 #include <chrono>
@@ -98,53 +98,40 @@ struct fixture {
              "  unattended_mode: approve\n";
   }
 
-  // Starts `mibyan node`; returns with the ready line read (or with
-  // pid == -1 and exit_code set when the node exited instead).
-  std::unique_ptr<node_process>
-  start(std::vector<std::string> extra, const std::string& cfg_extra = {},
-        std::map<std::string, std::string> env = {},
-        std::string listen = "127.0.0.1:0",
-        std::vector<std::string> prefix = {}) {
-    auto n = std::make_unique<node_process>();
-    auto name = "node" + std::to_string(++counter);
-    auto home = dir / name;
-    std::filesystem::create_directories(home);
-    dir.write(name + "/config.yaml", config(cfg_extra));
-    n->workdir = dir / (name + "-work");
-    std::filesystem::create_directories(n->workdir);
-    n->err_path = home + "/node.err";
+  // Forks `args` with MIBYAN_HOME=`home`, the test key (unless `env` has
+  // one) and stderr in n.err_path; returns its first stdout line (or "" with
+  // pid == -1 and exit_code set when it exited first).
+  std::string launch(node_process& n, const std::vector<std::string>& args,
+                     const std::string& home,
+                     std::map<std::string, std::string> env) {
     if (!env.count("MIBYAN_CLUSTER_KEY"))
       env["MIBYAN_CLUSTER_KEY"] = cluster_key_value;
-    std::vector<std::string> args = prefix;
-    for (auto a : {test::mibyan_binary(), std::string{"node"},
-                   std::string{"--listen"}, listen, std::string{"--workdir"},
-                   n->workdir})
-      args.push_back(a);
-    args.insert(args.end(), extra.begin(), extra.end());
     int fds[2];
     BOOST_REQUIRE(::pipe(fds) == 0);
     pid_t pid = ::fork();
     if (pid == 0) {
       ::setenv("MIBYAN_HOME", home.c_str(), 1);
       for (auto v : {"OPENAI_API_KEY", "CUSTOM_API_KEY", "MIBYAN_LOG_LEVEL",
-                     "MIBYAN_CLUSTER_KEY", "MIBYAN_TEST_TYPE_DIGEST_SALT"})
+                     "MIBYAN_CLUSTER_KEY", "MIBYAN_TEST_TYPE_DIGEST_SALT",
+                     "MIBYAN_SERVER_KEY"})
         ::unsetenv(v);
       for (auto& [k, v] : env)
         ::setenv(k.c_str(), v.c_str(), 1);
-      int err = ::open(n->err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+      int err = ::open(n.err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
                        0600);
       ::dup2(fds[1], 1);
       ::dup2(err, 2);
       ::close(fds[0]);
       std::vector<char*> argv;
-      for (auto& a : args)
+      auto copy = args;
+      for (auto& a : copy)
         argv.push_back(a.data());
       argv.push_back(nullptr);
       ::execvp(argv[0], argv.data());
       ::_exit(127);
     }
     ::close(fds[1]);
-    n->pid = pid;
+    n.pid = pid;
     std::string line;
     auto deadline = steady_clock::now() + seconds{60};
     bool eof = false;
@@ -163,9 +150,36 @@ struct fixture {
     }
     ::close(fds[0]);
     if (eof) {
-      n->exit_code = n->stop(SIGKILL);
-      return n;
+      n.exit_code = n.stop(SIGKILL);
+      return {};
     }
+    return line;
+  }
+
+  // Starts `mibyan node`; returns with the ready line read (or with
+  // pid == -1 and exit_code set when the node exited instead).
+  std::unique_ptr<node_process>
+  start(std::vector<std::string> extra, const std::string& cfg_extra = {},
+        std::map<std::string, std::string> env = {},
+        std::string listen = "127.0.0.1:0",
+        std::vector<std::string> prefix = {}) {
+    auto n = std::make_unique<node_process>();
+    auto name = "node" + std::to_string(++counter);
+    auto home = dir / name;
+    std::filesystem::create_directories(home);
+    dir.write(name + "/config.yaml", config(cfg_extra));
+    n->workdir = dir / (name + "-work");
+    std::filesystem::create_directories(n->workdir);
+    n->err_path = home + "/node.err";
+    std::vector<std::string> args = prefix;
+    for (auto a : {test::mibyan_binary(), std::string{"node"},
+                   std::string{"--listen"}, listen, std::string{"--workdir"},
+                   n->workdir})
+      args.push_back(a);
+    args.insert(args.end(), extra.begin(), extra.end());
+    auto line = launch(*n, args, home, std::move(env));
+    if (n->pid == -1)
+      return n;
     // "mibyan node NODE_ID listening on HOST:PORT"
     const std::string ready = "mibyan node ";
     BOOST_REQUIRE_MESSAGE(line.rfind(ready, 0) == 0
@@ -176,6 +190,66 @@ struct fixture {
     n->id = rest.substr(0, rest.find(' '));
     n->address = rest.substr(rest.rfind(' ') + 1);
     return n;
+  }
+
+  // Starts `mibyan serve --listen 127.0.0.1:0 EXTRA...`; `address` is then
+  // the HTTP "HOST:PORT" (or pid == -1 and exit_code set on exit).
+  std::unique_ptr<node_process>
+  start_serve(std::vector<std::string> extra,
+              std::map<std::string, std::string> env = {}) {
+    auto n = std::make_unique<node_process>();
+    auto name = "serve" + std::to_string(++counter);
+    auto home = dir / name;
+    std::filesystem::create_directories(home);
+    dir.write(name + "/config.yaml", config());
+    n->err_path = home + "/serve.err";
+    std::vector<std::string> args{test::mibyan_binary(), "serve", "--listen",
+                                  "127.0.0.1:0"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    auto line = launch(*n, args, home, std::move(env));
+    if (n->pid == -1)
+      return n;
+    const std::string ready = "mibyan serve listening on http://";
+    BOOST_REQUIRE_MESSAGE(line.rfind(ready, 0) == 0,
+                          "no ready line; got '" << line << "'; stderr: "
+                                                 << n->err());
+    n->address = line.substr(ready.size());
+    return n;
+  }
+
+  // POSTs `body` to `path` at the HTTP "127.0.0.1:PORT" `address` and
+  // returns the whole response (status line, headers, body).
+  std::string http_post(const std::string& address, const std::string& path,
+                        const std::string& body) {
+    auto port = std::stoi(address.substr(address.rfind(':') + 1));
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    BOOST_REQUIRE(fd >= 0);
+    sockaddr_in sa{};
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons(static_cast<uint16_t>(port));
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    BOOST_REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa)
+                  == 0);
+    std::string req = "POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                      "Content-Type: application/json\r\nConnection: close"
+                      "\r\nContent-Length: "
+                      + std::to_string(body.size()) + "\r\n\r\n" + body;
+    BOOST_REQUIRE(::send(fd, req.data(), req.size(), MSG_NOSIGNAL)
+                  == static_cast<ssize_t>(req.size()));
+    std::string out;
+    char buf[4096];
+    auto deadline = steady_clock::now() + seconds{120};
+    while (steady_clock::now() < deadline) {
+      pollfd p{fd, POLLIN, 0};
+      if (::poll(&p, 1, 100) <= 0)
+        continue;
+      auto got = ::recv(fd, buf, sizeof buf, 0);
+      if (got <= 0)
+        break;
+      out.append(buf, static_cast<size_t>(got));
+    }
+    ::close(fd);
+    return out;
   }
 
   options client_options() {
@@ -347,6 +421,54 @@ BOOST_AUTO_TEST_CASE(model_turn_through_the_gateway_runs_code_on_a_worker) {
   res = test::run_mibyan({"run", "--connect", w1->address, "hi"}, cli_env());
   BOOST_CHECK_EQUAL(res.exit_code, 2);
   BOOST_CHECK(contains(res.err, "gateway"));
+}
+
+BOOST_AUTO_TEST_CASE(serve_join_runs_tools_on_a_worker) {
+  test::http_server provider;
+  json::value s1;
+  s1["path"] = "/v1/chat/completions";
+  s1["status"] = 200;
+  s1["body"] = test::completion("", "terminal", R"({"command":"pwd"})");
+  provider.script(s1.dump());
+  json::value s2 = s1;
+  s2["body"] = test::completion("served from the cluster");
+  provider.script(s2.dump());
+  auto w1 = start({"--role", "worker"});
+  auto gw = start_serve({"--join", w1->address, "--provider", "custom",
+                         "--base-url", provider.url("/v1"), "--model", "m"});
+  BOOST_REQUIRE_MESSAGE(gw->pid > 0, gw->err());
+  {
+    auto c = connect(w1->address);
+    wait_members(*c, 2);
+  }
+  auto out = http_post(gw->address, "/v1/chat/completions",
+                       R"({"model":"m","stream":false,"messages":[)"
+                       R"({"role":"user","content":"where?"}]})");
+  BOOST_CHECK_MESSAGE(contains(out, " 200 ")
+                        && contains(out, "served from the cluster"),
+                      out << gw->err());
+  auto bodies = test::request_bodies(provider);
+  BOOST_REQUIRE_EQUAL(bodies.size(), 2u);
+  // The tool result the model saw: the worker's directory and its id.
+  auto second = bodies[1].dump();
+  BOOST_CHECK_MESSAGE(contains(second, w1->workdir), second);
+  BOOST_CHECK_MESSAGE(contains(second, "\\\"node\\\"")
+                        && contains(second, w1->id),
+                      second);
+  // SIGTERM drains, leaves and exits 0; the worker sees it go.
+  BOOST_CHECK_EQUAL(gw->stop(), 0);
+  {
+    auto c = connect(w1->address);
+    wait_members(*c, 1, "left");
+  }
+  // Refused joins exit 2 with the reason: a wrong key, nobody there.
+  auto bad = start_serve({"--join", w1->address},
+                         {{"MIBYAN_CLUSTER_KEY", "another-key"}});
+  BOOST_CHECK_EQUAL(bad->exit_code, 2);
+  BOOST_CHECK_MESSAGE(contains(bad->err(), "wrong cluster key"), bad->err());
+  auto none = start_serve({"--join", "127.0.0.1:1"});
+  BOOST_CHECK_EQUAL(none->exit_code, 2);
+  BOOST_CHECK_MESSAGE(contains(none->err(), "cannot join"), none->err());
 }
 
 BOOST_AUTO_TEST_CASE(killed_worker_mid_cell_answers_and_moves_the_session) {
