@@ -1,11 +1,12 @@
 #include "cli/approval_prompt.hpp"
 
+#include "cli/answer_line.hpp"
+
 #include <cctype>
 #include <chrono>
 #include <iostream>
 #include <string>
 
-#include <poll.h>
 #include <unistd.h>
 
 namespace mibyan::cli {
@@ -77,32 +78,16 @@ approval_choice ask_on_terminal(const approval_prompt& prompt,
   auto deadline = std::chrono::steady_clock::now() + prompt.timeout;
   std::string line;
   approval_choice choice = approval_choice::timeout;
-  bool done = false;
-  while (!done) {
-    if (prompt.cancelled != nullptr && prompt.cancelled->load()) {
-      choice = approval_choice::deny;
-      break;
-    }
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                  deadline - std::chrono::steady_clock::now()).count();
-    if (left <= 0)
-      break;
-    pollfd pfd{0, POLLIN, 0};
-    int rc = ::poll(&pfd, 1, static_cast<int>(std::min<long long>(left, 100)));
-    if (rc <= 0)
-      continue;
-    char c = 0;
-    auto n = ::read(0, &c, 1);
-    if (n <= 0) { // end of input: nobody can answer
-      choice = approval_choice::deny;
-      break;
-    }
-    if (c == '\n') {
-      choice = parse_approval_answer(line, prompt);
-      done = true;
-    } else if (line.size() < 64) {
-      line.push_back(c);
-    }
+  switch (read_answer_line(deadline, prompt.cancelled, 64, line)) {
+  case answer_end::line:
+    choice = parse_approval_answer(line, prompt);
+    break;
+  case answer_end::cancelled:
+  case answer_end::eof: // nobody can answer
+    choice = approval_choice::deny;
+    break;
+  case answer_end::timeout:
+    break;
   }
   std::lock_guard<std::mutex> guard{out_mtx};
   const char* said = choice == approval_choice::once      ? "allowed once"

@@ -1,10 +1,10 @@
 #include "cli/clarify_prompt.hpp"
 
+#include "cli/answer_line.hpp"
+
 #include <chrono>
 #include <iostream>
 
-#include <poll.h>
-#include <unistd.h>
 
 namespace mibyan::cli {
 
@@ -36,27 +36,8 @@ std::string ask_clarify_on_terminal(const clarify_prompt& prompt,
   }
   auto deadline = std::chrono::steady_clock::now() + prompt.timeout;
   std::string line;
-  bool answered = false;
-  while (!answered) {
-    if (prompt.cancelled != nullptr && prompt.cancelled->load())
-      break;
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                  deadline - std::chrono::steady_clock::now()).count();
-    if (left <= 0)
-      break;
-    pollfd pfd{0, POLLIN, 0};
-    int rc = ::poll(&pfd, 1, static_cast<int>(std::min<long long>(left, 100)));
-    if (rc <= 0)
-      continue;
-    char c = 0;
-    auto n = ::read(0, &c, 1);
-    if (n <= 0)
-      break; // end of input: nobody can answer
-    if (c == '\n')
-      answered = true;
-    else if (line.size() < 4000)
-      line.push_back(c);
-  }
+  bool answered = read_answer_line(deadline, prompt.cancelled, 4000, line)
+                  == answer_end::line;
   std::lock_guard<std::mutex> guard{out_mtx};
   if (!answered) {
     std::cout << "\n  -> no answer\n" << std::flush;

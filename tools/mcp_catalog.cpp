@@ -1,5 +1,7 @@
 #include "tools/mcp_catalog.hpp"
 
+#include "base/base64.hpp"
+
 #include <fnmatch.h>
 
 #include <atomic>
@@ -76,33 +78,6 @@ json::value mcp_normalize_schema(const json::value* input_schema) {
 }
 
 namespace {
-
-// Decodes standard base64; invalid characters are skipped.
-std::string base64_decode(std::string_view in) {
-  auto val = [](char c) -> int {
-    if (c >= 'A' && c <= 'Z') return c - 'A';
-    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-    if (c >= '0' && c <= '9') return c - '0' + 52;
-    if (c == '+' || c == '-') return 62;
-    if (c == '/' || c == '_') return 63;
-    return -1;
-  };
-  std::string out;
-  uint32_t acc = 0;
-  int bits = 0;
-  for (char c : in) {
-    int v = val(c);
-    if (v < 0)
-      continue;
-    acc = (acc << 6) | static_cast<uint32_t>(v);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out.push_back(static_cast<char>((acc >> bits) & 0xff));
-    }
-  }
-  return out;
-}
 
 std::string extension_of(const std::string& mime) {
   auto slash = mime.find('/');
