@@ -81,9 +81,9 @@ status mcp_session::connect() {
     old->close();
   std::shared_ptr<mcp_transport> t{make_mcp_transport(s_, cfg_, http_)};
   auto fail = [&](status st) {
-    std::string tail = t ? t->stderr_tail() : std::string{};
     if (t)
-      t->close();
+      t->close(); // first: it keeps what stderr still holds
+    std::string tail = t ? t->stderr_tail() : std::string{};
     std::lock_guard<std::mutex> guard{mtx_};
     if (gen_ == gen) {
       transport_.reset();

@@ -303,6 +303,18 @@ void mcp_stdio_transport::close() {
     close_fd(in_fd_);
   }
   close_fd(out_fd_);
+  // What the server wrote to stderr before the reader stopped (a server
+  // that exits at once): keep it for the error's tail, without waiting.
+  if (err_fd_ >= 0 && ::fcntl(err_fd_, F_SETFL,
+                              ::fcntl(err_fd_, F_GETFL) | O_NONBLOCK) == 0) {
+    char buf[4096];
+    for (int i = 0; i < 16; ++i) {
+      auto n = ::read(err_fd_, buf, sizeof buf);
+      if (n <= 0)
+        break;
+      on_stderr(buf, static_cast<size_t>(n));
+    }
+  }
   close_fd(err_fd_);
   close_fd(wake_r_);
   close_fd(wake_w_);
