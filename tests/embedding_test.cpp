@@ -575,9 +575,15 @@ BOOST_AUTO_TEST_CASE(actor_level_in_host_system) {
                [&](caf::error& e) { BOOST_FAIL(sys.render(e)); });
     BOOST_TEST(contains(result, "sunny-Lima"), result);
 
-    self->send_exit(conv, caf::exit_reason::user_shutdown);
-    self->send_exit(tools, caf::exit_reason::user_shutdown);
-    self->send_exit(listener, caf::exit_reason::user_shutdown);
+    // The contract of mibyan/actors.hpp: the runtime goes only after the
+    // actors spawned into it have exited (a conversation's exit closes its
+    // session through the runtime).
+    for (auto& a : {conv, tools, listener}) {
+      self->monitor(a);
+      self->send_exit(a, caf::exit_reason::user_shutdown);
+    }
+    for (int i = 0; i < 3; ++i)
+      self->receive([](const caf::down_msg&) {});
   }
 }
 

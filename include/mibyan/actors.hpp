@@ -18,7 +18,10 @@
 //
 // Lifetime: the runtime returned by attach() must be destroyed before the
 // host's system (its destructor stops Mibyan's actors and waits for tool
-// work), and after the last turn sent to its actors has answered.
+// work), after the last turn sent to its actors has answered, and after
+// the actors spawned by spawn_conversation() and spawn_tool_actor() have
+// exited (monitor them and wait for their down messages: a conversation's
+// exit closes its session through the runtime).
 // docs/embedding.md, "Actor-level API", describes the protocol.
 #pragma once
 
