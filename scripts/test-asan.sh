@@ -20,7 +20,7 @@ cmake --build "$BUILD" -j "$JOBS"
 # Leaks are checked by LeakSanitizer at exit; CAF's global meta objects
 # and the Python kernels (not instrumented) are outside it.
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=0:check_initialization_order=1}"
-export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1:suppressions=$PWD/scripts/ubsan.supp}"
 export LSAN_OPTIONS="${LSAN_OPTIONS:-suppressions=$PWD/scripts/lsan.supp:print_suppressions=0}"
 cd "$BUILD"
 ctest --output-on-failure -j "${TEST_JOBS:-2}" --timeout 900 \
