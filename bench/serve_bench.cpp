@@ -122,27 +122,31 @@ struct load_result {
   size_t errors = 0;
 };
 
-load_result run_load(uint16_t port, int clients, int per_client, int rounds) {
+// Runs `clients` threads released together; each calls `setup(c)` once,
+// then `one(c)` `per_client` times (false counts an error), timing each
+// call. Throughput is over the wall time from the release.
+template <class Setup, class One, class Teardown>
+load_result run_clients(int clients, int per_client, Setup setup, One one,
+                        Teardown teardown) {
   std::vector<std::vector<double>> lat(static_cast<size_t>(clients));
   std::atomic<size_t> errors{0};
   std::atomic<int> ready{0};
   std::atomic<bool> go{false};
   std::vector<std::thread> threads;
-  auto req = chat_request(rounds, false);
   for (int c = 0; c < clients; ++c)
     threads.emplace_back([&, c] {
-      int fd = connect_to(port);
-      std::string in;
+      setup(c);
       ++ready;
       while (!go)
         std::this_thread::yield();
       for (int i = 0; i < per_client; ++i) {
         auto t0 = clock_type::now();
-        if (!round_trip(fd, req, in))
-          ++errors;
+        bool ok = one(c);
         lat[static_cast<size_t>(c)].push_back(ms_since(t0));
+        if (!ok)
+          ++errors;
       }
-      ::close(fd);
+      teardown(c);
     });
   while (ready < clients)
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -162,48 +166,40 @@ load_result run_load(uint16_t port, int clients, int per_client, int rounds) {
   return r;
 }
 
+load_result run_load(uint16_t port, int clients, int per_client, int rounds) {
+  auto req = chat_request(rounds, false);
+  std::vector<int> fds(static_cast<size_t>(clients), -1);
+  std::vector<std::string> ins(static_cast<size_t>(clients));
+  return run_clients(
+    clients, per_client,
+    [&](int c) { fds[static_cast<size_t>(c)] = connect_to(port); },
+    [&](int c) {
+      auto k = static_cast<size_t>(c);
+      return round_trip(fds[k], req, ins[k]);
+    },
+    [&](int c) { ::close(fds[static_cast<size_t>(c)]); });
+}
+
 // The same load through runtime::run_turn (no HTTP): `clients` threads,
 // each running `per_client` turns one after another.
 load_result run_direct_load(runtime& rt, const http_server_settings& st,
                             int clients, int per_client, int rounds) {
-  std::vector<std::vector<double>> lat(static_cast<size_t>(clients));
-  std::atomic<size_t> errors{0};
-  std::atomic<int> ready{0};
-  std::atomic<bool> go{false};
-  std::vector<std::thread> threads;
-  for (int c = 0; c < clients; ++c)
-    threads.emplace_back([&, c] {
-      ++ready;
-      while (!go)
-        std::this_thread::yield();
-      for (int i = 0; i < per_client; ++i) {
-        turn_call call = st.turn;
-        call.session_id = st.new_session_id();
-        call.prompt = "rounds=" + std::to_string(rounds) + " please";
-        auto t0 = clock_type::now();
-        auto out = rt.run_turn(call);
-        lat[static_cast<size_t>(c)].push_back(ms_since(t0));
-        if (!out.error.empty())
-          ++errors;
-        rt.close_session(out.session_id);
-      }
+  // Sessions are closed after the timed turns, as outside a benchmark.
+  std::vector<std::vector<std::string>> done(static_cast<size_t>(clients));
+  return run_clients(
+    clients, per_client, [](int) {},
+    [&](int c) {
+      turn_call call = st.turn;
+      call.session_id = st.new_session_id();
+      call.prompt = "rounds=" + std::to_string(rounds) + " please";
+      auto out = rt.run_turn(call);
+      done[static_cast<size_t>(c)].push_back(out.session_id);
+      return out.error.empty();
+    },
+    [&](int c) {
+      for (auto& id : done[static_cast<size_t>(c)])
+        rt.close_session(id);
     });
-  while (ready < clients)
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  auto t0 = clock_type::now();
-  go = true;
-  for (auto& t : threads)
-    t.join();
-  auto wall = ms_since(t0);
-  std::vector<double> all;
-  for (auto& l : lat)
-    all.insert(all.end(), l.begin(), l.end());
-  load_result r;
-  r.rps = all.size() / (wall / 1000);
-  r.p50 = median(all);
-  r.p99 = percentile(all, 0.99);
-  r.errors = errors;
-  return r;
 }
 
 // The same turn through run_turn, no HTTP: p50 over `n` turns.
