@@ -44,6 +44,7 @@
 #include "node/host_tool_adapter.hpp"
 #include "node/mcp_wiring.hpp"
 #include "tools/mcp_tools.hpp"
+#include "node/once_callback.hpp"
 #include "node/runtime_impl.hpp"
 
 namespace fs = std::filesystem;
@@ -438,17 +439,24 @@ void runtime::call_tool_async(const tool_call_request& call,
                    call.cwd, false};
   auto dispatcher = impl_->dispatcher;
   auto sys = impl_->sys;
+  // Answered once, also when the runtime goes first (node/once_callback.hpp).
+  auto once = make_once_callback<tool_outcome>(std::move(done), [] {
+    json::value r;
+    r["error"] = "Runtime error: the runtime was shut down before the call "
+                 "finished";
+    return tool_outcome{r.dump(), 0, false};
+  });
   impl_->sys->spawn([=](caf::event_based_actor* self) mutable {
     self->request(dispatcher, caf::infinite, invoke_atom_v, std::move(req))
       .then(
         [=](tool_response& res) {
-          done(tool_outcome{std::move(res.result_json), res.duration_us,
-                            res.timed_out});
+          (*once)(tool_outcome{std::move(res.result_json), res.duration_us,
+                               res.timed_out});
         },
         [=](caf::error& err) {
           json::value r;
           r["error"] = "Runtime error: " + sys->render(err);
-          done(tool_outcome{r.dump(), 0, false});
+          (*once)(tool_outcome{r.dump(), 0, false});
         });
   });
 }

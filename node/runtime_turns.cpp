@@ -210,6 +210,22 @@ struct turn_job {
   prepared_turn t;
   turn_outcome out;
   std::function<void(turn_outcome)> done;
+
+  // `done` runs exactly once: a job dropped unanswered (the runtime was
+  // destroyed while the turn ran, and its driver went with the actor
+  // system) answers with an error (docs/embedding.md, "Callbacks").
+  ~turn_job() {
+    if (!done)
+      return;
+    auto fn = std::move(done);
+    done = nullptr;
+    if (out.error.empty())
+      out.error = "the runtime was shut down before the turn finished";
+    try {
+      fn(std::move(out));
+    } catch (...) {
+    }
+  }
 };
 
 void finish_turn(caf::event_based_actor* self, std::shared_ptr<turn_job> job) {
@@ -220,6 +236,7 @@ void finish_turn(caf::event_based_actor* self, std::shared_ptr<turn_job> job) {
   auto deliver = [job] {
     save_trajectory(*job->svc, job->call, job->out);
     auto done = std::move(job->done);
+    job->done = nullptr;
     done(std::move(job->out));
   };
   if (!job->out.result_json.empty()
@@ -229,6 +246,7 @@ void finish_turn(caf::event_based_actor* self, std::shared_ptr<turn_job> job) {
     job->out.trajectory_error = "the runtime is shutting down";
   }
   auto done = std::move(job->done);
+  job->done = nullptr;
   done(std::move(job->out));
 }
 
