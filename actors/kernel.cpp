@@ -78,6 +78,19 @@ struct kernel_state {
   bool exited = false;        // the script called sys.exit()
   std::string last_stderr;    // tail of stderr between cells, for "died"
   std::string death_reason;
+  // The event loop took our descriptors (docs/kernel_protocol.md, "Broker
+  // lifetime"): until then closing the RPC listener or quitting is
+  // deferred, as CAF 0.17 would drop a descriptor added and removed in one
+  // loop iteration without ever closing it.
+  bool in_loop = false;
+  bool rpc_close_pending = false;
+  bool quit_pending = false;
+  caf::error quit_reason;
+  // RPC connections launched for reading that have not had an event yet
+  // (the same rule per connection), and those of them already closed by
+  // us, to be closed on their first event.
+  std::set<caf::io::connection_handle> fresh;
+  std::set<caf::io::connection_handle> close_when_seen;
 
   ~kernel_state() {
     for (auto& c : calls.take_all())
@@ -127,6 +140,66 @@ using kernel_broker = caf::io::stateful_broker<kernel_state>;
 
 void start_next(kernel_broker* self);
 
+// Ends the broker, or, before the event loop has taken its descriptors,
+// kills the process (its stdout then closes, an event that proves the
+// loop has them) and ends it on that event or after a bound.
+void end_broker(kernel_broker* self, caf::error reason = caf::error{}) {
+  auto& st = self->state;
+  if (st.in_loop && st.fresh.empty()) {
+    self->quit(std::move(reason));
+    return;
+  }
+  if (st.quit_pending)
+    return;
+  st.quit_pending = true;
+  st.quit_reason = std::move(reason);
+  if (st.opts.proc.pid > 0)
+    signal_kernel(st.opts.proc.pid, SIGKILL);
+  self->delayed_send(self, std::chrono::milliseconds(200), in_loop_atom_v);
+}
+
+// Called on every I/O event and on the fallback timer: from here on the
+// loop owns our descriptors, so deferred closes happen now. Returns false
+// when the broker quit.
+bool mark_in_loop(kernel_broker* self) {
+  auto& st = self->state;
+  if (!st.in_loop) {
+    st.in_loop = true;
+    if (st.rpc_close_pending)
+      self->close(st.rpc_hdl);
+  }
+  if (st.quit_pending && st.fresh.empty()) {
+    self->quit(std::move(st.quit_reason));
+    return false;
+  }
+  return true;
+}
+
+// An event of RPC connection `hdl` proves the loop has it. Returns false
+// when the connection was closed by us meanwhile (it is closed now and its
+// event is to be ignored).
+bool mark_conn_seen(kernel_broker* self, caf::io::connection_handle hdl) {
+  auto& st = self->state;
+  if (st.fresh.erase(hdl) == 0)
+    return true;
+  bool closed = st.close_when_seen.erase(hdl) != 0;
+  if (closed)
+    self->close(hdl);
+  if (st.quit_pending && !mark_in_loop(self))
+    return false;
+  return !closed;
+}
+
+// Closes an RPC connection now, or on its first event while the loop may
+// not have it yet.
+void close_conn(kernel_broker* self, caf::io::connection_handle hdl) {
+  auto& st = self->state;
+  if (st.fresh.count(hdl) != 0)
+    st.close_when_seen.insert(hdl);
+  else
+    self->close(hdl);
+}
+
 void write_conn(kernel_broker* self, caf::io::connection_handle hdl,
                 const std::string& line) {
   if (!self->state.conns->contains(hdl))
@@ -144,7 +217,7 @@ void refuse_conn(kernel_broker* self, caf::io::connection_handle hdl,
                                                        ->limits()));
   self->write(hdl, line.size(), line.data());
   self->flush(hdl);
-  self->close(hdl);
+  close_conn(self, hdl);
 }
 
 // Closes every RPC connection: a cell's connections end with the cell, and
@@ -152,7 +225,7 @@ void refuse_conn(kernel_broker* self, caf::io::connection_handle hdl,
 // §5.1). The stub reconnects on its next call.
 void close_rpc_conns(kernel_broker* self) {
   for (auto& hdl : self->state.conns->take_all())
-    self->close(hdl);
+    close_conn(self, hdl);
 }
 
 std::string spill_to_cache(const std::string& home, const std::string& text,
@@ -296,7 +369,7 @@ void settle(kernel_broker* self, const json::value* frame) {
   cell->rp.deliver(std::move(res));
   if (st.dead || st.exited) {
     settle_queue(self);
-    self->quit();
+    end_broker(self);
     return;
   }
   start_next(self);
@@ -313,7 +386,10 @@ void kill_kernel(kernel_broker* self, cell_status why, std::string reason) {
   if (st.dead)
     return;
   st.dead = true;
-  self->close(st.rpc_hdl); // stop accepting RPC at once
+  if (st.in_loop)
+    self->close(st.rpc_hdl); // stop accepting RPC at once
+  else
+    st.rpc_close_pending = true;
   // Ask the runner's watchdog thread to ship the cell's output so far and
   // end its process group; SIGTERM after a second, SIGKILL after the grace.
   if (st.opts.proc.watchdog_fd >= 0) {
@@ -494,7 +570,7 @@ void on_stdout_closed(kernel_broker* self) {
   if (reap_kernel(st.opts.proc.pid, &status))
     st.opts.proc.pid = -1;
   settle(self, nullptr);
-  self->quit();
+  end_broker(self);
 }
 
 caf::behavior kernel_impl(kernel_broker* self, services_ptr svc,
@@ -538,7 +614,7 @@ caf::behavior kernel_impl(kernel_broker* self, services_ptr svc,
     }
     s.dead = true;
     settle_queue(self);
-    self->quit(em.reason);
+    end_broker(self, std::move(em.reason));
   });
   return {
     [=](exec_atom, exec_cell& cell) -> caf::result<tool_response> {
@@ -604,7 +680,7 @@ caf::behavior kernel_impl(kernel_broker* self, services_ptr svc,
         signal_kernel(s.opts.proc.pid, SIGKILL);
         s.opts.proc.pid = -1;
         settle(self, nullptr);
-        self->quit();
+        end_broker(self);
         return;
       }
       self->delayed_send(self, std::chrono::milliseconds(20), reap_atom_v);
@@ -616,10 +692,18 @@ caf::behavior kernel_impl(kernel_broker* self, services_ptr svc,
       signal_kernel(s.opts.proc.pid, hard ? SIGKILL : SIGTERM);
       if (hard) {
         settle(self, nullptr);
-        self->quit();
+        end_broker(self);
       }
     },
+    [=](in_loop_atom) {
+      // The bound on a deferred end: by now every registration of ours
+      // has long been applied.
+      self->state.fresh.clear();
+      mark_in_loop(self);
+    },
     [=](caf::io::new_data_msg& msg) {
+      if (!mark_in_loop(self))
+        return;
       auto& s = self->state;
       if (msg.handle == s.out_hdl) {
         frame_parser::callbacks cb;
@@ -680,6 +764,8 @@ caf::behavior kernel_impl(kernel_broker* self, services_ptr svc,
         return;
       }
       auto hdl = msg.handle;
+      if (!mark_conn_seen(self, hdl))
+        return;
       auto verdict = s.conns->feed(
         hdl, std::string_view{msg.buf.data(), msg.buf.size()},
         [&](std::string_view line) { handle_rpc_line(self, hdl, line); });
@@ -687,6 +773,8 @@ caf::behavior kernel_impl(kernel_broker* self, services_ptr svc,
         refuse_conn(self, hdl, verdict);
     },
     [=](caf::io::new_connection_msg& msg) {
+      if (!mark_in_loop(self))
+        return;
       auto& s = self->state;
       // A refused connection is never launched for reading: closing a
       // scribe in the handler that launched it leaves its descriptor open
@@ -697,17 +785,26 @@ caf::behavior kernel_impl(kernel_broker* self, services_ptr svc,
       }
       self->configure_read(msg.handle,
                            caf::io::receive_policy::at_most(65536));
+      s.fresh.insert(msg.handle);
     },
     [=](caf::io::connection_closed_msg& msg) {
+      if (!mark_in_loop(self))
+        return;
       auto& s = self->state;
       if (msg.handle == s.out_hdl) {
         on_stdout_closed(self);
         return;
       }
       s.conns->remove(msg.handle);
+      // Closed by the peer: CAF has let it go already.
+      s.fresh.erase(msg.handle);
+      s.close_when_seen.erase(msg.handle);
+      if (s.quit_pending)
+        mark_in_loop(self);
     },
     [=](caf::io::acceptor_closed_msg&) {
       // Closed by kill_kernel; nothing else to do.
+      mark_in_loop(self);
     },
   };
 }
