@@ -12,50 +12,12 @@
 
 namespace mibyan {
 
-bool mcp_sse_parser::feed(std::string_view chunk, size_t max_line) {
-  buf_.append(chunk);
-  size_t start = 0;
-  while (true) {
-    auto nl = buf_.find('\n', start);
-    if (nl == std::string::npos)
-      break;
-    auto l = std::string_view{buf_}.substr(start, nl - start);
-    if (!l.empty() && l.back() == '\r')
-      l.remove_suffix(1);
-    line(l);
-    start = nl + 1;
-  }
-  buf_.erase(0, start);
-  return buf_.size() <= max_line && data_.size() <= max_line;
-}
-
-void mcp_sse_parser::line(std::string_view l) {
-  if (l.empty()) {
-    if (has_data_)
-      fn_(event_, std::move(data_));
-    event_.clear();
-    data_.clear();
-    has_data_ = false;
-    return;
-  }
-  if (l[0] == ':')
-    return;
-  auto colon = l.find(':');
-  auto field = l.substr(0, colon);
-  std::string_view value;
-  if (colon != std::string_view::npos) {
-    value = l.substr(colon + 1);
-    if (!value.empty() && value[0] == ' ')
-      value.remove_prefix(1);
-  }
-  if (field == "data") {
-    if (has_data_)
-      data_ += '\n';
-    data_.append(value);
-    has_data_ = true;
-  } else if (field == "event") {
-    event_ = std::string{value};
-  }
+bool mcp_sse_stream::feed(std::string_view chunk) {
+  events_.clear();
+  bool ok = parser_.feed(chunk, events_);
+  for (auto& e : events_)
+    fn_(e.event, std::move(e.data));
+  return ok;
 }
 
 namespace {
@@ -121,7 +83,8 @@ public:
     req.headers.emplace_back("Accept", "text/event-stream");
     req.connect_timeout = s_.connect_timeout;
     req.total_timeout = std::chrono::milliseconds{0};
-    auto parser = std::make_shared<mcp_sse_parser>(
+    auto parser = std::make_shared<mcp_sse_stream>(
+      s_.max_message_bytes,
       [this](const std::string& event, std::string data) {
         if (event == "endpoint") {
           std::lock_guard<std::mutex> guard{mtx_};
@@ -140,7 +103,7 @@ public:
       }
     };
     cb.on_data = [this, parser](std::string_view chunk) {
-      return parser->feed(chunk, s_.max_message_bytes);
+      return parser->feed(chunk);
     };
     cb.on_done = [this](const http_response_summary& sum) {
       std::string why;
@@ -197,7 +160,7 @@ public:
       long status = 0;
       bool sse = false;
       std::string body;
-      std::unique_ptr<mcp_sse_parser> parser;
+      std::unique_ptr<mcp_sse_stream> parser;
       bool too_big = false;
       bool replied = false; // a message arrived on this response's stream
     };
@@ -214,7 +177,8 @@ public:
           ct != nullptr && ct->find("text/event-stream") != std::string::npos) {
         st->sse = true;
         auto* raw = st.get(); // the parser lives inside *st
-        st->parser = std::make_unique<mcp_sse_parser>(
+        st->parser = std::make_unique<mcp_sse_stream>(
+          self->s_.max_message_bytes,
           [self, raw](const std::string& event, std::string data) {
             if (event.empty() || event == "message") {
               raw->replied = true;
@@ -225,7 +189,7 @@ public:
     };
     cb.on_data = [self, st](std::string_view chunk) {
       if (st->sse)
-        return st->parser->feed(chunk, self->s_.max_message_bytes);
+        return st->parser->feed(chunk);
       st->body.append(chunk);
       if (st->body.size() > self->s_.max_message_bytes) {
         st->too_big = true;

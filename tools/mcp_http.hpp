@@ -17,28 +17,28 @@
 #include <string>
 #include <string_view>
 
+#include "providers/sse_parser.hpp"
 #include "tools/mcp_transport.hpp"
 
 namespace mibyan {
 
-/// Incremental Server-Sent-Events parser: feed body chunks, get one
-/// callback per event (name "" when the event had none, data lines joined
-/// with '\n'). Not thread-safe.
-class mcp_sse_parser {
+/// A Server-Sent-Events response stream of an MCP server: the shared SSE
+/// parser (providers/sse_parser.hpp; an event without a name is
+/// "message"), one callback per event. A line or event over `max_bytes`
+/// fails the stream. Not thread-safe.
+class mcp_sse_stream {
 public:
   using event_fn = std::function<void(const std::string& event,
                                       std::string data)>;
-  explicit mcp_sse_parser(event_fn fn) : fn_(std::move(fn)) {}
-  /// False when a single line exceeded `max_line` bytes.
-  bool feed(std::string_view chunk, size_t max_line);
+  mcp_sse_stream(size_t max_bytes, event_fn fn)
+    : parser_(max_bytes), fn_(std::move(fn)) {}
+  /// False when the stream broke a limit.
+  bool feed(std::string_view chunk);
 
 private:
-  void line(std::string_view l);
+  sse_parser parser_;
   event_fn fn_;
-  std::string buf_;
-  std::string event_;
-  std::string data_;
-  bool has_data_ = false;
+  std::vector<sse_event> events_;
 };
 
 struct mcp_http_settings {

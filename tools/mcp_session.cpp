@@ -1,5 +1,7 @@
 #include "tools/mcp_session.hpp"
 
+#include "tools/mcp_message.hpp"
+
 #include <algorithm>
 #include <cstdio>
 #include <thread>
@@ -263,84 +265,67 @@ result<json::value> mcp_session::request(const std::string& method,
 }
 
 void mcp_session::on_message(uint64_t gen, std::string text) {
-  auto parsed = json::parse(text);
-  if (!parsed) {
+  std::vector<mcp_incoming> msgs;
+  std::string why;
+  if (!parse_mcp_messages(text, msgs, &why)) {
     MIBYAN_LOG(warning, "mcp", s_.name << ": skipped a message that is no "
                                           "valid JSON ("
-                                       << parsed.error << ")");
+                                       << why << ")");
     return;
   }
-  if (parsed.v->is_array()) {
-    for (auto& m : parsed.v->as_array())
-      on_one(gen, m);
-  } else {
-    on_one(gen, *parsed.v);
-  }
+  for (auto& m : msgs)
+    on_one(gen, std::move(m));
 }
 
-void mcp_session::on_one(uint64_t gen, const json::value& msg) {
-  if (!msg.is_object())
-    return;
-  auto method = msg.find("method");
-  auto id = msg.find("id");
-  if (method != nullptr && method->is_string()) {
-    const auto& m = method->as_string();
-    if (id == nullptr || id->is_null()) { // a notification
-      if (m == "notifications/tools/list_changed") {
+void mcp_session::on_one(uint64_t gen, mcp_incoming msg) {
+  using kind = mcp_incoming::kind;
+  switch (msg.k) {
+    case kind::invalid:
+      MIBYAN_LOG(warning, "mcp", s_.name << ": skipped " << msg.error);
+      return;
+    case kind::notification:
+      if (msg.method == "notifications/tools/list_changed") {
         tools_changed_ = true;
         MIBYAN_LOG(info, "mcp", s_.name << ": the server's tool list changed");
       }
       return;
-    }
-    if (m == "ping") {
-      answer(gen, *id, json::value::make_object());
-    } else if (m == "roots/list") {
-      json::value r;
-      r["roots"] = json::value::make_array();
-      answer(gen, *id, std::move(r));
-    } else if (m == "sampling/createMessage" && s_.sampling.enabled) {
-      json::value params = json::value::make_object();
-      if (auto p = msg.find("params"))
-        params = *p;
-      serve_sampling(gen, *id, std::move(params));
-    } else {
-      json::value err;
-      err["code"] = -32601;
-      err["message"] = "Method not found: " + m;
-      answer(gen, *id, nullptr, &err);
-    }
-    return;
-  }
-  // A reply.
-  if (id == nullptr || !id->is_int()) {
-    MIBYAN_LOG(warning, "mcp", s_.name << ": skipped a reply without a "
-                                          "valid id");
-    return;
+    case kind::request:
+      if (msg.method == "ping") {
+        answer(gen, msg.id, json::value::make_object());
+      } else if (msg.method == "roots/list") {
+        json::value r;
+        r["roots"] = json::value::make_array();
+        answer(gen, msg.id, std::move(r));
+      } else if (msg.method == "sampling/createMessage"
+                 && s_.sampling.enabled) {
+        serve_sampling(gen, msg.id, std::move(msg.params));
+      } else {
+        json::value err;
+        err["code"] = -32601;
+        err["message"] = "Method not found: " + msg.method;
+        answer(gen, msg.id, nullptr, &err);
+      }
+      return;
+    case kind::reply:
+      break;
   }
   std::lock_guard<std::mutex> guard{mtx_};
   if (gen != gen_)
     return;
-  auto i = pending_.find(id->as_int());
+  auto i = pending_.find(msg.id.as_int());
   if (i == pending_.end()) {
     MIBYAN_LOG(warning, "mcp", s_.name << ": skipped a reply to unknown "
                                           "request id "
-                                       << id->as_int());
+                                       << msg.id.as_int());
     return;
   }
   auto& p = *i->second;
   p.done = true;
-  if (auto err = msg.find("error"); err != nullptr && !err->is_null()) {
-    p.ok = false;
-    auto code = err->is_object() ? err->get_int("code", 0) : 0;
-    auto text = err->is_object() ? err->get_string("message", "") : err->dump();
-    p.error = "MCP error " + std::to_string(code) + ": " + text;
-  } else if (auto r = msg.find("result")) {
-    p.ok = true;
-    p.result = *r;
-  } else {
-    p.ok = false;
-    p.error = "the server replied without result or error";
-  }
+  p.ok = msg.ok;
+  if (msg.ok)
+    p.result = std::move(msg.result);
+  else
+    p.error = std::move(msg.error);
   pending_.erase(i);
   cv_.notify_all();
 }

@@ -35,6 +35,7 @@
 #include "base/status.hpp"
 #include "config/mcp_options.hpp"
 #include "tools/mcp_catalog.hpp"
+#include "tools/mcp_message.hpp"
 #include "tools/mcp_transport.hpp"
 
 namespace mibyan {
@@ -140,7 +141,7 @@ private:
   };
 
   void on_message(uint64_t gen, std::string text);
-  void on_one(uint64_t gen, const json::value& msg);
+  void on_one(uint64_t gen, mcp_incoming msg);
   void on_closed(uint64_t gen, std::string why);
   void answer(uint64_t gen, const json::value& id, json::value result,
               const json::value* error = nullptr);

@@ -1,5 +1,7 @@
 #include "tools/mcp_stdio.hpp"
 
+#include "tools/mcp_message.hpp"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -179,12 +181,18 @@ void mcp_stdio_transport::on_stderr(const char* data, size_t n) {
 }
 
 void mcp_stdio_transport::reader_loop() {
-  std::string line;
+  mcp_line_reader reader{s_.max_message_bytes};
   std::string reason;
-  bool skipping = false; // inside an oversized line
   std::vector<char> buf(64 * 1024);
   bool out_open = true;
   bool err_open = true;
+  auto on_message = [&](std::string m) { h_.on_message(std::move(m)); };
+  auto on_skipped = [&](size_t bytes) {
+    MIBYAN_LOG(warning, "mcp",
+               s_.server << ": skipped a stdout line that is no JSON-RPC "
+                            "message ("
+                         << bytes << " bytes)");
+  };
   while (out_open) {
     pollfd fds[3] = {{out_fd_, POLLIN, 0},
                      {err_open ? err_fd_ : -1, POLLIN, 0},
@@ -216,35 +224,12 @@ void mcp_stdio_transport::reader_loop() {
         reason = "the server closed its output";
         break;
       }
-      const char* p = buf.data();
-      const char* end = p + n;
-      while (p < end) {
-        auto nl = static_cast<const char*>(std::memchr(p, '\n', end - p));
-        auto stop = nl ? nl : end;
-        if (!skipping)
-          line.append(p, stop);
-        if (line.size() > s_.max_message_bytes) {
-          reason = "the server sent a message larger than "
-                   + std::to_string(s_.max_message_bytes) + " bytes";
-          out_open = false;
-          break;
-        }
-        if (nl == nullptr)
-          break;
-        p = nl + 1;
-        if (!line.empty() && line.back() == '\r')
-          line.pop_back();
-        auto first = line.find_first_not_of(" \t");
-        if (first != std::string::npos) {
-          if (line[first] == '{' || line[first] == '[')
-            h_.on_message(std::move(line));
-          else
-            MIBYAN_LOG(warning, "mcp",
-                       s_.server << ": skipped a stdout line that is no "
-                                    "JSON-RPC message ("
-                                 << line.size() << " bytes)");
-        }
-        line.clear();
+      if (!reader.feed(std::string_view{buf.data(), static_cast<size_t>(n)},
+                       on_message, on_skipped)) {
+        reason = "the server sent a message larger than "
+                 + std::to_string(s_.max_message_bytes) + " bytes";
+        out_open = false;
+        break;
       }
     }
   }
