@@ -18,6 +18,7 @@
 
 #include "actors/script_calls.hpp"
 #include "node/runtime.hpp"
+#include "tests/support/kernel_options.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tools/tool.hpp"
 
@@ -109,13 +110,8 @@ struct fixture {
   std::unique_ptr<runtime> rt;
 
   void start(int64_t max_tool_calls = 50) {
-    options opts;
-    opts.home = home.path();
-    opts.code_execution.prestart_kernels = 0;
+    auto opts = test::kernel_test_options(home.path());
     opts.code_execution.max_tool_calls = max_tool_calls;
-    if (const char* sb = std::getenv("MIBYAN_TEST_SANDBOX"); sb && *sb)
-      opts.code_execution.sandbox = sb;
-    opts.approvals.unattended_mode = "approve"; // docs/approvals.md
     std::vector<std::unique_ptr<tool>> extra;
     extra.push_back(std::make_unique<inline_noop>());
     extra.push_back(std::make_unique<waiting_tool>());

@@ -14,6 +14,7 @@
 #include "node/runtime.hpp"
 #include "tests/support/pid_namespace.hpp"
 #include "tests/support/process.hpp"
+#include "tests/support/kernel_options.hpp"
 #include "tests/support/temp_dir.hpp"
 
 using namespace mibyan;
@@ -28,15 +29,9 @@ struct exec_fixture {
   std::unique_ptr<runtime> rt;
 
   void start(const std::function<void(options&)>& adjust = {}) {
-    options opts;
-    opts.home = home.path();
-    opts.code_execution.prestart_kernels = 0;
     // ctest runs this suite twice: sandboxed (default) and with the
     // fallback (MIBYAN_TEST_SANDBOX=off).
-    if (const char* sb = std::getenv("MIBYAN_TEST_SANDBOX"); sb && *sb)
-      opts.code_execution.sandbox = sb;
-    // Scripts run without a human here (docs/approvals.md, whole-script guard).
-    opts.approvals.unattended_mode = "approve";
+    auto opts = test::kernel_test_options(home.path());
     if (adjust)
       adjust(opts);
     std::string err;

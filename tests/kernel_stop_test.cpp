@@ -17,6 +17,7 @@
 
 #include "base/json.hpp"
 #include "node/runtime.hpp"
+#include "tests/support/kernel_options.hpp"
 #include "tests/support/temp_dir.hpp"
 
 using namespace mibyan;
@@ -30,12 +31,7 @@ struct fixture {
   std::unique_ptr<runtime> rt;
 
   fixture() {
-    options opts;
-    opts.home = home.path();
-    opts.code_execution.prestart_kernels = 0;
-    if (const char* sb = std::getenv("MIBYAN_TEST_SANDBOX"); sb && *sb)
-      opts.code_execution.sandbox = sb;
-    opts.approvals.unattended_mode = "approve";
+    auto opts = test::kernel_test_options(home.path());
     std::string err;
     rt = runtime::create(opts, &err);
     BOOST_REQUIRE_MESSAGE(rt != nullptr, err);

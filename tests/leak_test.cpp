@@ -12,7 +12,6 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
-#include <dirent.h>
 #include <fstream>
 #include <map>
 #include <mutex>
@@ -25,6 +24,7 @@
 
 #include "base/json.hpp"
 #include "node/runtime.hpp"
+#include "tests/support/proc_counts.hpp"
 #include "tests/support/temp_dir.hpp"
 
 using namespace mibyan;
@@ -43,19 +43,9 @@ constexpr long rss_slack_kib = -1;
 constexpr long rss_slack_kib = 64 * 1024;
 #endif
 
-long count_dir(const std::string& path) {
-  long n = 0;
-  if (DIR* d = ::opendir(path.c_str())) {
-    while (auto* e = ::readdir(d))
-      if (e->d_name[0] != '.')
-        ++n;
-    ::closedir(d);
-  }
-  return n;
-}
-
-long open_fds() { return count_dir("/proc/self/fd") - 1; } // minus opendir's
-long threads() { return count_dir("/proc/self/task"); }
+using test::children;
+using test::open_fds;
+long threads() { return test::thread_count(); }
 
 long rss_kib() {
   std::ifstream in{"/proc/self/status"};
@@ -64,42 +54,6 @@ long rss_kib() {
     if (line.rfind("VmRSS:", 0) == 0)
       return std::atol(line.c_str() + 6);
   return 0;
-}
-
-struct children_info {
-  long live = 0;
-  long zombies = 0;
-};
-
-children_info children() {
-  children_info out;
-  std::vector<std::string> pids;
-  if (DIR* d = ::opendir("/proc/self/task")) {
-    while (auto* e = ::readdir(d)) {
-      if (e->d_name[0] == '.')
-        continue;
-      std::ifstream in{std::string{"/proc/self/task/"} + e->d_name
-                       + "/children"};
-      std::string pid;
-      while (in >> pid)
-        pids.push_back(pid);
-    }
-    ::closedir(d);
-  }
-  for (auto& pid : pids) {
-    std::ifstream st{"/proc/" + pid + "/stat"};
-    std::string text;
-    std::getline(st, text);
-    auto close = text.rfind(')');
-    char state = close != std::string::npos && close + 2 < text.size()
-                   ? text[close + 2]
-                   : '?';
-    if (state == 'Z')
-      ++out.zombies;
-    else
-      ++out.live;
-  }
-  return out;
 }
 
 struct snapshot {

@@ -9,7 +9,6 @@
 // exactly, and stay there over several runtimes.
 
 #include <chrono>
-#include <dirent.h>
 #include <fstream>
 #include <future>
 #include <memory>
@@ -21,6 +20,8 @@
 
 #include "base/json.hpp"
 #include "node/runtime.hpp"
+#include "tests/support/proc_counts.hpp"
+#include "tests/support/kernel_options.hpp"
 #include "tests/support/temp_dir.hpp"
 
 using namespace mibyan;
@@ -28,49 +29,12 @@ using namespace std::chrono;
 
 namespace {
 
-std::string list_fds() {
-  std::string out;
-  if (DIR* d = ::opendir("/proc/self/fd")) {
-    while (auto* e = ::readdir(d)) {
-      if (e->d_name[0] == '.')
-        continue;
-      char target[256] = {0};
-      std::string p = std::string{"/proc/self/fd/"} + e->d_name;
-      if (::readlink(p.c_str(), target, sizeof target - 1) > 0)
-        out += std::string{" "} + e->d_name + "=" + target;
-    }
-    ::closedir(d);
-  }
-  return out;
-}
+using test::list_fds;
+using test::open_fds;
 
-long open_fds() {
-  long n = 0;
-  if (DIR* d = ::opendir("/proc/self/fd")) {
-    while (auto* e = ::readdir(d))
-      if (e->d_name[0] != '.')
-        ++n;
-    ::closedir(d);
-  }
-  return n - 1; // opendir's own
-}
-
-// Live children and zombies of this process (any thread's).
 long children() {
-  long n = 0;
-  if (DIR* d = ::opendir("/proc/self/task")) {
-    while (auto* e = ::readdir(d)) {
-      if (e->d_name[0] == '.')
-        continue;
-      std::ifstream in{std::string{"/proc/self/task/"} + e->d_name
-                       + "/children"};
-      std::string pid;
-      while (in >> pid)
-        ++n;
-    }
-    ::closedir(d);
-  }
-  return n;
+  auto c = test::children();
+  return c.live + c.zombies;
 }
 
 struct session_runtime {
@@ -79,12 +43,7 @@ struct session_runtime {
   std::unique_ptr<runtime> rt;
 
   explicit session_runtime(int prestart) {
-    options opts;
-    opts.home = home.path();
-    opts.code_execution.prestart_kernels = prestart;
-    if (const char* sb = std::getenv("MIBYAN_TEST_SANDBOX"); sb && *sb)
-      opts.code_execution.sandbox = sb;
-    opts.approvals.unattended_mode = "approve";
+    auto opts = test::kernel_test_options(home.path(), prestart);
     std::string err;
     rt = runtime::create(opts, &err);
     BOOST_REQUIRE_MESSAGE(rt != nullptr, err);
