@@ -10,15 +10,24 @@ blocking_pool::blocking_pool(size_t threads)
 }
 
 blocking_pool::~blocking_pool() {
+  shutdown();
+}
+
+void blocking_pool::shutdown() {
+  std::deque<std::function<void()>> dropped;
   {
     std::lock_guard<std::mutex> guard{mtx_};
     stopping_ = true;
-    jobs_.clear();
+    dropped.swap(jobs_);
   }
   cv_.notify_all();
-  // No thread is added once stopping_ is set (submit refuses).
+  dropped.clear(); // outside the lock: a job's captures may call submit
+  // No thread is added once stopping_ is set (submit refuses), so threads_
+  // no longer changes.
+  std::lock_guard<std::mutex> guard{join_mtx_};
   for (auto& t : threads_)
-    t.join();
+    if (t.joinable())
+      t.join();
 }
 
 bool blocking_pool::submit(std::function<void()> job) {

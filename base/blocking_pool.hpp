@@ -7,9 +7,10 @@
 // tool starts one thread, not the whole pool. Jobs run in FIFO order; when
 // all threads are busy, jobs queue.
 //
-// Thread safety: `submit` may be called from any thread. The destructor
-// waits for running jobs and drops queued ones (their completion callbacks
-// are not called), so owners must set cancel flags before destroying it.
+// Thread safety: `submit` may be called from any thread. `shutdown` (and
+// the destructor, which calls it) waits for running jobs and drops queued
+// ones (their completion callbacks are not called), so owners must set
+// cancel flags before stopping it.
 #pragma once
 
 #include <condition_variable>
@@ -36,6 +37,13 @@ public:
   /// A job must not throw; an exception that escapes is swallowed.
   bool submit(std::function<void()> job);
 
+  /// Stops the pool: from now on `submit` refuses jobs, the queued ones are
+  /// dropped, and this waits for the running ones. The object stays usable
+  /// (submit keeps returning false), so an owner can stop the pool while
+  /// other threads may still hold it, and destroy it once they are gone.
+  /// Idempotent; never call it from a job of this pool.
+  void shutdown();
+
   /// Jobs queued but not yet started.
   size_t queued() const;
 
@@ -52,6 +60,7 @@ private:
   size_t max_threads_;
   size_t idle_ = 0; // threads waiting for a job
   std::vector<std::thread> threads_;
+  std::mutex join_mtx_; // one shutdown joins the threads at a time
 };
 
 } // namespace mibyan

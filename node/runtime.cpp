@@ -156,9 +156,11 @@ runtime::impl::~impl() {
   sys = nullptr;
   // Wait here for tool jobs still running (a cancelled call may take a
   // moment to stop): a job holds a reference to the services, and the
-  // pool must not be destroyed by one of its own threads.
-  if (svc)
-    svc->pool.reset();
+  // pool must not be destroyed by one of its own threads. Stopped, not
+  // destroyed: in a host's system our actors may still be exiting and
+  // submit to it (refused now); it goes with the services.
+  if (svc && svc->pool)
+    svc->pool->shutdown();
 }
 
 bool options_from_config(const runtime_config& cfg, options* out,

@@ -59,3 +59,32 @@ BOOST_AUTO_TEST_CASE(bound_is_reached_and_respected_under_blocking_jobs) {
   BOOST_TEST(finished.load() == 10);
   BOOST_TEST(pool.size() == 4u);
 }
+
+// shutdown() stops the pool but keeps the object: a thread that still holds
+// it (an exiting actor in a host's system, after the runtime went) gets a
+// refusal, not a destroyed pool (node/runtime.cpp, ~impl). It waits for the
+// running job, drops the queued ones, and may be repeated.
+BOOST_AUTO_TEST_CASE(shutdown_waits_running_drops_queued_then_refuses) {
+  blocking_pool pool(1);
+  std::promise<void> started;
+  auto started_f = started.get_future();
+  std::atomic<bool> running_done{false}, queued_ran{false};
+  BOOST_TEST(pool.submit([&] {
+    started.set_value();
+    std::this_thread::sleep_for(50ms);
+    running_done = true;
+  }));
+  started_f.wait();
+  BOOST_TEST(pool.submit([&] { queued_ran = true; }));
+  pool.shutdown();
+  BOOST_TEST(running_done.load());
+  BOOST_TEST(!queued_ran.load());
+  BOOST_TEST(!pool.submit([&] { queued_ran = true; }));
+  // From another thread too, while the owner shuts down again.
+  auto other = std::async(std::launch::async, [&] {
+    return pool.submit([&] { queued_ran = true; });
+  });
+  pool.shutdown();
+  BOOST_TEST(!other.get());
+  BOOST_TEST(!queued_ran.load());
+}
