@@ -8,6 +8,7 @@
 #include <set>
 
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -78,19 +79,22 @@ struct kernel_state {
   bool exited = false;        // the script called sys.exit()
   std::string last_stderr;    // tail of stderr between cells, for "died"
   std::string death_reason;
-  // The event loop took our descriptors (docs/kernel_protocol.md, "Broker
-  // lifetime"): until then closing the RPC listener or quitting is
-  // deferred, as CAF 0.17 would drop a descriptor added and removed in one
-  // loop iteration without ever closing it.
-  bool in_loop = false;
-  bool rpc_close_pending = false;
+  // Broker lifetime (docs/kernel_protocol.md §7.1): CAF 0.17 never closes
+  // a descriptor added and removed in one loop turn, nor a connection it
+  // accepts for a doorman closed in the same turn. So closes and the quit
+  // wait until the loop provably has each descriptor (its first event)
+  // and the listener's backlog is empty, or until `defer_until`.
+  bool in_loop = false;            // an event came from our descriptors
+  // launched, no event yet: launch time
+  std::map<caf::io::connection_handle, clock_type::time_point> fresh;
+  std::set<caf::io::connection_handle> close_when_seen; // of `fresh`
+  int rpc_raw_fd = -1;             // the listener's fd, owned by CAF
+  bool listener_open = false;
+  bool listener_close_wanted = false;
   bool quit_pending = false;
   caf::error quit_reason;
-  // RPC connections launched for reading that have not had an event yet
-  // (the same rule per connection), and those of them already closed by
-  // us, to be closed on their first event.
-  std::set<caf::io::connection_handle> fresh;
-  std::set<caf::io::connection_handle> close_when_seen;
+  bool timer_armed = false;
+  clock_type::time_point defer_until{};
 
   ~kernel_state() {
     for (auto& c : calls.take_all())
@@ -103,10 +107,15 @@ struct kernel_state {
     }
     if (p.pid > 0)
       signal_kernel(p.pid, SIGKILL);
-    if ((!p.sandboxed || !p.cgroup_dir.empty()) && svc && svc->pool)
-      svc->pool->submit([sb = p.sandboxed, m = p.marker, cg = p.cgroup_dir] {
+    if (!p.sandboxed || !p.cgroup_dir.empty()) {
+      auto end_rest = [sb = p.sandboxed, m = p.marker, cg = p.cgroup_dir] {
         end_kernel_processes(-1, sb, m, cg); // docs/security.md
-      });
+      };
+      // A pool that is shut down (the runtime went first, in a host's
+      // actor system) refuses the job: then it runs here, once, at exit.
+      if (!(svc && svc->pool && svc->pool->submit(end_rest)))
+        end_rest();
+    }
     if (p.rpc_fd >= 0)
       ::close(p.rpc_fd); // normally owned by the doorman already
     // This destructor runs on the middleman's epoll thread: never wait
@@ -140,44 +149,116 @@ using kernel_broker = caf::io::stateful_broker<kernel_state>;
 
 void start_next(kernel_broker* self);
 
-// Ends the broker, or, before the event loop has taken its descriptors,
-// kills the process (its stdout then closes, an event that proves the
-// loop has them) and ends it on that event or after a bound.
+// Whether a connection waits in the listener's backlog (CAF would accept
+// it after the doorman is closed and never close it).
+bool backlog_pending(int fd) {
+  pollfd p{fd, POLLIN, 0};
+  return fd >= 0 && ::poll(&p, 1, 0) > 0 && (p.revents & POLLIN) != 0;
+}
+
+// How long a launched connection may still be in the turn that launched
+// it, as far as the broker can tell without an event of it.
+constexpr auto fresh_window = std::chrono::milliseconds(20);
+
+void arm_retry(kernel_broker* self) {
+  auto& st = self->state;
+  if (st.timer_armed)
+    return;
+  st.timer_armed = true;
+  self->delayed_send(self, std::chrono::milliseconds(5), in_loop_atom_v);
+}
+
+void start_deferral(kernel_state& st) {
+  if (st.defer_until == clock_type::time_point{})
+    st.defer_until = clock_type::now() + std::chrono::milliseconds(200);
+}
+
+// Does what the broker's lifetime rules allow now: closes the listener,
+// quits. Returns false when the broker quit. Re-arms a short timer while
+// something waits (the 200 ms bound then forces it).
+bool progress(kernel_broker* self) {
+  auto& st = self->state;
+  if (st.in_loop && st.fresh.empty() && !st.quit_pending
+      && !st.listener_close_wanted)
+    return true; // the common case: nothing waits
+  bool force = st.defer_until != clock_type::time_point{}
+               && clock_type::now() >= st.defer_until;
+  if (force) {
+    st.in_loop = true;
+    for (auto& hdl : st.close_when_seen)
+      self->close(hdl);
+    st.close_when_seen.clear();
+    st.fresh.clear();
+  }
+  // A connection launched a while ago is in the loop even without an
+  // event of its own (an idle stub connection): its turn has long ended.
+  auto now = clock_type::now();
+  for (auto i = st.fresh.begin(); i != st.fresh.end();) {
+    if (now - i->second < fresh_window) {
+      ++i;
+      continue;
+    }
+    if (st.close_when_seen.erase(i->first) != 0)
+      self->close(i->first);
+    i = st.fresh.erase(i);
+  }
+  if (st.listener_close_wanted && st.listener_open && st.in_loop
+      && (force || !backlog_pending(st.rpc_raw_fd))) {
+    self->close(st.rpc_hdl);
+    st.listener_open = false;
+  }
+  if (st.quit_pending && st.in_loop && st.fresh.empty()
+      && !st.listener_open) {
+    self->quit(std::move(st.quit_reason));
+    return false;
+  }
+  bool waiting = st.quit_pending || !st.close_when_seen.empty()
+                 || (st.listener_close_wanted && st.listener_open);
+  if (waiting)
+    arm_retry(self);
+  return true;
+}
+
+// Stops accepting RPC: no new connection can reach the path after the
+// unlink; the listener closes once its backlog is accepted and refused.
+void close_listener(kernel_broker* self) {
+  auto& st = self->state;
+  if (st.listener_close_wanted)
+    return;
+  st.listener_close_wanted = true;
+  if (!st.opts.proc.socket_path.empty())
+    ::unlink(st.opts.proc.socket_path.c_str());
+  start_deferral(st);
+  progress(self);
+}
+
+// Ends the broker: kills the process (its stdout then closes, an event
+// that proves the loop has our descriptors), closes the listener, and
+// quits as soon as progress() allows.
 void end_broker(kernel_broker* self, caf::error reason = caf::error{}) {
   auto& st = self->state;
-  if (st.in_loop && st.fresh.empty()) {
-    self->quit(std::move(reason));
-    return;
-  }
   if (st.quit_pending)
     return;
   st.quit_pending = true;
   st.quit_reason = std::move(reason);
-  if (st.opts.proc.pid > 0)
+  start_deferral(st);
+  if (!st.in_loop && st.opts.proc.pid > 0)
     signal_kernel(st.opts.proc.pid, SIGKILL);
-  self->delayed_send(self, std::chrono::milliseconds(200), in_loop_atom_v);
+  st.listener_close_wanted = false; // (re)start the close below
+  close_listener(self);
 }
 
-// Called on every I/O event and on the fallback timer: from here on the
-// loop owns our descriptors, so deferred closes happen now. Returns false
-// when the broker quit.
+// Called on every event of a descriptor of ours. Returns false when the
+// broker quit.
 bool mark_in_loop(kernel_broker* self) {
   auto& st = self->state;
-  if (!st.in_loop) {
-    st.in_loop = true;
-    if (st.rpc_close_pending)
-      self->close(st.rpc_hdl);
-  }
-  if (st.quit_pending && st.fresh.empty()) {
-    self->quit(std::move(st.quit_reason));
-    return false;
-  }
-  return true;
+  st.in_loop = true;
+  return progress(self);
 }
 
 // An event of RPC connection `hdl` proves the loop has it. Returns false
-// when the connection was closed by us meanwhile (it is closed now and its
-// event is to be ignored).
+// when the event is to be ignored: the connection was closed by us
+// meanwhile (it is closed now), or the broker quit.
 bool mark_conn_seen(kernel_broker* self, caf::io::connection_handle hdl) {
   auto& st = self->state;
   if (st.fresh.erase(hdl) == 0)
@@ -185,19 +266,19 @@ bool mark_conn_seen(kernel_broker* self, caf::io::connection_handle hdl) {
   bool closed = st.close_when_seen.erase(hdl) != 0;
   if (closed)
     self->close(hdl);
-  if (st.quit_pending && !mark_in_loop(self))
-    return false;
-  return !closed;
+  return progress(self) && !closed;
 }
 
 // Closes an RPC connection now, or on its first event while the loop may
 // not have it yet.
 void close_conn(kernel_broker* self, caf::io::connection_handle hdl) {
   auto& st = self->state;
-  if (st.fresh.count(hdl) != 0)
+  if (st.fresh.count(hdl) != 0) {
     st.close_when_seen.insert(hdl);
-  else
+    arm_retry(self);
+  } else {
     self->close(hdl);
+  }
 }
 
 void write_conn(kernel_broker* self, caf::io::connection_handle hdl,
@@ -386,10 +467,7 @@ void kill_kernel(kernel_broker* self, cell_status why, std::string reason) {
   if (st.dead)
     return;
   st.dead = true;
-  if (st.in_loop)
-    self->close(st.rpc_hdl); // stop accepting RPC at once
-  else
-    st.rpc_close_pending = true;
+  close_listener(self); // stop accepting RPC
   // Ask the runner's watchdog thread to ship the cell's output so far and
   // end its process group; SIGTERM after a second, SIGKILL after the grace.
   if (st.opts.proc.watchdog_fd >= 0) {
@@ -590,7 +668,9 @@ caf::behavior kernel_impl(kernel_broker* self, services_ptr svc,
   st.in_hdl = self->add_scribe(p.stdin_fd);
   st.out_hdl = self->add_scribe(p.stdout_fd);
   st.err_hdl = self->add_scribe(p.stderr_fd);
+  st.rpc_raw_fd = p.rpc_fd;
   st.rpc_hdl = self->add_doorman(p.rpc_fd);
+  st.listener_open = true;
   p.stdin_fd = p.stdout_fd = p.stderr_fd = p.rpc_fd = -1; // now the broker's
   // A scribe is launched by its first configure_read; until then writes
   // stay buffered. The kernel never writes to its stdin, so nothing is read.
@@ -696,10 +776,8 @@ caf::behavior kernel_impl(kernel_broker* self, services_ptr svc,
       }
     },
     [=](in_loop_atom) {
-      // The bound on a deferred end: by now every registration of ours
-      // has long been applied.
-      self->state.fresh.clear();
-      mark_in_loop(self);
+      self->state.timer_armed = false;
+      progress(self);
     },
     [=](caf::io::new_data_msg& msg) {
       if (!mark_in_loop(self))
@@ -776,6 +854,11 @@ caf::behavior kernel_impl(kernel_broker* self, services_ptr svc,
       if (!mark_in_loop(self))
         return;
       auto& s = self->state;
+      if (s.dead) {
+        // From the backlog of a kernel being ended: closed unlaunched.
+        self->close(msg.handle);
+        return;
+      }
       // A refused connection is never launched for reading: closing a
       // scribe in the handler that launched it leaves its descriptor open
       // (observed with CAF 0.17.6). The refusal line is still written.
@@ -785,7 +868,7 @@ caf::behavior kernel_impl(kernel_broker* self, services_ptr svc,
       }
       self->configure_read(msg.handle,
                            caf::io::receive_policy::at_most(65536));
-      s.fresh.insert(msg.handle);
+      s.fresh.emplace(msg.handle, clock_type::now());
     },
     [=](caf::io::connection_closed_msg& msg) {
       if (!mark_in_loop(self))
@@ -799,8 +882,7 @@ caf::behavior kernel_impl(kernel_broker* self, services_ptr svc,
       // Closed by the peer: CAF has let it go already.
       s.fresh.erase(msg.handle);
       s.close_when_seen.erase(msg.handle);
-      if (s.quit_pending)
-        mark_in_loop(self);
+      progress(self);
     },
     [=](caf::io::acceptor_closed_msg&) {
       // Closed by kill_kernel; nothing else to do.
