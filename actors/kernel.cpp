@@ -8,6 +8,7 @@
 #include <set>
 
 #include <fcntl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -72,7 +73,16 @@ struct kernel_state {
   script_call_table<caf::io::connection_handle> calls;
   int64_t execution_count = 0;
   uint64_t cell_seq = 0;
-  uint64_t deadline_gen = 0;
+  // The running cell's wall-clock deadline, and the fire times of the
+  // deadline timers in flight (arm_cell_timer): a timer is armed only when
+  // none fires at or before the new deadline, so back-to-back cells do
+  // not cost a timer (a wake-up of CAF's clock thread) each.
+  clock_type::time_point cell_deadline;
+  std::multiset<uint64_t> cell_timers;
+  // The host's own duplicate of the kernel's stdin socket, for writing a
+  // cell line in the handler that starts the cell (start_next); the
+  // scribe `in_hdl` takes what does not fit at once.
+  int in_fd = -1;
   bool ready = false;         // the runner announced itself
   bool dead = false;          // the process is gone or being killed
   bool exited = false;        // the script called sys.exit()
@@ -82,6 +92,14 @@ struct kernel_state {
   ~kernel_state() {
     for (auto& c : calls.take_all())
       c.cancel->store(true); // the tools stop their work
+    // Every cell taken is answered, whichever way the broker ends (its
+    // caller waits without a timeout: actors/kernel_registry.cpp).
+    if (opts.usage) {
+      opts.usage->ended.store(true);
+      answer_unsettled();
+    }
+    if (in_fd >= 0)
+      ::close(in_fd);
     auto& p = opts.proc;
     // Close the watchdog first: the runner kills its own group on EOF.
     if (p.watchdog_fd >= 0) {
@@ -119,6 +137,45 @@ struct kernel_state {
     remove_staging_dir(p.staging_dir);
   }
   static const char* name;
+
+  // Answers a cell taken by this kernel (every answer goes through here,
+  // exactly once per cell): the shared usage record first, so a caller
+  // that sends its next cell on this answer finds the kernel marked ended
+  // (actors/kernel.hpp, kernel_usage).
+  void answer(caf::typed_response_promise<tool_response>& rp,
+              tool_response res) {
+    auto& u = *opts.usage;
+    if (res.kernel_ended)
+      u.ended.store(true);
+    u.last_answer_ns.store(static_cast<int64_t>(
+      clock_type::now().time_since_epoch().count()));
+    rp.deliver(std::move(res));
+    u.attached.fetch_sub(1);
+  }
+
+  // No more cells: the process is gone or going.
+  void mark_dead() {
+    dead = true;
+    opts.usage->ended.store(true);
+  }
+
+private:
+  void answer_unsettled() {
+    json::value r;
+    r["status"] = "error";
+    r["error"] = "The session kernel ended before this cell could be "
+                 "answered; retry the call to start a fresh kernel.";
+    r["tool_calls_made"] = 0;
+    r["duration_seconds"] = 0;
+    auto text = r.dump();
+    if (cell && cell->rp.pending())
+      answer(cell->rp, tool_response{cell->cell.call_id, "execute_code", text,
+                                     0, false, true});
+    for (auto& p : queue)
+      if (p.rp.pending())
+        answer(p.rp, tool_response{p.cell.call_id, "execute_code", text, 0,
+                                   false, true});
+  }
 };
 
 const char* kernel_state::name = "kernel";
@@ -176,7 +233,7 @@ void settle_queue(kernel_broker* self) {
                  "the call to start a fresh kernel.";
     r["tool_calls_made"] = 0;
     r["duration_seconds"] = 0;
-    p.rp.deliver(tool_response{p.cell.call_id, "execute_code", r.dump(), 0,
+    st.answer(p.rp, tool_response{p.cell.call_id, "execute_code", r.dump(), 0,
                                false, true});
   }
 }
@@ -187,8 +244,7 @@ void settle(kernel_broker* self, const json::value* frame) {
   auto& st = self->state;
   if (!st.cell)
     return;
-  auto cell = std::move(st.cell);
-  ++st.deadline_gen; // disarm the deadline
+  auto cell = std::move(st.cell); // a deadline timer now finds no cell
   close_rpc_conns(self);
   // Cancel tool calls the cell left running; they belong to it. Their
   // connections are closed, so no answer is written.
@@ -253,6 +309,7 @@ void settle(kernel_broker* self, const json::value* frame) {
     c.status = c.exit_code == 0 ? cell_status::success : cell_status::error;
     c.ended = true;
     st.exited = true;
+    st.opts.usage->ended.store(true);
   } else if (status == "error") {
     c.status = cell_status::error;
     c.exit_code = 1;
@@ -293,7 +350,7 @@ void settle(kernel_broker* self, const json::value* frame) {
   res.timed_out = c.status == cell_status::timeout
                   || c.status == cell_status::interrupted;
   res.kernel_ended = c.ended;
-  cell->rp.deliver(std::move(res));
+  st.answer(cell->rp, std::move(res));
   if (st.dead || st.exited) {
     settle_queue(self);
     self->quit();
@@ -312,7 +369,7 @@ void kill_kernel(kernel_broker* self, cell_status why, std::string reason) {
   }
   if (st.dead)
     return;
-  st.dead = true;
+  st.mark_dead();
   self->close(st.rpc_hdl); // stop accepting RPC at once
   // Ask the runner's watchdog thread to ship the cell's output so far and
   // end its process group; SIGTERM after a second, SIGKILL after the grace.
@@ -328,6 +385,43 @@ void kill_kernel(kernel_broker* self, cell_status why, std::string reason) {
   // Poll briefly for the exit: the runner dies within milliseconds of
   // SIGTERM unless it is stuck in C code.
   self->delayed_send(self, std::chrono::milliseconds(5), reap_atom_v);
+}
+
+uint64_t timer_key(clock_type::time_point t) {
+  return static_cast<uint64_t>(t.time_since_epoch().count());
+}
+
+// Makes sure a deadline timer fires at or before the running cell's
+// deadline (kernel_state::cell_timers).
+void arm_cell_timer(kernel_broker* self) {
+  auto& st = self->state;
+  auto key = timer_key(st.cell_deadline);
+  if (!st.cell_timers.empty() && *st.cell_timers.begin() <= key)
+    return;
+  st.cell_timers.insert(key);
+  auto delay = st.cell_deadline - clock_type::now();
+  self->delayed_send(self, std::max(delay, clock_type::duration::zero()),
+                     deadline_atom_v, key);
+}
+
+// Writes a cell line: as much as the socket takes at once straight from
+// this handler (one system call, no epoll round trip), the rest through
+// the scribe. The scribe holds nothing older: the previous line was read
+// whole before its frame arrived, and the next line is written only
+// after that frame (docs/kernel_protocol.md, section 3).
+void write_cell_line(kernel_broker* self, const std::string& text) {
+  auto& st = self->state;
+  size_t sent = 0;
+  if (st.in_fd >= 0) {
+    auto n = ::send(st.in_fd, text.data(), text.size(),
+                    MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n > 0)
+      sent = static_cast<size_t>(n);
+  }
+  if (sent < text.size()) {
+    self->write(st.in_hdl, text.size() - sent, text.data() + sent);
+    self->flush(st.in_hdl);
+  }
 }
 
 void start_next(kernel_broker* self) {
@@ -352,9 +446,9 @@ void start_next(kernel_broker* self) {
   st.cell = std::move(cell);
   MIBYAN_LOG(debug, "kernel", "pid " << st.opts.proc.pid << ": cell "
              << st.cell->id << " (" << text.size() << " bytes)");
-  self->write(st.in_hdl, text.size(), text.data());
-  self->flush(st.in_hdl);
-  self->delayed_send(self, timeout, deadline_atom_v, ++st.deadline_gen);
+  write_cell_line(self, text);
+  st.cell_deadline = st.cell->start + timeout;
+  arm_cell_timer(self);
 }
 
 // Arms the broker's one deadline timer when the earliest deadline of the
@@ -489,7 +583,7 @@ void on_stdout_closed(kernel_broker* self) {
   cb.on_frame = [](std::string) {};
   cb.on_error = [](std::string) {};
   st.parser->finish(cb);
-  st.dead = true;
+  st.mark_dead();
   int status = 0;
   if (reap_kernel(st.opts.proc.pid, &status))
     st.opts.proc.pid = -1;
@@ -511,6 +605,7 @@ caf::behavior kernel_impl(kernel_broker* self, services_ptr svc,
   lim.max_buffered = static_cast<size_t>(ce.max_rpc_buffered_bytes);
   st.conns = std::make_unique<rpc_connection_table<caf::io::connection_handle>>(
     lim);
+  st.in_fd = ::fcntl(p.stdin_fd, F_DUPFD_CLOEXEC, 3); // -1: scribe only
   st.in_hdl = self->add_scribe(p.stdin_fd);
   st.out_hdl = self->add_scribe(p.stdout_fd);
   st.err_hdl = self->add_scribe(p.stderr_fd);
@@ -536,7 +631,7 @@ caf::behavior kernel_impl(kernel_broker* self, services_ptr svc,
                   "closed) while this cell ran");
       return;
     }
-    s.dead = true;
+    s.mark_dead();
     settle_queue(self);
     self->quit(em.reason);
   });
@@ -551,7 +646,7 @@ caf::behavior kernel_impl(kernel_broker* self, services_ptr svc,
                      "fresh kernel.";
         r["tool_calls_made"] = 0;
         r["duration_seconds"] = 0;
-        rp.deliver(tool_response{cell.call_id, "execute_code", r.dump(), 0,
+        s.answer(rp, tool_response{cell.call_id, "execute_code", r.dump(), 0,
                                  false, true});
         return rp;
       }
@@ -587,10 +682,16 @@ caf::behavior kernel_impl(kernel_broker* self, services_ptr svc,
                  << " interrupted: " << reason);
       kill_kernel(self, cell_status::interrupted, std::move(reason));
     },
-    [=](deadline_atom, uint64_t gen) {
+    [=](deadline_atom, uint64_t key) {
       auto& s = self->state;
-      if (gen != s.deadline_gen || !s.cell)
+      if (auto i = s.cell_timers.find(key); i != s.cell_timers.end())
+        s.cell_timers.erase(i);
+      if (!s.cell || s.cell->forcing)
         return;
+      if (clock_type::now() < s.cell_deadline) {
+        arm_cell_timer(self); // armed for an earlier cell
+        return;
+      }
       MIBYAN_LOG(info, "kernel", "pid " << s.opts.proc.pid
                  << ": cell timed out after "
                  << s.cell->cell.timeout_ms << " ms");
@@ -716,6 +817,8 @@ caf::behavior kernel_impl(kernel_broker* self, services_ptr svc,
 
 caf::actor spawn_kernel_actor(caf::actor_system& sys, services_ptr svc,
                               kernel_actor_options opts) {
+  if (!opts.usage)
+    opts.usage = std::make_shared<kernel_usage>();
   return sys.middleman().spawn_broker(kernel_impl, std::move(svc),
                                       std::move(opts));
 }

@@ -22,7 +22,8 @@
 // processes on a small machine hits both alike; sections print medians and
 // the final table shows ours / baseline.
 //
-// Usage: mibyan_exec_bench [repetitions | --quick]   (default 5)
+// Usage: mibyan_exec_bench [repetitions | --quick] [--only SECTION]
+//                          [--cells N]   (default 5 repetitions)
 // --quick: 2 repetitions, fewer warm cells, two cold-start configurations.
 // Prints BENCH_ROW lines (bench/bench_row.hpp) for scripts/bench.sh.
 // Run from anywhere; bench/echo_server.py is found through the source dir
@@ -801,6 +802,11 @@ int main(int argc, char** argv) {
     if (std::string{argv[i]} == "--only")
       only = argv[i + 1];
   auto want = [&](const char* s) { return only.empty() || only == s; };
+  // --cells N: warm cells per measurement (for profiling the warm path).
+  int cells = quick_run ? 100 : 200;
+  for (int i = 1; i + 1 < argc; ++i)
+    if (std::string{argv[i]} == "--cells" && std::atoi(argv[i + 1]) > 0)
+      cells = std::atoi(argv[i + 1]);
   int reps = quick_run ? 2
              : argc > 1 && std::atoi(argv[1]) > 0 ? std::atoi(argv[1]) : 5;
   auto total_start = clock_type::now();
@@ -837,7 +843,7 @@ int main(int argc, char** argv) {
     if (want("threads"))
       threaded_calls(*rt, reps);
     if (want("warm"))
-      warm_cell(env, *rt, quick_run ? 100 : 200);
+      warm_cell(env, *rt, cells);
     if (want("conc"))
       concurrency(*rt, reps);
   }
