@@ -50,8 +50,9 @@ using kernel_cell_actor = caf::typed_actor<
   caf::replies_to<exec_atom, exec_cell>::with<tool_response>>;
 
 /// What the registry needs to know about a kernel's use without being on
-/// the reply path; shared by the registry (writes `attached` up when it
-/// hands the kernel a cell) and the broker (writes everything else). Any
+/// the reply path; shared by the registry and the warm-cell fast path
+/// (actors/warm_kernels.hpp), which count a cell in `attached` when they
+/// hand it over, and the broker (which writes everything else). Any
 /// thread.
 struct kernel_usage {
   /// Cells handed to the kernel and not yet answered.
@@ -62,6 +63,8 @@ struct kernel_usage {
   std::atomic<bool> ended{false};
   /// steady_clock nanoseconds when the last cell was answered (0: never).
   std::atomic<int64_t> last_answer_ns{0};
+  /// steady_clock nanoseconds when the last cell was handed over (0: never).
+  std::atomic<int64_t> last_handed_ns{0};
 };
 
 struct kernel_actor_options {

@@ -6,6 +6,7 @@
 #include "caf/all.hpp"
 
 #include "actors/kernel.hpp"
+#include "actors/warm_kernels.hpp"
 #include "kernels/interpreter_cache.hpp"
 #include "kernels/stub_generator.hpp"
 #include "messages/type_ids.hpp"
@@ -32,16 +33,19 @@ struct kernel_record {
   // which answers cells straight to their callers (actors/kernel.hpp).
   std::shared_ptr<kernel_usage> usage;
   bool pinned = false;    // subagent kernel: exempt from the LRU cap
-  clock_type::time_point last_used; // last cell handed over
+  clock_type::time_point last_used; // created or last handed a cell here
 
   /// Cells queued or running.
   int attached() const { return usage->attached.load(); }
 
-  /// When the kernel was last busy: its last cell handed over or answered.
+  /// When the kernel was last busy: its last cell handed over (here or by
+  /// the fast path) or answered.
   clock_type::time_point idle_since() const {
-    auto answered = clock_type::time_point{clock_type::duration{
-      usage->last_answer_ns.load()}};
-    return std::max(last_used, answered);
+    auto at = [](int64_t ns) {
+      return clock_type::time_point{clock_type::duration{ns}};
+    };
+    return std::max({last_used, at(usage->last_handed_ns.load()),
+                     at(usage->last_answer_ns.load())});
   }
 };
 
@@ -64,6 +68,10 @@ struct registry_state {
   std::map<std::string, kernel_record> kernels; // by key
   std::vector<spare_kernel> spares;
   int64_t spawned = 0, evicted = 0, reaped = 0;
+  // The kernels of `kernels` offered to the call facade's fast path, and
+  // the key computation shared with it (actors/warm_kernels.hpp). Every
+  // change to `kernels` is mirrored here.
+  std::shared_ptr<warm_kernel_index> warm;
 
   // The registry owns its kernels: when it goes, they go (otherwise the
   // actor system would wait for them forever at shutdown).
@@ -93,46 +101,12 @@ tool_response respond(const tool_request& req, const json::value& r) {
   return tool_response{req.call_id, req.tool, r.dump(), 0, false};
 }
 
-std::string join(const std::vector<std::string>& xs) {
-  std::string out;
-  for (auto& x : xs)
-    out += (out.empty() ? "" : ",") + x;
-  return out;
-}
-
 bool is_subagent_owner(const std::string& owner) {
   return owner.find("::child::") != std::string::npos;
 }
 
-struct kernel_shape {
-  std::string mode;   // project | strict
-  std::string python;
-  std::string cwd;    // "" in strict mode: the kernel's own staging dir
-  /// Variables of the session's active skills (docs/tools.md, "Skills"):
-  /// part of the key, so a kernel started before a skill became active
-  /// (or a spare) is not used for it.
-  std::vector<std::string> skill_env;
-
-  std::string text(const std::vector<std::string>& tools) const {
-    auto t = mode + "|" + python + "|" + cwd + "|" + join(tools);
-    return skill_env.empty() ? t : t + "|env:" + join(skill_env);
-  }
-};
-
 kernel_shape shape_for(registry_pointer self, const tool_request& req) {
-  auto& st = self->state;
-  auto& cfg = st.svc->cfg.code_execution;
-  kernel_shape s;
-  s.mode = cfg.mode == "strict" ? "strict" : "project";
-  if (s.mode == "strict") {
-    s.python = st.default_python;
-  } else {
-    s.python = st.python;
-    s.cwd = req.cwd.empty() ? st.svc->default_cwd : req.cwd;
-  }
-  if (st.svc->agent_tools && !req.session_id.empty())
-    s.skill_env = st.svc->agent_tools->skill_env(req.session_id);
-  return s;
+  return self->state.warm->routing().shape_for(req);
 }
 
 // The interpreter a new kernel of `shape` runs: resolved now, from the
@@ -248,6 +222,9 @@ void enforce_cap(registry_pointer self, const std::string& keep) {
     }
     if (live <= cap || oldest == nullptr)
       return;
+    // A fast-path cell may have been handed to it since: then it stays.
+    if (!st.warm->remove_if_idle(oldest->key, oldest->handle))
+      return;
     MIBYAN_LOG(info, "kernel", "evicting idle kernel of " << oldest->owner
                << " (max_session_kernels " << cap << ")");
     ++st.evicted;
@@ -262,7 +239,8 @@ void reap_idle(registry_pointer self) {
     st.svc->cfg.code_execution.kernel_idle_timeout);
   auto now = clock_type::now();
   for (auto i = st.kernels.begin(); i != st.kernels.end();) {
-    if (i->second.attached() == 0 && now - i->second.idle_since() >= idle) {
+    if (i->second.attached() == 0 && now - i->second.idle_since() >= idle
+        && st.warm->remove_if_idle(i->first, i->second.handle)) {
       MIBYAN_LOG(info, "kernel", "reaping idle kernel of " << i->second.owner);
       ++st.reaped;
       stop_kernel(self, i->second.handle);
@@ -286,6 +264,7 @@ void run_cell(kernel_record& rec, exec_cell cell,
               caf::typed_response_promise<tool_response> rp) {
   rec.usage->attached.fetch_add(1);
   rec.last_used = clock_type::now();
+  rec.usage->last_handed_ns.store(usage_clock_now());
   rp.delegate(caf::actor_cast<kernel_cell_actor>(rec.handle), exec_atom_v,
               std::move(cell));
 }
@@ -293,23 +272,20 @@ void run_cell(kernel_record& rec, exec_cell cell,
 } // namespace
 
 registry_impl_actor::behavior_type
-registry_behavior(registry_pointer self, services_ptr svc, std::string python,
-                  std::string default_python) {
+registry_behavior(registry_pointer self,
+                  std::shared_ptr<warm_kernel_index> warm) {
   auto& st = self->state;
-  st.svc = std::move(svc);
-  st.python = std::move(python);
-  st.default_python = std::move(default_python);
-  std::vector<std::string> enabled;
-  for (auto t : st.svc->tools.all())
-    enabled.push_back(t->name());
-  st.tools = effective_script_tools(enabled);
-  for (auto& h : st.svc->script_host_tools)
-    st.tools.push_back(h.name);
-  std::sort(st.tools.begin(), st.tools.end());
+  auto& routing = warm->routing();
+  st.svc = routing.svc;
+  st.python = routing.python;
+  st.default_python = routing.default_python;
+  st.tools = routing.tools;
+  st.warm = std::move(warm);
   self->set_down_handler([=](caf::down_msg& dm) {
     auto& s = self->state;
     for (auto i = s.kernels.begin(); i != s.kernels.end(); ++i) {
       if (i->second.handle.address() == dm.source) {
+        s.warm->remove(i->first, i->second.handle);
         s.kernels.erase(i);
         return;
       }
@@ -368,9 +344,8 @@ registry_behavior(registry_pointer self, services_ptr svc, std::string python,
       else if (r && r->is_string())
         reset = r->as_string() == "true";
       auto shape = shape_for(self, req);
-      auto owner = req.session_id.empty() ? std::string{"default"}
-                                          : req.session_id;
-      auto key = owner + "|" + shape.text(s.tools);
+      auto owner = kernel_routing::owner_of(req);
+      auto key = s.warm->routing().key_for(owner, shape);
       exec_cell cell;
       cell.session_id = owner;
       cell.call_id = req.call_id;
@@ -381,11 +356,13 @@ registry_behavior(registry_pointer self, services_ptr svc, std::string python,
       if (i != s.kernels.end() && i->second.usage->ended.load()) {
         // Its last answer ended it (exit, timeout, interrupt, death): the
         // next cell gets a fresh kernel; the down message follows.
+        s.warm->remove(i->first, i->second.handle);
         s.kernels.erase(i);
         i = s.kernels.end();
       }
       if (i != s.kernels.end() && reset) {
         cell.state_reset = true;
+        s.warm->remove(i->first, i->second.handle);
         stop_kernel(self, i->second.handle);
         s.kernels.erase(i);
         i = s.kernels.end();
@@ -407,6 +384,7 @@ registry_behavior(registry_pointer self, services_ptr svc, std::string python,
                        || j->first.rfind(base + "|env:", 0) == 0;
           if (older && j->second.attached() == 0) {
             cell.state_reset = true; // reported in the result's kernel info
+            s.warm->remove(j->first, j->second.handle);
             stop_kernel(self, j->second.handle);
             j = s.kernels.erase(j);
           } else {
@@ -470,6 +448,7 @@ registry_behavior(registry_pointer self, services_ptr svc, std::string python,
       rec.pinned = is_subagent_owner(owner);
       rec.last_used = clock_type::now();
       auto& stored = s.kernels[key] = std::move(rec);
+      s.warm->put(key, stored.handle, stored.usage);
       enforce_cap(self, key);
       if (note.empty()) {
         run_cell(stored, std::move(cell), rp);
@@ -513,6 +492,7 @@ registry_behavior(registry_pointer self, services_ptr svc, std::string python,
       for (auto i = s.kernels.begin(); i != s.kernels.end();) {
         auto& o = i->second.owner;
         if (o == owner || o.rfind(prefix, 0) == 0) {
+          s.warm->remove(i->first, i->second.handle);
           stop_kernel(self, i->second.handle);
           i = s.kernels.erase(i);
         } else {
@@ -539,12 +519,25 @@ registry_behavior(registry_pointer self, services_ptr svc, std::string python,
   };
 }
 
-kernel_registry_actor spawn_kernel_registry(caf::actor_system& sys,
-                                            services_ptr svc,
-                                            std::string python,
-                                            std::string default_python) {
-  auto impl = sys.spawn(registry_behavior, std::move(svc), std::move(python),
-                        std::move(default_python));
+kernel_registry_actor
+spawn_kernel_registry(caf::actor_system& sys, services_ptr svc,
+                      std::string python, std::string default_python,
+                      std::shared_ptr<warm_kernel_index>* warm) {
+  kernel_routing routing;
+  std::vector<std::string> enabled;
+  for (auto t : svc->tools.all())
+    enabled.push_back(t->name());
+  routing.tools = effective_script_tools(enabled);
+  for (auto& h : svc->script_host_tools)
+    routing.tools.push_back(h.name);
+  std::sort(routing.tools.begin(), routing.tools.end());
+  routing.svc = std::move(svc);
+  routing.python = std::move(python);
+  routing.default_python = std::move(default_python);
+  auto index = std::make_shared<warm_kernel_index>(std::move(routing));
+  if (warm)
+    *warm = index;
+  auto impl = sys.spawn(registry_behavior, std::move(index));
   return caf::actor_cast<kernel_registry_actor>(impl);
 }
 

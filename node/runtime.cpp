@@ -333,12 +333,14 @@ bool wire_runtime(runtime::impl& p, std::string* error) {
   // Interpreters are resolved when a kernel starts, not here
   // (kernels/interpreter_cache.hpp): "" = project mode's venv/conda lookup.
   auto& ce = svc->cfg.code_execution;
+  std::shared_ptr<warm_kernel_index> warm;
   p.kernels = spawn_kernel_registry(*p.sys, svc, std::string{},
                                     ce.python.empty() ? std::string{"python3"}
-                                                      : ce.python);
+                                                      : ce.python,
+                                    &warm);
   p.dispatcher = spawn_tool_dispatcher(*p.sys, svc, p.kernels);
   p.calls = std::make_unique<tool_call_facade>(*p.sys, p.dispatcher,
-                                               p.kernels);
+                                               p.kernels, std::move(warm));
   {
     // Without a store the runtime still runs tools; turns fail clearly.
     session_store_options so;

@@ -5,7 +5,9 @@
 #include <vector>
 
 #include "caf/all.hpp"
+#include "caf/io/all.hpp"
 
+#include "actors/warm_kernels.hpp"
 #include "base/json.hpp"
 #include "messages/type_ids.hpp"
 
@@ -88,12 +90,32 @@ struct facade_state {
 const char* facade_state::name = "tool_call_facade";
 
 caf::behavior
-facade_impl(caf::stateful_actor<facade_state>* self,
+facade_impl(caf::io::stateful_broker<facade_state>* self,
             std::shared_ptr<tool_call_facade::pending_calls> pending,
-            tool_dispatcher_actor dispatcher, kernel_registry_actor kernels) {
+            tool_dispatcher_actor dispatcher, kernel_registry_actor kernels,
+            std::shared_ptr<warm_kernel_index> warm) {
   self->state.pending = pending;
   return {
     [=](invoke_atom, uint64_t id, tool_request& req) {
+      // A warm cell goes straight to its kernel broker, on this same
+      // thread: no message to the registry (actors/warm_kernels.hpp).
+      if (req.tool == "execute_code" && warm) {
+        if (auto hit = warm->take(req)) {
+          self->request(hit->kernel, caf::infinite, exec_atom_v,
+                        std::move(hit->cell))
+            .then(
+              [=](tool_response& res) {
+                pending->complete(id, tool_outcome{std::move(res.result_json),
+                                                   res.duration_us,
+                                                   res.timed_out});
+              },
+              [=](caf::error& err) {
+                pending->complete(id,
+                                  error_outcome(self->system().render(err)));
+              });
+          return;
+        }
+      }
       auto target = dispatcher;
       // execute_code straight to its backend, one hop less (the
       // dispatcher only delegates it: actors/tool_dispatcher.hpp).
@@ -121,10 +143,13 @@ facade_impl(caf::stateful_actor<facade_state>* self,
 
 tool_call_facade::tool_call_facade(caf::actor_system& sys,
                                    tool_dispatcher_actor dispatcher,
-                                   kernel_registry_actor kernels)
+                                   kernel_registry_actor kernels,
+                                   std::shared_ptr<warm_kernel_index> warm)
     : pending_(std::make_shared<pending_calls>()) {
-  auto actor = sys.spawn(facade_impl, pending_, std::move(dispatcher),
-                         std::move(kernels));
+  auto actor = sys.middleman().spawn_broker(facade_impl, pending_,
+                                            std::move(dispatcher),
+                                            std::move(kernels),
+                                            std::move(warm));
   std::lock_guard<std::mutex> guard{pending_->mtx};
   pending_->actor = std::move(actor);
 }
