@@ -20,6 +20,7 @@
 #include "actors/tool_dispatcher.hpp"
 #include "base/redact_slot.hpp"
 #include "kernels/cell_result.hpp"
+#include "kernels/direct_writes.hpp"
 #include "kernels/frame_parser.hpp"
 #include "kernels/rpc_codec.hpp"
 #include "kernels/rpc_connections.hpp"
@@ -83,6 +84,10 @@ struct kernel_state {
   // cell line in the handler that starts the cell (start_next); the
   // scribe `in_hdl` takes what does not fit at once.
   int in_fd = -1;
+  // RPC replies written from the handler (kernels/direct_writes.hpp), and
+  // the RPC socket's path, which identifies its connections.
+  direct_writes<caf::io::connection_handle> direct;
+  std::string rpc_path;
   bool ready = false;         // the runner announced itself
   bool dead = false;          // the process is gone or being killed
   bool exited = false;        // the script called sys.exit()
@@ -184,12 +189,24 @@ using kernel_broker = caf::io::stateful_broker<kernel_state>;
 
 void start_next(kernel_broker* self);
 
+// Writes a reply line: straight from this handler when the socket takes
+// it at once, else (the rest) through the connection's scribe.
 void write_conn(kernel_broker* self, caf::io::connection_handle hdl,
                 const std::string& line) {
   if (!self->state.conns->contains(hdl))
     return; // the script's connection is gone
-  self->write(hdl, line.size(), line.data());
+  auto sent = self->state.direct.write(hdl, line);
+  if (sent == line.size())
+    return;
+  self->write(hdl, line.size() - sent, line.data() + sent);
   self->flush(hdl);
+}
+
+// Closes an RPC connection: the scribe and the direct writer's duplicate
+// (the script sees the close only when both are gone).
+void close_conn(kernel_broker* self, caf::io::connection_handle hdl) {
+  self->state.direct.close(hdl);
+  self->close(hdl);
 }
 
 // Sends an error line (id null) on a connection the table has already
@@ -199,6 +216,7 @@ void refuse_conn(kernel_broker* self, caf::io::connection_handle hdl,
   auto line = encode_rpc_error("", rpc_limit_message(why,
                                                      self->state.conns
                                                        ->limits()));
+  self->state.direct.close(hdl);
   self->write(hdl, line.size(), line.data());
   self->flush(hdl);
   self->close(hdl);
@@ -209,7 +227,7 @@ void refuse_conn(kernel_broker* self, caf::io::connection_handle hdl,
 // §5.1). The stub reconnects on its next call.
 void close_rpc_conns(kernel_broker* self) {
   for (auto& hdl : self->state.conns->take_all())
-    self->close(hdl);
+    close_conn(self, hdl);
 }
 
 std::string spill_to_cache(const std::string& home, const std::string& text,
@@ -609,6 +627,7 @@ caf::behavior kernel_impl(kernel_broker* self, services_ptr svc,
   st.in_hdl = self->add_scribe(p.stdin_fd);
   st.out_hdl = self->add_scribe(p.stdout_fd);
   st.err_hdl = self->add_scribe(p.stderr_fd);
+  st.rpc_path = unix_socket_path(p.rpc_fd);
   st.rpc_hdl = self->add_doorman(p.rpc_fd);
   p.stdin_fd = p.stdout_fd = p.stderr_fd = p.rpc_fd = -1; // now the broker's
   // A scribe is launched by its first configure_read; until then writes
@@ -796,6 +815,12 @@ caf::behavior kernel_impl(kernel_broker* self, services_ptr svc,
         refuse_conn(self, msg.handle, v);
         return;
       }
+      // CAF 0.17 numbers a connection by its descriptor; checked (the
+      // socket must be one of this kernel's RPC connections) before
+      // replies are written to a duplicate of it.
+      if (s.direct.has_room())
+        s.direct.add(msg.handle,
+                     dup_unix_connection(msg.handle.id(), s.rpc_path));
       self->configure_read(msg.handle,
                            caf::io::receive_policy::at_most(65536));
     },
@@ -806,6 +831,7 @@ caf::behavior kernel_impl(kernel_broker* self, services_ptr svc,
         return;
       }
       s.conns->remove(msg.handle);
+      s.direct.close(msg.handle);
     },
     [=](caf::io::acceptor_closed_msg&) {
       // Closed by kill_kernel; nothing else to do.

@@ -6,15 +6,23 @@
 #include <boost/test/unit_test.hpp>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <future>
 #include <string>
 #include <thread>
 
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "kernels/direct_writes.hpp"
 #include "node/runtime.hpp"
 #include "tests/support/kernel_harness.hpp"
 #include "tests/support/temp_dir.hpp"
+#include "tools/tool.hpp"
 
 using namespace mibyan;
 using namespace mibyan::test;
@@ -26,12 +34,42 @@ bool contains(const std::string& haystack, const std::string& needle) {
   return haystack.find(needle) != std::string::npos;
 }
 
+// A tool whose result is far larger than a socket buffer: its reply to a
+// script cannot be written at once (kernels/direct_writes.hpp hands the
+// rest to the scribe). Replaces web_search (answered on the broker's
+// thread) or search_files (on the blocking pool).
+class big_result_tool final : public tool {
+public:
+  big_result_tool(const char* name, bool inline_answer)
+      : name_(name), inline_(inline_answer) {}
+  const char* name() const override { return name_; }
+  const char* toolset() const override { return "web"; }
+  std::string description() const override { return "test: big result"; }
+  bool non_blocking() const override { return inline_; }
+  json::value schema() const override {
+    return *json::parse(R"({"type":"object","properties":{
+      "query":{"type":"string"},"pattern":{"type":"string"}}})").v;
+  }
+  json::value run(const json::value&, const tool_context&) const override {
+    json::value r;
+    std::string big(3 << 20, 'x');
+    for (size_t i = 0; i < big.size(); i += 1000)
+      big[i] = 'y';
+    r["data"] = big;
+    return r;
+  }
+
+private:
+  const char* name_;
+  bool inline_;
+};
+
 struct runtime_fixture {
   temp_dir home;
   temp_dir work;
   std::unique_ptr<runtime> rt;
 
-  void start(int64_t timeout_seconds = 300) {
+  void start(int64_t timeout_seconds = 300, bool big_tools = false) {
     options opts;
     opts.home = home.path();
     opts.code_execution.prestart_kernels = 0;
@@ -40,7 +78,13 @@ struct runtime_fixture {
       opts.code_execution.sandbox = sb;
     opts.approvals.unattended_mode = "approve";
     std::string err;
-    rt = runtime::create(opts, &err);
+    std::vector<std::unique_ptr<tool>> extra;
+    if (big_tools) {
+      extra.push_back(std::make_unique<big_result_tool>("web_search", true));
+      extra.push_back(
+        std::make_unique<big_result_tool>("search_files", false));
+    }
+    rt = runtime::create(opts, &err, std::move(extra));
     BOOST_REQUIRE_MESSAGE(rt != nullptr, err);
   }
 
@@ -215,6 +259,69 @@ BOOST_AUTO_TEST_CASE(pending_calls_are_answered_when_the_runtime_goes) {
   BOOST_REQUIRE(f.wait_for(60s) == std::future_status::ready);
   auto out = f.get();
   BOOST_TEST(!out.result_json.empty());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_FIXTURE_TEST_SUITE(bridge_direct_writes, runtime_fixture)
+
+// Replies too large for one send() arrive whole and in order, from the
+// broker's thread and from the blocking pool, also when mixed with small
+// replies on the same connection.
+BOOST_AUTO_TEST_CASE(large_replies_arrive_whole) {
+  start(300, true);
+  auto r = exec(
+    "from mibyan_tools import web_search, search_files, json_parse\n"
+    "ok = 0\n"
+    "for i in range(3):\n"
+    "    a = web_search('q')\n"
+    "    b = search_files(pattern='p')\n"
+    "    for x in (a, b):\n"
+    "        d = x['data']\n"
+    "        assert len(d) == 3 << 20, len(d)\n"
+    "        assert d.count('y') == -(-(3 << 20) // 1000), d.count('y')\n"
+    "        ok += 1\n"
+    "print('ok', ok)\n");
+  BOOST_TEST(r.get_string("status") == "success", r.dump().substr(0, 2000));
+  BOOST_TEST(r.get_string("output") == "ok 6\n");
+  BOOST_TEST(r.get_int("tool_calls_made", 0) == 6);
+}
+
+// The direct writer only takes a descriptor that is a connected Unix
+// stream socket of the expected listening path.
+BOOST_AUTO_TEST_CASE(only_a_connection_of_the_rpc_socket_is_duplicated) {
+  temp_dir dir;
+  auto path = dir.path() + "/rpc.sock";
+  int lfd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", path.c_str());
+  BOOST_REQUIRE(::bind(lfd, reinterpret_cast<sockaddr*>(&addr),
+                       sizeof addr) == 0);
+  BOOST_REQUIRE(::listen(lfd, 4) == 0);
+  BOOST_TEST(unix_socket_path(lfd) == path);
+  int cfd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  BOOST_REQUIRE(::connect(cfd, reinterpret_cast<sockaddr*>(&addr),
+                          sizeof addr) == 0);
+  int afd = ::accept4(lfd, nullptr, nullptr, SOCK_CLOEXEC);
+  BOOST_REQUIRE(afd >= 0);
+  // The accepted connection: yes; the listener, another path, a pipe, a
+  // closed descriptor: no.
+  int d = dup_unix_connection(afd, path);
+  BOOST_TEST(d >= 0);
+  BOOST_TEST(dup_unix_connection(lfd, path) == -1);
+  BOOST_TEST(dup_unix_connection(afd, path + ".other") == -1);
+  int p[2];
+  BOOST_REQUIRE(::pipe(p) == 0);
+  BOOST_TEST(dup_unix_connection(p[0], path) == -1);
+  BOOST_TEST(dup_unix_connection(12345, path) == -1);
+  // What the duplicate sends arrives; closing it alone does not end the
+  // connection while the original is open.
+  BOOST_TEST(send_now(d, "hi\n", 3) == 3u);
+  char buf[8] = {};
+  BOOST_TEST(::read(cfd, buf, sizeof buf) == 3);
+  for (int fd : {d, afd, cfd, lfd, p[0], p[1]})
+    ::close(fd);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
