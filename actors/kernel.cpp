@@ -1,4 +1,5 @@
 #include "actors/kernel.hpp"
+#include "actors/kernel_broker.hpp"
 
 #include <chrono>
 #include <csignal>
@@ -34,200 +35,56 @@ namespace fs = std::filesystem;
 
 namespace mibyan {
 
-namespace {
-
-using clock_type = std::chrono::steady_clock;
-
-// Raw fd-level output kept per cell (head + tail); the rest is counted.
-constexpr size_t raw_keep = 5000000;
-
-struct pending_cell {
-  exec_cell cell;
-  caf::typed_response_promise<tool_response> rp;
-};
-
-struct running_cell {
-  exec_cell cell;
-  caf::typed_response_promise<tool_response> rp;
-  std::string id;
-  clock_type::time_point start;
-  int64_t tool_calls = 0;
-  std::set<std::string> seen_ids;
-  head_tail_buffer raw_out{raw_keep * 4 / 10, raw_keep * 6 / 10};
-  head_tail_buffer raw_err{raw_keep * 4 / 10, raw_keep * 6 / 10};
-  // Set when the cell is being ended by the host.
-  cell_status forced = cell_status::success;
-  bool forcing = false;
-  std::string reason;
-};
-
-struct kernel_state {
-  services_ptr svc;
-  kernel_actor_options opts;
-  caf::io::connection_handle in_hdl, out_hdl, err_hdl;
-  caf::io::accept_handle rpc_hdl;
-  std::unique_ptr<rpc_connection_table<caf::io::connection_handle>> conns;
-  std::unique_ptr<frame_parser> parser;
-  std::deque<pending_cell> queue;
-  std::unique_ptr<running_cell> cell;
-  // The script's tool calls in flight (actors/script_calls.hpp).
-  script_call_table<caf::io::connection_handle> calls;
-  int64_t execution_count = 0;
-  uint64_t cell_seq = 0;
-  // The running cell's wall-clock deadline, and the fire times of the
-  // deadline timers in flight (arm_cell_timer): a timer is armed only when
-  // none fires at or before the new deadline, so back-to-back cells do
-  // not cost a timer (a wake-up of CAF's clock thread) each.
-  clock_type::time_point cell_deadline;
-  std::multiset<uint64_t> cell_timers;
-  // The host's own duplicate of the kernel's stdin socket, for writing a
-  // cell line in the handler that starts the cell (start_next); the
-  // scribe `in_hdl` takes what does not fit at once.
-  int in_fd = -1;
-  // RPC replies written from the handler (kernels/direct_writes.hpp), and
-  // the RPC socket's path, which identifies its connections.
-  direct_writes<caf::io::connection_handle> direct;
-  std::string rpc_path;
-  bool ready = false;         // the runner announced itself
-  bool dead = false;          // the process is gone or being killed
-  bool exited = false;        // the script called sys.exit()
-  std::string last_stderr;    // tail of stderr between cells, for "died"
-  std::string death_reason;
-
-  ~kernel_state() {
-    for (auto& c : calls.take_all())
-      c.cancel->store(true); // the tools stop their work
-    // Every cell taken is answered, whichever way the broker ends (its
-    // caller waits without a timeout: actors/kernel_registry.cpp).
-    if (opts.usage) {
-      opts.usage->ended.store(true);
-      answer_unsettled();
-    }
-    if (in_fd >= 0)
-      ::close(in_fd);
-    auto& p = opts.proc;
-    // Close the watchdog first: the runner kills its own group on EOF.
-    if (p.watchdog_fd >= 0) {
-      ::close(p.watchdog_fd);
-      p.watchdog_fd = -1;
-    }
-    if (p.pid > 0)
-      signal_kernel(p.pid, SIGKILL);
-    if ((!p.sandboxed || !p.cgroup_dir.empty()) && svc && svc->pool)
-      svc->pool->submit([sb = p.sandboxed, m = p.marker, cg = p.cgroup_dir] {
-        end_kernel_processes(-1, sb, m, cg); // docs/security.md
-      });
-    if (p.rpc_fd >= 0)
-      ::close(p.rpc_fd); // normally owned by the doorman already
-    // This destructor runs on the middleman's epoll thread: never wait
-    // there for long. A SIGKILLed process is normally gone within a few
-    // milliseconds; if not, a blocking-pool thread reaps it.
-    if (p.pid > 0) {
-      int status = 0;
-      bool reaped = false;
-      for (int i = 0; i < 20 && !reaped; ++i) {
-        reaped = ::waitpid(p.pid, &status, WNOHANG) != 0;
-        if (!reaped)
-          ::usleep(500);
-      }
-      auto pid = p.pid;
-      if (!reaped && !(svc && svc->pool
-                       && svc->pool->submit([pid] {
-                            int st = 0;
-                            ::waitpid(pid, &st, 0);
-                          })))
-        ::waitpid(pid, &status, 0);
-    }
-    // A few small files; removing them is quick.
-    remove_staging_dir(p.staging_dir);
-  }
-  static const char* name;
-
-  // Answers a cell taken by this kernel (every answer goes through here,
-  // exactly once per cell): the shared usage record first, so a caller
-  // that sends its next cell on this answer finds the kernel marked ended
-  // (actors/kernel.hpp, kernel_usage).
-  void answer(caf::typed_response_promise<tool_response>& rp,
-              tool_response res) {
-    auto& u = *opts.usage;
-    if (res.kernel_ended)
-      u.ended.store(true);
-    u.last_answer_ns.store(static_cast<int64_t>(
-      clock_type::now().time_since_epoch().count()));
-    rp.deliver(std::move(res));
-    u.attached.fetch_sub(1);
-  }
-
-  // No more cells: the process is gone or going.
-  void mark_dead() {
-    dead = true;
-    opts.usage->ended.store(true);
-  }
-
-private:
-  void answer_unsettled() {
-    json::value r;
-    r["status"] = "error";
-    r["error"] = "The session kernel ended before this cell could be "
-                 "answered; retry the call to start a fresh kernel.";
-    r["tool_calls_made"] = 0;
-    r["duration_seconds"] = 0;
-    auto text = r.dump();
-    if (cell && cell->rp.pending())
-      answer(cell->rp, tool_response{cell->cell.call_id, "execute_code", text,
-                                     0, false, true});
-    for (auto& p : queue)
-      if (p.rp.pending())
-        answer(p.rp, tool_response{p.cell.call_id, "execute_code", text, 0,
-                                   false, true});
-  }
-};
+namespace kernel_detail {
 
 const char* kernel_state::name = "kernel";
 
-using kernel_broker = caf::io::stateful_broker<kernel_state>;
-
-void start_next(kernel_broker* self);
-
-// Writes a reply line: straight from this handler when the socket takes
-// it at once, else (the rest) through the connection's scribe.
-void write_conn(kernel_broker* self, caf::io::connection_handle hdl,
-                const std::string& line) {
-  if (!self->state.conns->contains(hdl))
-    return; // the script's connection is gone
-  auto sent = self->state.direct.write(hdl, line);
-  if (sent == line.size())
-    return;
-  self->write(hdl, line.size() - sent, line.data() + sent);
-  self->flush(hdl);
-}
-
-// Closes an RPC connection: the scribe and the direct writer's duplicate
-// (the script sees the close only when both are gone).
-void close_conn(kernel_broker* self, caf::io::connection_handle hdl) {
-  self->state.direct.close(hdl);
-  self->close(hdl);
-}
-
-// Sends an error line (id null) on a connection the table has already
-// forgotten, then closes it once the line is out.
-void refuse_conn(kernel_broker* self, caf::io::connection_handle hdl,
-                 rpc_verdict why) {
-  auto line = encode_rpc_error("", rpc_limit_message(why,
-                                                     self->state.conns
-                                                       ->limits()));
-  self->state.direct.close(hdl);
-  self->write(hdl, line.size(), line.data());
-  self->flush(hdl);
-  self->close(hdl);
-}
-
-// Closes every RPC connection: a cell's connections end with the cell, and
-// those opened between cells are not the next cell's (docs/kernel_protocol.md
-// §5.1). The stub reconnects on its next call.
-void close_rpc_conns(kernel_broker* self) {
-  for (auto& hdl : self->state.conns->take_all())
-    close_conn(self, hdl);
+kernel_state::~kernel_state() {
+  for (auto& c : calls.take_all())
+    c.cancel->store(true); // the tools stop their work
+  // Every cell taken is answered, whichever way the broker ends (its
+  // caller waits without a timeout: actors/kernel_registry.cpp).
+  if (opts.usage) {
+    opts.usage->ended.store(true);
+    answer_unsettled();
+  }
+  if (in_fd >= 0)
+    ::close(in_fd);
+  auto& p = opts.proc;
+  // Close the watchdog first: the runner kills its own group on EOF.
+  if (p.watchdog_fd >= 0) {
+    ::close(p.watchdog_fd);
+    p.watchdog_fd = -1;
+  }
+  if (p.pid > 0)
+    signal_kernel(p.pid, SIGKILL);
+  if ((!p.sandboxed || !p.cgroup_dir.empty()) && svc && svc->pool)
+    svc->pool->submit([sb = p.sandboxed, m = p.marker, cg = p.cgroup_dir] {
+      end_kernel_processes(-1, sb, m, cg); // docs/security.md
+    });
+  if (p.rpc_fd >= 0)
+    ::close(p.rpc_fd); // normally owned by the doorman already
+  // This destructor runs on the middleman's epoll thread: never wait
+  // there for long. A SIGKILLed process is normally gone within a few
+  // milliseconds; if not, a blocking-pool thread reaps it.
+  if (p.pid > 0) {
+    int status = 0;
+    bool reaped = false;
+    for (int i = 0; i < 20 && !reaped; ++i) {
+      reaped = ::waitpid(p.pid, &status, WNOHANG) != 0;
+      if (!reaped)
+        ::usleep(500);
+    }
+    auto pid = p.pid;
+    if (!reaped && !(svc && svc->pool
+                     && svc->pool->submit([pid] {
+                          int st = 0;
+                          ::waitpid(pid, &st, 0);
+                        })))
+      ::waitpid(pid, &status, 0);
+  }
+  // A few small files; removing them is quick.
+  remove_staging_dir(p.staging_dir);
 }
 
 std::string spill_to_cache(const std::string& home, const std::string& text,
@@ -467,128 +324,6 @@ void start_next(kernel_broker* self) {
   write_cell_line(self, text);
   st.cell_deadline = st.cell->start + timeout;
   arm_cell_timer(self);
-}
-
-// Arms the broker's one deadline timer when the earliest deadline of the
-// calls in flight moved before the armed one (actors/script_calls.hpp).
-void arm_call_timer(kernel_broker* self) {
-  auto& st = self->state;
-  if (auto when = st.calls.timer_to_arm()) {
-    auto delay = *when - clock_type::now();
-    self->delayed_send(self, std::max(delay, clock_type::duration::zero()),
-                       tick_atom_v);
-  }
-}
-
-// Runs one admitted script call (the bridge fast path, docs/
-// execute_code.md): a non-blocking tool at once on this thread, any other
-// on the blocking pool with the deadline kept in `st.calls`.
-void run_script_call(kernel_broker* self, caf::io::connection_handle hdl,
-                     tool_request req) {
-  auto& st = self->state;
-  auto svc = st.svc;
-  auto call = prepare_call(*svc, std::move(req));
-  auto now = clock_type::now();
-  if (call.non_blocking) {
-    std::atomic<bool> cancel{false};
-    auto result = run_prepared_call(*svc, call, &cancel, now + call.limit);
-    write_conn(self, hdl, encode_rpc_response(call.req.call_id, result));
-    return;
-  }
-  auto cancel = std::make_shared<std::atomic<bool>>(false);
-  auto seq = st.calls.add({hdl, call.req.call_id, call.req.tool, cancel, now,
-                           now + call.limit});
-  caf::actor_addr me = self->address(); // weak: a late result is dropped
-  auto job = [svc, call = std::move(call), cancel, deadline = now + call.limit,
-              me, seq]() mutable {
-    if (cancel->load())
-      return; // answered already (deadline or cell end)
-    auto result = run_prepared_call(*svc, call, cancel.get(), deadline);
-    if (auto broker = caf::actor_cast<caf::actor>(me))
-      caf::anon_send(broker, done_atom_v, seq, std::move(result));
-  };
-  if (!svc->pool->submit(std::move(job))) {
-    if (auto c = st.calls.take(seq))
-      write_conn(self, hdl,
-                 encode_rpc_response(c->id,
-                                     error_result("The runtime is shutting "
-                                                  "down; the tool was not "
-                                                  "run.").dump()));
-    return;
-  }
-  arm_call_timer(self);
-}
-
-void handle_rpc_line(kernel_broker* self, caf::io::connection_handle hdl,
-                     std::string_view line) {
-  auto& st = self->state;
-  rpc_request req;
-  // Refuse an oversized request before parsing it (memory amplification);
-  // the JSON envelope around the arguments is far below the slack.
-  auto max_args = st.svc->cfg.tools.max_argument_bytes;
-  if (auto err = argument_size_error(line.size(), max_args + 65536);
-      !err.empty()) {
-    write_conn(self, hdl, encode_rpc_error(peek_rpc_id(line), err));
-    return;
-  }
-  if (auto err = decode_rpc_request(line, req); !err.empty()) {
-    write_conn(self, hdl, encode_rpc_error(req.id, "Invalid RPC request: "
-                                                     + err));
-    return;
-  }
-  if (!token_matches(st.opts.proc.token, req.token)) {
-    write_conn(self, hdl, encode_rpc_error(req.id, "Unauthorized RPC request"));
-    return;
-  }
-  // A call names its cell (the stub tags each thread with the cell that
-  // started it): a call left over from an earlier cell never runs under,
-  // or counts against, the current one.
-  if (!st.cell || st.cell->forcing
-      || (!req.cell.empty() && req.cell != st.cell->id)) {
-    write_conn(self, hdl,
-               encode_rpc_error(req.id,
-                                "No active execute_code cell: the cell this "
-                                "kernel call belonged to has settled, so its "
-                                "tool authority is retired."));
-    return;
-  }
-  auto& allowed = st.opts.tools;
-  if (std::find(allowed.begin(), allowed.end(), req.tool) == allowed.end()) {
-    std::string list;
-    for (auto& t : allowed)
-      list += (list.empty() ? "" : ", ") + t;
-    write_conn(self, hdl,
-               encode_rpc_error(req.id, "Tool '" + req.tool
-                                          + "' is not available in "
-                                            "execute_code. Available: "
-                                          + (list.empty() ? "(none)" : list)));
-    return;
-  }
-  auto& cell = *st.cell;
-  if (!cell.seen_ids.insert(req.id).second) {
-    write_conn(self, hdl, encode_rpc_error(req.id, "Duplicate RPC request id; "
-                                                   "the call was not "
-                                                   "dispatched again."));
-    return;
-  }
-  if (cell.tool_calls >= cell.cell.max_tool_calls) {
-    write_conn(self, hdl,
-               encode_rpc_error(req.id,
-                                "Tool call limit reached ("
-                                  + std::to_string(cell.cell.max_tool_calls)
-                                  + "). No more tool calls allowed in this "
-                                    "execution."));
-    return;
-  }
-  if (auto err = argument_size_error(req.args_json.size(), max_args);
-      !err.empty()) {
-    write_conn(self, hdl, encode_rpc_error(req.id, err));
-    return;
-  }
-  ++cell.tool_calls;
-  tool_request tr{cell.cell.session_id, req.id, req.tool,
-                  std::move(req.args_json), st.opts.proc.cwd, true};
-  run_script_call(self, hdl, std::move(tr));
 }
 
 void on_stdout_closed(kernel_broker* self) {
@@ -839,13 +574,14 @@ caf::behavior kernel_impl(kernel_broker* self, services_ptr svc,
   };
 }
 
-} // namespace
+} // namespace kernel_detail
 
 caf::actor spawn_kernel_actor(caf::actor_system& sys, services_ptr svc,
                               kernel_actor_options opts) {
   if (!opts.usage)
     opts.usage = std::make_shared<kernel_usage>();
-  return sys.middleman().spawn_broker(kernel_impl, std::move(svc),
+  return sys.middleman().spawn_broker(kernel_detail::kernel_impl,
+                                      std::move(svc),
                                       std::move(opts));
 }
 

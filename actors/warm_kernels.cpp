@@ -62,19 +62,35 @@ std::optional<warm_cell> warm_kernel_index::take(const tool_request& req) {
   if (auto r = args.v->find("reset"); r && !(r->is_bool() && !r->as_bool()))
     return std::nullopt;
   auto& svc = *routing_.svc;
-  if (script_guard_response(svc, req))
-    return std::nullopt;
   auto owner = kernel_routing::owner_of(req);
   auto key = routing_.key_for(owner, routing_.shape_for(req));
+  auto live = [&]() -> entry* {
+    auto i = kernels_.find(key);
+    if (i == kernels_.end() || i->second.usage->ended.load())
+      return nullptr;
+    return &i->second;
+  };
+  caf::actor handle;
+  {
+    std::lock_guard<std::mutex> guard{mtx_};
+    auto e = live();
+    if (e == nullptr)
+      return std::nullopt;
+    handle = e->handle;
+  }
+  // The script guard only once a kernel is up (its sandbox probe, which
+  // may run bwrap, has then run) and outside the lock.
+  if (script_guard_response(svc, req))
+    return std::nullopt;
   warm_cell out;
   {
     std::lock_guard<std::mutex> guard{mtx_};
-    auto i = kernels_.find(key);
-    if (i == kernels_.end() || i->second.usage->ended.load())
+    auto e = live();
+    if (e == nullptr || e->handle != handle)
       return std::nullopt;
-    i->second.usage->attached.fetch_add(1);
-    i->second.usage->last_handed_ns.store(usage_clock_now());
-    out.kernel = caf::actor_cast<kernel_cell_actor>(i->second.handle);
+    e->usage->attached.fetch_add(1);
+    e->usage->last_handed_ns.store(usage_clock_now());
+    out.kernel = caf::actor_cast<kernel_cell_actor>(e->handle);
   }
   auto& ce = svc.cfg.code_execution;
   out.cell.session_id = owner;

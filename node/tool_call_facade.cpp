@@ -95,6 +95,28 @@ facade_impl(caf::io::stateful_broker<facade_state>* self,
             tool_dispatcher_actor dispatcher, kernel_registry_actor kernels,
             std::shared_ptr<warm_kernel_index> warm) {
   self->state.pending = pending;
+  // Sends `req` to the registry (execute_code) or the dispatcher.
+  auto route = [=](uint64_t id, tool_request req) {
+    auto target = dispatcher;
+    // execute_code straight to its backend, one hop less (the dispatcher
+    // only delegates it: actors/tool_dispatcher.hpp).
+    if (req.tool == "execute_code" && kernels)
+      target = caf::actor_cast<tool_dispatcher_actor>(kernels);
+    if (!target) {
+      pending->complete(id, error_outcome("the runtime is shutting down"));
+      return;
+    }
+    self->request(target, caf::infinite, invoke_atom_v, std::move(req))
+      .then(
+        [=](tool_response& res) {
+          pending->complete(id, tool_outcome{std::move(res.result_json),
+                                             res.duration_us,
+                                             res.timed_out});
+        },
+        [=](caf::error& err) {
+          pending->complete(id, error_outcome(self->system().render(err)));
+        });
+  };
   return {
     [=](invoke_atom, uint64_t id, tool_request& req) {
       // A warm cell goes straight to its kernel broker, on this same
@@ -109,32 +131,16 @@ facade_impl(caf::io::stateful_broker<facade_state>* self,
                                                    res.duration_us,
                                                    res.timed_out});
               },
-              [=](caf::error& err) {
-                pending->complete(id,
-                                  error_outcome(self->system().render(err)));
+              [=](caf::error&) mutable {
+                // The kernel ended before it took the cell (a kernel
+                // answers every cell it takes): the registry starts a
+                // fresh one.
+                route(id, std::move(req));
               });
           return;
         }
       }
-      auto target = dispatcher;
-      // execute_code straight to its backend, one hop less (the
-      // dispatcher only delegates it: actors/tool_dispatcher.hpp).
-      if (req.tool == "execute_code" && kernels)
-        target = caf::actor_cast<tool_dispatcher_actor>(kernels);
-      if (!target) {
-        pending->complete(id, error_outcome("the runtime is shutting down"));
-        return;
-      }
-      self->request(target, caf::infinite, invoke_atom_v, std::move(req))
-        .then(
-          [=](tool_response& res) {
-            pending->complete(id, tool_outcome{std::move(res.result_json),
-                                               res.duration_us,
-                                               res.timed_out});
-          },
-          [=](caf::error& err) {
-            pending->complete(id, error_outcome(self->system().render(err)));
-          });
+      route(id, std::move(req));
     },
   };
 }

@@ -1,0 +1,150 @@
+// File: actors/kernel_broker.hpp
+//
+// Internals of the kernel broker (actors/kernel.hpp), shared by its files:
+// actors/kernel.cpp (the cell lifecycle and the behavior) and
+// actors/kernel_rpc.cpp (the script's RPC connections and tool calls).
+// Only those two include it. Thread safety: everything here runs on the
+// broker's own thread (the middleman's).
+#pragma once
+
+#include <chrono>
+#include <deque>
+#include <memory>
+#include <set>
+#include <string>
+#include <string_view>
+
+#include "caf/all.hpp"
+#include "caf/io/all.hpp"
+
+#include "actors/kernel.hpp"
+#include "actors/script_calls.hpp"
+#include "base/head_tail_buffer.hpp"
+#include "base/json.hpp"
+#include "kernels/cell_result.hpp"
+#include "kernels/direct_writes.hpp"
+#include "kernels/frame_parser.hpp"
+#include "kernels/rpc_connections.hpp"
+#include "messages/type_ids.hpp"
+
+namespace mibyan::kernel_detail {
+
+using clock_type = std::chrono::steady_clock;
+
+// Raw fd-level output kept per cell (head + tail); the rest is counted.
+constexpr size_t raw_keep = 5000000;
+
+struct pending_cell {
+  exec_cell cell;
+  caf::typed_response_promise<tool_response> rp;
+};
+
+struct running_cell {
+  exec_cell cell;
+  caf::typed_response_promise<tool_response> rp;
+  std::string id;
+  clock_type::time_point start;
+  int64_t tool_calls = 0;
+  std::set<std::string> seen_ids;
+  head_tail_buffer raw_out{raw_keep * 4 / 10, raw_keep * 6 / 10};
+  head_tail_buffer raw_err{raw_keep * 4 / 10, raw_keep * 6 / 10};
+  // Set when the cell is being ended by the host.
+  cell_status forced = cell_status::success;
+  bool forcing = false;
+  std::string reason;
+};
+
+struct kernel_state {
+  services_ptr svc;
+  kernel_actor_options opts;
+  caf::io::connection_handle in_hdl, out_hdl, err_hdl;
+  caf::io::accept_handle rpc_hdl;
+  std::unique_ptr<rpc_connection_table<caf::io::connection_handle>> conns;
+  std::unique_ptr<frame_parser> parser;
+  std::deque<pending_cell> queue;
+  std::unique_ptr<running_cell> cell;
+  // The script's tool calls in flight (actors/script_calls.hpp).
+  script_call_table<caf::io::connection_handle> calls;
+  int64_t execution_count = 0;
+  uint64_t cell_seq = 0;
+  // The running cell's wall-clock deadline, and the fire times of the
+  // deadline timers in flight (arm_cell_timer): a timer is armed only when
+  // none fires at or before the new deadline, so back-to-back cells do
+  // not cost a timer (a wake-up of CAF's clock thread) each.
+  clock_type::time_point cell_deadline;
+  std::multiset<uint64_t> cell_timers;
+  // The host's own duplicate of the kernel's stdin socket, for writing a
+  // cell line in the handler that starts the cell (start_next); the
+  // scribe `in_hdl` takes what does not fit at once.
+  int in_fd = -1;
+  // RPC replies written from the handler (kernels/direct_writes.hpp), and
+  // the RPC socket's path, which identifies its connections.
+  direct_writes<caf::io::connection_handle> direct;
+  std::string rpc_path;
+  bool ready = false;         // the runner announced itself
+  bool dead = false;          // the process is gone or being killed
+  bool exited = false;        // the script called sys.exit()
+  std::string last_stderr;    // tail of stderr between cells, for "died"
+  std::string death_reason;
+
+  ~kernel_state(); // actors/kernel.cpp
+  static const char* name;
+
+  // Answers a cell taken by this kernel (every answer goes through here,
+  // exactly once per cell): the shared usage record first, so a caller
+  // that sends its next cell on this answer finds the kernel marked ended
+  // (actors/kernel.hpp, kernel_usage).
+  void answer(caf::typed_response_promise<tool_response>& rp,
+              tool_response res) {
+    auto& u = *opts.usage;
+    if (res.kernel_ended)
+      u.ended.store(true);
+    u.last_answer_ns.store(static_cast<int64_t>(
+      clock_type::now().time_since_epoch().count()));
+    rp.deliver(std::move(res));
+    u.attached.fetch_sub(1);
+  }
+
+  // No more cells: the process is gone or going.
+  void mark_dead() {
+    dead = true;
+    opts.usage->ended.store(true);
+  }
+
+private:
+  void answer_unsettled() {
+    json::value r;
+    r["status"] = "error";
+    r["error"] = "The session kernel ended before this cell could be "
+                 "answered; retry the call to start a fresh kernel.";
+    r["tool_calls_made"] = 0;
+    r["duration_seconds"] = 0;
+    auto text = r.dump();
+    if (cell && cell->rp.pending())
+      answer(cell->rp, tool_response{cell->cell.call_id, "execute_code", text,
+                                     0, false, true});
+    for (auto& p : queue)
+      if (p.rp.pending())
+        answer(p.rp, tool_response{p.cell.call_id, "execute_code", text, 0,
+                                   false, true});
+  }
+};
+
+using kernel_broker = caf::io::stateful_broker<kernel_state>;
+
+// actors/kernel.cpp
+void start_next(kernel_broker* self);
+void kill_kernel(kernel_broker* self, cell_status why, std::string reason);
+
+// actors/kernel_rpc.cpp
+void write_conn(kernel_broker* self, caf::io::connection_handle hdl,
+                const std::string& line);
+void close_conn(kernel_broker* self, caf::io::connection_handle hdl);
+void refuse_conn(kernel_broker* self, caf::io::connection_handle hdl,
+                 rpc_verdict why);
+void close_rpc_conns(kernel_broker* self);
+void arm_call_timer(kernel_broker* self);
+void handle_rpc_line(kernel_broker* self, caf::io::connection_handle hdl,
+                     std::string_view line);
+
+} // namespace mibyan::kernel_detail
