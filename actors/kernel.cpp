@@ -309,8 +309,11 @@ void start_next(kernel_broker* self) {
   cell->cell = std::move(next.cell);
   cell->rp = std::move(next.rp);
   cell->start = clock_type::now();
+  if (st.next_token.empty())
+    st.next_token = random_token(6);
   cell->id = std::to_string(st.opts.proc.pid) + "-" + std::to_string(
-               ++st.cell_seq) + "-" + random_token(6); // unpredictable
+               ++st.cell_seq) + "-" + st.next_token; // unpredictable
+  st.next_token.clear();
   json::value line;
   line["id"] = cell->id;
   line["code"] = cell->cell.code;
@@ -324,6 +327,7 @@ void start_next(kernel_broker* self) {
   write_cell_line(self, text);
   st.cell_deadline = st.cell->start + timeout;
   arm_cell_timer(self);
+  st.next_token = random_token(6); // while the kernel runs the cell
 }
 
 void on_stdout_closed(kernel_broker* self) {

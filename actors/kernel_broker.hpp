@@ -67,6 +67,9 @@ struct kernel_state {
   script_call_table<caf::io::connection_handle> calls;
   int64_t execution_count = 0;
   uint64_t cell_seq = 0;
+  // The random part of the next cell's id, drawn after a cell line went
+  // out (a getrandom call off the path from a cell to its line).
+  std::string next_token;
   // The running cell's wall-clock deadline, and the fire times of the
   // deadline timers in flight (arm_cell_timer): a timer is armed only when
   // none fires at or before the new deadline, so back-to-back cells do

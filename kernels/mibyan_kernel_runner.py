@@ -27,6 +27,7 @@ import gc
 import io
 import json
 import os
+import select
 import signal
 import sys
 import threading
@@ -406,6 +407,11 @@ class Kernel(object):
         self._free_refs = _stream_refs(probe)
         del probe
         self._compiled = _CompileCache()
+        self._fd_poller = None
+        if hasattr(select, "poll"):
+            self._fd_poller = select.poll()
+            self._fd_poller.register(1, 0)
+            self._fd_poller.register(2, 0)
         self._libc_fflush = None
         # The running cell's id and capture streams, for the SIGTERM frame.
         self.current = None
@@ -482,13 +488,23 @@ class Kernel(object):
 
     def _restore_fds(self):
         # A previous cell may have closed fd 1 or 2; subprocesses of later
-        # cells still deserve a place to write.
-        for fd, saved in ((1, self.frame_fd), (2, self.err_fd)):
-            if not _is_open_fd(fd):
-                try:
-                    os.dup2(saved, fd, inheritable=True)
-                except OSError:
-                    pass
+        # cells still deserve a place to write. One poll() tells for both
+        # (POLLNVAL: not open).
+        poller = self._fd_poller
+        if poller is not None:
+            try:
+                closed = [fd for fd, ev in poller.poll(0)
+                          if ev & select.POLLNVAL]
+            except OSError:
+                closed = [fd for fd in (1, 2) if not _is_open_fd(fd)]
+        else:
+            closed = [fd for fd in (1, 2) if not _is_open_fd(fd)]
+        for fd in closed:
+            try:
+                os.dup2(self.frame_fd if fd == 1 else self.err_fd, fd,
+                        inheritable=True)
+            except OSError:
+                pass
 
     def parse_line(self, raw):
         """Returns (id, code, timeout, error)."""
