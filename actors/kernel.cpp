@@ -1,4 +1,5 @@
 #include "actors/kernel.hpp"
+#include "actors/kernel_broker.hpp"
 
 #include <chrono>
 #include <csignal>
@@ -8,7 +9,7 @@
 #include <set>
 
 #include <fcntl.h>
-#include <poll.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -20,6 +21,7 @@
 #include "actors/tool_dispatcher.hpp"
 #include "base/redact_slot.hpp"
 #include "kernels/cell_result.hpp"
+#include "kernels/direct_writes.hpp"
 #include "kernels/frame_parser.hpp"
 #include "kernels/rpc_codec.hpp"
 #include "kernels/rpc_connections.hpp"
@@ -33,280 +35,61 @@ namespace fs = std::filesystem;
 
 namespace mibyan {
 
-namespace {
-
-using clock_type = std::chrono::steady_clock;
-
-// Raw fd-level output kept per cell (head + tail); the rest is counted.
-constexpr size_t raw_keep = 5000000;
-
-struct pending_cell {
-  exec_cell cell;
-  caf::typed_response_promise<tool_response> rp;
-};
-
-struct running_cell {
-  exec_cell cell;
-  caf::typed_response_promise<tool_response> rp;
-  std::string id;
-  clock_type::time_point start;
-  int64_t tool_calls = 0;
-  std::set<std::string> seen_ids;
-  head_tail_buffer raw_out{raw_keep * 4 / 10, raw_keep * 6 / 10};
-  head_tail_buffer raw_err{raw_keep * 4 / 10, raw_keep * 6 / 10};
-  // Set when the cell is being ended by the host.
-  cell_status forced = cell_status::success;
-  bool forcing = false;
-  std::string reason;
-};
-
-struct kernel_state {
-  services_ptr svc;
-  kernel_actor_options opts;
-  caf::io::connection_handle in_hdl, out_hdl, err_hdl;
-  caf::io::accept_handle rpc_hdl;
-  std::unique_ptr<rpc_connection_table<caf::io::connection_handle>> conns;
-  std::unique_ptr<frame_parser> parser;
-  std::deque<pending_cell> queue;
-  std::unique_ptr<running_cell> cell;
-  // The script's tool calls in flight (actors/script_calls.hpp).
-  script_call_table<caf::io::connection_handle> calls;
-  int64_t execution_count = 0;
-  uint64_t cell_seq = 0;
-  uint64_t deadline_gen = 0;
-  bool ready = false;         // the runner announced itself
-  bool dead = false;          // the process is gone or being killed
-  bool exited = false;        // the script called sys.exit()
-  std::string last_stderr;    // tail of stderr between cells, for "died"
-  std::string death_reason;
-  // Broker lifetime (docs/kernel_protocol.md §7.1): CAF 0.17 never closes
-  // a descriptor added and removed in one loop turn, nor a connection it
-  // accepts for a doorman closed in the same turn. So closes and the quit
-  // wait until the loop provably has each descriptor (its first event)
-  // and the listener's backlog is empty, or until `defer_until`.
-  bool in_loop = false;            // an event came from our descriptors
-  // launched, no event yet: launch time
-  std::map<caf::io::connection_handle, clock_type::time_point> fresh;
-  std::set<caf::io::connection_handle> close_when_seen; // of `fresh`
-  int rpc_raw_fd = -1;             // the listener's fd, owned by CAF
-  bool listener_open = false;
-  bool listener_close_wanted = false;
-  bool quit_pending = false;
-  caf::error quit_reason;
-  bool timer_armed = false;
-  clock_type::time_point defer_until{};
-
-  ~kernel_state() {
-    for (auto& c : calls.take_all())
-      c.cancel->store(true); // the tools stop their work
-    auto& p = opts.proc;
-    // Close the watchdog first: the runner kills its own group on EOF.
-    if (p.watchdog_fd >= 0) {
-      ::close(p.watchdog_fd);
-      p.watchdog_fd = -1;
-    }
-    if (p.pid > 0)
-      signal_kernel(p.pid, SIGKILL);
-    if (!p.sandboxed || !p.cgroup_dir.empty()) {
-      auto end_rest = [sb = p.sandboxed, m = p.marker, cg = p.cgroup_dir] {
-        end_kernel_processes(-1, sb, m, cg); // docs/security.md
-      };
-      // A pool that is shut down (the runtime went first, in a host's
-      // actor system) refuses the job: then it runs here, once, at exit.
-      if (!(svc && svc->pool && svc->pool->submit(end_rest)))
-        end_rest();
-    }
-    if (p.rpc_fd >= 0)
-      ::close(p.rpc_fd); // normally owned by the doorman already
-    // This destructor runs on the middleman's epoll thread: never wait
-    // there for long. A SIGKILLed process is normally gone within a few
-    // milliseconds; if not, a blocking-pool thread reaps it.
-    if (p.pid > 0) {
-      int status = 0;
-      bool reaped = false;
-      for (int i = 0; i < 20 && !reaped; ++i) {
-        reaped = ::waitpid(p.pid, &status, WNOHANG) != 0;
-        if (!reaped)
-          ::usleep(500);
-      }
-      auto pid = p.pid;
-      if (!reaped && !(svc && svc->pool
-                       && svc->pool->submit([pid] {
-                            int st = 0;
-                            ::waitpid(pid, &st, 0);
-                          })))
-        ::waitpid(pid, &status, 0);
-    }
-    // A few small files; removing them is quick.
-    remove_staging_dir(p.staging_dir);
-  }
-  static const char* name;
-};
+namespace kernel_detail {
 
 const char* kernel_state::name = "kernel";
 
-using kernel_broker = caf::io::stateful_broker<kernel_state>;
-
-void start_next(kernel_broker* self);
-
-// Whether a connection waits in the listener's backlog (CAF would accept
-// it after the doorman is closed and never close it).
-bool backlog_pending(int fd) {
-  pollfd p{fd, POLLIN, 0};
-  return fd >= 0 && ::poll(&p, 1, 0) > 0 && (p.revents & POLLIN) != 0;
-}
-
-// How long a launched connection may still be in the turn that launched
-// it, as far as the broker can tell without an event of it.
-constexpr auto fresh_window = std::chrono::milliseconds(20);
-
-void arm_retry(kernel_broker* self) {
-  auto& st = self->state;
-  if (st.timer_armed)
-    return;
-  st.timer_armed = true;
-  self->delayed_send(self, std::chrono::milliseconds(5), in_loop_atom_v);
-}
-
-void start_deferral(kernel_state& st) {
-  if (st.defer_until == clock_type::time_point{})
-    st.defer_until = clock_type::now() + std::chrono::milliseconds(200);
-}
-
-// Does what the broker's lifetime rules allow now: closes the listener,
-// quits. Returns false when the broker quit. Re-arms a short timer while
-// something waits (the 200 ms bound then forces it).
-bool progress(kernel_broker* self) {
-  auto& st = self->state;
-  if (st.in_loop && st.fresh.empty() && !st.quit_pending
-      && !st.listener_close_wanted)
-    return true; // the common case: nothing waits
-  bool force = st.defer_until != clock_type::time_point{}
-               && clock_type::now() >= st.defer_until;
-  if (force) {
-    st.in_loop = true;
-    for (auto& hdl : st.close_when_seen)
-      self->close(hdl);
-    st.close_when_seen.clear();
-    st.fresh.clear();
+kernel_state::~kernel_state() {
+  for (auto& c : calls.take_all())
+    c.cancel->store(true); // the tools stop their work
+  // Every cell taken is answered, whichever way the broker ends (its
+  // caller waits without a timeout: actors/kernel_registry.cpp).
+  if (opts.usage) {
+    opts.usage->ended.store(true);
+    answer_unsettled();
   }
-  // A connection launched a while ago is in the loop even without an
-  // event of its own (an idle stub connection): its turn has long ended.
-  auto now = clock_type::now();
-  for (auto i = st.fresh.begin(); i != st.fresh.end();) {
-    if (now - i->second < fresh_window) {
-      ++i;
-      continue;
+  if (in_fd >= 0)
+    ::close(in_fd);
+  auto& p = opts.proc;
+  // Close the watchdog first: the runner kills its own group on EOF.
+  if (p.watchdog_fd >= 0) {
+    ::close(p.watchdog_fd);
+    p.watchdog_fd = -1;
+  }
+  if (p.pid > 0)
+    signal_kernel(p.pid, SIGKILL);
+  if (!p.sandboxed || !p.cgroup_dir.empty()) {
+    auto end_rest = [sb = p.sandboxed, m = p.marker, cg = p.cgroup_dir] {
+      end_kernel_processes(-1, sb, m, cg); // docs/security.md
+    };
+    // A pool that is shut down (the runtime went first, in a host's actor
+    // system) refuses the job: then it runs here, once, at exit.
+    if (!(svc && svc->pool && svc->pool->submit(end_rest)))
+      end_rest();
+  }
+  if (p.rpc_fd >= 0)
+    ::close(p.rpc_fd); // normally owned by the doorman already
+  // This destructor runs on the middleman's epoll thread: never wait
+  // there for long. A SIGKILLed process is normally gone within a few
+  // milliseconds; if not, a blocking-pool thread reaps it.
+  if (p.pid > 0) {
+    int status = 0;
+    bool reaped = false;
+    for (int i = 0; i < 20 && !reaped; ++i) {
+      reaped = ::waitpid(p.pid, &status, WNOHANG) != 0;
+      if (!reaped)
+        ::usleep(500);
     }
-    if (st.close_when_seen.erase(i->first) != 0)
-      self->close(i->first);
-    i = st.fresh.erase(i);
+    auto pid = p.pid;
+    if (!reaped && !(svc && svc->pool
+                     && svc->pool->submit([pid] {
+                          int st = 0;
+                          ::waitpid(pid, &st, 0);
+                        })))
+      ::waitpid(pid, &status, 0);
   }
-  if (st.listener_close_wanted && st.listener_open && st.in_loop
-      && (force || !backlog_pending(st.rpc_raw_fd))) {
-    self->close(st.rpc_hdl);
-    st.listener_open = false;
-  }
-  if (st.quit_pending && st.in_loop && st.fresh.empty()
-      && !st.listener_open) {
-    self->quit(std::move(st.quit_reason));
-    return false;
-  }
-  bool waiting = st.quit_pending || !st.close_when_seen.empty()
-                 || (st.listener_close_wanted && st.listener_open);
-  if (waiting)
-    arm_retry(self);
-  return true;
-}
-
-// Stops accepting RPC: no new connection can reach the path after the
-// unlink; the listener closes once its backlog is accepted and refused.
-void close_listener(kernel_broker* self) {
-  auto& st = self->state;
-  if (st.listener_close_wanted)
-    return;
-  st.listener_close_wanted = true;
-  if (!st.opts.proc.socket_path.empty())
-    ::unlink(st.opts.proc.socket_path.c_str());
-  start_deferral(st);
-  progress(self);
-}
-
-// Ends the broker: kills the process (its stdout then closes, an event
-// that proves the loop has our descriptors), closes the listener, and
-// quits as soon as progress() allows.
-void end_broker(kernel_broker* self, caf::error reason = caf::error{}) {
-  auto& st = self->state;
-  if (st.quit_pending)
-    return;
-  st.quit_pending = true;
-  st.quit_reason = std::move(reason);
-  start_deferral(st);
-  if (!st.in_loop && st.opts.proc.pid > 0)
-    signal_kernel(st.opts.proc.pid, SIGKILL);
-  st.listener_close_wanted = false; // (re)start the close below
-  close_listener(self);
-}
-
-// Called on every event of a descriptor of ours. Returns false when the
-// broker quit.
-bool mark_in_loop(kernel_broker* self) {
-  auto& st = self->state;
-  st.in_loop = true;
-  return progress(self);
-}
-
-// An event of RPC connection `hdl` proves the loop has it. Returns false
-// when the event is to be ignored: the connection was closed by us
-// meanwhile (it is closed now), or the broker quit.
-bool mark_conn_seen(kernel_broker* self, caf::io::connection_handle hdl) {
-  auto& st = self->state;
-  if (st.fresh.erase(hdl) == 0)
-    return true;
-  bool closed = st.close_when_seen.erase(hdl) != 0;
-  if (closed)
-    self->close(hdl);
-  return progress(self) && !closed;
-}
-
-// Closes an RPC connection now, or on its first event while the loop may
-// not have it yet.
-void close_conn(kernel_broker* self, caf::io::connection_handle hdl) {
-  auto& st = self->state;
-  if (st.fresh.count(hdl) != 0) {
-    st.close_when_seen.insert(hdl);
-    arm_retry(self);
-  } else {
-    self->close(hdl);
-  }
-}
-
-void write_conn(kernel_broker* self, caf::io::connection_handle hdl,
-                const std::string& line) {
-  if (!self->state.conns->contains(hdl))
-    return; // the script's connection is gone
-  self->write(hdl, line.size(), line.data());
-  self->flush(hdl);
-}
-
-// Sends an error line (id null) on a connection the table has already
-// forgotten, then closes it once the line is out.
-void refuse_conn(kernel_broker* self, caf::io::connection_handle hdl,
-                 rpc_verdict why) {
-  auto line = encode_rpc_error("", rpc_limit_message(why,
-                                                     self->state.conns
-                                                       ->limits()));
-  self->write(hdl, line.size(), line.data());
-  self->flush(hdl);
-  close_conn(self, hdl);
-}
-
-// Closes every RPC connection: a cell's connections end with the cell, and
-// those opened between cells are not the next cell's (docs/kernel_protocol.md
-// §5.1). The stub reconnects on its next call.
-void close_rpc_conns(kernel_broker* self) {
-  for (auto& hdl : self->state.conns->take_all())
-    close_conn(self, hdl);
+  // A few small files; removing them is quick.
+  remove_staging_dir(p.staging_dir);
 }
 
 std::string spill_to_cache(const std::string& home, const std::string& text,
@@ -330,7 +113,7 @@ void settle_queue(kernel_broker* self) {
                  "the call to start a fresh kernel.";
     r["tool_calls_made"] = 0;
     r["duration_seconds"] = 0;
-    p.rp.deliver(tool_response{p.cell.call_id, "execute_code", r.dump(), 0,
+    st.answer(p.rp, tool_response{p.cell.call_id, "execute_code", r.dump(), 0,
                                false, true});
   }
 }
@@ -341,8 +124,7 @@ void settle(kernel_broker* self, const json::value* frame) {
   auto& st = self->state;
   if (!st.cell)
     return;
-  auto cell = std::move(st.cell);
-  ++st.deadline_gen; // disarm the deadline
+  auto cell = std::move(st.cell); // a deadline timer now finds no cell
   close_rpc_conns(self);
   // Cancel tool calls the cell left running; they belong to it. Their
   // connections are closed, so no answer is written.
@@ -407,6 +189,7 @@ void settle(kernel_broker* self, const json::value* frame) {
     c.status = c.exit_code == 0 ? cell_status::success : cell_status::error;
     c.ended = true;
     st.exited = true;
+    st.opts.usage->ended.store(true);
   } else if (status == "error") {
     c.status = cell_status::error;
     c.exit_code = 1;
@@ -447,7 +230,7 @@ void settle(kernel_broker* self, const json::value* frame) {
   res.timed_out = c.status == cell_status::timeout
                   || c.status == cell_status::interrupted;
   res.kernel_ended = c.ended;
-  cell->rp.deliver(std::move(res));
+  st.answer(cell->rp, std::move(res));
   if (st.dead || st.exited) {
     settle_queue(self);
     end_broker(self);
@@ -466,8 +249,8 @@ void kill_kernel(kernel_broker* self, cell_status why, std::string reason) {
   }
   if (st.dead)
     return;
-  st.dead = true;
-  close_listener(self); // stop accepting RPC
+  st.mark_dead();
+  close_listener(self); // stop accepting RPC (actors/kernel_lifetime.cpp)
   // Ask the runner's watchdog thread to ship the cell's output so far and
   // end its process group; SIGTERM after a second, SIGKILL after the grace.
   if (st.opts.proc.watchdog_fd >= 0) {
@@ -484,6 +267,43 @@ void kill_kernel(kernel_broker* self, cell_status why, std::string reason) {
   self->delayed_send(self, std::chrono::milliseconds(5), reap_atom_v);
 }
 
+uint64_t timer_key(clock_type::time_point t) {
+  return static_cast<uint64_t>(t.time_since_epoch().count());
+}
+
+// Makes sure a deadline timer fires at or before the running cell's
+// deadline (kernel_state::cell_timers).
+void arm_cell_timer(kernel_broker* self) {
+  auto& st = self->state;
+  auto key = timer_key(st.cell_deadline);
+  if (!st.cell_timers.empty() && *st.cell_timers.begin() <= key)
+    return;
+  st.cell_timers.insert(key);
+  auto delay = st.cell_deadline - clock_type::now();
+  self->delayed_send(self, std::max(delay, clock_type::duration::zero()),
+                     deadline_atom_v, key);
+}
+
+// Writes a cell line: as much as the socket takes at once straight from
+// this handler (one system call, no epoll round trip), the rest through
+// the scribe. The scribe holds nothing older: the previous line was read
+// whole before its frame arrived, and the next line is written only
+// after that frame (docs/kernel_protocol.md, section 3).
+void write_cell_line(kernel_broker* self, const std::string& text) {
+  auto& st = self->state;
+  size_t sent = 0;
+  if (st.in_fd >= 0) {
+    auto n = ::send(st.in_fd, text.data(), text.size(),
+                    MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n > 0)
+      sent = static_cast<size_t>(n);
+  }
+  if (sent < text.size()) {
+    self->write(st.in_hdl, text.size() - sent, text.data() + sent);
+    self->flush(st.in_hdl);
+  }
+}
+
 void start_next(kernel_broker* self) {
   auto& st = self->state;
   if (st.cell || st.queue.empty() || st.dead || !st.ready)
@@ -494,8 +314,11 @@ void start_next(kernel_broker* self) {
   cell->cell = std::move(next.cell);
   cell->rp = std::move(next.rp);
   cell->start = clock_type::now();
+  if (st.next_token.empty())
+    st.next_token = random_token(6);
   cell->id = std::to_string(st.opts.proc.pid) + "-" + std::to_string(
-               ++st.cell_seq) + "-" + random_token(6); // unpredictable
+               ++st.cell_seq) + "-" + st.next_token; // unpredictable
+  st.next_token.clear();
   json::value line;
   line["id"] = cell->id;
   line["code"] = cell->cell.code;
@@ -506,131 +329,10 @@ void start_next(kernel_broker* self) {
   st.cell = std::move(cell);
   MIBYAN_LOG(debug, "kernel", "pid " << st.opts.proc.pid << ": cell "
              << st.cell->id << " (" << text.size() << " bytes)");
-  self->write(st.in_hdl, text.size(), text.data());
-  self->flush(st.in_hdl);
-  self->delayed_send(self, timeout, deadline_atom_v, ++st.deadline_gen);
-}
-
-// Arms the broker's one deadline timer when the earliest deadline of the
-// calls in flight moved before the armed one (actors/script_calls.hpp).
-void arm_call_timer(kernel_broker* self) {
-  auto& st = self->state;
-  if (auto when = st.calls.timer_to_arm()) {
-    auto delay = *when - clock_type::now();
-    self->delayed_send(self, std::max(delay, clock_type::duration::zero()),
-                       tick_atom_v);
-  }
-}
-
-// Runs one admitted script call (the bridge fast path, docs/
-// execute_code.md): a non-blocking tool at once on this thread, any other
-// on the blocking pool with the deadline kept in `st.calls`.
-void run_script_call(kernel_broker* self, caf::io::connection_handle hdl,
-                     tool_request req) {
-  auto& st = self->state;
-  auto svc = st.svc;
-  auto call = prepare_call(*svc, std::move(req));
-  auto now = clock_type::now();
-  if (call.non_blocking) {
-    std::atomic<bool> cancel{false};
-    auto result = run_prepared_call(*svc, call, &cancel, now + call.limit);
-    write_conn(self, hdl, encode_rpc_response(call.req.call_id, result));
-    return;
-  }
-  auto cancel = std::make_shared<std::atomic<bool>>(false);
-  auto seq = st.calls.add({hdl, call.req.call_id, call.req.tool, cancel, now,
-                           now + call.limit});
-  caf::actor_addr me = self->address(); // weak: a late result is dropped
-  auto job = [svc, call = std::move(call), cancel, deadline = now + call.limit,
-              me, seq]() mutable {
-    if (cancel->load())
-      return; // answered already (deadline or cell end)
-    auto result = run_prepared_call(*svc, call, cancel.get(), deadline);
-    if (auto broker = caf::actor_cast<caf::actor>(me))
-      caf::anon_send(broker, done_atom_v, seq, std::move(result));
-  };
-  if (!svc->pool->submit(std::move(job))) {
-    if (auto c = st.calls.take(seq))
-      write_conn(self, hdl,
-                 encode_rpc_response(c->id,
-                                     error_result("The runtime is shutting "
-                                                  "down; the tool was not "
-                                                  "run.").dump()));
-    return;
-  }
-  arm_call_timer(self);
-}
-
-void handle_rpc_line(kernel_broker* self, caf::io::connection_handle hdl,
-                     std::string_view line) {
-  auto& st = self->state;
-  rpc_request req;
-  // Refuse an oversized request before parsing it (memory amplification);
-  // the JSON envelope around the arguments is far below the slack.
-  auto max_args = st.svc->cfg.tools.max_argument_bytes;
-  if (auto err = argument_size_error(line.size(), max_args + 65536);
-      !err.empty()) {
-    write_conn(self, hdl, encode_rpc_error(peek_rpc_id(line), err));
-    return;
-  }
-  if (auto err = decode_rpc_request(line, req); !err.empty()) {
-    write_conn(self, hdl, encode_rpc_error(req.id, "Invalid RPC request: "
-                                                     + err));
-    return;
-  }
-  if (!token_matches(st.opts.proc.token, req.token)) {
-    write_conn(self, hdl, encode_rpc_error(req.id, "Unauthorized RPC request"));
-    return;
-  }
-  // A call names its cell (the stub tags each thread with the cell that
-  // started it): a call left over from an earlier cell never runs under,
-  // or counts against, the current one.
-  if (!st.cell || st.cell->forcing
-      || (!req.cell.empty() && req.cell != st.cell->id)) {
-    write_conn(self, hdl,
-               encode_rpc_error(req.id,
-                                "No active execute_code cell: the cell this "
-                                "kernel call belonged to has settled, so its "
-                                "tool authority is retired."));
-    return;
-  }
-  auto& allowed = st.opts.tools;
-  if (std::find(allowed.begin(), allowed.end(), req.tool) == allowed.end()) {
-    std::string list;
-    for (auto& t : allowed)
-      list += (list.empty() ? "" : ", ") + t;
-    write_conn(self, hdl,
-               encode_rpc_error(req.id, "Tool '" + req.tool
-                                          + "' is not available in "
-                                            "execute_code. Available: "
-                                          + (list.empty() ? "(none)" : list)));
-    return;
-  }
-  auto& cell = *st.cell;
-  if (!cell.seen_ids.insert(req.id).second) {
-    write_conn(self, hdl, encode_rpc_error(req.id, "Duplicate RPC request id; "
-                                                   "the call was not "
-                                                   "dispatched again."));
-    return;
-  }
-  if (cell.tool_calls >= cell.cell.max_tool_calls) {
-    write_conn(self, hdl,
-               encode_rpc_error(req.id,
-                                "Tool call limit reached ("
-                                  + std::to_string(cell.cell.max_tool_calls)
-                                  + "). No more tool calls allowed in this "
-                                    "execution."));
-    return;
-  }
-  if (auto err = argument_size_error(req.args_json.size(), max_args);
-      !err.empty()) {
-    write_conn(self, hdl, encode_rpc_error(req.id, err));
-    return;
-  }
-  ++cell.tool_calls;
-  tool_request tr{cell.cell.session_id, req.id, req.tool,
-                  std::move(req.args_json), st.opts.proc.cwd, true};
-  run_script_call(self, hdl, std::move(tr));
+  write_cell_line(self, text);
+  st.cell_deadline = st.cell->start + timeout;
+  arm_cell_timer(self);
+  st.next_token = random_token(6); // while the kernel runs the cell
 }
 
 void on_stdout_closed(kernel_broker* self) {
@@ -643,7 +345,7 @@ void on_stdout_closed(kernel_broker* self) {
   cb.on_frame = [](std::string) {};
   cb.on_error = [](std::string) {};
   st.parser->finish(cb);
-  st.dead = true;
+  st.mark_dead();
   int status = 0;
   if (reap_kernel(st.opts.proc.pid, &status))
     st.opts.proc.pid = -1;
@@ -665,9 +367,11 @@ caf::behavior kernel_impl(kernel_broker* self, services_ptr svc,
   lim.max_buffered = static_cast<size_t>(ce.max_rpc_buffered_bytes);
   st.conns = std::make_unique<rpc_connection_table<caf::io::connection_handle>>(
     lim);
+  st.in_fd = ::fcntl(p.stdin_fd, F_DUPFD_CLOEXEC, 3); // -1: scribe only
   st.in_hdl = self->add_scribe(p.stdin_fd);
   st.out_hdl = self->add_scribe(p.stdout_fd);
   st.err_hdl = self->add_scribe(p.stderr_fd);
+  st.rpc_path = unix_socket_path(p.rpc_fd);
   st.rpc_raw_fd = p.rpc_fd;
   st.rpc_hdl = self->add_doorman(p.rpc_fd);
   st.listener_open = true;
@@ -692,7 +396,7 @@ caf::behavior kernel_impl(kernel_broker* self, services_ptr svc,
                   "closed) while this cell ran");
       return;
     }
-    s.dead = true;
+    s.mark_dead();
     settle_queue(self);
     end_broker(self, std::move(em.reason));
   });
@@ -707,7 +411,7 @@ caf::behavior kernel_impl(kernel_broker* self, services_ptr svc,
                      "fresh kernel.";
         r["tool_calls_made"] = 0;
         r["duration_seconds"] = 0;
-        rp.deliver(tool_response{cell.call_id, "execute_code", r.dump(), 0,
+        s.answer(rp, tool_response{cell.call_id, "execute_code", r.dump(), 0,
                                  false, true});
         return rp;
       }
@@ -743,10 +447,16 @@ caf::behavior kernel_impl(kernel_broker* self, services_ptr svc,
                  << " interrupted: " << reason);
       kill_kernel(self, cell_status::interrupted, std::move(reason));
     },
-    [=](deadline_atom, uint64_t gen) {
+    [=](deadline_atom, uint64_t key) {
       auto& s = self->state;
-      if (gen != s.deadline_gen || !s.cell)
+      if (auto i = s.cell_timers.find(key); i != s.cell_timers.end())
+        s.cell_timers.erase(i);
+      if (!s.cell || s.cell->forcing)
         return;
+      if (clock_type::now() < s.cell_deadline) {
+        arm_cell_timer(self); // armed for an earlier cell
+        return;
+      }
       MIBYAN_LOG(info, "kernel", "pid " << s.opts.proc.pid
                  << ": cell timed out after "
                  << s.cell->cell.timeout_ms << " ms");
@@ -776,8 +486,8 @@ caf::behavior kernel_impl(kernel_broker* self, services_ptr svc,
       }
     },
     [=](in_loop_atom) {
-      self->state.timer_armed = false;
-      progress(self);
+      self->state.retry_armed = false;
+      progress(self); // actors/kernel_lifetime.cpp
     },
     [=](caf::io::new_data_msg& msg) {
       if (!mark_in_loop(self))
@@ -866,9 +576,15 @@ caf::behavior kernel_impl(kernel_broker* self, services_ptr svc,
         refuse_conn(self, msg.handle, v);
         return;
       }
+      // CAF 0.17 numbers a connection by its descriptor; checked (the
+      // socket must be one of this kernel's RPC connections) before
+      // replies are written to a duplicate of it.
+      if (s.direct.has_room())
+        s.direct.add(msg.handle,
+                     dup_unix_connection(msg.handle.id(), s.rpc_path));
       self->configure_read(msg.handle,
                            caf::io::receive_policy::at_most(65536));
-      s.fresh.emplace(msg.handle, clock_type::now());
+      launched_conn(self, msg.handle);
     },
     [=](caf::io::connection_closed_msg& msg) {
       if (!mark_in_loop(self))
@@ -879,23 +595,27 @@ caf::behavior kernel_impl(kernel_broker* self, services_ptr svc,
         return;
       }
       s.conns->remove(msg.handle);
+      s.direct.close(msg.handle);
       // Closed by the peer: CAF has let it go already.
       s.fresh.erase(msg.handle);
       s.close_when_seen.erase(msg.handle);
       progress(self);
     },
     [=](caf::io::acceptor_closed_msg&) {
-      // Closed by kill_kernel; nothing else to do.
+      // Closed by close_listener; nothing else to do.
       mark_in_loop(self);
     },
   };
 }
 
-} // namespace
+} // namespace kernel_detail
 
 caf::actor spawn_kernel_actor(caf::actor_system& sys, services_ptr svc,
                               kernel_actor_options opts) {
-  return sys.middleman().spawn_broker(kernel_impl, std::move(svc),
+  if (!opts.usage)
+    opts.usage = std::make_shared<kernel_usage>();
+  return sys.middleman().spawn_broker(kernel_detail::kernel_impl,
+                                      std::move(svc),
                                       std::move(opts));
 }
 

@@ -5,35 +5,69 @@
 // the kernel's private RPC socket, so nothing here blocks a scheduler
 // thread.
 //
-// Protocol (untyped broker handle):
+// Protocol (untyped broker handle; `kernel_cell_actor` is its typed view
+// for delegating):
 //   (exec_atom, exec_cell) -> tool_response
 //       Runs one cell and answers with the execute_code result object.
 //       Cells queue when one is running. Never fails: a dead kernel is an
-//       error result.
+//       error result, and every cell taken is answered, however the
+//       broker ends. The answer goes to whoever sent the request, so the
+//       registry delegates and stays off the reply path; it learns about
+//       the kernel's use through `kernel_usage`.
 //   (interrupt_atom, std::string reason)
 //       Kills the kernel; the running cell answers "interrupted".
 //   exit (any reason)
 //       Kills the process group and removes the staging dir.
 //
-// RPC frames from the script become tool_requests (`from_script = true`)
-// to per-call tool_invocation actors, the same path as direct calls, after
-// the token, cell-authority, allow-list, duplicate-id and budget checks
-// (docs/execute_code.md, "Per-cell budgets"). Calls still running when the
-// cell ends, however it ends, are cancelled.
+// RPC frames from the script become tool_requests (`from_script = true`),
+// run by the broker itself or on the blocking pool (actors/script_calls.hpp)
+// after the token, cell-authority, allow-list, duplicate-id and budget
+// checks (docs/execute_code.md, "Per-cell budgets"); replies are written
+// from the handler (kernels/direct_writes.hpp). Calls still running when
+// the cell ends, however it ends, are cancelled. The code: actors/kernel.cpp
+// (cells, behavior), actors/kernel_rpc.cpp (RPC), actors/kernel_broker.hpp.
 //
 // After the kernel process is gone (exit, death, timeout, interrupt) the
 // actor quits; its owner monitors it.
 #pragma once
 
+#include <atomic>
+#include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "caf/fwd.hpp"
+#include "caf/replies_to.hpp"
+#include "caf/typed_actor.hpp"
 
 #include "kernels/kernel_process.hpp"
 #include "actors/services.hpp"
+#include "messages/type_ids.hpp"
 
 namespace mibyan {
+
+/// The kernel broker's cell interface, for typed delegation.
+using kernel_cell_actor = caf::typed_actor<
+  caf::replies_to<exec_atom, exec_cell>::with<tool_response>>;
+
+/// What the registry needs to know about a kernel's use without being on
+/// the reply path; shared by the registry and the warm-cell fast path
+/// (actors/warm_kernels.hpp), which count a cell in `attached` when they
+/// hand it over, and the broker (which writes everything else). Any
+/// thread.
+struct kernel_usage {
+  /// Cells handed to the kernel and not yet answered.
+  std::atomic<int> attached{0};
+  /// Set before the answer that ends the kernel (exit, timeout, interrupt,
+  /// death) is sent, and when the broker stops: the kernel takes no more
+  /// cells.
+  std::atomic<bool> ended{false};
+  /// steady_clock nanoseconds when the last cell was answered (0: never).
+  std::atomic<int64_t> last_answer_ns{0};
+  /// steady_clock nanoseconds when the last cell was handed over (0: never).
+  std::atomic<int64_t> last_handed_ns{0};
+};
 
 struct kernel_actor_options {
   /// The started process; the actor takes ownership of its descriptors.
@@ -44,6 +78,8 @@ struct kernel_actor_options {
   std::string mode = "session";
   /// Seconds between SIGTERM and SIGKILL.
   int64_t kill_grace_seconds = 5;
+  /// Shared with the registry; never null once spawned.
+  std::shared_ptr<kernel_usage> usage;
 };
 
 /// Spawns the kernel broker.

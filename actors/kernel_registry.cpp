@@ -6,6 +6,7 @@
 #include "caf/all.hpp"
 
 #include "actors/kernel.hpp"
+#include "actors/warm_kernels.hpp"
 #include "kernels/interpreter_cache.hpp"
 #include "kernels/stub_generator.hpp"
 #include "messages/type_ids.hpp"
@@ -28,10 +29,24 @@ struct kernel_record {
   std::string key;
   std::string owner;
   caf::actor handle;
-  int attached = 0;       // cells queued or running
+  // Cells in flight, end, last answer: written by the kernel broker,
+  // which answers cells straight to their callers (actors/kernel.hpp).
+  std::shared_ptr<kernel_usage> usage;
   bool pinned = false;    // subagent kernel: exempt from the LRU cap
-  clock_type::time_point last_used;
-  int64_t cells = 0;
+  clock_type::time_point last_used; // created or last handed a cell here
+
+  /// Cells queued or running.
+  int attached() const { return usage->attached.load(); }
+
+  /// When the kernel was last busy: its last cell handed over (here or by
+  /// the fast path) or answered.
+  clock_type::time_point idle_since() const {
+    auto at = [](int64_t ns) {
+      return clock_type::time_point{clock_type::duration{ns}};
+    };
+    return std::max({last_used, at(usage->last_handed_ns.load()),
+                     at(usage->last_answer_ns.load())});
+  }
 };
 
 // A kernel started ahead of demand, not yet owned by a session.
@@ -39,6 +54,7 @@ struct spare_kernel {
   std::string shape;      // mode|python|cwd|tools
   caf::actor handle;
   std::string resolved;   // the interpreter it runs
+  std::shared_ptr<kernel_usage> usage;
 };
 
 struct registry_state {
@@ -52,6 +68,10 @@ struct registry_state {
   std::map<std::string, kernel_record> kernels; // by key
   std::vector<spare_kernel> spares;
   int64_t spawned = 0, evicted = 0, reaped = 0;
+  // The kernels of `kernels` offered to the call facade's fast path, and
+  // the key computation shared with it (actors/warm_kernels.hpp). Every
+  // change to `kernels` is mirrored here.
+  std::shared_ptr<warm_kernel_index> warm;
 
   // The registry owns its kernels: when it goes, they go (otherwise the
   // actor system would wait for them forever at shutdown).
@@ -81,46 +101,12 @@ tool_response respond(const tool_request& req, const json::value& r) {
   return tool_response{req.call_id, req.tool, r.dump(), 0, false};
 }
 
-std::string join(const std::vector<std::string>& xs) {
-  std::string out;
-  for (auto& x : xs)
-    out += (out.empty() ? "" : ",") + x;
-  return out;
-}
-
 bool is_subagent_owner(const std::string& owner) {
   return owner.find("::child::") != std::string::npos;
 }
 
-struct kernel_shape {
-  std::string mode;   // project | strict
-  std::string python;
-  std::string cwd;    // "" in strict mode: the kernel's own staging dir
-  /// Variables of the session's active skills (docs/tools.md, "Skills"):
-  /// part of the key, so a kernel started before a skill became active
-  /// (or a spare) is not used for it.
-  std::vector<std::string> skill_env;
-
-  std::string text(const std::vector<std::string>& tools) const {
-    auto t = mode + "|" + python + "|" + cwd + "|" + join(tools);
-    return skill_env.empty() ? t : t + "|env:" + join(skill_env);
-  }
-};
-
 kernel_shape shape_for(registry_pointer self, const tool_request& req) {
-  auto& st = self->state;
-  auto& cfg = st.svc->cfg.code_execution;
-  kernel_shape s;
-  s.mode = cfg.mode == "strict" ? "strict" : "project";
-  if (s.mode == "strict") {
-    s.python = st.default_python;
-  } else {
-    s.python = st.python;
-    s.cwd = req.cwd.empty() ? st.svc->default_cwd : req.cwd;
-  }
-  if (st.svc->agent_tools && !req.session_id.empty())
-    s.skill_env = st.svc->agent_tools->skill_env(req.session_id);
-  return s;
+  return self->state.warm->routing().shape_for(req);
 }
 
 // The interpreter a new kernel of `shape` runs: resolved now, from the
@@ -135,7 +121,8 @@ std::string interpreter_for(registry_pointer self, const kernel_shape& shape) {
 }
 
 caf::actor start_kernel(registry_pointer self, const kernel_shape& shape,
-                        std::string* error, std::string* resolved = nullptr) {
+                        std::string* error, std::string* resolved = nullptr,
+                        std::shared_ptr<kernel_usage>* usage = nullptr) {
   auto& st = self->state;
   kernel_spawn_options so;
   so.python = interpreter_for(self, shape);
@@ -179,6 +166,9 @@ caf::actor start_kernel(registry_pointer self, const kernel_shape& shape,
   ko.proc = std::move(proc);
   ko.tools = st.tools;
   ko.kill_grace_seconds = st.svc->cfg.terminal.kill_grace;
+  ko.usage = std::make_shared<kernel_usage>();
+  if (usage)
+    *usage = ko.usage;
   auto handle = spawn_kernel_actor(self->system(), st.svc, std::move(ko));
   self->monitor(handle);
   return handle;
@@ -198,12 +188,13 @@ void refill_spares(registry_pointer self) {
                             });
   for (; have < want; ++have) {
     std::string err, resolved;
-    auto h = start_kernel(self, shape, &err, &resolved);
+    std::shared_ptr<kernel_usage> usage;
+    auto h = start_kernel(self, shape, &err, &resolved, &usage);
     if (!h) {
       MIBYAN_LOG(warning, "kernel", "cannot pre-start a kernel: " << err);
       return;
     }
-    st.spares.push_back(spare_kernel{text, h, resolved});
+    st.spares.push_back(spare_kernel{text, h, resolved, usage});
   }
 }
 
@@ -224,12 +215,15 @@ void enforce_cap(registry_pointer self, const std::string& keep) {
       if (rec.pinned)
         continue;
       ++live;
-      if (key == keep || rec.attached > 0)
+      if (key == keep || rec.attached() > 0)
         continue;
-      if (!oldest || rec.last_used < oldest->last_used)
+      if (!oldest || rec.idle_since() < oldest->idle_since())
         oldest = &rec;
     }
     if (live <= cap || oldest == nullptr)
+      return;
+    // A fast-path cell may have been handed to it since: then it stays.
+    if (!st.warm->remove_if_idle(oldest->key, oldest->handle))
       return;
     MIBYAN_LOG(info, "kernel", "evicting idle kernel of " << oldest->owner
                << " (max_session_kernels " << cap << ")");
@@ -245,7 +239,8 @@ void reap_idle(registry_pointer self) {
     st.svc->cfg.code_execution.kernel_idle_timeout);
   auto now = clock_type::now();
   for (auto i = st.kernels.begin(); i != st.kernels.end();) {
-    if (i->second.attached == 0 && now - i->second.last_used >= idle) {
+    if (i->second.attached() == 0 && now - i->second.idle_since() >= idle
+        && st.warm->remove_if_idle(i->first, i->second.handle)) {
       MIBYAN_LOG(info, "kernel", "reaping idle kernel of " << i->second.owner);
       ++st.reaped;
       stop_kernel(self, i->second.handle);
@@ -262,66 +257,35 @@ std::chrono::milliseconds reap_period(const options& cfg) {
   return std::chrono::milliseconds(std::clamp<int64_t>(ms, 500, 300000));
 }
 
-void run_cell(registry_pointer self, const tool_request& req,
-              kernel_record& rec, exec_cell cell,
+// Hands a cell to its kernel. The kernel answers the caller directly
+// (the promise is delegated): the registry is not on the reply path, and
+// learns about the answer through the kernel's usage record.
+void run_cell(kernel_record& rec, exec_cell cell,
               caf::typed_response_promise<tool_response> rp) {
-  ++rec.attached;
+  rec.usage->attached.fetch_add(1);
   rec.last_used = clock_type::now();
-  auto key = rec.key;
-  auto handle = rec.handle;
-  // The kernel answers every cell; the timeout only guards against a lost
-  // message (the cell's own timeout plus the kill sequence plus a margin).
-  auto limit = std::chrono::milliseconds(cell.timeout_ms)
-               + std::chrono::seconds(self->state.svc->cfg.terminal.kill_grace
-                                      + 30);
-  self->request(handle, limit, exec_atom_v, std::move(cell))
-    .then(
-      [=](tool_response& res) mutable {
-        auto& st = self->state;
-        if (auto i = st.kernels.find(key);
-            i != st.kernels.end() && i->second.handle == handle) {
-          --i->second.attached;
-          ++i->second.cells;
-          i->second.last_used = clock_type::now();
-          // A kernel that ended (timeout, interrupt, exit, death) is gone:
-          // forget it now rather than on its down message, so the next
-          // call never reaches a terminated broker.
-          if (res.kernel_ended)
-            st.kernels.erase(i);
-        }
-        rp.deliver(std::move(res));
-      },
-      [=](caf::error& err) mutable {
-        auto& st = self->state;
-        if (auto i = st.kernels.find(key);
-            i != st.kernels.end() && i->second.handle == handle)
-          st.kernels.erase(i);
-        rp.deliver(respond(req, early_error(
-          "The session kernel died while running the cell: "
-          + self->system().render(err))));
-      });
+  rec.usage->last_handed_ns.store(usage_clock_now());
+  rp.delegate(caf::actor_cast<kernel_cell_actor>(rec.handle), exec_atom_v,
+              std::move(cell));
 }
 
 } // namespace
 
 registry_impl_actor::behavior_type
-registry_behavior(registry_pointer self, services_ptr svc, std::string python,
-                  std::string default_python) {
+registry_behavior(registry_pointer self,
+                  std::shared_ptr<warm_kernel_index> warm) {
   auto& st = self->state;
-  st.svc = std::move(svc);
-  st.python = std::move(python);
-  st.default_python = std::move(default_python);
-  std::vector<std::string> enabled;
-  for (auto t : st.svc->tools.all())
-    enabled.push_back(t->name());
-  st.tools = effective_script_tools(enabled);
-  for (auto& h : st.svc->script_host_tools)
-    st.tools.push_back(h.name);
-  std::sort(st.tools.begin(), st.tools.end());
+  auto& routing = warm->routing();
+  st.svc = routing.svc;
+  st.python = routing.python;
+  st.default_python = routing.default_python;
+  st.tools = routing.tools;
+  st.warm = std::move(warm);
   self->set_down_handler([=](caf::down_msg& dm) {
     auto& s = self->state;
     for (auto i = s.kernels.begin(); i != s.kernels.end(); ++i) {
       if (i->second.handle.address() == dm.source) {
+        s.warm->remove(i->first, i->second.handle);
         s.kernels.erase(i);
         return;
       }
@@ -339,6 +303,10 @@ registry_behavior(registry_pointer self, services_ptr svc, std::string python,
     [=](invoke_atom, tool_request& req) -> caf::result<tool_response> {
       auto& s = self->state;
       auto rp = self->make_response_promise<tool_response>();
+      if (auto blocked = script_guard_response(*s.svc, req)) {
+        rp.deliver(std::move(*blocked));
+        return rp;
+      }
       auto args = json::parse(req.args_json.empty() ? "{}" : req.args_json);
       if (!args || !args.v->is_object()) {
         rp.deliver(respond(req, early_error(
@@ -376,9 +344,8 @@ registry_behavior(registry_pointer self, services_ptr svc, std::string python,
       else if (r && r->is_string())
         reset = r->as_string() == "true";
       auto shape = shape_for(self, req);
-      auto owner = req.session_id.empty() ? std::string{"default"}
-                                          : req.session_id;
-      auto key = owner + "|" + shape.text(s.tools);
+      auto owner = kernel_routing::owner_of(req);
+      auto key = s.warm->routing().key_for(owner, shape);
       exec_cell cell;
       cell.session_id = owner;
       cell.call_id = req.call_id;
@@ -386,15 +353,23 @@ registry_behavior(registry_pointer self, services_ptr svc, std::string python,
       cell.timeout_ms = s.svc->cfg.code_execution.timeout * 1000;
       cell.max_tool_calls = s.svc->cfg.code_execution.max_tool_calls;
       auto i = s.kernels.find(key);
+      if (i != s.kernels.end() && i->second.usage->ended.load()) {
+        // Its last answer ended it (exit, timeout, interrupt, death): the
+        // next cell gets a fresh kernel; the down message follows.
+        s.warm->remove(i->first, i->second.handle);
+        s.kernels.erase(i);
+        i = s.kernels.end();
+      }
       if (i != s.kernels.end() && reset) {
         cell.state_reset = true;
+        s.warm->remove(i->first, i->second.handle);
         stop_kernel(self, i->second.handle);
         s.kernels.erase(i);
         i = s.kernels.end();
       }
       if (i != s.kernels.end()) {
         cell.reused = true;
-        run_cell(self, req, i->second, std::move(cell), rp);
+        run_cell(i->second, std::move(cell), rp);
         return rp;
       }
       // A skill became active since the session's kernel started: that
@@ -407,8 +382,9 @@ registry_behavior(registry_pointer self, services_ptr svc, std::string python,
         for (auto j = s.kernels.begin(); j != s.kernels.end();) {
           bool older = j->first == base
                        || j->first.rfind(base + "|env:", 0) == 0;
-          if (older && j->second.attached == 0) {
+          if (older && j->second.attached() == 0) {
             cell.state_reset = true; // reported in the result's kernel info
+            s.warm->remove(j->first, j->second.handle);
             stop_kernel(self, j->second.handle);
             j = s.kernels.erase(j);
           } else {
@@ -418,14 +394,16 @@ registry_behavior(registry_pointer self, services_ptr svc, std::string python,
       }
       // A fresh kernel: take a pre-started one of the same shape if any.
       caf::actor handle;
+      std::shared_ptr<kernel_usage> usage;
       auto text = shape.text(s.tools);
       for (auto j = s.spares.begin(); j != s.spares.end(); ++j) {
         if (j->shape == text) {
           // A spare started before the selected Python version changed
           // (pyenv files, PYENV_VERSION, venv) is not used.
-          if (j->resolved == interpreter_for(self, shape))
+          if (j->resolved == interpreter_for(self, shape)) {
             handle = j->handle;
-          else
+            usage = j->usage;
+          } else
             stop_kernel(self, j->handle);
           s.spares.erase(j);
           break;
@@ -434,7 +412,7 @@ registry_behavior(registry_pointer self, services_ptr svc, std::string python,
       std::string note;
       if (!handle) {
         std::string err, tried;
-        handle = start_kernel(self, shape, &err, &tried);
+        handle = start_kernel(self, shape, &err, &tried, &usage);
         // A broken venv or a wrong `code_execution.python` must not make
         // execute_code unusable: fall back to the default interpreter, then
         // to python3 on PATH, and say so in the result.
@@ -446,7 +424,7 @@ registry_behavior(registry_pointer self, services_ptr svc, std::string python,
           auto fallback = shape;
           fallback.python = candidate;
           std::string err2;
-          handle = start_kernel(self, fallback, &err2);
+          handle = start_kernel(self, fallback, &err2, nullptr, &usage);
           if (handle)
             note = "The configured interpreter " + tried
                    + " could not be started (" + err + "); this session's "
@@ -466,23 +444,22 @@ registry_behavior(registry_pointer self, services_ptr svc, std::string python,
       rec.key = key;
       rec.owner = owner;
       rec.handle = handle;
+      rec.usage = usage;
       rec.pinned = is_subagent_owner(owner);
       rec.last_used = clock_type::now();
       auto& stored = s.kernels[key] = std::move(rec);
+      s.warm->put(key, stored.handle, stored.usage);
       enforce_cap(self, key);
       if (note.empty()) {
-        run_cell(self, req, stored, std::move(cell), rp);
+        run_cell(stored, std::move(cell), rp);
       } else {
-        // Add the fallback note to the result.
-        auto inner = self->make_response_promise<tool_response>();
+        // Add the fallback note to the result (the kernel answers here).
         auto req_copy = req;
-        ++stored.attached;
+        stored.usage->attached.fetch_add(1);
+        stored.last_used = clock_type::now();
         self->request(handle, caf::infinite, exec_atom_v, std::move(cell))
           .then(
             [=](tool_response& res) mutable {
-              auto& s2 = self->state;
-              if (auto k = s2.kernels.find(key); k != s2.kernels.end())
-                --k->second.attached;
               if (auto r = json::parse(res.result_json); r && r.v->is_object()) {
                 (*r.v)["note"] = note;
                 res.result_json = r.v->dump();
@@ -506,7 +483,7 @@ registry_behavior(registry_pointer self, services_ptr svc, std::string python,
       auto reason = req.reason.empty() ? std::string{"user sent a new message"}
                                        : req.reason;
       for (auto& [key, rec] : s.kernels)
-        if (rec.owner == req.session_id && rec.attached > 0)
+        if (rec.owner == req.session_id && rec.attached() > 0)
           caf::anon_send(rec.handle, interrupt_atom_v, reason);
     },
     [=](dispose_atom, std::string& owner) {
@@ -515,6 +492,7 @@ registry_behavior(registry_pointer self, services_ptr svc, std::string python,
       for (auto i = s.kernels.begin(); i != s.kernels.end();) {
         auto& o = i->second.owner;
         if (o == owner || o.rfind(prefix, 0) == 0) {
+          s.warm->remove(i->first, i->second.handle);
           stop_kernel(self, i->second.handle);
           i = s.kernels.erase(i);
         } else {
@@ -541,12 +519,25 @@ registry_behavior(registry_pointer self, services_ptr svc, std::string python,
   };
 }
 
-kernel_registry_actor spawn_kernel_registry(caf::actor_system& sys,
-                                            services_ptr svc,
-                                            std::string python,
-                                            std::string default_python) {
-  auto impl = sys.spawn(registry_behavior, std::move(svc), std::move(python),
-                        std::move(default_python));
+kernel_registry_actor
+spawn_kernel_registry(caf::actor_system& sys, services_ptr svc,
+                      std::string python, std::string default_python,
+                      std::shared_ptr<warm_kernel_index>* warm) {
+  kernel_routing routing;
+  std::vector<std::string> enabled;
+  for (auto t : svc->tools.all())
+    enabled.push_back(t->name());
+  routing.tools = effective_script_tools(enabled);
+  for (auto& h : svc->script_host_tools)
+    routing.tools.push_back(h.name);
+  std::sort(routing.tools.begin(), routing.tools.end());
+  routing.svc = std::move(svc);
+  routing.python = std::move(python);
+  routing.default_python = std::move(default_python);
+  auto index = std::make_shared<warm_kernel_index>(std::move(routing));
+  if (warm)
+    *warm = index;
+  auto impl = sys.spawn(registry_behavior, std::move(index));
   return caf::actor_cast<kernel_registry_actor>(impl);
 }
 

@@ -24,6 +24,7 @@
 // `prestart_kernels` kernels kept ready for new sessions.
 #pragma once
 
+#include <memory>
 #include <string>
 
 #include "caf/fwd.hpp"
@@ -35,6 +36,8 @@
 
 namespace mibyan {
 
+class warm_kernel_index;
+
 using kernel_registry_actor = tool_dispatcher_actor::extend<
   caf::reacts_to<dispose_atom, std::string>,
   caf::replies_to<stats_atom>::with<std::string>>;
@@ -43,9 +46,12 @@ using kernel_registry_actor = tool_dispatcher_actor::extend<
 /// = the active venv/conda env's, else `default_python`), `default_python`
 /// the one for strict mode and for the fallback. Both are names or paths,
 /// resolved only when a kernel starts (kernels/interpreter_cache.hpp).
-kernel_registry_actor spawn_kernel_registry(caf::actor_system& sys,
-                                            services_ptr svc,
-                                            std::string python,
-                                            std::string default_python);
+/// `warm` (optional) receives the index of its running kernels, for the
+/// warm-cell fast path of the runtime's call facade
+/// (actors/warm_kernels.hpp).
+kernel_registry_actor
+spawn_kernel_registry(caf::actor_system& sys, services_ptr svc,
+                      std::string python, std::string default_python,
+                      std::shared_ptr<warm_kernel_index>* warm = nullptr);
 
 } // namespace mibyan

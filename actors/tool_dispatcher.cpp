@@ -50,21 +50,8 @@ dispatcher(tool_dispatcher_actor::stateful_pointer<dispatcher_state> self,
     [=](invoke_atom, tool_request& req) -> caf::result<tool_response> {
       auto& st = self->state;
       if (req.tool == "execute_code" && st.code_exec) {
-        // The whole-script guard (docs/approvals.md); never blocks.
-        if (svc->approvals) {
-          // The sandbox probe ran at start-up, so this does not block.
-          approval_call call{req.session_id, req.from_script, nullptr};
-          call.isolated = !script_sandbox_bwrap(svc->cfg).empty();
-          auto v = svc->approvals->check_script(call);
-          if (!v.approved) {
-            json::value r;
-            r["status"] = "blocked";
-            r["output"] = "";
-            r["error"] = v.message;
-            r["approved"] = false;
-            return tool_response{req.call_id, req.tool, r.dump(), 0, false};
-          }
-        }
+        // The backend applies the whole-script guard itself (so the
+        // runtime facade can call it directly): script_guard_response.
         return self->delegate(st.code_exec, invoke_atom_v, std::move(req));
       }
       auto inv = spawn_tool_invocation(self, svc);
@@ -90,6 +77,25 @@ tool_dispatcher_actor spawn_tool_dispatcher(caf::actor_system& sys,
                                             services_ptr svc,
                                             tool_dispatcher_actor code_exec) {
   return sys.spawn(dispatcher, std::move(svc), std::move(code_exec));
+}
+
+std::optional<tool_response> script_guard_response(const runtime_services& svc,
+                                                   const tool_request& req) {
+  if (!svc.approvals)
+    return std::nullopt;
+  // The whole-script guard (docs/approvals.md); never blocks (the sandbox
+  // probe ran at start-up).
+  approval_call call{req.session_id, req.from_script, nullptr};
+  call.isolated = !script_sandbox_bwrap(svc.cfg).empty();
+  auto v = svc.approvals->check_script(call);
+  if (v.approved)
+    return std::nullopt;
+  json::value r;
+  r["status"] = "blocked";
+  r["output"] = "";
+  r["error"] = v.message;
+  r["approved"] = false;
+  return tool_response{req.call_id, req.tool, r.dump(), 0, false};
 }
 
 } // namespace mibyan

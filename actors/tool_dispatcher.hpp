@@ -14,6 +14,8 @@
 //       "cancelled" result) and forwards to the code-execution backend.
 #pragma once
 
+#include <optional>
+
 #include "caf/replies_to.hpp"
 #include "caf/typed_actor.hpp"
 
@@ -31,9 +33,16 @@ using tool_dispatcher_actor = caf::typed_actor<
   caf::reacts_to<interrupt_atom, interrupt_request>>;
 
 /// Spawns the dispatcher. `code_exec` (may be invalid) receives
-/// `execute_code` calls with the same protocol as the dispatcher.
+/// `execute_code` calls with the same protocol as the dispatcher, and
+/// applies script_guard_response itself.
 tool_dispatcher_actor spawn_tool_dispatcher(caf::actor_system& sys,
                                             services_ptr svc,
                                             tool_dispatcher_actor code_exec);
+
+/// The whole-script approval guard of `execute_code` (docs/approvals.md):
+/// the "blocked" result when the script may not run, else nothing. Never
+/// blocks; any thread.
+std::optional<tool_response> script_guard_response(const runtime_services& svc,
+                                                   const tool_request& req);
 
 } // namespace mibyan

@@ -22,7 +22,8 @@
 // processes on a small machine hits both alike; sections print medians and
 // the final table shows ours / baseline.
 //
-// Usage: mibyan_exec_bench [repetitions | --quick]   (default 5)
+// Usage: mibyan_exec_bench [repetitions | --quick] [--only SECTION]
+//                          [--cells N]   (default 5 repetitions)
 // --quick: 2 repetitions, fewer warm cells, two cold-start configurations.
 // Prints BENCH_ROW lines (bench/bench_row.hpp) for scripts/bench.sh.
 // Run from anywhere; bench/echo_server.py is found through the source dir
@@ -47,6 +48,7 @@
 
 #include <fcntl.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -452,29 +454,51 @@ void threaded_calls(runtime& rt, int reps) {
       "        r = web_search('x')\n"
       "        assert 'data' in r, r\n"
       "t = time.perf_counter()\n"
+      "c = time.process_time()\n"
       "loop(800)\n"
       "one = 800 / (time.perf_counter() - t)\n"
+      "cpu1 = (time.process_time() - c) * 1e6 / 800\n"
       "ts = [threading.Thread(target=loop, args=(100,)) for _ in range(8)]\n"
       "t = time.perf_counter()\n"
+      "c = time.process_time()\n"
       "for x in ts: x.start()\n"
       "for x in ts: x.join()\n"
       "eight = 800 / (time.perf_counter() - t)\n"
-      "print(one, eight)\n";
-  std::vector<double> one, eight, ratio;
+      "cpu8 = (time.process_time() - c) * 1e6 / 800\n"
+      "print(one, eight, cpu1, cpu8)\n";
+  // Where the time goes: CPU per call of the kernel process (all its
+  // threads; Python holds the GIL for most of it) and of this process
+  // (the broker and everything else), against the wall time per call.
+  std::vector<double> one, eight, ratio, py1, py8, host;
   for (int i = 0; i < reps; ++i) {
+    rusage before{}, after{};
+    ::getrusage(RUSAGE_SELF, &before);
     auto r = exec(rt, "threads", code);
+    ::getrusage(RUSAGE_SELF, &after);
     if (r.result["tool_calls_made"].as_int() != 1600)
       die("expected 1600 tool calls: " + r.result.dump());
     std::istringstream in(r.output);
-    double a = 0, b = 0;
-    in >> a >> b;
+    double a = 0, b = 0, c1 = 0, c8 = 0;
+    in >> a >> b >> c1 >> c8;
     one.push_back(a);
     eight.push_back(b);
     ratio.push_back(a > 0 ? b / a : 0);
+    py1.push_back(c1);
+    py8.push_back(c8);
+    auto us = [](const timeval& t) { return t.tv_sec * 1e6 + t.tv_usec; };
+    host.push_back((us(after.ru_utime) + us(after.ru_stime)
+                    - us(before.ru_utime) - us(before.ru_stime)) / 1600);
   }
   std::printf("one thread, calls/s:    %s\n", list(one, 0).c_str());
   std::printf("8 threads, calls/s:     %s\n", list(eight, 0).c_str());
   std::printf("ratio:                  %s\n", list(ratio, 2).c_str());
+  std::printf("kernel CPU us/call, 1 thread: %s; 8 threads: %s\n",
+              list(py1).c_str(), list(py8).c_str());
+  std::printf("host CPU us/call (both phases): %s\n", list(host).c_str());
+  std::printf("bound on the ratio from CPU on 2 cores: wall/call of one "
+              "thread / max(kernel CPU, (kernel + host CPU) / 2) = %.2f\n",
+              (1e6 / median(one))
+                / std::max(median(py8), (median(py8) + median(host)) / 2));
   add_row("8 threads x no-op calls, throughput", median(eight), median(one),
           "calls/s", "one thread", ">= 4x one thread",
           median(eight) >= 4 * median(one));
@@ -801,6 +825,11 @@ int main(int argc, char** argv) {
     if (std::string{argv[i]} == "--only")
       only = argv[i + 1];
   auto want = [&](const char* s) { return only.empty() || only == s; };
+  // --cells N: warm cells per measurement (for profiling the warm path).
+  int cells = quick_run ? 100 : 200;
+  for (int i = 1; i + 1 < argc; ++i)
+    if (std::string{argv[i]} == "--cells" && std::atoi(argv[i + 1]) > 0)
+      cells = std::atoi(argv[i + 1]);
   int reps = quick_run ? 2
              : argc > 1 && std::atoi(argv[1]) > 0 ? std::atoi(argv[1]) : 5;
   auto total_start = clock_type::now();
@@ -837,7 +866,7 @@ int main(int argc, char** argv) {
     if (want("threads"))
       threaded_calls(*rt, reps);
     if (want("warm"))
-      warm_cell(env, *rt, quick_run ? 100 : 200);
+      warm_cell(env, *rt, cells);
     if (want("conc"))
       concurrency(*rt, reps);
   }

@@ -3,12 +3,16 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
+#include <climits>
+#include <condition_variable>
 #include <functional>
 #include <csignal>
 #include <iostream>
 #include <mutex>
 #include <thread>
 
+#include <poll.h>
 #include <pthread.h>
 #include <unistd.h>
 
@@ -65,17 +69,93 @@ int list_tools(runtime& rt, const std::vector<std::string>& toolsets) {
   return 0;
 }
 
+// Writes all of `text` to `fd` (blocking); false on an error.
+bool write_all(int fd, const std::string& text) {
+  size_t done = 0;
+  while (done < text.size()) {
+    auto n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return false;
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+// The result lines of `mibyan tool --stdin`, one call in flight at a time.
+// A call's completion (on a runtime thread) writes its line to stdout
+// itself when that cannot block (stdout writable, the line at most
+// PIPE_BUF bytes), so the result reaches the client without waiting for
+// the main thread to wake up; otherwise it hands the line to the main
+// thread, which writes it. The main thread waits for the call in flight
+// before it writes or starts anything else, so lines stay in order.
+class stdin_results {
+public:
+  /// Called on the main thread before each line is answered.
+  void wait_idle() {
+    std::string line;
+    {
+      std::unique_lock<std::mutex> guard{mtx_};
+      cv_.wait(guard, [this] { return !busy_; });
+      line.swap(handed_over_);
+    }
+    if (!line.empty())
+      write_all(STDOUT_FILENO, line);
+  }
+
+  /// Main thread: writes a line while no call is in flight.
+  void write(const std::string& result) {
+    wait_idle();
+    write_all(STDOUT_FILENO, result + "\n");
+  }
+
+  /// Main thread: a call is about to start.
+  void start() {
+    std::lock_guard<std::mutex> guard{mtx_};
+    busy_ = true;
+  }
+
+  /// Any thread: the call in flight answered `result`.
+  void finish(const std::string& result) {
+    auto line = result + "\n";
+    bool written = false;
+    if (line.size() <= PIPE_BUF) {
+      pollfd p{STDOUT_FILENO, POLLOUT, 0};
+      if (::poll(&p, 1, 0) == 1 && (p.revents & POLLOUT) != 0
+          && (p.revents & (POLLERR | POLLHUP | POLLNVAL)) == 0)
+        written = write_all(STDOUT_FILENO, line);
+    }
+    std::lock_guard<std::mutex> guard{mtx_};
+    if (!written)
+      handed_over_ = std::move(line);
+    busy_ = false;
+    cv_.notify_one();
+  }
+
+private:
+  std::mutex mtx_;
+  std::condition_variable cv_;
+  bool busy_ = false;
+  std::string handed_over_;
+};
+
+/// Starts one tool call; `done` is called once with its result JSON, on
+/// any thread (possibly before this returns).
+using tool_starter = std::function<void(
+  const tool_call_request&, std::function<void(const std::string&)> done)>;
+
 // One result line per input line, always (docs/configuration.md, `mibyan
 // tool --stdin`): an empty or over-long line gets an error result, so the
 // Nth output line answers the Nth input line.
-int run_stdin(const std::function<tool_outcome(const tool_call_request&)>& run,
-              const std::string& session, const std::string& cwd,
-              int64_t max_argument_bytes) {
+int run_stdin(const tool_starter& start_call, const std::string& session,
+              const std::string& cwd, int64_t max_argument_bytes) {
   std::string line;
   uint64_t seq = 0, length = 0;
   // The request envelope around the arguments is far below the slack.
   auto max_line = static_cast<size_t>(max_argument_bytes) + 65536;
   bounded_line_reader reader{STDIN_FILENO, max_line};
+  stdin_results out;
   for (;;) {
     auto got = reader.next(line, length);
     if (got == bounded_line_reader::status::eof)
@@ -88,7 +168,7 @@ int run_stdin(const std::function<tool_outcome(const tool_call_request&)>& run,
                             + argument_size_error(length,
                                                   max_argument_bytes))
                  .dump();
-      std::cout << result << "\n" << std::flush;
+      out.write(result);
       continue;
     }
     if (line.find_first_not_of(" \t\r") == std::string::npos) {
@@ -96,7 +176,7 @@ int run_stdin(const std::function<tool_outcome(const tool_call_request&)>& run,
                             + ": the line is empty; expected a JSON object "
                               "{\"tool\": NAME, \"args\": {...}}")
                  .dump();
-      std::cout << result << "\n" << std::flush;
+      out.write(result);
       continue;
     }
     auto parsed = json::parse(line);
@@ -118,11 +198,15 @@ int run_stdin(const std::function<tool_outcome(const tool_call_request&)>& run,
           args_json = args->is_string() ? args->as_string() : args->dump();
         tool_call_request call{session, "stdin-" + std::to_string(seq),
                        name->as_string(), args_json, cwd};
-        result = run(call).result_json;
+        out.wait_idle();
+        out.start();
+        start_call(call, [&out](const std::string& r) { out.finish(r); });
+        continue;
       }
     }
-    std::cout << result << "\n" << std::flush;
+    out.write(result);
   }
+  out.wait_idle();
   return 0;
 }
 
@@ -146,8 +230,9 @@ int tool_on_cluster(const std::string& address, std::string session,
     client->interrupt(session, "user sent a new message");
   }};
   if (from_stdin)
-    return run_stdin([&client](const tool_call_request& c) {
-      return client->call_tool(c);
+    return run_stdin([&client](const tool_call_request& c,
+                               std::function<void(const std::string&)> done) {
+      done(client->call_tool(c).result_json);
     }, session, cwd, opts.tools.max_argument_bytes);
   const auto& name = positional[0];
   auto names = client->tool_names(&error);
@@ -256,8 +341,9 @@ int tool_command(const std::vector<std::string>& args,
     rt->interrupt(session, "user sent a new message");
   }};
   if (from_stdin)
-    return run_stdin([&rt](const tool_call_request& c) {
-      return rt->call_tool(c);
+    return run_stdin([&rt](const tool_call_request& c,
+                           std::function<void(const std::string&)> done) {
+      rt->call_tool_async(c, [done](tool_outcome o) { done(o.result_json); });
     }, session, cwd, max_argument_bytes);
   const auto& name = positional[0];
   if (rt->tools().find(name) == nullptr) {

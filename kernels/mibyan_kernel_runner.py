@@ -27,12 +27,15 @@ import gc
 import io
 import json
 import os
+import select
 import signal
 import sys
 import threading
 import time
 import traceback
 import types
+import warnings
+import weakref
 
 ENV_SENTINEL_FD = "MIBYAN_KERNEL_SENTINEL_FD"
 ENV_STUB = "MIBYAN_KERNEL_STUB"
@@ -55,6 +58,85 @@ def _clip_text(text, head=TRACEBACK_HEAD, tail=TRACEBACK_TAIL):
         return text
     return "%s\n[... %d characters omitted ...]\n%s" % (
         text[:head], len(text) - head - tail, text[-tail:])
+
+
+_encode_str = json.encoder.encode_basestring  # ensure_ascii=False escaping
+
+
+# The members of a cell's reply frame, in order (docs/kernel_protocol.md
+# section 4.1), and its JSON with the values left open.
+_FRAME_KEYS = ("id", "status", "stdout", "stderr", "stdout_clipped",
+               "stderr_clipped", "stdout_total", "stderr_total", "traceback",
+               "execution_count", "exit_code")
+_FRAME_JSON = ", ".join('"%s": %%s' % key for key in _FRAME_KEYS)
+_FRAME_JSON = "{" + _FRAME_JSON + "}"
+_JSON_BOOL = {True: "true", False: "false"}
+
+
+def _dumps_frame(body):
+    """A cell frame's JSON through one format string, or None when a value
+    is not of the expected type."""
+    (cell_id, status, out, err, out_clipped, err_clipped, out_total,
+     err_total, trace, count, exit_code) = body.values()
+    if (type(status) is not str or type(out) is not str
+            or type(err) is not str or type(trace) is not str
+            or type(out_total) is not int or type(err_total) is not int
+            or type(count) is not int or type(out_clipped) is not bool
+            or type(err_clipped) is not bool):
+        return None
+    if cell_id is None:
+        cell_id = "null"
+    elif type(cell_id) is str:
+        cell_id = _encode_str(cell_id)
+    else:
+        return None
+    if exit_code is None:
+        exit_code = "null"
+    elif type(exit_code) is int:
+        exit_code = int.__repr__(exit_code)
+    else:
+        return None
+    return _FRAME_JSON % (
+        cell_id, _encode_str(status), _encode_str(out), _encode_str(err),
+        _JSON_BOOL[out_clipped], _JSON_BOOL[err_clipped],
+        int.__repr__(out_total), int.__repr__(err_total), _encode_str(trace),
+        int.__repr__(count), exit_code)
+
+
+def _dumps_body(body):
+    """`json.dumps(body, ensure_ascii=False)` for a frame body: a flat dict
+    of str, bool, int and None values (anything else goes through json).
+    The per-cell frame is built on every cell, so it avoids the general
+    encoder's set-up."""
+    if len(body) == len(_FRAME_KEYS) and tuple(body) == _FRAME_KEYS:
+        text = _dumps_frame(body)
+        if text is not None:
+            return text
+    parts = []
+    for key, value in body.items():
+        if value is None:
+            text = "null"
+        elif value is True:
+            text = "true"
+        elif value is False:
+            text = "false"
+        elif type(value) is str:
+            text = _encode_str(value)
+        elif type(value) is int:
+            text = int.__repr__(value)
+        else:
+            text = json.dumps(value, ensure_ascii=False)
+        parts.append(_encode_str(key) + ": " + text)
+    return "{" + ", ".join(parts) + "}"
+
+
+def _encode_body(body):
+    """The frame body as UTF-8 bytes; lone surrogates become '?'."""
+    text = _dumps_body(body)
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "replace")
 
 
 def _fit_frame(body, encode):
@@ -154,6 +236,83 @@ class CellStream(io.TextIOBase):
         with self._lock:
             return self._total > self._kept
 
+    def snapshot(self):
+        """(text kept, whether text was dropped, characters written)."""
+        with self._lock:
+            text = "".join(self._parts)
+            self._parts = [text]
+            return text, self._total > self._kept, self._total
+
+    def reset(self):
+        """Empties the stream for another cell (Kernel._capture_stream)."""
+        with self._lock:
+            self._parts = []
+            self._kept = 0
+            self._total = 0
+
+
+def _stream_refs(stream):
+    """References to a capture stream and to its `buffer`, and whether
+    anything holds a weak reference to either. Compared with the same
+    figures of a stream nobody else holds (measured once, the same way)."""
+    sink = stream.buffer
+    return (sys.getrefcount(stream), sys.getrefcount(sink),
+            weakref.getweakrefcount(stream) + weakref.getweakrefcount(sink))
+
+
+class _CompileCache(object):
+    """Code objects of recently run cell texts, keyed by the exact text.
+
+    A code object does not depend on the globals it later runs in, and a
+    cell's compilation depends only on its text (the runner's own
+    compiler flags are fixed), so running a cached one is the same as
+    compiling the text again, with one exception this cache rules out:
+    compilation can emit warnings (SyntaxWarning for `x is 1`, invalid
+    escape sequences), which a real interpreter prints on every run. A
+    text is cached only after it was seen twice and a silent compilation
+    with every warning enabled recorded none; that check runs between
+    cells (`settle`, after the frame). Bounded in entries and text size.
+    """
+
+    MAX_ENTRIES = 64
+    MAX_TEXT = 16384          # characters; longer cells are not cached
+
+    def __init__(self):
+        self._code = {}       # text -> code object (warning-free)
+        self._seen = {}       # text -> None: compiled once, in order
+        self._pending = None  # a text to check at the next settle()
+
+    def compile(self, text):
+        code = self._code.get(text)
+        if code is not None:
+            return code
+        code = compile(text, "<cell>", "exec")
+        if len(text) <= self.MAX_TEXT:
+            if text in self._seen:
+                self._pending = text
+            else:
+                self._seen[text] = None
+                if len(self._seen) > self.MAX_ENTRIES:
+                    del self._seen[next(iter(self._seen))]
+        return code
+
+    def settle(self):
+        text, self._pending = self._pending, None
+        if text is None:
+            return
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                code = compile(text, "<cell>", "exec")
+        except BaseException:
+            return
+        self._seen.pop(text, None)
+        if caught:
+            return
+        self._code[text] = code
+        if len(self._code) > self.MAX_ENTRIES:
+            del self._code[next(iter(self._code))]
+
 
 class _ByteSink(object):
     """`sys.stdout.buffer`: bytes are decoded as UTF-8 into the text stream."""
@@ -221,7 +380,7 @@ def _exit_code(code):
 
 def _is_open_fd(fd):
     try:
-        os.fstat(fd)
+        os.get_inheritable(fd)   # fcntl(F_GETFD): EBADF when closed
         return True
     except OSError:
         return False
@@ -240,6 +399,19 @@ class Kernel(object):
         self.globals = self.main.__dict__
         self.idle_out = CellStream(1, 0)
         self.idle_err = CellStream(2, 0)
+        # The previous cell's capture streams, reused when nothing kept
+        # them (_capture_stream), and the reference counts of a stream
+        # nobody else holds.
+        self._spare_streams = [None, None]
+        probe = CellStream(1, 0)
+        self._free_refs = _stream_refs(probe)
+        del probe
+        self._compiled = _CompileCache()
+        self._fd_poller = None
+        if hasattr(select, "poll"):
+            self._fd_poller = select.poll()
+            self._fd_poller.register(1, 0)
+            self._fd_poller.register(2, 0)
         self._libc_fflush = None
         # The running cell's id and capture streams, for the SIGTERM frame.
         self.current = None
@@ -266,10 +438,7 @@ class Kernel(object):
 
     def send_frame(self, body):
         self._flush_native()
-
-        def encode(b):
-            return _utf8_safe(json.dumps(b, ensure_ascii=False)).encode(
-                "utf-8")
+        encode = _encode_body
         try:
             data = _fit_frame(body, encode)
         except Exception as e:
@@ -319,13 +488,23 @@ class Kernel(object):
 
     def _restore_fds(self):
         # A previous cell may have closed fd 1 or 2; subprocesses of later
-        # cells still deserve a place to write.
-        for fd, saved in ((1, self.frame_fd), (2, self.err_fd)):
-            if not _is_open_fd(fd):
-                try:
-                    os.dup2(saved, fd, inheritable=True)
-                except OSError:
-                    pass
+        # cells still deserve a place to write. One poll() tells for both
+        # (POLLNVAL: not open).
+        poller = self._fd_poller
+        if poller is not None:
+            try:
+                closed = [fd for fd, ev in poller.poll(0)
+                          if ev & select.POLLNVAL]
+            except OSError:
+                closed = [fd for fd in (1, 2) if not _is_open_fd(fd)]
+        else:
+            closed = [fd for fd in (1, 2) if not _is_open_fd(fd)]
+        for fd in closed:
+            try:
+                os.dup2(self.frame_fd if fd == 1 else self.err_fd, fd,
+                        inheritable=True)
+            except OSError:
+                pass
 
     def parse_line(self, raw):
         """Returns (id, code, timeout, error)."""
@@ -359,7 +538,22 @@ class Kernel(object):
 
     def _set_rpc_timeout(self, timeout):
         # The stub reads it per call; subprocesses inherit it.
-        os.environ[ENV_RPC_TIMEOUT] = repr(float(timeout))
+        value = repr(float(timeout))
+        if os.environ.get(ENV_RPC_TIMEOUT) != value:
+            os.environ[ENV_RPC_TIMEOUT] = value
+
+    def _capture_stream(self, slot, fd):
+        """A fresh capture stream for fd 1 (slot 0) or 2 (slot 1): the
+        previous cell's, emptied, when it is still open and nothing refers
+        to it (a saved sys.stdout, a bound method, its buffer, a weak
+        reference), so no one can tell it from a new one; else a new one."""
+        old = self._spare_streams[slot]
+        self._spare_streams[slot] = None
+        if (old is not None and not old.closed
+                and _stream_refs(old) == self._free_refs):
+            old.reset()
+            return old
+        return CellStream(fd, CAPTURE_LIMIT)
 
     def _run_atexit(self):
         try:
@@ -378,13 +572,13 @@ class Kernel(object):
         os.environ[ENV_RPC_CELL] = cell_id
         self._restore_fds()
         self.execution_count += 1
-        out = CellStream(1, CAPTURE_LIMIT)
-        err = CellStream(2, CAPTURE_LIMIT)
+        out = self._capture_stream(0, 1)
+        err = self._capture_stream(1, 2)
         sys.stdout, sys.stderr = out, err
         self.current = (cell_id, out, err)
         status, trace, exit_code = "ok", "", 0
         try:
-            compiled = compile(code, "<cell>", "exec")
+            compiled = self._compiled.compile(code)
             exec(compiled, self.globals)
         except SystemExit as e:
             status = "exit"
@@ -401,13 +595,16 @@ class Kernel(object):
             self.current = None
         if os.getpid() != self.pid:
             self._end_forked_child(out, err, trace, exit_code)
+        out_text, out_clipped, out_total = out.snapshot()
+        err_text, err_clipped, err_total = err.snapshot()
         self.send_frame({
             "id": cell_id, "status": status,
-            "stdout": out.value(), "stderr": err.value(),
-            "stdout_clipped": out.clipped(), "stderr_clipped": err.clipped(),
-            "stdout_total": out.total(), "stderr_total": err.total(),
+            "stdout": out_text, "stderr": err_text,
+            "stdout_clipped": out_clipped, "stderr_clipped": err_clipped,
+            "stdout_total": out_total, "stderr_total": err_total,
             "traceback": trace, "execution_count": self.execution_count,
             "exit_code": exit_code})
+        self._spare_streams[0], self._spare_streams[1] = out, err
         return exit_code if status == "exit" else None
 
     def _end_forked_child(self, out, err, trace, exit_code):
@@ -452,6 +649,8 @@ class Kernel(object):
             code_or_none = self.run_cell(cell_id, code, timeout)
             if code_or_none is not None:
                 return code_or_none
+            # Between cells: the compile cache's warning check.
+            self._compiled.settle()
 
 
 # -- parent-death watchdog -------------------------------------------------

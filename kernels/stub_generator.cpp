@@ -595,6 +595,7 @@ def _connection(pid, cell):
             if conn.pid != pid:
                 conn.abandon()
             elif not conn.closed_by_host():
+                conn.cell = cell # checked for this cell
                 return conn
             else:
                 conn.close()

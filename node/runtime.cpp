@@ -44,7 +44,6 @@
 #include "node/host_tool_adapter.hpp"
 #include "node/mcp_wiring.hpp"
 #include "tools/mcp_tools.hpp"
-#include "node/once_callback.hpp"
 #include "node/runtime_impl.hpp"
 
 namespace fs = std::filesystem;
@@ -109,6 +108,10 @@ void configure_actor_system(caf::actor_system_config& cfg,
 
 runtime::impl::~impl() {
   stopping = true;
+  // Pending call_tool_async callbacks are answered here, not under mtx
+  // (a callback may call back into the runtime).
+  if (calls)
+    calls->stop();
   if (sys) {
     {
       std::lock_guard<std::mutex> guard{mtx};
@@ -332,10 +335,14 @@ bool wire_runtime(runtime::impl& p, std::string* error) {
   // Interpreters are resolved when a kernel starts, not here
   // (kernels/interpreter_cache.hpp): "" = project mode's venv/conda lookup.
   auto& ce = svc->cfg.code_execution;
+  std::shared_ptr<warm_kernel_index> warm;
   p.kernels = spawn_kernel_registry(*p.sys, svc, std::string{},
                                     ce.python.empty() ? std::string{"python3"}
-                                                      : ce.python);
+                                                      : ce.python,
+                                    &warm);
   p.dispatcher = spawn_tool_dispatcher(*p.sys, svc, p.kernels);
+  p.calls = std::make_unique<tool_call_facade>(*p.sys, p.dispatcher,
+                                               p.kernels, std::move(warm));
   {
     // Without a store the runtime still runs tools; turns fail clearly.
     session_store_options so;
@@ -437,30 +444,11 @@ tool_outcome runtime::call_tool(const tool_call_request& call) {
 
 void runtime::call_tool_async(const tool_call_request& call,
                               std::function<void(tool_outcome)> done) {
-  tool_request req{call.session_id, call.call_id, call.tool, call.args_json,
-                   call.cwd, false};
-  auto dispatcher = impl_->dispatcher;
-  auto sys = impl_->sys;
-  // Answered once, also when the runtime goes first (node/once_callback.hpp).
-  auto once = make_once_callback<tool_outcome>(std::move(done), [] {
-    json::value r;
-    r["error"] = "Runtime error: the runtime was shut down before the call "
-                 "finished";
-    return tool_outcome{r.dump(), 0, false};
-  });
-  impl_->sys->spawn([=](caf::event_based_actor* self) mutable {
-    self->request(dispatcher, caf::infinite, invoke_atom_v, std::move(req))
-      .then(
-        [=](tool_response& res) {
-          (*once)(tool_outcome{std::move(res.result_json), res.duration_us,
-                               res.timed_out});
-        },
-        [=](caf::error& err) {
-          json::value r;
-          r["error"] = "Runtime error: " + sys->render(err);
-          (*once)(tool_outcome{r.dump(), 0, false});
-        });
-  });
+  // One long-lived actor sends the call and runs `done`
+  // (node/tool_call_facade.hpp).
+  impl_->calls->call(tool_request{call.session_id, call.call_id, call.tool,
+                                  call.args_json, call.cwd, false},
+                     std::move(done));
 }
 
 

@@ -23,6 +23,7 @@
 #include "actors/session_writer.hpp"
 #include "actors/tool_dispatcher.hpp"
 #include "node/runtime.hpp"
+#include "node/tool_call_facade.hpp"
 
 namespace mibyan {
 
@@ -60,6 +61,9 @@ struct runtime::impl {
   std::vector<caf::actor> mcp_actors;
 
   ~impl();
+  /// The actor behind call_tool_async (node/tool_call_facade.hpp); stopped
+  /// before the dispatcher.
+  std::unique_ptr<tool_call_facade> calls;
 };
 
 /// Builds runtimes for the files of node/ (the constructor is private).

@@ -167,7 +167,12 @@ public:
   /// results, never exceptions.
   tool_outcome call_tool(const tool_call_request& call);
 
-  /// Runs one tool call; `done` is invoked once, on a runtime thread.
+  /// Runs one tool call; `done` is invoked once, on a runtime thread (the
+  /// I/O thread that also serves execute_code kernels), one call's `done`
+  /// at a time. Keep `done` short and never block or wait in it (no
+  /// `call_tool`, no waiting for another call): hand longer work to a
+  /// thread of your own. Calling `call_tool_async` from `done` is fine.
+  /// Never blocks; any thread.
   void call_tool_async(const tool_call_request& call,
                        std::function<void(tool_outcome)> done);
 

@@ -1,0 +1,181 @@
+// The kernel broker's side of the script's RPC connections (docs/
+// execute_code.md, "Per-cell budgets" and "Bridge fast path"): replies,
+// closing, the checks of a request and running its tool.
+#include "actors/kernel_broker.hpp"
+
+#include <algorithm>
+
+#include "base/log.hpp"
+#include "kernels/rpc_codec.hpp"
+#include "tools/argument_limit.hpp"
+
+namespace mibyan::kernel_detail {
+
+// Writes a reply line: straight from this handler when the socket takes
+// it at once, else (the rest) through the connection's scribe.
+void write_conn(kernel_broker* self, caf::io::connection_handle hdl,
+                const std::string& line) {
+  if (!self->state.conns->contains(hdl))
+    return; // the script's connection is gone
+  auto sent = self->state.direct.write(hdl, line);
+  if (sent == line.size())
+    return;
+  self->write(hdl, line.size() - sent, line.data() + sent);
+  self->flush(hdl);
+}
+
+// Closes an RPC connection: the scribe and the direct writer's duplicate
+// (the script sees the close only when both are gone).
+void close_conn(kernel_broker* self, caf::io::connection_handle hdl) {
+  self->state.direct.close(hdl);
+  close_scribe(self, hdl); // actors/kernel_lifetime.cpp
+}
+
+// Sends an error line (id null) on a connection the table has already
+// forgotten, then closes it once the line is out.
+void refuse_conn(kernel_broker* self, caf::io::connection_handle hdl,
+                 rpc_verdict why) {
+  auto line = encode_rpc_error("", rpc_limit_message(why,
+                                                     self->state.conns
+                                                       ->limits()));
+  self->state.direct.close(hdl);
+  self->write(hdl, line.size(), line.data());
+  self->flush(hdl);
+  close_scribe(self, hdl);
+}
+
+// Closes every RPC connection: a cell's connections end with the cell, and
+// those opened between cells are not the next cell's (docs/kernel_protocol.md
+// §5.1). The stub reconnects on its next call.
+void close_rpc_conns(kernel_broker* self) {
+  for (auto& hdl : self->state.conns->take_all())
+    close_conn(self, hdl);
+}
+
+// Arms the broker's one deadline timer when the earliest deadline of the
+// calls in flight moved before the armed one (actors/script_calls.hpp).
+void arm_call_timer(kernel_broker* self) {
+  auto& st = self->state;
+  if (auto when = st.calls.timer_to_arm()) {
+    auto delay = *when - clock_type::now();
+    self->delayed_send(self, std::max(delay, clock_type::duration::zero()),
+                       tick_atom_v);
+  }
+}
+
+namespace {
+
+// Runs one admitted script call (the bridge fast path, docs/
+// execute_code.md): a non-blocking tool at once on this thread, any other
+// on the blocking pool with the deadline kept in `st.calls`.
+void run_script_call(kernel_broker* self, caf::io::connection_handle hdl,
+                     tool_request req) {
+  auto& st = self->state;
+  auto svc = st.svc;
+  auto call = prepare_call(*svc, std::move(req));
+  auto now = clock_type::now();
+  if (call.non_blocking) {
+    std::atomic<bool> cancel{false};
+    auto result = run_prepared_call(*svc, call, &cancel, now + call.limit);
+    write_conn(self, hdl, encode_rpc_response(call.req.call_id, result));
+    return;
+  }
+  auto cancel = std::make_shared<std::atomic<bool>>(false);
+  auto seq = st.calls.add({hdl, call.req.call_id, call.req.tool, cancel, now,
+                           now + call.limit});
+  caf::actor_addr me = self->address(); // weak: a late result is dropped
+  auto job = [svc, call = std::move(call), cancel, deadline = now + call.limit,
+              me, seq]() mutable {
+    if (cancel->load())
+      return; // answered already (deadline or cell end)
+    auto result = run_prepared_call(*svc, call, cancel.get(), deadline);
+    if (auto broker = caf::actor_cast<caf::actor>(me))
+      caf::anon_send(broker, done_atom_v, seq, std::move(result));
+  };
+  if (!svc->pool->submit(std::move(job))) {
+    if (auto c = st.calls.take(seq))
+      write_conn(self, hdl,
+                 encode_rpc_response(c->id,
+                                     error_result("The runtime is shutting "
+                                                  "down; the tool was not "
+                                                  "run.").dump()));
+    return;
+  }
+  arm_call_timer(self);
+}
+
+} // namespace
+
+void handle_rpc_line(kernel_broker* self, caf::io::connection_handle hdl,
+                     std::string_view line) {
+  auto& st = self->state;
+  rpc_request req;
+  // Refuse an oversized request before parsing it (memory amplification);
+  // the JSON envelope around the arguments is far below the slack.
+  auto max_args = st.svc->cfg.tools.max_argument_bytes;
+  if (auto err = argument_size_error(line.size(), max_args + 65536);
+      !err.empty()) {
+    write_conn(self, hdl, encode_rpc_error(peek_rpc_id(line), err));
+    return;
+  }
+  if (auto err = decode_rpc_request(line, req); !err.empty()) {
+    write_conn(self, hdl, encode_rpc_error(req.id, "Invalid RPC request: "
+                                                     + err));
+    return;
+  }
+  if (!token_matches(st.opts.proc.token, req.token)) {
+    write_conn(self, hdl, encode_rpc_error(req.id, "Unauthorized RPC request"));
+    return;
+  }
+  // A call names its cell (the stub tags each thread with the cell that
+  // started it): a call left over from an earlier cell never runs under,
+  // or counts against, the current one.
+  if (!st.cell || st.cell->forcing
+      || (!req.cell.empty() && req.cell != st.cell->id)) {
+    write_conn(self, hdl,
+               encode_rpc_error(req.id,
+                                "No active execute_code cell: the cell this "
+                                "kernel call belonged to has settled, so its "
+                                "tool authority is retired."));
+    return;
+  }
+  auto& allowed = st.opts.tools;
+  if (std::find(allowed.begin(), allowed.end(), req.tool) == allowed.end()) {
+    std::string list;
+    for (auto& t : allowed)
+      list += (list.empty() ? "" : ", ") + t;
+    write_conn(self, hdl,
+               encode_rpc_error(req.id, "Tool '" + req.tool
+                                          + "' is not available in "
+                                            "execute_code. Available: "
+                                          + (list.empty() ? "(none)" : list)));
+    return;
+  }
+  auto& cell = *st.cell;
+  if (!cell.seen_ids.insert(req.id).second) {
+    write_conn(self, hdl, encode_rpc_error(req.id, "Duplicate RPC request id; "
+                                                   "the call was not "
+                                                   "dispatched again."));
+    return;
+  }
+  if (cell.tool_calls >= cell.cell.max_tool_calls) {
+    write_conn(self, hdl,
+               encode_rpc_error(req.id,
+                                "Tool call limit reached ("
+                                  + std::to_string(cell.cell.max_tool_calls)
+                                  + "). No more tool calls allowed in this "
+                                    "execution."));
+    return;
+  }
+  if (auto err = argument_size_error(req.args_json.size(), max_args);
+      !err.empty()) {
+    write_conn(self, hdl, encode_rpc_error(req.id, err));
+    return;
+  }
+  ++cell.tool_calls;
+  tool_request tr{cell.cell.session_id, req.id, req.tool,
+                  std::move(req.args_json), st.opts.proc.cwd, true};
+  run_script_call(self, hdl, std::move(tr));
+}
+
+} // namespace mibyan::kernel_detail
