@@ -71,7 +71,7 @@
 #include "bench/scripted_provider.hpp"
 #include "config/options.hpp"
 #include "providers/openai_codec.hpp"
-#include "providers/sse_parser.hpp"
+#include "base/sse_parser.hpp"
 #include "base/json.hpp"
 #include "base/log.hpp"
 #include "node/runtime.hpp"

@@ -1,10 +1,10 @@
-// Fuzz target: the SSE parser (providers/sse_parser.hpp) fed in pieces,
+// Fuzz target: the SSE parser (base/sse_parser.hpp) fed in pieces,
 // with a small event bound so the over-long paths are reached.
 #include <cstdint>
 #include <vector>
 
 #include "fuzz/fuzz_input.hpp"
-#include "providers/sse_parser.hpp"
+#include "base/sse_parser.hpp"
 
 using namespace mibyan;
 

@@ -29,7 +29,7 @@
 #include <vector>
 
 #include "messages/chat.hpp"
-#include "providers/sse_parser.hpp"
+#include "base/sse_parser.hpp"
 #include "providers/stream_accumulator_base.hpp"
 #include "base/json.hpp"
 

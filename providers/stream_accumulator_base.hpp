@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "messages/chat.hpp"
-#include "providers/sse_parser.hpp"
+#include "base/sse_parser.hpp"
 
 namespace mibyan {
 

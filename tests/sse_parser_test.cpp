@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "providers/sse_parser.hpp"
+#include "base/sse_parser.hpp"
 
 using namespace mibyan;
 

@@ -17,13 +17,13 @@
 #include <string>
 #include <string_view>
 
-#include "providers/sse_parser.hpp"
+#include "base/sse_parser.hpp"
 #include "tools/mcp_transport.hpp"
 
 namespace mibyan {
 
 /// A Server-Sent-Events response stream of an MCP server: the shared SSE
-/// parser (providers/sse_parser.hpp; an event without a name is
+/// parser (base/sse_parser.hpp; an event without a name is
 /// "message"), one callback per event. A line or event over `max_bytes`
 /// fails the stream. Not thread-safe.
 class mcp_sse_stream {

@@ -1,5 +1,5 @@
-// File: providers/sse_parser.cpp
-#include "providers/sse_parser.hpp"
+// File: base/sse_parser.cpp
+#include "base/sse_parser.hpp"
 
 #include <cstring>
 #include <utility>

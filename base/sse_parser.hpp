@@ -1,4 +1,4 @@
-// File: providers/sse_parser.hpp
+// File: base/sse_parser.hpp
 //
 // An incremental Server-Sent Events parser (WHATWG EventSource framing).
 // Bytes go in as the network delivers them, split anywhere (inside a line,
