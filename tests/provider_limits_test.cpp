@@ -85,5 +85,11 @@ BOOST_AUTO_TEST_CASE(a_big_streamed_answer_stays_within_a_few_times_its_size) {
   BOOST_TEST_MESSAGE("idle " << idle_kb / 1024 << " MB, peak " << peak_kb / 1024
                              << " MB, extra " << extra_mb << " MB for a "
                              << mb << " MB stream");
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  // Sanitizer allocators keep freed memory in quarantine and shadow it:
+  // the peak is reported, not bounded.
+  BOOST_TEST_MESSAGE("sanitizer build: the RSS bound is not checked");
+#else
   BOOST_CHECK_LT(extra_mb, 10.5 * mb);
+#endif
 }
