@@ -121,13 +121,7 @@ struct fixture {
   }
 
   json::value exec(const std::string& code) {
-    json::value args;
-    args["code"] = code;
-    auto out = rt->call_tool({"s1", "call", "execute_code", args.dump(),
-                              work.path()});
-    auto parsed = json::parse(out.result_json);
-    BOOST_REQUIRE_MESSAGE(parsed, out.result_json);
-    return *parsed.v;
+    return test::run_cell(*rt, work.path(), code);
   }
 };
 

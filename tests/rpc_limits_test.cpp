@@ -23,6 +23,7 @@
 #include "base/bounded_line_reader.hpp"
 #include "node/runtime.hpp"
 #include "tests/support/process.hpp"
+#include "tests/support/kernel_options.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tools/argument_limit.hpp"
 
@@ -61,13 +62,7 @@ struct exec_fixture {
   }
 
   json::value exec(const std::string& code) {
-    json::value args;
-    args["code"] = code;
-    auto out = rt->call_tool({"s1", "call", "execute_code", args.dump(),
-                              work.path()});
-    auto parsed = json::parse(out.result_json);
-    BOOST_REQUIRE_MESSAGE(parsed, out.result_json);
-    return *parsed.v;
+    return test::run_cell(*rt, work.path(), code);
   }
 };
 

@@ -21,6 +21,7 @@
 #include "kernels/direct_writes.hpp"
 #include "node/runtime.hpp"
 #include "tests/support/kernel_harness.hpp"
+#include "tests/support/kernel_options.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tools/tool.hpp"
 
@@ -70,13 +71,8 @@ struct runtime_fixture {
   std::unique_ptr<runtime> rt;
 
   void start(int64_t timeout_seconds = 300, bool big_tools = false) {
-    options opts;
-    opts.home = home.path();
-    opts.code_execution.prestart_kernels = 0;
+    auto opts = test::kernel_test_options(home.path());
     opts.code_execution.timeout = timeout_seconds;
-    if (const char* sb = std::getenv("MIBYAN_TEST_SANDBOX"); sb && *sb)
-      opts.code_execution.sandbox = sb;
-    opts.approvals.unattended_mode = "approve";
     std::string err;
     std::vector<std::unique_ptr<tool>> extra;
     if (big_tools) {
@@ -89,13 +85,7 @@ struct runtime_fixture {
   }
 
   json::value exec(const std::string& code) {
-    json::value args;
-    args["code"] = code;
-    auto out = rt->call_tool({"s1", "call", "execute_code", args.dump(),
-                              work.path()});
-    auto parsed = json::parse(out.result_json);
-    BOOST_REQUIRE_MESSAGE(parsed, out.result_json);
-    return *parsed.v;
+    return test::run_cell(*rt, work.path(), code);
   }
 };
 

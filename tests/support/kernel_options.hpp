@@ -1,6 +1,9 @@
 // File: tests/support/kernel_options.hpp
 //
-// Runtime options of the tests that run execute_code kernels: a private
+// Helpers of the tests that run execute_code kernels. Include after
+// <boost/test/unit_test.hpp>.
+//
+// kernel_test_options: runtime options with a private
 // home, `prestart` spare kernels, scripts approved without a human
 // (docs/approvals.md, whole-script guard), and the sandbox mode of
 // MIBYAN_TEST_SANDBOX when set (ctest runs execute_code_test both
@@ -11,7 +14,9 @@
 #include <cstdlib>
 #include <string>
 
+#include "base/json.hpp"
 #include "config/options.hpp"
+#include "node/runtime.hpp"
 
 namespace mibyan::test {
 
@@ -24,6 +29,19 @@ inline options kernel_test_options(const std::string& home,
     opts.code_execution.sandbox = sb;
   opts.approvals.unattended_mode = "approve";
   return opts;
+}
+
+/// Runs `code` as one execute_code call of `session` in `cwd` and returns
+/// the parsed result object (the test stops when it is no JSON).
+inline json::value run_cell(runtime& rt, const std::string& cwd,
+                            const std::string& code,
+                            const std::string& session = "s1") {
+  json::value args;
+  args["code"] = code;
+  auto out = rt.call_tool({session, "call", "execute_code", args.dump(), cwd});
+  auto parsed = json::parse(out.result_json);
+  BOOST_REQUIRE_MESSAGE(parsed, out.result_json);
+  return *parsed.v;
 }
 
 } // namespace mibyan::test
