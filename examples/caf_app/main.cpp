@@ -98,10 +98,17 @@ int main(int argc, char** argv) {
         [&](caf::error& err) {
           std::cerr << "conversation failed: " << sys.render(err) << "\n";
         });
+    // The runtime goes after the actors spawned into it have exited and
+    // before the system (mibyan/actors.hpp, "Lifetime"): monitor them,
+    // stop them, wait for their down messages.
+    self->monitor(conv);
+    self->monitor(tools);
+    self->monitor(listener);
     self->send_exit(conv, caf::exit_reason::user_shutdown);
     self->send_exit(tools, caf::exit_reason::user_shutdown);
     self->send_exit(listener, caf::exit_reason::user_shutdown);
-    // The runtime goes before the system (mibyan/actors.hpp, "Lifetime").
+    for (int down = 0; down < 3; ++down)
+      self->receive([](caf::down_msg&) {});
   }
   return rc;
 }
