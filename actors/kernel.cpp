@@ -107,14 +107,12 @@ void settle_queue(kernel_broker* self) {
   while (!st.queue.empty()) {
     auto p = std::move(st.queue.front());
     st.queue.pop_front();
-    json::value r;
-    r["status"] = "error";
-    r["error"] = "The session kernel ended before this cell ran; retry "
-                 "the call to start a fresh kernel.";
-    r["tool_calls_made"] = 0;
-    r["duration_seconds"] = 0;
-    st.answer(p.rp, tool_response{p.cell.call_id, "execute_code", r.dump(), 0,
-                               false, true});
+    st.answer(p.rp, tool_response{p.cell.call_id, "execute_code",
+                                  unrun_cell_result(
+                                    "The session kernel ended before this "
+                                    "cell ran; retry the call to start a "
+                                    "fresh kernel."),
+                                  0, false, true});
   }
 }
 
@@ -405,14 +403,11 @@ caf::behavior kernel_impl(kernel_broker* self, services_ptr svc,
       auto& s = self->state;
       auto rp = self->make_response_promise<tool_response>();
       if (s.dead || s.exited) {
-        json::value r;
-        r["status"] = "error";
-        r["error"] = "The session kernel is gone; retry the call to start a "
-                     "fresh kernel.";
-        r["tool_calls_made"] = 0;
-        r["duration_seconds"] = 0;
-        s.answer(rp, tool_response{cell.call_id, "execute_code", r.dump(), 0,
-                                 false, true});
+        s.answer(rp, tool_response{cell.call_id, "execute_code",
+                                   unrun_cell_result(
+                                     "The session kernel is gone; retry the "
+                                     "call to start a fresh kernel."),
+                                   0, false, true});
         return rp;
       }
       MIBYAN_LOG(debug, "kernel", "pid " << s.opts.proc.pid << ": queued");

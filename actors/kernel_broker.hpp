@@ -36,6 +36,17 @@ using clock_type = std::chrono::steady_clock;
 // Raw fd-level output kept per cell (head + tail); the rest is counted.
 constexpr size_t raw_keep = 5000000;
 
+// The execute_code result of a cell this kernel never ran (or never
+// answered): an error with `error`, no tool calls, no time.
+inline std::string unrun_cell_result(const std::string& error) {
+  json::value r;
+  r["status"] = "error";
+  r["error"] = error;
+  r["tool_calls_made"] = 0;
+  r["duration_seconds"] = 0;
+  return r.dump();
+}
+
 struct pending_cell {
   exec_cell cell;
   caf::typed_response_promise<tool_response> rp;
@@ -132,13 +143,9 @@ struct kernel_state {
 
 private:
   void answer_unsettled() {
-    json::value r;
-    r["status"] = "error";
-    r["error"] = "The session kernel ended before this cell could be "
-                 "answered; retry the call to start a fresh kernel.";
-    r["tool_calls_made"] = 0;
-    r["duration_seconds"] = 0;
-    auto text = r.dump();
+    auto text = unrun_cell_result(
+      "The session kernel ended before this cell could be answered; retry "
+      "the call to start a fresh kernel.");
     if (cell && cell->rp.pending())
       answer(cell->rp, tool_response{cell->cell.call_id, "execute_code", text,
                                      0, false, true});
