@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
-#include <climits>
 #include <condition_variable>
 #include <functional>
 #include <csignal>
@@ -12,7 +11,6 @@
 #include <mutex>
 #include <thread>
 
-#include <poll.h>
 #include <pthread.h>
 #include <unistd.h>
 
@@ -21,6 +19,7 @@
 #include "base/log.hpp"
 #include "node/cluster_client.hpp"
 #include "node/runtime.hpp"
+#include "node/tool_lines.hpp"
 #include "tools/argument_limit.hpp"
 #include "tools/registry.hpp"
 #include "tools/toolsets.hpp"
@@ -69,27 +68,15 @@ int list_tools(runtime& rt, const std::vector<std::string>& toolsets) {
   return 0;
 }
 
-// Writes all of `text` to `fd` (blocking); false on an error.
-bool write_all(int fd, const std::string& text) {
-  size_t done = 0;
-  while (done < text.size()) {
-    auto n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      return false;
-    done += static_cast<size_t>(n);
-  }
-  return true;
-}
-
-// The result lines of `mibyan tool --stdin`, one call in flight at a time.
-// A call's completion (on a runtime thread) writes its line to stdout
-// itself when that cannot block (stdout writable, the line at most
-// PIPE_BUF bytes), so the result reaches the client without waiting for
-// the main thread to wake up; otherwise it hands the line to the main
-// thread, which writes it. The main thread waits for the call in flight
-// before it writes or starts anything else, so lines stay in order.
+// The result lines of `mibyan tool --stdin` when the main thread reads the
+// input (a terminal, a file, or a cluster client), one call in flight at a
+// time. A call's completion (on a runtime thread) writes its line to
+// stdout itself when that cannot block, so the result reaches the client
+// without waiting for the main thread to wake up; otherwise it hands the
+// line to the main thread, which writes it. The main thread waits for the
+// call in flight before it writes or starts anything else, so lines stay
+// in order. (From a pipe or socket the runtime's I/O thread reads the
+// input instead: node/tool_lines.hpp.)
 class stdin_results {
 public:
   /// Called on the main thread before each line is answered.
@@ -101,13 +88,13 @@ public:
       line.swap(handed_over_);
     }
     if (!line.empty())
-      write_all(STDOUT_FILENO, line);
+      write_all_to(STDOUT_FILENO, line);
   }
 
   /// Main thread: writes a line while no call is in flight.
   void write(const std::string& result) {
     wait_idle();
-    write_all(STDOUT_FILENO, result + "\n");
+    write_all_to(STDOUT_FILENO, result + "\n");
   }
 
   /// Main thread: a call is about to start.
@@ -119,13 +106,7 @@ public:
   /// Any thread: the call in flight answered `result`.
   void finish(const std::string& result) {
     auto line = result + "\n";
-    bool written = false;
-    if (line.size() <= PIPE_BUF) {
-      pollfd p{STDOUT_FILENO, POLLOUT, 0};
-      if (::poll(&p, 1, 0) == 1 && (p.revents & POLLOUT) != 0
-          && (p.revents & (POLLERR | POLLHUP | POLLNVAL)) == 0)
-        written = write_all(STDOUT_FILENO, line);
-    }
+    bool written = write_line_if_ready(STDOUT_FILENO, line);
     std::lock_guard<std::mutex> guard{mtx_};
     if (!written)
       handed_over_ = std::move(line);
@@ -148,63 +129,28 @@ using tool_starter = std::function<void(
 // One result line per input line, always (docs/configuration.md, `mibyan
 // tool --stdin`): an empty or over-long line gets an error result, so the
 // Nth output line answers the Nth input line.
-int run_stdin(const tool_starter& start_call, const std::string& session,
-              const std::string& cwd, int64_t max_argument_bytes) {
+int run_stdin(const tool_starter& start_call, const tool_line_settings& s) {
   std::string line;
   uint64_t seq = 0, length = 0;
-  // The request envelope around the arguments is far below the slack.
-  auto max_line = static_cast<size_t>(max_argument_bytes) + 65536;
-  bounded_line_reader reader{STDIN_FILENO, max_line};
+  bounded_line_reader reader{STDIN_FILENO, max_tool_line_bytes(s)};
   stdin_results out;
   for (;;) {
     auto got = reader.next(line, length);
     if (got == bounded_line_reader::status::eof)
       break;
     ++seq;
-    std::string result;
     if (got == bounded_line_reader::status::too_long) {
-      result = error_result("Invalid request line " + std::to_string(seq)
-                            + ": "
-                            + argument_size_error(length,
-                                                  max_argument_bytes))
-                 .dump();
-      out.write(result);
+      out.write(too_long_tool_line(seq, length, s));
       continue;
     }
-    if (line.find_first_not_of(" \t\r") == std::string::npos) {
-      result = error_result("Invalid request line " + std::to_string(seq)
-                            + ": the line is empty; expected a JSON object "
-                              "{\"tool\": NAME, \"args\": {...}}")
-                 .dump();
-      out.write(result);
+    auto parsed = parse_tool_line(line, seq, s);
+    if (!parsed.call) {
+      out.write(parsed.answer);
       continue;
     }
-    auto parsed = json::parse(line);
-    if (!parsed || !parsed.v->is_object()) {
-      result = error_result("Invalid request line " + std::to_string(seq)
-                            + ": expected a JSON object {\"tool\": NAME, "
-                              "\"args\": {...}}"
-                            + (parsed ? "" : " (" + parsed.error + ")"))
-                 .dump();
-    } else {
-      auto name = parsed.v->find("tool");
-      auto args = parsed.v->find("args");
-      if (name == nullptr || !name->is_string()) {
-        result = error_result("Invalid request line " + std::to_string(seq)
-                              + ": missing string member \"tool\"").dump();
-      } else {
-        std::string args_json = "{}";
-        if (args != nullptr)
-          args_json = args->is_string() ? args->as_string() : args->dump();
-        tool_call_request call{session, "stdin-" + std::to_string(seq),
-                       name->as_string(), args_json, cwd};
-        out.wait_idle();
-        out.start();
-        start_call(call, [&out](const std::string& r) { out.finish(r); });
-        continue;
-      }
-    }
-    out.write(result);
+    out.wait_idle();
+    out.start();
+    start_call(*parsed.call, [&out](const std::string& r) { out.finish(r); });
   }
   out.wait_idle();
   return 0;
@@ -233,7 +179,7 @@ int tool_on_cluster(const std::string& address, std::string session,
     return run_stdin([&client](const tool_call_request& c,
                                std::function<void(const std::string&)> done) {
       done(client->call_tool(c).result_json);
-    }, session, cwd, opts.tools.max_argument_bytes);
+    }, tool_line_settings{session, cwd, opts.tools.max_argument_bytes});
   const auto& name = positional[0];
   auto names = client->tool_names(&error);
   if (std::find(names.begin(), names.end(), name) == names.end()) {
@@ -340,11 +286,16 @@ int tool_command(const std::vector<std::string>& args,
     MIBYAN_LOG(info, "cli", "interrupt requested (SIGINT)");
     rt->interrupt(session, "user sent a new message");
   }};
-  if (from_stdin)
+  if (from_stdin) {
+    tool_line_settings lines{session, cwd, max_argument_bytes};
+    if (auto status = serve_tool_lines_on_io_loop(*rt, STDIN_FILENO,
+                                                  STDOUT_FILENO, lines))
+      return *status;
     return run_stdin([&rt](const tool_call_request& c,
                            std::function<void(const std::string&)> done) {
       rt->call_tool_async(c, [done](tool_outcome o) { done(o.result_json); });
-    }, session, cwd, max_argument_bytes);
+    }, lines);
+  }
   const auto& name = positional[0];
   if (rt->tools().find(name) == nullptr) {
     std::cerr << "mibyan tool: unknown tool '" << name
