@@ -172,6 +172,9 @@ void http_server::shutdown(std::chrono::milliseconds grace) {
     if (t.joinable())
       t.join();
   p.store_pool.join();
+  // Handlers still queued (a turn that ended after the grace period, a
+  // read never completed) hold connections and through them the server.
+  p.close_io();
 }
 
 http_server::~http_server() {

@@ -401,7 +401,9 @@ private:
       call.on_delta = [weak, ex](const std::string& kind,
                                  const std::string& text) {
         if (auto self = weak.lock())
-          net::post(ex, [self, kind, text] { self->on_delta(kind, text); });
+          self->srv_->post_if_open(ex, [self, kind, text] {
+            self->on_delta(kind, text);
+          });
       };
       call.on_tool = call.on_delta; // tool events share the stream
 
@@ -411,7 +413,7 @@ private:
     auto self = shared_from_this();
     watch_disconnect();
     srv_->rt.run_turn_async(call, [self, ex](turn_outcome out) {
-      net::post(ex, [self, out = std::move(out)]() mutable {
+      self->srv_->post_if_open(ex, [self, out = std::move(out)]() mutable {
         self->on_turn_done(std::move(out));
       });
     });

@@ -564,7 +564,9 @@ BOOST_AUTO_TEST_CASE(sigterm_interrupts_running_turns_and_exits_0) {
              "X-Mibyan-Session: term-1\r\n");
   });
   wait_for_provider_requests(1);
-  BOOST_CHECK_EQUAL(sp->stop(SIGTERM), 0);
+  auto status = sp->stop(SIGTERM);
+  BOOST_CHECK_MESSAGE(status == 0, "exit status " << status << "; stderr:\n"
+                                     << test::slurp(sp->err_path));
   t.join();
   // Interrupted, not waited out: the client got the interrupted answer.
   check_error(r, 503, "turn_interrupted");
