@@ -9,12 +9,12 @@
 // their completions and the answers written to the output. Only an answer
 // that cannot be written without blocking goes to the calling thread.
 //
-// CAF rules this relies on (docs/kernel_protocol.md §7.1 for the loop's
-// bookkeeping): `add`/`del` only on the loop's thread, applied at the end
-// of the loop turn; a handler must outlive its registration (epoll keeps
-// the open file description, which fd 0 still holds, so closing our
-// duplicate does not unregister it); `epoll_ctl` on a regular file is
-// fatal to the loop, hence pipes and sockets only.
+// The CAF rules this relies on are in docs/kernel_protocol.md §7.2:
+// `add`/`del` only on the loop's thread, applied at the end of the loop
+// turn; a handler must outlive its registration (epoll keeps the open file
+// description, which fd 0 still holds, so closing our duplicate does not
+// unregister it); `epoll_ctl` on a regular file is fatal to the loop,
+// hence pipes and sockets only.
 #include "node/tool_lines.hpp"
 
 #include <condition_variable>
