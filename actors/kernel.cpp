@@ -17,6 +17,7 @@
 #include "caf/all.hpp"
 #include "caf/io/all.hpp"
 
+#include "actors/exit_timer.hpp"
 #include "actors/script_calls.hpp"
 #include "actors/tool_dispatcher.hpp"
 #include "base/redact_slot.hpp"
@@ -269,6 +270,8 @@ uint64_t timer_key(clock_type::time_point t) {
   return static_cast<uint64_t>(t.time_since_epoch().count());
 }
 
+void on_cell_deadline(kernel_broker* self, uint64_t key);
+
 // Makes sure a deadline timer fires at or before the running cell's
 // deadline (kernel_state::cell_timers).
 void arm_cell_timer(kernel_broker* self) {
@@ -278,8 +281,27 @@ void arm_cell_timer(kernel_broker* self) {
     return;
   st.cell_timers.insert(key);
   auto delay = st.cell_deadline - clock_type::now();
-  self->delayed_send(self, std::max(delay, clock_type::duration::zero()),
-                     deadline_atom_v, key);
+  // Ends with the broker (actors/exit_timer.hpp): a kernel that ended is
+  // freed at once, not after its cell's deadline.
+  start_exit_timer(self, std::max(delay, clock_type::duration::zero()),
+                   [self, key] { on_cell_deadline(self, key); });
+}
+
+// A deadline timer fired (arm_cell_timer).
+void on_cell_deadline(kernel_broker* self, uint64_t key) {
+  auto& s = self->state;
+  if (auto i = s.cell_timers.find(key); i != s.cell_timers.end())
+    s.cell_timers.erase(i);
+  if (!s.cell || s.cell->forcing)
+    return;
+  if (clock_type::now() < s.cell_deadline) {
+    arm_cell_timer(self); // armed for an earlier cell
+    return;
+  }
+  MIBYAN_LOG(info, "kernel", "pid " << s.opts.proc.pid
+             << ": cell timed out after "
+             << s.cell->cell.timeout_ms << " ms");
+  kill_kernel(self, cell_status::timeout, {});
 }
 
 // Writes a cell line: as much as the socket takes at once straight from
@@ -377,8 +399,11 @@ caf::behavior kernel_impl(kernel_broker* self, services_ptr svc,
   // A scribe is launched by its first configure_read; until then writes
   // stay buffered. The kernel never writes to its stdin, so nothing is read.
   self->configure_read(st.in_hdl, caf::io::receive_policy::at_most(1024));
+  // Each scribe keeps a read buffer of its at_most size for the kernel's
+  // life: stdout carries the frames and bulk output, so it reads 64 KiB at
+  // a time; stderr is mostly quiet, and 8 KiB reads save 56 KiB per kernel.
   self->configure_read(st.out_hdl, caf::io::receive_policy::at_most(65536));
-  self->configure_read(st.err_hdl, caf::io::receive_policy::at_most(65536));
+  self->configure_read(st.err_hdl, caf::io::receive_policy::at_most(8192));
   // Stopped by the registry (reset, eviction, a closed session) or at
   // shutdown: every cell taken must still be answered, or its caller waits
   // for its request timeout (minutes). A running cell ends as interrupted
@@ -399,6 +424,7 @@ caf::behavior kernel_impl(kernel_broker* self, services_ptr svc,
     end_broker(self, std::move(em.reason));
   });
   return {
+    exit_timer_handler(self),
     [=](exec_atom, exec_cell& cell) -> caf::result<tool_response> {
       auto& s = self->state;
       auto rp = self->make_response_promise<tool_response>();
@@ -421,41 +447,11 @@ caf::behavior kernel_impl(kernel_broker* self, services_ptr svc,
       if (auto c = self->state.calls.take(seq))
         write_conn(self, c->conn, encode_rpc_response(c->id, result_json));
     },
-    [=](tick_atom) {
-      auto& s = self->state;
-      s.calls.timer_fired();
-      for (auto& c : s.calls.take_expired(clock_type::now())) {
-        c.cancel->store(true);
-        auto secs = std::chrono::duration_cast<std::chrono::seconds>(
-                      clock_type::now() - c.start).count();
-        MIBYAN_LOG(warning, "tool", c.tool << " call " << c.id
-                   << " passed its deadline after " << secs << " s");
-        write_conn(self, c.conn,
-                   encode_rpc_response(c.id,
-                                       call_timeout_result(c.tool, secs)));
-      }
-      arm_call_timer(self);
-    },
     [=](interrupt_atom, std::string& reason) {
       auto& s = self->state;
       MIBYAN_LOG(info, "kernel", "pid " << s.opts.proc.pid
                  << " interrupted: " << reason);
       kill_kernel(self, cell_status::interrupted, std::move(reason));
-    },
-    [=](deadline_atom, uint64_t key) {
-      auto& s = self->state;
-      if (auto i = s.cell_timers.find(key); i != s.cell_timers.end())
-        s.cell_timers.erase(i);
-      if (!s.cell || s.cell->forcing)
-        return;
-      if (clock_type::now() < s.cell_deadline) {
-        arm_cell_timer(self); // armed for an earlier cell
-        return;
-      }
-      MIBYAN_LOG(info, "kernel", "pid " << s.opts.proc.pid
-                 << ": cell timed out after "
-                 << s.cell->cell.timeout_ms << " ms");
-      kill_kernel(self, cell_status::timeout, {});
     },
     [=](reap_atom) {
       auto& s = self->state;

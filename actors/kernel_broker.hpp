@@ -180,6 +180,8 @@ void refuse_conn(kernel_broker* self, caf::io::connection_handle hdl,
                  rpc_verdict why);
 void close_rpc_conns(kernel_broker* self);
 void arm_call_timer(kernel_broker* self);
+/// The call timer fired: answers the script calls past their deadline.
+void on_call_timer(kernel_broker* self);
 void handle_rpc_line(kernel_broker* self, caf::io::connection_handle hdl,
                      std::string_view line);
 

@@ -2,6 +2,7 @@
 // execute_code.md, "Per-cell budgets" and "Bridge fast path"): replies,
 // closing, the checks of a request and running its tool.
 #include "actors/kernel_broker.hpp"
+#include "actors/exit_timer.hpp"
 
 #include <algorithm>
 
@@ -58,9 +59,25 @@ void arm_call_timer(kernel_broker* self) {
   auto& st = self->state;
   if (auto when = st.calls.timer_to_arm()) {
     auto delay = *when - clock_type::now();
-    self->delayed_send(self, std::max(delay, clock_type::duration::zero()),
-                       tick_atom_v);
+    // Ends with the broker (actors/exit_timer.hpp).
+    start_exit_timer(self, std::max(delay, clock_type::duration::zero()),
+                     [self] { on_call_timer(self); });
   }
+}
+
+void on_call_timer(kernel_broker* self) {
+  auto& s = self->state;
+  s.calls.timer_fired();
+  for (auto& c : s.calls.take_expired(clock_type::now())) {
+    c.cancel->store(true);
+    auto secs = std::chrono::duration_cast<std::chrono::seconds>(
+                  clock_type::now() - c.start).count();
+    MIBYAN_LOG(warning, "tool", c.tool << " call " << c.id
+               << " passed its deadline after " << secs << " s");
+    write_conn(self, c.conn,
+               encode_rpc_response(c.id, call_timeout_result(c.tool, secs)));
+  }
+  arm_call_timer(self);
 }
 
 namespace {

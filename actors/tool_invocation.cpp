@@ -1,4 +1,5 @@
 #include "actors/tool_invocation.hpp"
+#include "actors/exit_timer.hpp"
 
 #include "actors/script_calls.hpp"
 
@@ -48,8 +49,22 @@ void answer(invocation_actor* self, std::string result_json, bool timed_out) {
   self->quit();
 }
 
+// The call passed its deadline: cancel it and answer with a timeout.
+void on_deadline(invocation_actor* self) {
+  auto& st = self->state;
+  if (st.answered)
+    return;
+  st.cancel->store(true);
+  auto secs = std::chrono::duration_cast<std::chrono::seconds>(
+                clock_type::now() - st.start).count();
+  MIBYAN_LOG(warning, "tool", st.tool << " call " << st.call_id
+             << " passed its deadline after " << secs << " s");
+  answer(self, call_timeout_result(st.tool, secs), true);
+}
+
 caf::behavior invocation(invocation_actor* self, services_ptr svc) {
   return {
+    exit_timer_handler(self),
     [=](invoke_atom, tool_request& req) -> caf::result<tool_response> {
       auto& st = self->state;
       st.rp = self->make_response_promise<tool_response>();
@@ -91,22 +106,13 @@ caf::behavior invocation(invocation_actor* self, services_ptr svc) {
         answer(self, error_result("The runtime is shutting down; the tool "
                                   "was not run.").dump(), false);
       else
-        self->delayed_send(self, limit, deadline_atom_v);
+        // Ends with the actor (actors/exit_timer.hpp): an early answer
+        // frees the invocation at once, not after the deadline.
+        start_exit_timer(self, limit, [self] { on_deadline(self); });
       return st.rp;
     },
     [=](done_atom, std::string& result_json) {
       answer(self, std::move(result_json), false);
-    },
-    [=](deadline_atom) {
-      auto& st = self->state;
-      if (st.answered)
-        return;
-      st.cancel->store(true);
-      auto secs = std::chrono::duration_cast<std::chrono::seconds>(
-                    clock_type::now() - st.start).count();
-      MIBYAN_LOG(warning, "tool", st.tool << " call " << st.call_id
-                 << " passed its deadline after " << secs << " s");
-      answer(self, call_timeout_result(st.tool, secs), true);
     },
     [=](interrupt_atom, const std::string& reason) {
       auto& st = self->state;

@@ -7,11 +7,15 @@
 // zombies, threads) and the LMDB size against the data stored.
 //
 //   mibyan_soak [--seconds S | --minutes M] [--conversations N] [--seed K]
-//               [--quick]
+//               [--quick] [--no-interrupts] [--no-kills]
 // Defaults: 10 minutes, 200 conversations. --quick: 30 s, 50
-// conversations. Exit 1 when a child process or zombie is left, a turn
+// conversations. --no-interrupts / --no-kills leave out one kind of
+// disturbance, to tell which path a growth comes from. With
+// MIBYAN_SOAK_EXIT_AT_END_OF_LOAD=1 the process _Exits at the end of the
+// load, so a heap profiler (heaptrack) lists what is live then. Exit 1 when a child process or zombie is left, a turn
 // hangs past the end, no turn completed, or an fd is left open after the
 // runtime is destroyed.
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -29,6 +33,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <malloc.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/stat.h>
@@ -74,6 +79,15 @@ long rss_mib(bool anon = false) {
   if (f)
     std::fclose(f);
   return kib / 1024;
+}
+
+// Bytes the program holds from malloc (all arenas, mmapped blocks too), in
+// MiB with one decimal: what RSS would be without the allocator's retained
+// free memory. Growing RSS with a flat figure here is fragmentation or
+// retention, not a leak.
+double heap_in_use_mib() {
+  auto mi = ::mallinfo2();
+  return static_cast<double>(mi.uordblks + mi.hblkhd) / (1 << 20);
 }
 
 // Child pids of this process (all threads), with their state letter.
@@ -193,6 +207,7 @@ int main(int argc, char** argv) {
   double seconds = 600;
   int conversations = 200;
   unsigned seed = 1;
+  bool interrupts_on = true, kills_on = true;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -209,10 +224,15 @@ int main(int argc, char** argv) {
     else if (a == "--quick") {
       seconds = 30;
       conversations = 50;
+    } else if (a == "--no-interrupts") {
+      interrupts_on = false;
+    } else if (a == "--no-kills") {
+      kills_on = false;
     } else {
       std::fprintf(stderr,
                    "usage: mibyan_soak [--seconds S | --minutes M] "
-                   "[--conversations N] [--seed K] [--quick]\n");
+                   "[--conversations N] [--seed K] [--quick] "
+                   "[--no-interrupts] [--no-kills]\n");
       return 2;
     }
   }
@@ -344,6 +364,12 @@ int main(int argc, char** argv) {
     start_turn(convs[static_cast<size_t>(i)]);
   }
   long rss_start = 0, rss_mid = 0, anon_start = 0, anon_mid = 0;
+  double heap_start = 0, heap_mid = 0;
+  long turns_mid = 0;
+  // Heap in use, sampled every loop round: its instant value follows the
+  // turns in flight, so the trend is judged on the medians of the second
+  // and the last quarter of the run.
+  std::vector<std::pair<double, double>> heap_samples; // (elapsed, MiB)
   std::mt19937 rng{seed};
   long interrupts = 0, kernel_kills = 0;
   auto deadline = t0 + std::chrono::duration_cast<clock_type::duration>(
@@ -354,17 +380,24 @@ int main(int argc, char** argv) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     auto now = clock_type::now();
     double elapsed = std::chrono::duration<double>(now - t0).count();
+    heap_samples.emplace_back(elapsed, heap_in_use_mib());
     if (rss_start == 0 && elapsed >= std::min(10.0, seconds / 4)) {
       rss_start = rss_mib();
       anon_start = rss_mib(true);
+      heap_start = heap_in_use_mib();
     }
     if (!mid_taken && elapsed >= seconds / 2) {
       rss_mid = rss_mib();
       anon_mid = rss_mib(true);
+      heap_mid = heap_in_use_mib();
+      {
+        std::lock_guard<std::mutex> g{st.mtx};
+        turns_mid = st.turns;
+      }
       mid_taken = true;
     }
     // Interrupt a random running turn about twice a second.
-    if (rng() % 2 == 0) {
+    if (rng() % 2 == 0 && interrupts_on) {
       std::string victim;
       {
         std::lock_guard<std::mutex> g{st.mtx};
@@ -381,7 +414,7 @@ int main(int argc, char** argv) {
     }
     // Kill a random kernel (python runner or its sandbox) about once a
     // second.
-    if (rng() % 5 == 0) {
+    if (rng() % 5 == 0 && kills_on) {
       std::vector<pid_t> kernels;
       for (auto& [pid, state] : children())
         if (pid != provider && state != 'Z'
@@ -395,16 +428,37 @@ int main(int argc, char** argv) {
     }
     if (now >= next_report) {
       next_report += std::chrono::seconds(10);
+      // Asked before taking st.mtx: the turn callbacks take it on the
+      // runtime's threads, which the registry needs to answer.
+      auto kernels = rt->kernel_stats();
       std::lock_guard<std::mutex> g{st.mtx};
       std::printf("soak: %4.0f s  turns %ld  completed %ld  in flight %ld  "
-                  "RSS %ld MiB (anon %ld)\n",
+                  "RSS %ld MiB (anon %ld, heap in use %.1f)  kernels %s\n",
                   elapsed, st.turns, st.completed, st.in_flight, rss_mib(),
-                  rss_mib(true));
+                  rss_mib(true), heap_in_use_mib(),
+                  kernels.c_str());
       std::fflush(stdout);
     }
   }
   long rss_end_running = rss_mib();
   long anon_end_running = rss_mib(true);
+  double heap_end_running = heap_in_use_mib();
+  long turns_end_running = 0;
+  {
+    std::lock_guard<std::mutex> g{st.mtx};
+    turns_end_running = st.turns;
+  }
+  // For heap profiling: everything still allocated here is live at the
+  // end of the load (heaptrack then lists it as "leaked").
+  if (const char* e = std::getenv("MIBYAN_SOAK_EXIT_AT_END_OF_LOAD");
+      e && std::string{e} == "1") {
+    std::fflush(stdout);
+    std::_Exit(3);
+  }
+  // What the allocator keeps but the program does not use: RssAnon after
+  // free pages are given back.
+  ::malloc_trim(0);
+  long anon_end_trimmed = rss_mib(true);
   st.stopping = true;
   // Let the running turns finish (bounded; interrupts speed them up).
   bool drained;
@@ -465,6 +519,11 @@ int main(int argc, char** argv) {
   std::printf("  RssAnon MiB             start %ld, middle %ld, end of load "
               "%ld, after shutdown %ld\n",
               anon_start, anon_mid, anon_end_running, anon_end);
+  std::printf("  heap in use MiB         start %.1f, middle %.1f, end of load "
+              "%.1f (%ld turns after the middle); RssAnon after malloc_trim "
+              "at the end of load %ld\n",
+              heap_start, heap_mid, heap_end_running,
+              turns_end_running - turns_mid, anon_end_trimmed);
   std::printf("  fds                     before %ld, after %ld (2 of them the "
               "process-wide SIGTERM watcher's pipe)\n",
               fds0, fds_end);
@@ -535,6 +594,31 @@ int main(int argc, char** argv) {
                        : 0.0,
               anon_mid && anon_end_running * 4 < anon_mid * 5 ? "true"
                                                               : "false");
+  // A leak grows with the turns run: the last quarter's median heap in use
+  // against the second quarter's, within 5% plus 1 MiB.
+  auto quarter_median = [&](double from, double to) {
+    std::vector<double> xs;
+    for (auto& [t, mib] : heap_samples)
+      if (t >= from * seconds && t < to * seconds)
+        xs.push_back(mib);
+    if (xs.empty())
+      return 0.0;
+    std::nth_element(xs.begin(), xs.begin() + static_cast<long>(xs.size() / 2),
+                     xs.end());
+    return xs[xs.size() / 2];
+  };
+  double heap_q2 = quarter_median(0.25, 0.5);
+  double heap_q4 = quarter_median(0.75, 1.01);
+  std::printf("  heap in use, medians    second quarter %.1f MiB, last quarter "
+              "%.1f MiB (%zu samples)\n",
+              heap_q2, heap_q4, heap_samples.size());
+  bool heap_flat = heap_q2 > 0 && heap_q4 <= heap_q2 * 1.05 + 1.0;
+  std::printf("BENCH_ROW {\"metric\":\"soak heap in use (malloc), median of "
+              "the last quarter vs the second\",\"ours\":%.1f,"
+              "\"baseline\":%.1f,\"ratio\":%.3f,\"unit\":\"MiB\","
+              "\"goal\":\"flat (<= 1.05x + 1 MiB)\",\"met\":%s}\n",
+              heap_q4, heap_q2, heap_q2 > 0 ? heap_q4 / heap_q2 : 0.0,
+              heap_flat ? "true" : "false");
   std::printf("BENCH_ROW {\"metric\":\"soak leftovers (children + fds over "
               "baseline)\",\"ours\":%ld,\"baseline\":0,\"ratio\":null,"
               "\"unit\":\"count\",\"goal\":\"0\",\"met\":%s}\n",

@@ -531,7 +531,7 @@ void runtime::set_session_yolo(const std::string& session_id, bool on) {
 std::string runtime::kernel_stats() {
   caf::scoped_actor self{*impl_->sys};
   std::string out;
-  self->request(impl_->kernels, caf::infinite, stats_atom_v)
+  self->request(impl_->kernels, std::chrono::seconds(5), stats_atom_v)
     .receive([&](std::string& s) { out = std::move(s); },
              [&](caf::error&) { out = "{}"; });
   return out;

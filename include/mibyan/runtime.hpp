@@ -202,7 +202,9 @@ public:
   void close_session(const std::string& session_id);
 
   /// Kernel counters as JSON ({"kernels","prestarted","spawned","evicted",
-  /// "reaped"}); blocks briefly.
+  /// "reaped"}); blocks the caller until the registry answers, at most 5 s,
+  /// then returns "{}". Not to be called from a runtime thread, nor while
+  /// holding a lock that a callback of this runtime takes.
   std::string kernel_stats();
 
   /// Approvals (docs/approvals.md). The host's approval channel: called
