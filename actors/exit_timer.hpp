@@ -25,6 +25,7 @@
 #include "caf/actor_cast.hpp"
 #include "caf/duration.hpp"
 #include "caf/response_promise.hpp"
+#include "caf/result.hpp"
 #include "caf/sec.hpp"
 
 #include "messages/type_ids.hpp"
@@ -41,10 +42,11 @@ void start_exit_timer(Self* self, Duration delay, F fire) {
           });
 }
 
-/// The handler that leaves a timer's request unanswered.
+/// The handler that leaves a timer's request unanswered (a delegated
+/// result: CAF sends no reply). Typed actors list `reacts_to<timer_atom>`.
 template <class Self>
 auto exit_timer_handler(Self* self) {
-  return [self](timer_atom) -> caf::response_promise {
+  return [self](timer_atom) -> caf::result<void> {
     return self->make_response_promise();
   };
 }

@@ -5,6 +5,7 @@
 
 #include "caf/all.hpp"
 
+#include "actors/exit_timer.hpp"
 #include "actors/kernel.hpp"
 #include "actors/warm_kernels.hpp"
 #include "kernels/interpreter_cache.hpp"
@@ -23,7 +24,7 @@ using clock_type = std::chrono::steady_clock;
 
 // The registry's private interface: its public one plus timer messages.
 using registry_impl_actor = kernel_registry_actor::extend<
-  caf::reacts_to<tick_atom>, caf::reacts_to<refill_atom>>;
+  caf::reacts_to<timer_atom>, caf::reacts_to<refill_atom>>;
 
 struct kernel_record {
   std::string key;
@@ -257,6 +258,18 @@ std::chrono::milliseconds reap_period(const options& cfg) {
   return std::chrono::milliseconds(std::clamp<int64_t>(ms, 500, 300000));
 }
 
+// The reap tick: an exit timer (actors/exit_timer.hpp), since the
+// registry runs on its own thread (spawn_kernel_registry) and the system's
+// shutdown waits for that thread, which a pending delayed message would
+// hold for up to the reap period.
+void arm_reap_timer(registry_pointer self) {
+  start_exit_timer(self, reap_period(self->state.svc->cfg), [self] {
+    reap_idle(self);
+    refill_spares(self);
+    arm_reap_timer(self);
+  });
+}
+
 // Hands a cell to its kernel. The kernel answers the caller directly
 // (the promise is delegated): the registry is not on the reply path, and
 // learns about the answer through the kernel's usage record.
@@ -298,8 +311,9 @@ registry_behavior(registry_pointer self,
              sp.end());
   });
   refill_spares(self);
-  self->delayed_send(self, reap_period(st.svc->cfg), tick_atom_v);
+  arm_reap_timer(self);
   return {
+    exit_timer_handler(self),
     [=](invoke_atom, tool_request& req) -> caf::result<tool_response> {
       auto& s = self->state;
       auto rp = self->make_response_promise<tool_response>();
@@ -510,12 +524,6 @@ registry_behavior(registry_pointer self,
       r["reaped"] = s.reaped;
       return r.dump();
     },
-    [=](tick_atom) {
-      reap_idle(self);
-      refill_spares(self);
-      self->delayed_send(self, reap_period(self->state.svc->cfg),
-                         tick_atom_v);
-    },
   };
 }
 
@@ -537,7 +545,10 @@ spawn_kernel_registry(caf::actor_system& sys, services_ptr svc,
   auto index = std::make_shared<warm_kernel_index>(std::move(routing));
   if (warm)
     *warm = index;
-  auto impl = sys.spawn(registry_behavior, std::move(index));
+  // Detached: starting a kernel (staging files, fork, exec) blocks for
+  // milliseconds, tens of them under load, and must not hold one of the
+  // scheduler's threads (docs/architecture.md, "Actors").
+  auto impl = sys.spawn<caf::detached>(registry_behavior, std::move(index));
   return caf::actor_cast<kernel_registry_actor>(impl);
 }
 
