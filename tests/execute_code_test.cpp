@@ -10,6 +10,7 @@
 #include <thread>
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "node/runtime.hpp"
 #include "tests/support/pid_namespace.hpp"
@@ -516,32 +517,33 @@ BOOST_AUTO_TEST_CASE(cli_stdin_keeps_one_kernel_per_session) {
 
 BOOST_AUTO_TEST_CASE(cli_sigint_interrupts_the_running_cell) {
   test::temp_dir home;
+  test::temp_dir work;
   home.write("config.yaml", "approvals:\n  single_query_mode: approve\n");
-  // Start the CLI, wait for the cell to run, then send SIGINT.
-  int in_pipe[2];
-  BOOST_REQUIRE(::pipe(in_pipe) == 0);
+  // The cell marks that it runs with a file in its working directory; the
+  // test interrupts the CLI only then (not after a guessed delay, which a
+  // loaded machine outlasts).
+  auto marker = work.path() + "/cell-started";
   auto result = std::async(std::launch::async, [&] {
     test::process_options po;
     po.env["MIBYAN_HOME"] = home.path();
+    po.cwd = work.path();
     return test::run_mibyan(
       {"tool", "execute_code",
-       R"J({"code":"import time\nprint('running')\ntime.sleep(60)"})J"},
+       R"J({"code":"import time\nprint('running')\nopen('cell-started', 'w').close()\ntime.sleep(60)"})J"},
       po);
   });
-  // Find the CLI process and interrupt it once its kernel is up.
-  int cli_pid = 0;
-  for (int i = 0; i < 300 && cli_pid == 0; ++i) {
+  bool started = false;
+  for (int i = 0; i < 1200 && !started; ++i) {
     std::this_thread::sleep_for(50ms);
-    auto out = test::run_process({"pgrep", "-f", "-n", "tool execute_code"});
-    cli_pid = std::atoi(out.out.c_str());
+    started = ::access(marker.c_str(), F_OK) == 0;
   }
+  BOOST_REQUIRE_MESSAGE(started, "the cell did not start within 60 s");
+  auto out = test::run_process({"pgrep", "-f", "-n", "tool execute_code"});
+  int cli_pid = std::atoi(out.out.c_str());
   BOOST_REQUIRE(cli_pid > 0);
-  std::this_thread::sleep_for(1500ms);
   ::kill(cli_pid, SIGINT);
   auto r = result.get();
   BOOST_TEST(r.exit_code == 0);
   BOOST_TEST(contains(r.out, "\"status\":\"interrupted\""));
-  BOOST_TEST(contains(r.out, "running"));
-  ::close(in_pipe[0]);
-  ::close(in_pipe[1]);
+  BOOST_TEST(contains(r.out, "running"), r.out);
 }
