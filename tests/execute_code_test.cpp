@@ -185,6 +185,20 @@ BOOST_AUTO_TEST_CASE(tool_call_cap_refuses_without_running) {
   BOOST_TEST(next.get_string("output") == "again\n");
 }
 
+// Polls `cond` every 50 ms for up to `seconds`: for what happens on the
+// runtime's or a kernel's own time, without guessing a delay.
+bool eventually(const std::function<bool()>& cond, double seconds = 30) {
+  auto end = steady_clock::now()
+             + std::chrono::duration_cast<steady_clock::duration>(
+                 std::chrono::duration<double>(seconds));
+  while (!cond()) {
+    if (steady_clock::now() > end)
+      return false;
+    std::this_thread::sleep_for(50ms);
+  }
+  return true;
+}
+
 BOOST_AUTO_TEST_CASE(late_call_from_a_finished_cell_is_refused) {
   start();
   exec("import threading, time\nfrom mibyan_tools import read_file\n"
@@ -193,7 +207,10 @@ BOOST_AUTO_TEST_CASE(late_call_from_a_finished_cell_is_refused) {
        "    time.sleep(1.0)\n"
        "    late['r'] = read_file('/etc/hostname')\n"
        "threading.Thread(target=later).start()");
-  std::this_thread::sleep_for(1800ms);
+  // The thread's call comes about 1 s after its cell ended.
+  BOOST_REQUIRE(eventually([&] {
+    return exec("print('r' in late)").get_string("output") == "True\n";
+  }));
   auto r = exec("print(late['r'].get('error'))");
   BOOST_TEST(contains(r.get_string("output"), "No active execute_code cell"));
 }
@@ -298,8 +315,8 @@ BOOST_AUTO_TEST_CASE(idle_kernels_are_reaped_by_the_timer) {
   std::string ns;
   out >> pid >> ns;
   BOOST_TEST(stats().get_int("kernels", -1) == 1);
-  std::this_thread::sleep_for(2500ms);
-  BOOST_TEST(stats().get_int("kernels", -1) == 0);
+  // Idle for 1 s, then the next reap tick (every 0.5 s) ends it.
+  BOOST_TEST(eventually([&] { return stats().get_int("kernels", -1) == 0; }));
   BOOST_TEST(stats().get_int("reaped", 0) >= 1);
   BOOST_TEST(test::wait_gone(ns, pid));
 }
@@ -336,10 +353,12 @@ BOOST_AUTO_TEST_CASE(interrupt_kills_the_running_cell) {
   exec("x = 5");
   std::promise<tool_outcome> done;
   rt->call_tool_async({"s1", "c", "execute_code",
-                       R"J({"code":"import sys, time\nprint('before')\nsys.stdout.flush()\ntime.sleep(60)"})J",
+                       R"J({"code":"import sys, time\nprint('before')\nsys.stdout.flush()\nopen('s1-started', 'w').close()\ntime.sleep(60)"})J",
                        work.path()},
                       [&](tool_outcome o) { done.set_value(std::move(o)); });
-  std::this_thread::sleep_for(800ms);
+  // Interrupted once the cell runs (it marks that in its working dir).
+  auto started = work.path() + "/s1-started";
+  BOOST_REQUIRE(eventually([&] { return ::access(started.c_str(), F_OK) == 0; }));
   auto t0 = steady_clock::now();
   rt->interrupt("s1", "user sent a new message");
   auto out = done.get_future().get();
