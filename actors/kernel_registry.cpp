@@ -24,7 +24,7 @@ using clock_type = std::chrono::steady_clock;
 
 // The registry's private interface: its public one plus timer messages.
 using registry_impl_actor = kernel_registry_actor::extend<
-  caf::reacts_to<timer_atom>, caf::reacts_to<refill_atom>>;
+  caf::reacts_to<timer_atom>>;
 
 struct kernel_record {
   std::string key;
@@ -258,10 +258,8 @@ std::chrono::milliseconds reap_period(const options& cfg) {
   return std::chrono::milliseconds(std::clamp<int64_t>(ms, 500, 300000));
 }
 
-// The reap tick: an exit timer (actors/exit_timer.hpp), since the
-// registry runs on its own thread (spawn_kernel_registry) and the system's
-// shutdown waits for that thread, which a pending delayed message would
-// hold for up to the reap period.
+// The reap tick: an exit timer (actors/exit_timer.hpp), so a registry
+// that ended is freed at once, not after up to a reap period.
 void arm_reap_timer(registry_pointer self) {
   start_exit_timer(self, reap_period(self->state.svc->cfg), [self] {
     reap_idle(self);
@@ -488,10 +486,11 @@ registry_behavior(registry_pointer self,
       // Start the replacement spare a moment later, so its interpreter
       // start-up does not compete with this first cell for the CPU.
       if (s.svc->cfg.code_execution.prestart_kernels > 0)
-        self->delayed_send(self, std::chrono::milliseconds(50), refill_atom_v);
+        // An exit timer, as the reap tick (arm_reap_timer).
+        start_exit_timer(self, std::chrono::milliseconds(50),
+                         [self] { refill_spares(self); });
       return rp;
     },
-    [=](refill_atom) { refill_spares(self); },
     [=](interrupt_atom, interrupt_request& req) {
       auto& s = self->state;
       auto reason = req.reason.empty() ? std::string{"user sent a new message"}
@@ -545,10 +544,10 @@ spawn_kernel_registry(caf::actor_system& sys, services_ptr svc,
   auto index = std::make_shared<warm_kernel_index>(std::move(routing));
   if (warm)
     *warm = index;
-  // Detached: starting a kernel (staging files, fork, exec) blocks for
-  // milliseconds, tens of them under load, and must not hold one of the
-  // scheduler's threads (docs/architecture.md, "Actors").
-  auto impl = sys.spawn<caf::detached>(registry_behavior, std::move(index));
+  // On the scheduler. Starting a kernel (staging files, fork, exec) blocks
+  // this actor's thread for milliseconds; a detached registry was tried and
+  // hung the system's shutdown under load (docs/architecture.md, "Actors").
+  auto impl = sys.spawn(registry_behavior, std::move(index));
   return caf::actor_cast<kernel_registry_actor>(impl);
 }
 
