@@ -15,8 +15,8 @@
 // (`exit_timer_handler` keeps no promise), and `fire` runs when that
 // request times out. Contract: the actor's behavior includes
 // `exit_timer_handler(self)`; `fire` runs in the actor's context, at most
-// once, never after the actor ended. Cost: one message to itself and one
-// clock entry per timer.
+// once, never after the actor ended. A delay already past (negative)
+// fires at once. Cost: one message to itself and one clock entry per timer.
 #pragma once
 
 #include <utility>
@@ -34,6 +34,8 @@ namespace mibyan {
 
 template <class Self, class Duration, class F>
 void start_exit_timer(Self* self, Duration delay, F fire) {
+  if (delay < Duration::zero())
+    delay = Duration::zero();
   self->request(caf::actor_cast<caf::actor>(self), delay, timer_atom_v)
     .then([] {},
           [fire = std::move(fire)](caf::error& err) mutable {

@@ -283,7 +283,7 @@ void arm_cell_timer(kernel_broker* self) {
   auto delay = st.cell_deadline - clock_type::now();
   // Ends with the broker (actors/exit_timer.hpp): a kernel that ended is
   // freed at once, not after its cell's deadline.
-  start_exit_timer(self, std::max(delay, clock_type::duration::zero()),
+  start_exit_timer(self, delay,
                    [self, key] { on_cell_deadline(self, key); });
 }
 

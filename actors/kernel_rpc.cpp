@@ -60,7 +60,7 @@ void arm_call_timer(kernel_broker* self) {
   if (auto when = st.calls.timer_to_arm()) {
     auto delay = *when - clock_type::now();
     // Ends with the broker (actors/exit_timer.hpp).
-    start_exit_timer(self, std::max(delay, clock_type::duration::zero()),
+    start_exit_timer(self, delay,
                      [self] { on_call_timer(self); });
   }
 }
