@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "caf/actor_system.hpp"
+#include "caf/logger.hpp"
 
 #include "actors/kernel.hpp"
 #include "base/env_filter.hpp"
@@ -127,6 +128,10 @@ void run_kernel_start(caf::actor_system& sys, const kernel_start_plan& plan,
       ko.kill_grace_seconds = plan.svc->cfg.terminal.kill_grace;
       ko.usage = std::move(usage);
       handle = spawn_kernel_actor(sys, plan.svc, std::move(ko));
+      // Spawning set this pool thread's current CAF logger, a reference
+      // that the actor system's destructor waits for: the pool's threads
+      // end after the system, so it would wait forever.
+      caf::logger::set_current_actor_system(nullptr);
       slot.handle = handle;
     }
   }
