@@ -4,9 +4,9 @@
 #include <unistd.h>
 
 #include "caf/actor_system.hpp"
-#include "caf/logger.hpp"
 
 #include "actors/kernel.hpp"
+#include "actors/outside_spawn.hpp"
 #include "base/env_filter.hpp"
 #include "base/host_hardening.hpp"
 #include "base/log.hpp"
@@ -127,11 +127,8 @@ void run_kernel_start(caf::actor_system& sys, const kernel_start_plan& plan,
       ko.tools = plan.tools;
       ko.kill_grace_seconds = plan.svc->cfg.terminal.kill_grace;
       ko.usage = std::move(usage);
+      outside_spawn_guard guard; // a pool thread (actors/outside_spawn.hpp)
       handle = spawn_kernel_actor(sys, plan.svc, std::move(ko));
-      // Spawning set this pool thread's current CAF logger, a reference
-      // that the actor system's destructor waits for: the pool's threads
-      // end after the system, so it would wait forever.
-      caf::logger::set_current_actor_system(nullptr);
       slot.handle = handle;
     }
   }

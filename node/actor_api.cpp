@@ -7,6 +7,7 @@
 
 #include "caf/all.hpp"
 
+#include "actors/outside_spawn.hpp"
 #include "base/json.hpp"
 #include "messages/type_ids.hpp"
 #include "node/runtime_impl.hpp"
@@ -133,12 +134,14 @@ std::unique_ptr<runtime> attach(caf::actor_system& sys,
 caf::actor spawn_conversation(runtime& rt, agent_config cfg,
                               caf::actor listener) {
   auto& p = runtime_access::of(rt);
+  outside_spawn_guard guard; // an application's thread (actors/outside_spawn.hpp)
   return p.sys->spawn(conversation_gateway, &rt, std::move(cfg),
                       std::move(listener));
 }
 
 caf::actor spawn_tool_actor(runtime& rt) {
   auto& p = runtime_access::of(rt);
+  outside_spawn_guard guard; // an application's thread (actors/outside_spawn.hpp)
   return p.sys->spawn(tool_gateway, p.dispatcher);
 }
 

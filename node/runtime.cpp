@@ -14,6 +14,7 @@
 #include "caf/all.hpp"
 #include "caf/io/all.hpp"
 
+#include "actors/outside_spawn.hpp"
 #include "actors/conversation.hpp"
 #include "actors/guardian_call.hpp"
 #include "actors/kernel_registry.hpp"
@@ -376,6 +377,9 @@ start(std::shared_ptr<runtime_services> svc, caf::actor_system* host,
       std::string* error) {
   if (!svc)
     return nullptr;
+  // The system's constructor and the wiring spawn on this thread, which
+  // need not be the one that destroys the runtime (actors/outside_spawn.hpp).
+  outside_spawn_guard guard;
   auto p = std::make_unique<runtime::impl>();
   p->svc = svc;
   if (host != nullptr) {

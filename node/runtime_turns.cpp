@@ -20,6 +20,7 @@
 
 #include "caf/all.hpp"
 
+#include "actors/outside_spawn.hpp"
 #include "actors/conversation.hpp"
 #include "actors/provider.hpp"
 #include "actors/session_writer.hpp"
@@ -350,6 +351,10 @@ caf::behavior turn_driver(caf::event_based_actor* self,
 
 void runtime::run_turn_async(const turn_call& call,
                              std::function<void(turn_outcome)> done) {
+  // Spawns (the conversation, its provider, the turn's driver) from the
+  // caller's thread: an application's or a pool thread
+  // (actors/outside_spawn.hpp).
+  outside_spawn_guard guard;
   auto job = std::make_shared<turn_job>();
   job->p = impl_.get();
   job->svc = impl_->svc;

@@ -9,6 +9,8 @@
 // exactly, and stay there over several runtimes.
 
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <future>
 #include <memory>
@@ -161,4 +163,40 @@ BOOST_AUTO_TEST_CASE(kernels_stopped_while_starting_leave_no_fd) {
   }
   std::string why;
   BOOST_TEST(settled(base, &why), why);
+}
+
+// A runtime made on one thread and destroyed on another while the first
+// still lives, as an application with a worker thread does: spawning
+// leaves a reference to CAF's logger on the spawning thread, and the actor
+// system's destructor waits for all of them (actors/outside_spawn.hpp).
+// Before the fix this destruction never returned.
+BOOST_AUTO_TEST_CASE(a_runtime_destroyed_on_another_thread_returns) {
+  std::unique_ptr<session_runtime> s;
+  std::promise<void> made, finish;
+  auto made_f = made.get_future();
+  auto finish_f = finish.get_future();
+  std::thread maker([&] {
+    s = std::make_unique<session_runtime>(1); // the spare starts on the pool
+    s->run("a", "x = 1");
+    made.set_value();
+    finish_f.wait(); // this thread outlives the runtime
+  });
+  made_f.wait();
+  auto done = std::make_shared<std::promise<void>>();
+  auto done_f = done->get_future();
+  std::thread([&s, done] {
+    s->rt.reset();
+    done->set_value();
+  }).detach();
+  bool returned = done_f.wait_for(seconds{60}) == std::future_status::ready;
+  finish.set_value();
+  maker.join();
+  if (!returned) {
+    // The destructor hangs for good: report and leave without unwinding.
+    std::fprintf(stderr, "runtime destructor did not return within 60 s\n");
+    std::_Exit(1);
+  }
+  // The kernels' groups are reaped by pool jobs the destructor waited for.
+  std::string why;
+  BOOST_TEST(settled(test::open_fds(), &why), why);
 }
