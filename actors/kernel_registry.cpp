@@ -2,18 +2,19 @@
 
 #include <algorithm>
 #include <map>
-#include <mutex>
 
 #include "caf/all.hpp"
 
 #include "actors/exit_timer.hpp"
 #include "actors/kernel.hpp"
-#include "actors/kernel_start.hpp"
 #include "actors/warm_kernels.hpp"
-#include "kernels/cell_result.hpp"
+#include "kernels/interpreter_cache.hpp"
 #include "kernels/stub_generator.hpp"
 #include "messages/type_ids.hpp"
+#include "base/env_filter.hpp"
+#include "base/host_hardening.hpp"
 #include "base/log.hpp"
+#include "tools/script_sandbox.hpp"
 
 namespace mibyan {
 
@@ -21,13 +22,9 @@ namespace {
 
 using clock_type = std::chrono::steady_clock;
 
-// The registry's private interface: its public one plus timer messages
-// and the end of a kernel start on the blocking pool:
-// (done_atom, start id, broker or null, interpreter, error, fallback note).
+// The registry's private interface: its public one plus timer messages.
 using registry_impl_actor = kernel_registry_actor::extend<
-  caf::reacts_to<timer_atom>,
-  caf::reacts_to<done_atom, uint64_t, caf::actor, std::string, std::string,
-                 std::string>>;
+  caf::reacts_to<timer_atom>>;
 
 struct kernel_record {
   std::string key;
@@ -61,24 +58,6 @@ struct spare_kernel {
   std::shared_ptr<kernel_usage> usage;
 };
 
-// A cell that waits for its kernel to start.
-struct waiting_cell {
-  exec_cell cell;
-  caf::typed_response_promise<tool_response> rp;
-};
-
-// A kernel being started on the blocking pool.
-struct pending_start {
-  std::string key;        // "" for a spare
-  std::string owner;
-  std::string shape_text; // spares: the shape it is for
-  std::shared_ptr<kernel_usage> usage;
-  std::shared_ptr<kernel_start_slot> slot;
-  std::vector<waiting_cell> cells;
-  int64_t queued = 0;     // cells queued here so far (answered or not)
-  bool cancelled = false; // its session ended: stop the kernel on arrival
-};
-
 struct registry_state {
   services_ptr svc;
   // Interpreter specs (names or paths), resolved only when a kernel starts
@@ -89,11 +68,6 @@ struct registry_state {
   std::vector<std::string> tools;
   std::map<std::string, kernel_record> kernels; // by key
   std::vector<spare_kernel> spares;
-  // Kernels being started on the blocking pool, by start id. Kept until
-  // the job's answer arrives, even when cancelled (the broker is stopped
-  // then).
-  std::map<uint64_t, pending_start> starting;
-  uint64_t next_start = 1;
   int64_t spawned = 0, evicted = 0, reaped = 0;
   // The kernels of `kernels` offered to the call facade's fast path, and
   // the key computation shared with it (actors/warm_kernels.hpp). Every
@@ -107,13 +81,6 @@ struct registry_state {
       caf::anon_send_exit(rec.handle, caf::exit_reason::user_shutdown);
     for (auto& spare : spares)
       caf::anon_send_exit(spare.handle, caf::exit_reason::user_shutdown);
-    for (auto& [id, start] : starting) {
-      std::lock_guard<std::mutex> guard{start.slot->mtx};
-      start.slot->registry_gone = true;
-      if (start.slot->handle)
-        caf::anon_send_exit(start.slot->handle,
-                            caf::exit_reason::user_shutdown);
-    }
   }
   static const char* name;
 };
@@ -143,48 +110,69 @@ kernel_shape shape_for(registry_pointer self, const tool_request& req) {
   return self->state.warm->routing().shape_for(req);
 }
 
+// The interpreter a new kernel of `shape` runs: resolved now, from the
+// cache while nothing that selects the version changed.
 std::string interpreter_for(registry_pointer self, const kernel_shape& shape) {
-  return interpreter_for(*self->state.svc, self->state.default_python, shape);
-}
-
-// Queues a kernel start on the blocking pool. Returns its id, or 0 when
-// the pool refused the job (the runtime is shutting down).
-uint64_t begin_start(registry_pointer self, const kernel_shape& shape,
-                     std::string key, std::string owner, bool fallback) {
   auto& st = self->state;
-  auto id = st.next_start++;
-  pending_start start;
-  start.key = std::move(key);
-  start.owner = std::move(owner);
-  start.shape_text = shape.text(st.tools);
-  start.usage = std::make_shared<kernel_usage>();
-  start.slot = std::make_shared<kernel_start_slot>();
-  kernel_start_plan plan{st.svc, shape, st.default_python, st.tools,
-                         fallback};
-  auto job = [sys = &self->system(),
-              me = caf::actor_cast<registry_impl_actor>(self), id,
-              plan = std::move(plan), usage = start.usage,
-              slot = start.slot]() mutable {
-    run_kernel_start(*sys, plan, usage, *slot,
-                     [&](caf::actor handle, std::string resolved,
-                         std::string error, std::string note) {
-                       caf::anon_send(me, done_atom_v, id, std::move(handle),
-                                      std::move(resolved), std::move(error),
-                                      std::move(note));
-                     });
-  };
-  if (!st.svc->pool->submit(std::move(job)))
-    return 0;
-  st.starting.emplace(id, std::move(start));
-  return id;
+  auto cwd = shape.cwd.empty() ? st.svc->default_cwd : shape.cwd;
+  auto& home = st.svc->cfg.home;
+  if (shape.python.empty())
+    return resolve_project_interpreter(st.default_python, home, cwd);
+  return resolve_interpreter_cached(shape.python, home, cwd);
 }
 
-// The start under way for `key`, if any (not a cancelled one).
-pending_start* start_for(registry_pointer self, const std::string& key) {
-  for (auto& [id, start] : self->state.starting)
-    if (!start.key.empty() && start.key == key && !start.cancelled)
-      return &start;
-  return nullptr;
+caf::actor start_kernel(registry_pointer self, const kernel_shape& shape,
+                        std::string* error, std::string* resolved = nullptr,
+                        std::shared_ptr<kernel_usage>* usage = nullptr) {
+  auto& st = self->state;
+  kernel_spawn_options so;
+  so.python = interpreter_for(self, shape);
+  if (resolved)
+    *resolved = so.python;
+  so.cwd = shape.cwd;
+  so.tools = st.tools;
+  so.inherited_env = current_environment();
+  so.passthrough = st.svc->cfg.terminal.env_passthrough;
+  so.passthrough.insert(so.passthrough.end(), shape.skill_env.begin(),
+                        shape.skill_env.end());
+  so.rpc_timeout = static_cast<double>(st.svc->cfg.code_execution.timeout);
+  so.extra_tools = st.svc->script_host_tools;
+  std::string isolation_error;
+  so.bwrap = script_sandbox_bwrap(st.svc->cfg, &isolation_error);
+  if (!isolation_error.empty()) {
+    if (error)
+      *error = isolation_error;
+    return {};
+  }
+  if (so.bwrap.empty())
+    become_subreaper(); // the fallback hunts orphaned daemons at teardown
+  so.strict = shape.mode == "strict";
+  so.home = st.svc->cfg.home;
+  so.limits = script_limits(st.svc->cfg);
+  auto proc = spawn_kernel(so, error);
+  if (proc.pid < 0)
+    return {};
+  ++st.spawned;
+  if (!proc.dropped_env.empty() && log::enabled(log::level::debug)) {
+    std::string names;
+    for (auto& n : proc.dropped_env)
+      names += (names.empty() ? "" : ", ") + n;
+    MIBYAN_LOG(debug, "kernel", "execute_code: dropped "
+               << proc.dropped_env.size() << " environment variable(s): "
+               << names << " (re-allow with terminal.env_passthrough)");
+  }
+  MIBYAN_LOG(debug, "kernel", "started pid " << proc.pid << " ("
+             << so.python << ") in " << proc.cwd);
+  kernel_actor_options ko;
+  ko.proc = std::move(proc);
+  ko.tools = st.tools;
+  ko.kill_grace_seconds = st.svc->cfg.terminal.kill_grace;
+  ko.usage = std::make_shared<kernel_usage>();
+  if (usage)
+    *usage = ko.usage;
+  auto handle = spawn_kernel_actor(self->system(), st.svc, std::move(ko));
+  self->monitor(handle);
+  return handle;
 }
 
 void refill_spares(registry_pointer self) {
@@ -199,12 +187,16 @@ void refill_spares(registry_pointer self) {
                             [&](const spare_kernel& s) {
                               return s.shape == text;
                             });
-  for (auto& [id, start] : st.starting)
-    if (start.key.empty() && start.shape_text == text)
-      ++have;
-  for (; have < want; ++have)
-    if (begin_start(self, shape, {}, {}, false) == 0)
+  for (; have < want; ++have) {
+    std::string err, resolved;
+    std::shared_ptr<kernel_usage> usage;
+    auto h = start_kernel(self, shape, &err, &resolved, &usage);
+    if (!h) {
+      MIBYAN_LOG(warning, "kernel", "cannot pre-start a kernel: " << err);
       return;
+    }
+    st.spares.push_back(spare_kernel{text, h, resolved, usage});
+  }
 }
 
 void stop_kernel(registry_pointer self, const caf::actor& h) {
@@ -276,25 +268,6 @@ void arm_reap_timer(registry_pointer self) {
   });
 }
 
-// Makes `handle` the kernel of `key` (a spare taken or a start that
-// arrived) and enforces the cap.
-kernel_record& adopt_kernel(registry_pointer self, const std::string& key,
-                            const std::string& owner, caf::actor handle,
-                            std::shared_ptr<kernel_usage> usage) {
-  auto& st = self->state;
-  kernel_record rec;
-  rec.key = key;
-  rec.owner = owner;
-  rec.handle = std::move(handle);
-  rec.usage = std::move(usage);
-  rec.pinned = is_subagent_owner(owner);
-  rec.last_used = clock_type::now();
-  auto& stored = st.kernels[key] = std::move(rec);
-  st.warm->put(key, stored.handle, stored.usage);
-  enforce_cap(self, key);
-  return stored;
-}
-
 // Hands a cell to its kernel. The kernel answers the caller directly
 // (the promise is delegated): the registry is not on the reply path, and
 // learns about the answer through the kernel's usage record.
@@ -305,117 +278,6 @@ void run_cell(kernel_record& rec, exec_cell cell,
   rec.usage->last_handed_ns.store(usage_clock_now());
   rp.delegate(caf::actor_cast<kernel_cell_actor>(rec.handle), exec_atom_v,
               std::move(cell));
-}
-
-// As run_cell, and adds `note` (the interpreter fallback) to the result:
-// then the answer passes here.
-void run_cell_with_note(registry_pointer self, kernel_record& rec,
-                        exec_cell cell,
-                        caf::typed_response_promise<tool_response> rp,
-                        std::string note) {
-  if (note.empty()) {
-    run_cell(rec, std::move(cell), std::move(rp));
-    return;
-  }
-  rec.usage->attached.fetch_add(1);
-  rec.last_used = clock_type::now();
-  rec.usage->last_handed_ns.store(usage_clock_now());
-  auto call_id = cell.call_id;
-  self->request(rec.handle, caf::infinite, exec_atom_v, std::move(cell))
-    .then(
-      [=](tool_response& res) mutable {
-        if (auto r = json::parse(res.result_json); r && r.v->is_object()) {
-          (*r.v)["note"] = note;
-          res.result_json = r.v->dump();
-        }
-        rp.deliver(std::move(res));
-      },
-      [=](caf::error& err) mutable {
-        rp.deliver(tool_response{call_id, "execute_code",
-                                 early_error("The session kernel died: "
-                                             + self->system().render(err))
-                                   .dump(),
-                                 0, false});
-      });
-}
-
-// Answers a cell that will not run on the kernel it waited for.
-void answer_unrun(waiting_cell& w, const std::string& error) {
-  w.rp.deliver(tool_response{w.cell.call_id, "execute_code",
-                             early_error(error).dump(), 0, false});
-}
-
-// Answers a waiting cell of an interrupted session: interrupted, as a cell
-// the kernel was running would be (kernels/cell_result.hpp).
-void answer_interrupted(registry_pointer self, waiting_cell& w,
-                        const std::string& reason) {
-  cell_outcome c;
-  c.status = cell_status::interrupted;
-  c.exit_code = -1;
-  c.error = "Interrupted before the cell ran.";
-  c.interrupt_reason = reason;
-  c.tools = self->state.tools;
-  cell_limits lim;
-  auto result = build_cell_result(c, lim, [](const std::string&) {
-    return std::string{};
-  });
-  w.rp.deliver(tool_response{w.cell.call_id, "execute_code", result.dump(),
-                             0, true});
-}
-
-// A start job reported. Hands the waiting cells to the new kernel in the
-// order they came, or answers them with the error.
-void on_started(registry_pointer self, uint64_t id, caf::actor handle,
-                std::string resolved, std::string error, std::string note) {
-  auto& st = self->state;
-  auto i = st.starting.find(id);
-  if (i == st.starting.end()) { // cannot happen: the registry owns the ids
-    if (handle)
-      caf::anon_send_exit(handle, caf::exit_reason::user_shutdown);
-    return;
-  }
-  auto start = std::move(i->second);
-  st.starting.erase(i);
-  if (handle) {
-    ++st.spawned;
-    self->monitor(handle);
-  }
-  if (start.cancelled) {
-    if (handle)
-      stop_kernel(self, handle);
-    return;
-  }
-  if (start.key.empty()) { // a spare
-    if (handle)
-      st.spares.push_back(spare_kernel{start.shape_text, handle, resolved,
-                                       start.usage});
-    else
-      MIBYAN_LOG(warning, "kernel", "cannot pre-start a kernel: " << error);
-    return;
-  }
-  if (!handle) {
-    for (auto& w : start.cells)
-      answer_unrun(w, "execute_code is unavailable in this environment ("
-                        + error + "). Use normal tool calls (terminal, "
-                        "read_file, write_file, ...) instead.");
-    return;
-  }
-  if (start.usage->ended.load()) {
-    // It died while starting (the down message follows): a broker that
-    // ended takes no cells.
-    for (auto& w : start.cells)
-      answer_unrun(w, "The session kernel ended as it started; retry the "
-                      "call to start a fresh kernel.");
-    return;
-  }
-  auto& stored = adopt_kernel(self, start.key, start.owner, handle,
-                              start.usage);
-  // The note goes with the first cell the kernel runs.
-  for (auto& w : start.cells) {
-    run_cell_with_note(self, stored, std::move(w.cell), std::move(w.rp),
-                       std::move(note));
-    note.clear();
-  }
 }
 
 } // namespace
@@ -542,22 +404,6 @@ registry_behavior(registry_pointer self,
           }
         }
       }
-      // A kernel of this key is starting: wait for it. A reset answers
-      // the cells queued so far as a reset kills the cells of a running
-      // kernel; the kernel itself is fresh anyway.
-      if (auto* pending = start_for(self, key)) {
-        if (reset) {
-          for (auto& w : pending->cells)
-            answer_unrun(w, "The session kernel was reset by a later "
-                            "execute_code call before this cell ran.");
-          pending->cells.clear();
-          cell.state_reset = true;
-        }
-        cell.reused = pending->queued > 0;
-        ++pending->queued;
-        pending->cells.push_back(waiting_cell{std::move(cell), rp});
-        return rp;
-      }
       // A fresh kernel: take a pre-started one of the same shape if any.
       caf::actor handle;
       std::shared_ptr<kernel_usage> usage;
@@ -575,22 +421,67 @@ registry_behavior(registry_pointer self,
           break;
         }
       }
-      if (handle) {
-        run_cell(adopt_kernel(self, key, owner, handle, usage),
-                 std::move(cell), rp);
-      } else {
-        // Start one on the blocking pool (resolving the interpreter, fork
-        // and exec take milliseconds, a pyenv shim tens of them); the cell
-        // waits for it, and so do later cells of the same key.
-        auto id = begin_start(self, shape, key, owner, true);
-        if (id == 0) {
+      std::string note;
+      if (!handle) {
+        std::string err, tried;
+        handle = start_kernel(self, shape, &err, &tried, &usage);
+        // A broken venv or a wrong `code_execution.python` must not make
+        // execute_code unusable: fall back to the default interpreter, then
+        // to python3 on PATH, and say so in the result.
+        for (auto& candidate : {s.default_python, std::string{"python3"}}) {
+          if (handle || candidate == shape.python || candidate == tried)
+            continue;
+          MIBYAN_LOG(warning, "kernel", "cannot start " << tried
+                     << " (" << err << "); falling back to " << candidate);
+          auto fallback = shape;
+          fallback.python = candidate;
+          std::string err2;
+          handle = start_kernel(self, fallback, &err2, nullptr, &usage);
+          if (handle)
+            note = "The configured interpreter " + tried
+                   + " could not be started (" + err + "); this session's "
+                   "kernel runs " + candidate + " instead.";
+          else
+            err += "; " + candidate + ": " + err2;
+        }
+        if (!handle) {
           rp.deliver(respond(req, early_error(
-            "The runtime is shutting down; the cell was not run.")));
+            "execute_code is unavailable in this environment (" + err
+            + "). Use normal tool calls (terminal, read_file, write_file, "
+              "...) instead.")));
           return rp;
         }
-        auto& start = s.starting.at(id);
-        ++start.queued;
-        start.cells.push_back(waiting_cell{std::move(cell), rp});
+      }
+      kernel_record rec;
+      rec.key = key;
+      rec.owner = owner;
+      rec.handle = handle;
+      rec.usage = usage;
+      rec.pinned = is_subagent_owner(owner);
+      rec.last_used = clock_type::now();
+      auto& stored = s.kernels[key] = std::move(rec);
+      s.warm->put(key, stored.handle, stored.usage);
+      enforce_cap(self, key);
+      if (note.empty()) {
+        run_cell(stored, std::move(cell), rp);
+      } else {
+        // Add the fallback note to the result (the kernel answers here).
+        auto req_copy = req;
+        stored.usage->attached.fetch_add(1);
+        stored.last_used = clock_type::now();
+        self->request(handle, caf::infinite, exec_atom_v, std::move(cell))
+          .then(
+            [=](tool_response& res) mutable {
+              if (auto r = json::parse(res.result_json); r && r.v->is_object()) {
+                (*r.v)["note"] = note;
+                res.result_json = r.v->dump();
+              }
+              rp.deliver(std::move(res));
+            },
+            [=](caf::error& err) mutable {
+              rp.deliver(respond(req_copy, early_error(
+                "The session kernel died: " + self->system().render(err))));
+            });
       }
       // Start the replacement spare a moment later, so its interpreter
       // start-up does not compete with this first cell for the CPU.
@@ -607,14 +498,6 @@ registry_behavior(registry_pointer self,
       for (auto& [key, rec] : s.kernels)
         if (rec.owner == req.session_id && rec.attached() > 0)
           caf::anon_send(rec.handle, interrupt_atom_v, reason);
-      // Cells still waiting for their kernel are answered now; the kernel
-      // stays the session's (it has no state to lose yet).
-      for (auto& [id, start] : s.starting)
-        if (start.owner == req.session_id) {
-          for (auto& w : start.cells)
-            answer_interrupted(self, w, reason);
-          start.cells.clear();
-        }
     },
     [=](dispose_atom, std::string& owner) {
       auto& s = self->state;
@@ -629,27 +512,12 @@ registry_behavior(registry_pointer self,
           ++i;
         }
       }
-      for (auto& [id, start] : s.starting) {
-        auto& o = start.owner;
-        if (!start.key.empty() && (o == owner || o.rfind(prefix, 0) == 0)) {
-          for (auto& w : start.cells)
-            answer_unrun(w, "The session ended before its kernel started.");
-          start.cells.clear();
-          start.cancelled = true;
-        }
-      }
-    },
-    [=](done_atom, uint64_t id, caf::actor& handle, std::string& resolved,
-        std::string& error, std::string& note) {
-      on_started(self, id, std::move(handle), std::move(resolved),
-                 std::move(error), std::move(note));
     },
     [=](stats_atom) -> std::string {
       auto& s = self->state;
       json::value r;
       r["kernels"] = static_cast<int64_t>(s.kernels.size());
       r["prestarted"] = static_cast<int64_t>(s.spares.size());
-      r["starting"] = static_cast<int64_t>(s.starting.size());
       r["spawned"] = s.spawned;
       r["evicted"] = s.evicted;
       r["reaped"] = s.reaped;
@@ -676,9 +544,9 @@ spawn_kernel_registry(caf::actor_system& sys, services_ptr svc,
   auto index = std::make_shared<warm_kernel_index>(std::move(routing));
   if (warm)
     *warm = index;
-  // On the scheduler: kernel starts (interpreter resolution, staging
-  // files, fork, exec) run on the blocking pool (begin_start), so its
-  // handlers never block (docs/architecture.md, "Actors").
+  // On the scheduler. Starting a kernel (staging files, fork, exec) blocks
+  // this actor's thread for milliseconds; a detached registry was tried and
+  // hung the system's shutdown under load (docs/architecture.md, "Actors").
   auto impl = sys.spawn(registry_behavior, std::move(index));
   return caf::actor_cast<kernel_registry_actor>(impl);
 }

@@ -6,19 +6,17 @@
 // Protocol (a superset of the dispatcher's, so the dispatcher can route
 // `execute_code` here):
 //   (invoke_atom, tool_request) -> tool_response
-//       Validates the arguments (code, reset), acquires or starts the kernel
+//       Validates the arguments (code, reset), acquires or spawns the kernel
 //       (reusing a pre-started one when it fits), runs the cell. Never fails:
-//       every problem is an error result. A new kernel starts on the
-//       blocking pool (actors/kernel_start.hpp); the cells of its key wait
-//       for it in order, and the registry goes on answering meanwhile.
+//       every problem is an error result.
 //   (interrupt_atom, interrupt_request)
 //       Interrupts the running cells of that session (their kernels die).
 //   (dispose_atom, std::string owner)
 //       Kills all kernels of `owner` and of its subagents
 //       ("<owner>::child::<id>"). Used when a session or subagent ends.
 //   (stats_atom) -> std::string
-//       JSON: {"kernels": N, "prestarted": N, "starting": N, "spawned": N,
-//       "evicted": N, "reaped": N}, for tests and monitoring.
+//       JSON: {"kernels": N, "prestarted": N, "spawned": N, "evicted": N,
+//       "reaped": N}, for tests and monitoring.
 //
 // Limits: `code_execution.max_session_kernels` live top-level kernels (the
 // least recently used idle one is evicted; never one running a cell;
