@@ -14,10 +14,10 @@
 #include "caf/all.hpp"
 #include "caf/io/all.hpp"
 
-#include "actors/outside_spawn.hpp"
 #include "actors/conversation.hpp"
 #include "actors/guardian_call.hpp"
 #include "actors/kernel_registry.hpp"
+#include "actors/outside_spawn.hpp"
 #include "actors/provider.hpp"
 #include "actors/session_writer.hpp"
 #include "actors/tool_dispatcher.hpp"

@@ -20,8 +20,8 @@
 
 #include "caf/all.hpp"
 
-#include "actors/outside_spawn.hpp"
 #include "actors/conversation.hpp"
+#include "actors/outside_spawn.hpp"
 #include "actors/provider.hpp"
 #include "actors/session_writer.hpp"
 #include "base/json.hpp"
