@@ -27,10 +27,10 @@
 // "rounds=N") gives a streamed tool call, otherwise a streamed answer. It
 // times its own handling (request complete -> response written).
 //
-// Concurrency: `runtime::run_turn` is the only turn API and it blocks its
-// caller, so section 2 starts 1,000 caller threads (256 KiB stacks) that are
-// released together; the turns themselves run on the runtime's actors, the
-// provider calls on the shared curl multi handle. The server counts the
+// Concurrency: section 2 starts all 1,000 turns from one thread with
+// `runtime::run_turn_async` (no caller thread per conversation); the turns
+// run on the runtime's actors, the provider calls on the shared curl multi
+// handle. The server counts the
 // conversations in flight (first request seen, final answer not yet sent)
 // and reports the maximum, which shows whether the 1,000 really overlapped.
 //
@@ -59,7 +59,6 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <pthread.h>
 #include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/eventfd.h>
@@ -367,37 +366,22 @@ conc_result concurrent_conversations(const bench_env& env,
   long hwm_before = proc_status_kib("VmHWM");
   long rss_before = proc_status_kib("VmRSS");
   srv.reset();
+  // Every turn is started with run_turn_async from this thread, so no
+  // caller thread waits per conversation; the completions count down.
   std::mutex mtx;
   std::condition_variable cv;
-  bool go = false;
-  std::atomic<int> failures{0};
+  int pending = n;
+  int failures = 0;
   std::string first_error;
-  struct arg_t {
-    runtime* rt;
-    turn_call call;
-    std::mutex* mtx;
-    std::condition_variable* cv;
-    bool* go;
-    std::atomic<int>* failures;
-    std::string* first_error;
-  };
-  std::vector<std::unique_ptr<arg_t>> args;
-  std::vector<pthread_t> threads(static_cast<size_t>(n));
-  pthread_attr_t attr;
-  pthread_attr_init(&attr);
-  pthread_attr_setstacksize(&attr, 256 * 1024);
-  for (int i = 0; i < n; ++i) {
-    args.push_back(std::make_unique<arg_t>(
-      arg_t{rt.get(), make_call(srv, "conv-" + std::to_string(i), rounds,
-                                true),
-            &mtx, &cv, &go, &failures, &first_error}));
-    auto body = [](void* p) -> void* {
-      auto* a = static_cast<arg_t*>(p);
-      {
-        std::unique_lock<std::mutex> g{*a->mtx};
-        a->cv->wait(g, [&] { return *a->go; });
-      }
-      auto out = a->rt->run_turn(a->call);
+  std::vector<turn_call> calls;
+  calls.reserve(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i)
+    calls.push_back(make_call(srv, "conv-" + std::to_string(i), rounds, true));
+  long rss_threads = proc_status_kib("VmRSS");
+  auto start = clock_type::now();
+  for (auto& call : calls)
+    rt->run_turn_async(call, [&](turn_outcome out) {
+      // Runs on a runtime thread: check, count down, no waiting.
       std::string problem = out.error;
       if (problem.empty()) {
         auto parsed = json::parse(out.result_json);
@@ -406,33 +390,21 @@ conc_result concurrent_conversations(const bench_env& env,
           problem = "turn did not complete 5 rounds: "
                     + out.result_json.substr(0, 300);
       }
-      if (!problem.empty()) {
-        std::lock_guard<std::mutex> g{*a->mtx};
-        if (a->failures->fetch_add(1) == 0)
-          *a->first_error = problem;
-      }
-      return nullptr;
-    };
-    if (pthread_create(&threads[static_cast<size_t>(i)], &attr, body,
-                       args.back().get())
-        != 0)
-      die("pthread_create failed at thread " + std::to_string(i));
-  }
-  pthread_attr_destroy(&attr);
-  long rss_threads = proc_status_kib("VmRSS");
-  auto start = clock_type::now();
+      std::lock_guard<std::mutex> g{mtx};
+      if (!problem.empty() && failures++ == 0)
+        first_error = problem;
+      if (--pending == 0)
+        cv.notify_all();
+    });
   {
-    std::lock_guard<std::mutex> g{mtx};
-    go = true;
+    std::unique_lock<std::mutex> g{mtx};
+    cv.wait(g, [&] { return pending == 0; });
   }
-  cv.notify_all();
-  for (auto& t : threads)
-    pthread_join(t, nullptr);
   auto wall_ms = ms_since(start);
   long hwm_after = proc_status_kib("VmHWM");
   long rss_after = proc_status_kib("VmRSS");
   if (failures > 0)
-    die(std::to_string(failures.load()) + " conversations failed; first: "
+    die(std::to_string(failures) + " conversations failed; first: "
         + first_error);
   auto iterations = static_cast<double>(n) * (rounds + 1);
   auto ips = iterations / (wall_ms / 1000);
@@ -450,8 +422,8 @@ conc_result concurrent_conversations(const bench_env& env,
   std::printf("VmHWM: reset %ld KiB, runtime warm %ld KiB, after %ld "
               "KiB (delta %ld KiB)\n", hwm_start, hwm_before, hwm_after,
               hwm_after - hwm_before);
-  std::printf("VmRSS: before %ld KiB, %d threads parked %ld KiB, after %ld "
-              "KiB\n", rss_before, n, rss_threads, rss_after);
+  std::printf("VmRSS: before %ld KiB, %d turn calls built %ld KiB, after "
+              "%ld KiB\n", rss_before, n, rss_threads, rss_after);
   double ips_excl = iterations / ((wall_ms - server_busy) / 1000);
   std::string w = std::string{" ("} + where + ")";
   add_row(std::to_string(n) + " conversations: iterations/s" + w,
