@@ -236,9 +236,12 @@ void spawn_child(conv_pointer self, std::shared_ptr<delegation_run> run,
     child_done(self, run, i, {}, "interrupted before the child started");
     return;
   }
+  // A child gets no memory snapshot: the memory tool is blocked for it and
+  // parent and child share no memory (docs/tools.md, "delegate_task").
   conversation_deps deps{st.deps.svc,    st.deps.dispatcher, st.deps.writer,
                          st.deps.store,  st.deps.store_error, t.session_id,
-                         st.deps.kernels, st.deps.depth + 1};
+                         st.deps.kernels, st.deps.depth + 1,
+                         /*memory_snapshot=*/{}};
   t.child = spawn_conversation(self->system(), std::move(deps));
   // The child dies with its parent (a closed session, a shutdown).
   self->link_to(t.child);
