@@ -106,6 +106,7 @@ public:
       return parser->feed(chunk);
     };
     cb.on_done = [this](const http_response_summary& sum) {
+      callback_guard last{pending_callbacks_};
       std::string why;
       {
         std::lock_guard<std::mutex> guard{mtx_};
@@ -119,6 +120,7 @@ public:
       if (!closing_ && started_)
         closed(why);
     };
+    pending_callbacks_.fetch_add(1);
     stream_id_ = http_.submit(std::move(req), std::move(cb));
     std::unique_lock<std::mutex> lock{mtx_};
     bool got = cv_.wait_for(lock, timeout, [&] {
@@ -198,10 +200,7 @@ public:
       return true;
     };
     cb.on_done = [self, st, message](const http_response_summary& sum) {
-      struct done_guard { // the last thing this callback does
-        std::atomic<int>& n;
-        ~done_guard() { n.fetch_sub(1); }
-      } guard_{self->pending_callbacks_};
+      callback_guard last{self->pending_callbacks_};
       {
         std::lock_guard<std::mutex> guard{self->mtx_};
         self->inflight_.erase(sum.id);
@@ -305,12 +304,22 @@ public:
       cv_.wait_for(lock, std::chrono::seconds{5},
                    [&] { return stream_done_; });
     }
-    // POST callbacks capture `this` too: wait until none is left.
+    // Every on_done (the stream's and the POSTs') captures `this` and still
+    // reads members after it set stream_done_: wait until each has
+    // returned (callback_guard).
     for (int i = 0; i < 1000 && pending_callbacks_.load() > 0; ++i)
       std::this_thread::sleep_for(std::chrono::milliseconds{5});
   }
 
 private:
+  // Counts an on_done callback as running until it returns: the last thing
+  // each one does is this decrement, so once pending_callbacks_ is 0 no
+  // callback touches `this` any more (close() waits for that).
+  struct callback_guard {
+    std::atomic<int>& n;
+    ~callback_guard() { n.fetch_sub(1); }
+  };
+
   void deliver(std::string msg) {
     if (h_.on_message && !closing_)
       h_.on_message(std::move(msg));
