@@ -9,7 +9,8 @@
 #   (default build-bench, RelWithDebInfo, tests off), unless --no-build.
 # * Runs every command of bench/suite.txt (one shell command per line, '#'
 #   comments) from that build directory, with MIBYAN_SOURCE_DIR set to the
-#   source tree; with --quick, appends --quick to each command. Each command's output goes to DIR/bench-logs/<n>.log.
+#   source tree, after a `sync` (no writeback of an earlier command during
+#   the next); with --quick, appends --quick to each command. Each command's output goes to DIR/bench-logs/<n>.log.
 # * Collects every stdout line "BENCH_ROW {json}" into one table (metric,
 #   ours, baseline, ratio, goal, met) and writes bench-results.json
 #   (or --out FILE).
@@ -28,7 +29,7 @@ BUILD=1
 ONLY=""
 OUT="$ROOT/bench-results.json"
 
-usage() { sed -n '2,19p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,20p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -93,6 +94,9 @@ if [[ $RUN -eq 1 ]]; then
     [[ $QUICK -eq 1 ]] && cmd="$cmd --quick"
     log="$LOGS/$n.log"
     echo "bench.sh: [$n] $cmd" >&2
+    # The previous benchmark's dirty pages (the store bench writes about a
+    # gigabyte) are written back before this one starts, not during it.
+    sync
     t0=$(date +%s.%N)
     (cd "$BUILD_DIR" && MIBYAN_BENCH_QUICK=$QUICK MIBYAN_SOURCE_DIR="$ROOT" \
        timeout --kill-after=10 "${BENCH_TIMEOUT:-900}" bash -c "$cmd") \
