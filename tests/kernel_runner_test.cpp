@@ -490,22 +490,27 @@ BOOST_AUTO_TEST_CASE(without_watchdog_fd_the_kernel_still_runs) {
   BOOST_TEST(k.run("print('fine')").out() == "fine\n");
 }
 
-BOOST_AUTO_TEST_CASE(warm_cells_are_fast) {
+// Warm cells run in the one kernel process and see its state. The times are
+// reported, never asserted (docs/testing.md); bench/ measures them.
+BOOST_AUTO_TEST_CASE(warm_cells_reuse_the_kernel_process) {
   auto t0 = std::chrono::steady_clock::now();
   kernel_harness k;
-  auto first = k.run("print(1)");
+  auto first = k.run("import os\nprint(os.getpid())");
   auto t1 = std::chrono::steady_clock::now();
   BOOST_REQUIRE(first.ok);
+  const std::string pid = first.out();
+  BOOST_REQUIRE(!pid.empty());
   constexpr int n = 200;
   for (int i = 0; i < n; ++i)
     BOOST_REQUIRE(k.run("y = " + std::to_string(i)).ok);
   auto t2 = std::chrono::steady_clock::now();
+  auto last = k.run("print(os.getpid())\nprint(y)");
+  BOOST_REQUIRE(last.ok);
+  BOOST_TEST(last.out() == pid + std::to_string(n - 1) + "\n");
   auto cold = std::chrono::duration<double, std::milli>(t1 - t0).count();
   auto warm = std::chrono::duration<double, std::milli>(t2 - t1).count() / n;
   BOOST_TEST_MESSAGE("cold spawn + first cell: " << cold
                      << " ms; warm cell: " << warm << " ms");
-  BOOST_TEST(cold < 2000.0);
-  BOOST_TEST(warm < 50.0);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
