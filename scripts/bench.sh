@@ -10,7 +10,8 @@
 # * Runs every command of bench/suite.txt (one shell command per line, '#'
 #   comments) from that build directory, with MIBYAN_SOURCE_DIR set to the
 #   source tree, after a `sync` (no writeback of an earlier command during
-#   the next); with --quick, appends --quick to each command. Each command's output goes to DIR/bench-logs/<n>.log.
+#   the next); with --quick, appends --quick to each command. Each
+#   command's output goes to DIR/bench-logs/<n>.log.
 # * Collects every stdout line "BENCH_ROW {json}" into one table (metric,
 #   ours, baseline, ratio, goal, met) and writes bench-results.json
 #   (or --out FILE).
@@ -29,7 +30,7 @@ BUILD=1
 ONLY=""
 OUT="$ROOT/bench-results.json"
 
-usage() { sed -n '2,20p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,21p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 
 while [[ $# -gt 0 ]]; do
   case "$1" in

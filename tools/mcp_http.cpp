@@ -298,15 +298,8 @@ public:
       req.connect_timeout = std::chrono::milliseconds{1000};
       http_.fetch(std::move(req));
     }
-    // Wait for the stream's on_done (it captures `this`).
-    if (stream_id_ != 0) {
-      std::unique_lock<std::mutex> lock{mtx_};
-      cv_.wait_for(lock, std::chrono::seconds{5},
-                   [&] { return stream_done_; });
-    }
-    // Every on_done (the stream's and the POSTs') captures `this` and still
-    // reads members after it set stream_done_: wait until each has
-    // returned (callback_guard).
+    // Every on_done (the stream's and the POSTs') captures `this`: wait
+    // until each has returned (callback_guard), at most 5 s.
     for (int i = 0; i < 1000 && pending_callbacks_.load() > 0; ++i)
       std::this_thread::sleep_for(std::chrono::milliseconds{5});
   }
