@@ -1,6 +1,7 @@
 #define BOOST_TEST_MODULE execute_code
 #include <boost/test/unit_test.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
@@ -542,10 +543,14 @@ BOOST_AUTO_TEST_CASE(cli_sigint_interrupts_the_running_cell) {
   // test interrupts the CLI only then (not after a guessed delay, which a
   // loaded machine outlasts).
   auto marker = work.path() + "/cell-started";
+  // The CLI's own pid, not a lookup by command line: under ctest -j another
+  // suite may run a `mibyan tool execute_code` of its own.
+  std::atomic<int> cli_pid{0};
   auto result = std::async(std::launch::async, [&] {
     test::process_options po;
     po.env["MIBYAN_HOME"] = home.path();
     po.cwd = work.path();
+    po.on_started = [&](int pid) { cli_pid = pid; };
     return test::run_mibyan(
       {"tool", "execute_code",
        R"J({"code":"import time\nprint('running')\nopen('cell-started', 'w').close()\ntime.sleep(60)"})J"},
@@ -557,10 +562,8 @@ BOOST_AUTO_TEST_CASE(cli_sigint_interrupts_the_running_cell) {
     started = ::access(marker.c_str(), F_OK) == 0;
   }
   BOOST_REQUIRE_MESSAGE(started, "the cell did not start within 60 s");
-  auto out = test::run_process({"pgrep", "-f", "-n", "tool execute_code"});
-  int cli_pid = std::atoi(out.out.c_str());
-  BOOST_REQUIRE(cli_pid > 0);
-  ::kill(cli_pid, SIGINT);
+  BOOST_REQUIRE(cli_pid.load() > 0);
+  ::kill(cli_pid.load(), SIGINT);
   auto r = result.get();
   BOOST_TEST(r.exit_code == 0);
   BOOST_TEST(contains(r.out, "\"status\":\"interrupted\""));

@@ -46,6 +46,8 @@ process_result run_process(const std::vector<std::string>& argv,
   ::close(in_pipe[0]);
   ::close(out_pipe[1]);
   ::close(err_pipe[1]);
+  if (opts.on_started)
+    opts.on_started(static_cast<int>(pid));
   ::fcntl(in_pipe[1], F_SETFL, O_NONBLOCK);
   size_t written = 0;
   if (opts.input.empty()) {

@@ -4,6 +4,7 @@
 // captures its stdout, stderr and exit status. For end-to-end CLI tests.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -27,6 +28,10 @@ struct process_options {
   std::string cwd;
   /// Seconds before the child is killed with SIGKILL.
   int timeout_seconds = 120;
+  /// Called on the caller's thread right after the fork, with the child's
+  /// pid (also its process group). For tests that signal the child: a
+  /// lookup by command line can find another suite's process under ctest -j.
+  std::function<void(int)> on_started;
 };
 
 /// Runs argv[0] (looked up on PATH if it has no slash) with `argv`.
