@@ -403,6 +403,8 @@ class Kernel(object):
         # them (_capture_stream), and the reference counts of a stream
         # nobody else holds.
         self._spare_streams = [None, None]
+        # The next cell's capture streams, made ready between cells.
+        self._next_streams = None
         probe = CellStream(1, 0)
         self._free_refs = _stream_refs(probe)
         del probe
@@ -555,6 +557,18 @@ class Kernel(object):
             return old
         return CellStream(fd, CAPTURE_LIMIT)
 
+    def _prepare_streams(self):
+        return self._capture_stream(0, 1), self._capture_stream(1, 2)
+
+    def between_cells(self):
+        """Work for the next cell done once a frame is out, off the path
+        from a cell line to its frame: fds 1 and 2 restored, the next
+        cell's capture streams made ready, the compile cache's warning
+        check."""
+        self._restore_fds()
+        self._next_streams = self._prepare_streams()
+        self._compiled.settle()
+
     def _run_atexit(self):
         try:
             import atexit
@@ -570,10 +584,9 @@ class Kernel(object):
         # The stub tags tool calls with the cell they belong to; threads
         # and subprocesses keep the id of the cell that started them.
         os.environ[ENV_RPC_CELL] = cell_id
-        self._restore_fds()
         self.execution_count += 1
-        out = self._capture_stream(0, 1)
-        err = self._capture_stream(1, 2)
+        out, err = self._next_streams or self._prepare_streams()
+        self._next_streams = None
         sys.stdout, sys.stderr = out, err
         self.current = (cell_id, out, err)
         status, trace, exit_code = "ok", "", 0
@@ -649,8 +662,7 @@ class Kernel(object):
             code_or_none = self.run_cell(cell_id, code, timeout)
             if code_or_none is not None:
                 return code_or_none
-            # Between cells: the compile cache's warning check.
-            self._compiled.settle()
+            self.between_cells()
 
 
 # -- parent-death watchdog -------------------------------------------------

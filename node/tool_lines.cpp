@@ -4,6 +4,7 @@
 #include <climits>
 
 #include <poll.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "base/json.hpp"
@@ -67,11 +68,24 @@ std::string too_long_tool_line(uint64_t seq, uint64_t length,
 bool write_line_if_ready(int fd, const std::string& line) {
   if (line.size() > PIPE_BUF)
     return false;
+  // Pipes and sockets take RWF_NOWAIT: the kernel refuses (EAGAIN) instead
+  // of blocking, so one call does what poll() and write() did. A pipe takes
+  // at most PIPE_BUF bytes whole or not at all; a socket may take part of
+  // the line, whose rest is then written blocking (as a write after a
+  // poll() that reported some room would block).
+  iovec v{const_cast<char*>(line.data()), line.size()};
+  auto n = ::pwritev2(fd, &v, 1, -1, RWF_NOWAIT);
+  if (n == static_cast<ssize_t>(line.size()))
+    return true;
+  if (n > 0)
+    return write_all_to(fd, line.substr(static_cast<size_t>(n)));
+  if (n == 0 || (errno != EOPNOTSUPP && errno != EINVAL))
+    return false; // EAGAIN (full), EINTR, EPIPE and the like
+  // A terminal or a regular file: ask poll() first.
   pollfd p{fd, POLLOUT, 0};
   if (::poll(&p, 1, 0) != 1 || (p.revents & POLLOUT) == 0
       || (p.revents & (POLLERR | POLLHUP | POLLNVAL)) != 0)
     return false;
-  // At most PIPE_BUF bytes into a writable pipe: one write, all of it.
   return write_all_to(fd, line);
 }
 

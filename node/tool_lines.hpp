@@ -51,9 +51,10 @@ tool_line parse_tool_line(std::string_view line, uint64_t seq,
 std::string too_long_tool_line(uint64_t seq, uint64_t length,
                                const tool_line_settings& s);
 
-/// Writes `line` (with its '\n') to `fd` when that cannot block: `poll`
-/// says writable and the line is at most PIPE_BUF bytes (a pipe then takes
-/// it whole). False when it was not written, or on a write error.
+/// Writes `line` (with its '\n') to `fd` when that cannot block: the line
+/// is at most PIPE_BUF bytes and the pipe or socket takes it now
+/// (RWF_NOWAIT), or, for other files, `poll` says writable. False when
+/// nothing was written (the caller writes it later), or on a write error.
 bool write_line_if_ready(int fd, const std::string& line);
 
 /// Writes all of `text` to `fd`, blocking; false on an error.
