@@ -13,7 +13,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
-#include <curl/curl.h>
+#include "base/curl_library.hpp"
 
 #include "base/log.hpp"
 
@@ -68,9 +68,9 @@ struct transfer {
 
   ~transfer() {
     if (easy != nullptr)
-      curl_easy_cleanup(easy);
+      curl_api().easy_cleanup(easy);
     if (header_list != nullptr)
-      curl_slist_free_all(header_list);
+      curl_api().slist_free_all(header_list);
   }
 
   void report_headers() {
@@ -89,7 +89,7 @@ struct transfer {
     if (req.follow_redirects && block_status >= 300 && block_status < 400
         && block_has_location) {
       long followed = 0;
-      curl_easy_getinfo(easy, CURLINFO_REDIRECT_COUNT, &followed);
+      curl_api().easy_getinfo(easy, CURLINFO_REDIRECT_COUNT, &followed);
       return followed >= req.max_redirects;
     }
     return true;
@@ -183,7 +183,7 @@ curl_socket_t on_open_socket(void* ud, curlsocktype purpose,
   if (t->req.connect_check && purpose == CURLSOCKTYPE_IPCXN) {
     auto ip = format_address(addr);
     char* url = nullptr;
-    curl_easy_getinfo(t->easy, CURLINFO_EFFECTIVE_URL, &url);
+    curl_api().easy_getinfo(t->easy, CURLINFO_EFFECTIVE_URL, &url);
     std::optional<std::string> reason;
     if (ip.empty()) {
       reason = "refusing to connect to an address of an unknown family";
@@ -223,6 +223,11 @@ struct http_client::impl {
   std::deque<std::unique_ptr<transfer>> pending;  // guarded by mtx
   std::vector<http_request_id> cancels;           // guarded by mtx
   bool stopping = false;                          // guarded by mtx
+  // libcurl and the client thread start with the first request
+  // (base/curl_library.hpp): a process that never fetches anything never
+  // loads libcurl. Guarded by mtx; `multi` and `thread` are set once,
+  // under it, before `started`.
+  bool started = false;
   // Client thread only.
   std::unordered_map<http_request_id, std::unique_ptr<transfer>> running;
   std::atomic<size_t> outstanding{0};
@@ -230,7 +235,23 @@ struct http_client::impl {
   std::thread thread;
 
   void wakeup() {
-    curl_multi_wakeup(multi);
+    curl_api().multi_wakeup(multi);
+  }
+
+  // Under mtx: loads libcurl and starts the client thread, once. Empty on
+  // success, else why requests cannot run.
+  std::string start_locked() {
+    if (started)
+      return {};
+    std::string error;
+    if (curl_lib(&error) == nullptr)
+      return error;
+    multi = curl_api().multi_init();
+    if (multi == nullptr)
+      return "curl_multi_init failed";
+    thread = std::thread{[this] { run(); }};
+    started = true;
+    return {};
   }
 
   // Ends `t` (which must not be in `running` or the multi handle any more)
@@ -267,21 +288,21 @@ struct http_client::impl {
       return;
     auto t = std::move(i->second);
     running.erase(i);
-    curl_multi_remove_handle(multi, t->easy);
+    curl_api().multi_remove_handle(multi, t->easy);
     http_response_summary s;
     s.id = t->id;
-    curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &s.status);
+    curl_api().easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &s.status);
     char* url = nullptr;
-    if (curl_easy_getinfo(t->easy, CURLINFO_EFFECTIVE_URL, &url) == CURLE_OK
+    if (curl_api().easy_getinfo(t->easy, CURLINFO_EFFECTIVE_URL, &url) == CURLE_OK
         && url != nullptr)
       s.final_url = url;
     else
       s.final_url = t->req.url;
     char* ctype = nullptr;
-    if (curl_easy_getinfo(t->easy, CURLINFO_CONTENT_TYPE, &ctype) == CURLE_OK
+    if (curl_api().easy_getinfo(t->easy, CURLINFO_CONTENT_TYPE, &ctype) == CURLE_OK
         && ctype != nullptr)
       s.content_type = ctype;
-    curl_easy_getinfo(t->easy, CURLINFO_REDIRECT_COUNT, &s.redirects);
+    curl_api().easy_getinfo(t->easy, CURLINFO_REDIRECT_COUNT, &s.redirects);
     s.bytes = t->bytes;
     if (!forced.empty()) {
       s.error = std::move(forced);
@@ -301,7 +322,7 @@ struct http_client::impl {
         s.timed_out = code == CURLE_OPERATION_TIMEDOUT;
         s.error = t->error_buffer[0] != '\0'
                     ? std::string{t->error_buffer}
-                    : std::string{curl_easy_strerror(code)};
+                    : std::string{curl_api().easy_strerror(code)};
       }
     } else if (s.status != 0) {
       // A complete response without body: report its headers now.
@@ -312,7 +333,7 @@ struct http_client::impl {
 
   // Configures the easy handle of `t`. Returns an error message on failure.
   std::string setup(transfer& t) {
-    t.easy = curl_easy_init();
+    t.easy = curl_api().easy_init();
     if (t.easy == nullptr)
       return "curl_easy_init failed";
     auto& r = t.req;
@@ -320,7 +341,7 @@ struct http_client::impl {
     CURLcode rc = CURLE_OK;
     auto set = [&](CURLoption opt, auto value) {
       if (rc == CURLE_OK)
-        rc = curl_easy_setopt(e, opt, value);
+        rc = curl_api().easy_setopt(e, opt, value);
     };
     set(CURLOPT_URL, r.url.c_str());
     set(CURLOPT_PROTOCOLS_STR, "http,https");
@@ -354,7 +375,7 @@ struct http_client::impl {
       if (iequals(name, "expect"))
         has_expect = true;
       auto line = value.empty() ? name + ";" : name + ": " + value;
-      auto* next = curl_slist_append(t.header_list, line.c_str());
+      auto* next = curl_api().slist_append(t.header_list, line.c_str());
       if (next == nullptr)
         return "out of memory building request headers";
       t.header_list = next;
@@ -362,7 +383,7 @@ struct http_client::impl {
     // Python's and many proxies' servers never answer "100 Continue", which
     // would cost a one-second stall on every large POST.
     if (!has_expect && !r.body.empty()) {
-      auto* next = curl_slist_append(t.header_list, "Expect:");
+      auto* next = curl_api().slist_append(t.header_list, "Expect:");
       if (next != nullptr)
         t.header_list = next;
     }
@@ -386,7 +407,7 @@ struct http_client::impl {
         set(CURLOPT_CUSTOMREQUEST, "GET");
     }
     if (rc != CURLE_OK)
-      return std::string{"invalid request option: "} + curl_easy_strerror(rc);
+      return std::string{"invalid request option: "} + curl_api().easy_strerror(rc);
     return {};
   }
 
@@ -394,9 +415,9 @@ struct http_client::impl {
     auto err = setup(*t);
     if (err.empty()) {
       t->last_activity = clock_type::now();
-      auto mc = curl_multi_add_handle(multi, t->easy);
+      auto mc = curl_api().multi_add_handle(multi, t->easy);
       if (mc != CURLM_OK)
-        err = std::string{"curl_multi_add_handle: "} + curl_multi_strerror(mc);
+        err = std::string{"curl_multi_add_handle: "} + curl_api().multi_strerror(mc);
     }
     if (!err.empty()) {
       fail_unstarted(std::move(t), std::move(err));
@@ -444,16 +465,16 @@ struct http_client::impl {
       for (auto id : to_cancel)
         finish(id, CURLE_OK, "cancelled");
       int still_running = 0;
-      auto mc = curl_multi_perform(multi, &still_running);
+      auto mc = curl_api().multi_perform(multi, &still_running);
       if (mc != CURLM_OK)
         MIBYAN_LOG(error, "http", "curl_multi_perform: "
-                                    << curl_multi_strerror(mc));
+                                    << curl_api().multi_strerror(mc));
       int left = 0;
-      while (CURLMsg* msg = curl_multi_info_read(multi, &left)) {
+      while (CURLMsg* msg = curl_api().multi_info_read(multi, &left)) {
         if (msg->msg != CURLMSG_DONE)
           continue;
         transfer* t = nullptr;
-        curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &t);
+        curl_api().easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &t);
         if (t != nullptr)
           finish(t->id, msg->data.result);
       }
@@ -482,30 +503,27 @@ struct http_client::impl {
       if (!idle.empty())
         continue;
       int numfds = 0;
-      curl_multi_poll(multi, nullptr, 0, static_cast<int>(wait_ms), &numfds);
+      curl_api().multi_poll(multi, nullptr, 0, static_cast<int>(wait_ms), &numfds);
     }
   }
 };
 
 // -- http_client --------------------------------------------------------------
 
-http_client::http_client() : impl_(std::make_unique<impl>()) {
-  static std::once_flag once;
-  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
-  impl_->multi = curl_multi_init();
-  impl_->thread = std::thread{[this] { impl_->run(); }};
-}
+http_client::http_client() : impl_(std::make_unique<impl>()) {}
 
 http_client::~http_client() {
   {
     std::lock_guard<std::mutex> guard{impl_->mtx};
     impl_->stopping = true;
+    if (!impl_->started)
+      return; // nothing was ever submitted
   }
   impl_->wakeup();
   impl_->thread.join();
   // Anything a callback submitted while the thread was shutting down.
   impl_->shutdown_all();
-  curl_multi_cleanup(impl_->multi);
+  curl_api().multi_cleanup(impl_->multi);
 }
 
 http_request_id http_client::submit(http_request req, http_callbacks cb) {
@@ -517,9 +535,11 @@ http_request_id http_client::submit(http_request req, http_callbacks cb) {
   impl_->outstanding.fetch_add(1);
   {
     std::unique_lock<std::mutex> guard{impl_->mtx};
-    if (impl_->stopping) {
+    std::string error = impl_->stopping ? "shutdown"
+                                        : impl_->start_locked();
+    if (!error.empty()) {
       guard.unlock();
-      impl_->fail_unstarted(std::move(t), "shutdown");
+      impl_->fail_unstarted(std::move(t), std::move(error));
       return id;
     }
     impl_->pending.push_back(std::move(t));
@@ -531,7 +551,7 @@ http_request_id http_client::submit(http_request req, http_callbacks cb) {
 void http_client::cancel(http_request_id id) {
   {
     std::lock_guard<std::mutex> guard{impl_->mtx};
-    if (impl_->stopping)
+    if (impl_->stopping || !impl_->started)
       return;
     impl_->cancels.push_back(id);
   }

@@ -163,7 +163,9 @@ class http_client {
 public:
   // -- constructors, destructors, and assignment operators -------------------
 
-  /// Starts the client thread.
+  /// Cheap: libcurl is loaded and the client thread started by the first
+  /// request (base/curl_library.hpp). When libcurl cannot be loaded, every
+  /// request ends with that error in `summary.error`.
   http_client();
 
   /// Stops the thread. Requests still pending or in flight end with error

@@ -7,7 +7,7 @@
 
 #include <arpa/inet.h>
 
-#include <curl/curl.h>
+#include "base/curl_library.hpp"
 
 namespace mibyan {
 
@@ -176,15 +176,15 @@ std::optional<std::string> find_key_pattern(std::string_view url) {
 }
 
 struct curlu_deleter {
-  void operator()(CURLU* h) const { curl_url_cleanup(h); }
+  void operator()(CURLU* h) const { curl_api().url_cleanup(h); }
 };
 
 std::optional<std::string> get_part(CURLU* h, CURLUPart part) {
   char* out = nullptr;
-  if (curl_url_get(h, part, &out, 0) != CURLUE_OK || out == nullptr)
+  if (curl_api().url_get(h, part, &out, 0) != CURLUE_OK || out == nullptr)
     return std::nullopt;
   std::string result{out};
-  curl_free(out);
+  curl_api().free(out);
   return result;
 }
 
@@ -255,14 +255,17 @@ url_validation validate_url(std::string_view url) {
   if (scheme != "http" && scheme != "https")
     return fail("Unsupported URL scheme '" + scheme.substr(0, 20)
                 + "': only http:// and https:// URLs can be fetched");
-  std::unique_ptr<CURLU, curlu_deleter> h{curl_url()};
+  std::string load_error;
+  if (curl_lib(&load_error) == nullptr)
+    return fail(load_error);
+  std::unique_ptr<CURLU, curlu_deleter> h{curl_api().url()};
   if (!h)
     return fail("out of memory parsing URL");
   std::string text{url};
-  auto rc = curl_url_set(h.get(), CURLUPART_URL, text.c_str(),
+  auto rc = curl_api().url_set(h.get(), CURLUPART_URL, text.c_str(),
                          CURLU_NON_SUPPORT_SCHEME);
   if (rc != CURLUE_OK)
-    return fail(std::string{"Malformed URL: "} + curl_url_strerror(rc));
+    return fail(std::string{"Malformed URL: "} + curl_api().url_strerror(rc));
   if (get_part(h.get(), CURLUPART_USER) || get_part(h.get(),
                                                     CURLUPART_PASSWORD))
     return fail("URLs with embedded credentials (user:password@host) are "

@@ -3,7 +3,7 @@
 // (like a pyenv shim) runs once per fingerprint, a changed PYENV_VERSION,
 // pyenv version file or VIRTUAL_ENV resolves again, and a one-shot
 // `mibyan tool read_file` never runs it (no resolution, no pre-started
-// kernel).
+// kernel) and never loads libcurl.
 #define BOOST_TEST_MODULE interpreter_cache
 #include <boost/test/unit_test.hpp>
 
@@ -138,6 +138,26 @@ BOOST_AUTO_TEST_CASE(one_shot_read_file_neither_resolves_nor_prestarts) {
   // The shim never ran: no interpreter resolution, no kernel.
   BOOST_TEST(count_lines(log) == 0);
   BOOST_TEST(!fs::exists(home / "cache/interpreter.json"));
+}
+
+// libcurl is loaded on first use (base/curl_library.hpp): the dynamic
+// loader's own trace (LD_DEBUG=files) shows whether the process opened it.
+BOOST_AUTO_TEST_CASE(libcurl_is_loaded_only_when_a_url_is_used) {
+  std::ofstream(work / "a.txt") << "hello\n";
+  test::process_options po;
+  po.env["MIBYAN_HOME"] = home.path();
+  po.env["LD_DEBUG"] = "files";
+  auto r = test::run_mibyan({"tool", "read_file",
+                             R"({"path":")" + (work / "a.txt") + R"("})"},
+                            po);
+  BOOST_TEST(r.exit_code == 0, r.err);
+  BOOST_TEST(r.err.find("file=libcurl") == std::string::npos);
+  BOOST_TEST(r.err.find("file=libsimdjson") != std::string::npos,
+             "LD_DEBUG=files traced nothing");
+  // A URL is parsed by libcurl: now it is loaded.
+  r = test::run_mibyan({"tool", "web_extract",
+                        R"({"urls":["http://127.0.0.1:9/"]})"}, po);
+  BOOST_TEST(r.err.find("file=libcurl") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(execute_code_resolves_lazily_through_the_cache) {

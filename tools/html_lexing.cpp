@@ -251,13 +251,14 @@ std::string collapse_spaces(std::string_view s) {
 // -- URL resolution -----------------------------------------------------------
 
 curlu_ptr parse_base(std::string_view base) {
-  if (base.empty())
+  // Without libcurl nothing resolves: links stay as written.
+  if (base.empty() || curl_lib() == nullptr)
     return nullptr;
-  curlu_ptr h{curl_url()};
+  curlu_ptr h{curl_api().url()};
   if (!h)
     return nullptr;
   std::string text{base};
-  if (curl_url_set(h.get(), CURLUPART_URL, text.c_str(), 0) != CURLUE_OK)
+  if (curl_api().url_set(h.get(), CURLUPART_URL, text.c_str(), 0) != CURLUE_OK)
     return nullptr;
   return h;
 }
@@ -267,19 +268,19 @@ std::string resolve_with(CURLU* base, std::string_view ref) {
   std::string r{trimmed};
   if (base == nullptr || r.empty())
     return r;
-  curlu_ptr h{curl_url_dup(base)};
+  curlu_ptr h{curl_api().url_dup(base)};
   if (!h)
     return r;
-  if (curl_url_set(h.get(), CURLUPART_URL, r.c_str(),
+  if (curl_api().url_set(h.get(), CURLUPART_URL, r.c_str(),
                    CURLU_NON_SUPPORT_SCHEME)
       != CURLUE_OK)
     return r;
   char* out = nullptr;
-  if (curl_url_get(h.get(), CURLUPART_URL, &out, 0) != CURLUE_OK
+  if (curl_api().url_get(h.get(), CURLUPART_URL, &out, 0) != CURLUE_OK
       || out == nullptr)
     return r;
   std::string result{out};
-  curl_free(out);
+  curl_api().free(out);
   return result;
 }
 } // namespace mibyan::html_detail

@@ -13,7 +13,7 @@
 #include <string>
 #include <string_view>
 
-#include <curl/curl.h>
+#include "base/curl_library.hpp"
 
 namespace mibyan::html_detail {
 
@@ -35,7 +35,7 @@ std::string decode(std::string_view s, bool nbsp_as_space, bool in_attr);
 std::string collapse_spaces(std::string_view s);
 
 struct curlu_deleter {
-  void operator()(CURLU* h) const { curl_url_cleanup(h); }
+  void operator()(CURLU* h) const { curl_api().url_cleanup(h); }
 };
 using curlu_ptr = std::unique_ptr<CURLU, curlu_deleter>;
 
