@@ -107,7 +107,7 @@ void configure_actor_system(caf::actor_system_config& cfg,
   // lines, RPC calls), and a second read only learns EAGAIN, a system call
   // on the path from a kernel's frame to its answer. A socket with more
   // data stays readable and is read again in the next loop turn
-  // (docs/benchmarks.md, "Warm cell from `mibyan tool --stdin`").
+  // (docs/benchmarks.md, "Third round").
   cfg.set("middleman.max-consecutive-reads", size_t{1});
   cfg.set("middleman.app-identifiers",
           std::vector<std::string>{"mibyan-v1"});
