@@ -28,6 +28,7 @@
 #include "kernels/rpc_connections.hpp"
 #include "messages/type_ids.hpp"
 #include "base/head_tail_buffer.hpp"
+#include "base/io_poll_hint.hpp"
 #include "base/log.hpp"
 #include "base/private_file.hpp"
 #include "tools/argument_limit.hpp"
@@ -350,6 +351,7 @@ void start_next(kernel_broker* self) {
   MIBYAN_LOG(debug, "kernel", "pid " << st.opts.proc.pid << ": cell "
              << st.cell->id << " (" << text.size() << " bytes)");
   write_cell_line(self, text);
+  expect_answer_soon(); // the frame follows within microseconds if warm
   st.cell_deadline = st.cell->start + timeout;
   arm_cell_timer(self);
   st.next_token = random_token(6); // while the kernel runs the cell

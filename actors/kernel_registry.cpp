@@ -258,6 +258,31 @@ std::chrono::milliseconds reap_period(const options& cfg) {
   return std::chrono::milliseconds(std::clamp<int64_t>(ms, 500, 300000));
 }
 
+// How long the kernels must have been quiet before a replacement spare
+// starts, and the longest it waits for that.
+constexpr auto spare_refill_quiet = std::chrono::milliseconds(50);
+constexpr auto spare_refill_limit = std::chrono::seconds(2);
+
+// Starts the spare that replaces one a session took once no kernel has had
+// a cell attached, handed over or answered for `spare_refill_quiet`, or at
+// `latest`: its interpreter's start-up costs tens of milliseconds of CPU,
+// which would otherwise slow the cells of the session that just began
+// (docs/benchmarks.md, "Fourth round"). An exit timer, as the reap tick.
+void refill_spares_when_quiet(registry_pointer self,
+                              clock_type::time_point latest) {
+  start_exit_timer(self, spare_refill_quiet, [self, latest] {
+    auto now = clock_type::now();
+    bool busy = false;
+    for (auto& [key, rec] : self->state.kernels)
+      busy = busy || rec.attached() > 0
+             || now - rec.idle_since() < spare_refill_quiet;
+    if (busy && now < latest)
+      refill_spares_when_quiet(self, latest);
+    else
+      refill_spares(self);
+  });
+}
+
 // The reap tick: an exit timer (actors/exit_timer.hpp), so a registry
 // that ended is freed at once, not after up to a reap period.
 void arm_reap_timer(registry_pointer self) {
@@ -483,12 +508,9 @@ registry_behavior(registry_pointer self,
                 "The session kernel died: " + self->system().render(err))));
             });
       }
-      // Start the replacement spare a moment later, so its interpreter
-      // start-up does not compete with this first cell for the CPU.
       if (s.svc->cfg.code_execution.prestart_kernels > 0)
-        // An exit timer, as the reap tick (arm_reap_timer).
-        start_exit_timer(self, std::chrono::milliseconds(50),
-                         [self] { refill_spares(self); });
+        refill_spares_when_quiet(self,
+                                 clock_type::now() + spare_refill_limit);
       return rp;
     },
     [=](interrupt_atom, interrupt_request& req) {

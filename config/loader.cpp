@@ -422,6 +422,8 @@ const std::vector<field>& fields() {
                           &runtime_options::scheduler_threads, 0));
     t.push_back(int_field("runtime", "blocking_threads", &o::runtime,
                           &runtime_options::blocking_threads, 1));
+    t.push_back(int_field("runtime", "io_spin_us", &o::runtime,
+                          &runtime_options::io_spin_us, 0));
     // logging
     t.push_back(string_field("logging", "level", &o::logging,
                              &logging_options::level,

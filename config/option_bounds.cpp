@@ -37,6 +37,7 @@ const std::vector<numeric_bounds>& numeric_option_bounds() {
     {"code_execution", "prestart_kernels", 0, 64},
     {"runtime", "scheduler_threads", 0, 512},
     {"runtime", "blocking_threads", 1, 1'024},
+    {"runtime", "io_spin_us", 0, 10'000},
     {"model", "context_length", 0, 100'000'000},
     {"delegation", "max_concurrent_children", 1, 64},
     {"delegation", "max_iterations", 1, 10'000},

@@ -191,6 +191,9 @@ struct runtime_options {
   int64_t scheduler_threads = 0;
   /// Threads that run blocking tool work (files, subprocesses).
   int64_t blocking_threads = 16;
+  /// Microseconds the I/O thread polls, instead of sleeping, after it
+  /// sent a cell to a kernel (node/io_loop.cpp); 0 sleeps at once.
+  int64_t io_spin_us = 50;
 };
 
 /// Section `logging`.

@@ -89,7 +89,8 @@ void configure_actor_system(caf::actor_system_config& cfg,
         text += caf::deep_to_string(ctx);
       return text;
     });
-  cfg.load<caf::io::middleman>();
+  // A host's system (no options) keeps CAF's loop behaviour.
+  load_middleman(cfg, opts != nullptr ? opts->runtime.io_spin_us : 0);
   if (opts == nullptr)
     return;
   auto threads = opts->runtime.scheduler_threads;

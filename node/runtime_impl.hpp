@@ -95,6 +95,11 @@ make_services(options opts, std::vector<std::unique_ptr<tool>> extra_tools,
 void configure_actor_system(caf::actor_system_config& cfg,
                             const options* opts);
 
+/// Loads the middleman with Mibyan's event loop (node/io_loop.cpp): CAF's
+/// epoll loop that keeps polling for `spin_us` microseconds after each
+/// burst of work before it sleeps (0: never, as CAF's own).
+void load_middleman(caf::actor_system_config& cfg, int64_t spin_us);
+
 /// Spawns the long-lived actors of `p` into `*p.sys` (after the message
 /// self-test) and opens the session store. Returns false and sets `*error`
 /// when the self-test fails.

@@ -98,6 +98,8 @@ BOOST_AUTO_TEST_CASE(every_numeric_option_is_bounded) {
      "c.yaml:2: code_execution.timeout: must be between"},
     {"runtime:\n  scheduler_threads: 100000\n",
      "c.yaml:2: runtime.scheduler_threads: must be between 0 and 512"},
+    {"runtime:\n  io_spin_us: 20000\n",
+     "c.yaml:2: runtime.io_spin_us: must be between 0 and 10000"},
   };
   for (auto& c : cases) {
     auto r = parse_options(c.text, "c.yaml");
