@@ -19,6 +19,13 @@
       Prints one JSON line {"plain_us": [...], "stub_us": [...]} (per-call
       microseconds of each repetition).
 
+  echo_server.py threads N REPS
+      The ceiling that Python threads put on any bridge: starts a server
+      that serves many connections at once (`serve_many`, one selector
+      loop) and times N plain-client round trips from one thread, then N
+      from 8 threads with a connection each (N/8 per thread), REPS times.
+      Prints one JSON line {"one": [...], "eight": [...]} (calls/s).
+
   echo_server.py pipe
       Reads JSON lines on stdin and answers each with one JSON line on
       stdout (flushed): the floor for a pipe-driven kernel round trip.
@@ -37,6 +44,23 @@ import time
 RESULT = json.dumps({"data": {"web": []}}, separators=(",", ":"))
 
 
+def _answer_lines(buf):
+    """The replies to the complete request lines at the front of `buf`
+    (removed from it), as one bytes object."""
+    start = 0
+    out = []
+    while True:
+        nl = buf.find(b"\n", start)
+        if nl < 0:
+            break
+        msg = json.loads(buf[start:nl])
+        out.append(json.dumps({"id": msg.get("id"), "result": RESULT},
+                              separators=(",", ":")) + "\n")
+        start = nl + 1
+    del buf[:start]
+    return "".join(out).encode("utf-8")
+
+
 def serve(path):
     lsock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     lsock.bind(path)
@@ -49,20 +73,70 @@ def serve(path):
             if not chunk:
                 break
             buf += chunk
-            start = 0
-            out = []
-            while True:
-                nl = buf.find(b"\n", start)
-                if nl < 0:
-                    break
-                msg = json.loads(buf[start:nl])
-                out.append(json.dumps({"id": msg.get("id"), "result": RESULT},
-                                      separators=(",", ":")) + "\n")
-                start = nl + 1
-            del buf[:start]
-            if out:
-                conn.sendall("".join(out).encode("utf-8"))
+            reply = _answer_lines(buf)
+            if reply:
+                conn.sendall(reply)
         conn.close()
+
+
+def serve_many(path):
+    import selectors
+    sel = selectors.DefaultSelector()
+    lsock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    lsock.bind(path)
+    lsock.listen(64)
+    sel.register(lsock, selectors.EVENT_READ, None)
+    while True:
+        for key, _ in sel.select():
+            if key.data is None:
+                conn, _ = lsock.accept()
+                sel.register(conn, selectors.EVENT_READ, bytearray())
+                continue
+            conn, buf = key.fileobj, key.data
+            chunk = conn.recv(65536)
+            if not chunk:
+                sel.unregister(conn)
+                conn.close()
+                continue
+            buf += chunk
+            reply = _answer_lines(buf)
+            if reply:
+                conn.sendall(reply)
+
+
+def threads(n, reps):
+    import threading
+    tmp = tempfile.mkdtemp(prefix="mibyan_echo_")
+    path = os.path.join(tmp, "echo.sock")
+    server = subprocess.Popen([sys.executable, __file__, "serve_many", path])
+    try:
+        for _ in range(500):
+            if os.path.exists(path):
+                break
+            time.sleep(0.01)
+        plain_client(path, 200)  # warm-up
+        one, eight = [], []
+        for _ in range(reps):
+            t = time.perf_counter()
+            plain_client(path, n)
+            one.append(n / (time.perf_counter() - t))
+            ts = [threading.Thread(target=plain_client, args=(path, n // 8))
+                  for _ in range(8)]
+            t = time.perf_counter()
+            for x in ts:
+                x.start()
+            for x in ts:
+                x.join()
+            eight.append(n // 8 * 8 / (time.perf_counter() - t))
+        print(json.dumps({"one": one, "eight": eight}))
+    finally:
+        server.kill()
+        server.wait()
+        try:
+            os.unlink(path)
+            os.rmdir(tmp)
+        except OSError:
+            pass
 
 
 def plain_client(path, n):
@@ -159,6 +233,10 @@ def main(argv):
         serve(argv[2])
     elif len(argv) >= 4 and argv[1] == "rpc":
         rpc(int(argv[2]), int(argv[3]), argv[4] if len(argv) > 4 else "")
+    elif len(argv) >= 3 and argv[1] == "serve_many":
+        serve_many(argv[2])
+    elif len(argv) >= 4 and argv[1] == "threads":
+        threads(int(argv[2]), int(argv[3]))
     elif len(argv) >= 2 and argv[1] == "pipe":
         pipe()
     else:

@@ -448,7 +448,7 @@ void inline_vs_pool(runtime& rt) {
 
 // 8 threads of one script calling the no-op at once against the same
 // script calling from one thread: throughput ratio (calls/s).
-void threaded_calls(runtime& rt, int reps) {
+void threaded_calls(bench_env& env, runtime& rt, int reps) {
   std::printf("\n## 1b. 8 threads of one script calling at once\n");
   const std::string code
     = "import time, threading\n"
@@ -506,6 +506,30 @@ void threaded_calls(runtime& rt, int reps) {
   add_row("8 threads x no-op calls, throughput", median(eight), median(one),
           "calls/s", "one thread", ">= 4x one thread",
           median(eight) >= 4 * median(one));
+  // What Python threads allow any bridge here: the plain client, one
+  // connection per thread, against a Python echo server that serves all
+  // connections at once (bench/echo_server.py threads).
+  std::vector<double> plain_one, plain_eight, plain_ratio;
+  for (int i = 0; i < reps; ++i) {
+    auto r = json::parse(capture({env.python_real, env.echo_script,
+                                  "threads", "1600", "1"}));
+    if (!r || !r.v->is_object())
+      die("echo_server.py threads printed no JSON");
+    auto a = (*r.v)["one"].as_array().at(0).as_double();
+    auto b = (*r.v)["eight"].as_array().at(0).as_double();
+    plain_one.push_back(a);
+    plain_eight.push_back(b);
+    plain_ratio.push_back(a > 0 ? b / a : 0);
+  }
+  std::printf("plain client + py echo, one thread, calls/s: %s\n",
+              list(plain_one, 0).c_str());
+  std::printf("plain client + py echo, 8 threads, calls/s:  %s\n",
+              list(plain_eight, 0).c_str());
+  std::printf("plain client + py echo, ratio:               %s\n",
+              list(plain_ratio, 2).c_str());
+  add_row("8 threads vs one, plain client + py echo (no bridge)",
+          median(plain_eight), median(plain_one), "calls/s",
+          "one thread", "info: the ceiling Python threads allow", {});
 }
 
 void warm_cell(bench_env& env, runtime& rt, int n) {
@@ -871,7 +895,7 @@ int main(int argc, char** argv) {
     if (want("paths"))
       inline_vs_pool(*rt);
     if (want("threads"))
-      threaded_calls(*rt, reps);
+      threaded_calls(env, *rt, reps);
     if (want("warm"))
       warm_cell(env, *rt, cells);
     if (want("conc"))
