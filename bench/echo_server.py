@@ -31,6 +31,7 @@
       stdout (flushed): the floor for a pipe-driven kernel round trip.
 """
 
+import contextlib
 import importlib.util
 import json
 import os
@@ -106,14 +107,7 @@ def serve_many(path):
 
 def threads(n, reps):
     import threading
-    tmp = tempfile.mkdtemp(prefix="mibyan_echo_")
-    path = os.path.join(tmp, "echo.sock")
-    server = subprocess.Popen([sys.executable, __file__, "serve_many", path])
-    try:
-        for _ in range(500):
-            if os.path.exists(path):
-                break
-            time.sleep(0.01)
+    with _echo_server("serve_many") as path:
         plain_client(path, 200)  # warm-up
         one, eight = [], []
         for _ in range(reps):
@@ -129,14 +123,6 @@ def threads(n, reps):
                 x.join()
             eight.append(n // 8 * 8 / (time.perf_counter() - t))
         print(json.dumps({"one": one, "eight": eight}))
-    finally:
-        server.kill()
-        server.wait()
-        try:
-            os.unlink(path)
-            os.rmdir(tmp)
-        except OSError:
-            pass
 
 
 def plain_client(path, n):
@@ -188,14 +174,7 @@ def stub_client(mod, n):
 
 
 def rpc(n, reps, stub_path):
-    tmp = tempfile.mkdtemp(prefix="mibyan_echo_")
-    path = os.path.join(tmp, "echo.sock")
-    server = subprocess.Popen([sys.executable, __file__, "serve", path])
-    try:
-        for _ in range(500):
-            if os.path.exists(path):
-                break
-            time.sleep(0.01)
+    with _echo_server("serve") as path:
         plain = [plain_client(path, n) for _ in range(reps)]
         stub = []
         if stub_path:
@@ -205,6 +184,21 @@ def rpc(n, reps, stub_path):
             stub = [stub_client(mod, n) for _ in range(reps)]
             mod._conn.close()
         print(json.dumps({"plain_us": plain, "stub_us": stub}))
+
+
+@contextlib.contextmanager
+def _echo_server(mode):
+    """Runs this script's server `mode` ("serve" or "serve_many") on a
+    fresh socket in a child process; yields the socket's path."""
+    tmp = tempfile.mkdtemp(prefix="mibyan_echo_")
+    path = os.path.join(tmp, "echo.sock")
+    server = subprocess.Popen([sys.executable, __file__, mode, path])
+    try:
+        for _ in range(500):
+            if os.path.exists(path):
+                break
+            time.sleep(0.01)
+        yield path
     finally:
         server.kill()
         server.wait()
