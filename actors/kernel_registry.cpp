@@ -272,10 +272,11 @@ void refill_spares_when_quiet(registry_pointer self,
                               clock_type::time_point latest) {
   start_exit_timer(self, spare_refill_quiet, [self, latest] {
     auto now = clock_type::now();
-    bool busy = false;
-    for (auto& [key, rec] : self->state.kernels)
-      busy = busy || rec.attached() > 0
-             || now - rec.idle_since() < spare_refill_quiet;
+    auto& kernels = self->state.kernels;
+    bool busy = std::any_of(kernels.begin(), kernels.end(), [&](auto& kv) {
+      return kv.second.attached() > 0
+             || now - kv.second.idle_since() < spare_refill_quiet;
+    });
     if (busy && now < latest)
       refill_spares_when_quiet(self, latest);
     else

@@ -510,13 +510,13 @@ void threaded_calls(bench_env& env, runtime& rt, int reps) {
   // connection per thread, against a Python echo server that serves all
   // connections at once (bench/echo_server.py threads).
   std::vector<double> plain_one, plain_eight, plain_ratio;
+  auto r = json::parse(capture({env.python_real, env.echo_script, "threads",
+                                "1600", std::to_string(reps)}));
+  if (!r || !r.v->is_object())
+    die("echo_server.py threads printed no JSON");
   for (int i = 0; i < reps; ++i) {
-    auto r = json::parse(capture({env.python_real, env.echo_script,
-                                  "threads", "1600", "1"}));
-    if (!r || !r.v->is_object())
-      die("echo_server.py threads printed no JSON");
-    auto a = (*r.v)["one"].as_array().at(0).as_double();
-    auto b = (*r.v)["eight"].as_array().at(0).as_double();
+    auto a = (*r.v)["one"].as_array().at(i).as_double();
+    auto b = (*r.v)["eight"].as_array().at(i).as_double();
     plain_one.push_back(a);
     plain_eight.push_back(b);
     plain_ratio.push_back(a > 0 ? b / a : 0);
