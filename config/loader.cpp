@@ -577,6 +577,8 @@ const std::vector<field>& fields() {
                           &cluster_options::max_sessions, 1));
     t.push_back(int_field("cluster", "drain_timeout_ms", &o::cluster,
                           &cluster_options::drain_timeout_ms, 0));
+    t.push_back(int_field("cluster", "max_frame_mb", &o::cluster,
+                          &cluster_options::max_frame_mb, 1));
     t.push_back(bool_field("cluster", "insecure", &o::cluster,
                            &cluster_options::insecure));
     t.push_back(string_field("cluster", "tls_cert", &o::cluster,

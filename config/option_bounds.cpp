@@ -49,6 +49,7 @@ const std::vector<numeric_bounds>& numeric_option_bounds() {
     {"cluster", "failure_timeout_ms", 50, 3'600'000},
     {"cluster", "max_sessions", 1, 1'000'000},
     {"cluster", "drain_timeout_ms", 0, 3'600'000},
+    {"cluster", "max_frame_mb", 1, 4095},
   };
   return table;
 }

@@ -331,6 +331,9 @@ struct cluster_options {
   int64_t max_sessions = 256;
   /// Milliseconds a draining node waits for running calls.
   int64_t drain_timeout_ms = 30000;
+  /// Largest cluster frame a peer may announce, in MiB; a longer one
+  /// closes its connection before anything is allocated for it.
+  int64_t max_frame_mb = 64;
   /// Allow a non-loopback listen address without TLS (warned at start).
   bool insecure = false;
   /// TLS through CAF's OpenSSL module: PEM files; all three or none.

@@ -14,6 +14,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -130,10 +131,18 @@ struct cluster_state {
 
   // Membership.
   std::map<std::string, peer_state> peers;
+  /// CAF nodes that proved the key. A node id names one live connection
+  /// (node/basp_guard.hpp); an entry goes when that connection ends: the
+  /// member watches the actor that authenticated (`auth_watch`, clients) or
+  /// the member handle (`peers`).
   std::set<caf::node_id> authed;
+  std::map<caf::actor_addr, caf::node_id> auth_watch;
   std::map<caf::node_id, pending_hello> hellos;
   std::set<std::string> connecting; // addresses being joined
   std::string state = "up";         // or "draining"
+  /// Lost members being redialled: id -> attempts so far
+  /// (cluster_reconnect.cpp).
+  std::map<std::string, int> redial;
   int64_t kernel_count = 0;
 
   // Routing (any node may route).
@@ -190,9 +199,25 @@ bool sender_allowed(cluster_actor* self);
 /// This node's own member entry.
 member_info self_info(cluster_actor* self);
 
-/// Marks `id` lost (reason for the log) and fails what depended on it.
+/// Marks `id` lost (reason for the log) and fails what depended on it; a
+/// lost (not left) member is redialled.
 void mark_lost(cluster_actor* self, const std::string& id,
                const std::string& why, bool left);
+
+/// Connects to `address`, runs the handshake as the initiator and adds the
+/// member; then joins the members it did not know. `done` gets "" or the
+/// one-line reason of a failure.
+void join_address(cluster_actor* self, const std::string& address,
+                  std::function<void(std::string)> done);
+
+// -- cluster_reconnect.cpp -------------------------------------------------
+
+/// Starts redialling lost member `id` with backoff (nothing if it already
+/// is being redialled, has left, or this node is leaving).
+void schedule_redial(cluster_actor* self, const std::string& id);
+
+/// One redial attempt of member `id` (the timer's message).
+void redial(cluster_actor* self, const std::string& id);
 
 // -- cluster_routing.cpp ---------------------------------------------------
 

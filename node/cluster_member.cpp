@@ -50,7 +50,9 @@ void add_peer(cluster_actor* self, const std::string& id,
   auto [it, fresh] = st.peers.try_emplace(id);
   auto& p = it->second;
   bool back = !fresh && gone(p.info.state);
-  if (fresh || p.handle != handle) {
+  // A member back on a new connection has a new proxy that compares equal
+  // to the old one: watch it again.
+  if (fresh || back || p.handle != handle) {
     p.handle = handle;
     self->monitor(handle);
   }
@@ -69,13 +71,10 @@ void add_peer(cluster_actor* self, const std::string& id,
                                              << " is reachable again");
 }
 
-using join_done = std::function<void(std::string)>;
+} // namespace
 
-// Connects to `address`, runs the handshake as the initiator and adds the
-// member; then joins the members it did not know. `done` gets "" or the
-// one-line reason of a failure.
 void join_address(cluster_actor* self, const std::string& address,
-                  join_done done) {
+                  std::function<void(std::string)> done) {
   auto& st = self->state;
   std::string host;
   uint16_t port = 0;
@@ -197,6 +196,8 @@ void join_address(cluster_actor* self, const std::string& address,
       });
 }
 
+namespace {
+
 void broadcast_heartbeat(cluster_actor* self) {
   auto me = self_info(self);
   for (auto& kv : self->state.peers)
@@ -288,6 +289,8 @@ void mark_lost(cluster_actor* self, const std::string& id,
                                              << " lost: " << why);
   worker_lost(self, id, left ? "it left the cluster" : why);
   gateway_lost(self, id);
+  if (!left)
+    schedule_redial(self, id);
 }
 
 caf::behavior cluster_member(cluster_actor* self, cluster_settings cfg,
@@ -312,6 +315,14 @@ caf::behavior cluster_member(cluster_actor* self, cluster_settings cfg,
     auto& st = self->state;
     if (st.front && dm.source == st.front.address()) {
       replace_front(self);
+      return;
+    }
+    if (auto w = st.auth_watch.find(dm.source); w != st.auth_watch.end()) {
+      // The client's connection (or the client) ended: its node id is
+      // free for anyone to claim, so it is no longer authenticated.
+      st.authed.erase(w->second);
+      st.hellos.erase(w->second);
+      st.auth_watch.erase(w);
       return;
     }
     for (auto& kv : st.peers) {
@@ -394,9 +405,14 @@ caf::behavior cluster_member(cluster_actor* self, cluster_settings cfg,
         return w;
       }
       st.authed.insert(sender->node());
-      if (ph.hello.role != "client")
+      auto peer = caf::actor_cast<caf::actor>(sender);
+      if (ph.hello.role != "client") {
         add_peer(self, ph.hello.node_id, ph.hello.role, ph.hello.address,
-                 caf::actor_cast<caf::actor>(sender));
+                 peer);
+      } else if (st.auth_watch.emplace(peer.address(), sender->node())
+                   .second) {
+        self->monitor(peer);
+      }
       w.members = view(self);
       w.member = caf::actor_cast<caf::actor>(self);
       return w;
@@ -405,6 +421,11 @@ caf::behavior cluster_member(cluster_actor* self, cluster_settings cfg,
       const auto& s = self->current_sender();
       if (s && s->node() == self->node() && !self->state.left)
         publish_front(self, attempt);
+    },
+    [self](tick_atom, std::string& id) {
+      const auto& s = self->current_sender();
+      if (s && s->node() == self->node())
+        redial(self, id);
     },
     [self](kill_atom) {
       const auto& s = self->current_sender();

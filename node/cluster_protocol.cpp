@@ -6,9 +6,11 @@
 #include <utility>
 
 #include "caf/actor_system_config.hpp"
+#include "caf/settings.hpp"
 #include "caf/timespan.hpp"
 #include "caf/type_id.hpp"
 
+#include "node/basp_guard.hpp"
 #include "node/cluster_crypto.hpp"
 
 namespace mibyan {
@@ -48,6 +50,9 @@ void configure_cluster_transport(caf::actor_system_config& cfg,
   // this only closes links that carry nothing at all.
   cfg.set("middleman.connection-timeout",
           caf::timespan{milliseconds(2 * opts.cluster.failure_timeout_ms)});
+  // Read by the io loop's frame guard (node/basp_guard.hpp).
+  caf::put(cfg.content, basp_max_frame_key,
+           int64_t{opts.cluster.max_frame_mb} << 20);
 }
 
 std::string protocol_mismatch(const std::string& our_id, uint32_t our_version,

@@ -20,6 +20,10 @@
 // CPU only (the kernel it waits for needs that CPU), when the setting is 0,
 // or in a host's actor system (not configured by Mibyan: docs/embedding.md).
 //
+// Every TCP connection gets the BASP frame guard's scribe
+// (node/basp_guard.hpp): a cap on announced frame sizes and node ids bound
+// to connections, for BASP connections only.
+//
 // Thread: `run` is the middleman's thread. Contract otherwise that of
 // caf::io::network::default_multiplexer::run: it returns once no handler is
 // registered (the middleman stopping).
@@ -33,6 +37,7 @@
 #include "caf/io/network/default_multiplexer.hpp"
 
 #include "base/io_poll_hint.hpp"
+#include "node/basp_guard.hpp"
 
 namespace mibyan {
 
@@ -54,7 +59,16 @@ public:
   explicit io_loop(caf::actor_system* sys)
       : default_multiplexer(sys),
         spin_(std::chrono::microseconds{
-          caf::get_or(sys->config(), spin_key, int64_t{0})}) {}
+          caf::get_or(sys->config(), spin_key, int64_t{0})}),
+        max_frame_(static_cast<uint32_t>(
+          caf::get_or(sys->config(), basp_max_frame_key,
+                      int64_t{default_basp_max_frame}))),
+        claims_(std::make_shared<basp_claims>()) {}
+
+  caf::io::scribe_ptr
+  new_scribe(caf::io::network::native_socket fd) override {
+    return make_guarded_scribe(*this, fd, claims_, max_frame_);
+  }
 
   void run() override {
     if (spin_.count() <= 0 || usable_cpus() < 2) {
@@ -84,6 +98,8 @@ public:
 
 private:
   std::chrono::microseconds spin_;
+  uint32_t max_frame_;
+  std::shared_ptr<basp_claims> claims_;
 };
 
 } // namespace
