@@ -6,8 +6,6 @@
 #include <ctime>
 #include <iostream>
 
-#include <sys/stat.h>
-
 #include "config/options.hpp"
 #include "base/json.hpp"
 #include "storage/result_spill.hpp"
@@ -100,25 +98,26 @@ int sessions_command(const std::vector<std::string>& args,
   so.dir = session_store::default_dir(opts.home);
   so.read_only = verb != "delete";
   auto opened = session_store::open(so);
-  // Only a store that does not exist yet means "no sessions"; a damaged
-  // one is reported (docs/storage.md).
-  struct stat data_st;
-  bool store_exists = ::lstat((so.dir + "/data.mdb").c_str(), &data_st) == 0;
-  if (!opened && store_exists) {
-    std::cerr << "mibyan sessions: " << opened.error << "\n";
-    return 1;
-  }
-  if (!opened) {
-    if (so.read_only && verb == "list") {
-      // No store yet: nothing has been recorded.
+  // Read-only, not_found means no store yet (or one another process is
+  // still creating): nothing has been recorded. A damaged store is
+  // reported (docs/storage.md).
+  if (!opened && so.read_only && opened.code == status_code::not_found) {
+    if (verb == "list") {
       std::cout << (as_json ? "[]\n" : "no sessions yet\n");
       return 0;
     }
-    if (so.read_only) {
-      std::cerr << "mibyan sessions: no sessions recorded yet (" << so.dir
-                << ")\n";
-      return 1;
+    if (verb == "search") {
+      if (as_json)
+        std::cout << search_results_json(search_results{}).pretty() << "\n";
+      else
+        std::cout << "0 matches\n";
+      return 0;
     }
+    std::cerr << "mibyan sessions: no sessions recorded yet (" << so.dir
+              << ")\n";
+    return 1;
+  }
+  if (!opened) {
     std::cerr << "mibyan sessions: " << opened.error << "\n";
     return 1;
   }

@@ -138,23 +138,27 @@ const char* fts_role_name(fts_role r) {
   }
 }
 
-store_result<fts_index> fts_index::open(lmdb_env& env) {
-  fts_index idx;
-  auto blocks = env.open_dbi("fts_blocks");
-  if (!blocks) {
-    // A read-only store written before the block format has none; its
-    // index is unusable until a read-write open rebuilds it.
-    if (env.read_only())
-      return store_result<fts_index>{idx};
-    return store_result<fts_index>::failure(blocks.error);
+int fts_index::open_in(MDB_txn* txn, bool read_only, fts_index& out,
+                       std::string& error) {
+  out = fts_index{};
+  unsigned create = read_only ? 0u : unsigned{MDB_CREATE};
+  MDB_dbi blocks = 0;
+  int rc = mdb_dbi_open(txn, "fts_blocks", create, &blocks);
+  if (rc == MDB_NOTFOUND && read_only)
+    return 0;  // the old format: unavailable until rebuilt
+  if (rc != 0) {
+    error = "open database fts_blocks";
+    return rc;
   }
-  auto df = env.open_dbi("fts_df");
-  if (!df)
-    return store_result<fts_index>::failure(df.error);
-  idx.blocks_ = *blocks;
-  idx.df_ = *df;
-  idx.available_ = true;
-  return store_result<fts_index>{idx};
+  MDB_dbi df = 0;
+  if ((rc = mdb_dbi_open(txn, "fts_df", create, &df)) != 0) {
+    error = "open database fts_df";
+    return rc;
+  }
+  out.blocks_ = blocks;
+  out.df_ = df;
+  out.available_ = true;
+  return 0;
 }
 
 int fts_index::add(MDB_txn* txn, uint64_t id, fts_role role,

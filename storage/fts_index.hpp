@@ -82,8 +82,13 @@ public:
   static constexpr double k1 = 1.2;
   static constexpr double b = 0.75;
 
-  /// Opens (creating unless read-only) the index databases.
-  static store_result<fts_index> open(lmdb_env& env);
+  /// Opens the index databases inside `txn`, the set-up transaction of
+  /// the store (lmdb_env::setup), creating them unless `read_only`.
+  /// Read-only, a store without `fts_blocks` (written before the block
+  /// format) gives an index that is not `available()`. Returns 0 or an
+  /// LMDB code with `error` naming the step.
+  static int open_in(MDB_txn* txn, bool read_only, fts_index& out,
+                     std::string& error);
 
   /// Indexes `text` as message `id` (ids must not be indexed twice, and
   /// must be greater than every id indexed before).

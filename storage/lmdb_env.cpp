@@ -1,11 +1,13 @@
 #include "storage/lmdb_env.hpp"
 
 #include <cerrno>
+#include <chrono>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <set>
+#include <thread>
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -65,9 +67,13 @@ lmdb_env::open(const lmdb_options& opts) {
       return result::failure("lmdb: " + err);
   }
   char resolved[PATH_MAX];
-  if (::realpath(opts.dir.c_str(), resolved) == nullptr)
-    return result::failure("lmdb: cannot open " + opts.dir + ": "
-                           + errno_text(errno));
+  if (::realpath(opts.dir.c_str(), resolved) == nullptr) {
+    int err = errno;
+    return result::failure(err == ENOENT ? status_code::not_found
+                                         : status_code::internal,
+                           "lmdb: cannot open " + opts.dir + ": "
+                             + errno_text(err));
+  }
   std::string key = resolved;
   {
     std::lock_guard<std::mutex> guard{registry_mutex()};
@@ -77,7 +83,15 @@ lmdb_env::open(const lmdb_options& opts) {
                                "MDB_env per process; share the store)");
   }
   // LMDB trusts its files; check them first (storage/store_verify.hpp).
-  if (auto err = verify_lmdb_files(key); !err.empty()) {
+  // Another process creating the environment writes its two meta pages
+  // while this check may read them: a problem seen is checked again a few
+  // times before it is reported, damage persists, a creation does not.
+  auto err = verify_lmdb_files(key);
+  for (int again = 0; again < 5 && !err.empty(); ++again) {
+    std::this_thread::sleep_for(std::chrono::milliseconds{20});
+    err = verify_lmdb_files(key);
+  }
+  if (!err.empty()) {
     std::lock_guard<std::mutex> guard{registry_mutex()};
     registry().erase(key);
     return result::failure("lmdb: " + err);
@@ -102,8 +116,9 @@ lmdb_env::open(const lmdb_options& opts) {
   if ((rc = mdb_env_open(self->env_, key.c_str(), flags, 0600)) != 0) {
     auto step = "mdb_env_open(" + key + ")";
     if (rc == ENOENT)
-      return result::failure("lmdb: no session store in " + key
-                             + " (data.mdb missing)");
+      return result::failure(status_code::not_found,
+                             "lmdb: no session store in " + key
+                               + " (data.mdb missing)");
     return result::failure(describe("lmdb", step, rc));
   }
   // Reader slots left behind by processes that died (SIGKILL) would pin
@@ -148,6 +163,29 @@ store_result<MDB_dbi> lmdb_env::open_dbi(const char* name, unsigned flags) {
     return store_result<MDB_dbi>::failure(
       describe("lmdb", std::string{"open database "} + name, rc));
   return store_result<MDB_dbi>{dbi};
+}
+
+store_status lmdb_env::setup(const txn_fn& fn, const char* what) {
+  if (!read_only_)
+    return write(fn, what);
+  MDB_txn* txn = nullptr;
+  int rc = mdb_txn_begin(env_, nullptr, MDB_RDONLY, &txn);
+  if (rc != 0)
+    return store_status::failure(code_of(rc),
+                                 describe(what, "begin read transaction", rc));
+  std::string error;
+  rc = fn(txn, error);
+  if (rc != 0) {
+    mdb_txn_abort(txn);
+    if (rc == user_error || rc == missing_error)
+      return store_status::failure(code_of(rc),
+                                   std::string{what} + ": " + error);
+    return store_status::failure(code_of(rc), describe(what, error, rc));
+  }
+  // Committing a read transaction keeps the handles it opened.
+  if ((rc = mdb_txn_commit(txn)) != 0)
+    return store_status::failure(code_of(rc), describe(what, "commit", rc));
+  return {};
 }
 
 store_status lmdb_env::grow(uint64_t failed_size) {

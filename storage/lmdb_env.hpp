@@ -69,7 +69,8 @@ public:
   /// Opens (creating unless read-only) the environment in `opts.dir`.
   /// Errors: the directory cannot be created or is not accessible, the
   /// environment is already open in this process, LMDB refuses the files
-  /// (version mismatch, not an LMDB file, read-only without data.mdb).
+  /// (version mismatch, not an LMDB file). Read-only, a missing directory
+  /// or data.mdb is status_code::not_found.
   static store_result<std::unique_ptr<lmdb_env>>
   open(const lmdb_options& opts);
 
@@ -81,6 +82,13 @@ public:
   /// MDB_DUPSORT etc. in `flags`. Read-only: a missing database is an
   /// error naming it. Not thread-safe: call during set-up.
   store_result<MDB_dbi> open_dbi(const char* name, unsigned flags = 0);
+
+  /// For set-up (before the environment is shared): runs `fn` in ONE
+  /// transaction that is committed, so the database handles `fn` opens
+  /// (mdb_dbi_open) stay valid afterwards. Read-write, it is a write
+  /// transaction (see `write`): everything `fn` creates appears to other
+  /// processes at once or not at all. Read-only, a read transaction.
+  store_status setup(const txn_fn& fn, const char* what);
 
   /// Runs `fn` in a write transaction and commits it (one fsync). Retries
   /// from scratch after growing the map when it is full. Errors: read-only

@@ -15,6 +15,7 @@
 #include "base/json.hpp"
 #include "storage/byte_codec.hpp"
 #include "storage/session_store_detail.hpp"
+#include "storage/schema_lock.hpp"
 #include "storage/space_reserve.hpp"
 
 namespace mibyan {
@@ -40,33 +41,8 @@ session_store::open(session_store_options opts) {
   std::unique_ptr<session_store> self{new session_store};
   self->opts_ = std::move(opts);
   self->env_ = std::move(*env);
-  struct named {
-    const char* name;
-    MDB_dbi* dbi;
-  };
-  named dbis[] = {{"meta", &self->meta_},
-                  {"sessions", &self->sessions_},
-                  {"sessions_by_time", &self->by_time_},
-                  {"children", &self->children_},
-                  {"msgs", &self->msgs_},
-                  {"msg_by_id", &self->msg_by_id_},
-                  {"msg_keys", &self->msg_keys_}};
-  for (auto& d : dbis) {
-    auto r = self->env_->open_dbi(d.name);
-    if (!r)
-      return result::failure(r.code, "open session store: " + r.error);
-    *d.dbi = *r;
-  }
-  if (auto r = self->env_->open_dbi("approvals"); r) {
-    self->approvals_ = *r;
-    self->has_approvals_ = true;
-  } else if (!self->opts_.read_only) {
-    return result::failure("open session store: " + r.error);
-  }
-  auto fts = fts_index::open(*self->env_);
-  if (!fts)
-    return result::failure(fts.code, "open session store: " + fts.error);
-  self->fts_ = *fts;
+  if (auto st = self->open_databases(); !st)
+    return result{st};
   if (auto st = self->migrate(); !st)
     return result{st};
   // Best effort: on a full disk the reserve is recreated by a later open.
@@ -75,9 +51,75 @@ session_store::open(session_store_options opts) {
   return result{std::move(self)};
 }
 
-store_status session_store::migrate() {
-  int found = 0;
-  auto st = env_->read(
+store_status session_store::open_databases() {
+  const bool ro = opts_.read_only;
+  const unsigned create = ro ? 0u : unsigned{MDB_CREATE};
+  struct named {
+    const char* name;
+    MDB_dbi* dbi;
+  };
+  const named required[] = {{"sessions", &sessions_},
+                            {"sessions_by_time", &by_time_},
+                            {"children", &children_},
+                            {"msgs", &msgs_},
+                            {"msg_by_id", &msg_by_id_},
+                            {"msg_keys", &msg_keys_}};
+  // One transaction creates every database and, in a new store, records
+  // the schema version: another process sees no store or a complete one.
+  return env_->setup(
+    [&](MDB_txn* txn, std::string& error) {
+      int rc = mdb_dbi_open(txn, "meta", 0, &meta_);
+      const bool fresh = rc == MDB_NOTFOUND;
+      if (fresh && ro) {
+        error = "no session store in " + env_->dir()
+                + " yet (it is being created or was never written)";
+        return lmdb_env::missing_error;
+      }
+      if (fresh)
+        rc = mdb_dbi_open(txn, "meta", MDB_CREATE, &meta_);
+      if (rc != 0) {
+        error = "open database meta";
+        return rc;
+      }
+      for (auto& d : required) {
+        rc = mdb_dbi_open(txn, d.name, create, d.dbi);
+        if (rc == MDB_NOTFOUND) {
+          error = std::string{"database '"} + d.name
+                  + "' does not exist in " + env_->dir()
+                  + " (a store of an older version: a read-write open "
+                    "adds it)";
+          return lmdb_env::user_error;
+        }
+        if (rc != 0) {
+          error = std::string{"open database "} + d.name;
+          return rc;
+        }
+      }
+      // A read-only store written before approvals existed has none.
+      rc = mdb_dbi_open(txn, "approvals", create, &approvals_);
+      has_approvals_ = rc == 0;
+      if (!has_approvals_)
+        approvals_ = 0;
+      if (rc != 0 && !(ro && rc == MDB_NOTFOUND)) {
+        error = "open database approvals";
+        return rc;
+      }
+      if ((rc = fts_index::open_in(txn, ro, fts_, error)) != 0)
+        return rc;
+      if (fresh) {
+        rc = lmdb_env::put(txn, meta_, version_key,
+                           std::to_string(schema_version_current));
+        if (rc != 0)
+          error = "write schema version";
+      }
+      return rc;
+    },
+    "open session store");
+}
+
+store_status session_store::read_version(int& found) const {
+  found = 0;
+  return env_->read(
     [&](MDB_txn* txn, std::string& error) {
       std::string_view v;
       int rc = lmdb_env::get(txn, meta_, version_key, v);
@@ -93,22 +135,41 @@ store_status session_store::migrate() {
       return 0;
     },
     "open session store: read schema version");
-  if (!st)
+}
+
+store_status session_store::migrate() {
+  int found = 0;
+  if (auto st = read_version(found); !st)
     return st;
-  if (found > schema_version_current)
+  auto too_new = [&] {
     return store_status::failure(status_code::data_corrupt,
       "open session store: schema version " + std::to_string(found)
       + " is newer than this build supports ("
       + std::to_string(schema_version_current) + "); upgrade mibyan");
+  };
+  if (found > schema_version_current)
+    return too_new();
   schema_version_ = found;
   if (opts_.read_only || found == schema_version_current)
     return {};
+  // One process migrates; the others wait here and then find the version
+  // it recorded (storage/schema_lock.hpp).
+  auto lock = schema_lock::acquire(env_->dir());
+  if (!lock)
+    return store_status::failure(lock.code,
+                                 "open session store: " + lock.error);
+  if (auto st = read_version(found); !st)
+    return st;
+  if (found > schema_version_current)
+    return too_new();
+  schema_version_ = found;
   // Each step runs in its own transaction with its version bump, so an
   // interrupted migration resumes at the failed step. Version 0 is a store
-  // created before versioning (or a fresh one): the layout of version 1
-  // is a superset, so the step only records the version. Version 2
-  // rebuilds the full-text index in the block format (reindex_fts, in
-  // resumable chunks; the last one records the version).
+  // created before versioning (a new store records the current version
+  // when it is created): the layout of version 1 is a superset, so the
+  // step only records the version. Version 2 rebuilds the full-text index
+  // in the block format (reindex_fts, in resumable chunks; the last one
+  // records the version).
   for (int v = found; v < schema_version_current; ++v) {
     if (v == 1) {
       if (auto step = reindex_fts(); !step)

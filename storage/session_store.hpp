@@ -156,8 +156,13 @@ public:
   static std::string default_dir(const std::string& home);
 
   /// Opens the store, creating it unless read-only, and migrates an older
-  /// schema (read-write only). Errors: see lmdb_env::open; a schema newer
-  /// than this build; read-only open of a missing store.
+  /// schema (read-write only). Safe with other processes opening the same
+  /// directory at the same time: a new store's databases and schema
+  /// version are created in one transaction, and a migration runs under
+  /// the schema lock (storage/schema_lock.hpp; this call may wait for
+  /// another process's migration). Errors: see lmdb_env::open; a schema
+  /// newer than this build; status_code::not_found for a read-only open
+  /// of a store that does not exist or is still being created.
   static store_result<std::unique_ptr<session_store>>
   open(session_store_options opts);
 
@@ -274,6 +279,8 @@ private:
   int flush_cache(MDB_txn* txn, txn_cache& c, std::string& error);
   int append_txn(MDB_txn* txn, txn_cache& c, const pending_append& p,
                  int64_t stamp, append_outcome& out, std::string& error);
+  store_status open_databases();
+  store_status read_version(int& found) const;
   store_status migrate();
   store_status reindex_fts();
   store_status delete_session_txn(const std::string& id);

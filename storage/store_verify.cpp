@@ -97,30 +97,37 @@ std::string verify_lmdb_files(const std::string& dir) {
   };
   if (!S_ISREG(st.st_mode))
     return damaged("is " + file_kind(st.st_mode));
-  auto size = static_cast<uint64_t>(st.st_size);
-  if (size == 0)
-    return {};
   int fd = ::open(data.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0)
     return "cannot open " + data + ": " + std::strerror(errno);
+  if (::fstat(fd, &st) != 0 || st.st_size == 0) {
+    ::close(fd);
+    return {};
+  }
+  // The meta pages are read before the length: another process may be
+  // committing, and LMDB writes a transaction's pages before the meta page
+  // that counts them, so the length read afterwards covers what was read.
   unsigned char first[meta_bytes];
   meta m0, m1;
-  if (size >= meta_bytes && read_at(fd, first, meta_bytes, 0))
+  bool short_file = !read_at(fd, first, meta_bytes, 0);
+  if (!short_file)
     m0 = read_meta(first);
   if (!m0.ok) {
     ::close(fd);
-    return damaged(size < meta_bytes ? "is too short to be an LMDB file"
-                                     : "is not an LMDB data file (no valid "
-                                       "meta page: zeroed or overwritten)");
+    return damaged(short_file ? "is too short to be an LMDB file"
+                              : "is not an LMDB data file (no valid "
+                                "meta page: zeroed or overwritten)");
   }
   unsigned char second[meta_bytes];
-  if (size >= uint64_t{m0.psize} + meta_bytes
-      && read_at(fd, second, meta_bytes, static_cast<off_t>(m0.psize)))
+  if (read_at(fd, second, meta_bytes, static_cast<off_t>(m0.psize)))
     m1 = read_meta(second);
+  struct stat now;
+  bool sized = ::fstat(fd, &now) == 0;
   ::close(fd);
   if (!m1.ok || m1.psize != m0.psize)
     return damaged("has a damaged second meta page (truncated or "
                    "overwritten)");
+  auto size = static_cast<uint64_t>(sized ? now.st_size : st.st_size);
   const auto& newest = m1.txnid > m0.txnid ? m1 : m0;
   auto needed = (newest.last_pg + 1) * uint64_t{newest.psize};
   if (size < needed)

@@ -527,6 +527,44 @@ BOOST_AUTO_TEST_CASE(read_only_open_of_a_missing_store_fails) {
   BOOST_TEST(contains(r.error, "not a directory"), r.error);
 }
 
+// A new store records the current schema version in the transaction that
+// creates its databases (issue 31, item 11): it is never taken for a store
+// of before versioning and "migrated", and a reader that opens it while
+// it is being created (data.mdb there, no databases yet) is told that
+// there is no store (not_found), never that it is damaged.
+BOOST_AUTO_TEST_CASE(a_new_store_is_created_whole_and_never_migrated) {
+  store.reset();
+  std::vector<std::pair<int, int>> steps;
+  auto o = options();
+  o.dir = tmp / "fresh";
+  o.on_migrate = [&](int from, int to) { steps.emplace_back(from, to); };
+  {
+    auto r = session_store::open(o);
+    BOOST_REQUIRE_MESSAGE(r.ok(), r.error);
+    BOOST_TEST((*r)->schema_version() == session_store::schema_version_current);
+  }
+  BOOST_TEST(steps.empty());
+  // An environment whose creator has not committed its set-up yet.
+  lmdb_options lo;
+  lo.dir = tmp / "half";
+  {
+    auto env = lmdb_env::open(lo);
+    BOOST_REQUIRE_MESSAGE(env.ok(), env.error);
+  }
+  o.dir = lo.dir;
+  o.read_only = true;
+  auto ro = session_store::open(o);
+  BOOST_TEST(!ro.ok());
+  BOOST_TEST(static_cast<int>(ro.code)
+             == static_cast<int>(status_code::not_found), ro.error);
+  BOOST_TEST(contains(ro.error, "no session store"), ro.error);
+  // Read-only in a directory that does not exist: not_found too.
+  o.dir = tmp / "absent";
+  ro = session_store::open(o);
+  BOOST_TEST(static_cast<int>(ro.code)
+             == static_cast<int>(status_code::not_found), ro.error);
+}
+
 BOOST_AUTO_TEST_CASE(schema_version_is_recorded_and_migrated) {
   BOOST_TEST(store->schema_version() == 2);
   auto meta = store->env().open_dbi("meta");

@@ -104,3 +104,22 @@ BOOST_AUTO_TEST_CASE(empty_home_lists_nothing) {
   BOOST_TEST(r.exit_code == 0);
   BOOST_TEST(r.out == "no sessions yet\n");
 }
+
+// Readers of a home without a store (none yet, or one another process is
+// creating) see no sessions and succeed (issue 31, item 11).
+BOOST_AUTO_TEST_CASE(empty_home_searches_nothing) {
+  test::temp_dir home;
+  test::process_options po;
+  po.env["MIBYAN_HOME"] = home.path();
+  auto r = test::run_mibyan({"sessions", "search", "lamp"}, po);
+  BOOST_TEST(r.exit_code == 0, r.err);
+  BOOST_TEST(r.out == "0 matches\n");
+  r = test::run_mibyan({"sessions", "search", "lamp", "--json"}, po);
+  BOOST_TEST(r.exit_code == 0, r.err);
+  auto parsed = json::parse(r.out);
+  BOOST_REQUIRE_MESSAGE(parsed, r.out);
+  BOOST_TEST((*parsed.v)["total"].as_int() == 0);
+  r = test::run_mibyan({"sessions", "list", "--json"}, po);
+  BOOST_TEST(r.exit_code == 0, r.err);
+  BOOST_TEST(r.out == "[]\n");
+}
