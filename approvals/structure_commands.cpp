@@ -26,7 +26,7 @@ analyser::rendered analyser::command_words(std::vector<rword> ws, const simple_c
       ++k;
       continue;
     }
-    if (ws[k].text == "for" || ws[k].text == "select"
+    if (ws[k].text == "[[" || ws[k].text == "for" || ws[k].text == "select"
         || ws[k].text == "case" || ws[k].text == "function")
       return {};
     std::string n, v;

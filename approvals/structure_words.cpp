@@ -92,7 +92,7 @@ bool is_awk(const std::string& n) {
 bool is_reserved(const std::string& w) {
   static const std::set<std::string> words = {
     "if", "then", "else", "elif", "fi", "do", "done", "while", "until", "!",
-    "{", "}", "time", "[[", "]]", "esac", "coproc"};
+    "{", "}", "time", "]]", "esac", "coproc"};
   return words.count(w) > 0;
 }
 

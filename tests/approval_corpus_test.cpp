@@ -200,7 +200,7 @@ BOOST_AUTO_TEST_CASE(round_three_families_counts) {
     {"§31.7+", "item 7 added variants (hardline)", 44},
     {"§31.8", "item 8 listed forms (flagged)", 12},
     {"§31.8+", "item 8 added variants (flagged)", 70},
-    {"§31.ok", "benign look-alikes (not flagged)", 67},
+    {"§31.ok", "benign look-alikes (not flagged)", 69},
   };
   std::string misses;
   for (auto& r : rows) {
