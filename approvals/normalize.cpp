@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <regex>
 
+#include "approvals/structure.hpp"
+
 namespace mibyan::approvals {
 
 namespace {
@@ -481,7 +483,7 @@ std::string strip_wrappers(std::string_view line) {
     } else if (is_assignment(w)) {
       ++k;
     } else if (w == "nohup" || w == "setsid" || w == "exec" || w == "command"
-               || w == "builtin" || w == "time") {
+               || w == "builtin" || w == "time" || w == "busybox") {
       ++k;
       skip_options({});
     } else if (w == "nice" || w == "ionice" || w == "stdbuf"
@@ -612,6 +614,18 @@ command_variants make_variants(std::string_view command,
     auto inner_split = split_command_starts(inner);
     add_unique(cased, body);
     add_unique(cased, strip_all_lines(inner_split));
+  }
+  if (needs_structure(command)) {
+    // Steps 1-4: the lexer reads quotes and escapes itself.
+    auto text = strip_ansi_and_nul(command);
+    text = fold_compat(text);
+    fold_path(text, paths.mibyan_home, "~/.mibyan");
+    fold_path(text, paths.home, "~");
+    fold_path(text, paths.home_unresolved, "~");
+    auto found = analyse_structure(text, paths);
+    for (auto& form : found.forms)
+      add_unique(cased, std::move(form));
+    v.structural = std::move(found.keys);
   }
   for (auto& c : cased)
     add_unique(v.lower, lowercase(c));

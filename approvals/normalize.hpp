@@ -40,6 +40,9 @@ std::string lowercase(std::string_view s);
 struct command_variants {
   std::vector<std::string> cased;
   std::vector<std::string> lower;
+  /// Dangerous keys found by the structural analysis
+  /// (approvals/structure.hpp), matched like pattern keys.
+  std::vector<std::string> structural;
 };
 
 /// Builds every variant: the canonical string; the command-start split
@@ -47,7 +50,10 @@ struct command_variants {
 /// included); the per-word de-obfuscation (`"r"m`, `'r'm` -> `rm`,
 /// `$(echo rm)` -> `rm`); the wrapper-stripped form (leading `sudo`,
 /// `env`, assignments, `nohup`, `timeout N`, ... and `/bin/rm` -> `rm`,
-/// `$HOME` -> `~`); and the bodies of `sh -c '...'` / `eval '...'`.
+/// `$HOME` -> `~`); the bodies of `sh -c '...'` / `eval '...'`; and the
+/// resolved forms of approvals/structure.hpp (built from steps 1-4 only,
+/// so that escapes reach the shell lexer intact), whose keys go to
+/// `structural`.
 command_variants make_variants(std::string_view command,
                                const home_paths& paths);
 

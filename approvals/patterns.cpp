@@ -4,6 +4,8 @@
 #include <bitset>
 #include <regex>
 
+#include "approvals/structure.hpp"
+
 namespace mibyan::approvals {
 
 namespace {
@@ -15,6 +17,11 @@ namespace {
 
 // Arguments of one simple command (never crosses a separator).
 #define ARGS R"re((?:[^\s;&|<>()]+\s+)*)re"
+
+// The root or a directory the system needs (optionally /*), as one
+// argument.
+#define SYSTEM_PATH                                                          \
+  R"re(['"]?/+(?:(?:home|root|etc|usr|var|bin|sbin|boot|lib(?:32|64)?|dev|proc|sys)/*)?\*?)re"
 
 // Block devices.
 #define BLOCKDEV R"re(/dev/(?:sd[a-z]|hd[a-z]|vd[a-z]|xvd[a-z]|nvme\d|mmcblk\d))re"
@@ -70,6 +77,18 @@ const std::vector<pattern_spec>& hardline_specs() {
     {"shutdown / reboot",
      R"re(\bsystemctl\s+(?:-\S+\s+)*(?:poweroff|reboot|halt|kexec)\b)re",
      {"systemctl"}, K},
+    // -R before or after the path; case-sensitive (chmod -r removes read).
+    {"recursive chown/chmod of a system path",
+     CMD R"re((?:chown|chmod|chgrp)\s+)re" ARGS
+       R"re((?:-[a-zA-Z]*R[a-zA-Z]*|--recursive)\s+)re" ARGS SYSTEM_PATH PATH_END,
+     {"chown", "chmod", "chgrp"}, C, true},
+    {"recursive chown/chmod of a system path",
+     CMD R"re((?:chown|chmod|chgrp)\s+)re" ARGS SYSTEM_PATH
+       R"re(['"]?\s+)re" ARGS R"re((?:-[a-zA-Z]*R[a-zA-Z]*|--recursive)(?:[\s;&|)`]|$))re",
+     {"chown", "chmod", "chgrp"}, C, true},
+    {"kernel sysrq trigger",
+     R"re((?:>>?\|?|&>>?|\btee\b[^\n;&|]*?\s|\bof=|\b(?:cp|mv|install|ln|dd)\b[^\n;&|]*?\s)\s*['"]?/proc/+sysrq-trigger\b)re",
+     {"sysrq-trigger"}, A},
   };
   return specs;
 }
@@ -96,6 +115,12 @@ const std::vector<pattern_spec>& dangerous_specs() {
      R"re(\b(?:powershell|pwsh)(?:\.exe)?\b[^\n]*\s-(?:e|enc|encodedcommand)\s)re",
      {"powershell", "pwsh"}, K},
     {"secure file wipe", R"re(\bshred\b)re", {"shred"}, K},
+    {"deletes its inputs",
+     R"re(\btar\b[^\n;&|]*\s--remove-files\b|\brsync\b[^\n;&|]*\s--remove-(?:source|sent)-files\b|\b7z[a-z]*\b[^\n;&|]*\s-sdel\b)re",
+     {"--remove-", "-sdel"}, A},
+    {"deletes its inputs",
+     R"re(\bzip\s+(?:[^\s;&|]+\s+)*(?:-[a-z]*m[a-z]*|--move)(?:\s|$))re",
+     {"zip"}, K},
     {"remove all cron jobs", R"re(\bcrontab\s+(?:-\S+\s+)*-r\b)re",
      {"crontab"}, K},
     // -- permissions
@@ -385,9 +410,11 @@ scan_result scan_command(const command_variants& v) {
   const auto& t = patterns();
   scan_result r;
   auto bits = bits_of(t, v.lower, false);
-  std::vector<keyword_bits> none;
+  std::vector<keyword_bits> cased_bits;
+  if (any_cased(t.hardline) || any_cased(t.dangerous))
+    cased_bits = bits_of(t, v.cased, true);
   for (auto& c : t.hardline) {
-    if (matches(c, v, bits, none)) {
+    if (matches(c, v, bits, cased_bits)) {
       r.hardline = c.description;
       break;
     }
@@ -399,9 +426,6 @@ scan_result scan_command(const command_variants& v) {
     sudo = sudo || b.test(t.sudo_keyword);
   for (size_t i = 0; sudo && i < v.cased.size() && !r.sudo_stdin; ++i)
     r.sudo_stdin = search_bounded(t.sudo_stdin, v.cased[i]);
-  std::vector<keyword_bits> cased_bits;
-  if (any_cased(t.dangerous))
-    cased_bits = bits_of(t, v.cased, true);
   for (auto& c : t.dangerous) {
     if (std::find(r.dangerous.begin(), r.dangerous.end(), c.description)
         != r.dangerous.end())
@@ -409,6 +433,10 @@ scan_result scan_command(const command_variants& v) {
     if (matches(c, v, bits, cased_bits))
       r.dangerous.push_back(c.description);
   }
+  for (auto& k : v.structural)
+    if (std::find(r.dangerous.begin(), r.dangerous.end(), k)
+        == r.dangerous.end())
+      r.dangerous.push_back(k);
   return r;
 }
 
@@ -417,6 +445,9 @@ std::vector<std::string> dangerous_keys() {
   for (auto& s : dangerous_specs())
     if (std::find(out.begin(), out.end(), s.description) == out.end())
       out.push_back(s.description);
+  for (auto& k : structure_keys())
+    if (std::find(out.begin(), out.end(), k) == out.end())
+      out.push_back(k);
   return out;
 }
 

@@ -19,6 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "approvals/approval_engine.hpp"
 #include "base/json.hpp"
 #include "tests/support/http_server.hpp"
 #include "tests/support/scripted_replies.hpp"
@@ -230,6 +231,102 @@ BOOST_AUTO_TEST_CASE(tool_hardline_keeps_the_canary) {
     BOOST_CHECK_EQUAL(n, commands.size());
     BOOST_REQUIRE(alive("x/canary"));
   }
+}
+
+// Issue 31, items 7 and 8, through `mibyan tool --stdin`: the round-three
+// hardline forms are refused under --yolo; harmless look-alikes still run
+// under --yolo; obfuscated dangerous forms aimed at the canary are refused
+// without --yolo (nobody to approve). Before anything is sent to the
+// binary, the same library classifies every command in-process and the
+// test stops unless the destructive ones are blocked: nothing destructive
+// can run even on a build where the gate is broken.
+BOOST_AUTO_TEST_CASE(tool_round_three_forms) {
+  approvals::policy yolo;
+  yolo.paths = approvals::home_paths{user.path(), home.path(), {}};
+  yolo.bypass = true;
+  approvals::policy manual;
+  manual.paths = yolo.paths;
+  std::vector<std::string> hard = {
+    "rm -rf /usr/..", "rm -rf /et?", "rm -rf /[e]tc", "cd / && rm -rf *",
+    "echo b > /proc/sysrq-trigger", "chown -R nobody /", "X=rm; $X -rf /",
+    "echo c | tee /proc/./sysrq-trigger", "cd ~ && rm -rf *",
+    "printf 'rm -rf /' | bash", "chmod -R 777 /u*",
+  };
+  for (auto& c : hard)
+    BOOST_REQUIRE_MESSAGE(approvals::assess(c, yolo).result
+                            == approvals::outcome::hardline,
+                          "not sent: the gate does not block " << c);
+  std::vector<std::string> lookalikes = {
+    "echo rm -rf /usr/..", "ls -d /et?", "ls -d /[e]tc", "cd / && ls -d *",
+    "echo b > sysrq-test && cat sysrq-test", "echo /proc/sysrq-trigger",
+    "echo chown -R nobody /", "X=echo; $X rm -rf /",
+    "printf '%s\\n' 'rm -rf /' | cat",
+  };
+  for (auto& c : lookalikes)
+    BOOST_REQUIRE_MESSAGE(approvals::assess(c, manual).result
+                            == approvals::outcome::approved,
+                          "look-alike flagged: " << c);
+  std::vector<std::string> dangerous = {
+    "X=rm; $X -rf ~/x", "$'\\x72\\x6d' -rf ~/x",
+    "$(printf '\\162\\155') -rf ~/x", "printf 'rm -rf ~/x' | bash",
+    "awk 'BEGIN{system(\"rm -rf ~/x\")}'",
+    "tar --remove-files -cf ~/x.tar -C ~ x",
+    "python3 - <<EOF\nimport os, shutil\n"
+    "shutil.rmtree(os.path.expanduser('~/x'))\nEOF",
+  };
+  for (auto& c : dangerous)
+    BOOST_REQUIRE_MESSAGE(approvals::assess(c, manual).result
+                            == approvals::outcome::needs_approval,
+                          "not sent: the gate does not flag " << c);
+  auto results = [&](const std::vector<std::string>& commands, bool bypass) {
+    std::string input;
+    for (auto& c : commands) {
+      json::value line;
+      line["tool"] = "terminal";
+      line["args"]["command"] = c;
+      input += line.dump() + "\n";
+    }
+    std::vector<std::string> args{"tool", "--stdin"};
+    if (bypass)
+      args.insert(args.begin(), "--yolo");
+    auto r = test::run_mibyan(args, env(input));
+    BOOST_CHECK_EQUAL(r.exit_code, 0);
+    std::vector<json::value> out;
+    size_t pos = 0;
+    while (pos < r.out.size()) {
+      auto nl = r.out.find('\n', pos);
+      if (nl == std::string::npos)
+        nl = r.out.size();
+      auto parsed = json::parse(r.out.substr(pos, nl - pos));
+      pos = nl + 1;
+      if (parsed)
+        out.push_back(*parsed.v);
+    }
+    BOOST_REQUIRE_EQUAL(out.size(), commands.size());
+    return out;
+  };
+  auto got = results(hard, true);
+  for (size_t i = 0; i < hard.size(); ++i) {
+    BOOST_CHECK_MESSAGE(got[i].get_string("status") == "blocked"
+                          && got[i].get_bool("hardline", false),
+                        "not blocked under --yolo: " << hard[i] << " -> "
+                                                     << got[i].dump());
+    BOOST_CHECK_EQUAL(got[i].get_int("exit_code", 0), -1);
+  }
+  BOOST_REQUIRE(alive("x/canary"));
+  got = results(lookalikes, true);
+  for (size_t i = 0; i < lookalikes.size(); ++i)
+    BOOST_CHECK_MESSAGE(got[i].get_string("status") != "blocked"
+                          && got[i].get_int("exit_code", -1) == 0,
+                        "look-alike did not run: " << lookalikes[i] << " -> "
+                                                   << got[i].dump());
+  got = results(dangerous, false);
+  for (size_t i = 0; i < dangerous.size(); ++i)
+    BOOST_CHECK_MESSAGE(got[i].get_string("status") == "blocked"
+                          && contains(got[i].dump(), "no user is present"),
+                        "ran without approval: " << dangerous[i] << " -> "
+                                                 << got[i].dump());
+  BOOST_CHECK(alive("x/canary"));
 }
 
 // A deny rule blocks even under --yolo; without it --yolo runs the command.
