@@ -252,6 +252,18 @@ BOOST_AUTO_TEST_CASE(system_and_agent_state_paths_need_approval) {
   BOOST_TEST(!write_approval_key(work + "/x.txt", mibyan_home));
 }
 
+BOOST_AUTO_TEST_CASE(devices_and_kernel_interfaces_are_never_written) {
+  // Only classified (see above): no tool is called on these paths.
+  for (auto* p : {"/proc/sysrq-trigger", "/proc/sys/kernel/core_pattern",
+                  "/sys/kernel/mm/x", "/dev/sda", "/dev/nvme0n1"}) {
+    auto why = write_refusal(p, mibyan_home);
+    BOOST_TEST(why.has_value(), p);
+    BOOST_TEST(contains(why.value_or(""), "device or kernel interface"), p);
+  }
+  fs::create_directory_symlink("/proc", work + "/p");
+  BOOST_TEST(write_refusal(work + "/p/sysrq-trigger", mibyan_home).has_value());
+}
+
 BOOST_AUTO_TEST_CASE(yolo_and_session_grants_apply_to_writes) {
   dir.write("home/.zshrc", "# z\n");
   cfg.approvals.yolo = true;

@@ -192,6 +192,13 @@ std::optional<std::string> refusal(const std::string& abs_path,
       return "Access denied: " + abs_path
              + " is a process environment, which holds secrets. The file "
                "tools do not read it.";
+  if (for_write)
+    for (auto& f : t.forms)
+      for (const char* d : {"/proc", "/sys", "/dev"})
+        if (f == d || under(f, d))
+          return "Refusing to write " + abs_path
+                 + ": it is a device or kernel interface, not a file. The "
+                   "file tools never write under /dev, /proc or /sys.";
   t.stat_ok = ::stat(abs_path.c_str(), &t.st) == 0;
   for (auto& g : guards_for(mibyan_home, for_write))
     if (matches(t, g))
@@ -262,11 +269,11 @@ std::optional<std::string> write_approval_key(const std::string& abs_path,
         return std::string{system_write_key};
   // The system's configuration (cron, sudoers, passwd, shadow,
   // ld.so.preload, systemd units, profile.d, ...), the other unit and
-  // cron directories, and devices: terminal asks for any redirection
-  // there ("write to a system or credential file").
+  // cron directories and /boot: terminal asks for any redirection to /etc
+  // ("write to a system or credential file").
   for (const char* d : {"/etc", "/lib/systemd", "/usr/lib/systemd",
                         "/usr/local/lib/systemd", "/var/spool/cron",
-                        "/dev", "/boot"})
+                        "/boot"})
     if (in(d))
       return std::string{system_write_key};
   for (auto& h : mibyan_homes(mibyan_home))

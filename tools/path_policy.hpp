@@ -40,7 +40,9 @@ std::optional<std::string> read_refusal(const std::string& abs_path,
 
 /// Returns why write_file and patch must not modify `abs_path` (the
 /// hardline of writes: no approval lifts it), or nullopt. Refused:
-/// everything `read_refusal` refuses, plus everything under `~/.ssh/`.
+/// everything `read_refusal` refuses, everything under `~/.ssh/`, and
+/// everything under /dev, /proc and /sys (devices and kernel interfaces
+/// such as /proc/sysrq-trigger).
 std::optional<std::string> write_refusal(const std::string& abs_path,
                                          const std::string& mibyan_home);
 
@@ -58,7 +60,7 @@ extern const char* const agent_state_write_key;
 ///   ~/.profile, ~/.ssh/authorized_keys, ~/.config/systemd/, ...), and
 ///   everything under /etc (cron.d, sudoers, passwd, shadow,
 ///   ld.so.preload, systemd, ...), /lib/systemd, /usr/lib/systemd,
-///   /usr/local/lib/systemd, /var/spool/cron, /dev and /boot;
+///   /usr/local/lib/systemd, /var/spool/cron and /boot;
 /// - `agent_state_write_key`: `skills/` and `memories/` of every Mibyan
 ///   home (the active one, its profiles, the default above a profile).
 /// Both the lexical and the symlink-resolved forms are checked.
