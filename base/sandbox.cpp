@@ -258,14 +258,28 @@ std::vector<std::string> sandbox_argv(const std::string& bwrap,
     }
     ops.push_back({mount_op::bind_rw, c});
   }
-  if (home_exposed) {
-    ops.push_back({mount_op::bind_home_ro, home});
-    for (auto& e : working_entries(home))
-      ops.push_back({mount_op::bind_rw, e});
-  }
+  std::vector<std::string> hidden_file_paths;
   for (auto& f : hidden_files)
     if (auto c = canonical(f); !c.empty() && is_file(c))
-      ops.push_back({mount_op::hide_file, c});
+      hidden_file_paths.push_back(c);
+  auto is_hidden = [&](const std::string& p) {
+    for (auto& h : hidden)
+      if (inside(p, h))
+        return true;
+    return std::find(hidden_file_paths.begin(), hidden_file_paths.end(), p)
+           != hidden_file_paths.end();
+  };
+  // A home that is itself hidden stays hidden; an entry that is hidden
+  // (Mibyan's home kept there, or a link's target) is not bound: a bind
+  // at the same depth would come after the cover and undo it.
+  if (home_exposed && !is_hidden(home)) {
+    ops.push_back({mount_op::bind_home_ro, home});
+    for (auto& e : working_entries(home))
+      if (!is_hidden(e))
+        ops.push_back({mount_op::bind_rw, e});
+  }
+  for (auto& c : hidden_file_paths)
+    ops.push_back({mount_op::hide_file, c});
   for (auto& r : policy.readonly_paths) {
     auto c = canonical(r);
     if (c.empty() || !exists(c))
