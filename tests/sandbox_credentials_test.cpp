@@ -191,8 +191,11 @@ BOOST_AUTO_TEST_CASE(working_at_home_keeps_startup_files_read_only) {
     "attempt('project', lambda: append('" + project + "/new.txt'))\n"
     "print(terminal('echo evil >> ~/.bashrc; echo evil >> "
     "~/.ssh/authorized_keys')['exit_code'])\n";
-  auto o = out(code, home);
+  auto r = exec(code, home);
+  auto o = r.get_string("output") + r.get_string("error");
   BOOST_TEST_MESSAGE(o);
+  // The kernel's first answer warns about working at the home.
+  BOOST_TEST(contains(r.get_string("note"), "home directory"), r.dump());
   BOOST_TEST(contains(o, "bashrc refused"), o);
   BOOST_TEST(contains(o, "profile refused"), o);
   BOOST_TEST(contains(o, "rename refused"), o);
