@@ -478,6 +478,15 @@ registry_behavior(registry_pointer self,
           return rp;
         }
       }
+      // The warning of a kernel that sees the whole home (docs/approvals.md,
+      // "execute_code whole-script guard").
+      if (shape.mode != "strict" && workdir_contains_home(shape.cwd))
+        note += std::string{note.empty() ? "" : " "}
+                + "This kernel's working directory is your home directory "
+                  "or above it: the sandbox keeps the home read-only except "
+                  "its visible entries, hides credential stores, and such a "
+                  "script is not approved as isolated. Work in a project "
+                  "directory below the home instead.";
       kernel_record rec;
       rec.key = key;
       rec.owner = owner;
@@ -491,7 +500,7 @@ registry_behavior(registry_pointer self,
       if (note.empty()) {
         run_cell(stored, std::move(cell), rp);
       } else {
-        // Add the fallback note to the result (the kernel answers here).
+        // Add the note to the result (the kernel answers here).
         auto req_copy = req;
         stored.usage->attached.fetch_add(1);
         stored.last_used = clock_type::now();

@@ -86,7 +86,12 @@ std::optional<tool_response> script_guard_response(const runtime_services& svc,
   // The whole-script guard (docs/approvals.md); never blocks (the sandbox
   // probe ran at start-up).
   approval_call call{req.session_id, req.from_script, nullptr};
-  call.isolated = !script_sandbox_bwrap(svc.cfg).empty();
+  // A project-mode kernel working at $HOME or above it (such as "/") sees
+  // the user's whole home, so it is not approved as isolated.
+  auto cwd = req.cwd.empty() ? svc.default_cwd : req.cwd;
+  bool exposes_home = svc.cfg.code_execution.mode != "strict"
+                      && workdir_contains_home(cwd);
+  call.isolated = !script_sandbox_bwrap(svc.cfg).empty() && !exposes_home;
   auto v = svc.approvals->check_script(call);
   if (v.approved)
     return std::nullopt;

@@ -230,6 +230,26 @@ approval_verdict approval_service::check_command(const std::string& command,
   return flagged(command, a.keys, call);
 }
 
+approval_verdict approval_service::check_write(const std::string& what,
+                                               const std::string& key,
+                                               const approval_call& call) {
+  auto session = call.session_id.empty() ? std::set<std::string>{}
+                                         : session_keys(call.session_id);
+  bool bypass = false;
+  bool permanent = false;
+  {
+    std::lock_guard<std::mutex> guard{mtx_};
+    auto it = sessions_.find(call.session_id);
+    bypass = cfg_.approvals.yolo || cfg_.approvals.mode == "off"
+             || (it != sessions_.end() && it->second.yolo);
+    permanent = std::find(permanent_.begin(), permanent_.end(), key)
+                != permanent_.end();
+  }
+  if (bypass || permanent || session.count(key) > 0)
+    return approved(key);
+  return flagged(what, {key}, call);
+}
+
 approval_verdict approval_service::flagged(const std::string& command,
                                            const std::vector<std::string>& keys,
                                            const approval_call& call) {

@@ -104,6 +104,15 @@ public:
   approval_verdict check_command(const std::string& command,
                                  const approval_call& call);
 
+  /// Decides on a file write that needs approval under pattern `key`
+  /// (tools/path_policy.hpp, write_approval_key): the same steps as a
+  /// flagged terminal command - the bypass (yolo, session /yolo, mode
+  /// off), the permanent allowlist, the session's grants, then the
+  /// context default, the reviewer and the human. `what` describes the
+  /// write for the reviewer and the prompt. Blocking, like check_command.
+  approval_verdict check_write(const std::string& what, const std::string& key,
+                               const approval_call& call);
+
   /// The whole-script guard of execute_code, before any kernel work.
   /// Never blocks.
   approval_verdict check_script(const approval_call& call);

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/credential_paths.hpp"
 #include "base/subprocess.hpp"
 
 namespace mibyan {
@@ -53,9 +54,42 @@ bool inside(const std::string& path, const std::string& dir) {
 }
 
 struct mount_op {
-  enum kind { hide_dir, bind_rw, hide_file } what;
+  // bind_home_ro: the user's home read-only, exposing it like bind_rw.
+  enum kind { hide_dir, bind_rw, hide_file, bind_ro, bind_home_ro } what;
   std::string path;
 };
+
+/// Entries of a home bound read-write at most (a bigger home keeps the
+/// rest read-only).
+constexpr size_t max_home_entries = 512;
+
+// The visible entries of `home` (no dot files, no symlinks), sorted.
+std::vector<std::string> working_entries(const std::string& home) {
+  std::vector<std::string> out;
+  DIR* d = ::opendir(home.c_str());
+  if (d == nullptr)
+    return out;
+  while (auto* e = ::readdir(d)) {
+    if (e->d_name[0] == '.')
+      continue;
+    auto p = home + "/" + e->d_name;
+    struct stat st;
+    if (::lstat(p.c_str(), &st) != 0
+        || !(S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)))
+      continue;
+    out.push_back(p);
+    if (out.size() >= max_home_entries)
+      break;
+  }
+  ::closedir(d);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+bool exists(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0;
+}
 
 // Counts the tasks (threads included) whose real uid is ours: the number
 // RLIMIT_NPROC is checked against.
@@ -200,26 +234,76 @@ std::vector<std::string> sandbox_argv(const std::string& bwrap,
   // working directory inside a hidden directory stays visible, and a
   // credential file inside a writable directory stays hidden.
   std::vector<mount_op> ops;
+  std::vector<std::string> hidden;
   for (auto& d : hidden_dirs)
-    if (auto c = canonical(d); !c.empty() && is_dir(c) && c != "/")
+    if (auto c = canonical(d); !c.empty() && is_dir(c) && c != "/") {
       ops.push_back({mount_op::hide_dir, c});
-  for (auto& d : policy.writable)
-    if (auto c = canonical(d); !c.empty() && is_dir(c))
-      ops.push_back({mount_op::bind_rw, c});
+      hidden.push_back(c);
+    }
+  auto home = canonical(policy.user_home);
+  if (home == "/")
+    home.clear();
+  bool home_exposed = false;
+  for (auto& d : policy.writable) {
+    auto c = canonical(d);
+    if (c.empty() || !is_dir(c))
+      continue;
+    if (!home.empty() && inside(home, c)) {
+      // The home (or "/") as working directory: the home stays read-only
+      // and only its visible entries are writable.
+      home_exposed = true;
+      if (c != home && c != "/")
+        ops.push_back({mount_op::bind_rw, c});
+      continue;
+    }
+    ops.push_back({mount_op::bind_rw, c});
+  }
+  std::vector<std::string> hidden_file_paths;
   for (auto& f : hidden_files)
     if (auto c = canonical(f); !c.empty() && is_file(c))
-      ops.push_back({mount_op::hide_file, c});
+      hidden_file_paths.push_back(c);
+  auto is_hidden = [&](const std::string& p) {
+    for (auto& h : hidden)
+      if (inside(p, h))
+        return true;
+    return std::find(hidden_file_paths.begin(), hidden_file_paths.end(), p)
+           != hidden_file_paths.end();
+  };
+  // A home that is itself hidden stays hidden; an entry that is hidden
+  // (Mibyan's home kept there, or a link's target) is not bound: a bind
+  // at the same depth would come after the cover and undo it.
+  if (home_exposed && !is_hidden(home)) {
+    ops.push_back({mount_op::bind_home_ro, home});
+    for (auto& e : working_entries(home))
+      if (!is_hidden(e))
+        ops.push_back({mount_op::bind_rw, e});
+  }
+  for (auto& c : hidden_file_paths)
+    ops.push_back({mount_op::hide_file, c});
+  for (auto& r : policy.readonly_paths) {
+    auto c = canonical(r);
+    if (c.empty() || !exists(c))
+      continue;
+    bool in_hidden = false;
+    for (auto& h : hidden)
+      in_hidden = in_hidden || inside(c, h);
+    if (!in_hidden)
+      ops.push_back({mount_op::bind_ro, c});
+  }
   std::stable_sort(ops.begin(), ops.end(),
                    [](const mount_op& x, const mount_op& y) {
                      return depth(x.path) < depth(y.path);
                    });
   for (auto& op : ops) {
     // /tmp is already a fresh tmpfs; hiding anything below it is moot.
-    if (op.what != mount_op::bind_rw && inside(op.path, "/tmp")) {
+    if (op.what != mount_op::bind_rw && op.what != mount_op::bind_home_ro
+        && inside(op.path, "/tmp")) {
       bool exposed = false;
       for (auto& o : ops)
         exposed = exposed
-                  || (o.what == mount_op::bind_rw && inside(op.path, o.path));
+                  || ((o.what == mount_op::bind_rw
+                       || o.what == mount_op::bind_home_ro)
+                      && inside(op.path, o.path));
       if (!exposed)
         continue;
     }
@@ -232,6 +316,10 @@ std::vector<std::string> sandbox_argv(const std::string& bwrap,
         break;
       case mount_op::hide_file:
         a.insert(a.end(), {"--ro-bind", "/dev/null", op.path});
+        break;
+      case mount_op::bind_ro:
+      case mount_op::bind_home_ro:
+        a.insert(a.end(), {"--ro-bind", op.path, op.path});
         break;
     }
   }
@@ -288,6 +376,37 @@ void add_state_paths(sandbox_policy& policy, const std::string& home) {
   for (const char* var : {"MIBYAN_ENV", "MIBYAN_CONFIG"})
     if (const char* v = std::getenv(var); v != nullptr && *v != '\0')
       policy.hidden_files.push_back(v);
+  const char* h = std::getenv("HOME");
+  if (h == nullptr || *h == '\0')
+    return;
+  auto user_home = canonical(h);
+  if (user_home.empty() || user_home == "/")
+    return;
+  policy.user_home = user_home;
+  for (auto& l : user_credential_locations(user_home))
+    (l.is_dir ? policy.hidden_dirs : policy.hidden_files).push_back(l.path);
+  for (auto& f : startup_files(user_home))
+    policy.readonly_paths.push_back(f);
+  for (auto& d : startup_dirs(user_home))
+    policy.readonly_paths.push_back(d);
+}
+
+bool workdir_contains_home(const std::string& workdir) {
+  const char* h = std::getenv("HOME");
+  if (h == nullptr || *h == '\0')
+    return false;
+  auto home = canonical(h);
+  if (home.empty() || home == "/")
+    return false;
+  std::string wd = workdir;
+  if (wd.empty()) {
+    char buf[PATH_MAX];
+    if (::getcwd(buf, sizeof(buf)) == nullptr)
+      return false;
+    wd = buf;
+  }
+  auto c = canonical(wd);
+  return !c.empty() && inside(home, c);
 }
 
 } // namespace mibyan

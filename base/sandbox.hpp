@@ -57,6 +57,18 @@ struct sandbox_policy {
   std::vector<std::string> hidden_dirs;
   /// Files replaced by /dev/null (credential files outside hidden dirs).
   std::vector<std::string> hidden_files;
+  /// Files and directories bound read-only over themselves when they
+  /// exist, even inside a writable directory (shell start-up files and
+  /// other persistence points, base/credential_paths.hpp). Those inside a
+  /// hidden directory stay hidden.
+  std::vector<std::string> readonly_paths;
+  /// The user's home directory ("" = none). When a writable directory is
+  /// the home or lies above it (a working directory at $HOME or /), the
+  /// home itself stays read-only and only its visible entries (names not
+  /// starting with '.', no symlinks) are bound read-write, so no start-up
+  /// file can be created or replaced there; "/" itself is never bound
+  /// read-write.
+  std::string user_home;
   /// Network namespace shared with the host (false in strict mode).
   bool network = true;
 };
@@ -106,9 +118,19 @@ prepared_limits prepare_limits(const sandbox_limits& limits);
 /// child between fork and exec. Returns false when one could not be set.
 bool apply_limits(const prepared_limits& limits) noexcept;
 
-/// The directories and files of Mibyan's own state a sandbox hides for a
-/// runtime whose home is `home`: the home, `$HOME/.mibyan`, and the files
-/// named by MIBYAN_ENV / MIBYAN_CONFIG when they exist outside them.
+/// What a sandbox hides or keeps read-only for a runtime whose home is
+/// `home`: Mibyan's own state (the home, `$HOME/.mibyan`, and the files
+/// named by MIBYAN_ENV / MIBYAN_CONFIG when they exist outside them); the
+/// user's credential stores of base/credential_paths.hpp (directories
+/// hidden by a tmpfs, files covered by /dev/null - the same list the file
+/// tools refuse); the shell start-up files and persistence directories
+/// (read-only); and `policy.user_home` (the resolved $HOME).
 void add_state_paths(sandbox_policy& policy, const std::string& home);
+
+/// Whether a project-mode sandbox working in `workdir` ("" = this
+/// process's working directory) exposes the user's home: `workdir`,
+/// resolved, is $HOME or lies above it (such as "/"). Scripts there are not
+/// approved as isolated (docs/approvals.md). False without a usable $HOME.
+bool workdir_contains_home(const std::string& workdir);
 
 } // namespace mibyan

@@ -376,9 +376,10 @@ BOOST_AUTO_TEST_CASE(run_denies_without_a_user) {
   BOOST_CHECK(contains(msgs, "\\\"status\\\":\\\"blocked\\\""));
 }
 
-// execute_code: a sandboxed kernel runs (the isolated-backend fast path of
-// docs/approvals.md) and its terminal("rm -rf ~") is blocked; without the
-// sandbox and with nobody to approve, the script is refused as a whole.
+// execute_code: a sandboxed kernel below $HOME runs (the isolated-backend
+// fast path of docs/approvals.md) and its terminal("rm -rf ~") is blocked;
+// at $HOME itself, or without the sandbox, and with nobody to approve, the
+// script is refused as a whole.
 BOOST_AUTO_TEST_CASE(execute_code_guard_and_script_terminal) {
   auto code = std::string{"from mibyan_tools import terminal\n"
                           "r = terminal('rm -rf ~')\n"
@@ -386,13 +387,22 @@ BOOST_AUTO_TEST_CASE(execute_code_guard_and_script_terminal) {
                           "print(r.get('error'))\n"};
   json::value args;
   args["code"] = code;
+  user.write("work/.keep", "");
+  auto below_home = [&] {
+    auto o = env();
+    o.cwd = user / "work";
+    return o;
+  };
   auto r = test::run_mibyan({"tool", "execute_code", args.dump()}, env());
+  BOOST_CHECK_MESSAGE(contains(r.out, "\"status\":\"blocked\""), r.out);
+  BOOST_CHECK(contains(r.out, "execute_code runs a script"));
+  r = test::run_mibyan({"tool", "execute_code", args.dump()}, below_home());
   BOOST_CHECK_MESSAGE(contains(r.out, "blocked True"), r.out);
   BOOST_CHECK(contains(r.out, "BLOCKED (hardline): home directory delete"));
   BOOST_CHECK(alive("x/canary"));
   home.write("config.yaml",
              "code_execution:\n  sandbox: \"off\"\n  prestart_kernels: 0\n");
-  r = test::run_mibyan({"tool", "execute_code", args.dump()}, env());
+  r = test::run_mibyan({"tool", "execute_code", args.dump()}, below_home());
   BOOST_CHECK_MESSAGE(contains(r.out, "\"status\":\"blocked\""), r.out);
   BOOST_CHECK(contains(r.out, "execute_code runs a script"));
   BOOST_CHECK(alive("x/canary"));

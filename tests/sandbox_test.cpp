@@ -7,6 +7,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
+#include <filesystem>
 #include <functional>
 #include <sstream>
 #include <thread>
@@ -190,6 +191,55 @@ BOOST_AUTO_TEST_CASE(argv_orders_mounts_parents_first) {
   auto s = sandbox_argv("/usr/bin/bwrap", p, {"true"});
   BOOST_TEST(has(s, "--unshare-net"));
   BOOST_TEST(has(s, "--remount-ro"));
+}
+
+// Issue 31 item 5: a working directory at the home (or "/") leaves the
+// home read-only with its visible entries writable; a hidden entry stays
+// hidden and "/" is never bound read-write.
+BOOST_AUTO_TEST_CASE(argv_keeps_a_working_home_read_only) {
+  std::string root = "/var/tmp/mibyan-argv-test-XXXXXX";
+  BOOST_REQUIRE(::mkdtemp(root.data()) != nullptr);
+  auto home = root + "/home";
+  for (auto* d : {"/home/project", "/home/state", "/home/.config"})
+    std::filesystem::create_directories(root + d);
+  for (auto* f : {"/home/.bashrc", "/home/notes.txt"})
+    ::close(::open((root + f).c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0600));
+  BOOST_REQUIRE(::symlink("/etc", (home + "/etc-link").c_str()) == 0);
+  sandbox_policy p;
+  p.user_home = home;
+  p.hidden_dirs = {home + "/state"};
+  p.readonly_paths = {home + "/.bashrc"};
+  auto pos = [](const std::vector<std::string>& a, const std::string& flag,
+                const std::string& path) {
+    for (size_t i = 0; i + 1 < a.size(); ++i)
+      if (a[i] == flag && a[i + 1] == path)
+        return static_cast<long>(i);
+    return -1L;
+  };
+  for (auto wd : {home, std::string{"/"}}) {
+    p.workdir = wd;
+    p.writable = {wd};
+    auto a = sandbox_argv("/usr/bin/bwrap", p, {"true"});
+    BOOST_TEST(pos(a, "--bind", "/") == -1L, wd);
+    BOOST_TEST(pos(a, "--bind", home) == -1L, wd);
+    auto ro = pos(a, "--ro-bind", home);
+    BOOST_TEST(ro >= 0, wd);
+    BOOST_TEST(pos(a, "--bind", home + "/project") > ro, wd);
+    BOOST_TEST(pos(a, "--bind", home + "/notes.txt") > ro, wd);
+    BOOST_TEST(pos(a, "--bind", home + "/.config") == -1L, wd);
+    BOOST_TEST(pos(a, "--bind", home + "/state") == -1L, wd);
+    BOOST_TEST(pos(a, "--bind", "/etc") == -1L, wd);
+    BOOST_TEST(pos(a, "--tmpfs", home + "/state") > ro, wd);
+    BOOST_TEST(pos(a, "--ro-bind", home + "/.bashrc") > ro, wd);
+  }
+  // Below the home: the working directory is bound as usual.
+  p.workdir = home + "/project";
+  p.writable = {p.workdir};
+  auto a = sandbox_argv("/usr/bin/bwrap", p, {"true"});
+  BOOST_TEST(pos(a, "--bind", home + "/project") >= 0);
+  BOOST_TEST(pos(a, "--ro-bind", home) == -1L);
+  std::error_code ec;
+  std::filesystem::remove_all(root, ec);
 }
 
 BOOST_AUTO_TEST_CASE(sealed_credentials_leave_the_environment) {

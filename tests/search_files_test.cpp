@@ -383,7 +383,10 @@ BOOST_AUTO_TEST_CASE(hits_in_secret_files_are_omitted) {
   auto r = call(R"({"pattern":"sk-secret"})");
   BOOST_TEST(match_paths(r) == (strings{"plain.txt"}));
   BOOST_TEST(r.dump().find("OPENAI_API_KEY") == std::string::npos);
-  BOOST_TEST(r["_omitted"].as_int() == 1);
+  // Left out and counted nowhere (issue 31: a count would tell whether
+  // the pattern matches inside the secret file).
+  BOOST_TEST(r.find("_omitted") == nullptr);
+  BOOST_TEST(r["total_count"].as_int() == 1);
   r = call(R"({"pattern":"sk-secret","output_mode":"count"})");
   BOOST_TEST(r["total_matches"].as_int() == 1);
   r = call(R"({"pattern":"sk-secret","output_mode":"files_only"})");

@@ -4,6 +4,8 @@
 #include "approvals/approval_messages.hpp"
 #include "approvals/approval_service.hpp"
 #include "config/options.hpp"
+#include "tools/file_io.hpp"
+#include "tools/path_policy.hpp"
 
 namespace mibyan {
 
@@ -41,6 +43,26 @@ std::optional<json::value> check_command(const std::string& command,
   r["approved"] = false;
   r["hardline"] = v.hardline;
   return r;
+}
+
+std::optional<std::string> check_write(const std::string& abs_path,
+                                       const std::string& tool_name,
+                                       const std::string& preview,
+                                       const tool_context& ctx) {
+  constexpr size_t max_preview = 2000;
+  auto key = write_approval_key(abs_path, mibyan_home_of(ctx));
+  if (!key || ctx.approvals == nullptr)
+    return std::nullopt;
+  auto what = tool_name + " " + abs_path;
+  if (!preview.empty())
+    what += "\n" + (preview.size() > max_preview
+                       ? preview.substr(0, max_preview) + "\n[...]"
+                       : preview);
+  auto v = ctx.approvals->check_write(
+    what, *key, approval_call{ctx.session_id, ctx.from_script, ctx.cancelled});
+  if (v.approved)
+    return std::nullopt;
+  return v.message;
 }
 
 } // namespace mibyan

@@ -24,4 +24,19 @@ namespace mibyan {
 std::optional<json::value> check_command(const std::string& command,
                                          const tool_context& ctx);
 
+/// Checks a write of `abs_path` by `tool_name` (write_file, patch) under
+/// the one write policy (tools/path_policy.hpp, write_approval_key): a
+/// path that needs no approval passes; a flagged one goes through the
+/// approval service as the same write through terminal would
+/// (approval_service::check_write). `preview` (e.g. the new content or
+/// the diff, clipped) is shown to the reviewer and the human. Returns the
+/// error text when the write is blocked, nothing when it may go ahead.
+/// Without an approval service in `ctx` flagged writes pass, as flagged
+/// terminal commands do. Blocking; runs on the tool's blocking-pool
+/// thread.
+std::optional<std::string> check_write(const std::string& abs_path,
+                                       const std::string& tool_name,
+                                       const std::string& preview,
+                                       const tool_context& ctx);
+
 } // namespace mibyan

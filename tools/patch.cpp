@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "config/options.hpp"
+#include "tools/approval_gate.hpp"
 #include "tools/core_tools.hpp"
 #include "tools/file_io.hpp"
 #include "tools/fuzzy_match.hpp"
@@ -263,14 +264,17 @@ json::value patch_tool::run_replace(const json::value& args,
     return out;
   }
   failures_.reset(fail_key);
+  auto diff = unified_diff(*before, r.content, diff_label("a", raw),
+                           diff_label("b", raw));
+  if (auto blocked = check_write(path, "patch", diff, ctx))
+    return failure(*blocked);
   auto stale = stale_write_warning(ctx, path);
   if (auto werr = write_verified(path, r.content); !werr.empty())
     return failure(werr);
   note_file_written(ctx, path);
   json::value out;
   out["success"] = true;
-  out["diff"] = unified_diff(*before, r.content, diff_label("a", raw),
-                             diff_label("b", raw));
+  out["diff"] = std::move(diff);
   out["files_modified"] = string_array({path});
   out["resolved_path"] = path;
   out["replacements"] = static_cast<int64_t>(r.replacements);
@@ -386,7 +390,20 @@ json::value patch_tool::run_v4a(const json::value& args,
     }
   }
 
-  // Everything applies in memory; now write.
+  // Everything applies in memory. Writes that need approval are asked
+  // about (one file at a time) before anything is written.
+  for (auto& path : order) {
+    auto& p = plan[path];
+    if (p.before == p.after)
+      continue;
+    auto d = unified_diff(p.before ? *p.before : std::string{},
+                          p.after ? *p.after : std::string{},
+                          p.before ? diff_label("a", p.label) : "/dev/null",
+                          p.after ? diff_label("b", p.label) : "/dev/null");
+    if (auto blocked = check_write(path, "patch", d, ctx))
+      return failure(*blocked);
+  }
+  // Now write.
   std::string diff;
   json::value lint;
   std::vector<std::string> written;

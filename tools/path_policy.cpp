@@ -6,6 +6,7 @@
 
 #include <sys/stat.h>
 
+#include "base/credential_paths.hpp"
 #include "tools/file_io.hpp"
 
 namespace fs = std::filesystem;
@@ -49,45 +50,35 @@ std::string base_name(const std::string& p) {
   return fs::path{p}.filename().string();
 }
 
-bool is_ssh_private_key(const std::string& name) {
-  bool is_pub = name.size() > 4
-                && name.compare(name.size() - 4, 4, ".pub") == 0;
-  return name.rfind("id_", 0) == 0 && !is_pub;
-}
+// One protected file or directory (see base/credential_paths.hpp).
+using guard = credential_location;
 
-// One protected file or directory.
-struct guard {
-  std::string path;
-  bool is_dir = false;
-  // For directories: only entries whose file name passes are protected
-  // (null: all of them).
-  bool (*name_filter)(const std::string&) = nullptr;
-  // Why the path is refused, completed by `refusal_text`.
-  enum kind { secret, config, ssh_key, ssh_dir, gnupg, credential, store }
-    what = secret;
-};
-
-std::string refusal_text(const std::string& path, guard::kind k) {
+std::string refusal_text(const std::string& path, guard::kind k,
+                         bool for_write) {
   auto refuse = [&](const char* why) {
     return "Access denied: " + path + " " + why
            + ". The file tools do not touch credential stores.";
   };
   switch (k) {
-    case guard::config:
-      return "Refusing to write " + path
-             + ": Mibyan's configuration is edited by the user, not by "
-               "tools.";
-    case guard::ssh_key:
-      return refuse("is an SSH private key");
-    case guard::ssh_dir:
-      return refuse("is in the SSH directory");
+    case guard::mibyan_config:
+      if (for_write)
+        return "Refusing to write " + path
+               + ": Mibyan's configuration is edited by the user, not by "
+                 "tools.";
+      return "Access denied: " + path
+             + " is Mibyan's configuration, which holds its keys. The file "
+               "tools do not return it; `mibyan config show` prints it "
+               "with the secrets masked.";
+    case guard::ssh:
+      return refuse(for_write ? "is in the SSH directory"
+                              : "is an SSH private key");
     case guard::gnupg:
       return refuse("is in the GnuPG key store");
     case guard::credential:
       return refuse("is a credential file");
-    case guard::store:
+    case guard::mibyan_store:
       return refuse("is in Mibyan's session store");
-    case guard::secret:
+    case guard::mibyan_secret:
     default:
       return refuse("holds Mibyan's secrets");
   }
@@ -101,17 +92,9 @@ std::string profiles_root(const std::string& home) {
            : home + "/profiles";
 }
 
-// The protected paths for reading (`for_write` false) or writing.
-std::vector<guard> guards_for(const std::string& mibyan_home,
-                              bool for_write) {
-  std::vector<guard> gs;
-  auto add = [&](std::string p, guard::kind k, bool dir = false,
-                 bool (*filter)(const std::string&) = nullptr) {
-    if (!p.empty())
-      gs.push_back(guard{std::move(p), dir, filter, k});
-  };
-  // Every Mibyan directory whose secrets this process may reach: the
-  // active home, every profile, and the default home above a profile.
+// Every Mibyan directory whose secrets this process may reach: the active
+// home, every profile, and the default home above a profile.
+std::vector<std::string> mibyan_homes(const std::string& mibyan_home) {
   std::vector<std::string> homes{mibyan_home};
   auto root = profiles_root(mibyan_home);
   if (root != mibyan_home + "/profiles")
@@ -120,26 +103,26 @@ std::vector<guard> guards_for(const std::string& mibyan_home,
   for (fs::directory_iterator it{root, ec}, end; !ec && it != end;
        it.increment(ec))
     homes.push_back(it->path().string());
-  for (auto& h : homes) {
-    add(h + "/.env", guard::secret);
-    add(h + "/auth.json", guard::secret);
-    add(h + "/sessions", guard::store, true);
+  return homes;
+}
+
+// The protected paths for reading (`for_write` false) or writing: the one
+// list of base/credential_paths.hpp plus the files named by MIBYAN_ENV and
+// MIBYAN_CONFIG. Writing protects the whole of ~/.ssh.
+std::vector<guard> guards_for(const std::string& mibyan_home,
+                              bool for_write) {
+  std::vector<guard> gs;
+  for (auto& h : mibyan_homes(mibyan_home))
+    for (auto& l : mibyan_secret_locations(h))
+      gs.push_back(l);
+  if (auto p = env_path("MIBYAN_ENV"); !p.empty())
+    gs.push_back({p, false, nullptr, guard::mibyan_secret});
+  if (auto p = env_path("MIBYAN_CONFIG"); !p.empty())
+    gs.push_back({p, false, nullptr, guard::mibyan_config});
+  for (auto& l : user_credential_locations(user_home())) {
+    gs.push_back(l);
     if (for_write)
-      add(h + "/config.yaml", guard::config);
-  }
-  add(env_path("MIBYAN_ENV"), guard::secret);
-  if (for_write)
-    add(env_path("MIBYAN_CONFIG"), guard::config);
-  auto home = user_home();
-  if (!home.empty()) {
-    if (for_write)
-      add(home + "/.ssh", guard::ssh_dir, true);
-    else
-      add(home + "/.ssh", guard::ssh_key, true, &is_ssh_private_key);
-    add(home + "/.gnupg", guard::gnupg, true);
-    for (auto* c : {"/.netrc", "/.git-credentials", "/.aws/credentials",
-                    "/.pgpass", "/.docker/config.json"})
-      add(home + c, guard::credential);
+      gs.back().read_filter = nullptr;
   }
   return gs;
 }
@@ -183,7 +166,7 @@ bool matches(const target& t, const guard& g) {
       if (!g.is_dir && tf == gf)
         return true;
       if (g.is_dir && (tf == gf || under(tf, gf))
-          && (g.name_filter == nullptr || g.name_filter(base_name(tf))))
+          && (g.read_filter == nullptr || g.read_filter(base_name(tf))))
         return true;
     }
   }
@@ -195,7 +178,7 @@ bool matches(const target& t, const guard& g) {
   }
   // A second name of a file inside a protected directory.
   if (S_ISREG(t.st.st_mode) && t.st.st_nlink > 1)
-    return dir_holds_inode(g.path, t.st, g.name_filter);
+    return dir_holds_inode(g.path, t.st, g.read_filter);
   return false;
 }
 
@@ -204,10 +187,22 @@ std::optional<std::string> refusal(const std::string& abs_path,
                                    bool for_write) {
   target t;
   t.forms = forms_of(abs_path);
+  for (auto& f : t.forms)
+    if (is_proc_environ(f))
+      return "Access denied: " + abs_path
+             + " is a process environment, which holds secrets. The file "
+               "tools do not read it.";
+  if (for_write)
+    for (auto& f : t.forms)
+      for (const char* d : {"/proc", "/sys", "/dev"})
+        if (f == d || under(f, d))
+          return "Refusing to write " + abs_path
+                 + ": it is a device or kernel interface, not a file. The "
+                   "file tools never write under /dev, /proc or /sys.";
   t.stat_ok = ::stat(abs_path.c_str(), &t.st) == 0;
   for (auto& g : guards_for(mibyan_home, for_write))
     if (matches(t, g))
-      return refusal_text(abs_path, g.what);
+      return refusal_text(abs_path, g.what, for_write);
   return std::nullopt;
 }
 
@@ -232,8 +227,8 @@ protected_inodes::protected_inodes(const std::string& mibyan_home) {
          end;
          !ec && it != end && seen < max_scanned_entries; it.increment(ec)) {
       ++seen;
-      if (g.name_filter != nullptr
-          && !g.name_filter(it->path().filename().string()))
+      if (g.read_filter != nullptr
+          && !g.read_filter(it->path().filename().string()))
         continue;
       if (::lstat(it->path().c_str(), &st) == 0 && S_ISREG(st.st_mode))
         add(st);
@@ -249,6 +244,44 @@ std::optional<std::string> read_refusal(const std::string& abs_path,
 std::optional<std::string> write_refusal(const std::string& abs_path,
                                          const std::string& mibyan_home) {
   return refusal(abs_path, mibyan_home, true);
+}
+
+const char* const system_write_key = "write to a system or credential file";
+const char* const agent_state_write_key = "write to Mibyan's skills or memories";
+
+std::optional<std::string> write_approval_key(const std::string& abs_path,
+                                              const std::string& mibyan_home) {
+  auto forms = forms_of(abs_path);
+  auto home = user_home();
+  auto in = [&](const std::string& dir) {
+    for (auto& f : forms)
+      if (f == dir || under(f, dir))
+        return true;
+    return false;
+  };
+  for (auto& f : startup_files(home))
+    for (auto& ff : forms_of(f))
+      if (in(ff))
+        return std::string{system_write_key};
+  for (auto& d : startup_dirs(home))
+    for (auto& dd : forms_of(d))
+      if (in(dd))
+        return std::string{system_write_key};
+  // The system's configuration (cron, sudoers, passwd, shadow,
+  // ld.so.preload, systemd units, profile.d, ...), the other unit and
+  // cron directories and /boot: terminal asks for any redirection to /etc
+  // ("write to a system or credential file").
+  for (const char* d : {"/etc", "/lib/systemd", "/usr/lib/systemd",
+                        "/usr/local/lib/systemd", "/var/spool/cron",
+                        "/boot"})
+    if (in(d))
+      return std::string{system_write_key};
+  for (auto& h : mibyan_homes(mibyan_home))
+    for (const char* sub : {"/skills", "/memories"})
+      for (auto& hh : forms_of(h + sub))
+        if (in(hh))
+          return std::string{agent_state_write_key};
+  return std::nullopt;
 }
 
 std::optional<std::string> cross_profile_refusal(

@@ -27,21 +27,45 @@
 namespace mibyan {
 
 /// Returns why read_file (and search_files) must not read `abs_path`, or
-/// nullopt when reading is allowed. Refused: `<mibyan_home>/.env`,
-/// `<mibyan_home>/auth.json`, the file named by `$MIBYAN_ENV`, the session
-/// store `<mibyan_home>/sessions/`, the `.env` and `auth.json` of every
-/// profile, private keys under `~/.ssh/` (`id_*` without `.pub`),
-/// `~/.netrc`, `~/.git-credentials`, `~/.aws/credentials`, `~/.pgpass`,
-/// `~/.docker/config.json`, everything under `~/.gnupg/`.
+/// nullopt when reading is allowed. Refused: the one list of
+/// base/credential_paths.hpp - the `.env`, `auth.json`, `config.yaml` and
+/// session store `sessions/` of `mibyan_home`, of every profile and of the
+/// default home above a profile; the files named by `$MIBYAN_ENV` and
+/// `$MIBYAN_CONFIG`; the user's credential stores (private keys under
+/// `~/.ssh/`, `~/.gnupg/`, `~/.netrc`, `~/.aws/credentials`, ...) - and
+/// every process environment (`/proc/<pid>/environ`, `/proc/self/environ`,
+/// task entries).
 std::optional<std::string> read_refusal(const std::string& abs_path,
                                         const std::string& mibyan_home);
 
-/// Returns why write_file and patch must not modify `abs_path`, or nullopt.
-/// Refused: everything `read_refusal` refuses, plus
-/// `<mibyan_home>/config.yaml`, the file named by `$MIBYAN_CONFIG`, every
-/// profile's `config.yaml`, and everything under `~/.ssh/`.
+/// Returns why write_file and patch must not modify `abs_path` (the
+/// hardline of writes: no approval lifts it), or nullopt. Refused:
+/// everything `read_refusal` refuses, everything under `~/.ssh/`, and
+/// everything under /dev, /proc and /sys (devices and kernel interfaces
+/// such as /proc/sysrq-trigger).
 std::optional<std::string> write_refusal(const std::string& abs_path,
                                          const std::string& mibyan_home);
+
+/// The key of the approval pattern terminal asks under for writing these paths.
+extern const char* const system_write_key;
+/// The approval key of writes into Mibyan's skills and memories.
+extern const char* const agent_state_write_key;
+
+/// Returns the approval pattern key a write to `abs_path` needs, or
+/// nullopt when it needs none (docs/approvals.md, "File writes"). Every
+/// tool that writes a file asks under it through the approval service as
+/// terminal does for the same write:
+/// - `system_write_key`: the shell start-up files and other persistence
+///   points under `$HOME` (base/credential_paths.hpp: ~/.bashrc,
+///   ~/.profile, ~/.ssh/authorized_keys, ~/.config/systemd/, ...), and
+///   everything under /etc (cron.d, sudoers, passwd, shadow,
+///   ld.so.preload, systemd, ...), /lib/systemd, /usr/lib/systemd,
+///   /usr/local/lib/systemd, /var/spool/cron and /boot;
+/// - `agent_state_write_key`: `skills/` and `memories/` of every Mibyan
+///   home (the active one, its profiles, the default above a profile).
+/// Both the lexical and the symlink-resolved forms are checked.
+std::optional<std::string> write_approval_key(const std::string& abs_path,
+                                              const std::string& mibyan_home);
 
 /// The files `read_refusal` protects, identified by device and inode and
 /// resolved once, for checking many files cheaply (search_files checks

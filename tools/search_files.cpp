@@ -27,8 +27,14 @@
 // order: "discovery" (ripgrep's single-threaded walk order: deterministic,
 // so paging is stable), "path" (sorted), "mtime" (newest first).
 // Files read_file refuses (tools/path_policy.hpp: Mibyan's secrets, hard
-// links to them, credential stores) are never shown: their hits are left
-// out and counted in "_omitted".
+// links to them, credential stores, process environments) are never shown,
+// and neither are matches on lines the secret redactor would change: such
+// hits are left out and counted nowhere (total_count, total_matches and
+// the per-file counts), so the counts tell nothing about a secret. For
+// that, every content mode reads ripgrep's JSON output (the matching
+// lines), also "count" and "files_only".
+// ripgrep runs with the kernel's allow-listed environment
+// (base/env_filter.hpp), never the host's.
 // ignore_case: Unicode simple case folding (ripgrep's --ignore-case for
 // content; for file names the collector folds, since ripgrep's glob
 // folding is ASCII-only), so "école" finds "ÉCOLE".
@@ -44,10 +50,14 @@
 #include <unistd.h>
 
 #include "config/options.hpp"
+#include "base/credential_paths.hpp"
+#include "base/env_filter.hpp"
+#include "base/redact.hpp"
 #include "base/subprocess.hpp"
 #include "tools/case_fold.hpp"
 #include "tools/file_io.hpp"
 #include "tools/path_policy.hpp"
+#include "tools/redact_result.hpp"
 #include "tools/rg_output.hpp"
 
 namespace mibyan {
@@ -132,6 +142,7 @@ struct search_request {
   bool ignore_case = false;
   std::string cwd;          // absolute; rg's paths are relative to it
   std::string mibyan_home;  // for read_refusal
+  const redactor* redact = nullptr;  // lines it changes are left out
 };
 
 // The glob a files-target `pattern` stands for.
@@ -157,13 +168,11 @@ std::vector<std::string> rg_command(const std::string& rg,
     // Case-insensitive name matching is done by the collector.
     if (!req.ignore_case)
       argv.insert(argv.end(), {"--glob", name_glob(req.pattern)});
-  } else if (req.output_mode == "files_only") {
-    argv.insert(argv.end(), {"--files-with-matches", "--null"});
-  } else if (req.output_mode == "count") {
-    argv.insert(argv.end(), {"--count", "--null"});
   } else {
+    // Every content mode reads the matching lines, so that matches on
+    // lines the redactor changes are counted nowhere.
     argv.push_back("--json");
-    if (req.context > 0)
+    if (req.output_mode == "content" && req.context > 0)
       argv.push_back("--context=" + std::to_string(req.context));
   }
   // ripgrep ORs several --glob whitelists; for target "files" file_glob
@@ -183,9 +192,7 @@ public:
   explicit collector(const search_request& req)
     : req_(req),
       guarded_(req.mibyan_home),
-      splitter_(req.files_target || req.output_mode == "files_only" ? '\0'
-                                                                     : '\n',
-                max_json_line) {
+      splitter_(req.files_target ? '\0' : '\n', max_json_line) {
     if (req.files_target && req.ignore_case)
       folded_glob_ = fold_case(name_glob(req.pattern));
   }
@@ -210,7 +217,6 @@ public:
   }
 
   uint64_t total() const { return total_; }
-  uint64_t omitted() const { return omitted_; }
   uint64_t total_matches() const { return total_matches_; }
   bool capped() const { return capped_; }
   json::value& items() { return items_; }
@@ -221,63 +227,94 @@ private:
     return index >= req_.offset && index - req_.offset < req_.limit;
   }
 
-  // Whether read_file would refuse `path` (as ripgrep printed it). One
-  // stat per file: the protected files are known by inode.
+  // Whether read_file would refuse `path` (as ripgrep printed it): a
+  // process environment, or a protected file (one stat per file: they are
+  // known by inode).
   bool refused(const std::string& path) const {
+    if (path.empty())
+      return false;
+    auto abs = resolve_path(path, req_.cwd);
+    if (is_proc_environ(abs))
+      return true;
     struct stat st;
-    return !path.empty() && !guarded_.empty()
-           && ::stat(resolve_path(path, req_.cwd).c_str(), &st) == 0
+    return !guarded_.empty() && ::stat(abs.c_str(), &st) == 0
            && guarded_.contains(static_cast<uint64_t>(st.st_dev),
                                 static_cast<uint64_t>(st.st_ino));
+  }
+
+  // Whether the redactor changes this matching line (its hit is then
+  // neither shown nor counted).
+  bool redacted(const std::string& line) const {
+    std::string scratch;
+    return req_.redact != nullptr && req_.redact->redact_to(line, scratch);
   }
 
   void on_record(std::string_view rec, bool overflow) {
     if (capped_)
       return;
-    if (content_mode())
+    if (req_.files_target)
+      on_path_record(rec);
+    else if (content_mode())
       on_json_line(rec, overflow);
     else
-      on_path_record(rec);
+      on_file_count_line(rec, overflow);
     if (total_ >= req_.offset + req_.limit + count_cap)
       capped_ = true;
   }
 
-  // Plain modes: records are "path" (files, files_only; NUL-separated) or
-  // "path\0N" (count; one per line).
+  // Target "files": records are NUL-separated paths.
   void on_path_record(std::string_view rec) {
     if (rec.empty())
       return;
-    if (req_.output_mode == "count" && !req_.files_target) {
-      auto nul = rec.rfind('\0');
-      if (nul == std::string_view::npos)
-        return;
-      auto n = std::strtoull(std::string{rec.substr(nul + 1)}.c_str(),
-                             nullptr, 10);
-      if (refused(std::string{rec.substr(0, nul)})) {
-        omitted_ += n;
-        return;
-      }
-      total_matches_ += n;
-      if (in_page(total_))
-        counts_[json::sanitize_utf8(
-          strip_dot_slash(std::string{rec.substr(0, nul)}))] = n;
-      ++total_;
-      return;
-    }
     auto path = strip_dot_slash(std::string{rec});
-    if (req_.files_target && !req_.file_glob.empty()
-        && !glob_matches(req_.file_glob, path))
+    if (!req_.file_glob.empty() && !glob_matches(req_.file_glob, path))
       return;
-    if (req_.files_target && req_.ignore_case
-        && !glob_matches(folded_glob_, fold_case(path)))
+    if (req_.ignore_case && !glob_matches(folded_glob_, fold_case(path)))
       return;
-    if (!req_.files_target && refused(std::string{rec})) {
-      ++omitted_;
-      return;
-    }
     if (in_page(total_))
       items_.push_back(json::sanitize_utf8(path));
     ++total_;
+  }
+
+  // "count" and "files_only": ripgrep's JSON lines, counted per file (the
+  // "end" record of a file closes its count).
+  void on_file_count_line(std::string_view rec, bool overflow) {
+    constexpr std::string_view match_prefix = "{\"type\":\"match\"";
+    constexpr std::string_view begin_prefix = "{\"type\":\"begin\"";
+    constexpr std::string_view end_prefix = "{\"type\":\"end\"";
+    if (rec.substr(0, begin_prefix.size()) == begin_prefix) {
+      file_path_.clear();
+      file_hits_ = 0;
+      if (auto parsed = json::parse(rec))
+        if (auto data = parsed.v->find("data"))
+          file_path_ = rg_string(data->find("path"));
+      file_refused_ = refused(file_path_);
+      return;
+    }
+    if (rec.substr(0, match_prefix.size()) == match_prefix) {
+      if (file_refused_ || overflow)
+        return;
+      auto parsed = json::parse(rec);
+      if (!parsed)
+        return;
+      auto data = parsed.v->find("data");
+      if (data == nullptr || redacted(rg_string(data->find("lines"))))
+        return;
+      ++file_hits_;
+      return;
+    }
+    if (rec.substr(0, end_prefix.size()) != end_prefix || file_hits_ == 0)
+      return;
+    auto path = json::sanitize_utf8(strip_dot_slash(file_path_));
+    if (req_.output_mode == "count") {
+      total_matches_ += file_hits_;
+      if (in_page(total_))
+        counts_[path] = file_hits_;
+    } else if (in_page(total_)) {
+      items_.push_back(path);
+    }
+    ++total_;
+    file_hits_ = 0;
   }
 
 private:
@@ -291,8 +328,7 @@ private:
     constexpr std::string_view match_prefix = "{\"type\":\"match\"";
     constexpr std::string_view context_prefix = "{\"type\":\"context\"";
     constexpr std::string_view begin_prefix = "{\"type\":\"begin\"";
-    if (rec.substr(0, begin_prefix.size()) == begin_prefix
-        && !guarded_.empty()) {
+    if (rec.substr(0, begin_prefix.size()) == begin_prefix) {
       // One per file, before its matches: decide whether to hide them.
       file_refused_ = false;
       if (auto parsed = json::parse(rec))
@@ -300,22 +336,21 @@ private:
           file_refused_ = refused(rg_string(data->find("path")));
       return;
     }
-    if (file_refused_) {
-      if (rec.substr(0, match_prefix.size()) == match_prefix)
-        ++omitted_;
+    if (file_refused_)
       return;
-    }
     bool is_match = rec.substr(0, match_prefix.size()) == match_prefix;
     bool is_context = rec.substr(0, context_prefix.size())
                       == context_prefix;
     if (!is_match && !is_context)
       return;
     if (is_match) {
-      auto index = total_++;
-      ++total_matches_;
-      if (!in_page(index) || overflow) {
+      if (overflow) {
+        // Too long to parse, so it cannot be checked for secrets: shown
+        // as a placeholder, never with its text.
+        auto index = total_++;
+        ++total_matches_;
         last_kept_ = nullptr;
-        if (overflow && in_page(index)) {
+        if (in_page(index)) {
           json::value m;
           m["path"] = "";
           m["line"] = 0;
@@ -328,8 +363,14 @@ private:
       if (!parsed)
         return;
       auto data = parsed.v->find("data");
-      if (data == nullptr)
+      if (data == nullptr || redacted(rg_string(data->find("lines"))))
         return;
+      auto index = total_++;
+      ++total_matches_;
+      if (!in_page(index)) {
+        last_kept_ = nullptr;
+        return;
+      }
       json::value m;
       auto path = strip_dot_slash(rg_string(data->find("path")));
       auto line = data->get_int("line_number", 0);
@@ -390,8 +431,9 @@ private:
   uint64_t total_ = 0;
   uint64_t total_matches_ = 0;
   bool capped_ = false;
-  uint64_t omitted_ = 0;
   bool file_refused_ = false;
+  std::string file_path_;
+  uint64_t file_hits_ = 0;
   std::string folded_glob_;
   json::value items_ = json::value::make_array();
   json::value counts_ = json::value::make_object();
@@ -433,8 +475,9 @@ public:
            "lists matching files, \"count\" gives per-file counts. Page "
            "with offset/limit (default 50). Respects .gitignore; skips "
            "hidden and binary files unless `path` points at them; hits in "
-           "credential files are left out (counted in \"_omitted\"). Narrow "
-           "big searches with `path` and `file_glob` (e.g. \"*.cpp\").";
+           "credential files and on lines holding secrets are left out "
+           "(and not counted). Narrow big searches with `path` and "
+           "`file_glob` (e.g. \"*.cpp\").";
   }
 
   json::value schema() const override {
@@ -535,6 +578,7 @@ public:
     auto ncwd = normalize(cwd);
     req.cwd = ncwd;
     req.mibyan_home = mibyan_home_of(ctx);
+    req.redact = &context_redactor(ctx);
     if (auto why = read_refusal(abs, req.mibyan_home))
       return error_result(*why);
     if (abs == ncwd)
@@ -555,6 +599,8 @@ public:
     subprocess_options opts;
     opts.argv = rg_command(rg, req);
     opts.cwd = ncwd;
+    // Not the host's environment: ripgrep needs none of its secrets.
+    opts.env = allowlist_environment(current_environment(), {});
     opts.merge_stderr = false;
     opts.max_output_bytes = 16 * 1024; // stdout is consumed by the callback
     opts.cancel = ctx.cancelled;
@@ -624,8 +670,6 @@ private:
                        + std::to_string(req.offset + req.limit)
                        + ", or narrow the search with a more specific "
                          "pattern, path or file_glob.";
-    if (col.omitted() > 0)
-      result["_omitted"] = col.omitted();
     if (res.exit_code == 2 && !res.stopped && !err_text.empty())
       result["warning"] = "Some files could not be searched: "
                           + first_lines(err_text, 1000);

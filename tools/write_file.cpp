@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "config/options.hpp"
+#include "tools/approval_gate.hpp"
 #include "tools/core_tools.hpp"
 #include "tools/file_io.hpp"
 #include "tools/lint_check.hpp"
@@ -81,6 +82,8 @@ public:
       before = read_whole_file(path, max_lint_bytes, err);
     }
     auto& text = content->as_string();
+    if (auto blocked = check_write(path, "write_file", text, ctx))
+      return error_result(*blocked);
     auto stale = stale_write_warning(ctx, path);
     auto written = atomic_write(path, text);
     if (!written.error.empty())
