@@ -18,9 +18,22 @@
 //     `"name": "value"` (last name word token/secret/password/apikey/...)
 //                                                     -> "[REDACTED]"
 //   * passwords in URL userinfo (scheme://user:pw@host)  -> user:[REDACTED]@
+//   * PEM private keys also inside bytes reprs and JSON strings, cut off
+//     or with only the END line left (base/redact_blocks.hpp)
+//   * .netrc `password` values (base/redact_blocks.hpp)     -> "[REDACTED]"
+//   * base64 holding a literal secret (any alignment)  -> "[REDACTED:NAME]"
+//     and base64 blobs that decode to a private key or to text with a
+//     secret (base/redact_base64.hpp)                    -> "[REDACTED]"
+//
+// Matching runs on a normalised copy of the text (base/redact_normalize.hpp:
+// invisible format and control characters removed, so UTF-16 text that is
+// mostly ASCII too; compatibility forms such as full-width letters folded
+// as NFKC does) and the matches are replaced in the original; text of
+// printable ASCII only skips the normalisation.
 //
 // Hex digests, UUIDs and base64 in ordinary text are never touched: every
-// shape needs a literal prefix or a secret-named key in front of it.
+// shape needs a literal prefix or a secret-named key in front of it, and a
+// base64 blob is replaced only when what it decodes to holds a secret.
 //
 // Thread safety: a redactor is immutable after construction; `redact` may
 // be called concurrently from any thread. No I/O, no CAF, no exceptions
