@@ -475,7 +475,8 @@ redactor& redactor::operator=(redactor&&) noexcept = default;
 
 redactor redactor::from_environment(
   const std::vector<std::string>& env,
-  const std::map<std::string, std::string>& extra) {
+  const std::map<std::string, std::string>& extra,
+  const std::vector<std::pair<std::string, std::string>>& literals) {
   std::vector<secret> secrets;
   for (auto& e : env) {
     auto eq = e.find('=');
@@ -488,6 +489,8 @@ redactor redactor::from_environment(
   for (auto& [name, value] : extra)
     if (is_secret_variable_name(name))
       secrets.push_back({name, value});
+  for (auto& [name, value] : literals)
+    secrets.push_back({name, value});
   return redactor{std::move(secrets)};
 }
 

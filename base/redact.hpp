@@ -44,6 +44,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace mibyan {
@@ -81,10 +82,12 @@ public:
 
   /// Collects the secret variables (is_secret_variable_name) of `env`
   /// ("NAME=value" strings) and of `extra` (e.g. the `.env` file's
-  /// variables) into a redactor.
-  static redactor from_environment(const std::vector<std::string>& env,
-                                   const std::map<std::string, std::string>&
-                                     extra = {});
+  /// variables), plus `literals` (name, value) taken as they are (e.g. the
+  /// secret values of config.yaml), into a redactor.
+  static redactor from_environment(
+    const std::vector<std::string>& env,
+    const std::map<std::string, std::string>& extra = {},
+    const std::vector<std::pair<std::string, std::string>>& literals = {});
 
   /// Redacts `text` in place; returns whether anything changed. Text
   /// without a match is not copied.

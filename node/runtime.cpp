@@ -259,7 +259,10 @@ make_services(options opts, std::vector<std::unique_ptr<tool>> extra_tools,
   svc->approvals = std::make_unique<approval_service>(svc->cfg);
   if (!svc->http)
     svc->http = std::make_shared<http_client>();
-  svc->redact = std::make_shared<redactor_slot>(svc->cfg.env_file);
+  // config.yaml's secret values are redacted from the start
+  // (config/secret_literals.hpp).
+  svc->redact = std::make_shared<redactor_slot>(svc->cfg.env_file,
+                                                svc->cfg.secret_literals);
   svc->processes = std::make_shared<process_registry>();
   register_core_tools(svc->tools);
   svc->tools.add(make_delegate_task_tool(svc->cfg));
