@@ -4,8 +4,12 @@
 #include <array>
 #include <cstring>
 
+#include "base/base64.hpp"
 #include "base/env_filter.hpp"
+#include "base/redact_base64.hpp"
+#include "base/redact_blocks.hpp"
 #include "base/redact_names.hpp"
+#include "base/redact_normalize.hpp"
 
 namespace mibyan {
 
@@ -116,6 +120,8 @@ struct match {
 
 struct redactor::impl {
   std::vector<secret> secrets;          // longest value first
+  // The base64 fragments of the secrets (base/redact_base64.hpp).
+  base64_fragment_index fragments;
   std::array<uint8_t, 256> flags{};
 
   void build() {
@@ -123,19 +129,35 @@ struct redactor::impl {
               [](const secret& a, const secret& b) {
                 return a.value.size() > b.value.size();
               });
+    for (uint32_t k = 0; k < secrets.size(); ++k)
+      fragments.add(secrets[k].value, k);
     flags.fill(0);
     for (auto& k : key_shapes)
       flags[static_cast<unsigned char>(k.prefix[0])] |= f_shape;
-    for (char c : {'e', 'B', 'b', '-'})
+    for (char c : {'e', 'B', 'b', '-', 'p'})
       flags[static_cast<unsigned char>(c)] |= f_shape;
     flags['='] |= f_pair;
     flags[':'] |= f_pair;
   }
 
-  bool shape(std::string_view s, size_t i, match& m) const;
-  bool pem(std::string_view s, size_t i, match& m) const;
-  bool pair(std::string_view s, size_t i, match& m) const;
+  /// Appends the matches in `s` to `out` in scanning order (a match may
+  /// start before the end of the previous one; the caller clamps). With
+  /// `out` null, stops at the first match. `depth` > 0 scans decoded
+  /// base64 (no further decoding).
+  bool scan(std::string_view s, int depth, std::vector<match>* out) const;
+  /// Whether decoded bytes hold a secret.
+  // The rules, tried at candidate positions of the scan (kept out of
+  // line so that the scan's hot loop stays small).
+  __attribute__((noinline)) bool decoded_secret(std::string_view b) const;
+  __attribute__((noinline)) bool shape(std::string_view s, size_t i,
+                                       match& m) const;
+  __attribute__((noinline)) bool pem(std::string_view s, size_t i,
+                                     match& m) const;
+  __attribute__((noinline)) bool pair(std::string_view s, size_t i,
+                                      match& m) const;
   bool url(std::string_view s, size_t i, match& m) const;
+  __attribute__((noinline)) bool blob(std::string_view s, size_t i,
+                                      match& m) const;
 };
 
 namespace {
@@ -248,68 +270,24 @@ bool bearer(std::string_view s, size_t i, match& m) {
   return true;
 }
 
-bool is_base64_line(std::string_view line) {
-  for (char c : line)
-    if (!(is_alnum(c) || c == '+' || c == '/' || c == '=' || c == '\r'
-          || c == ' '))
-      return false;
-  return true;
-}
-
 } // namespace
 
+// PEM private-key blocks (base/redact_blocks.hpp).
 bool redactor::impl::pem(std::string_view s, size_t i, match& m) const {
-  constexpr std::string_view begin_tag = "-----BEGIN ";
-  if (!starts_at(s, i, begin_tag))
-    return false;
-  // The label: up to 48 chars of [A-Z0-9 ], ending in PRIVATE KEY or
-  // PRIVATE KEY BLOCK (PGP), then "-----".
-  size_t j = i + begin_tag.size();
-  size_t label_begin = j;
-  while (j < s.size() && j - label_begin < 48
-         && (is_upper(s[j]) || is_digit(s[j]) || s[j] == ' '))
-    ++j;
-  auto label = s.substr(label_begin, j - label_begin);
-  if (!(ends_with(label, "PRIVATE KEY") || ends_with(label, "PRIVATE KEY BLOCK")))
-    return false;
-  if (!starts_at(s, j, "-----"))
-    return false;
-  size_t body = j + 5;
-  {
-    size_t k = body;
-    while (k < s.size() && (s[k] == '\r' || s[k] == '\n'))
-      ++k;
-    if (starts_at(s, k, "[REDACTED"))
-      return false; // already redacted
+  block_span b;
+  if (pem_begin_block(s, i, b)) {
+    m.begin = b.begin;
+    m.end = b.end;
+    m.replacement = "\n[REDACTED PRIVATE KEY]\n";
+    return true;
   }
-  auto end_pos = s.find("-----END ", body);
-  size_t body_end;
-  if (end_pos != std::string_view::npos) {
-    body_end = end_pos;
-  } else {
-    // Cut off (truncated output): the body runs while lines look like
-    // base64 or PEM headers.
-    size_t k = body;
-    if (k < s.size() && s[k] == '\r')
-      ++k;
-    if (k < s.size() && s[k] == '\n')
-      ++k;
-    while (k < s.size()) {
-      auto nl = s.find('\n', k);
-      auto line = s.substr(k, nl == std::string_view::npos ? s.size() - k
-                                                           : nl - k);
-      bool header = line.find(": ") != std::string_view::npos
-                    && line.size() < 128;
-      if (!(is_base64_line(line) || header))
-        break;
-      k = nl == std::string_view::npos ? s.size() : nl + 1;
-    }
-    body_end = k;
+  if (pem_orphan_end(s, i, b)) {
+    m.begin = b.begin;
+    m.end = b.end;
+    m.replacement = "[REDACTED PRIVATE KEY]";
+    return true;
   }
-  m.begin = body;
-  m.end = body_end;
-  m.replacement = "\n[REDACTED PRIVATE KEY]\n";
-  return true;
+  return false;
 }
 
 bool redactor::impl::shape(std::string_view s, size_t i, match& m) const {
@@ -324,6 +302,15 @@ bool redactor::impl::shape(std::string_view s, size_t i, match& m) const {
   }
   if (c == 'e' && jwt(s, i, m))
     return true;
+  if (c == 'p') {
+    block_span b;
+    if (netrc_password(s, i, b)) {
+      m.begin = b.begin;
+      m.end = b.end;
+      m.replacement = "[REDACTED]";
+      return true;
+    }
+  }
   return prefixed_key(s, i, m);
 }
 
@@ -488,7 +475,8 @@ redactor& redactor::operator=(redactor&&) noexcept = default;
 
 redactor redactor::from_environment(
   const std::vector<std::string>& env,
-  const std::map<std::string, std::string>& extra) {
+  const std::map<std::string, std::string>& extra,
+  const std::vector<std::pair<std::string, std::string>>& literals) {
   std::vector<secret> secrets;
   for (auto& e : env) {
     auto eq = e.find('=');
@@ -501,6 +489,8 @@ redactor redactor::from_environment(
   for (auto& [name, value] : extra)
     if (is_secret_variable_name(name))
       secrets.push_back({name, value});
+  for (auto& [name, value] : literals)
+    secrets.push_back({name, value});
   return redactor{std::move(secrets)};
 }
 
@@ -512,10 +502,43 @@ bool redactor::redact(std::string& text) const {
   return true;
 }
 
-bool redactor::redact_to(std::string_view s, std::string& out) const {
-  const auto& flags = impl_->flags;
+// A base64 run starting at `i` whose decoded bytes hold a secret
+// (base/redact_base64.hpp).
+bool redactor::impl::blob(std::string_view s, size_t i, match& m) const {
+  if (i > 0 && is_b64(s[i - 1]))
+    return false; // not the start of the run
+  auto run = examine_base64_run(s, i);
+  m.begin = i;
+  m.end = run.padded_end;
+  if (!fragments.empty() && run.end - i >= 10 && !run.hex_only) {
+    auto id = fragments.find(s.substr(i, run.end - i));
+    if (id >= 0) {
+      m.replacement = "[REDACTED:" + secrets[static_cast<size_t>(id)].name
+                      + "]";
+      return true;
+    }
+  }
+  if (!run.decodable
+      || !decoded_secret(base64_decode(s.substr(i, run.end - i))))
+    return false;
+  m.replacement = "[REDACTED]";
+  return true;
+}
+
+bool redactor::impl::decoded_secret(std::string_view bytes) const {
+  if (decoded_private_key(bytes))
+    return true;
+  if (is_plain_text(bytes))
+    return scan(bytes, 1, nullptr);
+  normalized_text nt;
+  if (!normalize_for_redaction(bytes, nt))
+    return scan(bytes, 1, nullptr);
+  return scan(nt.text, 1, nullptr);
+}
+
+bool redactor::impl::scan(std::string_view s, int depth,
+                          std::vector<match>* out) const {
   const size_t n = s.size();
-  out.clear();
   // Literal secrets: every occurrence, found up front with memmem (fast:
   // the needles are long and random); earliest first, longest first at
   // one position.
@@ -524,7 +547,6 @@ bool redactor::redact_to(std::string_view s, std::string& out) const {
     uint32_t idx;
   };
   std::vector<hit> hits;
-  const auto& secrets = impl_->secrets;
   for (uint32_t idx = 0; idx < secrets.size(); ++idx) {
     const auto& v = secrets[idx].value;
     size_t off = 0;
@@ -546,8 +568,7 @@ bool redactor::redact_to(std::string_view s, std::string& out) const {
   constexpr size_t none = std::string_view::npos;
   size_t k = 0;
   size_t next_lit = hits.empty() ? none : hits[0].pos;
-  size_t copied = 0; // bytes of `s` already handled in `out`
-  bool changed = false;
+  bool any = false;
   match m;
   size_t i = 0;
   while (i < n) {
@@ -555,16 +576,26 @@ bool redactor::redact_to(std::string_view s, std::string& out) const {
     bool matched = false;
     if (tok_byte(static_cast<char>(c))) {
       // Shapes start a token; inside a token only a literal can start.
-      if ((flags[c] & f_shape) && at_boundary(s, i) && impl_->shape(s, i, m))
+      if ((flags[c] & f_shape) && at_boundary(s, i) && shape(s, i, m)) {
         matched = true;
-      else if (i != next_lit) {
+      } else if ((c == 'n' || c == 'r') && i > 0 && s[i - 1] == '\\'
+                 && i + 1 < n && s[i + 1] == '-' && pem(s, i + 1, m)) {
+        matched = true; // a PEM line after an escaped line break
+      } else if (i != next_lit) {
+        size_t start = i;
         ++i;
         while (i < n && i != next_lit && tok_byte(s[i]))
           ++i;
-        continue;
+        // A long token, or one that goes on with '+' or '/': maybe base64.
+        if (!(depth == 0
+              && (i - start >= 10
+                  || (i < n && i != next_lit && (s[i] == '+' || s[i] == '/')))
+              && blob(s, start, m)))
+          continue;
+        matched = true;
       }
     } else if (i != next_lit) {
-      if (!((flags[c] & f_pair) && impl_->pair(s, i, m))) {
+      if (!((flags[c] & f_pair) && pair(s, i, m))) {
         ++i;
         continue;
       }
@@ -572,7 +603,7 @@ bool redactor::redact_to(std::string_view s, std::string& out) const {
     }
     if (!matched) {
       // A literal secret starts here (shapes and pairs come first).
-      if ((flags[c] & f_pair) && impl_->pair(s, i, m)) {
+      if ((flags[c] & f_pair) && pair(s, i, m)) {
         matched = true;
       } else {
         const auto& sec = secrets[hits[k].idx];
@@ -581,21 +612,82 @@ bool redactor::redact_to(std::string_view s, std::string& out) const {
         m.replacement = "[REDACTED:" + sec.name + "]";
       }
     }
-    if (!changed) {
-      out.reserve(n + 64);
-      changed = true;
-    }
-    out.append(s.data() + copied, m.begin - copied);
-    out.append(m.replacement);
-    copied = m.end;
+    if (out == nullptr)
+      return true;
+    any = true;
     i = std::max(m.end, i + 1);
+    out->push_back(std::move(m));
     while (k < hits.size() && hits[k].pos < i)
       ++k;
     next_lit = k < hits.size() ? hits[k].pos : none;
   }
-  if (!changed)
+  return any;
+}
+
+namespace {
+
+// Whether the source span [b, e) is UTF-16 text that is mostly ASCII
+// (every second byte NUL, starting after the first).
+bool utf16_span(std::string_view s, size_t b, size_t e) {
+  if (e - b < 4)
     return false;
-  out.append(s.data() + copied, n - copied);
+  for (size_t k = b + 1; k < e; k += 2)
+    if (s[k] != '\0')
+      return false;
+  return true;
+}
+
+// Writes `s` with the spans of `ms` replaced to `out`. Spans are in
+// scanning order; one that starts inside the previous one is clamped, and
+// one left empty by that is dropped. With `utf16`, a replacement inside
+// UTF-16 text is written as UTF-16 too.
+void assemble(std::string_view s, std::vector<match>& ms, bool utf16,
+              std::string& out) {
+  out.reserve(s.size() + 64);
+  size_t copied = 0;
+  for (auto& m : ms) {
+    if (m.begin < copied) {
+      if (m.end <= copied)
+        continue;
+      m.begin = copied;
+    }
+    out.append(s.data() + copied, m.begin - copied);
+    if (utf16 && utf16_span(s, m.begin, m.end)) {
+      for (char c : m.replacement) {
+        out.push_back(c);
+        out.push_back('\0');
+      }
+    } else {
+      out.append(m.replacement);
+    }
+    copied = m.end;
+  }
+  out.append(s.data() + copied, s.size() - copied);
+}
+
+} // namespace
+
+bool redactor::redact_to(std::string_view s, std::string& out) const {
+  out.clear();
+  std::vector<match> ms;
+  normalized_text nt;
+  if (is_plain_text(s) || !normalize_for_redaction(s, nt)) {
+    if (!impl_->scan(s, 0, &ms))
+      return false;
+    assemble(s, ms, false, out);
+    return true;
+  }
+  // Matched on the normalised text (base/redact_normalize.hpp); replaced
+  // in the original.
+  if (!impl_->scan(nt.text, 0, &ms))
+    return false;
+  for (auto& m : ms) {
+    size_t b = 0, e = 0;
+    nt.source_span(m.begin, m.end, b, e);
+    m.begin = b;
+    m.end = e;
+  }
+  assemble(s, ms, true, out);
   return true;
 }
 

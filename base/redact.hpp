@@ -18,9 +18,22 @@
 //     `"name": "value"` (last name word token/secret/password/apikey/...)
 //                                                     -> "[REDACTED]"
 //   * passwords in URL userinfo (scheme://user:pw@host)  -> user:[REDACTED]@
+//   * PEM private keys also inside bytes reprs and JSON strings, cut off
+//     or with only the END line left (base/redact_blocks.hpp)
+//   * .netrc `password` values (base/redact_blocks.hpp)     -> "[REDACTED]"
+//   * base64 holding a literal secret (any alignment)  -> "[REDACTED:NAME]"
+//     and base64 blobs that decode to a private key or to text with a
+//     secret (base/redact_base64.hpp)                    -> "[REDACTED]"
+//
+// Matching runs on a normalised copy of the text (base/redact_normalize.hpp:
+// invisible format and control characters removed, so UTF-16 text that is
+// mostly ASCII too; compatibility forms such as full-width letters folded
+// as NFKC does) and the matches are replaced in the original; text of
+// printable ASCII only skips the normalisation.
 //
 // Hex digests, UUIDs and base64 in ordinary text are never touched: every
-// shape needs a literal prefix or a secret-named key in front of it.
+// shape needs a literal prefix or a secret-named key in front of it, and a
+// base64 blob is replaced only when what it decodes to holds a secret.
 //
 // Thread safety: a redactor is immutable after construction; `redact` may
 // be called concurrently from any thread. No I/O, no CAF, no exceptions
@@ -31,6 +44,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace mibyan {
@@ -68,10 +82,12 @@ public:
 
   /// Collects the secret variables (is_secret_variable_name) of `env`
   /// ("NAME=value" strings) and of `extra` (e.g. the `.env` file's
-  /// variables) into a redactor.
-  static redactor from_environment(const std::vector<std::string>& env,
-                                   const std::map<std::string, std::string>&
-                                     extra = {});
+  /// variables), plus `literals` (name, value) taken as they are (e.g. the
+  /// secret values of config.yaml), into a redactor.
+  static redactor from_environment(
+    const std::vector<std::string>& env,
+    const std::map<std::string, std::string>& extra = {},
+    const std::vector<std::pair<std::string, std::string>>& literals = {});
 
   /// Redacts `text` in place; returns whether anything changed. Text
   /// without a match is not copied.

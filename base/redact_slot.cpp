@@ -6,10 +6,12 @@
 namespace mibyan {
 
 redactor_slot::redactor_slot(
-  const std::map<std::string, std::string>& env_file)
-  : env_file_(env_file) {
+  const std::map<std::string, std::string>& env_file,
+  std::vector<std::pair<std::string, std::string>> literals)
+  : env_file_(env_file), literals_(std::move(literals)) {
   all_.push_back(std::make_unique<const redactor>(
-    redactor::from_environment(current_environment(), env_file_)));
+    redactor::from_environment(current_environment(), env_file_,
+                                 literals_)));
   current_.store(all_.back().get(), std::memory_order_release);
 }
 
@@ -22,7 +24,8 @@ bool redactor_slot::update(
     return false;
   env_file_ = env_file;
   all_.push_back(std::make_unique<const redactor>(
-    redactor::from_environment(current_environment(), env_file_)));
+    redactor::from_environment(current_environment(), env_file_,
+                                 literals_)));
   current_.store(all_.back().get(), std::memory_order_release);
   return true;
 }

@@ -18,6 +18,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace mibyan {
@@ -27,8 +28,11 @@ class redactor;
 class redactor_slot {
 public:
   /// A slot holding the redactor for the process environment plus
-  /// `env_file` (the .env variables).
-  explicit redactor_slot(const std::map<std::string, std::string>& env_file);
+  /// `env_file` (the .env variables) plus `literals` (name, value: the
+  /// secret values of config.yaml), which every later redactor keeps.
+  explicit redactor_slot(
+    const std::map<std::string, std::string>& env_file,
+    std::vector<std::pair<std::string, std::string>> literals = {});
   ~redactor_slot();
 
   /// The current redactor (never null).
@@ -44,6 +48,7 @@ public:
 private:
   std::mutex mtx_;
   std::map<std::string, std::string> env_file_;
+  const std::vector<std::pair<std::string, std::string>> literals_;
   std::vector<std::unique_ptr<const redactor>> all_;
   std::atomic<const redactor*> current_{nullptr};
 };

@@ -11,6 +11,7 @@
 
 #include "config/mcp_config.hpp"
 #include "config/option_bounds.hpp"
+#include "config/secret_literals.hpp"
 #include "config/yaml_checks.hpp"
 #include "base/log.hpp"
 #include "base/state_dir.hpp"
@@ -742,6 +743,7 @@ load_result parse_options(const std::string& yaml_text,
         }
       }
     }
+    collect_secret_literals(root, result.opts.secret_literals);
   } catch (const YAML::Exception& e) {
     result.error = located(origin, e.mark) + ": invalid YAML: " + e.msg;
   } catch (const std::exception& e) {

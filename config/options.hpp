@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "config/mcp_options.hpp"
@@ -362,6 +363,11 @@ struct options {
   std::string config_path;
   /// Variables from `$MIBYAN_HOME/.env` (secrets). Never logged unmasked.
   std::map<std::string, std::string> env_file;
+  /// The values of secret keys in config.yaml ("section.key", value):
+  /// server.key, cluster.key and every *key/*token/*secret/*password
+  /// (config/secret_literals.hpp). The runtime's redactor replaces them
+  /// wherever they occur. Never logged.
+  std::vector<std::pair<std::string, std::string>> secret_literals;
   tools_options tools;
 
   /// Returns the value of a secret: the process environment first, then

@@ -24,6 +24,7 @@
 
 #include "kernels/env_scrub.hpp"
 #include "kernels/runner_source.hpp"
+#include "kernels/staging_dirs.hpp"
 #include "kernels/stub_generator.hpp"
 #include "base/pids_cgroup.hpp"
 #include "base/private_file.hpp"
@@ -290,7 +291,9 @@ kernel_process spawn_kernel(const kernel_spawn_options& opts,
     k.pid = -1;
     return k;
   };
-  std::string tmpl = temp_base() + "/mibyan_kernel_XXXXXX";
+  // Named after this process (pid and start time) so that a later
+  // runtime can tell it is stale once we are gone (kernels/staging_dirs.hpp).
+  std::string tmpl = staging_dir_template();
   if (::mkdtemp(tmpl.data()) == nullptr)
     return fail("cannot create a staging dir in " + temp_base() + ": "
                 + std::strerror(errno));

@@ -4,7 +4,8 @@
 // that owns a kernel (actors/kernel.hpp) adopts the descriptors returned
 // here into a broker.
 //
-// Layout: a private staging dir `$TMPDIR/mibyan_kernel_XXXXXX` (0700) holds
+// Layout: a private staging dir `$TMPDIR/mibyan_kernel_<pid>_<start>_XXXXXX`
+// (0700, kernels/staging_dirs.hpp) holds
 // the runner, the generated `mibyan_tools.py` and the RPC socket `rpc.sock`
 // (0600). The child runs in its own session and process group with stdin,
 // stdout and stderr on socketpairs, the read end of the watchdog pipe on

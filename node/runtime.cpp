@@ -22,6 +22,7 @@
 #include "actors/session_writer.hpp"
 #include "actors/tool_dispatcher.hpp"
 #include "kernels/kernel_process.hpp"
+#include "kernels/staging_dirs.hpp"
 #include "base/env_filter.hpp"
 #include "base/http_client.hpp"
 #include "base/log.hpp"
@@ -251,6 +252,9 @@ make_services(options opts, std::vector<std::unique_ptr<tool>> extra_tools,
   }
   fs::permissions(opts.home, fs::perms::owner_all, fs::perm_options::replace,
                   ec);
+  // Kernel staging dirs left by hosts that died without cleaning up
+  // (kill -9): a scan of $TMPDIR, quick (kernels/staging_dirs.hpp).
+  sweep_stale_staging_dirs();
   auto svc = std::make_shared<runtime_services>();
   svc->default_cwd = fs::current_path(ec).string();
   svc->pool = std::make_unique<blocking_pool>(
@@ -259,7 +263,10 @@ make_services(options opts, std::vector<std::unique_ptr<tool>> extra_tools,
   svc->approvals = std::make_unique<approval_service>(svc->cfg);
   if (!svc->http)
     svc->http = std::make_shared<http_client>();
-  svc->redact = std::make_shared<redactor_slot>(svc->cfg.env_file);
+  // config.yaml's secret values are redacted from the start
+  // (config/secret_literals.hpp).
+  svc->redact = std::make_shared<redactor_slot>(svc->cfg.env_file,
+                                                svc->cfg.secret_literals);
   svc->processes = std::make_shared<process_registry>();
   register_core_tools(svc->tools);
   svc->tools.add(make_delegate_task_tool(svc->cfg));

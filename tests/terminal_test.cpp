@@ -287,18 +287,50 @@ BOOST_AUTO_TEST_CASE(oversize_output_is_truncated_and_spilled) {
   BOOST_TEST(out.size() == 1000 + std::string{marker}.size());
   BOOST_TEST(r["exit_code"].as_int() == 0);
   auto path = str(r, "output_path");
-  BOOST_TEST(path == home.path() + "/cache/exec/terminal-call_1.txt");
+  BOOST_TEST(path.rfind(home.path() + "/cache/exec/no-session/terminal-call_1-",
+                        0)
+             == 0u);
   struct stat st;
   BOOST_REQUIRE(::stat(path.c_str(), &st) == 0);
   BOOST_TEST((st.st_mode & 0777) == 0600u);
   BOOST_TEST(st.st_size == 100008);
   BOOST_REQUIRE(::stat((home.path() + "/cache/exec").c_str(), &st) == 0);
   BOOST_TEST((st.st_mode & 0777) == 0700u);
+  BOOST_REQUIRE(
+    ::stat((home.path() + "/cache/exec/no-session").c_str(), &st) == 0);
+  BOOST_TEST((st.st_mode & 0777) == 0700u);
   BOOST_TEST(str(r, "output_note").find("full output was saved")
              != std::string::npos);
   auto spilled = mibyan::test::slurp(path);
   BOOST_TEST(spilled.substr(0, 5) == "START");
   BOOST_TEST(spilled.substr(spilled.size() - 3) == "END");
+}
+
+// Issue 31 item 14: two sessions whose providers both number their calls
+// "call_0_0" each keep their own spill file, under their own directory;
+// the same call id twice in one session does not overwrite either.
+BOOST_AUTO_TEST_CASE(spill_files_of_two_sessions_with_one_call_id) {
+  cfg.tool_output.max_bytes = 100;
+  ctx.call_id = "call_0_0";
+  std::vector<std::string> paths;
+  for (auto session : {"sess-A", "sess-B", "sess-B"}) {
+    ctx.session_id = session;
+    auto r = run(std::string{"for i in $(seq 200); do echo "} + session
+                 + "-output-$i; done");
+    paths.push_back(str(r, "output_path"));
+  }
+  BOOST_TEST(paths[0].rfind(home.path() + "/cache/exec/session-sess-A/", 0)
+             == 0u);
+  BOOST_TEST(paths[1].rfind(home.path() + "/cache/exec/session-sess-B/", 0)
+             == 0u);
+  BOOST_TEST(paths[0] != paths[1]);
+  BOOST_TEST(paths[1] != paths[2]);
+  auto a = mibyan::test::slurp(paths[0]);
+  auto b = mibyan::test::slurp(paths[1]);
+  BOOST_TEST(a.find("sess-A-output-200") != std::string::npos);
+  BOOST_TEST(a.find("sess-B") == std::string::npos);
+  BOOST_TEST(b.find("sess-B-output-200") != std::string::npos);
+  BOOST_TEST(mibyan::test::slurp(paths[2]).find("sess-B-output-1\n") == 0u);
 }
 
 BOOST_AUTO_TEST_CASE(default_cap_is_fifty_thousand_and_spill_caps_at_5mb) {
@@ -309,7 +341,8 @@ BOOST_AUTO_TEST_CASE(default_cap_is_fifty_thousand_and_spill_caps_at_5mb) {
                       "6000000 total]")
              == 20006u);
   auto path = str(r, "output_path");
-  BOOST_TEST(path.find(home.path() + "/cache/exec/terminal-") == 0u);
+  BOOST_TEST(path.find(home.path() + "/cache/exec/no-session/terminal-")
+             == 0u);
   struct stat st;
   BOOST_REQUIRE(::stat(path.c_str(), &st) == 0);
   BOOST_TEST(st.st_size == 5000000);

@@ -4,13 +4,12 @@
 #include <cerrno>
 #include <cstring>
 
-#include <fcntl.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "config/options.hpp"
 #include "tools/file_io.hpp"
+#include "tools/file_lock.hpp"
 #include "tools/tool.hpp"
 
 namespace mibyan {
@@ -46,41 +45,6 @@ std::string usage_text(size_t cur, size_t limit) {
   return std::to_string(pct) + "% — " + with_commas(cur) + "/"
          + with_commas(limit) + " chars";
 }
-
-// An exclusive flock on `path` held for the object's lifetime.
-class file_lock {
-public:
-  explicit file_lock(const std::string& path) {
-    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (fd_ < 0) {
-      error_ = std::string{"cannot open the memory lock file: "}
-               + std::strerror(errno);
-      return;
-    }
-    while (::flock(fd_, LOCK_EX) != 0) {
-      if (errno == EINTR)
-        continue;
-      error_ = std::string{"cannot lock the memory file: "}
-               + std::strerror(errno);
-      ::close(fd_);
-      fd_ = -1;
-      return;
-    }
-  }
-  ~file_lock() {
-    if (fd_ >= 0) {
-      ::flock(fd_, LOCK_UN);
-      ::close(fd_);
-    }
-  }
-  file_lock(const file_lock&) = delete;
-  file_lock& operator=(const file_lock&) = delete;
-  const std::string& error() const { return error_; }
-
-private:
-  int fd_ = -1;
-  std::string error_;
-};
 
 json::value entries_json(const std::vector<std::string>& entries) {
   json::value out = json::value::make_array();
@@ -211,7 +175,8 @@ json::value apply_memory_ops(const std::string& home, const options& cfg,
   if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
     return error_result("cannot create " + dir + ": " + std::strerror(errno));
   auto slash = path.rfind('/');
-  file_lock lock{dir + "/." + path.substr(slash + 1) + ".lock"};
+  file_lock lock{dir + "/." + path.substr(slash + 1) + ".lock",
+                 "the memory file"};
   if (!lock.error().empty())
     return error_result(lock.error());
   auto before = read_memory_entries(path);

@@ -1,11 +1,15 @@
 // skill_manage (docs/tools.md, "Skills"): create, edit, patch and delete
 // skills and write or remove their supporting files, in
 // $MIBYAN_HOME/skills only (skills.external_dirs are read-only). Every
-// write is atomic; paths never leave the skill's directory.
+// write is atomic; paths never leave the skill's directory; calls are
+// serialised by a lock file in the skills directory, so concurrent
+// patches from several threads or processes all persist.
 #include <filesystem>
 
+#include "base/private_file.hpp"
 #include "tools/agent_tools.hpp"
 #include "tools/file_io.hpp"
+#include "tools/file_lock.hpp"
 #include "tools/fuzzy_match.hpp"
 #include "tools/memory_store.hpp"
 #include "tools/skills.hpp"
@@ -82,6 +86,14 @@ public:
       return error_result(bad);
     auto home = mibyan_home_of(ctx);
     auto local = local_skills_root(home);
+    // Every change is a read-modify-write of the skills tree: one lock for
+    // all of it, shared with other threads and processes on this home
+    // (tools/file_lock.hpp), taken before the skill is looked up.
+    if (auto err = make_private_dirs(local); !err.empty())
+      return error_result(err);
+    file_lock lock{local + "/.skill_manage.lock", "the skills directory"};
+    if (!lock.error().empty())
+      return error_result(lock.error());
     auto existing = find_skill(skill_roots(home, *ctx.cfg), name);
     if (action == "create")
       return create(args, name, local, existing.has_value());

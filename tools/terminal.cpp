@@ -6,8 +6,9 @@
 // a clear error; processes a foreground command leaves behind are killed when
 // the call returns; secrets are filtered out of the child's environment
 // (base/env_filter.hpp); output beyond tool_output.max_bytes is cut to
-// head 40 % + tail 60 % and the full text (up to 5 MB) is spilled to
-// $MIBYAN_HOME/cache/exec/terminal-<id>.txt for read_file.
+// head 40 % + tail 60 % and the full text (up to 5 MB) is spilled to a new
+// file (O_EXCL) $MIBYAN_HOME/cache/exec/session-<session>/terminal-<call
+// id>-<unique>.txt for read_file.
 #include "tools/core_tools.hpp"
 
 #include <algorithm>
@@ -358,14 +359,24 @@ private:
                               "so the full output was not saved.";
       return;
     }
-    auto dir = ctx.home + "/cache/exec";
+    // One directory per session and a name no other call can take: two
+    // sessions whose providers both say "call_0_0" never share a file.
+    auto session = file_id(ctx.session_id);
+    auto dir = ctx.home + "/cache/exec/"
+               + (session.empty() ? std::string{"no-session"}
+                                  : "session-" + session);
     auto id = file_id(ctx.call_id);
     if (id.empty())
-      id = generated_id();
-    auto path = dir + "/terminal-" + id + ".txt";
+      id = "call";
     auto err = make_private_dirs(dir);
-    if (err.empty())
-      err = write_private_file(path, text);
+    std::string path;
+    for (int attempt = 0; err.empty() && attempt < 8; ++attempt) {
+      path = dir + "/terminal-" + id + "-" + generated_id() + ".txt";
+      err = write_private_file(path, text, true); // O_EXCL
+      if (err.empty() || ::access(path.c_str(), F_OK) != 0)
+        break; // written, or failed for another reason than the name
+      err = "the file exists";
+    }
     if (!err.empty()) {
       result["output_note"] = "Output was truncated and the full output "
                               "could not be saved: " + err;
