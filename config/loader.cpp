@@ -514,6 +514,16 @@ const std::vector<field>& fields() {
     t.push_back(bounded(int_field("server", "max_connections", &o::server,
                                   &server_options::max_connections, 1),
                         1000000));
+    t.push_back(bounded(int_field("server", "max_connections_per_ip",
+                                  &o::server,
+                                  &server_options::max_connections_per_ip, 1),
+                        1000000));
+    t.push_back(bounded(int_field("server", "max_messages", &o::server,
+                                  &server_options::max_messages, 1),
+                        1000000));
+    t.push_back(bounded(int_field("server", "keepalive_s", &o::server,
+                                  &server_options::keepalive_s, 1),
+                        3600));
     t.push_back(bounded(int_field("server", "header_timeout", &o::server,
                                   &server_options::header_timeout, 1),
                         3600));

@@ -265,7 +265,19 @@ struct server_options {
   int64_t max_concurrent_turns = 64;
   /// Open connections at once; over it new connections are closed.
   int64_t max_connections = 4096;
-  /// Seconds a client may take to send the request head / the body.
+  /// Open connections from one client address. Over it the oldest of that
+  /// address's connections still sending its first request head is closed
+  /// to make room; when there is none, the new connection is closed.
+  int64_t max_connections_per_ip = 256;
+  /// Messages in one chat-completions request; over it: 400
+  /// too_many_messages, before anything is converted or stored.
+  int64_t max_messages = 1000;
+  /// Seconds without output after which a streamed response gets an SSE
+  /// comment line (": keep-alive"), so proxies keep the stream open.
+  int64_t keepalive_s = 15;
+  /// Seconds a client may take to send the request head / the body. Above
+  /// 3/4 of max_connections, connections still waiting for their first
+  /// head get at most 1 s from then on.
   int64_t header_timeout = 10;
   int64_t body_timeout = 60;
   /// Seconds an idle keep-alive connection stays open.

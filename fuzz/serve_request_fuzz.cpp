@@ -31,7 +31,7 @@ void route(const http::request<http::string_body>& req) {
   (void)serve::parse_limit(query, limit);
   (void)serve::valid_session_id(std::string{req["X-Mibyan-Session"]});
   chat_completion_request cr;
-  if (!parse_chat_completion(req.body(), cr).empty())
+  if (!parse_chat_completion(req.body(), cr, 1000))
     return;
   if (cr.history_json.empty())
     return;
@@ -82,6 +82,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     route(parser.get());
   // The body parser on the raw bytes too, without HTTP framing around it.
   chat_completion_request cr;
-  (void)parse_chat_completion(fuzz::as_text(data, size), cr);
+  (void)parse_chat_completion(fuzz::as_text(data, size), cr, 1000);
   return 0;
 }

@@ -68,12 +68,8 @@ void http_server::impl::accept() {
         if (ec == net::error::operation_aborted || !self->acceptor.is_open())
           return;
         MIBYAN_LOG(warning, "serve", "accept failed: " << ec.message());
-      } else if (self->connections.load()
-                 >= self->cfg.limits.max_connections) {
-        beast::error_code ignored;
-        sock.close(ignored);
       } else {
-        ++self->connections;
+        // Admission (node/serve_admission.cpp) may refuse it.
         start_connection(self, std::move(sock));
       }
       if (!self->stopping)
@@ -171,7 +167,12 @@ void http_server::shutdown(std::chrono::milliseconds grace) {
   for (auto& t : p.threads)
     if (t.joinable())
       t.join();
+  {
+    std::lock_guard<std::mutex> g{p.mtx};
+    p.store_closed = true;
+  }
   p.store_pool.join();
+  p.discard_remaining_stateless();
   // Handlers still queued (a turn that ended after the grace period, a
   // read never completed) hold connections and through them the server.
   p.close_io();

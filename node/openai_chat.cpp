@@ -1,5 +1,7 @@
 #include "node/openai_chat.hpp"
 
+#include "base/json_count.hpp"
+
 
 namespace mibyan {
 
@@ -91,34 +93,52 @@ bool chat_messages_from_openai(const json::value& messages,
   return true;
 }
 
-std::string parse_chat_completion(std::string_view body,
-                                  chat_completion_request& out) {
+status parse_chat_completion(std::string_view body,
+                             chat_completion_request& out,
+                             size_t max_messages) {
+  auto bad = [](std::string msg) {
+    return status::failure(status_code::invalid_argument, std::move(msg));
+  };
+  // The count first: a DOM of 100k small messages costs about 60 times
+  // the body's size, and converting and storing them more.
+  if (auto n = json::array_member_size(body, "messages");
+      n >= 0 && static_cast<uint64_t>(n) > max_messages)
+    return status::failure(status_code::resource_exhausted,
+                           "'messages' has " + std::to_string(n)
+                             + " elements; this server takes at most "
+                             + std::to_string(max_messages)
+                             + " (server.max_messages)");
   auto parsed = json::parse(body);
   if (!parsed)
-    return "the request body is not valid JSON: " + parsed.error;
+    return bad("the request body is not valid JSON: " + parsed.error);
   auto& v = *parsed.v;
   if (!v.is_object())
-    return "the request body must be a JSON object";
+    return bad("the request body must be a JSON object");
   auto model = v.find("model");
   if (model != nullptr && !model->is_string())
-    return "'model' must be a string";
+    return bad("'model' must be a string");
   out.model = model ? model->as_string() : "";
   if (auto s = v.find("stream"); s != nullptr && !s->is_null()) {
     if (!s->is_bool())
-      return "'stream' must be a boolean";
+      return bad("'stream' must be a boolean");
     out.stream = s->as_bool();
   }
   if (auto so = v.find("stream_options"); so != nullptr && so->is_object())
     out.include_usage = so->get_bool("include_usage", false);
   auto msgs = v.find("messages");
   if (msgs == nullptr)
-    return "'messages' is required";
+    return bad("'messages' is required");
   if (!msgs->is_array() || msgs->size() == 0)
-    return "'messages' must be a non-empty array";
+    return bad("'messages' must be a non-empty array");
+  if (msgs->size() > max_messages) // a duplicate key the count did not see
+    return status::failure(status_code::resource_exhausted,
+                           "'messages' has more than "
+                             + std::to_string(max_messages)
+                             + " elements (server.max_messages)");
   std::vector<chat_message> list;
   std::string err;
   if (!chat_messages_from_openai(*msgs, list, err))
-    return err;
+    return bad(err);
   // System messages: the node has its own system prompt; the client's
   // instructions go in front of the first user message.
   std::string system;
@@ -130,7 +150,7 @@ std::string parse_chat_completion(std::string_view body,
       rest.push_back(std::move(m));
   }
   if (rest.empty() || rest.back().role != "user")
-    return "the last message must have role 'user'";
+    return bad("the last message must have role 'user'");
   if (!system.empty())
     for (auto& m : rest)
       if (m.role == "user") {
@@ -140,7 +160,7 @@ std::string parse_chat_completion(std::string_view body,
   out.prompt = std::move(rest.back().content);
   rest.pop_back();
   if (out.prompt.find_first_not_of(" \t\r\n") == std::string::npos)
-    return "the last user message is empty";
+    return bad("the last user message is empty");
   if (!rest.empty()) {
     json::value arr = json::value::make_array();
     for (auto& m : rest) {

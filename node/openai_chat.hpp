@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "base/json.hpp"
+#include "base/status.hpp"
 #include "messages/chat.hpp"
 
 namespace mibyan {
@@ -38,10 +39,14 @@ struct chat_completion_request {
   std::string history_json;
 };
 
-/// Parses `body`. Returns "" or an error message for the client (malformed
-/// JSON, no `messages`, last message not from the user, ...).
-std::string parse_chat_completion(std::string_view body,
-                                  chat_completion_request& out);
+/// Parses `body`, a request of at most `max_messages` messages. Errors
+/// (the message is for the client): resource_exhausted when `messages` has
+/// more elements than `max_messages`, found before any message is built or
+/// converted; invalid_argument for anything else (malformed JSON, no
+/// `messages`, last message not from the user, ...).
+status parse_chat_completion(std::string_view body,
+                             chat_completion_request& out,
+                             size_t max_messages);
 
 /// Token counts as reported in `usage`.
 struct completion_usage {

@@ -1,19 +1,22 @@
 // File: node/serve_impl.hpp
 //
-// Private to node/http_server.cpp and node/serve_connection.cpp (it pulls
-// in Asio and Beast; nothing else may include it): the shared state of a
-// running server.
+// Private to the node/serve_*.cpp files and node/http_server.cpp (it pulls
+// in Asio; nothing else may include it): the shared state of a running
+// server, its admission of connections and its disposal of stateless
+// sessions.
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <set>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include <boost/asio/io_context.hpp>
@@ -36,6 +39,67 @@ public:
   void drop_pending() { shutdown(); }
 };
 
+/// A connection as admission sees it. Shared by the connection and the
+/// admission tables (weakly); `addr`, `seq` and the callbacks are set
+/// before `admit` and never change; the rest is guarded by the admission's
+/// mutex.
+struct conn_ticket {
+  /// The client's address (IPv4-mapped IPv6 as IPv4).
+  std::string addr;
+  uint64_t seq = 0;
+  /// Reading a request head (the first one, or the next on a keep-alive
+  /// connection): an eviction loses no request.
+  bool waiting_head = true;
+  bool evicted = false;
+  /// Post to the connection's strand (never run inline): close it; give
+  /// its head read at most `admission::pressure_header_timeout`.
+  std::function<void()> evict;
+  std::function<void()> hurry;
+};
+
+/// Which connections are let in (node/serve_admission.cpp): at most
+/// server.max_connections in all and server.max_connections_per_ip per
+/// client address. At a limit the oldest connection (of that address, or
+/// of all) still waiting for a request head is evicted to make room; when
+/// there is none the new one is refused. From above 3/4 of
+/// max_connections down to half of it the server is under pressure:
+/// connections waiting for a head get at most one second more. Thread-safe; callbacks run without the lock held.
+class admission {
+public:
+  static constexpr std::chrono::seconds pressure_header_timeout{1};
+
+  explicit admission(const server_options& limits) : limits_(limits) {}
+
+  /// Takes `t` in (true) or refuses it (false: close the socket).
+  bool admit(const std::shared_ptr<conn_ticket>& t);
+  /// The connection of `t` is gone.
+  void release(conn_ticket& t);
+  /// The connection of `t` starts (true) or ends (false) a head read.
+  void set_waiting(conn_ticket& t, bool waiting);
+  /// Under pressure (see above).
+  bool under_pressure() const;
+  /// Open connections.
+  int64_t open() const;
+
+private:
+  // The oldest live ticket of `m` waiting for a head (nullptr: none).
+  std::shared_ptr<conn_ticket>
+  oldest_waiting(const std::map<uint64_t, std::weak_ptr<conn_ticket>>& m);
+  // Marks `t` evicted and drops it from the counts (lock held).
+  void evict_locked(conn_ticket& t);
+
+  const server_options& limits_;
+  mutable std::mutex mtx_;
+  // Live, not evicted connections: by address, and all of them; both in
+  // accept order.
+  std::unordered_map<std::string,
+                     std::map<uint64_t, std::weak_ptr<conn_ticket>>>
+    by_addr_;
+  std::map<uint64_t, std::weak_ptr<conn_ticket>> all_;
+  uint64_t next_seq_ = 0;
+  bool pressure_ = false;
+};
+
 struct http_server::impl : std::enable_shared_from_this<http_server::impl> {
   runtime& rt;
   http_server_settings cfg;
@@ -44,10 +108,13 @@ struct http_server::impl : std::enable_shared_from_this<http_server::impl> {
   std::vector<std::thread> threads;
   // Store reads and deletes run here, never on an I/O thread.
   boost::asio::thread_pool store_pool{1};
-  std::atomic<int64_t> connections{0};
+  admission gate{cfg.limits};
   std::atomic<int64_t> turns{0};
   std::atomic<bool> stopping{false};
   bool stopped = false; // guarded by mtx
+  // The store thread is joined (or about to be): nothing more is posted
+  // to it. Guarded by mtx.
+  bool store_closed = false;
   // Running turns by session (for shutdown interrupts); responses still
   // being produced (turns and store calls), for the graceful wait.
   std::mutex mtx;
@@ -57,6 +124,9 @@ struct http_server::impl : std::enable_shared_from_this<http_server::impl> {
   // Kept sessions (X-Mibyan-Session) by the end of their last turn; their
   // conversations are closed after server.session_idle_timeout.
   std::map<std::string, std::chrono::steady_clock::time_point> kept;
+  // Stateless sessions (no X-Mibyan-Session) not yet deleted from the
+  // store: their turns run or their deletion is queued.
+  std::set<std::string> stateless;
   boost::asio::steady_timer reaper{ioc};
   std::mutex io_mtx;
   bool io_closed = false; // guarded by io_mtx
@@ -96,6 +166,15 @@ struct http_server::impl : std::enable_shared_from_this<http_server::impl> {
 
   // Starts the next asynchronous accept.
   void accept();
+
+  /// A stateless turn of `root` ended (however: answered, failed,
+  /// interrupted): on the store thread, closes its conversation and
+  /// deletes the session with its descendants (compression continuations,
+  /// subagents), then runs `then` (node/serve_stateless.cpp). Any thread.
+  void discard_stateless(const std::string& root, std::function<void()> then);
+  /// At shutdown, after the store thread is joined: deletes the stateless
+  /// sessions still left (turns that outlived the grace period).
+  void discard_remaining_stateless();
 
   // Every tick: closes the conversations (and kernels) of kept sessions
   // idle longer than server.session_idle_timeout; the store keeps them,

@@ -179,6 +179,11 @@ public:
   store_result<std::vector<session_info>> list_sessions(size_t limit,
                                                         size_t offset) const;
 
+  /// The ids of the sessions whose parent is `id` (compression
+  /// continuations, subagents), in id order. Errors: id malformed.
+  store_result<std::vector<std::string>>
+  list_children(const std::string& id) const;
+
   store_status set_title(const std::string& id, const std::string& title);
 
   /// Ends the session (ended_at = `ended_at_ms`, 0 = now). Ending an ended

@@ -145,6 +145,29 @@ session_store::get_session(const std::string& id) const {
   return result{s};
 }
 
+store_result<std::vector<std::string>>
+session_store::list_children(const std::string& id) const {
+  using result = store_result<std::vector<std::string>>;
+  if (auto err = check_session_id(id); !err.empty())
+    return result::failure(status_code::invalid_argument,
+                           "list_children: " + err);
+  std::vector<std::string> out;
+  auto prefix = sub_key(id, "");
+  auto st = env_->read(
+    [&](MDB_txn* txn, std::string&) {
+      out.clear();
+      return scan_prefix(txn, children_, prefix,
+                         [&](std::string_view k, std::string_view) {
+                           out.emplace_back(k.substr(prefix.size()));
+                           return 0;
+                         });
+    },
+    "list_children");
+  if (!st)
+    return result{st};
+  return result{out};
+}
+
 store_result<std::vector<session_info>>
 session_store::list_sessions(size_t limit, size_t offset) const {
   using result = store_result<std::vector<session_info>>;

@@ -16,7 +16,7 @@ namespace {
 
 std::string parse_error(const std::string& body) {
   chat_completion_request r;
-  return parse_chat_completion(body, r);
+  return parse_chat_completion(body, r, 1000).error;
 }
 
 } // namespace
@@ -31,7 +31,7 @@ BOOST_AUTO_TEST_CASE(last_user_message_is_the_prompt_and_the_rest_history) {
                     {"role":"tool","tool_call_id":"c1","name":"read_file","content":"A"},
                     {"role":"assistant","content":"Read it."},
                     {"role":"user","content":"Again"}]})",
-    r);
+    r, 1000).error;
   BOOST_REQUIRE_EQUAL(err, "");
   BOOST_CHECK(r.stream);
   BOOST_CHECK(r.include_usage);
@@ -60,7 +60,8 @@ BOOST_AUTO_TEST_CASE(system_text_folds_into_a_single_prompt) {
   BOOST_REQUIRE_EQUAL(
     parse_chat_completion(R"({"messages":[{"role":"system","content":"S"},
                                           {"role":"user","content":"U"}]})",
-                          r),
+                          r, 1000)
+      .error,
     "");
   BOOST_CHECK_EQUAL(r.prompt, "S\n\nU");
   BOOST_CHECK(r.history_json.empty());
@@ -91,6 +92,25 @@ BOOST_AUTO_TEST_CASE(bad_requests_have_clear_messages) {
   BOOST_CHECK(parse_error(R"({"messages":[{"role":"tool","content":"x"},{"role":"user","content":"x"}]})")
                 .find("tool_call_id")
               != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(too_many_messages_is_its_own_code) {
+  auto body = [](int n) {
+    std::string b = R"({"model":"m","messages":[)";
+    for (int i = 0; i < n; ++i)
+      b += std::string(i ? "," : "") + R"({"role":"user","content":"x"})";
+    return b + "]}";
+  };
+  chat_completion_request r;
+  auto over = parse_chat_completion(body(11), r, 10);
+  BOOST_CHECK(over.code == status_code::resource_exhausted);
+  BOOST_CHECK(over.error.find("server.max_messages") != std::string::npos);
+  BOOST_CHECK(r.prompt.empty() && r.history_json.empty());
+  BOOST_CHECK(parse_chat_completion(body(10), r, 10).ok());
+  BOOST_CHECK_EQUAL(r.prompt, "x");
+  // Malformed JSON stays an invalid request.
+  BOOST_CHECK(parse_chat_completion("{\"messages\": [", r, 10).code
+              == status_code::invalid_argument);
 }
 
 BOOST_AUTO_TEST_CASE(response_shapes) {

@@ -1,0 +1,164 @@
+// File: node/serve_connection.hpp
+//
+// Private to node/serve_connection.cpp and node/serve_chat.cpp (it pulls in
+// Beast): one HTTP connection of `mibyan serve` (docs/serve.md), on its own
+// strand. Everything a connection owns is touched only there; turn
+// callbacks arrive on runtime threads and only post to the strand.
+// Reading, routing, the sessions endpoints and plain responses are in
+// node/serve_connection.cpp; chat turns and streaming in
+// node/serve_chat.cpp.
+#pragma once
+
+#include <array>
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <boost/asio/steady_timer.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+
+#include "node/serve_impl.hpp"
+
+namespace mibyan {
+
+class serve_connection
+  : public std::enable_shared_from_this<serve_connection> {
+public:
+  using server_impl = http_server::impl;
+  using tcp = boost::asio::ip::tcp;
+
+  serve_connection(std::shared_ptr<server_impl> srv, tcp::socket sock);
+  /// Releases the busy count and the admission ticket.
+  ~serve_connection();
+
+  /// Admits the connection (node/serve_admission.cpp) and starts reading;
+  /// a refused connection is closed. `addr` is the client's address.
+  void start(std::string addr);
+
+private:
+  template <class T>
+  using sp = std::shared_ptr<T>;
+  using string_response
+    = boost::beast::http::response<boost::beast::http::string_body>;
+
+  // -- reading -----------------------------------------------------------------
+
+  void read_request();
+  void on_header(boost::beast::error_code ec);
+  void read_body();
+
+  // A request could not be read: answer when the socket still works, then
+  // close (the stream position is unknown).
+  void read_failed(boost::beast::error_code ec);
+  void on_body(boost::beast::error_code ec);
+
+  // -- routing -----------------------------------------------------------------
+
+  void handle();
+  bool authorized();
+  void method_not_allowed();
+
+  // -- sessions ----------------------------------------------------------------
+
+  void sessions(const std::string& path,
+                const std::map<std::string, std::string>& query);
+
+  // -- chat (node/serve_chat.cpp) ----------------------------------------------
+
+  void chat();
+
+  // While a turn runs, a readable socket that reads EOF means the client
+  // left: interrupt the turn (what was done is persisted).
+  void watch_disconnect();
+  void client_gone();
+  void on_turn_done(turn_outcome out);
+
+  // Maps a turn outcome to the response.
+  void finish_turn(turn_outcome out);
+
+  // -- streaming (node/serve_chat.cpp) -----------------------------------------
+
+  void start_stream();
+  void on_delta(const std::string& kind, const std::string& text);
+  void push(std::string event);
+  void push_last();
+  void pump();
+
+  // -- plain responses ---------------------------------------------------------
+
+  void send_error(boost::beast::http::status st, const std::string& message,
+                  const std::string& type, const std::string& code);
+  void send_json(boost::beast::http::status st, std::string body);
+
+  // A response in production counts for the graceful shutdown until it is
+  // written (or the connection closes).
+  void hold_busy();
+  void release_busy();
+  void log_access();
+
+  // After answering a request we did not read in full: stop sending, read
+  // and drop what the client still sends (bounded in time and size), then
+  // close, so the client sees the answer rather than a reset.
+  void linger_close();
+  void drain(size_t total);
+  void close();
+
+  // -- admission (node/serve_connection.cpp) ------------------------------
+
+  // A head read starts or ends (admission may evict a waiting connection).
+  void set_waiting_head(bool waiting);
+  // Under pressure: the head read gets at most the short deadline.
+  void hurry();
+
+  // -- keep-alive comments (node/serve_chat.cpp) ---------------------------
+
+  // Arms the timer that sends ": keep-alive" after server.keepalive_s
+  // without output on the stream.
+  void arm_keepalive();
+
+  std::shared_ptr<server_impl> srv_;
+  std::shared_ptr<conn_ticket> ticket_;
+  boost::beast::tcp_stream stream_;
+  boost::beast::flat_buffer buffer_;
+  std::optional<
+    boost::beast::http::request_parser<boost::beast::http::string_body>>
+    parser_;
+  boost::beast::http::request<boost::beast::http::string_body> req_;
+  std::vector<std::pair<std::string, std::string>> extra_headers_;
+  std::chrono::steady_clock::time_point start_;
+  std::string method_, path_, session_;
+  int status_ = 0;
+  bool first_ = true;
+  bool keep_alive_ = true;
+  // A head read is pending; the short deadline of pressure cut it.
+  bool reading_head_ = false;
+  bool hurried_ = false;
+  boost::asio::steady_timer head_deadline_;
+  // The running turn.
+  bool in_turn_ = false;
+  bool gone_ = false;
+  bool stateful_ = false;
+  bool stream_mode_ = false;
+  bool include_usage_ = false;
+  std::string id_, model_, round_text_;
+  int64_t created_ = 0;
+  // Streaming output.
+  sp<boost::beast::http::response<boost::beast::http::empty_body>> sse_res_;
+  sp<boost::beast::http::response_serializer<boost::beast::http::empty_body>>
+    sse_sr_;
+  std::deque<std::shared_ptr<std::string>> out_;
+  bool writing_ = false;
+  // The last write to the stream, and the timer of keep-alive comments.
+  std::chrono::steady_clock::time_point last_output_;
+  boost::asio::steady_timer keepalive_;
+  bool holds_busy_ = false;
+  bool lingering_ = false;
+  std::shared_ptr<std::array<char, 16384>> drain_;
+};
+
+} // namespace mibyan

@@ -1,0 +1,72 @@
+// Stateless requests of `mibyan serve` leave nothing behind (docs/serve.md,
+// "Sessions"): when the turn of a request without X-Mibyan-Session ends,
+// however it ends, its conversation is closed and its session, with every
+// session descended from it (compression continuations, subagents), is
+// deleted from the store before the client gets its answer.
+#include "node/serve_impl.hpp"
+
+#include <set>
+#include <vector>
+
+#include "base/log.hpp"
+#include "storage/session_store.hpp"
+
+namespace mibyan {
+
+namespace {
+
+// Deletes `root` and its descendants, children first. Blocking (LMDB
+// commits); a session that does not exist (a turn that never started) is
+// no error.
+void delete_tree(session_store& store, const std::string& root) {
+  constexpr size_t max_sessions = 10000; // a bound for damaged links
+  std::vector<std::string> order{root};
+  std::set<std::string> seen{root};
+  for (size_t i = 0; i < order.size() && order.size() < max_sessions; ++i)
+    if (auto kids = store.list_children(order[i]))
+      for (auto& k : *kids)
+        if (seen.insert(k).second)
+          order.push_back(k);
+  for (auto i = order.rbegin(); i != order.rend(); ++i)
+    if (auto st = store.delete_session(*i);
+        !st && st.code != status_code::not_found)
+      MIBYAN_LOG(warning, "serve",
+                 "cannot delete stateless session " << *i << ": "
+                                                     << st.error);
+}
+
+} // namespace
+
+void http_server::impl::discard_stateless(const std::string& root,
+                                          std::function<void()> then) {
+  std::lock_guard<std::mutex> g{mtx};
+  if (store_closed)
+    return; // shutdown: discard_remaining_stateless deletes it
+  auto self = shared_from_this();
+  boost::asio::post(store_pool, [self, root, then = std::move(then)] {
+    self->rt.close_session(root); // its conversation, kernels, processes
+    if (auto store = session_store_of(self->rt))
+      delete_tree(*store, root);
+    {
+      std::lock_guard<std::mutex> g2{self->mtx};
+      self->stateless.erase(root);
+    }
+    then();
+  });
+}
+
+void http_server::impl::discard_remaining_stateless() {
+  std::set<std::string> left;
+  {
+    std::lock_guard<std::mutex> g{mtx};
+    left.swap(stateless);
+  }
+  auto store = session_store_of(rt);
+  for (auto& root : left) {
+    rt.close_session(root);
+    if (store)
+      delete_tree(*store, root);
+  }
+}
+
+} // namespace mibyan

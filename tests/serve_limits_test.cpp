@@ -1,0 +1,222 @@
+#define BOOST_TEST_MODULE serve_limits
+#include "tests/support/paths.hpp"
+#include <boost/test/unit_test.hpp>
+
+// The limits of `mibyan serve` against abusive clients (docs/serve.md,
+// "Limits"), on a real `mibyan serve` process with the scripted provider
+// behind it: the message cap of a request, stateless requests that leave
+// no session behind, connections that never finish their request head, and
+// keep-alive comments on a slow stream.
+
+#include <algorithm>
+
+#include "tests/support/serve_fixture.hpp"
+
+using namespace mibyan;
+using namespace std::chrono;
+using namespace mibyan::test::serving;
+
+namespace {
+
+// A chat body of `n` messages (user and assistant taking turns, the last
+// one from the user).
+std::string many_messages(int n) {
+  std::string b = R"({"model":"m","messages":[)";
+  for (int i = 0; i < n; ++i) {
+    bool user = (n - 1 - i) % 2 == 0;
+    b += std::string(i ? "," : "") + R"({"role":")"
+         + (user ? "user" : "assistant") + R"(","content":"m)"
+         + std::to_string(i) + "\"}";
+  }
+  return b + "]}";
+}
+
+// Waits (bounded) until `mibyan sessions list` shows `n` sessions; returns
+// the list.
+json::value wait_for_sessions(fixture& f, size_t n) {
+  auto list = f.sessions_list();
+  for (int i = 0; i < 300 && list.size() != n; ++i) {
+    std::this_thread::sleep_for(milliseconds{100});
+    list = f.sessions_list();
+  }
+  return list;
+}
+
+// How many of `fds` the server closes within `seconds_` (all polled
+// together; each is read and dropped until it closes).
+size_t count_closed(const std::vector<int>& fds, int seconds_) {
+  std::vector<bool> done(fds.size(), false);
+  size_t closed = 0;
+  auto deadline = steady_clock::now() + seconds{seconds_};
+  while (closed < fds.size() && steady_clock::now() < deadline) {
+    std::vector<pollfd> ps;
+    std::vector<size_t> idx;
+    for (size_t i = 0; i < fds.size(); ++i)
+      if (!done[i]) {
+        ps.push_back(pollfd{fds[i], POLLIN, 0});
+        idx.push_back(i);
+      }
+    if (::poll(ps.data(), ps.size(), 100) <= 0)
+      continue;
+    for (size_t k = 0; k < ps.size(); ++k) {
+      if (ps[k].revents == 0)
+        continue;
+      char buf[4096];
+      if (::recv(ps[k].fd, buf, sizeof buf, MSG_DONTWAIT) <= 0) {
+        done[idx[k]] = true;
+        ++closed;
+      }
+    }
+  }
+  return closed;
+}
+
+} // namespace
+
+BOOST_FIXTURE_TEST_SUITE(serve_limits, fixture)
+
+BOOST_AUTO_TEST_CASE(too_many_messages_is_refused_before_anything_is_stored) {
+  auto sp = start(); // server.max_messages: 1000 by default
+  auto r = http(sp->port, "POST", "/v1/chat/completions", many_messages(1001),
+                "Content-Type: application/json\r\n"
+                "X-Mibyan-Session: big-1\r\n");
+  check_error(r, 400, "too_many_messages");
+  BOOST_CHECK(contains(r, "server.max_messages"));
+  // Nothing reached the provider, nothing was stored.
+  BOOST_CHECK_EQUAL(provider_requests().size(), 0u);
+  BOOST_CHECK_EQUAL(sessions_list().size(), 0u);
+  check_error(http(sp->port, "GET", "/v1/sessions/big-1"), 404,
+              "session_not_found");
+  // At the limit the request runs (and is stored: it names a session).
+  script(reply("a thousand"));
+  auto ok = http(sp->port, "POST", "/v1/chat/completions", many_messages(1000),
+                 "Content-Type: application/json\r\n"
+                 "X-Mibyan-Session: big-2\r\n");
+  BOOST_CHECK_EQUAL(status_of(ok), 200);
+  BOOST_CHECK(contains(ok, "a thousand"));
+  auto list = sessions_list();
+  BOOST_REQUIRE_EQUAL(list.size(), 1u);
+  BOOST_CHECK_EQUAL(list.as_array()[0].get_string("id", ""), "big-2");
+  BOOST_CHECK_EQUAL(sp->stop(), 0);
+}
+
+BOOST_AUTO_TEST_CASE(stateless_requests_leave_no_session_behind) {
+  auto sp = start();
+  auto port = sp->port;
+  const int n = 12;
+  script(reply("stateless answer"), 0, n);
+  for (int i = 0; i < n; ++i) {
+    // Half of them bring a history, half are streamed.
+    std::string body
+      = i % 2 ? many_messages(5)
+              : R"({"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]})";
+    auto r = http(port, "POST", "/v1/chat/completions", body);
+    BOOST_CHECK_EQUAL(status_of(r), 200);
+    BOOST_CHECK(contains(r, "stateless answer"));
+    BOOST_CHECK(!contains(r, "X-Mibyan-Session"));
+  }
+  // A failed turn (the provider refuses) leaves nothing either.
+  {
+    json::value s;
+    s["path"] = "/v1/chat/completions";
+    s["status"] = 400;
+    s["body"] = R"({"error":{"message":"no","type":"invalid_request_error"}})";
+    provider.script(s.dump());
+    auto r = http(port, "POST", "/v1/chat/completions", chat_body);
+    BOOST_CHECK_GE(status_of(r), 500);
+  }
+  // Nor does a client that leaves while its turn runs.
+  script(reply("too late"), 4000);
+  {
+    auto before = provider_requests().size();
+    int fd = connect_to(port);
+    send_all(fd, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+                 "Content-Type: application/json\r\nContent-Length: "
+                   + std::to_string(chat_body.size()) + "\r\n\r\n"
+                   + chat_body);
+    wait_for_provider_requests(before + 1);
+    ::close(fd);
+  }
+  // A kept session (X-Mibyan-Session) stays.
+  script(reply("kept"));
+  auto kept = http(port, "POST", "/v1/chat/completions", chat_body,
+                   "Content-Type: application/json\r\n"
+                   "X-Mibyan-Session: kept-1\r\n");
+  BOOST_CHECK_EQUAL(status_of(kept), 200);
+  // The disconnected turn ends asynchronously: wait for its deletion.
+  auto list = wait_for_sessions(*this, 1);
+  BOOST_REQUIRE_EQUAL(list.size(), 1u);
+  BOOST_CHECK_EQUAL(list.as_array()[0].get_string("id", ""), "kept-1");
+  auto api = body_of(http(port, "GET", "/v1/sessions"));
+  BOOST_CHECK_EQUAL(api["data"].size(), 1u);
+  BOOST_CHECK_EQUAL(sp->stop(), 0);
+  // Nothing was left for a restart to find.
+  BOOST_CHECK_EQUAL(sessions_list().size(), 1u);
+}
+
+BOOST_AUTO_TEST_CASE(unfinished_heads_do_not_lock_out_health) {
+  // Old behaviour: the 64 slots stay taken until header_timeout (30 s) and
+  // every further connection is closed unanswered.
+  auto sp = start("server:\n  max_connections: 64\n  header_timeout: 30\n");
+  std::vector<int> slow;
+  for (int i = 0; i < 300; ++i) {
+    int fd = connect_to(sp->port);
+    send_all(fd, "GET /health HTTP/1.1\r\nHost: x\r\nX-Slow: ");
+    slow.push_back(fd);
+  }
+  for (int i = 0; i < 3; ++i)
+    BOOST_CHECK_EQUAL(status_of(http(sp->port, "GET", "/health")), 200);
+  // Over 3/4 of the limit the unfinished heads get a short deadline: the
+  // server closes every one of them well before header_timeout.
+  BOOST_CHECK_EQUAL(count_closed(slow, 20), slow.size());
+  for (int fd : slow)
+    ::close(fd);
+  BOOST_CHECK_EQUAL(status_of(http(sp->port, "GET", "/health")), 200);
+  BOOST_CHECK_EQUAL(sp->stop(), 0);
+}
+
+BOOST_AUTO_TEST_CASE(one_address_cannot_take_every_connection) {
+  // server.max_connections_per_ip: 256 by default; header_timeout is long
+  // so that only admission closes anything here.
+  auto sp = start("server:\n  header_timeout: 60\n");
+  // Another client's unfinished request, older than the flood.
+  int other = connect_from(sp->port, "127.0.0.2");
+  send_all(other, "GET /health HTTP/1.1\r\nHost: x\r\n");
+  std::vector<int> flood;
+  for (int i = 0; i < 300; ++i) {
+    int fd = connect_from(sp->port, "127.0.0.1");
+    send_all(fd, "GET /health HTTP/1.1\r\nHost: x\r\nX-Slow: ");
+    flood.push_back(fd);
+  }
+  // The oldest unfinished heads of 127.0.0.1 made room for the newest:
+  // 44 of them are closed, 256 stay.
+  BOOST_CHECK_EQUAL(
+    count_closed(std::vector<int>(flood.begin(), flood.begin() + 44), 20),
+    44u);
+  // 127.0.0.1 still gets in (its oldest waiting connection goes)...
+  BOOST_CHECK_EQUAL(status_of(http(sp->port, "GET", "/health")), 200);
+  // ...and the other client was never touched: it finishes its request.
+  send_all(other, "Connection: close\r\n\r\n");
+  auto r = read_all(other);
+  BOOST_CHECK_EQUAL(status_of(r), 200);
+  ::close(other);
+  for (int fd : flood)
+    ::close(fd);
+  BOOST_CHECK_EQUAL(sp->stop(), 0);
+}
+
+BOOST_AUTO_TEST_CASE(a_slow_stream_gets_keep_alive_comments) {
+  auto sp = start("server:\n  keepalive_s: 1\n");
+  script(reply("slow answer"), 3500);
+  auto r = http(sp->port, "POST", "/v1/chat/completions",
+                R"({"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]})");
+  BOOST_CHECK_EQUAL(status_of(r), 200);
+  BOOST_CHECK(contains(r, "slow answer"));
+  BOOST_CHECK(contains(r, "data: [DONE]"));
+  // The comment came before the answer.
+  auto ka = r.find("\n: keep-alive\n\n");
+  BOOST_REQUIRE(ka != std::string::npos);
+  BOOST_CHECK_LT(ka, r.find("slow answer"));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
