@@ -198,7 +198,10 @@ public:
   /// Deletes the session, its messages, keys and index postings in one
   /// transaction. Children keep their parent_session_id. Works on a full
   /// disk: the store's reserve file is released first and re-created
-  /// afterwards when there is room (storage/space_reserve.hpp).
+  /// afterwards when there is room (storage/space_reserve.hpp), and a
+  /// second, empty commit makes the pages the delete freed reusable by
+  /// the next write (LMDB reuses a transaction's freed pages only after
+  /// another commit).
   store_status delete_session(const std::string& id);
 
   // -- approvals --------------------------------------------------------------
@@ -289,6 +292,7 @@ private:
   store_status migrate();
   store_status reindex_fts();
   store_status delete_session_txn(const std::string& id);
+  store_status settle_free_pages();
   int64_t now() const;
   store_status update_session(const std::string& id, const char* what,
                               const std::function<std::string(session_info&)>&

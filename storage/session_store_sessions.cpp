@@ -269,8 +269,27 @@ store_status session_store::delete_session(const std::string& id) {
   // a delete works on a full disk (storage/space_reserve.hpp).
   release_reserve(env_->dir());
   auto st = delete_session_txn(id);
+  // LMDB reuses the pages a transaction freed only once another one has
+  // committed after it: without this, the next delete on a still full
+  // disk could not use the pages this one freed. Best effort.
+  if (st)
+    (void) settle_free_pages();
   (void) ensure_reserve(env_->dir());
   return st;
+}
+
+store_status session_store::settle_free_pages() {
+  // Rewrites the schema version with its own value: a transaction that
+  // changes nothing but still commits.
+  return env_->write(
+    [&](MDB_txn* txn, std::string& error) {
+      int rc = lmdb_env::put(txn, meta_, version_key,
+                             std::to_string(schema_version_));
+      if (rc != 0)
+        error = "rewrite schema version";
+      return rc;
+    },
+    "settle free pages");
 }
 
 store_status session_store::delete_session_txn(const std::string& id) {

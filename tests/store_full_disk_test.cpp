@@ -10,6 +10,7 @@
 #include <cstring>
 #include <fstream>
 #include <memory>
+#include <random>
 #include <string>
 
 #include <fcntl.h>
@@ -21,6 +22,7 @@
 #include "base/json.hpp"
 #include "node/runtime.hpp"
 #include "storage/session_store.hpp"
+#include "storage/space_reserve.hpp"
 #include "tests/support/http_server.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -202,4 +204,134 @@ BOOST_AUTO_TEST_CASE(sessions_delete_works_on_a_full_disk) {
   auto l = test::run_mibyan({"sessions", "list", "--json"}, po);
   BOOST_CHECK_EQUAL(l.exit_code, 0);
   BOOST_CHECK(!contains(l.out, "\"big\""));
+}
+
+// The reserve fits the disk (issue 31, item 18): on a 3 MiB $MIBYAN_HOME
+// the old fixed 8 MiB reserve could never be allocated, and a delete on the
+// full disk then failed with "commit: No space left on device" whenever
+// LMDB's free list was short. On file systems of 3, 8 and 32 MiB, three
+// times each: fill the disk through the store with sessions of twelve
+// messages written one after another (as runs write them; words drawn
+// from a skewed vocabulary, like text), fill what is left with a file,
+// then deleting the two oldest sessions, one `mibyan sessions delete`
+// after the other, must succeed.
+BOOST_AUTO_TEST_CASE(sessions_delete_works_on_full_disks_of_every_size) {
+  int failed = 0, runs = 0;
+  for (int mb : {3, 8, 32}) {
+    for (int run = 0; run < 3; ++run) {
+      test::temp_dir base;
+      small_fs fs{base / "home", mb};
+      REQUIRE_MOUNTED(fs);
+      auto dir = session_store::default_dir(fs.dir);
+      std::mt19937 rng(static_cast<unsigned>(mb * 10 + run));
+      std::uniform_real_distribution<double> unit(0.0, 1.0);
+      auto word = [&] {
+        double u = unit(rng);
+        return "w" + std::to_string(static_cast<int>(20000 * u * u * u));
+      };
+      std::string rejected;
+      int appended = 0, sessions = 0;
+      {
+        session_store_options so;
+        so.dir = dir;
+        auto store = session_store::open(so);
+        BOOST_REQUIRE_MESSAGE(store, store.error);
+        for (int i = 0; i < 100000 && rejected.empty(); ++i) {
+          auto sid = "s" + std::to_string(i / 12);
+          if (i % 12 == 0) {
+            new_session ns;
+            ns.id = sid;
+            auto c = (*store)->create_session(ns);
+            if (!c) {
+              rejected = c.error;
+              break;
+            }
+            ++sessions;
+          }
+          std::string text;
+          for (int w = 0; w < 300; ++w)
+            text += word() + " ";
+          chat_message m{i % 2 ? "assistant" : "user", text, {}, "", "", "",
+                         "", 0};
+          auto st = (*store)->append_message(sid, m);
+          if (!st)
+            rejected = st.error;
+          else
+            ++appended;
+        }
+      }
+      BOOST_REQUIRE_MESSAGE(!rejected.empty(), "the disk never filled up");
+      BOOST_REQUIRE_GE(sessions, 3);
+      struct stat rs;
+      bool has_reserve = ::stat(reserve_path(dir).c_str(), &rs) == 0;
+      fs.fill();
+      BOOST_TEST_MESSAGE(mb << " MiB, run " << run << ": " << appended
+                         << " messages in " << sessions
+                         << " sessions, reserve "
+                         << (has_reserve ? std::to_string(rs.st_blocks * 512)
+                                         : std::string{"none"})
+                         << ", " << fs.free_bytes() << " bytes free");
+      test::process_options po;
+      po.env["MIBYAN_HOME"] = fs.dir;
+      for (auto id : {"s0", "s1"}) {
+        ++runs;
+        auto r = test::run_mibyan({"sessions", "delete", id}, po);
+        if (r.exit_code != 0)
+          ++failed;
+        BOOST_CHECK_MESSAGE(r.exit_code == 0, mb << " MiB, run " << run
+                                                 << ", delete " << id
+                                                 << ": " << r.err);
+      }
+      auto l = test::run_mibyan(
+        {"sessions", "list", "--json", "--limit", "100000"}, po);
+      BOOST_CHECK_EQUAL(l.exit_code, 0);
+      BOOST_CHECK(!contains(l.out, "\"s0\""));
+      BOOST_CHECK(!contains(l.out, "\"s1\""));
+      BOOST_CHECK(contains(l.out, "\"s2\""));
+    }
+  }
+  std::cerr << failed << " of " << runs << " deletes on a full disk failed\n";
+}
+
+// The reserve's size and how it is made (storage/space_reserve.hpp).
+BOOST_AUTO_TEST_CASE(reserve_is_sized_to_the_store_and_the_disk) {
+  constexpr uint64_t mib = uint64_t{1} << 20;
+  BOOST_TEST(reserve_size(0, 0) == 8 * mib);
+  BOOST_TEST(reserve_size(512 * mib, 0) == 32 * mib);      // store / 16
+  BOOST_TEST(reserve_size(uint64_t{4} << 30, 0) == 64 * mib);  // capped
+  BOOST_TEST(reserve_size(0, 3 * mib) == 768u * 1024);     // disk / 4
+  BOOST_TEST(reserve_size(0, 32 * mib) == 8 * mib);
+  BOOST_TEST(reserve_size(0, 100 * 1024) == 64u * 1024);   // floor
+  BOOST_TEST(reserve_size(1, 3 * mib + 5) % 4096 == 0u);
+
+  test::temp_dir dir;
+  auto path = reserve_path(dir.path());
+  auto allocated = [&] {
+    struct stat st;
+    return ::stat(path.c_str(), &st) == 0
+             ? static_cast<uint64_t>(st.st_blocks) * 512
+             : uint64_t{0};
+  };
+  // A temporary file left by a dead process (a crash while allocating)
+  // is swept.
+  auto stale = dir.write("reserve.999999999.tmp", "partial");
+  BOOST_REQUIRE(ensure_reserve(dir.path(), 256 * 1024).empty());
+  BOOST_TEST(allocated() >= 256u * 1024);
+  BOOST_TEST(::access(stale.c_str(), F_OK) != 0);
+  // Grown in place: the same file (inode), more blocks.
+  struct stat before;
+  BOOST_REQUIRE(::stat(path.c_str(), &before) == 0);
+  BOOST_REQUIRE(ensure_reserve(dir.path(), 1024 * 1024).empty());
+  struct stat after;
+  BOOST_REQUIRE(::stat(path.c_str(), &after) == 0);
+  BOOST_TEST(after.st_ino == before.st_ino);
+  BOOST_TEST(allocated() >= 1024u * 1024);
+  // Big enough already: left alone.
+  BOOST_REQUIRE(ensure_reserve(dir.path(), 64 * 1024).empty());
+  BOOST_TEST(allocated() >= 1024u * 1024);
+  // No temporary file stays behind.
+  auto own = dir.path() + "/reserve." + std::to_string(::getpid()) + ".tmp";
+  BOOST_TEST(::access(own.c_str(), F_OK) != 0);
+  release_reserve(dir.path());
+  BOOST_TEST(::access(path.c_str(), F_OK) != 0);
 }
