@@ -154,6 +154,31 @@ BOOST_AUTO_TEST_CASE(stateless_requests_leave_no_session_behind) {
   BOOST_CHECK_EQUAL(sessions_list().size(), 1u);
 }
 
+BOOST_AUTO_TEST_CASE(a_compressed_stateless_turn_leaves_no_continuation) {
+  // A window of 40000 tokens (threshold 34000): the request's history of
+  // ~50000 estimated tokens is summarised before the first model call, and
+  // the turn continues in a child session (docs/agent_loop.md).
+  auto sp = start("model:\n  context_length: 40000\n"
+                  "compression:\n  protect_first_n: 1\n  protect_last_n: 2\n");
+  script(reply("SUMMARY: long talk about q."));
+  script(reply("compressed answer"));
+  std::string body = R"({"model":"m","messages":[)";
+  for (int i = 0; i < 10; ++i)
+    body += std::string(R"({"role":")") + (i % 2 ? "assistant" : "user")
+            + R"(","content":")" + std::to_string(i) + std::string(20000, 'q')
+            + "\"},";
+  body += R"({"role":"user","content":"sum it up"}]})";
+  auto r = http(sp->port, "POST", "/v1/chat/completions", body);
+  BOOST_CHECK_EQUAL(status_of(r), 200);
+  BOOST_CHECK(contains(r, "compressed answer"));
+  BOOST_CHECK(contains(test::slurp(sp->err_path), "summarising messages"));
+  BOOST_CHECK_EQUAL(provider_requests().size(), 2u);
+  // Neither the first session nor its continuation is left.
+  BOOST_CHECK_EQUAL(sessions_list().size(), 0u);
+  BOOST_CHECK_EQUAL(sp->stop(), 0);
+  BOOST_CHECK_EQUAL(sessions_list().size(), 0u);
+}
+
 BOOST_AUTO_TEST_CASE(unfinished_heads_do_not_lock_out_health) {
   // Old behaviour: the 64 slots stay taken until header_timeout (30 s) and
   // every further connection is closed unanswered.
