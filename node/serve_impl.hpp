@@ -173,6 +173,13 @@ struct http_server::impl : std::enable_shared_from_this<http_server::impl> {
   /// At shutdown, after the store thread is joined: deletes the stateless
   /// sessions still left (turns that outlived the grace period).
   void discard_remaining_stateless();
+  /// A new stateless session id: `new_session_id()` + "@<pid>", so that a
+  /// later server can tell whose leftovers it finds.
+  std::string stateless_id() const;
+  /// At start, on the store thread: deletes the stateless sessions (source
+  /// api-stateless, "@<pid>" id) of server processes that no longer run (a
+  /// process killed mid-turn).
+  void sweep_stateless_leftovers();
 
   // Every tick: closes the conversations (and kernels) of kept sessions
   // idle longer than server.session_idle_timeout; the store keeps them,

@@ -179,6 +179,29 @@ BOOST_AUTO_TEST_CASE(a_compressed_stateless_turn_leaves_no_continuation) {
   BOOST_CHECK_EQUAL(sessions_list().size(), 0u);
 }
 
+BOOST_AUTO_TEST_CASE(leftovers_of_a_killed_server_are_swept_at_start) {
+  auto sp = start();
+  script(reply("never"), 20000);
+  int fd = connect_to(sp->port);
+  send_all(fd, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+               "Content-Type: application/json\r\nContent-Length: "
+                 + std::to_string(chat_body.size()) + "\r\n\r\n" + chat_body);
+  wait_for_provider_requests(1);
+  // Killed mid-turn: nothing could delete the session.
+  sp->stop(SIGKILL);
+  ::close(fd);
+  auto left = sessions_list();
+  BOOST_REQUIRE_EQUAL(left.size(), 1u);
+  BOOST_CHECK_EQUAL(left.as_array()[0].get_string("source", ""),
+                    "api-stateless");
+  // The next server finds it, sees its owner gone, and deletes it.
+  auto sp2 = start();
+  BOOST_CHECK_EQUAL(wait_for_sessions(*this, 0).size(), 0u);
+  BOOST_CHECK(contains(test::slurp(sp2->err_path),
+                       "deleted 1 stateless session(s)"));
+  BOOST_CHECK_EQUAL(sp2->stop(), 0);
+}
+
 BOOST_AUTO_TEST_CASE(unfinished_heads_do_not_lock_out_health) {
   // Old behaviour: the 64 slots stay taken until header_timeout (30 s) and
   // every further connection is closed unanswered.
