@@ -105,6 +105,7 @@ std::unique_ptr<http_server> http_server::start(runtime& rt,
   }
   p->accept();
   p->reap();
+  boost::asio::post(p->store_pool, [p] { p->sweep_stateless_leftovers(); });
   auto n = std::max<int64_t>(1, p->cfg.limits.io_threads);
   for (int64_t i = 0; i < n; ++i)
     p->threads.emplace_back([p] {

@@ -37,7 +37,8 @@ struct http_server_settings {
   turn_call turn;
   /// The model id clients send and see in /v1/models.
   std::string model_id;
-  /// Returns a new session id for a stateless request.
+  /// Returns a new session id for a stateless request (the server appends
+  /// "@<pid>" to it).
   std::function<std::string()> new_session_id;
 };
 

@@ -95,9 +95,4 @@ bool admission::under_pressure() const {
   return pressure_;
 }
 
-int64_t admission::open() const {
-  std::lock_guard<std::mutex> g{mtx_};
-  return static_cast<int64_t>(all_.size());
-}
-
 } // namespace mibyan

@@ -79,7 +79,7 @@ void serve_connection::chat() {
     return;
   }
   stateful_ = !header.empty();
-  session_ = stateful_ ? header : srv_->cfg.new_session_id();
+  session_ = stateful_ ? header : srv_->stateless_id();
   stream_mode_ = cr.stream;
   include_usage_ = cr.include_usage;
   id_ = serve::completion_id();

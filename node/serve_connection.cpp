@@ -288,7 +288,8 @@ void serve_connection::method_not_allowed() {
 }
 
 void serve_connection::sessions(const std::string& path,
-                                const std::map<std::string, std::string>& query) {
+                                const std::map<std::string, std::string>&
+                                  query) {
   auto store = session_store_of(srv_->rt);
   if (!store) {
     send_error(http::status::service_unavailable,
@@ -370,7 +371,8 @@ void serve_connection::sessions(const std::string& path,
 }
 
 void serve_connection::send_error(http::status st, const std::string& message,
-                                  const std::string& type, const std::string& code) {
+                                  const std::string& type,
+                                  const std::string& code) {
   send_json(st, error_body(message, type, code));
 }
 

@@ -46,7 +46,7 @@ private:
   using string_response
     = boost::beast::http::response<boost::beast::http::string_body>;
 
-  // -- reading -----------------------------------------------------------------
+  // -- reading --------------------------------------------------------------
 
   void read_request();
   void on_header(boost::beast::error_code ec);
@@ -57,18 +57,18 @@ private:
   void read_failed(boost::beast::error_code ec);
   void on_body(boost::beast::error_code ec);
 
-  // -- routing -----------------------------------------------------------------
+  // -- routing --------------------------------------------------------------
 
   void handle();
   bool authorized();
   void method_not_allowed();
 
-  // -- sessions ----------------------------------------------------------------
+  // -- sessions -------------------------------------------------------------
 
   void sessions(const std::string& path,
                 const std::map<std::string, std::string>& query);
 
-  // -- chat (node/serve_chat.cpp) ----------------------------------------------
+  // -- chat (node/serve_chat.cpp) -------------------------------------------
 
   void chat();
 
@@ -81,7 +81,7 @@ private:
   // Maps a turn outcome to the response.
   void finish_turn(turn_outcome out);
 
-  // -- streaming (node/serve_chat.cpp) -----------------------------------------
+  // -- streaming (node/serve_chat.cpp) --------------------------------------
 
   void start_stream();
   void on_delta(const std::string& kind, const std::string& text);
@@ -89,7 +89,7 @@ private:
   void push_last();
   void pump();
 
-  // -- plain responses ---------------------------------------------------------
+  // -- plain responses ------------------------------------------------------
 
   void send_error(boost::beast::http::status st, const std::string& message,
                   const std::string& type, const std::string& code);
@@ -108,14 +108,14 @@ private:
   void drain(size_t total);
   void close();
 
-  // -- admission (node/serve_connection.cpp) ------------------------------
+  // -- admission (node/serve_connection.cpp) --------------------------------
 
   // A head read starts or ends (admission may evict a waiting connection).
   void set_waiting_head(bool waiting);
   // Under pressure: the head read gets at most the short deadline.
   void hurry();
 
-  // -- keep-alive comments (node/serve_chat.cpp) ---------------------------
+  // -- keep-alive comments (node/serve_chat.cpp) ----------------------------
 
   // Arms the timer that sends ": keep-alive" after server.keepalive_s
   // without output on the stream.

@@ -39,10 +39,9 @@ public:
   void drop_pending() { shutdown(); }
 };
 
-/// A connection as admission sees it. Shared by the connection and the
-/// admission tables (weakly); `addr`, `seq` and the callbacks are set
-/// before `admit` and never change; the rest is guarded by the admission's
-/// mutex.
+/// A connection as admission sees it. Owned by the connection, held
+/// weakly by the admission tables; `addr` and the callbacks are set before
+/// `admit` and never change; the rest is guarded by the admission's mutex.
 struct conn_ticket {
   /// The client's address (IPv4-mapped IPv6 as IPv4).
   std::string addr;
@@ -63,7 +62,8 @@ struct conn_ticket {
 /// of all) still waiting for a request head is evicted to make room; when
 /// there is none the new one is refused. From above 3/4 of
 /// max_connections down to half of it the server is under pressure:
-/// connections waiting for a head get at most one second more. Thread-safe; callbacks run without the lock held.
+/// connections waiting for a head get at most one second more.
+/// Thread-safe; the tickets' callbacks run without the lock held.
 class admission {
 public:
   static constexpr std::chrono::seconds pressure_header_timeout{1};
@@ -78,8 +78,6 @@ public:
   void set_waiting(conn_ticket& t, bool waiting);
   /// Under pressure (see above).
   bool under_pressure() const;
-  /// Open connections.
-  int64_t open() const;
 
 private:
   // The oldest live ticket of `m` waiting for a head (nullptr: none).
@@ -175,6 +173,13 @@ struct http_server::impl : std::enable_shared_from_this<http_server::impl> {
   /// At shutdown, after the store thread is joined: deletes the stateless
   /// sessions still left (turns that outlived the grace period).
   void discard_remaining_stateless();
+  /// A new stateless session id: `new_session_id()` + "@<pid>", so that a
+  /// later server can tell whose leftovers it finds.
+  std::string stateless_id() const;
+  /// At start, on the store thread: deletes the stateless sessions (source
+  /// api-stateless, "@<pid>" id) of server processes that no longer run (a
+  /// process killed mid-turn).
+  void sweep_stateless_leftovers();
 
   // Every tick: closes the conversations (and kernels) of kept sessions
   // idle longer than server.session_idle_timeout; the store keeps them,

@@ -171,6 +171,26 @@ BOOST_AUTO_TEST_CASE(parent_must_exist_and_differ) {
   BOOST_TEST(contains(r.error, "own parent"), r.error);
 }
 
+BOOST_AUTO_TEST_CASE(children_are_listed_by_parent) {
+  make("root");
+  make("root2"); // an id that extends the parent's: not a child
+  for (auto id : {"b-child", "a-child"}) {
+    new_session c;
+    c.id = id;
+    c.parent_session_id = "root";
+    BOOST_REQUIRE(store->create_session(c).ok());
+  }
+  auto kids = store->list_children("root");
+  BOOST_REQUIRE(kids.ok());
+  BOOST_TEST((*kids == std::vector<std::string>{"a-child", "b-child"}));
+  BOOST_TEST(store->list_children("root2")->empty());
+  BOOST_TEST(store->list_children("no-such")->empty());
+  BOOST_REQUIRE(store->delete_session("a-child").ok());
+  BOOST_TEST((*store->list_children("root")
+              == std::vector<std::string>{"b-child"}));
+  BOOST_TEST(!store->list_children("../x").ok());
+}
+
 BOOST_AUTO_TEST_CASE(invalid_text_fields_are_refused) {
   new_session ns;
   ns.title = "bad \xff title";

@@ -263,6 +263,23 @@ const scenarios = {
     check(done.choices[0].message.content === "Slow answer.", "slow turn finished");
   },
 
+  async keepalive() {
+    // server.keepalive_s is 1: the slow stream carries ": keep-alive"
+    // comments, which the stock client must skip.
+    await control("/__reset", {});
+    await script({ body: reply("Slow streamed answer."), delay_ms: 3500 });
+    const stream = await client().chat.completions.create(
+      { model: "m", stream: true, messages: [{ role: "user", content: "slow" }] });
+    let text = "";
+    let chunks = 0;
+    for await (const chunk of stream) {
+      ++chunks;
+      text += chunk.choices[0]?.delta?.content ?? "";
+    }
+    check(text === "Slow streamed answer.", "streamed text: " + text);
+    check(chunks >= 3, "chunks: " + chunks);
+  },
+
   async concurrent() {
     await control("/__reset", {});
     await script({ body: reply("Parallel answer."), times: 20, delay_ms: 100 });
