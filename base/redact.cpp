@@ -109,6 +109,8 @@ bool in_body(body_class b, char c) {
 
 constexpr uint8_t f_shape = 2;  // first byte of a shape (a token start)
 constexpr uint8_t f_pair = 4;   // '=' or ':'
+constexpr uint8_t f_join = 8;   // '+' or '/': base64 goes on
+constexpr uint8_t f_escape = 16; // '\\': maybe an escaped line break
 
 struct match {
   size_t begin = 0;  // replaced range [begin, end)
@@ -138,6 +140,9 @@ struct redactor::impl {
       flags[static_cast<unsigned char>(c)] |= f_shape;
     flags['='] |= f_pair;
     flags[':'] |= f_pair;
+    flags['+'] |= f_join;
+    flags['/'] |= f_join;
+    flags['\\'] |= f_escape;
   }
 
   /// Appends the matches in `s` to `out` in scanning order (a match may
@@ -149,15 +154,16 @@ struct redactor::impl {
   // The rules, tried at candidate positions of the scan (kept out of
   // line so that the scan's hot loop stays small).
   __attribute__((noinline)) bool decoded_secret(std::string_view b) const;
-  __attribute__((noinline)) bool shape(std::string_view s, size_t i,
-                                       match& m) const;
+  bool shape(std::string_view s, size_t i, match& m) const;
   __attribute__((noinline)) bool pem(std::string_view s, size_t i,
                                      match& m) const;
   __attribute__((noinline)) bool pair(std::string_view s, size_t i,
                                       match& m) const;
   bool url(std::string_view s, size_t i, match& m) const;
+  /// A base64 run starting at `i` holding a secret; sets `examined` to
+  /// the end of the run.
   __attribute__((noinline)) bool blob(std::string_view s, size_t i,
-                                      match& m) const;
+                                      size_t& examined, match& m) const;
 };
 
 namespace {
@@ -504,10 +510,12 @@ bool redactor::redact(std::string& text) const {
 
 // A base64 run starting at `i` whose decoded bytes hold a secret
 // (base/redact_base64.hpp).
-bool redactor::impl::blob(std::string_view s, size_t i, match& m) const {
+bool redactor::impl::blob(std::string_view s, size_t i, size_t& examined,
+                          match& m) const {
   if (i > 0 && is_b64(s[i - 1]))
     return false; // not the start of the run
   auto run = examine_base64_run(s, i);
+  examined = run.end;
   m.begin = i;
   m.end = run.padded_end;
   if (!fragments.empty() && run.end - i >= 10 && !run.hex_only) {
@@ -571,6 +579,8 @@ bool redactor::impl::scan(std::string_view s, int depth,
   bool any = false;
   match m;
   size_t i = 0;
+  size_t floor = 0;      // end of the last match
+  size_t blob_done = 0;  // end of the last base64 run examined
   while (i < n) {
     auto c = static_cast<unsigned char>(s[i]);
     bool matched = false;
@@ -578,28 +588,39 @@ bool redactor::impl::scan(std::string_view s, int depth,
       // Shapes start a token; inside a token only a literal can start.
       if ((flags[c] & f_shape) && at_boundary(s, i) && shape(s, i, m)) {
         matched = true;
-      } else if ((c == 'n' || c == 'r') && i > 0 && s[i - 1] == '\\'
-                 && i + 1 < n && s[i + 1] == '-' && pem(s, i + 1, m)) {
-        matched = true; // a PEM line after an escaped line break
       } else if (i != next_lit) {
         size_t start = i;
         ++i;
         while (i < n && i != next_lit && tok_byte(s[i]))
           ++i;
-        // A long token, or one that goes on with '+' or '/': maybe base64.
-        if (!(depth == 0
-              && (i - start >= 10
-                  || (i < n && i != next_lit && (s[i] == '+' || s[i] == '/')))
-              && blob(s, start, m)))
+        // A long token: maybe base64 (runs with '+' and '/' start below).
+        if (depth > 0 || i - start < 10 || start < blob_done
+            || !blob(s, start, blob_done, m))
           continue;
         matched = true;
       }
     } else if (i != next_lit) {
-      if (!((flags[c] & f_pair) && pair(s, i, m))) {
+      uint8_t f = flags[c];
+      if (f == 0) {
         ++i;
         continue;
       }
-      matched = true;
+      if ((f & f_pair) && pair(s, i, m)) {
+        matched = true;
+      } else if ((f & f_join) && depth == 0 && i >= blob_done) {
+        // '+' or '/' inside a base64 run: examine it from its start.
+        size_t b = i;
+        while (b > floor && is_b64(s[b - 1]))
+          --b;
+        matched = b >= blob_done && blob(s, b, blob_done, m);
+      } else if ((f & f_escape) && i + 2 < n
+                 && (s[i + 1] == 'n' || s[i + 1] == 'r') && s[i + 2] == '-') {
+        matched = pem(s, i + 2, m); // a PEM line after an escaped break
+      }
+      if (!matched) {
+        ++i;
+        continue;
+      }
     }
     if (!matched) {
       // A literal secret starts here (shapes and pairs come first).
@@ -616,6 +637,7 @@ bool redactor::impl::scan(std::string_view s, int depth,
       return true;
     any = true;
     i = std::max(m.end, i + 1);
+    floor = i;
     out->push_back(std::move(m));
     while (k < hits.size() && hits[k].pos < i)
       ++k;
