@@ -518,7 +518,7 @@ bool redactor::impl::blob(std::string_view s, size_t i, size_t& examined,
   examined = run.end;
   m.begin = i;
   m.end = run.padded_end;
-  if (!fragments.empty() && run.end - i >= 10 && !run.hex_only) {
+  if (!fragments.empty() && run.end - i >= 10 && run.mixed_case) {
     auto id = fragments.find(s.substr(i, run.end - i));
     if (id >= 0) {
       m.replacement = "[REDACTED:" + secrets[static_cast<size_t>(id)].name
