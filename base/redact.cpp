@@ -10,6 +10,7 @@
 #include "base/redact_blocks.hpp"
 #include "base/redact_names.hpp"
 #include "base/redact_normalize.hpp"
+#include "base/redact_shapes.hpp"
 
 namespace mibyan {
 
@@ -35,86 +36,14 @@ inline bool tok_byte(char c) {
 constexpr bool is_name(char c) {
   return is_tok(c) || c == '.';
 }
-// Characters of a bearer token (RFC 6750 b64token).
-constexpr bool is_b64tok(char c) {
-  return is_tok(c) || c == '.' || c == '~' || c == '+' || c == '/'
-         || c == '=';
-}
-
-// ---------------------------------------------------------------------------
-// Key shapes with a literal prefix
-
-enum class body_class { tok, alnum, upper_digit, word, slack };
-
-struct key_shape {
-  std::string_view prefix;
-  body_class body;
-  size_t min_len;
-  size_t max_len; // 0: unbounded
-  bool need_digit; // the body must contain a digit (cuts false positives)
-};
-
-// Longer prefixes first where one prefix starts another (sk-ant- before
-// sk-); the first shape that matches wins.
-const key_shape key_shapes[] = {
-  {"sk-ant-"sv, body_class::tok, 20, 0, false},
-  {"sk-proj-"sv, body_class::tok, 20, 0, false},
-  {"sk-or-v1-"sv, body_class::tok, 20, 0, false},
-  {"sk-or-"sv, body_class::tok, 20, 0, false},
-  {"sk-"sv, body_class::tok, 20, 0, true},
-  {"sk_live_"sv, body_class::alnum, 16, 0, false},
-  {"sk_test_"sv, body_class::alnum, 16, 0, false},
-  {"rk_live_"sv, body_class::alnum, 16, 0, false},
-  {"rk_test_"sv, body_class::alnum, 16, 0, false},
-  {"gsk_"sv, body_class::alnum, 20, 0, false},
-  {"ghp_"sv, body_class::alnum, 30, 0, false},
-  {"gho_"sv, body_class::alnum, 30, 0, false},
-  {"ghu_"sv, body_class::alnum, 30, 0, false},
-  {"ghs_"sv, body_class::alnum, 30, 0, false},
-  {"ghr_"sv, body_class::alnum, 30, 0, false},
-  {"github_pat_"sv, body_class::word, 22, 0, false},
-  {"glpat-"sv, body_class::tok, 20, 0, false},
-  {"xai-"sv, body_class::tok, 20, 0, false},
-  {"xoxb-"sv, body_class::slack, 10, 0, true},
-  {"xoxa-"sv, body_class::slack, 10, 0, true},
-  {"xoxp-"sv, body_class::slack, 10, 0, true},
-  {"xoxr-"sv, body_class::slack, 10, 0, true},
-  {"xoxs-"sv, body_class::slack, 10, 0, true},
-  {"AIza"sv, body_class::tok, 35, 35, false},
-  {"AKIA"sv, body_class::upper_digit, 16, 16, false},
-  {"ASIA"sv, body_class::upper_digit, 16, 16, false},
-  {"hf_"sv, body_class::alnum, 30, 0, false},
-  {"npm_"sv, body_class::alnum, 30, 0, false},
-  {"pypi-AgE"sv, body_class::tok, 50, 0, false},
-};
-
-bool in_body(body_class b, char c) {
-  switch (b) {
-    case body_class::tok:
-      return is_tok(c);
-    case body_class::alnum:
-      return is_alnum(c);
-    case body_class::upper_digit:
-      return is_upper(c) || is_digit(c);
-    case body_class::word:
-      return is_alnum(c) || c == '_';
-    case body_class::slack:
-      return is_alnum(c) || c == '-';
-  }
-  return false;
-}
 
 // ---------------------------------------------------------------------------
 // The matcher
 
 constexpr uint8_t f_shape = 2;  // first byte of a shape (a token start)
 constexpr uint8_t f_pair = 4;   // '=' or ':'
-
-struct match {
-  size_t begin = 0;  // replaced range [begin, end)
-  size_t end = 0;
-  std::string replacement;
-};
+constexpr uint8_t f_join = 8;   // '+' or '/': base64 goes on
+constexpr uint8_t f_escape = 16; // '\\': maybe an escaped line break
 
 } // namespace
 
@@ -132,12 +61,14 @@ struct redactor::impl {
     for (uint32_t k = 0; k < secrets.size(); ++k)
       fragments.add(secrets[k].value, k);
     flags.fill(0);
-    for (auto& k : key_shapes)
-      flags[static_cast<unsigned char>(k.prefix[0])] |= f_shape;
+    mark_shape_first_bytes(flags, f_shape);
     for (char c : {'e', 'B', 'b', '-', 'p'})
       flags[static_cast<unsigned char>(c)] |= f_shape;
     flags['='] |= f_pair;
     flags[':'] |= f_pair;
+    flags['+'] |= f_join;
+    flags['/'] |= f_join;
+    flags['\\'] |= f_escape;
   }
 
   /// Appends the matches in `s` to `out` in scanning order (a match may
@@ -149,15 +80,16 @@ struct redactor::impl {
   // The rules, tried at candidate positions of the scan (kept out of
   // line so that the scan's hot loop stays small).
   __attribute__((noinline)) bool decoded_secret(std::string_view b) const;
-  __attribute__((noinline)) bool shape(std::string_view s, size_t i,
-                                       match& m) const;
+  bool shape(std::string_view s, size_t i, match& m) const;
   __attribute__((noinline)) bool pem(std::string_view s, size_t i,
                                      match& m) const;
   __attribute__((noinline)) bool pair(std::string_view s, size_t i,
                                       match& m) const;
   bool url(std::string_view s, size_t i, match& m) const;
+  /// A base64 run starting at `i` holding a secret; sets `examined` to
+  /// the end of the run.
   __attribute__((noinline)) bool blob(std::string_view s, size_t i,
-                                      match& m) const;
+                                      size_t& examined, match& m) const;
 };
 
 namespace {
@@ -170,104 +102,6 @@ bool at_boundary(std::string_view s, size_t i) {
 bool starts_at(std::string_view s, size_t i, std::string_view lit) {
   return s.size() - i >= lit.size()
          && std::memcmp(s.data() + i, lit.data(), lit.size()) == 0;
-}
-
-// Indices into key_shapes by the first byte of their prefix, in table
-// order.
-const std::array<std::vector<uint8_t>, 256>& shapes_by_first() {
-  static const auto table = [] {
-    std::array<std::vector<uint8_t>, 256> t;
-    for (size_t k = 0; k < std::size(key_shapes); ++k)
-      t[static_cast<unsigned char>(key_shapes[k].prefix[0])].push_back(
-        static_cast<uint8_t>(k));
-    return t;
-  }();
-  return table;
-}
-
-bool prefixed_key(std::string_view s, size_t i, match& m) {
-  if (i + 1 >= s.size())
-    return false;
-  for (auto idx : shapes_by_first()[static_cast<unsigned char>(s[i])]) {
-    auto& k = key_shapes[idx];
-    auto prefix = k.prefix;
-    if (s[i + 1] != prefix[1] || !starts_at(s, i, prefix))
-      continue;
-    size_t j = i + prefix.size();
-    bool digit = false;
-    bool alpha = false;
-    while (j < s.size() && in_body(k.body, s[j])) {
-      digit = digit || is_digit(s[j]);
-      alpha = alpha || is_alpha(s[j]);
-      ++j;
-    }
-    size_t len = j - i - prefix.size();
-    if (len < k.min_len || (k.max_len != 0 && len != k.max_len))
-      continue;
-    if (j < s.size() && is_tok(s[j]))
-      continue; // runs on into a longer word of another class
-    if (k.need_digit && !(digit && alpha))
-      continue;
-    m.begin = i;
-    m.end = j;
-    m.replacement = std::string{prefix} + "[REDACTED]";
-    return true;
-  }
-  return false;
-}
-
-// eyJ<header>.<payload>.<signature>
-bool jwt(std::string_view s, size_t i, match& m) {
-  if (!starts_at(s, i, "eyJ"))
-    return false;
-  size_t j = i + 3;
-  size_t parts_len[3] = {3, 0, 0};
-  int part = 0;
-  while (j < s.size()) {
-    char c = s[j];
-    if (is_tok(c)) {
-      ++parts_len[part];
-    } else if (c == '.' && part < 2) {
-      ++part;
-    } else {
-      break;
-    }
-    ++j;
-  }
-  if (part < 2 || parts_len[0] < 10 || parts_len[1] < 10)
-    return false;
-  m.begin = i;
-  m.end = j;
-  m.replacement = "[REDACTED]";
-  return true;
-}
-
-// Bearer <token>
-bool bearer(std::string_view s, size_t i, match& m) {
-  if (s.size() - i < 7 || !iequals(s.substr(i, 6), "bearer"))
-    return false;
-  size_t j = i + 6;
-  if (!is_space(s[j]))
-    return false;
-  while (j < s.size() && is_space(s[j]))
-    ++j;
-  size_t b = j;
-  bool digit = false, up = false, lo = false;
-  while (j < s.size() && is_b64tok(s[j])) {
-    digit = digit || is_digit(s[j]);
-    up = up || is_upper(s[j]);
-    lo = lo || is_lower(s[j]);
-    ++j;
-  }
-  size_t len = j - b;
-  if (len < 8 || !(digit || (len >= 20 && up && lo)))
-    return false;
-  if (is_placeholder_value(s.substr(b, len)))
-    return false;
-  m.begin = b;
-  m.end = j;
-  m.replacement = "[REDACTED]";
-  return true;
 }
 
 } // namespace
@@ -504,13 +338,15 @@ bool redactor::redact(std::string& text) const {
 
 // A base64 run starting at `i` whose decoded bytes hold a secret
 // (base/redact_base64.hpp).
-bool redactor::impl::blob(std::string_view s, size_t i, match& m) const {
+bool redactor::impl::blob(std::string_view s, size_t i, size_t& examined,
+                          match& m) const {
   if (i > 0 && is_b64(s[i - 1]))
     return false; // not the start of the run
   auto run = examine_base64_run(s, i);
+  examined = run.end;
   m.begin = i;
   m.end = run.padded_end;
-  if (!fragments.empty() && run.end - i >= 10 && !run.hex_only) {
+  if (!fragments.empty() && run.end - i >= 10 && run.mixed_case) {
     auto id = fragments.find(s.substr(i, run.end - i));
     if (id >= 0) {
       m.replacement = "[REDACTED:" + secrets[static_cast<size_t>(id)].name
@@ -571,6 +407,8 @@ bool redactor::impl::scan(std::string_view s, int depth,
   bool any = false;
   match m;
   size_t i = 0;
+  size_t floor = 0;      // end of the last match
+  size_t blob_done = 0;  // end of the last base64 run examined
   while (i < n) {
     auto c = static_cast<unsigned char>(s[i]);
     bool matched = false;
@@ -578,28 +416,39 @@ bool redactor::impl::scan(std::string_view s, int depth,
       // Shapes start a token; inside a token only a literal can start.
       if ((flags[c] & f_shape) && at_boundary(s, i) && shape(s, i, m)) {
         matched = true;
-      } else if ((c == 'n' || c == 'r') && i > 0 && s[i - 1] == '\\'
-                 && i + 1 < n && s[i + 1] == '-' && pem(s, i + 1, m)) {
-        matched = true; // a PEM line after an escaped line break
       } else if (i != next_lit) {
         size_t start = i;
         ++i;
         while (i < n && i != next_lit && tok_byte(s[i]))
           ++i;
-        // A long token, or one that goes on with '+' or '/': maybe base64.
-        if (!(depth == 0
-              && (i - start >= 10
-                  || (i < n && i != next_lit && (s[i] == '+' || s[i] == '/')))
-              && blob(s, start, m)))
+        // A long token: maybe base64 (runs with '+' and '/' start below).
+        if (depth > 0 || i - start < 10 || start < blob_done
+            || !blob(s, start, blob_done, m))
           continue;
         matched = true;
       }
     } else if (i != next_lit) {
-      if (!((flags[c] & f_pair) && pair(s, i, m))) {
+      uint8_t f = flags[c];
+      if (f == 0) {
         ++i;
         continue;
       }
-      matched = true;
+      if ((f & f_pair) && pair(s, i, m)) {
+        matched = true;
+      } else if ((f & f_join) && depth == 0 && i >= blob_done) {
+        // '+' or '/' inside a base64 run: examine it from its start.
+        size_t b = i;
+        while (b > floor && is_b64(s[b - 1]))
+          --b;
+        matched = b >= blob_done && blob(s, b, blob_done, m);
+      } else if ((f & f_escape) && i + 2 < n
+                 && (s[i + 1] == 'n' || s[i + 1] == 'r') && s[i + 2] == '-') {
+        matched = pem(s, i + 2, m); // a PEM line after an escaped break
+      }
+      if (!matched) {
+        ++i;
+        continue;
+      }
     }
     if (!matched) {
       // A literal secret starts here (shapes and pairs come first).
@@ -616,6 +465,7 @@ bool redactor::impl::scan(std::string_view s, int depth,
       return true;
     any = true;
     i = std::max(m.end, i + 1);
+    floor = i;
     out->push_back(std::move(m));
     while (k < hits.size() && hits[k].pos < i)
       ++k;

@@ -126,6 +126,19 @@ base64_run examine_base64_run(std::string_view s, size_t i) {
   base64_run r;
   uint8_t seen = 0;
   size_t e = i;
+  // A run that opens with 16 hex digits (or dashes) is a digest or a UUID:
+  // not looked at further.
+  for (; e < s.size() && e - i < 16; ++e) {
+    uint8_t v = classes.t[static_cast<unsigned char>(s[e])];
+    if (v == 0 || (v & c_non_hex))
+      break;
+    seen |= v;
+  }
+  if (e - i == 16) {
+    r.end = r.padded_end = e;
+    r.hex_only = true;
+    return r;
+  }
   for (; e < s.size(); ++e) {
     uint8_t v = classes.t[static_cast<unsigned char>(s[e])];
     if (v == 0)
@@ -137,6 +150,7 @@ base64_run examine_base64_run(std::string_view s, size_t i) {
     ++e;
   r.padded_end = e;
   r.hex_only = (seen & c_non_hex) == 0;
+  r.mixed_case = (seen & c_upper) && (seen & c_lower);
   r.decodable = r.end - i >= 24 && (seen & c_upper) && (seen & c_lower)
                 && !r.hex_only;
   return r;

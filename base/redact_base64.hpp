@@ -54,7 +54,9 @@ private:
 /// The base64 run that starts at s[i]: `end` after its last alphabet
 /// character, `padded_end` after the '=' padding that follows, and
 /// whether it may be base64 worth decoding (at least 24 characters, upper
-/// and lower case letters, not only hex digits and dashes).
+/// and lower case letters, not only hex digits and dashes). A run that
+/// opens with 16 hex digits or dashes (a digest, a UUID) is reported as
+/// hex_only after those 16 characters, unexamined beyond.
 struct base64_run {
   size_t end = 0;
   size_t padded_end = 0;
@@ -62,6 +64,8 @@ struct base64_run {
   /// Only hex digits and dashes (digests, UUIDs): not searched for
   /// fragments either.
   bool hex_only = false;
+  /// Upper and lower case letters (base64 of text always has both).
+  bool mixed_case = false;
 };
 base64_run examine_base64_run(std::string_view s, size_t i);
 
