@@ -3,7 +3,9 @@
 // The OpenAI Chat Completions wire format as `mibyan serve` speaks it
 // (docs/serve.md): request parsing, the conversion of a client's message
 // list into a prompt plus history, and the response, chunk and error
-// bodies. Pure functions on text and json::value; no I/O.
+// bodies. The message conversion itself (chat_messages_from_openai) is the
+// providers layer's (providers/openai_messages.hpp). Pure functions on text
+// and json::value; no I/O.
 #pragma once
 
 #include <cstdint>
@@ -14,16 +16,9 @@
 #include "base/json.hpp"
 #include "base/status.hpp"
 #include "messages/chat.hpp"
+#include "providers/openai_messages.hpp"
 
 namespace mibyan {
-
-/// Converts OpenAI chat messages ({"role","content","tool_calls",
-/// "tool_call_id","name"}) to chat_messages. Content may be a string, null
-/// or an array of {"type":"text","text"} parts. Returns false and sets
-/// `error` on anything else (unknown role, non-text part, bad tool call).
-bool chat_messages_from_openai(const json::value& messages,
-                               std::vector<chat_message>& out,
-                               std::string& error);
 
 /// A parsed POST /v1/chat/completions body.
 struct chat_completion_request {

@@ -1,0 +1,27 @@
+// File: providers/openai_messages.hpp
+//
+// OpenAI chat messages ({"role","content","tool_calls","tool_call_id",
+// "name"}), the wire form of a conversation history, converted to
+// chat_messages. Used by the HTTP server (serve/openai_chat.hpp) for a
+// client's message list and by the runtime (runtime/runtime_turns.cpp) for
+// the history a turn call carries. Pure function on json::value; no I/O,
+// no CAF.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "base/json.hpp"
+#include "messages/chat.hpp"
+
+namespace mibyan {
+
+/// Converts OpenAI chat messages to chat_messages, appended to `out`.
+/// Content may be a string, null or an array of {"type":"text","text"}
+/// parts. Returns false and sets `error` on anything else (unknown role,
+/// non-text part, bad tool call).
+bool chat_messages_from_openai(const json::value& messages,
+                               std::vector<chat_message>& out,
+                               std::string& error);
+
+} // namespace mibyan
