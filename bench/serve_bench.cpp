@@ -1,4 +1,4 @@
-// Benchmarks `mibyan serve` (node/http_server, docs/serve.md) against
+// Benchmarks `mibyan serve` (serve/http_server, docs/serve.md) against
 // baselines measured in the same run, all in this process:
 // 1. serve overhead per turn, with 0 and 1 tool rounds, at 1, 16 and 256
 //    concurrent clients (each a thread with one keep-alive connection,
@@ -43,7 +43,7 @@
 #include "bench/bench_util.hpp"
 #include "bench/scripted_provider.hpp"
 #include "config/loader.hpp"
-#include "node/http_server.hpp"
+#include "serve/http_server.hpp"
 #include "node/runtime.hpp"
 
 namespace fs = std::filesystem;

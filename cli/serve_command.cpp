@@ -1,5 +1,5 @@
 // `mibyan serve`: the node's HTTP API (docs/serve.md). Parses the flags,
-// checks the bind/auth policy, starts the runtime and node/http_server, and
+// checks the bind/auth policy, starts the runtime and serve/http_server, and
 // waits for SIGTERM or SIGINT on the main thread (sigwait), then shuts the
 // server down gracefully and exits 0. With --join the runtime is a gateway
 // member of a cluster (node/cluster_node.hpp, docs/cluster.md): its turns'
@@ -16,7 +16,7 @@
 
 #include "base/log.hpp"
 #include "node/cluster_node.hpp"
-#include "node/http_server.hpp"
+#include "serve/http_server.hpp"
 #include "node/runtime.hpp"
 
 namespace mibyan::cli {

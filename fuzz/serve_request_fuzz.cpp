@@ -13,8 +13,8 @@
 
 #include "base/json.hpp"
 #include "fuzz/fuzz_input.hpp"
-#include "node/openai_chat.hpp"
-#include "node/serve_routes.hpp"
+#include "serve/openai_chat.hpp"
+#include "serve/routes.hpp"
 
 using namespace mibyan;
 namespace http = boost::beast::http;

@@ -24,6 +24,7 @@ LAYERS = [
     ["agent"],
     ["actors"],
     ["node"],
+    ["serve"],
     ["cli", "bench", "examples", "fuzz"],
 ]
 # Includes between folders of one layer that are allowed, as (from, to).

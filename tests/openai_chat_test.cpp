@@ -1,14 +1,14 @@
 #define BOOST_TEST_MODULE openai_chat
 #include <boost/test/unit_test.hpp>
 
-// The OpenAI wire format of `mibyan serve` (node/openai_chat) and its
-// Beast-free helpers (node/serve_routes): parsing, system folding, history,
+// The OpenAI wire format of `mibyan serve` (serve/openai_chat) and its
+// Beast-free helpers (serve/routes): parsing, system folding, history,
 // response shapes, target parsing, the constant-time key compare.
 
 #include "base/json.hpp"
-#include "node/http_server.hpp"
-#include "node/openai_chat.hpp"
-#include "node/serve_routes.hpp"
+#include "serve/http_server.hpp"
+#include "serve/openai_chat.hpp"
+#include "serve/routes.hpp"
 
 using namespace mibyan;
 

@@ -1,7 +1,7 @@
 // Starting and stopping `mibyan serve`'s HTTP server (docs/serve.md): the
 // listener, the I/O threads, the idle-session reaper and the graceful
-// shutdown. Connections are in node/serve_connection.cpp.
-#include "node/http_server.hpp"
+// shutdown. Connections are in serve/connection.cpp.
+#include "serve/http_server.hpp"
 
 #include <future>
 
@@ -10,7 +10,7 @@
 #include <boost/beast/core/error.hpp>
 
 #include "base/log.hpp"
-#include "node/serve_impl.hpp"
+#include "serve/impl.hpp"
 
 namespace mibyan {
 
@@ -69,7 +69,7 @@ void http_server::impl::accept() {
           return;
         MIBYAN_LOG(warning, "serve", "accept failed: " << ec.message());
       } else {
-        // Admission (node/serve_admission.cpp) may refuse it.
+        // Admission (serve/admission.cpp) may refuse it.
         start_connection(self, std::move(sock));
       }
       if (!self->stopping)

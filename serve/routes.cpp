@@ -1,4 +1,4 @@
-#include "node/serve_routes.hpp"
+#include "serve/routes.hpp"
 
 #include <atomic>
 #include <cctype>

@@ -1,12 +1,12 @@
-// File: node/serve_connection.hpp
+// File: serve/connection.hpp
 //
-// Private to node/serve_connection.cpp and node/serve_chat.cpp (it pulls in
+// Private to serve/connection.cpp and serve/chat.cpp (it pulls in
 // Beast): one HTTP connection of `mibyan serve` (docs/serve.md), on its own
 // strand. Everything a connection owns is touched only there; turn
 // callbacks arrive on runtime threads and only post to the strand.
 // Reading, routing, the sessions endpoints and plain responses are in
-// node/serve_connection.cpp; chat turns and streaming in
-// node/serve_chat.cpp.
+// serve/connection.cpp; chat turns and streaming in
+// serve/chat.cpp.
 #pragma once
 
 #include <array>
@@ -22,7 +22,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
-#include "node/serve_impl.hpp"
+#include "serve/impl.hpp"
 
 namespace mibyan {
 
@@ -36,7 +36,7 @@ public:
   /// Releases the busy count and the admission ticket.
   ~serve_connection();
 
-  /// Admits the connection (node/serve_admission.cpp) and starts reading;
+  /// Admits the connection (serve/admission.cpp) and starts reading;
   /// a refused connection is closed. `addr` is the client's address.
   void start(std::string addr);
 
@@ -68,7 +68,7 @@ private:
   void sessions(const std::string& path,
                 const std::map<std::string, std::string>& query);
 
-  // -- chat (node/serve_chat.cpp) -------------------------------------------
+  // -- chat (serve/chat.cpp) -------------------------------------------
 
   void chat();
 
@@ -81,7 +81,7 @@ private:
   // Maps a turn outcome to the response.
   void finish_turn(turn_outcome out);
 
-  // -- streaming (node/serve_chat.cpp) --------------------------------------
+  // -- streaming (serve/chat.cpp) --------------------------------------
 
   void start_stream();
   void on_delta(const std::string& kind, const std::string& text);
@@ -108,14 +108,14 @@ private:
   void drain(size_t total);
   void close();
 
-  // -- admission (node/serve_connection.cpp) --------------------------------
+  // -- admission (serve/connection.cpp) --------------------------------
 
   // A head read starts or ends (admission may evict a waiting connection).
   void set_waiting_head(bool waiting);
   // Under pressure: the head read gets at most the short deadline.
   void hurry();
 
-  // -- keep-alive comments (node/serve_chat.cpp) ----------------------------
+  // -- keep-alive comments (serve/chat.cpp) ----------------------------
 
   // Arms the timer that sends ": keep-alive" after server.keepalive_s
   // without output on the stream.

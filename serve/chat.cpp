@@ -2,8 +2,8 @@
 // /v1/chat/completions request becomes an agent turn; its answer is one
 // JSON response or an SSE stream with keep-alive comments. Stateless
 // requests (no X-Mibyan-Session) leave no session behind
-// (node/serve_stateless.cpp).
-#include "node/serve_connection.hpp"
+// (serve/stateless.cpp).
+#include "serve/connection.hpp"
 
 #include <sys/socket.h>
 
@@ -12,8 +12,8 @@
 
 #include "base/json.hpp"
 #include "base/log.hpp"
-#include "node/openai_chat.hpp"
-#include "node/serve_routes.hpp"
+#include "serve/openai_chat.hpp"
+#include "serve/routes.hpp"
 
 namespace mibyan {
 

@@ -1,9 +1,9 @@
-// File: node/serve_routes.hpp
+// File: serve/routes.hpp
 //
 // The Beast-free parts of `mibyan serve` (docs/serve.md): request-target
 // parsing, ids, the /v1/sessions work against the session store, and the
 // mapping of a turn outcome to what the client gets. Used by
-// node/serve_connection.cpp.
+// serve/connection.cpp.
 #pragma once
 
 #include <cstdint>
@@ -13,7 +13,7 @@
 #include <string_view>
 
 #include "base/json.hpp"
-#include "node/openai_chat.hpp"
+#include "serve/openai_chat.hpp"
 #include "node/runtime.hpp"
 
 namespace mibyan {

@@ -1,4 +1,4 @@
-// File: node/openai_chat.hpp
+// File: serve/openai_chat.hpp
 //
 // The OpenAI Chat Completions wire format as `mibyan serve` speaks it
 // (docs/serve.md): request parsing, the conversion of a client's message

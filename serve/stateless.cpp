@@ -4,7 +4,7 @@
 // session descended from it (compression continuations, subagents), is
 // deleted from the store before the client gets its answer. Leftovers of a
 // process killed mid-turn are swept by the next server.
-#include "node/serve_impl.hpp"
+#include "serve/impl.hpp"
 
 #include <cerrno>
 #include <set>

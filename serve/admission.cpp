@@ -1,7 +1,7 @@
 // Admission of `mibyan serve`'s connections (docs/serve.md, "Limits"): the
 // global and per-address connection limits, eviction of connections still
 // waiting for a request head, and the short head deadline under pressure.
-#include "node/serve_impl.hpp"
+#include "serve/impl.hpp"
 
 #include <vector>
 

@@ -1,9 +1,9 @@
-// File: node/http_server.hpp
+// File: serve/http_server.hpp
 //
 // The HTTP API of a Mibyan node (`mibyan serve`, docs/serve.md): an
 // OpenAI-compatible chat endpoint, models, health and session endpoints,
 // served with Boost.Beast on Asio. Beast and Asio stay inside
-// node/http_server.cpp; this header is light.
+// serve/http_server.cpp; this header is light.
 //
 // Threads: `io_threads` Asio threads run every connection, each on its own
 // strand. Turns run on the runtime's actors through

@@ -1,7 +1,7 @@
 // One HTTP connection of `mibyan serve` (docs/serve.md): admission,
 // reading a request, routing, the sessions endpoints and plain responses.
-// Chat turns and streaming are in node/serve_chat.cpp.
-#include "node/serve_connection.hpp"
+// Chat turns and streaming are in serve/chat.cpp.
+#include "serve/connection.hpp"
 
 #include <sys/socket.h>
 
@@ -11,8 +11,8 @@
 
 #include "base/json.hpp"
 #include "base/log.hpp"
-#include "node/openai_chat.hpp"
-#include "node/serve_routes.hpp"
+#include "serve/openai_chat.hpp"
+#include "serve/routes.hpp"
 #include "storage/session_store.hpp"
 
 namespace mibyan {
@@ -102,7 +102,7 @@ void serve_connection::read_request() {
   parser_->body_limit(static_cast<uint64_t>(srv_->cfg.limits
                                               .max_body_bytes));
   // An idle keep-alive connection and a slow head share this deadline;
-  // under pressure it is short (node/serve_admission.cpp).
+  // under pressure it is short (serve/admission.cpp).
   std::chrono::steady_clock::duration limit = std::chrono::seconds(
     first_ ? srv_->cfg.limits.header_timeout
            : srv_->cfg.limits.idle_timeout);

@@ -1,4 +1,4 @@
-#include "node/openai_chat.hpp"
+#include "serve/openai_chat.hpp"
 
 #include "base/json_count.hpp"
 

@@ -1,6 +1,6 @@
-// File: node/serve_impl.hpp
+// File: serve/impl.hpp
 //
-// Private to the node/serve_*.cpp files and node/http_server.cpp (it pulls
+// Private to the serve/*.cpp files (it pulls
 // in Asio; nothing else may include it): the shared state of a running
 // server, its admission of connections and its disposal of stateless
 // sessions.
@@ -25,7 +25,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/thread_pool.hpp>
 
-#include "node/http_server.hpp"
+#include "serve/http_server.hpp"
 
 namespace mibyan {
 
@@ -56,7 +56,7 @@ struct conn_ticket {
   std::function<void()> hurry;
 };
 
-/// Which connections are let in (node/serve_admission.cpp): at most
+/// Which connections are let in (serve/admission.cpp): at most
 /// server.max_connections in all and server.max_connections_per_ip per
 /// client address. At a limit the oldest connection (of that address, or
 /// of all) still waiting for a request head is evicted to make room; when
@@ -168,7 +168,7 @@ struct http_server::impl : std::enable_shared_from_this<http_server::impl> {
   /// A stateless turn of `root` ended (however: answered, failed,
   /// interrupted): on the store thread, closes its conversation and
   /// deletes the session with its descendants (compression continuations,
-  /// subagents), then runs `then` (node/serve_stateless.cpp). Any thread.
+  /// subagents), then runs `then` (serve/stateless.cpp). Any thread.
   void discard_stateless(const std::string& root, std::function<void()> then);
   /// At shutdown, after the store thread is joined: deletes the stateless
   /// sessions still left (turns that outlived the grace period).
@@ -187,7 +187,7 @@ struct http_server::impl : std::enable_shared_from_this<http_server::impl> {
   void reap();
 };
 
-/// Serves one accepted socket (node/serve_connection.cpp) until it closes.
+/// Serves one accepted socket (serve/connection.cpp) until it closes.
 void start_connection(std::shared_ptr<http_server::impl> srv,
                       boost::asio::ip::tcp::socket sock);
 
