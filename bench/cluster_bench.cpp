@@ -28,7 +28,7 @@
 #include "base/json.hpp"
 #include "bench/bench_util.hpp"
 #include "messages/type_ids.hpp"
-#include "node/cluster_client.hpp"
+#include "cluster/client.hpp"
 #include "node/runtime.hpp"
 #include "node/runtime_impl.hpp"
 

@@ -7,8 +7,8 @@
 #include <sstream>
 
 #include "base/json.hpp"
-#include "node/cluster_client.hpp"
-#include "node/cluster_node.hpp"
+#include "cluster/client.hpp"
+#include "cluster/node.hpp"
 #include "node/runtime.hpp"
 
 namespace mibyan::cli {

@@ -18,7 +18,7 @@
 
 #include "base/json.hpp"
 #include "base/log.hpp"
-#include "node/cluster_client.hpp"
+#include "cluster/client.hpp"
 #include "node/runtime.hpp"
 
 namespace mibyan::cli {

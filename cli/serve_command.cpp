@@ -2,7 +2,7 @@
 // checks the bind/auth policy, starts the runtime and serve/http_server, and
 // waits for SIGTERM or SIGINT on the main thread (sigwait), then shuts the
 // server down gracefully and exits 0. With --join the runtime is a gateway
-// member of a cluster (node/cluster_node.hpp, docs/cluster.md): its turns'
+// member of a cluster (cluster/node.hpp, docs/cluster.md): its turns'
 // tool calls are placed on workers, and SIGTERM also drains and leaves.
 #include "cli/commands.hpp"
 
@@ -15,7 +15,7 @@
 #include <pthread.h>
 
 #include "base/log.hpp"
-#include "node/cluster_node.hpp"
+#include "cluster/node.hpp"
 #include "serve/http_server.hpp"
 #include "node/runtime.hpp"
 

@@ -17,7 +17,7 @@
 #include "base/bounded_line_reader.hpp"
 #include "base/json.hpp"
 #include "base/log.hpp"
-#include "node/cluster_client.hpp"
+#include "cluster/client.hpp"
 #include "node/runtime.hpp"
 #include "node/tool_lines.hpp"
 #include "tools/argument_limit.hpp"

@@ -12,13 +12,14 @@
 //   * names in its client handshake a node id that another live connection
 //     already claimed.
 // So a node id names exactly one live connection, and what the cluster
-// member authenticates by node id (node/cluster_member.cpp) is bound to that
+// member authenticates by node id (cluster/member.cpp) is bound to that
 // connection; the member forgets it when the connection ends.
 //
 // Connections of other brokers (HTTP, the kernel broker) pass untouched.
 // Thread: the middleman's (the io loop's) thread; the claim table is
 // shared by the scribes of one loop and locked.
-// Includes CAF: only node/*.cpp include it.
+// Includes CAF: only the io loop (node/io_loop.cpp) and cluster/protocol.cpp
+// include it.
 #pragma once
 
 #include <cstdint>

@@ -24,7 +24,7 @@ LAYERS = [
     ["agent"],
     ["actors"],
     ["node"],
-    ["serve"],
+    ["serve", "cluster"],
     ["cli", "bench", "examples", "fuzz"],
 ]
 # Includes between folders of one layer that are allowed, as (from, to).

@@ -32,7 +32,7 @@
 
 #include "base/json.hpp"
 #include "messages/type_ids.hpp"
-#include "node/cluster_client.hpp"
+#include "cluster/client.hpp"
 #include "node/runtime_impl.hpp"
 #include "tests/support/http_server.hpp"
 #include "tests/support/process.hpp"

@@ -27,7 +27,7 @@
 
 #include "base/json.hpp"
 #include "config/options.hpp"
-#include "node/cluster_client.hpp"
+#include "cluster/client.hpp"
 #include "tests/support/paths.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/temp_dir.hpp"

@@ -1,4 +1,4 @@
-// File: node/cluster_placement.hpp
+// File: cluster/placement.hpp
 //
 // Rendezvous (highest-random-weight) hashing of a session id over workers
 // (docs/cluster.md, "Placement"). Pure and CAF-free: the same inputs give

@@ -1,7 +1,7 @@
 // The published front door of a node (docs/cluster.md, "Handshake"): it
 // forwards the handshake to the member and nothing else; when a peer kills
 // it, the member publishes a new one on the same port.
-#include "node/cluster_internal.hpp"
+#include "cluster/internal.hpp"
 
 #include "caf/all.hpp"
 #include "caf/io/all.hpp"

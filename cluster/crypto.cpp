@@ -1,4 +1,4 @@
-#include "node/cluster_crypto.hpp"
+#include "cluster/crypto.hpp"
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>

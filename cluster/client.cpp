@@ -1,4 +1,4 @@
-#include "node/cluster_client.hpp"
+#include "cluster/client.hpp"
 
 #include <chrono>
 #include <thread>
@@ -8,9 +8,9 @@
 #include "caf/openssl/all.hpp"
 
 #include "base/json.hpp"
-#include "node/cluster_crypto.hpp"
-#include "node/cluster_internal.hpp"
-#include "node/cluster_node.hpp"
+#include "cluster/crypto.hpp"
+#include "cluster/internal.hpp"
+#include "cluster/node.hpp"
 #include "node/runtime_impl.hpp"
 #include "tools/tool.hpp"
 

@@ -1,4 +1,4 @@
-// File: node/cluster_node.hpp
+// File: cluster/node.hpp
 //
 // `mibyan node`: one member of a Mibyan cluster (docs/cluster.md). CAF-free
 // so the CLI can include it.

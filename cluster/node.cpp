@@ -2,7 +2,7 @@
 // (docs/cluster.md): start-up checks, the actor system (with CAF's OpenSSL
 // module for TLS), the runtime whose dispatcher slot routes through the
 // cluster, publish, join, the ready line, and the drain on SIGTERM.
-#include "node/cluster_node.hpp"
+#include "cluster/node.hpp"
 
 #include <csignal>
 #include <cstdlib>
@@ -19,8 +19,8 @@
 #include "caf/openssl/all.hpp"
 
 #include "base/log.hpp"
-#include "node/cluster_crypto.hpp"
-#include "node/cluster_internal.hpp"
+#include "cluster/crypto.hpp"
+#include "cluster/internal.hpp"
 #include "node/runtime_impl.hpp"
 
 namespace mibyan {

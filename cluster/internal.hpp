@@ -1,4 +1,4 @@
-// File: node/cluster_internal.hpp
+// File: cluster/internal.hpp
 //
 // The cluster member actor's state, shared by the files that implement
 // it (docs/cluster.md):
@@ -9,7 +9,7 @@
 //   cluster_node.cpp      the `mibyan node` process around the actor
 //   cluster_protocol.cpp  protocol version and type-list digest
 //   cluster_front.cpp     the published front door (handshake only)
-// Includes CAF: only node/*.cpp include it.
+// Includes CAF: only cluster/*.cpp include it.
 #pragma once
 
 #include <chrono>

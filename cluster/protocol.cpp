@@ -1,6 +1,6 @@
 // The cluster's protocol identity and handshake proofs (docs/cluster.md,
 // "Handshake").
-#include "node/cluster_internal.hpp"
+#include "cluster/internal.hpp"
 
 #include <cstdlib>
 #include <utility>
@@ -11,7 +11,7 @@
 #include "caf/type_id.hpp"
 
 #include "node/basp_guard.hpp"
-#include "node/cluster_crypto.hpp"
+#include "cluster/crypto.hpp"
 
 namespace mibyan {
 

@@ -2,7 +2,7 @@
 // detection, drain (docs/cluster.md). Tool routing is in
 // cluster_routing.cpp. Every handler but the handshake's checks that the
 // message comes from this process or from an authenticated peer.
-#include "node/cluster_internal.hpp"
+#include "cluster/internal.hpp"
 
 #include <cstdlib>
 #include <random>
@@ -12,8 +12,8 @@
 
 #include "base/json.hpp"
 #include "base/log.hpp"
-#include "node/cluster_crypto.hpp"
-#include "node/cluster_node.hpp"
+#include "cluster/crypto.hpp"
+#include "cluster/node.hpp"
 #include "node/runtime.hpp"
 #include "tools/registry.hpp"
 

@@ -1,4 +1,4 @@
-// File: node/cluster_client.hpp
+// File: cluster/client.hpp
 //
 // A client of a Mibyan cluster, for `mibyan tool|run|nodes --connect`
 // (docs/cluster.md): connects to one member, proves the cluster key with

@@ -1,4 +1,4 @@
-// File: node/cluster_crypto.hpp
+// File: cluster/crypto.hpp
 //
 // The few primitives of the cluster handshake (docs/cluster.md), on
 // OpenSSL's libcrypto: HMAC-SHA256, SHA-256 and random nonces. CAF-free.

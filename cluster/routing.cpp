@@ -4,13 +4,13 @@
 // calls are answered at once; the worker side runs them on its own
 // dispatcher (the session's kernel and the kernel's tool calls stay on
 // that worker).
-#include "node/cluster_internal.hpp"
+#include "cluster/internal.hpp"
 
 #include "caf/all.hpp"
 
 #include "base/json.hpp"
 #include "base/log.hpp"
-#include "node/cluster_placement.hpp"
+#include "cluster/placement.hpp"
 #include "tools/tool.hpp"
 
 namespace mibyan {

@@ -4,7 +4,7 @@
 // answers the handshake, leaves, or this node leaves. Both sides of a cut
 // link redial; CAF keeps one connection per pair of nodes and the second
 // handshake finds the member already up.
-#include "node/cluster_internal.hpp"
+#include "cluster/internal.hpp"
 
 #include <algorithm>
 #include <random>

@@ -1,4 +1,4 @@
-#include "node/cluster_placement.hpp"
+#include "cluster/placement.hpp"
 
 namespace mibyan {
 
