@@ -19,7 +19,7 @@
 #include "base/log.hpp"
 #include "cluster/client.hpp"
 #include "node/runtime.hpp"
-#include "node/tool_lines.hpp"
+#include "cli/tool_lines.hpp"
 #include "tools/argument_limit.hpp"
 #include "tools/registry.hpp"
 #include "tools/toolsets.hpp"
@@ -76,7 +76,7 @@ int list_tools(runtime& rt, const std::vector<std::string>& toolsets) {
 // line to the main thread, which writes it. The main thread waits for the
 // call in flight before it writes or starts anything else, so lines stay
 // in order. (From a pipe or socket the runtime's I/O thread reads the
-// input instead: node/tool_lines.hpp.)
+// input instead: cli/tool_lines.hpp.)
 class stdin_results {
 public:
   /// Called on the main thread before each line is answered.

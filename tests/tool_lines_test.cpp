@@ -1,4 +1,4 @@
-// `mibyan tool --stdin`'s line protocol (node/tool_lines.hpp): the push-style
+// `mibyan tool --stdin`'s line protocol (cli/tool_lines.hpp): the push-style
 // bounded line buffer against the blocking reader, the request parser, and
 // the whole command with its input read on the runtime's I/O loop (pipe,
 // socket) or by the main thread (a regular file), including back-pressure,
@@ -14,7 +14,7 @@
 
 #include "base/bounded_line_reader.hpp"
 #include "base/json.hpp"
-#include "node/tool_lines.hpp"
+#include "cli/tool_lines.hpp"
 #include "tests/support/paths.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/temp_dir.hpp"

@@ -1,4 +1,4 @@
-#include "node/tool_lines.hpp"
+#include "cli/tool_lines.hpp"
 
 #include <cerrno>
 #include <climits>

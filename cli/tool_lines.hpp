@@ -1,4 +1,4 @@
-// File: node/tool_lines.hpp
+// File: cli/tool_lines.hpp
 //
 // The line protocol of `mibyan tool --stdin` (docs/configuration.md): one
 // request line {"tool": NAME, "args": {...}} in, one result line out, the
@@ -13,7 +13,7 @@
 //     Only for a pipe or a socket: the loop cannot poll regular files, and
 //     the caller reads anything else itself with the functions above.
 //
-// CAF-free header; the loop lives in node/tool_lines_loop.cpp.
+// CAF-free header; the loop lives in cli/tool_lines_loop.cpp.
 #pragma once
 
 #include <cstdint>

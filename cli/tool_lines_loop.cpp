@@ -1,4 +1,4 @@
-// The I/O-thread side of `mibyan tool --stdin` (node/tool_lines.hpp).
+// The I/O-thread side of `mibyan tool --stdin` (cli/tool_lines.hpp).
 //
 // CAF 0.17's brokers read sockets only (recv), and stdin is usually a
 // pipe. The input is therefore read by an `event_handler` of our own,
@@ -15,7 +15,7 @@
 // description, which fd 0 still holds, so closing our duplicate does not
 // unregister it); `epoll_ctl` on a regular file is fatal to the loop,
 // hence pipes and sockets only.
-#include "node/tool_lines.hpp"
+#include "cli/tool_lines.hpp"
 
 #include <condition_variable>
 #include <deque>
