@@ -2,7 +2,7 @@
 //
 // Where a cell of `execute_code` runs, computed the same way by the kernel
 // registry and by the fast path of the runtime's call facade
-// (node/tool_call_facade.hpp), and the index of the kernels that are up:
+// (runtime/tool_call_facade.hpp), and the index of the kernels that are up:
 //   * `kernel_routing`: the kernel key of a call (session, mode,
 //     interpreter, working directory, tool set, active skills' variables;
 //     docs/execute_code.md, "Kernel registry"). Immutable; any thread.

@@ -3,7 +3,7 @@
 // A hint from code running on an event loop's thread that an answer is
 // expected within microseconds: a cell line was just written to a warm
 // kernel, whose frame usually follows in tens of microseconds. The
-// runtime's I/O loop (node/io_loop.cpp) then polls for a short window
+// runtime's I/O loop (runtime/io_loop.cpp) then polls for a short window
 // instead of sleeping, so the answer is picked up without a wake-up
 // (docs/architecture.md, "Actor system settings").
 //

@@ -73,7 +73,7 @@
 #include "base/sse_parser.hpp"
 #include "base/json.hpp"
 #include "base/log.hpp"
-#include "node/runtime.hpp"
+#include "runtime/runtime.hpp"
 #include "tools/registry.hpp"
 #include "tools/core_tools.hpp"
 

@@ -29,8 +29,8 @@
 #include "bench/bench_util.hpp"
 #include "messages/type_ids.hpp"
 #include "cluster/client.hpp"
-#include "node/runtime.hpp"
-#include "node/runtime_impl.hpp"
+#include "runtime/runtime.hpp"
+#include "runtime/runtime_impl.hpp"
 
 using namespace mibyan;
 using namespace mibyan::bench;

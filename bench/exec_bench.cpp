@@ -59,7 +59,7 @@
 #include "bench/bench_util.hpp"
 #include "base/blocking_pool.hpp"
 #include "base/env_filter.hpp"
-#include "node/runtime.hpp"
+#include "runtime/runtime.hpp"
 #include "base/subprocess.hpp"
 #include "tools/registry.hpp"
 #include "tools/tool.hpp"

@@ -44,7 +44,7 @@
 #include "bench/scripted_provider.hpp"
 #include "config/loader.hpp"
 #include "serve/http_server.hpp"
-#include "node/runtime.hpp"
+#include "runtime/runtime.hpp"
 
 namespace fs = std::filesystem;
 using namespace mibyan;

@@ -41,7 +41,7 @@
 #include <unistd.h>
 
 #include "base/json.hpp"
-#include "node/runtime.hpp"
+#include "runtime/runtime.hpp"
 
 #ifndef MIBYAN_BENCH_DIR
 #define MIBYAN_BENCH_DIR "bench"

@@ -23,7 +23,7 @@
 #include "base/json.hpp"
 #include "base/log.hpp"
 #include "base/private_file.hpp"
-#include "node/runtime.hpp"
+#include "runtime/runtime.hpp"
 #include "storage/batch_run.hpp"
 #include "storage/trajectory.hpp"
 #include "tools/registry.hpp"

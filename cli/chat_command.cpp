@@ -20,7 +20,7 @@
 #include "providers/provider_profile.hpp"
 #include "base/json.hpp"
 #include "base/log.hpp"
-#include "node/runtime.hpp"
+#include "runtime/runtime.hpp"
 
 namespace mibyan::cli {
 

@@ -7,7 +7,7 @@
 
 #include "config/loader.hpp"
 #include "base/log.hpp"
-#include "node/runtime.hpp"
+#include "runtime/runtime.hpp"
 
 namespace mibyan::cli {
 

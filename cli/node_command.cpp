@@ -9,7 +9,7 @@
 #include "base/json.hpp"
 #include "cluster/client.hpp"
 #include "cluster/node.hpp"
-#include "node/runtime.hpp"
+#include "runtime/runtime.hpp"
 
 namespace mibyan::cli {
 

@@ -19,7 +19,7 @@
 #include "base/json.hpp"
 #include "base/log.hpp"
 #include "cluster/client.hpp"
-#include "node/runtime.hpp"
+#include "runtime/runtime.hpp"
 
 namespace mibyan::cli {
 

@@ -17,7 +17,7 @@
 #include "base/log.hpp"
 #include "cluster/node.hpp"
 #include "serve/http_server.hpp"
-#include "node/runtime.hpp"
+#include "runtime/runtime.hpp"
 
 namespace mibyan::cli {
 

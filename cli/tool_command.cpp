@@ -18,7 +18,7 @@
 #include "base/json.hpp"
 #include "base/log.hpp"
 #include "cluster/client.hpp"
-#include "node/runtime.hpp"
+#include "runtime/runtime.hpp"
 #include "cli/tool_lines.hpp"
 #include "tools/argument_limit.hpp"
 #include "tools/registry.hpp"

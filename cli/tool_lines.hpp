@@ -21,7 +21,7 @@
 #include <string>
 #include <string_view>
 
-#include "node/runtime.hpp"
+#include "runtime/runtime.hpp"
 
 namespace mibyan {
 

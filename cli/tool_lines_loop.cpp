@@ -32,7 +32,7 @@
 #include "caf/io/network/event_handler.hpp"
 
 #include "base/bounded_line_reader.hpp"
-#include "node/runtime_impl.hpp"
+#include "runtime/runtime_impl.hpp"
 
 namespace mibyan {
 

@@ -11,7 +11,7 @@
 #include "cluster/crypto.hpp"
 #include "cluster/internal.hpp"
 #include "cluster/node.hpp"
-#include "node/runtime_impl.hpp"
+#include "runtime/runtime_impl.hpp"
 #include "tools/tool.hpp"
 
 namespace mibyan {

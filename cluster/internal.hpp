@@ -132,7 +132,7 @@ struct cluster_state {
   // Membership.
   std::map<std::string, peer_state> peers;
   /// CAF nodes that proved the key. A node id names one live connection
-  /// (node/basp_guard.hpp); an entry goes when that connection ends: the
+  /// (runtime/basp_guard.hpp); an entry goes when that connection ends: the
   /// member watches the actor that authenticated (`auth_watch`, clients) or
   /// the member handle (`peers`).
   std::set<caf::node_id> authed;

@@ -14,7 +14,7 @@
 #include "base/log.hpp"
 #include "cluster/crypto.hpp"
 #include "cluster/node.hpp"
-#include "node/runtime.hpp"
+#include "runtime/runtime.hpp"
 #include "tools/registry.hpp"
 
 namespace mibyan {

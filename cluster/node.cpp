@@ -21,7 +21,7 @@
 #include "base/log.hpp"
 #include "cluster/crypto.hpp"
 #include "cluster/internal.hpp"
-#include "node/runtime_impl.hpp"
+#include "runtime/runtime_impl.hpp"
 
 namespace mibyan {
 

@@ -10,7 +10,7 @@
 #include "caf/timespan.hpp"
 #include "caf/type_id.hpp"
 
-#include "node/basp_guard.hpp"
+#include "runtime/basp_guard.hpp"
 #include "cluster/crypto.hpp"
 
 namespace mibyan {
@@ -50,7 +50,7 @@ void configure_cluster_transport(caf::actor_system_config& cfg,
   // this only closes links that carry nothing at all.
   cfg.set("middleman.connection-timeout",
           caf::timespan{milliseconds(2 * opts.cluster.failure_timeout_ms)});
-  // Read by the io loop's frame guard (node/basp_guard.hpp).
+  // Read by the io loop's frame guard (runtime/basp_guard.hpp).
   caf::put(cfg.content, basp_max_frame_key,
            int64_t{opts.cluster.max_frame_mb} << 20);
 }

@@ -193,7 +193,7 @@ struct runtime_options {
   /// Threads that run blocking tool work (files, subprocesses).
   int64_t blocking_threads = 16;
   /// Microseconds the I/O thread polls, instead of sleeping, after it
-  /// sent a cell to a kernel (node/io_loop.cpp); 0 sleeps at once.
+  /// sent a cell to a kernel (runtime/io_loop.cpp); 0 sleeps at once.
   int64_t io_spin_us = 50;
 };
 

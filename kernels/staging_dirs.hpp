@@ -5,7 +5,7 @@
 // process that made it and that process's start time (clock ticks after
 // boot, /proc/<pid>/stat field 22), so a dir whose host died without
 // cleaning up (kill -9) is recognised even after the pid was reused. The
-// runtime sweeps such dirs at start-up (node/runtime.cpp).
+// runtime sweeps such dirs at start-up (runtime/runtime.cpp).
 //
 // Linux only (reads /proc). Thread-safe (no shared state); blocking file
 // system work: call at start-up or from blocking-work threads.

@@ -3,8 +3,9 @@
 // The one type-ID block of Mibyan. Every type that travels in a message is
 // listed here, so that every node registers the same names (CAF 0.17 puts
 // type names on the wire, and silently sends an empty message for an
-// unregistered type). `node/self_test.cpp` round-trips each entry at
-// start-up. Include only from .cpp files of actors/ and node/.
+// unregistered type). `runtime/self_test.cpp` round-trips each entry at
+// start-up. Include only from messages/, actors/, runtime/ and cluster/ (and the
+// tests and benchmarks).
 #pragma once
 
 #include <vector>

@@ -23,7 +23,7 @@ LAYERS = [
     ["tools", "providers"],
     ["agent"],
     ["actors"],
-    ["node"],
+    ["runtime"],
     ["serve", "cluster"],
     ["cli", "bench", "examples", "fuzz"],
 ]
@@ -54,7 +54,7 @@ def top_folder(path):
         parts = parts[1:]
     if parts[0] == "mibyan" and len(parts) == 2:
         # Public headers, named as a user includes them: "mibyan/x.hpp".
-        return LAYERS[0][0] if parts[1] in PUBLIC_VOCABULARY else "node"
+        return LAYERS[0][0] if parts[1] in PUBLIC_VOCABULARY else "runtime"
     return parts[0]
 
 

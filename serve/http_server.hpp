@@ -19,7 +19,7 @@
 #include <string>
 
 #include "config/options.hpp"
-#include "node/runtime.hpp"
+#include "runtime/runtime.hpp"
 
 namespace mibyan {
 

@@ -14,7 +14,7 @@
 
 #include "base/json.hpp"
 #include "serve/openai_chat.hpp"
-#include "node/runtime.hpp"
+#include "runtime/runtime.hpp"
 
 namespace mibyan {
 

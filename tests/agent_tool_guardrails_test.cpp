@@ -7,7 +7,7 @@
 
 #include "agent/tool_guardrails.hpp"
 #include "base/json.hpp"
-#include "node/runtime.hpp"
+#include "runtime/runtime.hpp"
 #include "tests/support/http_server.hpp"
 #include "tests/support/temp_dir.hpp"
 

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "base/json.hpp"
-#include "node/runtime.hpp"
+#include "runtime/runtime.hpp"
 #include "storage/session_store.hpp"
 #include "tests/support/http_server.hpp"
 #include "tests/support/temp_dir.hpp"

@@ -70,7 +70,7 @@ BOOST_AUTO_TEST_CASE(bound_is_reached_and_respected_under_blocking_jobs) {
 
 // shutdown() stops the pool but keeps the object: a thread that still holds
 // it (an exiting actor in a host's system, after the runtime went) gets a
-// refusal, not a destroyed pool (node/runtime.cpp, ~impl). It waits for the
+// refusal, not a destroyed pool (runtime/runtime.cpp, ~impl). It waits for the
 // running job, drops the queued ones, and may be repeated.
 BOOST_AUTO_TEST_CASE(shutdown_waits_running_drops_queued_then_refuses) {
   blocking_pool pool(1);

@@ -17,7 +17,7 @@
 #include <pthread.h>
 
 #include "actors/script_calls.hpp"
-#include "node/runtime.hpp"
+#include "runtime/runtime.hpp"
 #include "tests/support/kernel_options.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tools/tool.hpp"

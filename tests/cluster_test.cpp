@@ -33,7 +33,7 @@
 #include "base/json.hpp"
 #include "messages/type_ids.hpp"
 #include "cluster/client.hpp"
-#include "node/runtime_impl.hpp"
+#include "runtime/runtime_impl.hpp"
 #include "tests/support/http_server.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/scripted_replies.hpp"

@@ -13,7 +13,7 @@
 #include "config/loader.hpp"
 #include "config/option_bounds.hpp"
 #include "tests/support/paths.hpp"
-#include "node/runtime.hpp"
+#include "runtime/runtime.hpp"
 #include "base/state_dir.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/temp_dir.hpp"

@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "node/runtime.hpp"
+#include "runtime/runtime.hpp"
 #include "tests/support/pid_namespace.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/kernel_options.hpp"

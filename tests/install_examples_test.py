@@ -97,7 +97,8 @@ def main():
         if not pcdir:
             raise SystemExit("FAILED: mibyan.pc not installed")
         # Private headers stay private.
-        for d in ("include/actors", "include/node", "include/config"):
+        for d in ("include/actors", "include/runtime", "include/serve",
+                  "include/cluster", "include/tools", "include/config"):
             if os.path.exists(os.path.join(prefix, d)):
                 raise SystemExit("FAILED: private headers installed: " + d)
 

@@ -1,4 +1,4 @@
-// The runtime's I/O loop (node/io_loop.cpp) and the hint that opens its
+// The runtime's I/O loop (runtime/io_loop.cpp) and the hint that opens its
 // polling window (base/io_poll_hint.hpp; docs/architecture.md, "Actor
 // system settings").
 #define BOOST_TEST_MODULE io_loop
@@ -10,7 +10,7 @@
 #include "base/io_poll_hint.hpp"
 #include "base/json.hpp"
 #include "config/options.hpp"
-#include "node/runtime.hpp"
+#include "runtime/runtime.hpp"
 #include "tests/support/kernel_options.hpp"
 #include "tests/support/temp_dir.hpp"
 

@@ -24,7 +24,7 @@
 #include <unistd.h>
 
 #include "base/json.hpp"
-#include "node/runtime.hpp"
+#include "runtime/runtime.hpp"
 #include "tests/support/proc_counts.hpp"
 #include "tests/support/temp_dir.hpp"
 

@@ -8,7 +8,7 @@
 
 #include "config/options.hpp"
 #include "base/process_registry.hpp"
-#include "node/runtime.hpp"
+#include "runtime/runtime.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tools/registry.hpp"

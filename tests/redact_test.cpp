@@ -10,7 +10,7 @@
 #include "kernels/cell_result.hpp"
 #include "base/redact.hpp"
 #include "base/redact_slot.hpp"
-#include "node/runtime.hpp"
+#include "runtime/runtime.hpp"
 #include "tests/support/paths.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tools/redact_result.hpp"

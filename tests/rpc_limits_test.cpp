@@ -21,7 +21,7 @@
 #include "kernels/rpc_codec.hpp"
 #include "kernels/rpc_connections.hpp"
 #include "base/bounded_line_reader.hpp"
-#include "node/runtime.hpp"
+#include "runtime/runtime.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/kernel_options.hpp"
 #include "tests/support/temp_dir.hpp"

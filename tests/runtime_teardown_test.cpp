@@ -21,7 +21,7 @@
 #include <sys/stat.h>
 
 #include "base/json.hpp"
-#include "node/runtime.hpp"
+#include "runtime/runtime.hpp"
 #include "tests/support/proc_counts.hpp"
 #include "tests/support/kernel_options.hpp"
 #include "tests/support/temp_dir.hpp"

@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "mibyan/actors.hpp"
-#include "node/runtime.hpp"
+#include "runtime/runtime.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tools/registry.hpp"
 

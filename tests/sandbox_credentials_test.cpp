@@ -18,7 +18,7 @@
 
 #include "base/json.hpp"
 #include "base/sandbox.hpp"
-#include "node/runtime.hpp"
+#include "runtime/runtime.hpp"
 #include "tests/support/temp_dir.hpp"
 
 using namespace mibyan;

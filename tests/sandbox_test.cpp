@@ -23,7 +23,7 @@
 #include "base/credential_vault.hpp"
 #include "base/json.hpp"
 #include "base/pids_cgroup.hpp"
-#include "node/runtime.hpp"
+#include "runtime/runtime.hpp"
 #include "base/sandbox.hpp"
 #include "tests/support/pid_namespace.hpp"
 #include "tests/support/process.hpp"

@@ -5,7 +5,7 @@
 
 #include "actors/session_writer.hpp"
 #include "mibyan/actors.hpp"
-#include "node/runtime.hpp"
+#include "runtime/runtime.hpp"
 #include "storage/session_store.hpp"
 #include "tests/support/temp_dir.hpp"
 

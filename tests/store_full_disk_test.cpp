@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "base/json.hpp"
-#include "node/runtime.hpp"
+#include "runtime/runtime.hpp"
 #include "storage/session_store.hpp"
 #include "storage/space_reserve.hpp"
 #include "tests/support/http_server.hpp"

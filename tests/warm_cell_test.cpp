@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "kernels/direct_writes.hpp"
-#include "node/runtime.hpp"
+#include "runtime/runtime.hpp"
 #include "tests/support/kernel_harness.hpp"
 #include "tests/support/kernel_options.hpp"
 #include "tests/support/temp_dir.hpp"

@@ -30,7 +30,7 @@
 namespace mibyan {
 
 // Private types of the library, used only by its own front ends through
-// node/runtime.hpp (which defines them); applications never need them.
+// runtime/runtime.hpp (which defines them); applications never need them.
 struct options;
 class tool;
 class tool_registry;
@@ -147,7 +147,7 @@ public:
                                          std::string* error);
 
   /// Library-internal: builds a runtime from the full option struct of
-  /// node/runtime.hpp. `extra_tools` are offered next to the core tools (a
+  /// runtime/runtime.hpp. `extra_tools` are offered next to the core tools (a
   /// tool with a core tool's name replaces it). Every create also hardens
   /// the process once (docs/security.md): not dumpable, provider
   /// credentials moved out of the environment, signal dispositions still at
@@ -226,14 +226,14 @@ public:
   /// judgement. An empty function removes it.
   void set_clarify_callback(clarify_callback cb);
 
-  /// Library-internal (node/runtime.hpp defines the types).
+  /// Library-internal (runtime/runtime.hpp defines the types).
   const tool_registry& tools() const;
   const options& config() const;
 
   struct impl;
 
 private:
-  friend struct runtime_access; // node/runtime_impl.hpp
+  friend struct runtime_access; // runtime/runtime_impl.hpp
   explicit runtime(std::unique_ptr<impl> p);
   std::unique_ptr<impl> impl_;
 };

@@ -16,7 +16,7 @@
 
 #include "base/json.hpp"
 #include "config/options.hpp"
-#include "node/runtime.hpp"
+#include "runtime/runtime.hpp"
 
 namespace mibyan::test {
 

@@ -1,5 +1,5 @@
-// The BASP frame guard (node/basp_guard.hpp, docs/cluster.md "Frame guard").
-#include "node/basp_guard.hpp"
+// The BASP frame guard (runtime/basp_guard.hpp, docs/cluster.md "Frame guard").
+#include "runtime/basp_guard.hpp"
 
 #include <utility>
 

@@ -1,4 +1,4 @@
-// File: node/host_tool_adapter.hpp
+// File: runtime/host_tool_adapter.hpp
 //
 // Turns the application's host tools (mibyan/host_tool.hpp) into tools of
 // the registry, so they run exactly like built-in tools: through

@@ -1,4 +1,4 @@
-#include "node/runtime.hpp"
+#include "runtime/runtime.hpp"
 
 #include <utility>
 

@@ -21,13 +21,13 @@
 // or in a host's actor system (not configured by Mibyan: docs/embedding.md).
 //
 // Every TCP connection gets the BASP frame guard's scribe
-// (node/basp_guard.hpp): a cap on announced frame sizes and node ids bound
+// (runtime/basp_guard.hpp): a cap on announced frame sizes and node ids bound
 // to connections, for BASP connections only.
 //
 // Thread: `run` is the middleman's thread. Contract otherwise that of
 // caf::io::network::default_multiplexer::run: it returns once no handler is
 // registered (the middleman stopping).
-#include "node/runtime_impl.hpp"
+#include "runtime/runtime_impl.hpp"
 
 #include <chrono>
 
@@ -37,7 +37,7 @@
 #include "caf/io/network/default_multiplexer.hpp"
 
 #include "base/io_poll_hint.hpp"
-#include "node/basp_guard.hpp"
+#include "runtime/basp_guard.hpp"
 
 namespace mibyan {
 

@@ -1,4 +1,4 @@
-// File: node/tool_call_facade.hpp
+// File: runtime/tool_call_facade.hpp
 //
 // The one actor behind runtime::call_tool_async (and so call_tool and
 // `mibyan tool --stdin`). It hands a warm `execute_code` cell straight to
@@ -30,7 +30,7 @@
 
 #include "actors/kernel_registry.hpp"
 #include "actors/tool_dispatcher.hpp"
-#include "node/runtime.hpp"
+#include "runtime/runtime.hpp"
 
 namespace mibyan {
 

@@ -1,16 +1,16 @@
-// File: node/mcp_wiring.hpp
+// File: runtime/mcp_wiring.hpp
 //
 // Where the MCP client meets the runtime (docs/mcp.md): start-up
 // discovery and registration while the services are built, the upkeep
 // actors and the sampling bridge once the actor system runs, and the
-// shutdown. Only node/*.cpp include this.
+// shutdown. Only runtime/*.cpp include this.
 #pragma once
 
 #include <string>
 #include <vector>
 
 #include "kernels/stub_generator.hpp"
-#include "node/runtime.hpp"
+#include "runtime/runtime.hpp"
 
 namespace mibyan {
 

@@ -1,4 +1,4 @@
-#include "node/runtime.hpp"
+#include "runtime/runtime.hpp"
 
 #include <ctime>
 #include <filesystem>
@@ -43,10 +43,10 @@
 #include "tools/script_sandbox.hpp"
 #include "config/loader.hpp"
 #include "mibyan/actors.hpp"
-#include "node/host_tool_adapter.hpp"
-#include "node/mcp_wiring.hpp"
+#include "runtime/host_tool_adapter.hpp"
+#include "runtime/mcp_wiring.hpp"
 #include "tools/mcp_tools.hpp"
-#include "node/runtime_impl.hpp"
+#include "runtime/runtime_impl.hpp"
 
 namespace fs = std::filesystem;
 
@@ -463,7 +463,7 @@ tool_outcome runtime::call_tool(const tool_call_request& call) {
 void runtime::call_tool_async(const tool_call_request& call,
                               std::function<void(tool_outcome)> done) {
   // One long-lived actor sends the call and runs `done`
-  // (node/tool_call_facade.hpp).
+  // (runtime/tool_call_facade.hpp).
   impl_->calls->call(tool_request{call.session_id, call.call_id, call.tool,
                                   call.args_json, call.cwd, false},
                      std::move(done));

@@ -1,8 +1,9 @@
-// File: node/runtime_impl.hpp
+// File: runtime/runtime_impl.hpp
 //
-// The wiring inside a `runtime`, shared by the files of node/ that build
+// The wiring inside a `runtime`, shared by the files of runtime/ that build
 // the facade (runtime.cpp, agent.cpp) and the actor-level API
-// (actor_api.cpp). Includes CAF: only node/*.cpp include it.
+// (actor_api.cpp). Includes CAF: only .cpp files of runtime/, cluster/ and cli/,
+// the benchmarks and the tests include it.
 #pragma once
 
 #include <atomic>
@@ -22,8 +23,8 @@
 #include "actors/guardian_call.hpp"
 #include "actors/session_writer.hpp"
 #include "actors/tool_dispatcher.hpp"
-#include "node/runtime.hpp"
-#include "node/tool_call_facade.hpp"
+#include "runtime/runtime.hpp"
+#include "runtime/tool_call_facade.hpp"
 
 namespace mibyan {
 
@@ -57,16 +58,16 @@ struct runtime::impl {
   provider_actor guardian;
   std::unique_ptr<guardian_relay> relay;
   std::atomic<bool> stopping{false};
-  /// The MCP upkeep actors and the sampling provider (node/mcp_wiring).
+  /// The MCP upkeep actors and the sampling provider (runtime/mcp_wiring).
   std::vector<caf::actor> mcp_actors;
 
   ~impl();
-  /// The actor behind call_tool_async (node/tool_call_facade.hpp); stopped
+  /// The actor behind call_tool_async (runtime/tool_call_facade.hpp); stopped
   /// before the dispatcher.
   std::unique_ptr<tool_call_facade> calls;
 };
 
-/// Builds runtimes for the files of node/ (the constructor is private).
+/// Builds runtimes for the files of runtime/ (the constructor is private).
 struct runtime_access {
   static std::unique_ptr<runtime> make(std::unique_ptr<runtime::impl> p) {
     return std::unique_ptr<runtime>(new runtime(std::move(p)));
@@ -95,7 +96,7 @@ make_services(options opts, std::vector<std::unique_ptr<tool>> extra_tools,
 void configure_actor_system(caf::actor_system_config& cfg,
                             const options* opts);
 
-/// Loads the middleman with Mibyan's event loop (node/io_loop.cpp): CAF's
+/// Loads the middleman with Mibyan's event loop (runtime/io_loop.cpp): CAF's
 /// epoll loop that keeps polling for `spin_us` microseconds after each
 /// burst of work before it sleeps (0: never, as CAF's own).
 void load_middleman(caf::actor_system_config& cfg, int64_t spin_us);

@@ -1,4 +1,4 @@
-// File: node/runtime.hpp
+// File: runtime/runtime.hpp
 //
 // The library-internal view of the runtime: the public class of
 // include/mibyan/runtime.hpp plus the private types its internal members

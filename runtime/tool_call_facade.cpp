@@ -1,4 +1,4 @@
-#include "node/tool_call_facade.hpp"
+#include "runtime/tool_call_facade.hpp"
 
 #include <map>
 #include <mutex>

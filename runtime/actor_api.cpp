@@ -10,7 +10,7 @@
 #include "actors/outside_spawn.hpp"
 #include "base/json.hpp"
 #include "messages/type_ids.hpp"
-#include "node/runtime_impl.hpp"
+#include "runtime/runtime_impl.hpp"
 
 namespace mibyan {
 

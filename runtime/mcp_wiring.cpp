@@ -1,11 +1,11 @@
-#include "node/mcp_wiring.hpp"
+#include "runtime/mcp_wiring.hpp"
 
 #include "caf/all.hpp"
 
 #include "actors/mcp_server.hpp"
 #include "actors/services.hpp"
 #include "base/log.hpp"
-#include "node/runtime_impl.hpp"
+#include "runtime/runtime_impl.hpp"
 #include "tools/mcp_tools.hpp"
 
 namespace mibyan {

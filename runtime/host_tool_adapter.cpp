@@ -1,4 +1,4 @@
-#include "node/host_tool_adapter.hpp"
+#include "runtime/host_tool_adapter.hpp"
 
 #include <condition_variable>
 #include <exception>

@@ -1,4 +1,4 @@
-// File: node/basp_guard.hpp
+// File: runtime/basp_guard.hpp
 //
 // The BASP frame guard of a node's middleman (docs/cluster.md, "Frame
 // guard"): every TCP connection the io loop creates gets a scribe that
@@ -18,7 +18,7 @@
 // Connections of other brokers (HTTP, the kernel broker) pass untouched.
 // Thread: the middleman's (the io loop's) thread; the claim table is
 // shared by the scribes of one loop and locked.
-// Includes CAF: only the io loop (node/io_loop.cpp) and cluster/protocol.cpp
+// Includes CAF: only the io loop (runtime/io_loop.cpp) and cluster/protocol.cpp
 // include it.
 #pragma once
 

@@ -1,4 +1,4 @@
-// File: node/runtime_turns.cpp
+// File: runtime/runtime_turns.cpp
 //
 // The turns of a runtime: validating a turn call and resolving its provider
 // connection, the short-lived driver actor that creates the session (and
@@ -8,7 +8,7 @@
 //
 // Thread safety: run_turn_async may be called from any thread; callbacks
 // run on runtime threads (docs/embedding.md).
-#include "node/runtime.hpp"
+#include "runtime/runtime.hpp"
 
 #include <ctime>
 #include <future>
@@ -28,7 +28,7 @@
 #include "base/log.hpp"
 #include "base/redact_slot.hpp"
 #include "config/env_reload.hpp"
-#include "node/runtime_impl.hpp"
+#include "runtime/runtime_impl.hpp"
 #include "providers/openai_messages.hpp"
 #include "storage/session_store.hpp"
 #include "storage/trajectory.hpp"
