@@ -4,7 +4,7 @@
 
 #include "base/log.hpp"
 #include "messages/type_ids.hpp"
-#include "tools/mcp_session.hpp"
+#include "tools/mcp/mcp_session.hpp"
 
 namespace mibyan {
 

@@ -16,7 +16,7 @@
 #include "base/blocking_pool.hpp"
 #include "kernels/stub_generator.hpp"
 #include "tools/registry.hpp"
-#include "tools/agent_tool_state.hpp"
+#include "tools/agent/agent_tool_state.hpp"
 #include "tools/toolsets.hpp"
 
 namespace mibyan {

@@ -24,7 +24,7 @@
 #include "base/subprocess.hpp"
 #include "bench/bench_util.hpp"
 #include "config/options.hpp"
-#include "tools/mcp_session.hpp"
+#include "tools/mcp/mcp_session.hpp"
 
 extern char** environ;
 

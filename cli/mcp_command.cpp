@@ -8,7 +8,7 @@
 #include "base/http_client.hpp"
 #include "base/json.hpp"
 #include "config/options.hpp"
-#include "tools/mcp_tools.hpp"
+#include "tools/mcp/mcp_tools.hpp"
 #include "tools/registry.hpp"
 
 namespace mibyan::cli {

@@ -1,4 +1,4 @@
-// Fuzz target: the reading side of MCP's JSON-RPC (tools/mcp_message.hpp):
+// Fuzz target: the reading side of MCP's JSON-RPC (tools/mcp/mcp_message.hpp):
 // a stdio server's output split into message lines under a small size
 // limit, each line parsed as a message or batch and classified as the
 // session would act on it (docs/mcp.md, "Transports").
@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "fuzz/fuzz_input.hpp"
-#include "tools/mcp_message.hpp"
+#include "tools/mcp/mcp_message.hpp"
 
 using namespace mibyan;
 

@@ -6,7 +6,7 @@
 #include "actors/services.hpp"
 #include "base/log.hpp"
 #include "runtime/runtime_impl.hpp"
-#include "tools/mcp_tools.hpp"
+#include "tools/mcp/mcp_tools.hpp"
 
 namespace mibyan {
 

@@ -34,10 +34,10 @@
 #include "base/host_hardening.hpp"
 #include "base/state_dir.hpp"
 #include "kernels/stub_generator.hpp"
-#include "tools/delegate_task.hpp"
+#include "tools/agent/delegate_task.hpp"
 #include "tools/execute_code.hpp"
 #include "storage/session_store.hpp"
-#include "tools/agent_tools.hpp"
+#include "tools/agent/agent_tools.hpp"
 #include "tools/read_tracker.hpp"
 #include "tools/registry.hpp"
 #include "tools/script_sandbox.hpp"
@@ -45,7 +45,7 @@
 #include "mibyan/actors.hpp"
 #include "runtime/host_tool_adapter.hpp"
 #include "runtime/mcp_wiring.hpp"
-#include "tools/mcp_tools.hpp"
+#include "tools/mcp/mcp_tools.hpp"
 #include "runtime/runtime_impl.hpp"
 
 namespace fs = std::filesystem;

@@ -32,7 +32,7 @@
 #include "providers/openai_messages.hpp"
 #include "storage/session_store.hpp"
 #include "storage/trajectory.hpp"
-#include "tools/memory_store.hpp"
+#include "tools/agent/memory_store.hpp"
 #include "tools/toolsets.hpp"
 
 namespace mibyan {

@@ -27,6 +27,13 @@ LAYERS = [
     ["serve", "cluster"],
     ["cli", "bench", "examples", "fuzz"],
 ]
+# Subfolders, which belong to their parent's layer (a file in tools/mcp/ is
+# a tools/ file). Any other subfolder of a library folder (all layers but
+# the last, whose examples have a folder each) is a problem: a new one is
+# written down here and in docs/architecture.md.
+SUBFOLDERS = {
+    "tools": {"mcp", "agent", "html"},
+}
 # Includes between folders of one layer that are allowed, as (from, to).
 ALLOWED_SAME_LAYER = set()
 # Public headers (include/mibyan/) are the facade of the composition root,
@@ -110,6 +117,12 @@ def main():
                 problems.append(f"{rel}: folder '{src}' is in no layer (add it to docs/architecture.md "
                                 "and scripts/check_layers.py)")
                 continue
+            parts = rel.split("/")
+            if (parts[0] != "include" and len(parts) > 2
+                    and layer_of(parts[0]) < len(LAYERS) - 1
+                    and parts[1] not in SUBFOLDERS.get(parts[0], set())):
+                problems.append(f"{rel}: subfolder '{parts[0]}/{parts[1]}/' is unknown (add it to "
+                                "SUBFOLDERS in scripts/check_layers.py and to docs/architecture.md)")
             checked += 1
             text = open(os.path.join(dirpath, name), encoding="utf-8", errors="replace").read()
             includes = INCLUDE.findall(text)

@@ -26,7 +26,7 @@
 #include "tests/support/process.hpp"
 #include "tests/support/scripted_replies.hpp"
 #include "tests/support/temp_dir.hpp"
-#include "tools/agent_tools.hpp"
+#include "tools/agent/agent_tools.hpp"
 #include "tools/registry.hpp"
 #include "tools/toolsets.hpp"
 #include "mibyan/runtime.hpp"

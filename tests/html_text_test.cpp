@@ -4,7 +4,7 @@
 #include <chrono>
 #include <string>
 
-#include "tools/html_text.hpp"
+#include "tools/html/html_text.hpp"
 #include "base/json.hpp"
 
 using namespace mibyan;

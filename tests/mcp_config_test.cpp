@@ -10,8 +10,8 @@
 #include "config/mcp_config.hpp"
 #include "config/options.hpp"
 #include "tests/support/temp_dir.hpp"
-#include "tools/mcp_catalog.hpp"
-#include "tools/mcp_transport.hpp"
+#include "tools/mcp/mcp_catalog.hpp"
+#include "tools/mcp/mcp_transport.hpp"
 
 using namespace mibyan;
 

@@ -1,13 +1,13 @@
 #define BOOST_TEST_MODULE mcp_message
 #include <boost/test/unit_test.hpp>
 
-// The reading side of MCP's JSON-RPC (tools/mcp_message.hpp): message
+// The reading side of MCP's JSON-RPC (tools/mcp/mcp_message.hpp): message
 // lines of a stdio server and the classification the session acts on.
 
 #include <string>
 #include <vector>
 
-#include "tools/mcp_message.hpp"
+#include "tools/mcp/mcp_message.hpp"
 
 using namespace mibyan;
 using kind = mcp_incoming::kind;

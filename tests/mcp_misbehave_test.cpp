@@ -14,8 +14,8 @@
 #include "kernels/stub_generator.hpp"
 #include "tests/support/mcp_servers.hpp"
 #include "tests/support/temp_dir.hpp"
-#include "tools/mcp_session.hpp"
-#include "tools/mcp_tools.hpp"
+#include "tools/mcp/mcp_session.hpp"
+#include "tools/mcp/mcp_tools.hpp"
 #include "tools/registry.hpp"
 
 using namespace mibyan;

@@ -15,7 +15,7 @@
 #include "config/options.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/temp_dir.hpp"
-#include "tools/agent_tools.hpp"
+#include "tools/agent/agent_tools.hpp"
 #include "tools/tool.hpp"
 
 using namespace mibyan;

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "config/options.hpp"
-#include "tools/html_text.hpp"
+#include "tools/html/html_text.hpp"
 #include "base/json.hpp"
 
 namespace mibyan {

@@ -28,7 +28,7 @@
 #include "base/private_file.hpp"
 #include "base/subprocess.hpp"
 #include "base/output_cap.hpp"
-#include "tools/agent_tool_state.hpp"
+#include "tools/agent/agent_tool_state.hpp"
 #include "tools/redact_result.hpp"
 #include "tools/terminal_background.hpp"
 #include "tools/script_sandbox.hpp"

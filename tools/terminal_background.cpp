@@ -4,7 +4,7 @@
 #include "base/env_filter.hpp"
 #include "base/process_registry.hpp"
 #include "base/output_cap.hpp"
-#include "tools/agent_tool_state.hpp"
+#include "tools/agent/agent_tool_state.hpp"
 
 namespace mibyan {
 

@@ -19,7 +19,7 @@ class http_client;       // base/http_client.hpp
 class redactor;          // base/redact.hpp
 class process_registry;  // base/process_registry.hpp
 class approval_service;  // approvals/approval_service.hpp
-class agent_tool_state;  // tools/agent_tool_state.hpp
+class agent_tool_state;  // tools/agent/agent_tool_state.hpp
 
 /// Everything a tool may use besides its arguments. Owned by the caller and
 /// valid for the whole `run()` call.

@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "config/options.hpp"
-#include "tools/html_text.hpp"
+#include "tools/html/html_text.hpp"
 #include "base/private_file.hpp"
 #include "base/http_client.hpp"
 #include "base/url_guard.hpp"

@@ -1,0 +1,73 @@
+// File: tools/agent/agent_tool_state.hpp
+//
+// Per-runtime state the agent tools (memory, skills, todo, session_search,
+// clarify) share across calls: the session store, the host's clarify
+// channel, each session's active skills (whose required environment
+// variables terminal and execute_code pass through) and each session's todo
+// list. One instance per runtime, reached through tool_context::agent.
+//
+// Thread safety: every member function may be called from any thread; a
+// mutex guards the mutable parts. The store pointer is set once before the
+// first tool call and read-only afterwards.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "base/json.hpp"
+#include "mibyan/clarify.hpp"
+
+namespace mibyan {
+
+class session_store;
+
+class agent_tool_state {
+public:
+  /// The session store (null when it could not be opened). Set once by the
+  /// runtime before any tool call.
+  std::shared_ptr<session_store> store;
+
+  /// The host's clarify channel (empty = none: clarify answers with an
+  /// error telling the model to proceed on its own judgement).
+  void set_clarify(clarify_callback cb);
+  clarify_callback clarify() const;
+  /// Serialises clarify questions (one at a time per runtime).
+  std::mutex& clarify_mutex() { return clarify_mtx_; }
+
+  /// Marks skill `skill` active in `session_id` with its required
+  /// environment variable names (docs/tools.md, "Skills").
+  void activate_skill(const std::string& session_id, const std::string& skill,
+                      std::vector<std::string> env_names);
+  /// The active skills of `session_id`, sorted.
+  std::vector<std::string> active_skills(const std::string& session_id) const;
+  /// The variable names the active skills of `session_id` pass through
+  /// (sorted, unique).
+  std::vector<std::string> skill_env(const std::string& session_id) const;
+
+  /// The cached todo list of `session_id`; false when none is cached.
+  bool todos(const std::string& session_id, json::value* out) const;
+  void set_todos(const std::string& session_id, json::value list);
+
+  /// Drops everything kept for `session_id` (the runtime's close_session).
+  void forget_session(const std::string& session_id);
+
+private:
+  mutable std::mutex mtx_;
+  clarify_callback clarify_;
+  std::mutex clarify_mtx_;
+  std::map<std::string, std::map<std::string, std::vector<std::string>>>
+    skills_;
+  std::map<std::string, json::value> todos_;
+};
+
+/// `base` (config `terminal.env_passthrough`) plus the variables of the
+/// skills active in `session_id`; `state` may be null.
+std::vector<std::string> passthrough_for(const std::vector<std::string>& base,
+                                         const agent_tool_state* state,
+                                         const std::string& session_id);
+
+} // namespace mibyan

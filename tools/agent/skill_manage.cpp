@@ -1,0 +1,216 @@
+// skill_manage (docs/tools.md, "Skills"): create, edit, patch and delete
+// skills and write or remove their supporting files, in
+// $MIBYAN_HOME/skills only (skills.external_dirs are read-only). Every
+// write is atomic; paths never leave the skill's directory; calls are
+// serialised by a lock file in the skills directory, so concurrent
+// patches from several threads or processes all persist.
+#include <filesystem>
+
+#include "base/private_file.hpp"
+#include "tools/agent/agent_tools.hpp"
+#include "tools/file_io.hpp"
+#include "tools/file_lock.hpp"
+#include "tools/fuzzy_match.hpp"
+#include "tools/agent/memory_store.hpp"
+#include "tools/agent/skills.hpp"
+
+namespace fs = std::filesystem;
+
+namespace mibyan {
+
+namespace {
+
+json::value ok(std::string message, const std::string& path) {
+  json::value r;
+  r["success"] = true;
+  r["message"] = std::move(message);
+  r["path"] = path;
+  return r;
+}
+
+class skill_manage_tool final : public tool {
+public:
+  const char* name() const override { return "skill_manage"; }
+  const char* toolset() const override { return "skills"; }
+
+  std::string description() const override {
+    return "Create and maintain skills: reusable instructions for recurring "
+           "tasks, kept in SKILL.md files. action=create (name, content = "
+           "the full SKILL.md, optional category), edit (replace SKILL.md "
+           "with content), patch (old_string -> new_string in SKILL.md or "
+           "in file_path; replace_all for every occurrence), delete, "
+           "write_file (file_path under references/, templates/, scripts/ "
+           "or assets/, file_content), remove_file (file_path). SKILL.md "
+           "starts with YAML frontmatter between '---' lines holding name "
+           "and description (optionally tags, related_skills, "
+           "required_environment_variables), then the instructions.";
+  }
+
+  json::value schema() const override {
+    json::value action = schema_property("string", "What to do.");
+    action["enum"] = json::array{"create", "patch", "edit", "delete",
+                                 "write_file", "remove_file"};
+    json::value props;
+    props["action"] = std::move(action);
+    props["name"] = schema_property(
+      "string", "Skill name: lowercase letters, digits, '.', '_', '-'; at "
+                "most 64 characters.");
+    props["content"] = schema_property("string",
+                                       "The full SKILL.md (create, edit).");
+    props["old_string"] = schema_property("string", "Patch: text to find.");
+    props["new_string"] = schema_property("string",
+                                          "Patch: replacement text.");
+    props["replace_all"] = schema_property(
+      "boolean", "Patch: replace every occurrence (default false).");
+    props["category"] = schema_property(
+      "string", "Create: a category directory to file the skill under.");
+    props["file_path"] = schema_property(
+      "string", "A supporting file relative to the skill directory.");
+    props["file_content"] = schema_property("string",
+                                            "write_file: the file's content.");
+    props["absorbed_into"] = schema_property(
+      "string", "Delete: the skill that now covers this one (noted in the "
+                "result).");
+    json::value s;
+    s["type"] = "object";
+    s["properties"] = std::move(props);
+    s["required"] = json::array{"action", "name"};
+    return s;
+  }
+
+  json::value run(const json::value& args,
+                  const tool_context& ctx) const override {
+    auto action = args.get_string("action");
+    auto name = args.get_string("name");
+    if (auto bad = check_skill_name(name); !bad.empty())
+      return error_result(bad);
+    auto home = mibyan_home_of(ctx);
+    auto local = local_skills_root(home);
+    // Every change is a read-modify-write of the skills tree: one lock for
+    // all of it, shared with other threads and processes on this home
+    // (tools/file_lock.hpp), taken before the skill is looked up.
+    if (auto err = make_private_dirs(local); !err.empty())
+      return error_result(err);
+    file_lock lock{local + "/.skill_manage.lock", "the skills directory"};
+    if (!lock.error().empty())
+      return error_result(lock.error());
+    auto existing = find_skill(skill_roots(home, *ctx.cfg), name);
+    if (action == "create")
+      return create(args, name, local, existing.has_value());
+    if (!existing)
+      return error_result("Skill '" + name + "' not found.");
+    if (existing->external)
+      return error_result("Skill '" + name + "' lives in an external "
+                          "directory (" + existing->root
+                          + "), which is read-only.");
+    auto& dir = existing->dir;
+    std::string err;
+    if (action == "edit") {
+      auto content = args.get_string("content");
+      if (auto bad = parse_skill_md(content, nullptr); !bad.empty())
+        return error_result(bad);
+      if (auto w = atomic_write(existing->skill_md, content); !w.error.empty())
+        return error_result(w.error);
+      return ok("Skill '" + name + "' updated.", existing->skill_md);
+    }
+    if (action == "patch") {
+      auto old_s = args.get_string("old_string");
+      if (old_s.empty())
+        return error_result("old_string is required for patch");
+      auto file = args.get_string("file_path");
+      std::string path = existing->skill_md;
+      if (!file.empty()) {
+        auto p = skill_file_path(dir, file, false, &err);
+        if (!p)
+          return error_result(err);
+        path = *p;
+      }
+      auto text = read_whole_file(path, max_skill_md_chars * 4 + max_skill_file_bytes,
+                                  err);
+      if (!text)
+        return error_result(err);
+      auto out = fuzzy_replace(*text, old_s, args.get_string("new_string"),
+                               args.get_bool("replace_all", false));
+      if (out.not_found)
+        return error_result("old_string not found in " + path + "."
+                            + closest_section(*text, old_s));
+      if (!out.error.empty())
+        return error_result(out.error);
+      if (path == existing->skill_md)
+        if (auto bad = parse_skill_md(out.content, nullptr); !bad.empty())
+          return error_result("the patched SKILL.md is invalid: " + bad);
+      if (auto w = atomic_write(path, out.content); !w.error.empty())
+        return error_result(w.error);
+      auto r = ok("Skill '" + name + "' patched.", path);
+      r["replacements"] = static_cast<int64_t>(out.replacements);
+      return r;
+    }
+    if (action == "delete") {
+      std::error_code ec;
+      fs::remove_all(dir, ec);
+      if (ec)
+        return error_result("cannot delete " + dir + ": " + ec.message());
+      auto r = ok("Skill '" + name + "' deleted.", dir);
+      if (auto into = args.get_string("absorbed_into"); !into.empty())
+        r["absorbed_into"] = into;
+      return r;
+    }
+    if (action == "write_file" || action == "remove_file") {
+      auto file = args.get_string("file_path");
+      auto p = skill_file_path(dir, file, true, &err);
+      if (!p)
+        return error_result(err);
+      if (action == "remove_file") {
+        std::error_code ec;
+        if (!fs::is_regular_file(*p, ec))
+          return error_result("no file " + file + " in skill '" + name + "'");
+        fs::remove(*p, ec);
+        if (ec)
+          return error_result("cannot remove " + *p + ": " + ec.message());
+        return ok("Removed " + file + " from skill '" + name + "'.", *p);
+      }
+      auto content = args.find("file_content");
+      if (content == nullptr || !content->is_string())
+        return error_result("file_content is required for write_file");
+      if (content->as_string().size() > max_skill_file_bytes)
+        return error_result("file_content is larger than 1 MiB");
+      if (auto w = atomic_write(*p, content->as_string()); !w.error.empty())
+        return error_result(w.error);
+      return ok("Wrote " + file + " in skill '" + name + "'.", *p);
+    }
+    return error_result("Unknown action '" + action
+                        + "': use create, patch, edit, delete, write_file "
+                          "or remove_file.");
+  }
+
+private:
+  static json::value create(const json::value& args, const std::string& name,
+                            const std::string& local, bool exists) {
+    if (exists)
+      return error_result("Skill '" + name + "' already exists; use edit or "
+                          "patch to change it.");
+    auto content = args.get_string("content");
+    if (auto bad = parse_skill_md(content, nullptr); !bad.empty())
+      return error_result(bad);
+    auto category = args.get_string("category");
+    std::string dir = local;
+    if (!category.empty()) {
+      if (auto bad = check_skill_name(category); !bad.empty())
+        return error_result("category: " + bad);
+      dir += "/" + category;
+    }
+    dir += "/" + name;
+    auto path = dir + "/SKILL.md";
+    if (auto w = atomic_write(path, content); !w.error.empty())
+      return error_result(w.error);
+    return ok("Skill '" + name + "' created.", path);
+  }
+};
+
+} // namespace
+
+std::unique_ptr<tool> make_skill_manage_tool() {
+  return std::make_unique<skill_manage_tool>();
+}
+
+} // namespace mibyan
