@@ -2,13 +2,13 @@
 //
 // The cluster member actor's state, shared by the files that implement
 // it (docs/cluster.md):
-//   cluster_member.cpp    the actor shell: handshake, membership,
-//                         heartbeats, failure detection, drain
-//   cluster_routing.cpp   tool calls: placement, forwarding to workers,
-//                         in-flight tracking, the worker side
-//   cluster_node.cpp      the `mibyan node` process around the actor
-//   cluster_protocol.cpp  protocol version and type-list digest
-//   cluster_front.cpp     the published front door (handshake only)
+//   member.cpp      the actor shell: handshake, membership,
+//                   heartbeats, failure detection, drain
+//   routing.cpp     tool calls: placement, forwarding to workers,
+//                   in-flight tracking, the worker side
+//   node.cpp        the `mibyan node` process around the actor
+//   protocol.cpp    protocol version and type-list digest
+//   front.cpp       the published front door (handshake only)
 // Includes CAF: only cluster/*.cpp include it.
 #pragma once
 
@@ -141,7 +141,7 @@ struct cluster_state {
   std::set<std::string> connecting; // addresses being joined
   std::string state = "up";         // or "draining"
   /// Lost members being redialled: id -> attempts so far
-  /// (cluster_reconnect.cpp).
+  /// (reconnect.cpp).
   std::map<std::string, int> redial;
   int64_t kernel_count = 0;
 
@@ -183,14 +183,14 @@ caf::behavior cluster_member(cluster_actor* self, cluster_settings cfg,
 /// an actor it holds; a killed front door is replaced by the member).
 caf::behavior cluster_front(caf::event_based_actor* self, caf::actor member);
 
-/// The front door died: spawns and publishes a new one (cluster_front.cpp).
+/// The front door died: spawns and publishes a new one (front.cpp).
 void replace_front(cluster_actor* self);
 
 /// Publishes the current front door on the node's port; retries while the
 /// old listener is still closing.
 void publish_front(cluster_actor* self, uint32_t attempt);
 
-// -- cluster_member.cpp ----------------------------------------------------
+// -- member.cpp ------------------------------------------------------------
 
 /// Whether the current message comes from this process or an
 /// authenticated peer.
@@ -210,7 +210,7 @@ void mark_lost(cluster_actor* self, const std::string& id,
 void join_address(cluster_actor* self, const std::string& address,
                   std::function<void(std::string)> done);
 
-// -- cluster_reconnect.cpp -------------------------------------------------
+// -- reconnect.cpp ---------------------------------------------------------
 
 /// Starts redialling lost member `id` with backoff (nothing if it already
 /// is being redialled, has left, or this node is leaving).
@@ -219,7 +219,7 @@ void schedule_redial(cluster_actor* self, const std::string& id);
 /// One redial attempt of member `id` (the timer's message).
 void redial(cluster_actor* self, const std::string& id);
 
-// -- cluster_routing.cpp ---------------------------------------------------
+// -- routing.cpp -----------------------------------------------------------
 
 /// Routes one tool call to the session's worker (placing it first).
 void route_call(cluster_actor* self, tool_request req,

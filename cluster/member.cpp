@@ -1,6 +1,6 @@
 // The cluster member actor: handshake, membership, heartbeats, failure
 // detection, drain (docs/cluster.md). Tool routing is in
-// cluster_routing.cpp. Every handler but the handshake's checks that the
+// routing.cpp. Every handler but the handshake's checks that the
 // message comes from this process or from an authenticated peer.
 #include "cluster/internal.hpp"
 
@@ -573,7 +573,7 @@ caf::behavior cluster_member(cluster_actor* self, cluster_settings cfg,
       check_drain(self);
       return rp;
     },
-    // -- tool calls (cluster_routing.cpp) --------------------------------
+    // -- tool calls (routing.cpp) ----------------------------------------
     [self](invoke_atom, tool_request& req) -> caf::result<tool_response> {
       if (!sender_allowed(self))
         return not_allowed();
