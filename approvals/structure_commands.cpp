@@ -3,10 +3,39 @@
 #include <fnmatch.h>
 
 #include <algorithm>
+#include <initializer_list>
+#include <string_view>
 
 #include "approvals/structure_words.hpp"
 
 namespace mibyan::approvals::structure_detail {
+
+namespace {
+
+bool listed(const std::string& w,
+            std::initializer_list<std::string_view> xs) {
+  for (auto x : xs)
+    if (w.size() == x.size() && w == x)
+      return true;
+  return false;
+}
+
+bool is_wrapper(const std::string& w) {
+  return listed(w, {"sudo", "doas", "env", "nohup", "setsid", "builtin",
+                    "time", "unbuffer", "command", "exec", "nice", "ionice",
+                    "stdbuf", "xargs", "timeout", "chrt", "taskset",
+                    "busybox", "toybox"});
+}
+
+// Commands command_words() follows besides shells and interpreters.
+bool has_handler(const std::string& w) {
+  return listed(w, {"cd", "pushd", "export", "declare", "typeset", "local",
+                    "readonly", "unset", "eval", "source", ".", "awk", "gawk",
+                    "mawk", "nawk", "find", "watch", "su", "runuser", "curl",
+                    "wget"});
+}
+
+} // namespace
 
 analyser::rendered analyser::command_words(std::vector<rword> ws, const simple_command* c,
                        const parsed_script* ps, size_t depth) {
@@ -78,9 +107,12 @@ analyser::rendered analyser::command_words(std::vector<rword> ws, const simple_c
   const std::string name = basename_of(path);
   if (path.find('/') != std::string::npos && is_downloaded(path))
     key(key_download);
-  if (via_xargs && (is_shell(name) || is_language(name)))
+  const bool shell_or_language = is_shell(name) || is_language(name);
+  if (via_xargs && shell_or_language)
     key(key_utility);
-  if (name == "cd" || name == "pushd") {
+  if (!shell_or_language && !has_handler(name)) {
+    // Most commands: nothing to follow.
+  } else if (name == "cd" || name == "pushd") {
     if (args.empty() || args[0].text == "~")
       cwd = "~";
     else if (args[0].dynamic || args[0].text == "-")
@@ -128,7 +160,7 @@ analyser::rendered analyser::command_words(std::vector<rword> ws, const simple_c
       else if (args[0].dynamic && args[0].substituted)
         key(key_eval);
     }
-  } else if (is_shell(name) || is_language(name)) {
+  } else if (shell_or_language) {
     if (c != nullptr && ps != nullptr)
       interpreter(name, args, *c, *ps, depth);
     else
@@ -207,9 +239,9 @@ size_t analyser::strip_wrappers(std::vector<rword>& ws, size_t k,
     }
   };
   for (size_t rounds = 0; k < ws.size() && rounds < 32; ++rounds) {
-    auto w = basename_of(ws[k].text);
-    if (ws[k].dynamic)
+    if (ws[k].dynamic || !is_wrapper(basename_of(ws[k].text)))
       break;
+    auto w = basename_of(ws[k].text);
     if (w == "sudo" || w == "doas") {
       ++k;
       skip_options({"-u", "-g", "-h", "-p", "-C", "-D", "-r", "-t", "-U",
