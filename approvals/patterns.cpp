@@ -399,22 +399,27 @@ std::vector<keyword_bits> bits_of(const table& t,
   return out;
 }
 
-bool any_cased(const std::vector<compiled>& cs) {
-  return std::any_of(cs.begin(), cs.end(),
-                     [](const compiled& c) { return c.cased; });
-}
-
 } // namespace
 
 scan_result scan_command(const command_variants& v) {
   const auto& t = patterns();
   scan_result r;
   auto bits = bits_of(t, v.lower, false);
+  // The keywords of the case-preserved variants are computed only when a
+  // case-sensitive pattern's keyword occurs at all.
+  keyword_bits any;
+  for (auto& b : bits)
+    any |= b;
   std::vector<keyword_bits> cased_bits;
-  if (any_cased(t.hardline) || any_cased(t.dangerous))
-    cased_bits = bits_of(t, v.cased, true);
+  auto match = [&](const compiled& c) {
+    if (!wanted(c, any))
+      return false;
+    if (c.cased && cased_bits.empty())
+      cased_bits = bits_of(t, v.cased, true);
+    return matches(c, v, bits, cased_bits);
+  };
   for (auto& c : t.hardline) {
-    if (matches(c, v, bits, cased_bits)) {
+    if (match(c)) {
       r.hardline = c.description;
       break;
     }
@@ -430,7 +435,7 @@ scan_result scan_command(const command_variants& v) {
     if (std::find(r.dangerous.begin(), r.dangerous.end(), c.description)
         != r.dangerous.end())
       continue;
-    if (matches(c, v, bits, cased_bits))
+    if (match(c))
       r.dangerous.push_back(c.description);
   }
   for (auto& k : v.structural)

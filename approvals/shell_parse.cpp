@@ -101,7 +101,7 @@ public:
         if (next == '\n') {
           i += 2;
         } else if (i + 1 < n) {
-          add_literal(std::string(1, next), true);
+          add_literal(next, true);
           i += 2;
         } else {
           ++i;
@@ -154,7 +154,7 @@ public:
       } else if (c == '<' || c == '>') {
         i = redirect(i);
       } else {
-        add_literal(std::string(1, c), false);
+        add_literal(c, false);
         ++i;
       }
     }
@@ -177,6 +177,17 @@ private:
   bool stop_ = false;
   // Here-documents waiting for their body: (command index, redirect index).
   std::vector<std::pair<size_t, size_t>> heredocs_;
+
+  void add_literal(char c, bool quoted) {
+    in_word_ = true;
+    auto& parts = word_.parts;
+    if (!parts.empty() && parts.back().kind == segment_kind::literal
+        && parts.back().quoted == quoted) {
+      parts.back().text.push_back(c);
+      return;
+    }
+    add_literal(std::string(1, c), quoted);
+  }
 
   void add_literal(const std::string& text, bool quoted) {
     in_word_ = true;
@@ -285,12 +296,12 @@ private:
       if (c == '\\' && i + 1 < n) {
         char nx = in_[i + 1];
         if (nx == '$' || nx == '`' || nx == '"' || nx == '\\') {
-          add_literal(std::string(1, nx), true);
+          add_literal(nx, true);
           i += 2;
         } else if (nx == '\n') {
           i += 2;
         } else {
-          add_literal("\\", true);
+          add_literal('\\', true);
           ++i;
         }
         continue;
@@ -303,7 +314,7 @@ private:
         i = backtick(i, true);
         continue;
       }
-      add_literal(std::string(1, c), true);
+      add_literal(c, true);
       ++i;
     }
     return n;
@@ -393,7 +404,7 @@ private:
         return i + 2;
       }
     }
-    add_literal("$", quoted);
+    add_literal('$', quoted);
     return i + 1;
   }
 

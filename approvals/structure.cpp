@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <unordered_map>
 
 #include "approvals/escapes.hpp"
 #include "approvals/structure_analyser.hpp"
@@ -325,14 +326,53 @@ std::string join_lines(const std::vector<std::string>& xs) {
 
 } // namespace
 
+namespace {
+
+enum class kind { other, cd, handled, interpreter };
+
+// How needs_structure() treats a program name (one hash lookup).
+kind word_kind(std::string_view name) {
+  static const std::unordered_map<std::string_view, kind> names = [] {
+    std::unordered_map<std::string_view, kind> m;
+    m["cd"] = m["pushd"] = kind::cd;
+    for (auto h : {"eval", "watch", "su", "runuser", "curl", "wget", "awk",
+                   "gawk", "mawk", "nawk", "find", "xargs", "chrt", "taskset",
+                   "unbuffer", "toybox", "env", "exec", "source", "timeout"})
+      m[h] = kind::handled;
+    for (auto h : {"sh", "bash", "dash", "ksh", "zsh", "mksh", "ash", "fish",
+                   "csh", "tcsh", "yash", "posh", "rbash", "perl", "ruby",
+                   "node", "nodejs", "php", "lua", "luajit", "rscript",
+                   "Rscript", "deno", "bun", "tclsh", "wish", "pwsh",
+                   "powershell", "osascript", "irb", "jshell", "groovy",
+                   "julia"})
+      m[h] = kind::interpreter;
+    return m;
+  }();
+  if (name.substr(0, 6) == "python" || name.substr(0, 4) == "pypy")
+    return kind::interpreter;
+  auto it = names.find(name);
+  return it == names.end() ? kind::other : it->second;
+}
+
+} // namespace
+
 bool needs_structure(std::string_view command) {
+  auto separator = [](char c) {
+    return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == ';'
+           || c == '&' || c == '|' || c == '>';
+  };
+  // 1. Characters the shell transforms: quotes, escapes, expansions,
+  // globs, here-documents and substitutions, a leading ~, // and /.
   for (size_t i = 0; i < command.size(); ++i) {
     char c = command[i];
     switch (c) {
     case '$': case '`': case '\'': case '"': case '\\': case '*': case '?':
-    case '[': case '~': case ';': case '&': case '|': case '<': case '>':
-    case '(': case ')': case '{': case '}': case '\n': case '\r':
+    case '[': case '<': case '(': case ')': case '{': case '}':
       return true;
+    case '~':
+      if (i == 0 || separator(command[i - 1]))
+        return true;
+      break;
     case '/':
       if (i + 1 < command.size()
           && (command[i + 1] == '/' || command[i + 1] == '.'))
@@ -344,7 +384,74 @@ bool needs_structure(std::string_view command) {
       break;
     }
   }
-  return false;
+  // 2. Words whose handling the text variants lack: a cd that makes the
+  // directory known, eval and the utilities that run commands, downloads,
+  // wrappers beyond the variants' list, and a shell or interpreter that
+  // reads its program from a pipe or stdin.
+  // A redirection followed by more words of its command (the variants
+  // would read those words as its target, or lose the program after it).
+  bool pipe = false, interpreter = false, stdin_arg = false;
+  bool after_redirect = false;
+  for (size_t i = 0; i < command.size();) {
+    char c = command[i];
+    if (c == '>') {
+      while (i < command.size()
+             && (command[i] == '>' || command[i] == '&' || command[i] == '|'))
+        ++i;
+      while (i < command.size() && (command[i] == ' ' || command[i] == '\t'))
+        ++i;
+      while (i < command.size() && !separator(command[i]))
+        ++i; // the target
+      after_redirect = true;
+      continue;
+    }
+    if (separator(c)) {
+      if (c != ' ' && c != '\t')
+        after_redirect = false;
+      pipe = pipe || c == '|';
+      ++i;
+      continue;
+    }
+    size_t b = i;
+    while (i < command.size() && !separator(command[i]))
+      ++i;
+    auto word = command.substr(b, i - b);
+    bool fd = i < command.size() && command[i] == '>'
+              && word.find_first_not_of("0123456789") == std::string::npos;
+    if (after_redirect && !fd)
+      return true;
+    if (fd)
+      continue;
+    auto slash = word.rfind('/');
+    auto name = slash == std::string_view::npos || slash + 1 == word.size()
+                  ? word
+                  : word.substr(slash + 1);
+    switch (word_kind(name)) {
+    case kind::cd: {
+      size_t j = i;
+      while (j < command.size() && (command[j] == ' ' || command[j] == '\t'))
+        ++j;
+      if (j >= command.size() || separator(command[j]) || command[j] == '/')
+        return true;
+      break;
+    }
+    case kind::handled:
+      return true;
+    case kind::interpreter:
+      if (pipe)
+        return true;
+      interpreter = true;
+      break;
+    case kind::other:
+      break;
+    }
+    // `-`, `-s`, /dev/stdin: a program from stdin; -c, -lc...: inline.
+    stdin_arg = stdin_arg || word == "-" || word == "-s"
+                || word == "/dev/stdin"
+                || (word.size() > 1 && word[0] == '-' && word[1] != '-'
+                    && word.find('c') != std::string_view::npos);
+  }
+  return interpreter && stdin_arg;
 }
 
 structure_result analyse_structure(std::string_view command,

@@ -54,6 +54,8 @@ struct analyser {
   std::optional<std::string> cwd;
   /// Base names of files written by curl / wget so far.
   std::set<std::string> downloaded;
+  /// Files written with literal text so far (base name -> text).
+  std::map<std::string, std::string> written;
   /// Rendered lines: as resolved, and with globs on protected paths
   /// replaced by those paths.
   std::vector<std::string> primary, alt;
@@ -106,6 +108,8 @@ struct analyser {
   std::string download_target(const std::string& name,
                               const std::vector<rword>& args) const;
   bool is_downloaded(const std::string& path) const;
+  /// Analyses the text of `path` when it was written with literal text.
+  void run_written(const std::string& path, size_t depth);
   /// A shell or language interpreter: does it read its program from stdin
   /// (pipe, here-document), a process substitution, a downloaded file or
   /// a -c body?

@@ -3,10 +3,40 @@
 #include <fnmatch.h>
 
 #include <algorithm>
+#include <cctype>
+#include <initializer_list>
+#include <string_view>
 
 #include "approvals/structure_words.hpp"
 
 namespace mibyan::approvals::structure_detail {
+
+namespace {
+
+bool listed(const std::string& w,
+            std::initializer_list<std::string_view> xs) {
+  for (auto x : xs)
+    if (w.size() == x.size() && w == x)
+      return true;
+  return false;
+}
+
+bool is_wrapper(const std::string& w) {
+  return listed(w, {"sudo", "doas", "env", "nohup", "setsid", "builtin",
+                    "time", "unbuffer", "command", "exec", "nice", "ionice",
+                    "stdbuf", "xargs", "timeout", "chrt", "taskset",
+                    "busybox", "toybox"});
+}
+
+// Commands command_words() follows besides shells and interpreters.
+bool has_handler(const std::string& w) {
+  return listed(w, {"cd", "pushd", "export", "declare", "typeset", "local",
+                    "readonly", "unset", "eval", "source", ".", "awk", "gawk",
+                    "mawk", "nawk", "find", "watch", "su", "runuser", "curl",
+                    "wget"});
+}
+
+} // namespace
 
 analyser::rendered analyser::command_words(std::vector<rword> ws, const simple_command* c,
                        const parsed_script* ps, size_t depth) {
@@ -54,6 +84,23 @@ analyser::rendered analyser::command_words(std::vector<rword> ws, const simple_c
   k = strip_wrappers(ws, k, via_xargs);
   if (k >= ws.size())
     return {};
+  // xargs fed literal text: its words are the arguments.
+  if (via_xargs && c != nullptr && ps != nullptr && c->pipe_from >= 0) {
+    auto in = literal_output(*ps, static_cast<size_t>(c->pipe_from), 0);
+    for (size_t i = 0; in && i < in->size();) {
+      while (i < in->size() && std::isspace(static_cast<unsigned char>((*in)[i])))
+        ++i;
+      size_t b = i;
+      while (i < in->size() && !std::isspace(static_cast<unsigned char>((*in)[i])))
+        ++i;
+      if (i > b) {
+        rword x;
+        x.text = x.pattern = in->substr(b, i - b);
+        x.glob = has_glob(x.text);
+        ws.push_back(std::move(x));
+      }
+    }
+  }
   rword prog = ws[k];
   std::vector<rword> args(ws.begin() + static_cast<long>(k) + 1, ws.end());
   if (prog.glob && !prog.dynamic) {
@@ -78,9 +125,28 @@ analyser::rendered analyser::command_words(std::vector<rword> ws, const simple_c
   const std::string name = basename_of(path);
   if (path.find('/') != std::string::npos && is_downloaded(path))
     key(key_download);
-  if (via_xargs && (is_shell(name) || is_language(name)))
+  if (path.find('/') != std::string::npos)
+    run_written(path, depth);
+  // A file written with literal text (echo, printf, cat <<EOF > f):
+  // remembered, so that running it later is read as that text.
+  if (c != nullptr && ps != nullptr && !ps->commands.empty()) {
+    for (auto& [op, w] : redirs) {
+      if ((op != ">" && op != ">>" && op != ">|") || w.dynamic)
+        continue;
+      auto idx = static_cast<size_t>(c - ps->commands.data());
+      auto text = literal_output(*ps, idx, 0);
+      if (text) {
+        auto& f = written[basename_of(w.text)];
+        f = (op == ">>" ? f : std::string{}) + *text;
+      }
+    }
+  }
+  const bool shell_or_language = is_shell(name) || is_language(name);
+  if (via_xargs && shell_or_language)
     key(key_utility);
-  if (name == "cd" || name == "pushd") {
+  if (!shell_or_language && !has_handler(name)) {
+    // Most commands: nothing to follow.
+  } else if (name == "cd" || name == "pushd") {
     if (args.empty() || args[0].text == "~")
       cwd = "~";
     else if (args[0].dynamic || args[0].text == "-")
@@ -118,6 +184,8 @@ analyser::rendered analyser::command_words(std::vector<rword> ws, const simple_c
     if (!dynamic && !text.empty())
       analyse(text, depth + 1);
   } else if (name == "source" || name == ".") {
+    if (!args.empty())
+      run_written(args[0].text, depth);
     if (!args.empty()) {
       if (args[0].procsub)
         key(key_procsub);
@@ -128,7 +196,7 @@ analyser::rendered analyser::command_words(std::vector<rword> ws, const simple_c
       else if (args[0].dynamic && args[0].substituted)
         key(key_eval);
     }
-  } else if (is_shell(name) || is_language(name)) {
+  } else if (shell_or_language) {
     if (c != nullptr && ps != nullptr)
       interpreter(name, args, *c, *ps, depth);
     else
@@ -207,9 +275,9 @@ size_t analyser::strip_wrappers(std::vector<rword>& ws, size_t k,
     }
   };
   for (size_t rounds = 0; k < ws.size() && rounds < 32; ++rounds) {
-    auto w = basename_of(ws[k].text);
-    if (ws[k].dynamic)
+    if (ws[k].dynamic || !is_wrapper(basename_of(ws[k].text)))
       break;
+    auto w = basename_of(ws[k].text);
     if (w == "sudo" || w == "doas") {
       ++k;
       skip_options({"-u", "-g", "-h", "-p", "-C", "-D", "-r", "-t", "-U",
@@ -345,6 +413,12 @@ std::string analyser::download_target(const std::string& name,
   return {};
 }
 
+void analyser::run_written(const std::string& path, size_t depth) {
+  auto it = written.find(basename_of(path));
+  if (it != written.end())
+    analyse(it->second, depth + 1);
+}
+
 bool analyser::is_downloaded(const std::string& path) const {
   return !path.empty() && downloaded.count(basename_of(path)) > 0;
 }
@@ -409,6 +483,8 @@ void analyser::interpreter(const std::string& name, const std::vector<rword>& ar
     return;
   if (script) {
     auto& s = args[*script];
+    if (shell)
+      run_written(s.text, depth);
     if (s.procsub)
       key(key_procsub);
     else if (is_downloaded(s.text))

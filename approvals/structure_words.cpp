@@ -1,7 +1,7 @@
 #include "approvals/structure_words.hpp"
 
 #include <cctype>
-#include <set>
+#include <initializer_list>
 
 namespace mibyan::approvals::structure_detail {
 
@@ -25,6 +25,14 @@ bool has_special(const std::string& s) {
     if (c == ' ' || c == '\t' || c == '\n' || c == ';' || c == '&' || c == '|'
         || c == '<' || c == '>' || c == '(' || c == ')' || c == '`'
         || c == '$' || c == '"' || c == '\'' || c == '\\' || c == '#')
+      return true;
+  return false;
+}
+
+// A short linear search: cheaper than a set for a handful of words.
+bool one_of(std::string_view w, std::initializer_list<std::string_view> xs) {
+  for (auto x : xs)
+    if (w.size() == x.size() && w == x)
       return true;
   return false;
 }
@@ -66,34 +74,30 @@ const std::vector<std::string>& known_programs() {
 }
 
 bool is_shell(const std::string& n) {
-  static const std::set<std::string> shells = {
-    "sh", "bash", "dash", "ksh", "zsh", "mksh", "ash", "fish", "csh", "tcsh",
-    "yash", "posh", "rbash"};
-  return shells.count(n) > 0;
+  return one_of(n, {"sh", "bash", "dash", "ksh", "zsh", "mksh", "ash", "fish",
+                    "csh", "tcsh", "yash", "posh", "rbash"});
 }
 
 bool is_language(const std::string& n) {
   if (n.rfind("python", 0) == 0 || n.rfind("pypy", 0) == 0)
     return true;
-  static const std::set<std::string> langs = {
-    "perl", "ruby", "node", "nodejs", "php", "lua", "luajit", "rscript",
-    "deno", "bun", "tclsh", "wish", "pwsh", "powershell", "osascript",
-    "irb", "jshell", "groovy", "julia"};
   std::string lower;
   for (char c : n)
-    lower.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
-  return langs.count(lower) > 0;
+    lower.push_back(
+      static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+  return one_of(lower, {"perl", "ruby", "node", "nodejs", "php", "lua",
+                        "luajit", "rscript", "deno", "bun", "tclsh", "wish",
+                        "pwsh", "powershell", "osascript", "irb", "jshell",
+                        "groovy", "julia"});
 }
 
 bool is_awk(const std::string& n) {
-  return n == "awk" || n == "gawk" || n == "mawk" || n == "nawk";
+  return one_of(n, {"awk", "gawk", "mawk", "nawk"});
 }
 
 bool is_reserved(const std::string& w) {
-  static const std::set<std::string> words = {
-    "if", "then", "else", "elif", "fi", "do", "done", "while", "until", "!",
-    "{", "}", "time", "]]", "esac", "coproc"};
-  return words.count(w) > 0;
+  return one_of(w, {"if", "then", "else", "elif", "fi", "do", "done", "while",
+                    "until", "!", "{", "}", "time", "]]", "esac", "coproc"});
 }
 
 std::string basename_of(const std::string& p) {

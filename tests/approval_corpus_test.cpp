@@ -197,10 +197,10 @@ BOOST_AUTO_TEST_CASE(round_three_families_counts) {
   };
   std::vector<group> groups = {
     {"§31.7", "item 7 listed forms (hardline)", 6},
-    {"§31.7+", "item 7 added variants (hardline)", 44},
+    {"§31.7+", "item 7 added variants (hardline)", 46},
     {"§31.8", "item 8 listed forms (flagged)", 12},
-    {"§31.8+", "item 8 added variants (flagged)", 70},
-    {"§31.ok", "benign look-alikes (not flagged)", 69},
+    {"§31.8+", "item 8 added variants (flagged)", 72},
+    {"§31.ok", "benign look-alikes (not flagged)", 71},
   };
   std::string misses;
   for (auto& r : rows) {

@@ -24,6 +24,7 @@
 #include "caf/node_id.hpp"
 
 #include "tests/support/cluster_fixture.hpp"
+#include "tests/support/loopback.hpp"
 #include "tests/support/tcp_relay.hpp"
 
 using namespace mibyan;
@@ -32,33 +33,6 @@ using namespace mibyan::test;
 namespace {
 
 namespace basp = caf::io::basp;
-
-uint16_t port_of(const std::string& address) {
-  return static_cast<uint16_t>(
-    std::stoi(address.substr(address.rfind(':') + 1)));
-}
-
-int dial(uint16_t port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  BOOST_REQUIRE(fd >= 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  BOOST_REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a)
-                == 0);
-  return fd;
-}
-
-void send_all(int fd, const std::string& bytes) {
-  size_t off = 0;
-  while (off < bytes.size()) {
-    auto n = ::send(fd, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
-    if (n <= 0)
-      return; // the node closed it: what some cases expect
-    off += static_cast<size_t>(n);
-  }
-}
 
 // Reads (and drops) what the node sends until it closes the connection;
 // false when it is still open after `limit`.
@@ -181,7 +155,7 @@ BOOST_AUTO_TEST_CASE(a_replayed_client_connection_runs_nothing) {
   BOOST_TEST_MESSAGE("replaying " << captured.size() << " bytes");
   // The same bytes on a new connection: CAF's handshake naming the exited
   // client's node id, its hello, its (stale) proof and its tool call.
-  int fd = dial(port_of(gw->address));
+  int fd = dial_loopback(port_of(gw->address));
   send_all(fd, captured);
   // The replayed call would append a second line; a legitimate call made
   // afterwards through the same node shows the node has handled what came
@@ -199,7 +173,7 @@ BOOST_AUTO_TEST_CASE(a_replayed_client_connection_runs_nothing) {
 BOOST_AUTO_TEST_CASE(an_oversized_frame_closes_its_connection_first) {
   auto gw = start({"--role", "all"});
   auto before = vm_hwm_kb(gw->pid);
-  int fd = dial(port_of(gw->address));
+  int fd = dial_loopback(port_of(gw->address));
   // A client handshake announcing 1 GiB (the cap is 64 MiB), then 8 MiB.
   send_all(fd, frame(basp::message_type::client_handshake, 1u << 30));
   send_all(fd, std::string(8u << 20, '\0'));
@@ -221,11 +195,11 @@ BOOST_AUTO_TEST_CASE(a_node_id_speaks_through_one_connection) {
   auto gw = start({"--role", "all"});
   auto port = port_of(gw->address);
   auto x = made_up_node();
-  int first = dial(port);
+  int first = dial_loopback(port);
   auto [gw_node, front] = server_handshake(first);
   send_all(first, client_handshake(x));
   // A second connection naming the same node while the first is open.
-  int second = dial(port);
+  int second = dial_loopback(port);
   send_all(second, client_handshake(x));
   BOOST_CHECK_MESSAGE(closed_by_node(second),
                       "a second connection for one node id stayed open");

@@ -43,6 +43,7 @@ using namespace mibyan;
 using namespace std::chrono;
 
 #include "tests/support/cluster_fixture.hpp"
+#include "tests/support/loopback.hpp"
 
 using namespace mibyan::test;
 
@@ -324,16 +325,9 @@ BOOST_AUTO_TEST_CASE(refusals_name_their_reason) {
 
 BOOST_AUTO_TEST_CASE(garbage_from_a_peer_is_dropped) {
   auto gw = start({"--role", "all"});
-  auto port = static_cast<uint16_t>(
-    std::stoi(gw->address.substr(gw->address.rfind(':') + 1)));
+  auto port = port_of(gw->address);
   for (int i = 0; i < 3; ++i) {
-    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(port);
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    BOOST_REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a)
-                  == 0);
+    int fd = dial_loopback(port);
     std::string junk(4096, '\xff');
     junk += "GET / HTTP/1.1\r\n\r\n";
     (void) !::write(fd, junk.data(), junk.size());
@@ -347,8 +341,7 @@ BOOST_AUTO_TEST_CASE(garbage_from_a_peer_is_dropped) {
 
 BOOST_AUTO_TEST_CASE(an_unauthenticated_peer_gets_nothing_but_the_handshake) {
   auto gw = start({"--role", "all"});
-  auto port = static_cast<uint16_t>(
-    std::stoi(gw->address.substr(gw->address.rfind(':') + 1)));
+  auto port = port_of(gw->address);
   {
     caf::actor_system_config cfg;
     configure_actor_system(cfg, nullptr);

@@ -129,7 +129,7 @@ BOOST_AUTO_TEST_CASE(stateless_requests_leave_no_session_behind) {
   script(reply("too late"), 4000);
   {
     auto before = provider_requests().size();
-    int fd = connect_to(port);
+    int fd = dial_loopback(port);
     send_all(fd, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
                  "Content-Type: application/json\r\nContent-Length: "
                    + std::to_string(chat_body.size()) + "\r\n\r\n"
@@ -182,7 +182,7 @@ BOOST_AUTO_TEST_CASE(a_compressed_stateless_turn_leaves_no_continuation) {
 BOOST_AUTO_TEST_CASE(leftovers_of_a_killed_server_are_swept_at_start) {
   auto sp = start();
   script(reply("never"), 20000);
-  int fd = connect_to(sp->port);
+  int fd = dial_loopback(sp->port);
   send_all(fd, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
                "Content-Type: application/json\r\nContent-Length: "
                  + std::to_string(chat_body.size()) + "\r\n\r\n" + chat_body);
@@ -208,7 +208,7 @@ BOOST_AUTO_TEST_CASE(unfinished_heads_do_not_lock_out_health) {
   auto sp = start("server:\n  max_connections: 64\n  header_timeout: 30\n");
   std::vector<int> slow;
   for (int i = 0; i < 300; ++i) {
-    int fd = connect_to(sp->port);
+    int fd = dial_loopback(sp->port);
     send_all(fd, "GET /health HTTP/1.1\r\nHost: x\r\nX-Slow: ");
     slow.push_back(fd);
   }

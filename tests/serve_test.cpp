@@ -82,7 +82,7 @@ BOOST_AUTO_TEST_CASE(bad_input_gets_4xx_and_the_server_keeps_serving) {
               431, "header_too_large");
   // Slow loris: half a request head, then nothing. The server answers
   // others meanwhile and drops the slow client after header_timeout.
-  int slow = connect_to(port);
+  int slow = dial_loopback(port);
   send_all(slow, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n");
   BOOST_CHECK_EQUAL(status_of(http(port, "GET", "/health")), 200);
   BOOST_CHECK(closed_by_server(slow, 60));
@@ -97,7 +97,7 @@ BOOST_AUTO_TEST_CASE(bad_input_gets_4xx_and_the_server_keeps_serving) {
   }
   BOOST_CHECK_MESSAGE(logged, test::slurp(sp->err_path));
   // A slow body is dropped too.
-  int slow_body = connect_to(port);
+  int slow_body = dial_loopback(port);
   send_all(slow_body, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
                       "Content-Type: application/json\r\n"
                       "Content-Length: 1000\r\n\r\n{\"mess");
@@ -114,7 +114,7 @@ BOOST_AUTO_TEST_CASE(bad_input_gets_4xx_and_the_server_keeps_serving) {
               400, "bad_session_id");
   // Garbage instead of HTTP.
   {
-    int fd = connect_to(port);
+    int fd = dial_loopback(port);
     send_all(fd, "\x01\x02 not http at all\r\n\r\n");
     auto r = read_all(fd);
     ::close(fd);
@@ -250,7 +250,7 @@ BOOST_AUTO_TEST_CASE(idle_kept_sessions_are_closed_and_reloaded) {
 BOOST_AUTO_TEST_CASE(client_disconnect_interrupts_the_turn) {
   auto sp = start();
   script(reply("too late"), 8000);
-  int fd = connect_to(sp->port);
+  int fd = dial_loopback(sp->port);
   send_all(fd, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
                "Content-Type: application/json\r\n"
                "X-Mibyan-Session: gone-1\r\nContent-Length: "

@@ -42,33 +42,14 @@ inline bool contains(const std::string& s, const std::string& part) {
   return s.find(part) != std::string::npos;
 }
 
-struct node_process {
-  pid_t pid = -1;
+struct node_process : child_process {
   std::string id;
   std::string address;
   std::string err_path;
   std::string workdir;
   int exit_code = 0; // when start failed or after stop
 
-  ~node_process() {
-    if (pid > 0) {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, nullptr, 0);
-    }
-  }
-
-  int stop(int sig = SIGTERM) {
-    ::kill(pid, sig);
-    for (int i = 0; i < 6000; ++i) {
-      int status = 0;
-      if (::waitpid(pid, &status, WNOHANG) == pid) {
-        pid = -1;
-        return WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
-      }
-      std::this_thread::sleep_for(milliseconds{10});
-    }
-    return -1000;
-  }
+  int stop(int sig = SIGTERM) { return child_process::stop(sig, -1000); }
 
   std::string err() const { return test::slurp(err_path); }
 };

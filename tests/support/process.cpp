@@ -6,6 +6,7 @@
 #include <csignal>
 #include <cstring>
 #include <stdexcept>
+#include <thread>
 
 #include <fcntl.h>
 #include <poll.h>
@@ -15,6 +16,26 @@
 extern char** environ;
 
 namespace mibyan::test {
+
+child_process::~child_process() {
+  if (pid > 0) {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+  }
+}
+
+int child_process::stop(int sig, int no_exit) {
+  ::kill(pid, sig);
+  for (int i = 0; i < 6000; ++i) {
+    int status = 0;
+    if (::waitpid(pid, &status, WNOHANG) == pid) {
+      pid = -1;
+      return WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds{10});
+  }
+  return no_exit;
+}
 
 process_result run_process(const std::vector<std::string>& argv,
                            const process_options& opts) {

@@ -34,6 +34,21 @@ struct process_options {
   std::function<void(int)> on_started;
 };
 
+/// A long-running child a test started (a node, a server): killed with
+/// SIGKILL and reaped when this goes, unless `stop` reaped it first.
+struct child_process {
+  int pid = -1;
+
+  child_process() = default;
+  child_process(const child_process&) = delete;
+  child_process& operator=(const child_process&) = delete;
+  ~child_process();
+
+  /// Sends `sig` and waits up to 60 s for the exit: the exit code (-N when
+  /// killed by signal N), or `no_exit` when it is still running.
+  int stop(int sig = 15, int no_exit = -1);
+};
+
 /// Runs argv[0] (looked up on PATH if it has no slash) with `argv`.
 process_result run_process(const std::vector<std::string>& argv,
                            const process_options& opts = {});

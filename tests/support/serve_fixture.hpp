@@ -24,12 +24,15 @@
 #include "base/json.hpp"
 #include "tests/support/http_server.hpp"
 #include "tests/support/paths.hpp"
+#include "tests/support/loopback.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace mibyan::test::serving {
 
 using namespace std::chrono;
+using test::dial_loopback;
+using test::send_all;
 
 
 inline bool contains(const std::string& s, const std::string& part) {
@@ -53,32 +56,9 @@ inline std::string reply(const std::string& content) {
 }
 
 // A `mibyan serve` child process.
-struct serve_process {
-  pid_t pid = -1;
+struct serve_process : child_process {
   uint16_t port = 0;
   std::string err_path;
-
-  ~serve_process() {
-    if (pid > 0) {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, nullptr, 0);
-    }
-  }
-
-  // Sends SIGTERM and returns the exit code (-1 when it did not exit
-  // within 60 s; it is then killed).
-  int stop(int sig = SIGTERM) {
-    ::kill(pid, sig);
-    for (int i = 0; i < 6000; ++i) {
-      int status = 0;
-      if (::waitpid(pid, &status, WNOHANG) == pid) {
-        pid = -1;
-        return WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
-      }
-      std::this_thread::sleep_for(milliseconds{10});
-    }
-    return -1;
-  }
 };
 
 struct fixture {
@@ -217,16 +197,6 @@ struct fixture {
 
 // -- a raw HTTP client (bytes in, bytes out) ---------------------------------
 
-inline int connect_to(uint16_t port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  BOOST_REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a)
-                == 0);
-  return fd;
-}
 
 // A connection from the loopback address `from` (127.0.0.0/8 all reach
 // the server; the server sees them as different clients).
@@ -246,15 +216,6 @@ inline int connect_from(uint16_t port, const char* from) {
   return fd;
 }
 
-inline void send_all(int fd, const std::string& data) {
-  size_t off = 0;
-  while (off < data.size()) {
-    auto n = ::send(fd, data.data() + off, data.size() - off, MSG_NOSIGNAL);
-    if (n <= 0)
-      return; // the server may close early (limits): read its answer
-    off += static_cast<size_t>(n);
-  }
-}
 
 // Reads until the server closes or `seconds` pass.
 inline std::string read_all(int fd, int seconds_ = 30) {
@@ -279,7 +240,7 @@ inline std::string http(uint16_t port, const std::string& method,
                  const std::string& path, const std::string& body = {},
                  const std::string& headers
                  = "Content-Type: application/json\r\n") {
-  int fd = connect_to(port);
+  int fd = dial_loopback(port);
   send_all(fd, method + " " + path + " HTTP/1.1\r\nHost: x\r\nConnection: "
                  "close\r\n" + headers + "Content-Length: "
                  + std::to_string(body.size()) + "\r\n\r\n" + body);

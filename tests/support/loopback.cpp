@@ -1,0 +1,39 @@
+// Raw loopback TCP helpers for tests (tests/support/loopback.hpp).
+#include "tests/support/loopback.hpp"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <boost/test/unit_test.hpp>
+
+namespace mibyan::test {
+
+int dial_loopback(uint16_t port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  BOOST_REQUIRE(fd >= 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  BOOST_REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a)
+                == 0);
+  return fd;
+}
+
+void send_all(int fd, const std::string& data) {
+  size_t off = 0;
+  while (off < data.size()) {
+    auto n = ::send(fd, data.data() + off, data.size() - off, MSG_NOSIGNAL);
+    if (n <= 0)
+      return;
+    off += static_cast<size_t>(n);
+  }
+}
+
+uint16_t port_of(const std::string& address) {
+  return static_cast<uint16_t>(
+    std::stoi(address.substr(address.rfind(':') + 1)));
+}
+
+} // namespace mibyan::test
