@@ -2,44 +2,18 @@
 
 #include <cstdint>
 
+#include "base/utf8.hpp"
+
 namespace mibyan::approvals {
 
 namespace {
-
-int hex_value(char c) {
-  if (c >= '0' && c <= '9')
-    return c - '0';
-  if (c >= 'a' && c <= 'f')
-    return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F')
-    return c - 'A' + 10;
-  return -1;
-}
-
-void append_utf8(std::string& out, uint32_t cp) {
-  if (cp < 0x80) {
-    out.push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out.push_back(static_cast<char>(0xc0 | (cp >> 6)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3f)));
-  } else if (cp < 0x10000) {
-    out.push_back(static_cast<char>(0xe0 | (cp >> 12)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3f)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3f)));
-  } else if (cp < 0x110000) {
-    out.push_back(static_cast<char>(0xf0 | (cp >> 18)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3f)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3f)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3f)));
-  }
-}
 
 // Reads up to `max` digits of `base` at s[i...]; advances i.
 uint32_t read_number(std::string_view s, size_t& i, int base, size_t max) {
   uint32_t v = 0;
   size_t n = 0;
   while (i < s.size() && n < max) {
-    int d = hex_value(s[i]);
+    int d = hex_digit_value(s[i]);
     if (d < 0 || d >= base)
       break;
     v = v * static_cast<uint32_t>(base) + static_cast<uint32_t>(d);

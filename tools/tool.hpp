@@ -2,8 +2,10 @@
 //
 // The interface every built-in tool implements. Tools are plain C++: no CAF,
 // no actors. The runtime runs `run()` on a blocking-work thread owned by the
-// runtime (never a CAF scheduler thread), inside a per-invocation tool actor
-// that enforces the deadline (see actors/tool_invocation.hpp).
+// runtime (never a CAF scheduler thread) under a deadline: a direct call in
+// a per-invocation actor (actors/tool_invocation.hpp), a script's call in
+// its kernel broker's call table (actors/script_calls.hpp); a tool that
+// declares itself non-blocking may run on the broker's thread.
 #pragma once
 
 #include <atomic>

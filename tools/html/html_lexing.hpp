@@ -24,7 +24,6 @@ char to_lower(char c);
 bool iequals(std::string_view x, std::string_view y);
 bool istarts_with(std::string_view s, std::string_view prefix);
 std::string_view trim(std::string_view s);
-void append_utf8(std::string& out, uint32_t cp);
 
 /// Decodes character references in `s`. `nbsp_as_space` maps U+00A0 to a
 /// plain space; `in_attr` applies the attribute-value rule (a named
