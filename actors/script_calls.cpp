@@ -25,23 +25,15 @@ tool_context make_call_context(const runtime_services& svc,
   return ctx;
 }
 
-namespace {
-
-// Arguments stripped from script terminal calls (foreground only).
-const char* const terminal_stripped[]
-  = {"background", "pty", "notify", "notify_on_complete", "watch_patterns",
-     "heartbeat", "persist_on_release"};
-
-} // namespace
-
 prepared_call prepare_call(const runtime_services& svc, tool_request req) {
   prepared_call c;
   c.parsed = json::parse(req.args_json.empty() ? "{}" : req.args_json);
-  if (req.from_script && req.tool == "terminal" && c.parsed
-      && c.parsed.v->is_object())
-    for (auto name : terminal_stripped)
-      c.parsed.v->erase(name);
   if (auto t = svc.tools.find(req.tool)) {
+    // A script's call loses the arguments the tool's policy strips
+    // (tools/tool.hpp, script_policy).
+    if (req.from_script && c.parsed && c.parsed.v->is_object())
+      for (auto& name : t->script().stripped)
+        c.parsed.v->erase(name);
     if (c.parsed && c.parsed.v->is_object())
       c.limit = t->deadline(*c.parsed.v, svc.cfg);
     c.non_blocking = t->non_blocking();

@@ -44,8 +44,8 @@ tool_context make_call_context(const runtime_services& svc,
 
 /// A call with its arguments parsed once, its tool looked up and its
 /// deadline computed (the tool's own, e.g. terminal's timeout). A script's
-/// terminal call loses its background/pty/notify arguments (scripts run
-/// foreground commands only).
+/// call loses the arguments its tool's script() policy strips (terminal:
+/// background, pty, notify...; scripts run foreground commands only).
 struct prepared_call {
   tool_request req;
   json::parse_result parsed;

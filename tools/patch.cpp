@@ -150,6 +150,10 @@ public:
   const char* name() const override { return "patch"; }
   const char* toolset() const override { return "file"; }
 
+  script_policy script() const override {
+    return {true, {}, "{'success', 'diff', ...}"};
+  }
+
   std::string description() const override {
     return "Edit existing files; use this instead of sed/awk or rewriting "
            "whole files. mode='replace' (default): replace old_string with "
@@ -167,7 +171,7 @@ public:
 
   json::value schema() const override {
     json::value props;
-    props["mode"] = schema_property("string", "'replace' (default) or 'patch'.");
+    // Property order is the positional order of the script stub.
     props["path"] = schema_property("string", "replace mode: the file to edit.");
     props["old_string"] = schema_property("string",
                                    "replace mode: the exact text to find "
@@ -178,6 +182,7 @@ public:
     props["replace_all"] = schema_property("boolean",
                                     "replace mode: replace every occurrence "
                                     "(default false).");
+    props["mode"] = schema_property("string", "'replace' (default) or 'patch'.");
     props["patch"] = schema_property("string", "patch mode: the V4A patch text.");
     props["cross_profile"] = schema_property("boolean",
                                       "Allow editing another Mibyan "

@@ -343,6 +343,10 @@ class read_file_tool final : public tool {
 public:
   const char* name() const override { return "read_file"; }
   const char* toolset() const override { return "file"; }
+
+  script_policy script() const override {
+    return {true, {}, "{'content', 'total_lines', ...}"};
+  }
   bool parallel_safe() const override { return true; }
 
   std::string description() const override {

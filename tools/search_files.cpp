@@ -460,6 +460,10 @@ public:
     return "file";
   }
 
+  script_policy script() const override {
+    return {true, {}, "{'matches': [{'path', 'line', 'content'}], 'total_count', ...}"};
+  }
+
   bool parallel_safe() const override {
     return true;
   }

@@ -155,6 +155,14 @@ public:
     return "terminal";
   }
 
+  // Scripts run commands in the foreground only.
+  script_policy script() const override {
+    return {true,
+            {"background", "pty", "notify", "notify_on_complete",
+             "watch_patterns", "heartbeat", "persist_on_release"},
+            "{'output', 'exit_code', ...}"};
+  }
+
   std::string description() const override {
     return "Run a shell command (bash -c) in the foreground and return its "
            "combined stdout and stderr plus the exit code. Use it for "

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <chrono>
 #include <string>
+#include <vector>
 
 #include "base/json.hpp"
 
@@ -65,6 +66,20 @@ struct tool_context {
   }
 };
 
+/// How an execute_code script may call a tool. The script's stub function
+/// (`mibyan_tools.<name>`) is generated from the tool's schema() minus
+/// `stripped` (kernels/stub_generator.hpp, tools/script_specs.hpp).
+struct script_policy {
+  /// Whether scripts may call the tool at all.
+  bool allowed = false;
+  /// Schema properties a script may not pass: they are left out of the stub
+  /// and removed from a script's call before validation.
+  std::vector<std::string> stripped;
+  /// The shape of the result, appended to the stub's docstring and to the
+  /// signature execute_code lists (e.g. "{'content', 'total_lines', ...}").
+  std::string returns;
+};
+
 /// A model-callable tool.
 ///
 /// Contract for implementations:
@@ -108,6 +123,10 @@ public:
   /// broker's own I/O thread instead of the blocking pool
   /// (docs/execute_code.md, "Bridge fast path"). Defaults to false.
   virtual bool non_blocking() const { return false; }
+
+  /// Whether and how execute_code scripts may call the tool. Defaults to
+  /// not at all.
+  virtual script_policy script() const { return {}; }
 
   /// Runs the tool. See the class comment for the contract.
   virtual json::value run(const json::value& args,

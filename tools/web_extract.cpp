@@ -252,6 +252,10 @@ public:
 
   const char* toolset() const override { return "web"; }
 
+  script_policy script() const override {
+    return {true, {}, "{'results': [{'url', 'title', 'content', 'error'}, ...]}"};
+  }
+
   std::string description() const override {
     return "Fetch up to 5 web pages and return their readable text "
            "(Markdown-like: headings, lists, links, tables, code). HTML, "

@@ -26,6 +26,10 @@ public:
 
   const char* toolset() const override { return "web"; }
 
+  script_policy script() const override {
+    return {true, {}, "{'data': {'web': [{'url', 'title', 'description'}, ...]}}"};
+  }
+
   std::string description() const override {
     return "Search the web. Returns up to `limit` results, each with title, "
            "url and a short description. Use web_extract to read a page.";

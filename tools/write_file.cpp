@@ -27,6 +27,10 @@ public:
   const char* name() const override { return "write_file"; }
   const char* toolset() const override { return "file"; }
 
+  script_policy script() const override {
+    return {true, {}, "{'bytes_written', ...}"};
+  }
+
   std::string description() const override {
     return "Create or overwrite a file with the given content (the whole "
            "file). Parent directories are created. The write is atomic: "
