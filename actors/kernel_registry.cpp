@@ -136,7 +136,7 @@ caf::actor start_kernel(registry_pointer self, const kernel_shape& shape,
   so.passthrough.insert(so.passthrough.end(), shape.skill_env.begin(),
                         shape.skill_env.end());
   so.rpc_timeout = static_cast<double>(st.svc->cfg.code_execution.timeout);
-  so.extra_tools = st.svc->script_host_tools;
+  so.specs = st.svc->script_tools;
   std::string isolation_error;
   so.bwrap = script_sandbox_bwrap(st.svc->cfg, &isolation_error);
   if (!isolation_error.empty()) {
@@ -563,13 +563,11 @@ spawn_kernel_registry(caf::actor_system& sys, services_ptr svc,
                       std::string python, std::string default_python,
                       std::shared_ptr<warm_kernel_index>* warm) {
   kernel_routing routing;
-  std::vector<std::string> enabled;
-  for (auto t : svc->tools.all())
-    enabled.push_back(t->name());
-  routing.tools = effective_script_tools(enabled);
-  for (auto& h : svc->script_host_tools)
-    routing.tools.push_back(h.name);
+  for (auto& s : svc->script_tools)
+    routing.tools.push_back(s.name);
   std::sort(routing.tools.begin(), routing.tools.end());
+  routing.tools.erase(std::unique(routing.tools.begin(), routing.tools.end()),
+                      routing.tools.end());
   routing.svc = std::move(svc);
   routing.python = std::move(python);
   routing.default_python = std::move(default_python);

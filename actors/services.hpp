@@ -39,9 +39,11 @@ struct runtime_services {
   std::shared_ptr<redactor_slot> redact;
   /// Tracked background processes; may be null in unit tests.
   std::shared_ptr<process_registry> processes;
-  /// Host tools that execute_code scripts may call (docs/embedding.md);
-  /// their names are in `tools` too.
-  std::vector<script_tool_spec> script_host_tools;
+  /// The tools execute_code scripts may call, as stub specs: the built-in
+  /// tools whose script() policy allows them (from their schemas), then the
+  /// host tools registered with `allow_in_scripts` (docs/embedding.md) and
+  /// the MCP tools. Their names are in `tools` too.
+  std::vector<script_tool_spec> script_tools;
   /// The approval gate (docs/approvals.md); set by the runtime.
   std::unique_ptr<approval_service> approvals;
   /// The MCP servers (docs/mcp.md); null without `mcp_servers`. Its

@@ -62,6 +62,7 @@
 #include "runtime/runtime.hpp"
 #include "base/subprocess.hpp"
 #include "tools/registry.hpp"
+#include "tools/script_specs.hpp"
 #include "tools/tool.hpp"
 
 #ifndef MIBYAN_BENCH_DIR
@@ -105,6 +106,8 @@ public:
   const char* name() const override { return "web_search"; }
   const char* toolset() const override { return "web"; }
   std::string description() const override { return "bench no-op"; }
+  // Callable from scripts, like the built-in tool it replaces.
+  script_policy script() const override { return {true, {}, ""}; }
   // Answered on the kernel broker's thread (docs/execute_code.md, "Bridge
   // fast path"); read_file below measures the blocking-pool path.
   bool non_blocking() const override { return true; }
@@ -125,6 +128,8 @@ public:
   const char* name() const override { return "search_files"; }
   const char* toolset() const override { return "file"; }
   std::string description() const override { return "bench pool no-op"; }
+  // Callable from scripts, like the built-in tool it replaces.
+  script_policy script() const override { return {true, {}, ""}; }
   json::value schema() const override {
     return *json::parse(R"({"type":"object","properties":{
       "pattern":{"type":"string"}},"required":["pattern"]})").v;
@@ -140,6 +145,8 @@ public:
   const char* name() const override { return "web_extract"; }
   const char* toolset() const override { return "web"; }
   std::string description() const override { return "bench 100 ms sleep"; }
+  // Callable from scripts, like the built-in tool it replaces.
+  script_policy script() const override { return {true, {}, ""}; }
   json::value schema() const override {
     return *json::parse(R"({"type":"object","properties":{
       "urls":{"type":"array","items":{"type":"string"}},
@@ -344,7 +351,7 @@ void per_call_overhead(bench_env& env, runtime& rt, int reps) {
   auto stub_path = (env.tmp / "mibyan_tools_bench_stub.py").string();
   {
     std::ofstream out(stub_path);
-    out << generate_stub({"web_search"});
+    out << generate_stub({"web_search"}, core_script_specs());
   }
   const std::string code
     = "import time\n"
@@ -693,7 +700,8 @@ void cold_start(bench_env& env, int reps) {
       kernel_spawn_options so;
       so.python = *py;
       so.cwd = env.tmp.string();
-      so.tools = script_tool_names();
+      so.tools = core_script_tool_names();
+      so.specs = core_script_specs();
       so.inherited_env = current_environment();
       std::string err;
       auto start = clock_type::now();
@@ -721,7 +729,8 @@ void cold_start(bench_env& env, int reps) {
         kernel_spawn_options so;
         so.python = *py;
         so.cwd = env.tmp.string();
-        so.tools = script_tool_names();
+        so.tools = core_script_tool_names();
+      so.specs = core_script_specs();
         so.inherited_env = current_environment();
         if (sandboxed)
           so.bwrap = probe_sandbox().bwrap;

@@ -35,7 +35,7 @@ struct kernel_spawn_options {
   std::string python = "python3";
   /// Working directory; empty means the staging dir (strict mode).
   std::string cwd;
-  /// Tools the stub exposes (already intersected with the allowed seven).
+  /// Tools the stub exposes: the names among `specs` to render.
   std::vector<std::string> tools;
   /// Inherited environment ("NAME=value"), scrubbed here.
   std::vector<std::string> inherited_env;
@@ -43,9 +43,9 @@ struct kernel_spawn_options {
   std::vector<std::string> passthrough;
   /// Seconds the stub waits for one tool reply.
   double rpc_timeout = 300;
-  /// Host tools the stub exposes besides the built-in ones (those named in
-  /// `tools`; docs/embedding.md).
-  std::vector<script_tool_spec> extra_tools;
+  /// The stub functions available (built-in, host and MCP tools, see
+  /// generate_stub); those named in `tools` are rendered.
+  std::vector<script_tool_spec> specs;
   /// Path of bwrap; empty runs the kernel without a sandbox.
   std::string bwrap;
   /// Strict view (only the staging dir writable, no network) instead of

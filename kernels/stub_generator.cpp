@@ -6,79 +6,6 @@ namespace mibyan {
 
 namespace {
 
-struct script_tool {
-  const char* name;
-  std::vector<stub_parameter> params;
-  const char* doc;
-};
-
-// The §3 table of docs/kernel_protocol.md, sorted by name. Every parameter
-// is forwarded by name, including None defaults (the dispatcher treats an
-// explicit null as "use the default").
-const std::vector<script_tool>& tool_table() {
-  static const std::vector<script_tool> table{
-    {"patch",
-     {{"path", "", "None"},
-      {"old_string", "", "None"},
-      {"new_string", "", "None"},
-      {"replace_all", "", "False"},
-      {"mode", "", "\"replace\""},
-      {"patch", "", "None"},
-      {"cross_profile", "", "False"}},
-     "Edits a file: replace old_string with new_string (mode=\"replace\")\n"
-     "    or apply a V4A patch (mode=\"patch\"). Returns the patch result."},
-    {"read_file",
-     {{"path", "str", ""},
-      {"offset", "int", "1"},
-      {"limit", "int", "2000"}},
-     "Reads a text file; offset is a 1-indexed line. Returns\n"
-     "    {\"content\", \"total_lines\", ...}."},
-    {"search_files",
-     {{"pattern", "str", ""},
-      {"target", "str", "\"content\""},
-      {"path", "str", "\".\""},
-      {"file_glob", "str", "None"},
-      {"limit", "int", "50"},
-      {"offset", "int", "0"},
-      {"output_mode", "str", "\"content\""},
-      {"context", "int", "0"},
-      {"order", "str", "\"discovery\""},
-      {"ignore_case", "bool", "False"}},
-     "Searches file contents (target=\"content\", regex) or names\n"
-     "    (target=\"files\", glob). Returns {\"matches\": [...],"
-     " \"total_count\", ...}."},
-    {"terminal",
-     {{"command", "str", ""},
-      {"timeout", "int", "None"},
-      {"workdir", "str", "None"}},
-     "Runs a shell command in the foreground. Returns\n"
-     "    {\"output\": str, \"exit_code\": int, ...}."},
-    {"web_extract",
-     {{"urls", "list", ""},
-      {"char_limit", "int", "None"}},
-     "Fetches pages as markdown. Returns {\"results\": [{\"url\", \"title\","
-     "\n    \"content\", \"error\"}, ...]}."},
-    {"web_search",
-     {{"query", "str", ""},
-      {"limit", "int", "5"}},
-     "Searches the web. Returns {\"data\": {\"web\": [{\"url\", \"title\","
-     "\n    \"description\"}, ...]}}."},
-    {"write_file",
-     {{"path", "str", ""},
-      {"content", "str", ""},
-      {"cross_profile", "bool", "False"}},
-     "Writes (always overwrites) a whole file. Returns the write result."},
-  };
-  return table;
-}
-
-const script_tool* find_tool(const std::string& name) {
-  for (auto& t : tool_table())
-    if (name == t.name)
-      return &t;
-  return nullptr;
-}
-
 // Everything before the tool list: module docstring and imports.
 constexpr const char* stub_prologue = R"py(
 # mibyan_tools: call Mibyan agent tools from an execute_code script.
@@ -719,7 +646,7 @@ def _call(tool, args):
 # -- tools ------------------------------------------------------------------
 )py";
 
-std::string render_function(const script_tool& t) {
+std::string render_function(const script_tool_spec& t) {
   std::string sig = "def ";
   sig += t.name;
   sig += '(';
@@ -799,79 +726,50 @@ MCP_TOOLS = ()
 
 } // namespace
 
-const std::vector<std::string>& script_tool_names() {
-  static const std::vector<std::string> names = [] {
-    std::vector<std::string> xs;
-    for (auto& t : tool_table())
-      xs.emplace_back(t.name);
-    std::sort(xs.begin(), xs.end());
-    return xs;
-  }();
-  return names;
-}
-
-bool is_script_tool(const std::string& name) {
-  return find_tool(name) != nullptr;
-}
-
-std::vector<std::string> effective_script_tools(
-  const std::vector<std::string>& enabled) {
-  std::vector<std::string> out;
-  for (auto& name : enabled)
-    if (is_script_tool(name))
-      out.push_back(name);
-  std::sort(out.begin(), out.end());
-  out.erase(std::unique(out.begin(), out.end()), out.end());
-  return out;
-}
-
-const std::vector<stub_parameter>& stub_parameters(const std::string& tool) {
-  static const std::vector<stub_parameter> none;
-  auto t = find_tool(tool);
-  return t != nullptr ? t->params : none;
-}
-
-std::string generate_stub(const std::vector<std::string>& tools) {
-  return generate_stub(tools, {});
-}
-
 std::string generate_stub(const std::vector<std::string>& tools,
-                          const std::vector<script_tool_spec>& extra) {
-  auto names = effective_script_tools(tools);
-  std::vector<script_tool> host;
+                          const std::vector<script_tool_spec>& specs) {
+  std::vector<const script_tool_spec*> functions;
   std::vector<const script_tool_spec*> mcp;
-  for (auto& e : extra) {
-    if (is_script_tool(e.name)
-        || std::find(tools.begin(), tools.end(), e.name) == tools.end())
+  std::vector<std::string> names;
+  for (auto& e : specs) {
+    if (std::find(tools.begin(), tools.end(), e.name) == tools.end()
+        || std::find(names.begin(), names.end(), e.name) != names.end())
       continue;
-    if (!e.mcp_server.empty()) {
-      mcp.push_back(&e);
-      continue;
-    }
-    host.push_back(script_tool{e.name.c_str(), e.params, e.doc.c_str()});
     names.push_back(e.name);
+    if (!e.mcp_server.empty())
+      mcp.push_back(&e);
+    else
+      functions.push_back(&e);
   }
-  std::sort(names.begin(), names.end());
-  names.erase(std::unique(names.begin(), names.end()), names.end());
+  std::sort(functions.begin(), functions.end(),
+            [](auto* x, auto* y) { return x->name < y->name; });
   std::string out = stub_prologue;
   out += "AVAILABLE_TOOLS = (";
-  for (auto& n : names)
-    out += "\"" + n + "\", ";
-  if (!names.empty())
+  for (auto* f : functions)
+    out += "\"" + f->name + "\", ";
+  if (!functions.empty())
     out.resize(out.size() - 1);
   out += ")\n";
   out += stub_transport;
-  for (auto& n : names) {
-    if (auto t = find_tool(n)) {
-      out += render_function(*t);
-      continue;
-    }
-    for (auto& h : host)
-      if (n == h.name)
-        out += render_function(h);
-  }
+  for (auto* f : functions)
+    out += render_function(*f);
   out += render_mcp_namespace(mcp);
   return out;
+}
+
+std::string first_sentence(const std::string& text) {
+  size_t end = text.size();
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '\n') {
+      end = i;
+      break;
+    }
+    if (text[i] == '.' && (i + 1 == text.size() || text[i + 1] == ' ')) {
+      end = i + 1;
+      break;
+    }
+  }
+  return text.substr(0, end);
 }
 
 bool is_stub_identifier(const std::string& name) {

@@ -28,36 +28,19 @@ struct stub_parameter {
   std::string default_literal;
 };
 
-/// Returns the tools a script may ever call, sorted: patch, read_file,
-/// search_files, terminal, web_extract, web_search, write_file.
-const std::vector<std::string>& script_tool_names();
-
-/// Returns true when `name` is one of script_tool_names().
-bool is_script_tool(const std::string& name);
-
-/// Returns `enabled` ∩ script_tool_names(), sorted and without duplicates.
-/// An empty result means the script gets no tools (helpers only).
-std::vector<std::string> effective_script_tools(
-  const std::vector<std::string>& enabled);
-
-/// Returns the parameters of the stub function for `tool`, in signature
-/// order, or an empty vector when `tool` is not a script tool.
-const std::vector<stub_parameter>& stub_parameters(const std::string& tool);
-
-/// Returns the Python source of `mibyan_tools.py` exposing the tools in
-/// `tools` that are script tools (others are ignored; order and duplicates
-/// do not matter: functions are emitted sorted). Always contains the
-/// transport and the helpers, also when no tool is left.
-std::string generate_stub(const std::vector<std::string>& tools);
-
-/// A script tool outside the built-in table: a tool the embedding host
-/// registered with `allow_in_scripts` (docs/embedding.md). Its stub
-/// function is rendered from its JSON schema.
+/// One function of the stub, rendered from a tool's JSON schema by
+/// make_script_tool_spec: a built-in tool whose script policy allows scripts
+/// (tools/tool.hpp, collected by tools/script_specs.hpp), a tool the
+/// embedding host registered with `allow_in_scripts` (docs/embedding.md), or
+/// an MCP tool.
 struct script_tool_spec {
   std::string name;
   std::vector<stub_parameter> params;
   /// The docstring of the stub function (one line).
   std::string doc;
+  /// The result's shape for a built-in tool (its script() policy), shown
+  /// after its signature in execute_code's description; "" for the others.
+  std::string returns;
   /// For an MCP tool (docs/mcp.md, "In scripts"): the sanitised server and
   /// tool names. Such a tool is reachable as
   /// `mibyan_tools.mcp.<server>.<tool>(**args)` instead of a top-level
@@ -70,9 +53,10 @@ struct script_tool_spec {
 /// (an identifier, not a keyword, not starting with '_').
 bool is_stub_identifier(const std::string& name);
 
-/// Builds the stub of a host tool from its JSON schema: required
+/// Builds the stub of a tool from its JSON schema: required
 /// properties first (in `required` order), then the optional ones with a
-/// None default, both in schema order. Returns false and sets `*error`
+/// None default in schema order (the dispatcher treats an explicit null as
+/// absent, so the tool's own default applies). Returns false and sets `*error`
 /// when the name or a property name is no Python identifier.
 bool make_script_tool_spec(const std::string& name,
                            const std::string& description,
@@ -82,9 +66,17 @@ bool make_script_tool_spec(const std::string& name,
 /// Returns "name(a, b=None)": the signature of `spec` as shown to models.
 std::string stub_signature(const script_tool_spec& spec);
 
-/// As generate_stub(tools), plus one function per entry of `extra` whose
-/// name is in `tools` (AVAILABLE_TOOLS lists them too).
+/// Returns the Python source of `mibyan_tools.py` with one function per
+/// entry of `specs` whose name is in `tools` (the first entry of a name
+/// wins; order and duplicates do not matter: functions are emitted sorted,
+/// and AVAILABLE_TOOLS lists them). MCP entries go to the `mcp` namespace.
+/// Always contains the transport and the helpers, also when no tool is
+/// left.
 std::string generate_stub(const std::vector<std::string>& tools,
-                          const std::vector<script_tool_spec>& extra);
+                          const std::vector<script_tool_spec>& specs);
+
+/// Returns `text` up to and including its first sentence end (". " or a
+/// final '.') or up to its first newline, whichever comes first.
+std::string first_sentence(const std::string& text);
 
 } // namespace mibyan

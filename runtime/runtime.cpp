@@ -41,6 +41,7 @@
 #include "tools/read_tracker.hpp"
 #include "tools/registry.hpp"
 #include "tools/script_sandbox.hpp"
+#include "tools/script_specs.hpp"
 #include "config/loader.hpp"
 #include "mibyan/actors.hpp"
 #include "runtime/host_tool_adapter.hpp"
@@ -275,19 +276,31 @@ make_services(options opts, std::vector<std::unique_ptr<tool>> extra_tools,
   svc->toolsets = std::make_shared<toolset_catalog>();
   for (auto& t : extra_tools)
     svc->tools.add(std::move(t));
-  start_mcp(*svc, script_host_tools); // docs/mcp.md
-  {
-    std::vector<std::string> enabled;
-    for (auto t : svc->tools.all())
-      enabled.push_back(t->name());
-    auto in_scripts = effective_script_tools(enabled);
-    for (auto& h : script_host_tools)
-      in_scripts.push_back(h.name);
-    std::sort(in_scripts.begin(), in_scripts.end());
-    svc->tools.add(make_execute_code_tool(svc->cfg, std::move(in_scripts),
-                                          script_host_tools));
+  // The stubs scripts get: the built-in tools whose script() policy allows
+  // them, generated from their schemas (tools/script_specs.hpp), then the
+  // host's and the MCP servers' tools. A built-in name wins over a host
+  // tool of the same name (generate_stub keeps the first).
+  auto specs = builtin_script_specs(svc->tools);
+  if (!specs) {
+    if (error)
+      *error = "script stubs: " + specs.error;
+    return nullptr;
   }
-  svc->script_host_tools = std::move(script_host_tools);
+  std::vector<script_tool_spec> script_tools = std::move(*specs);
+  start_mcp(*svc, script_host_tools); // docs/mcp.md
+  for (auto& h : script_host_tools)
+    script_tools.push_back(std::move(h));
+  {
+    std::vector<std::string> in_scripts;
+    for (auto& s : script_tools)
+      in_scripts.push_back(s.name);
+    std::sort(in_scripts.begin(), in_scripts.end());
+    in_scripts.erase(std::unique(in_scripts.begin(), in_scripts.end()),
+                     in_scripts.end());
+    svc->tools.add(make_execute_code_tool(svc->cfg, std::move(in_scripts),
+                                          script_tools));
+  }
+  svc->script_tools = std::move(script_tools);
   return svc;
 }
 

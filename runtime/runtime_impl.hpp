@@ -80,9 +80,9 @@ struct runtime_access {
 bool options_from_config(const runtime_config& cfg, options* out,
                          std::string* error);
 
-/// The shared services of a runtime: core tools, `extra_tools`, the host
-/// tools that scripts may call (`script_host_tools`, already among
-/// `extra_tools`) and execute_code. Returns null and sets `*error` when
+/// The shared services of a runtime: core tools, `extra_tools`, the stubs
+/// of the tools scripts may call (the built-in ones from their schemas, then
+/// `script_host_tools`, already among `extra_tools`) and execute_code. Returns null and sets `*error` when
 /// $MIBYAN_HOME cannot be created.
 std::shared_ptr<runtime_services>
 make_services(options opts, std::vector<std::unique_ptr<tool>> extra_tools,

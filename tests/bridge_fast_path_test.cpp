@@ -44,6 +44,8 @@ public:
   const char* name() const override { return "web_search"; }
   const char* toolset() const override { return "web"; }
   std::string description() const override { return "test no-op"; }
+  // Callable from scripts, like the built-in tool it replaces.
+  script_policy script() const override { return {true, {}, ""}; }
   json::value schema() const override {
     return *json::parse(R"({"type":"object","properties":{
       "query":{"type":"string"},"limit":{"type":"integer"}},
@@ -71,6 +73,8 @@ public:
   const char* name() const override { return "web_extract"; }
   const char* toolset() const override { return "web"; }
   std::string description() const override { return "test wait"; }
+  // Callable from scripts, like the built-in tool it replaces.
+  script_policy script() const override { return {true, {}, ""}; }
   json::value schema() const override {
     return *json::parse(R"({"type":"object","properties":{
       "urls":{"type":"array","items":{"type":"string"}},

@@ -81,6 +81,24 @@ BOOST_AUTO_TEST_CASE(script_calls_tools_and_only_prints_come_back) {
   BOOST_TEST(test::slurp(work / "note.txt") == "a\nb\n");
 }
 
+// The stub is generated from read_file's schema, so a script's read_file()
+// without a limit pages like a direct call: the tool's default of 500 lines
+// (a hand-written stub once sent 2000).
+BOOST_AUTO_TEST_CASE(script_read_file_pages_by_the_schema_default) {
+  start();
+  auto r = exec("from mibyan_tools import read_file\n"
+                "with open('long.txt', 'w') as f:\n"
+                "    f.write(''.join('line %d\\n' % i for i in range(1200)))\n"
+                "r = read_file('long.txt')\n"
+                "print(len(r['content'].splitlines()), r['total_lines'],\n"
+                "      r.get('truncated'), r.get('next_offset'))\n"
+                "r = read_file('long.txt', offset=501, limit=1000)\n"
+                "print(len(r['content'].splitlines()), r.get('truncated'))\n");
+  BOOST_TEST(r.get_string("status") == "success", r.dump());
+  BOOST_TEST(r.get_string("output") == "500 1200 True 501\n700 False\n",
+             r.dump());
+}
+
 BOOST_AUTO_TEST_CASE(state_persists_and_reset_discards_it) {
   start();
   auto a = exec("x = 41");

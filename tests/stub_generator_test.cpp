@@ -14,6 +14,8 @@
 #include "tests/support/kernel_rpc_server.hpp"
 #include "tests/support/process.hpp"
 #include "tools/core_tools.hpp"
+#include "tools/registry.hpp"
+#include "tools/script_specs.hpp"
 
 using namespace mibyan;
 using namespace mibyan::test;
@@ -25,19 +27,25 @@ const std::vector<std::string> all_tools{
   "patch", "read_file", "search_files", "terminal", "web_extract",
   "web_search", "write_file"};
 
+// Generated from the schemas (tools/script_specs.hpp): required properties
+// annotated, optional ones default to None so the tool's own default applies.
 const char* expected_signatures[] = {
-  "def patch(path=None, old_string=None, new_string=None, replace_all=False, "
-  "mode=\"replace\", patch=None, cross_profile=False):",
-  "def read_file(path: str, offset: int = 1, limit: int = 2000):",
-  "def search_files(pattern: str, target: str = \"content\", path: str = "
-  "\".\", file_glob: str = None, limit: int = 50, offset: int = 0, "
-  "output_mode: str = \"content\", context: int = 0, order: str = "
-  "\"discovery\", ignore_case: bool = False):",
-  "def terminal(command: str, timeout: int = None, workdir: str = None):",
-  "def web_extract(urls: list, char_limit: int = None):",
-  "def web_search(query: str, limit: int = 5):",
-  "def write_file(path: str, content: str, cross_profile: bool = False):",
+  "def patch(path=None, old_string=None, new_string=None, replace_all=None, "
+  "mode=None, patch=None, cross_profile=None):",
+  "def read_file(path: str, offset=None, limit=None):",
+  "def search_files(pattern: str, target=None, path=None, file_glob=None, "
+  "limit=None, offset=None, output_mode=None, context=None, order=None, "
+  "ignore_case=None):",
+  "def terminal(command: str, timeout=None, workdir=None):",
+  "def web_extract(urls: list, char_limit=None):",
+  "def web_search(query: str, limit=None):",
+  "def write_file(path: str, content=None, cross_profile=None):",
 };
+
+// The stub of the core tools named in `tools`.
+std::string stub(const std::vector<std::string>& tools) {
+  return generate_stub(tools, core_script_specs());
+}
 
 size_t count_defs(const std::string& src) {
   size_t n = 0;
@@ -109,22 +117,24 @@ BOOST_AUTO_TEST_SUITE(stub_generator)
 
 // -- generation ---------------------------------------------------------------
 
-BOOST_AUTO_TEST_CASE(script_tool_set_is_the_allowed_seven) {
-  BOOST_TEST(script_tool_names() == all_tools);
-  for (auto& t : all_tools)
-    BOOST_TEST(is_script_tool(t));
-  for (auto t : {"execute_code", "delegate_task", "memory", "process",
-                 "mcp_github_create_issue", "", "Terminal"})
-    BOOST_TEST(!is_script_tool(t));
-  BOOST_TEST(effective_script_tools({"web_search", "memory", "terminal",
-                                     "terminal", "execute_code"})
-             == (std::vector<std::string>{"terminal", "web_search"}));
-  BOOST_TEST(effective_script_tools({"memory", "delegate_task"}).empty());
-  BOOST_TEST(effective_script_tools({}).empty());
+BOOST_AUTO_TEST_CASE(script_tool_set_is_declared_by_the_tools) {
+  BOOST_TEST(core_script_tool_names() == all_tools);
+  tool_registry reg;
+  register_core_tools(reg);
+  for (auto t : reg.all()) {
+    bool listed = std::find(all_tools.begin(), all_tools.end(), t->name())
+                  != all_tools.end();
+    BOOST_TEST(t->script().allowed == listed, t->name());
+  }
+  BOOST_TEST(!reg.find("process")->script().allowed);
+  // Terminal's policy strips the background arguments.
+  auto stripped = reg.find("terminal")->script().stripped;
+  BOOST_TEST(std::count(stripped.begin(), stripped.end(), "background") == 1);
+  BOOST_TEST(std::count(stripped.begin(), stripped.end(), "pty") == 1);
 }
 
-BOOST_AUTO_TEST_CASE(signatures_match_the_table_in_sorted_order) {
-  auto src = generate_stub(all_tools);
+BOOST_AUTO_TEST_CASE(signatures_follow_the_schemas_in_sorted_order) {
+  auto src = stub(all_tools);
   size_t last = 0;
   for (auto sig : expected_signatures) {
     auto pos = src.find(std::string{"\n"} + sig + "\n");
@@ -134,7 +144,7 @@ BOOST_AUTO_TEST_CASE(signatures_match_the_table_in_sorted_order) {
       last = pos;
     }
   }
-  BOOST_TEST(count_defs(src) == count_defs(generate_stub({})) + 7u);
+  BOOST_TEST(count_defs(src) == count_defs(stub({})) + 7u);
   BOOST_TEST(src.find("AVAILABLE_TOOLS = (\"patch\", \"read_file\", "
                       "\"search_files\", \"terminal\", \"web_extract\", "
                       "\"web_search\", \"write_file\",)")
@@ -149,9 +159,9 @@ BOOST_AUTO_TEST_CASE(signatures_match_the_table_in_sorted_order) {
 }
 
 BOOST_AUTO_TEST_CASE(unknown_names_are_ignored_and_order_does_not_matter) {
-  auto a = generate_stub({"web_search", "execute_code", "delegate_task",
+  auto a = stub({"web_search", "execute_code", "delegate_task",
                           "read_file", "web_search", "mcp_x_y"});
-  auto b = generate_stub({"read_file", "web_search"});
+  auto b = stub({"read_file", "web_search"});
   BOOST_TEST(a == b);
   BOOST_TEST(a.find("def execute_code") == std::string::npos);
   BOOST_TEST(a.find("def delegate_task") == std::string::npos);
@@ -162,9 +172,9 @@ BOOST_AUTO_TEST_CASE(unknown_names_are_ignored_and_order_does_not_matter) {
 }
 
 BOOST_AUTO_TEST_CASE(empty_tool_set_keeps_only_helpers) {
-  auto src = generate_stub({});
+  auto src = stub({});
   BOOST_TEST(src.find("AVAILABLE_TOOLS = ()") != std::string::npos);
-  BOOST_TEST(generate_stub({"memory", "execute_code"}) == src);
+  BOOST_TEST(stub({"memory", "execute_code"}) == src);
   for (auto& t : all_tools)
     BOOST_TEST(src.find("\ndef " + t + "(") == std::string::npos);
   for (auto h : {"json_parse", "shell_quote", "retry"})
@@ -172,23 +182,25 @@ BOOST_AUTO_TEST_CASE(empty_tool_set_keeps_only_helpers) {
                != std::string::npos);
 }
 
-BOOST_AUTO_TEST_CASE(stub_parameters_expose_the_signatures) {
-  auto& p = stub_parameters("search_files");
-  BOOST_REQUIRE(p.size() == 10u);
-  BOOST_TEST(p[0].name == "pattern");
-  BOOST_TEST(p[0].default_literal.empty());
-  BOOST_TEST(p[3].name == "file_glob");
-  BOOST_TEST(p[3].default_literal == "None");
-  BOOST_TEST(stub_parameters("read_file")[2].default_literal == "2000");
-  BOOST_TEST(stub_parameters("execute_code").empty());
-  BOOST_TEST(stub_parameters("").empty());
+BOOST_AUTO_TEST_CASE(docstrings_come_from_the_descriptions) {
+  auto src = stub({"read_file", "terminal"});
+  BOOST_TEST(src.find("    \"\"\"Read a text file and return its lines numbered "
+                      "as 'N|content'. Returns {'content', 'total_lines', "
+                      "...}.\"\"\"\n")
+             != std::string::npos,
+             src);
+  BOOST_TEST(src.find("\"\"\"Run a shell command (bash -c) in the foreground")
+             != std::string::npos);
+  BOOST_TEST(first_sentence("One. Two.") == "One.");
+  BOOST_TEST(first_sentence("a.b c\nd. e") == "a.b c");
+  BOOST_TEST(first_sentence("no end") == "no end");
 }
 
 BOOST_AUTO_TEST_CASE(generated_source_is_valid_python_with_those_signatures) {
   temp_dir dir;
   for (auto& tools : std::vector<std::vector<std::string>>{
          all_tools, {}, {"terminal"}, {"patch", "write_file"}}) {
-    dir.write("mibyan_tools.py", generate_stub(tools));
+    dir.write("mibyan_tools.py", stub(tools));
     auto r = run_python(dir,
                         "import inspect, mibyan_tools as m\n"
                         "print(m.AVAILABLE_TOOLS)\n"
@@ -210,63 +222,67 @@ BOOST_AUTO_TEST_CASE(generated_source_is_valid_python_with_those_signatures) {
       BOOST_TEST(r.out.find("'json_parse'") != std::string::npos);
     }
   }
-  dir.write("mibyan_tools.py", generate_stub(all_tools));
+  dir.write("mibyan_tools.py", stub(all_tools));
   auto r = run_python(dir,
                       "import inspect, mibyan_tools as m\n"
                       "for n in m.AVAILABLE_TOOLS:\n"
                       "    print(n + str(inspect.signature(getattr(m, n))))\n");
-  BOOST_TEST(r.out.find("search_files(pattern: str, target: str = 'content', "
-                        "path: str = '.', file_glob: str = None, limit: int "
-                        "= 50, offset: int = 0, output_mode: str = "
-                        "'content', context: int = 0, order: str = "
-                        "'discovery', ignore_case: bool = False)\n")
+  BOOST_TEST(r.out.find("search_files(pattern: str, target=None, path=None, "
+                        "file_glob=None, limit=None, offset=None, "
+                        "output_mode=None, context=None, order=None, "
+                        "ignore_case=None)\n")
              != std::string::npos,
              r.out);
   BOOST_TEST(r.out.find("patch(path=None, old_string=None, new_string=None, "
-                        "replace_all=False, mode='replace', patch=None, "
-                        "cross_profile=False)\n")
+                        "replace_all=None, mode=None, patch=None, "
+                        "cross_profile=None)\n")
              != std::string::npos);
 }
 
-// Every real schema parameter (minus blocked terminal parameters) appears in
-// the stub signature. Meaningful once the tools declare their schemas.
-BOOST_AUTO_TEST_CASE(stub_signatures_cover_the_tool_schemas) {
-  const std::set<std::string> blocked{
-    "background", "pty", "notify", "notify_on_complete", "watch_patterns",
-    "heartbeat", "persist_on_release"};
-  std::vector<std::unique_ptr<tool>> tools;
-  tools.push_back(make_patch_tool());
-  tools.push_back(make_read_file_tool());
-  tools.push_back(make_search_files_tool());
-  tools.push_back(make_terminal_tool());
-  tools.push_back(make_web_extract_tool());
-  tools.push_back(make_web_search_tool());
-  tools.push_back(make_write_file_tool());
-  for (auto& t : tools) {
-    BOOST_TEST(is_script_tool(t->name()));
+// Every built-in script tool's stub parameters are its schema's properties
+// minus the ones its policy strips: same names, same order, required ones
+// without a default and optional ones with None.
+BOOST_AUTO_TEST_CASE(stub_parameters_equal_the_schema_properties) {
+  tool_registry reg;
+  register_core_tools(reg);
+  size_t checked = 0;
+  for (auto& spec : core_script_specs()) {
+    auto t = reg.find(spec.name);
+    BOOST_REQUIRE(t != nullptr);
+    auto policy = t->script();
     auto schema = t->schema();
-    auto props = schema.find("properties");
-    if (props == nullptr || !props->is_object())
-      continue;
-    auto& params = stub_parameters(t->name());
-    BOOST_TEST_MESSAGE(t->name() << ": " << props->size()
-                                 << " schema parameters checked");
-    for (auto& [name, _] : props->as_object()) {
-      if (std::string{t->name()} == "terminal" && blocked.count(name) > 0)
-        continue;
-      bool found = std::any_of(params.begin(), params.end(),
-                               [&](auto& p) { return p.name == name; });
-      BOOST_TEST(found, t->name() << "." << name << " is missing from the "
-                                  << "stub signature");
+    std::vector<std::string> required;
+    if (auto r = schema.find("required"); r != nullptr)
+      for (auto& v : r->as_array())
+        required.push_back(v.as_string());
+    std::vector<std::string> expected = required;
+    for (auto& [name, _] : schema.find("properties")->as_object())
+      if (std::count(policy.stripped.begin(), policy.stripped.end(), name)
+            == 0
+          && std::count(required.begin(), required.end(), name) == 0)
+        expected.push_back(name);
+    std::vector<std::string> got;
+    for (auto& p : spec.params) {
+      got.push_back(p.name);
+      bool req = std::count(required.begin(), required.end(), p.name) > 0;
+      BOOST_TEST(p.default_literal == (req ? "" : "None"),
+                 spec.name << "." << p.name);
     }
+    BOOST_TEST(got == expected, spec.name);
+    ++checked;
   }
+  BOOST_TEST(checked == all_tools.size());
+  // The stripped terminal arguments are neither in the stub nor sent.
+  auto src = stub(all_tools);
+  BOOST_TEST(src.find("background") == std::string::npos);
+  BOOST_TEST(src.find("watch_patterns") == std::string::npos);
 }
 
 // -- helpers ------------------------------------------------------------------
 
 BOOST_AUTO_TEST_CASE(helpers_behave_as_documented) {
   temp_dir dir;
-  dir.write("mibyan_tools.py", generate_stub({}));
+  dir.write("mibyan_tools.py", stub({}));
   auto r = run_python(dir,
     "from mibyan_tools import json_parse, shell_quote, retry\n"
     "print(json_parse('\\ufeff{\"a\": \"x\\ty\"}') == {'a': 'x\\ty'})\n"
@@ -339,7 +355,7 @@ BOOST_AUTO_TEST_CASE(call_returns_the_result_as_a_dict) {
   std::string pid = f.out().substr(f.out().rfind('\n', f.out().size() - 2)
                                    + 1);
   pid.pop_back();
-  BOOST_TEST(f.out().find("dict {\"args\": {\"limit\": 5, \"query\": "
+  BOOST_TEST(f.out().find("dict {\"args\": {\"limit\": null, \"query\": "
                           "\"mibyan\"}, \"connection\": 1, \"tool\": "
                           "\"web_search\"}\n")
              == 0u,
@@ -650,7 +666,7 @@ BOOST_AUTO_TEST_CASE(sixteen_pool_calls_with_reversed_replies) {
     "with ThreadPoolExecutor(16) as pool:\n"
     "    res = list(pool.map(one, range(16)))\n"
     "ok = all(r == ('echo %d' % i if i % 2 else\n"
-    "                {'path': 'p%d' % i, 'offset': i, 'limit': 2000})\n"
+    "                {'path': 'p%d' % i, 'offset': i, 'limit': None})\n"
     "         for i, r in enumerate(res))\n"
     "print(ok, [t.name for t in threading.enumerate()\n"
     "           if 'mibyan-tools' in t.name])\n",
@@ -928,9 +944,11 @@ BOOST_AUTO_TEST_CASE(host_tool_stub_from_schema) {
   BOOST_TEST(stub_signature(spec) == "lookup_order(order_id, verbose=None, "
                                      "count=None)");
   // Offered only when named in the tool list; sorted in with the others.
-  auto without = generate_stub({"read_file"}, {spec});
+  auto specs = core_script_specs();
+  specs.push_back(spec);
+  auto without = generate_stub({"read_file"}, specs);
   BOOST_TEST(without.find("def lookup_order") == std::string::npos);
-  auto src = generate_stub({"read_file", "lookup_order"}, {spec});
+  auto src = generate_stub({"read_file", "lookup_order"}, specs);
   BOOST_TEST(src.find("AVAILABLE_TOOLS = (\"lookup_order\", \"read_file\",)")
              != std::string::npos);
   BOOST_TEST(src.find("\ndef lookup_order(order_id: str, verbose=None, "

@@ -46,6 +46,8 @@ public:
   const char* name() const override { return name_; }
   const char* toolset() const override { return "web"; }
   std::string description() const override { return "test: big result"; }
+  // Callable from scripts, like the built-in tool it replaces.
+  script_policy script() const override { return {true, {}, ""}; }
   bool non_blocking() const override { return inline_; }
   json::value schema() const override {
     return *json::parse(R"({"type":"object","properties":{

@@ -9,37 +9,11 @@ namespace mibyan {
 
 namespace {
 
-// The one-line signature and return shape of each in-script tool.
-const char* signature(const std::string& tool) {
-  if (tool == "web_search")
-    return "web_search(query, limit=5) -> {'data': {'web': [{'title','url',"
-           "'description'}]}}";
-  if (tool == "web_extract")
-    return "web_extract(urls, char_limit=None) -> {'results': [{'url',"
-           "'title','content','error'}]}";
-  if (tool == "read_file")
-    return "read_file(path, offset=1, limit=2000) -> {'content',"
-           "'total_lines',...} (1-indexed lines)";
-  if (tool == "write_file")
-    return "write_file(path, content) -> {'bytes_written',...}";
-  if (tool == "search_files")
-    return "search_files(pattern, target='content', path='.', "
-           "file_glob=None, limit=50, offset=0, context=0) -> {'matches': "
-           "[{'path','line','content'}], 'total_count'}";
-  if (tool == "patch")
-    return "patch(path, old_string, new_string, replace_all=False) -> "
-           "{'success','diff',...}";
-  if (tool == "terminal")
-    return "terminal(command, timeout=None, workdir=None) -> {'output', "
-           "'exit_code'} (foreground only)";
-  return "";
-}
-
 class execute_code_tool final : public tool {
 public:
   execute_code_tool(const options& cfg, std::vector<std::string> tools,
-                    std::vector<script_tool_spec> host_tools)
-    : cfg_(cfg), tools_(std::move(tools)), host_tools_(std::move(host_tools)) {}
+                    std::vector<script_tool_spec> specs)
+    : cfg_(cfg), tools_(std::move(tools)), specs_(std::move(specs)) {}
 
   const char* name() const override { return "execute_code"; }
   const char* toolset() const override { return "code_execution"; }
@@ -71,15 +45,18 @@ public:
     }
     d += "\nAvailable in the script (each returns a parsed dict):\n";
     for (auto& t : tools_) {
-      std::string sig = signature(t);
-      for (auto& h : host_tools_)
-        if (sig.empty() && h.name == t) {
-          auto shown = h; // MCP tools live in the `mcp` namespace
-          if (!h.mcp_server.empty())
-            shown.name = "mcp." + h.mcp_server + "." + h.mcp_tool;
-          sig = stub_signature(shown) + " -> dict (" + h.doc + ")";
-        }
-      d += "  " + sig + "\n";
+      for (auto& h : specs_) {
+        if (h.name != t)
+          continue;
+        auto shown = h; // MCP tools live in the `mcp` namespace
+        if (!h.mcp_server.empty())
+          shown.name = "mcp." + h.mcp_server + "." + h.mcp_tool;
+        d += "  " + stub_signature(shown)
+             + (h.returns.empty() ? " -> dict (" + h.doc + ")"
+                                  : " -> " + h.returns)
+             + "\n";
+        break; // the first spec of a name is the one the stub renders
+      }
     }
     if (tools_.empty())
       d += "  (no tools; helpers only)\n";
@@ -120,16 +97,16 @@ public:
 private:
   const options& cfg_;
   std::vector<std::string> tools_;
-  std::vector<script_tool_spec> host_tools_;
+  std::vector<script_tool_spec> specs_;
 };
 
 } // namespace
 
 std::unique_ptr<tool> make_execute_code_tool(
   const options& cfg, std::vector<std::string> tools,
-  std::vector<script_tool_spec> host_tools) {
+  std::vector<script_tool_spec> specs) {
   return std::make_unique<execute_code_tool>(cfg, std::move(tools),
-                                             std::move(host_tools));
+                                             std::move(specs));
 }
 
 } // namespace mibyan

@@ -15,9 +15,10 @@
 namespace mibyan {
 
 /// `cfg` must outlive the tool; `tools` are the in-script tools (sorted),
-/// `host_tools` the host tools among them (their signatures are listed).
+/// `specs` their stub specs (tools/script_specs.hpp; the signatures listed
+/// in the description are rendered from them).
 std::unique_ptr<tool> make_execute_code_tool(
   const options& cfg, std::vector<std::string> tools,
-  std::vector<script_tool_spec> host_tools = {});
+  std::vector<script_tool_spec> specs = {});
 
 } // namespace mibyan

@@ -5,6 +5,7 @@
 
 #include "kernels/env_scrub.hpp"
 #include "kernels/stub_generator.hpp"
+#include "tools/script_specs.hpp"
 
 namespace mibyan::test {
 
@@ -12,7 +13,7 @@ kernel_harness::kernel_harness(kernel_harness_options opts)
   : sentinel(make_kernel_sentinel()) {
   auto runner = dir.write("mibyan_kernel_runner.py",
                           slurp(kernel_runner_path()));
-  stub_path = dir.write("mibyan_tools.py", generate_stub(opts.tools));
+  stub_path = dir.write("mibyan_tools.py", generate_stub(opts.tools, core_script_specs()));
   dir.write("work/.keep", "");
   env_scrub_options eo;
   eo.staging_dir = dir.path();
