@@ -13,7 +13,9 @@
 #include "tests/support/kernel_harness.hpp"
 #include "tests/support/kernel_rpc_server.hpp"
 #include "tests/support/process.hpp"
+#include "config/options.hpp"
 #include "tools/core_tools.hpp"
+#include "tools/execute_code.hpp"
 #include "tools/registry.hpp"
 #include "tools/script_specs.hpp"
 
@@ -194,6 +196,22 @@ BOOST_AUTO_TEST_CASE(docstrings_come_from_the_descriptions) {
   BOOST_TEST(first_sentence("One. Two.") == "One.");
   BOOST_TEST(first_sentence("a.b c\nd. e") == "a.b c");
   BOOST_TEST(first_sentence("no end") == "no end");
+}
+
+// execute_code's description lists the signatures of the same specs.
+BOOST_AUTO_TEST_CASE(execute_code_lists_the_generated_signatures) {
+  options cfg;
+  auto t = make_execute_code_tool(cfg, core_script_tool_names(),
+                                  core_script_specs());
+  auto d = t->description();
+  BOOST_TEST(d.find("  read_file(path, offset=None, limit=None) -> "
+                    "{'content', 'total_lines', ...}\n")
+             != std::string::npos,
+             d);
+  BOOST_TEST(d.find("  terminal(command, timeout=None, workdir=None) -> "
+                    "{'output', 'exit_code', ...}\n")
+             != std::string::npos);
+  BOOST_TEST(d.find("background") == std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(generated_source_is_valid_python_with_those_signatures) {
