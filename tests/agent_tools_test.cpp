@@ -119,13 +119,7 @@ struct fixture {
     return o;
   }
 
-  void script(const std::string& body) {
-    json::value s;
-    s["path"] = "/v1/chat/completions";
-    s["status"] = 200;
-    s["body"] = body;
-    server.script(s.dump());
-  }
+  void script(const std::string& body) { server.script_chat(body); }
 
   std::vector<std::string> agent(const std::string& command,
                                  const std::string& session = {}) {

@@ -50,14 +50,7 @@ struct fixture {
   }
 
   void script(const std::string& body, int times = 1, int delay_ms = 0) {
-    json::value s;
-    s["path"] = "/v1/chat/completions";
-    s["status"] = 200;
-    s["body"] = body;
-    s["times"] = times;
-    if (delay_ms > 0)
-      s["delay_ms"] = delay_ms;
-    server.script(s.dump());
+    server.script_chat(body, times, delay_ms);
   }
 
   std::vector<std::string> batch_args(const std::string& prompts,

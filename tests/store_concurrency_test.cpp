@@ -234,12 +234,7 @@ void run_round(int round, const std::vector<role>& pattern,
     }
     argvs.push_back(std::move(a));
   }
-  json::value s;
-  s["path"] = "/v1/chat/completions";
-  s["status"] = 200;
-  s["body"] = test::completion("the lamp answer");
-  s["times"] = writers;
-  server.script(s.dump());
+  server.script_chat(test::completion("the lamp answer"), writers);
 
   spawn_all(kids, argvs, env);
   wait_all(kids);

@@ -131,14 +131,7 @@ struct agent_fixture {
   }
 
   void script(const std::string& body, int times = 1, int delay_ms = 0) {
-    json::value s;
-    s["path"] = "/v1/chat/completions";
-    s["status"] = 200;
-    s["body"] = body;
-    s["times"] = times;
-    if (delay_ms > 0)
-      s["delay_ms"] = delay_ms;
-    server.script(s.dump());
+    server.script_chat(body, times, delay_ms);
   }
 
   /// The bodies of the chat requests received, parsed, in arrival order.

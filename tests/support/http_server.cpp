@@ -1,6 +1,8 @@
 #include "tests/support/paths.hpp"
 #include "tests/support/http_server.hpp"
 
+#include "base/json.hpp"
+
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -135,6 +137,18 @@ std::string http_server::control(const std::string& method,
 
 void http_server::script(const std::string& spec_json) const {
   control("POST", "/__script", spec_json);
+}
+
+void http_server::script_chat(const std::string& body, int times,
+                              int delay_ms) const {
+  json::value s;
+  s["path"] = "/v1/chat/completions";
+  s["status"] = 200;
+  s["body"] = body;
+  s["times"] = times;
+  if (delay_ms > 0)
+    s["delay_ms"] = delay_ms;
+  script(s.dump());
 }
 
 std::string http_server::requests() const {

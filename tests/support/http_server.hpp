@@ -38,6 +38,11 @@ public:
   /// the /__script route, e.g. {"path":"/x","status":500,"body":"no"}.
   void script(const std::string& spec_json) const;
 
+  /// Queues a 200 answer with `body` to /v1/chat/completions, served
+  /// `times` times, each after `delay_ms`.
+  void script_chat(const std::string& body, int times = 1,
+                   int delay_ms = 0) const;
+
   /// Returns the JSON text of the request log (/__requests).
   std::string requests() const;
 

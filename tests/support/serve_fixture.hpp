@@ -126,14 +126,7 @@ struct fixture {
   }
 
   void script(const std::string& body, int delay_ms = 0, int times = 1) {
-    json::value s;
-    s["path"] = "/v1/chat/completions";
-    s["status"] = 200;
-    s["body"] = body;
-    s["times"] = times;
-    if (delay_ms > 0)
-      s["delay_ms"] = delay_ms;
-    provider.script(s.dump());
+    provider.script_chat(body, times, delay_ms);
   }
 
   std::vector<json::value> provider_requests() {
