@@ -124,11 +124,11 @@ void serve_connection::chat() {
         self->on_turn_done(std::move(out));
       });
     };
-    // A stateless session is gone before its client hears the end.
-    if (root.empty())
-      answer();
-    else
-      self->srv_->discard_stateless(root, std::move(answer));
+    // The client hears the end at once; a stateless session is deleted
+    // right after, on the store thread, off the answer's path.
+    answer();
+    if (!root.empty())
+      self->srv_->discard_stateless(root, {});
   });
 }
 

@@ -2,7 +2,8 @@
 // "Sessions"): when the turn of a request without X-Mibyan-Session ends,
 // however it ends, its conversation is closed and its session, with every
 // session descended from it (compression continuations, subagents), is
-// deleted from the store before the client gets its answer. Leftovers of a
+// deleted from the store on the store thread, right after the client got
+// its answer (so the deletion's commit is not on the answer's path). Leftovers of a
 // process killed mid-turn are swept by the next server.
 #include "serve/impl.hpp"
 
@@ -108,7 +109,8 @@ void http_server::impl::discard_stateless(const std::string& root,
       std::lock_guard<std::mutex> g2{self->mtx};
       self->stateless.erase(root);
     }
-    then();
+    if (then)
+      then();
   });
 }
 

@@ -265,8 +265,12 @@ store_status session_store::add_usage(const std::string& id,
 store_status session_store::delete_session(const std::string& id) {
   if (auto err = check_session_id(id); !err.empty())
     return store_status::failure(status_code::invalid_argument, "delete_session: " + err);
-  // The reserve's blocks pay for the pages LMDB copies while deleting, so
-  // a delete works on a full disk (storage/space_reserve.hpp).
+  // With room on the disk a delete is one write transaction. On a disk
+  // short of space the reserve's blocks pay for the pages LMDB copies
+  // while deleting, so a delete works on a full disk
+  // (storage/space_reserve.hpp).
+  if (!space_is_short(env_->dir()))
+    return delete_session_txn(id);
   release_reserve(env_->dir());
   auto st = delete_session_txn(id);
   // LMDB reuses the pages a transaction freed only once another one has

@@ -101,6 +101,14 @@ uint64_t reserve_size_for(const std::string& dir) {
   return reserve_size(store, fs);
 }
 
+bool space_is_short(const std::string& dir) {
+  struct statvfs vs;
+  if (::statvfs(dir.c_str(), &vs) != 0)
+    return true;
+  auto free = static_cast<uint64_t>(vs.f_bavail) * vs.f_frsize;
+  return free < 2 * reserve_size_for(dir);
+}
+
 std::string reserve_path(const std::string& dir) {
   return dir + "/reserve";
 }

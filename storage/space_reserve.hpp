@@ -51,4 +51,9 @@ std::string ensure_reserve(const std::string& dir, uint64_t bytes = 0);
 /// Removes the reserve file, handing its blocks back to the file system.
 void release_reserve(const std::string& dir);
 
+/// Whether the file system holding `dir` has less room left for this
+/// user than twice the reserve the store needs (reserve_size_for): only
+/// then does a delete need the reserve's blocks. True when it cannot tell.
+bool space_is_short(const std::string& dir);
+
 } // namespace mibyan
