@@ -1,6 +1,9 @@
 // The BASP frame guard (runtime/basp_guard.hpp, docs/cluster.md "Frame guard").
 #include "runtime/basp_guard.hpp"
 
+#include <map>
+#include <mutex>
+#include <string>
 #include <utility>
 
 #include <sys/socket.h>
@@ -9,13 +12,33 @@
 #include "caf/io/basp/header.hpp"
 #include "caf/io/basp/message_type.hpp"
 #include "caf/io/basp_broker.hpp"
+#include "caf/io/network/default_multiplexer.hpp"
 #include "caf/io/network/scribe_impl.hpp"
+#include "caf/io/scribe.hpp"
+#include "caf/node_id.hpp"
 
 #include "base/log.hpp"
 
 namespace mibyan {
 
 namespace basp = caf::io::basp;
+
+class basp_claims {
+public:
+  /// Whether `node` was free; if so it is now claimed by `owner`.
+  bool claim(const caf::node_id& node, const void* owner);
+
+  /// Frees what `owner` claimed (nothing when it claimed nothing).
+  void release(const caf::node_id& node, const void* owner);
+
+private:
+  std::mutex mtx_;
+  std::map<caf::node_id, const void*> owners_;
+};
+
+std::shared_ptr<basp_claims> make_basp_claims() {
+  return std::make_shared<basp_claims>();
+}
 
 bool basp_claims::claim(const caf::node_id& node, const void* owner) {
   std::lock_guard<std::mutex> guard{mtx_};

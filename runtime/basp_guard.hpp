@@ -18,18 +18,15 @@
 // Connections of other brokers (HTTP, the kernel broker) pass untouched.
 // Thread: the middleman's (the io loop's) thread; the claim table is
 // shared by the scribes of one loop and locked.
-// Includes CAF: only the io loop (runtime/io_loop.cpp) and cluster/protocol.cpp
-// include it.
+// Includes only CAF's forward declarations (the guard is in the .cpp);
+// used by the io loop (runtime/io_loop.cpp) and cluster/protocol.cpp.
 #pragma once
 
 #include <cstdint>
-#include <map>
 #include <memory>
-#include <mutex>
 
-#include "caf/io/network/default_multiplexer.hpp"
-#include "caf/io/scribe.hpp"
-#include "caf/node_id.hpp"
+#include "caf/io/fwd.hpp"
+#include "caf/io/network/native_socket.hpp"
 
 namespace mibyan {
 
@@ -40,19 +37,12 @@ constexpr const char* basp_max_frame_key = "mibyan.cluster-max-frame";
 /// The cap when nothing configured one: 64 MiB.
 constexpr uint32_t default_basp_max_frame = 64u << 20;
 
-/// Node ids claimed by the live inbound connections of one io loop.
-class basp_claims {
-public:
-  /// Whether `node` was free; if so it is now claimed by `owner`.
-  bool claim(const caf::node_id& node, const void* owner);
+/// Node ids claimed by the live inbound connections of one io loop
+/// (defined in basp_guard.cpp; locked, shared by the loop's scribes).
+class basp_claims;
 
-  /// Frees what `owner` claimed (nothing when it claimed nothing).
-  void release(const caf::node_id& node, const void* owner);
-
-private:
-  std::mutex mtx_;
-  std::map<caf::node_id, const void*> owners_;
-};
+/// A new, empty claim table.
+std::shared_ptr<basp_claims> make_basp_claims();
 
 /// A scribe for `fd` on `mpx` that guards BASP frames (see the file
 /// comment). The loop and its scribes share `claims`.

@@ -63,7 +63,7 @@ public:
         max_frame_(static_cast<uint32_t>(
           caf::get_or(sys->config(), basp_max_frame_key,
                       int64_t{default_basp_max_frame}))),
-        claims_(std::make_shared<basp_claims>()) {}
+        claims_(make_basp_claims()) {}
 
   caf::io::scribe_ptr
   new_scribe(caf::io::network::native_socket fd) override {
