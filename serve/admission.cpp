@@ -26,21 +26,30 @@ void admission::evict_locked(conn_ticket& t) {
   }
 }
 
+int64_t admission::waiting_count(
+  const std::map<uint64_t, std::weak_ptr<conn_ticket>>& m) {
+  int64_t n = 0;
+  for (auto& [seq, w] : m)
+    if (auto t = w.lock(); t && t->waiting_head && !t->evicted)
+      ++n;
+  return n;
+}
+
 bool admission::admit(const std::shared_ptr<conn_ticket>& t) {
   std::vector<std::shared_ptr<conn_ticket>> evicted, hurried;
   {
     std::lock_guard<std::mutex> g{mtx_};
     auto& mine = by_addr_[t->addr];
     std::shared_ptr<conn_ticket> victim;
-    if (static_cast<int64_t>(mine.size()) >= limits_.max_connections_per_ip) {
-      victim = oldest_waiting(mine);
-      if (!victim) {
-        if (mine.empty())
-          by_addr_.erase(t->addr);
-        return false;
+    // The per-address cap is on connections still waiting for a request
+    // head (what a flood of unfinished heads holds): one address may carry
+    // any number of running requests (a reverse proxy, a client with many
+    // streams) up to the global limit.
+    if (waiting_count(mine) >= limits_.max_connections_per_ip) {
+      if ((victim = oldest_waiting(mine))) {
+        evict_locked(*victim);
+        evicted.push_back(victim);
       }
-      evict_locked(*victim);
-      evicted.push_back(victim);
     }
     if (static_cast<int64_t>(all_.size()) >= limits_.max_connections) {
       victim = oldest_waiting(all_);

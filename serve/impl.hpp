@@ -83,6 +83,8 @@ private:
   // The oldest live ticket of `m` waiting for a head (nullptr: none).
   std::shared_ptr<conn_ticket>
   oldest_waiting(const std::map<uint64_t, std::weak_ptr<conn_ticket>>& m);
+  static int64_t
+  waiting_count(const std::map<uint64_t, std::weak_ptr<conn_ticket>>& m);
   // Marks `t` evicted and drops it from the counts (lock held).
   void evict_locked(conn_ticket& t);
 
