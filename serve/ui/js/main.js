@@ -1,0 +1,136 @@
+// The dashboard's entry point: asks whoami, shows the login page when the
+// server wants a key, then runs the hash router. Pages are modules in
+// pages/ exporting `render(root, params, ctx)`; render may return a cleanup
+// function, called when the route changes (closes event streams, timers).
+
+import { h, clear } from "./dom.js";
+import * as api from "./api.js";
+import { parseHash } from "./router.js";
+import { renderLogin } from "./pages/login.js";
+
+const PAGES = {
+  sessions: () => import("./pages/sessions.js"),
+  session: () => import("./pages/transcript.js"),
+  live: () => import("./pages/live.js"),
+  approvals: () => import("./pages/approvals.js"),
+  kernels: () => import("./pages/kernels.js"),
+  cluster: () => import("./pages/cluster.js"),
+  mcp: () => import("./pages/mcp.js"),
+  config: () => import("./pages/config.js"),
+  usage: () => import("./pages/usage.js"),
+};
+
+const TITLES = {
+  sessions: "Sessions", session: "Transcript", live: "Live", approvals: "Approvals",
+  kernels: "Kernels", cluster: "Cluster", mcp: "MCP servers", config: "Config", usage: "Usage",
+};
+
+const main = document.getElementById("main");
+const nav = document.getElementById("nav");
+const account = document.getElementById("account");
+let cleanup = null;
+let whoami = { auth_required: false, logged_in: false, csrf: "" };
+let routeSeq = 0;
+
+function setNavCurrent(page) {
+  const current = page === "session" ? "sessions" : page;
+  for (const a of nav.querySelectorAll("a[data-page]")) {
+    if (a.dataset.page === current) a.setAttribute("aria-current", "page");
+    else a.removeAttribute("aria-current");
+  }
+}
+
+function renderAccount() {
+  clear(account);
+  if (whoami.auth_required && whoami.logged_in) {
+    account.appendChild(h("button.btn.small", {
+      type: "button", "data-testid": "logout",
+      onclick: async () => {
+        try { await api.post("/ui/api/logout"); } catch (e) { /* logged out either way */ }
+        api.setCsrf("");
+        whoami = { ...whoami, logged_in: false, csrf: "" };
+        showLogin();
+      },
+    }, "Log out"));
+  }
+}
+
+function showLogin(message) {
+  if (cleanup) { try { cleanup(); } catch (e) { /* page already gone */ } cleanup = null; }
+  document.body.classList.add("logged-out");
+  nav.hidden = true;
+  renderAccount();
+  clear(main);
+  renderLogin(main, message, (csrfToken) => {
+    api.setCsrf(csrfToken);
+    whoami = { ...whoami, logged_in: true, csrf: csrfToken };
+    document.body.classList.remove("logged-out");
+    nav.hidden = false;
+    renderAccount();
+    route();
+  });
+}
+
+async function route() {
+  const seq = ++routeSeq;
+  if (whoami.auth_required && !whoami.logged_in) { showLogin(); return; }
+  const { page, params } = parseHash(location.hash);
+  if (!PAGES[page]) { location.replace("#/sessions"); return; }
+  if (cleanup) { try { cleanup(); } catch (e) { /* ignore */ } cleanup = null; }
+  setNavCurrent(page);
+  document.title = TITLES[page] + " · Mibyan console";
+  clear(main);
+  main.dataset.page = page;
+  main.setAttribute("aria-busy", "true");
+  let mod;
+  try {
+    mod = await PAGES[page]();
+  } catch (e) {
+    main.appendChild(h("p.notice.error", { role: "alert" }, "This page failed to load: " + e.message));
+    main.removeAttribute("aria-busy");
+    return;
+  }
+  if (seq !== routeSeq) return;
+  const root = h("section.page", { "data-testid": "page-" + page });
+  main.appendChild(root);
+  try {
+    const result = await mod.render(root, params, { whoami, navigate });
+    if (seq !== routeSeq) { if (typeof result === "function") result(); return; }
+    cleanup = typeof result === "function" ? result : null;
+  } catch (e) {
+    root.appendChild(h("p.notice.error", { role: "alert" }, e.message || String(e)));
+  }
+  main.removeAttribute("aria-busy");
+  main.dataset.ready = page;
+  const heading = root.querySelector("h1");
+  if (heading && !params.keepFocus) { heading.tabIndex = -1; heading.focus({ preventScroll: true }); }
+}
+
+export function navigate(hash) {
+  if (location.hash === hash) route();
+  else location.hash = hash;
+}
+
+async function boot() {
+  api.setUnauthorisedHandler(() => {
+    if (whoami.auth_required) {
+      whoami = { ...whoami, logged_in: false };
+      showLogin("Your session ended; enter the key again.");
+    }
+  });
+  try {
+    whoami = await api.get("/ui/api/whoami", undefined, { noAuthRedirect: true });
+  } catch (e) {
+    clear(main);
+    main.appendChild(h("p.notice.error", { role: "alert" },
+      "The console cannot reach the node: " + e.message));
+    return;
+  }
+  api.setCsrf(whoami.csrf || "");
+  renderAccount();
+  window.addEventListener("hashchange", route);
+  if (!location.hash) history.replaceState(null, "", "#/sessions");
+  route();
+}
+
+boot();
