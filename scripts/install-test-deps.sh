@@ -1,13 +1,28 @@
 #!/usr/bin/env bash
-# Installs the test-only dependencies that are not Debian packages, pinned
-# in tests/node/package.json: the stock `openai` npm client that
-# tests/serve_test.cpp drives against `mibyan serve`, and the MCP servers
-# `@modelcontextprotocol/server-filesystem` and
-# `@modelcontextprotocol/server-everything` that the MCP tests connect to
-# (docs/mcp.md). They go into tests/node/node_modules (ignored by git).
-# Idempotent; fails loudly when npm or the registry is unreachable.
+# Installs the test-only dependencies:
+# * Debian's `chromium`, the browser tests/dashboard_browser_test.cpp drives
+#   (docs/dashboard.md); installed with apt-get when missing;
+# * the npm packages pinned in tests/node/package.json: the stock `openai`
+#   npm client that tests/serve_test.cpp drives against `mibyan serve`, the
+#   MCP servers `@modelcontextprotocol/server-filesystem` and
+#   `@modelcontextprotocol/server-everything` that the MCP tests connect to
+#   (docs/mcp.md), and `puppeteer-core`, which drives that Chromium (it
+#   never downloads a browser of its own, so PUPPETEER_SKIP_DOWNLOAD does
+#   not matter). They go into tests/node/node_modules (ignored by git).
+# Idempotent; fails loudly when apt, npm or the registry is unreachable.
 set -euo pipefail
 cd "$(dirname "$0")/../tests/node"
+
+if ! dpkg-query -W -f='${Status}' chromium 2>/dev/null | grep -q "install ok installed"; then
+  SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then
+    SUDO="sudo"
+  fi
+  echo "install-test-deps: installing Debian's chromium"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends chromium
+fi
 # Prints every dependency whose installed version differs from the pin.
 missing=$(node -e '
 const deps = require("./package.json").dependencies;
