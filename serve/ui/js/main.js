@@ -106,6 +106,30 @@ async function route() {
   if (heading && !params.keepFocus) { heading.tabIndex = -1; heading.focus({ preventScroll: true }); }
 }
 
+// The navigation's count of approvals and questions waiting, refreshed
+// every BADGE_MS on every page (the Approvals page also sets it). A node
+// without the approvals endpoints just shows no badge.
+const BADGE_MS = 5000;
+let badgeTimer = null;
+async function refreshBadge() {
+  const badge = document.getElementById("approvals-badge");
+  if (whoami.auth_required && !whoami.logged_in) { badge.hidden = true; return; }
+  let n = 0;
+  for (const p of ["/v1/approvals", "/v1/clarifications"]) {
+    try {
+      const res = await api.get(p, undefined, { noAuthRedirect: true });
+      n += Array.isArray(res && res.data) ? res.data.length : 0;
+    } catch (e) { /* not available on this node */ }
+  }
+  badge.hidden = n === 0;
+  badge.textContent = String(n);
+}
+function startBadge() {
+  if (badgeTimer) return;
+  const tick = async () => { await refreshBadge(); badgeTimer = setTimeout(tick, BADGE_MS); };
+  tick();
+}
+
 export function navigate(hash) {
   if (location.hash === hash) route();
   else location.hash = hash;
@@ -131,6 +155,7 @@ async function boot() {
   window.addEventListener("hashchange", route);
   if (!location.hash) history.replaceState(null, "", "#/sessions");
   route();
+  startBadge();
 }
 
 boot();
