@@ -144,6 +144,7 @@ int serve_command(const std::vector<std::string>& args,
     return 2;
   }
   st.limits = opts.server;
+  st.effective = std::make_shared<const options>(opts);
   st.model_id = !tmpl.model.empty() ? tmpl.model : opts.model.default_model;
   if (st.model_id.empty())
     st.model_id = "mibyan";
