@@ -64,7 +64,9 @@ function reply(content, calls = [], usage = [120, 30]) {
   return JSON.stringify({
     id: "p1", object: "chat.completion", model: "m",
     choices: [{ index: 0, message: msg, finish_reason: calls.length ? "tool_calls" : "stop" }],
-    usage: { prompt_tokens: usage[0], completion_tokens: usage[1], total_tokens: usage[0] + usage[1] } });
+    // `cost` as OpenRouter-style gateways report it: the session's cost_usd.
+    usage: { prompt_tokens: usage[0], completion_tokens: usage[1], total_tokens: usage[0] + usage[1],
+             cost: (usage[0] * 2.5 + usage[1] * 10) / 1e6 } });
 }
 
 function streamed(pieces) {
@@ -178,14 +180,14 @@ const XSS_ANSWER = 'Here it is: <script>window.__mibyanXss = "answer"</script> <
 const SCRIPT = [
   "from mibyan_tools import read_file, terminal",
   "",
-  "# Count the lines of the notes and list the work directory",
-  "def count_lines(path):",
-  "    res = read_file(path)",
-  "    return len(str(res).splitlines()), 'ok'",
+  "# How often do the notes mention the island?",
+  "def mentions(path, word='zanzibar'):",
+  "    notes = str(read_file(path))",
+  "    return notes.count(word)",
   "",
-  "n = count_lines(\"" + (WORK || "") + "/notes.txt\")",
-  "out = terminal(command=\"ls " + (WORK || "") + "\")",
-  "print(f\"lines={n} total={6 * 7}\")",
+  "n = mentions(\"" + (WORK || "") + "/notes.txt\")",
+  "listing = terminal(command=\"ls " + (WORK || "") + "\")",
+  "print(f\"mentions={n} total={6 * 7}\")",
 ].join("\n");
 
 async function main() {
@@ -201,7 +203,7 @@ async function main() {
     let r = await chat("dash-exec", "Count the lines of my notes with a script.");
     check(r.status === 200, "dash-exec turn: " + r.status + " " + r.text);
     const exec = await toolResultSeen("call_exec");
-    check(exec && exec.includes("lines="), "execute_code ran: " + exec);
+    check(exec && exec.includes("mentions=1"), "execute_code ran: " + exec);
     // A transcript full of markup: the user's text, a tool result, the answer.
     await script({ body: reply("", [["call_xss", "read_file", { path: path.join(WORK, "xss.txt") }]]) });
     await script({ body: reply(XSS_ANSWER) });
@@ -262,8 +264,11 @@ async function main() {
     const ids = await page.$$eval("tr[data-session-id]", (rows) => rows.map((r) => r.dataset.sessionId));
     for (const id of ["dash-exec", "dash-xss", "dash-delete-me"]) check(ids.includes(id), id + " listed in " + ids);
     check(ids.indexOf("dash-delete-me") < ids.indexOf("dash-exec"), "newest first: " + ids);
-    const row = await page.$eval('tr[data-session-id="dash-exec"]', (r) => r.textContent);
-    check(/execute|dash-exec/.test(row), "row text " + row);
+    // dash-exec: 4 messages, 1 tool call, 420 input and 70 output tokens, a cost.
+    const cells = await page.$$eval('tr[data-session-id="dash-exec"] td', (tds) => tds.map((t) => t.textContent.trim()));
+    check(cells[4] === "4" && cells[5] === "1", "message and tool-call counts: " + cells);
+    check(cells[6] === "420 / 70", "tokens: " + cells[6]);
+    check(/^\$0\.00\d+$/.test(cells[7]), "cost: " + cells[7]);
     await shot("sessions");
   });
 
@@ -296,7 +301,7 @@ async function main() {
     const made = await text("[data-testid=script-tool-calls-made]");
     check(made.startsWith("2 tool calls"), "tool_calls_made: " + made);
     const out = await page.$eval('[data-tool="execute_code"] .result', (e) => e.textContent);
-    check(out.includes("lines=") && out.includes("total=42"), "the script's output: " + out.slice(0, 300));
+    check(out.includes("mentions=1") && out.includes("total=42"), "the script's output: " + out.slice(0, 300));
     await shot("transcript");
   });
 

@@ -136,11 +136,21 @@ export function navigate(hash) {
 }
 
 async function boot() {
-  api.setUnauthorisedHandler(() => {
-    if (whoami.auth_required) {
-      whoami = { ...whoami, logged_in: false };
-      showLogin("Your session ended; enter the key again.");
-    }
+  // A 401 means the cookie ended only if whoami agrees (an endpoint that
+  // takes no cookie answers 401 too); then the login page comes back.
+  let checking = false;
+  api.setUnauthorisedHandler(async () => {
+    if (!whoami.auth_required || !whoami.logged_in || checking) return;
+    checking = true;
+    try {
+      const now = await api.get("/ui/api/whoami", undefined, { noAuthRedirect: true });
+      if (!now.logged_in) {
+        whoami = { ...whoami, logged_in: false, csrf: "" };
+        api.setCsrf("");
+        showLogin("Your session ended; enter the key again.");
+      }
+    } catch (e) { /* the node is unreachable: the page shows its own error */ }
+    checking = false;
   });
   try {
     whoami = await api.get("/ui/api/whoami", undefined, { noAuthRedirect: true });

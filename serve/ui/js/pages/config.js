@@ -42,6 +42,11 @@ export async function render(root) {
   root.appendChild(h("p.muted", "The node's effective configuration (config.yaml, the environment and the flags, merged). "
     + "Secrets are masked by the server. Read-only: change config.yaml and restart the node."));
 
+  if (res.home || res.config_file)
+    root.appendChild(h("dl.meta",
+      h("dt", "Home"), h("dd.mono", String(res.home || "–")),
+      h("dt", "Config file"), h("dd.mono", res.config_file ? String(res.config_file) : "none (defaults)")));
+
   root.appendChild(h("h2", "Check"));
   if (!checks.length) {
     root.appendChild(h("p.notice.ok", { "data-testid": "config-check" }, "config check found nothing to report."));
@@ -70,4 +75,13 @@ export async function render(root) {
   filter.addEventListener("input", draw);
   draw();
   root.appendChild(body);
+
+  const env = res.env && typeof res.env === "object" ? Object.entries(res.env) : [];
+  if (env.length) {
+    root.appendChild(h("h2", "Variables from .env"));
+    root.appendChild(table([
+      { label: "Name", cls: "key", value: (r) => h("span.mono", r[0]) },
+      { label: "Value", value: (r) => valueNode(r[1]) },
+    ], env.sort((a, b) => a[0].localeCompare(b[0])), { caption: "Variables from $MIBYAN_HOME/.env (masked)", cls: "config" }));
+  }
 }
