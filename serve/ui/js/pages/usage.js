@@ -22,8 +22,16 @@ function dayToSec(day) {
   return Number.isFinite(n) ? (n > 1e11 ? n / 1000 : n) : NaN;
 }
 
-function pivot(rows) {
-  const days = [...new Set(rows.map((r) => String(r.day)))].sort();
+// Every UTC day of the range, oldest first, as the server names them
+// ("YYYY-MM-DD"), so that days without turns are drawn as such.
+function rangeDays(days, now = Date.now()) {
+  const out = [];
+  for (let i = days - 1; i >= 0; i--) out.push(new Date(now - i * 86400e3).toISOString().slice(0, 10));
+  return out;
+}
+
+function pivot(rows, range) {
+  const days = [...new Set([...range, ...rows.map((r) => String(r.day))])].sort();
   const models = [...new Set(rows.map((r) => String(r.model || "unknown")))].sort();
   const at = new Map(rows.map((r) => [String(r.day) + "\u0000" + String(r.model || "unknown"), r]));
   return { days, models, get: (d, m) => at.get(d + "\u0000" + m) };
@@ -65,7 +73,7 @@ export async function render(root, params) {
   const grid = h("div.charts");
   root.appendChild(grid);
   if (byDay.length) {
-    const p = pivot(byDay);
+    const p = pivot(byDay, rangeDays(days));
     const xs = p.days.map(dayToSec);
     const sum = (field) => p.days.map((d) => p.models.reduce((a, m) => a + (Number((p.get(d, m) || {})[field]) || 0), 0));
     const perModel = (field) => p.models.map((m) => p.days.map((d) => {
@@ -77,14 +85,14 @@ export async function render(root, params) {
     const tok = chartBox("Tokens per day", "chart-tokens");
     grid.appendChild(tok.fig);
     charts.push([tok.plot, {
-      series: [{}, line("Input", PALETTE[0], fmt.compact), line("Output", PALETTE[1], fmt.compact)],
+      series: [daySeries(), line("Input", PALETTE[0], fmt.int), line("Output", PALETTE[1], fmt.int)],
       axes: axes(fmt.compact),
     }, [xs, sum("input_tokens"), sum("output_tokens")]]);
 
     const cost = chartBox("Cost per day (USD) by model", "chart-cost");
     grid.appendChild(cost.fig);
     charts.push([cost.plot, {
-      series: [{}, ...p.models.map((m, i) => line(m, PALETTE[i % PALETTE.length], fmt.usd))],
+      series: [daySeries(), ...p.models.map((m, i) => line(m, PALETTE[i % PALETTE.length], fmt.usd))],
       axes: axes((v) => "$" + (v < 1 ? v.toFixed(3) : v.toFixed(2))),
     }, [xs, ...perModel("cost_usd")]]);
 
@@ -92,7 +100,7 @@ export async function render(root, params) {
     grid.appendChild(lat.fig);
     const p50 = perModel("latency_ms_p50"), p95 = perModel("latency_ms_p95");
     charts.push([lat.plot, {
-      series: [{}, ...p.models.flatMap((m, i) => [
+      series: [daySeries(), ...p.models.flatMap((m, i) => [
         line(m + " p50", PALETTE[i % PALETTE.length], (v) => fmt.int(v) + " ms"),
         { ...line(m + " p95", PALETTE[i % PALETTE.length], (v) => fmt.int(v) + " ms"), dash: [6, 4] }])],
       axes: axes((v) => fmt.compact(v)),
@@ -101,7 +109,7 @@ export async function render(root, params) {
     const turns = chartBox("Turns per day", "chart-turns");
     grid.appendChild(turns.fig);
     charts.push([turns.plot, {
-      series: [{}, { ...line("Turns", PALETTE[2], fmt.int), fill: "rgba(5,150,105,0.15)" }],
+      series: [daySeries(), { ...line("Turns", PALETTE[2], fmt.int), fill: "rgba(5,150,105,0.15)" }],
       axes: axes(fmt.compact),
     }, [xs, sum("turns")]]);
   }
@@ -130,7 +138,9 @@ export async function render(root, params) {
       clear(el);
       const width = Math.max(280, el.clientWidth || 560);
       plots.push(new uPlot({ width, height: 220, legend: { show: true }, cursor: { drag: { x: false, y: false } },
-        scales: { x: { time: true } }, ...opts }, data, el));
+        // Every quantity here is a count, a cost or a duration: the y axis starts at 0.
+        scales: { x: { time: true }, y: { range: (u, lo, hi) => [0, hi > 0 ? hi * 1.1 : 1] } },
+        ...opts }, data, el));
     }
   };
   requestAnimationFrame(draw);
@@ -146,6 +156,10 @@ export async function render(root, params) {
 
 function stat(label, value) {
   return h("div.stat", h("div.stat-value", value), h("div.stat-label", label));
+}
+
+function daySeries() {
+  return { label: "Day", value: (u, v) => (v === null || v === undefined ? "–" : new Date(v * 1000).toLocaleDateString("en-CA")) };
 }
 
 function line(label, stroke, valueFmt) {
