@@ -386,3 +386,26 @@ BOOST_FIXTURE_TEST_CASE(usage_by_day_and_model, api_fixture) {
   for (auto q : {"days=0", "days=367", "days=x", "days="})
     check_error(get(std::string{"/ui/api/usage?"} + q), 400, "bad_parameter");
 }
+
+BOOST_FIXTURE_TEST_CASE(provider_cost_is_stored_and_listed, api_fixture) {
+  // An OpenRouter-style usage.cost on the provider's answer.
+  auto body = json::parse(reply("paid answer"));
+  BOOST_REQUIRE(body);
+  json::value usage;
+  usage["prompt_tokens"] = 10;
+  usage["completion_tokens"] = 2;
+  usage["total_tokens"] = 12;
+  usage["cost"] = 0.0042;
+  (*body.v)["usage"] = std::move(usage);
+  script(body.v->dump());
+  auto r = request(sp->port, "POST", "/v1/chat/completions", chat_body,
+                   auth + "X-Mibyan-Session: paid1\r\n", "x");
+  BOOST_REQUIRE_EQUAL(status_of(r), 200);
+  auto v = get_json("/ui/api/sessions/paid1");
+  BOOST_REQUIRE(v.find("cost_usd") && v.find("cost_usd")->is_number());
+  BOOST_CHECK_CLOSE(v.find("cost_usd")->as_double(), 0.0042, 1e-9);
+  BOOST_CHECK_EQUAL(v.find("tokens")->get_int("input", 0), 10);
+  auto list = get_json("/ui/api/sessions?limit=1");
+  BOOST_CHECK_EQUAL(list.find("data")->as_array()[0].get_string("id", ""),
+                    "paid1");
+}
