@@ -87,7 +87,7 @@ void serve_connection::ui(const std::string& path,
   const std::string api = "/ui/api/";
   if (path.rfind(api, 0) != 0) {
     // A static file: looked up in the embedded table only.
-    if (method != http::verb::get && method != http::verb::head)
+    if (method != http::verb::get)
       return method_not_allowed();
     auto* a = serve::find_ui_asset(path.substr(4));
     if (!a) {
@@ -106,8 +106,7 @@ void serve_connection::ui(const std::string& path,
       return;
     }
     send_body(http::status::ok, std::string{a->content_type},
-              method == http::verb::head ? std::string{}
-                                         : std::string{a->body});
+              std::string{a->body});
     return;
   }
   extra_headers_.emplace_back("Cache-Control", "no-store");
