@@ -113,6 +113,10 @@ void serve_connection::chat() {
     call.on_tool = call.on_delta; // tool events share the stream
 
     start_stream();
+    // Approvals and questions of this session appear on the stream.
+    const auto& c = srv_->rt.config();
+    if (c.approvals.http == "pending" || c.clarify.http == "pending")
+      watch_pending();
   }
   // Keeps the connection alive until the turn ends.
   auto self = shared_from_this();
@@ -171,6 +175,7 @@ void serve_connection::on_turn_done(turn_outcome out) {
   }
   // A stateless session's conversation is closed by discard_stateless.
   keepalive_.cancel();
+  unwatch_pending();
   finish_turn(std::move(out));
 }
 

@@ -6,7 +6,8 @@
 // callbacks arrive on runtime threads and only post to the strand.
 // Reading, routing, the sessions endpoints and plain responses are in
 // serve/connection.cpp; chat turns and streaming in
-// serve/chat.cpp.
+// serve/chat.cpp; the pending approvals and questions in
+// serve/pending_http.cpp.
 #pragma once
 
 #include <array>
@@ -91,6 +92,19 @@ public:
   bool ui_authorised(bool state_changing);
 
 private:
+  // -- pending approvals and questions (serve/pending_http.cpp) ---------
+
+  // GET /v1/approvals[/], POST /v1/approvals/{id}; the same under
+  // /v1/clarifications. `prefix` is the collection path.
+  void pending(const std::string& path, const std::string& prefix,
+               const std::map<std::string, std::string>& query,
+               pending_kind kind);
+  // While a streamed turn runs: its session's pending requests become
+  // `approval_required` / `clarify_required` events on the stream.
+  void watch_pending();
+  void unwatch_pending();
+  void on_pending(const pending_event& e);
+
   // -- chat (serve/chat.cpp) -------------------------------------------
 
   void chat();
@@ -182,6 +196,8 @@ private:
   // The last write to the stream, and the timer of keep-alive comments.
   std::chrono::steady_clock::time_point last_output_;
   boost::asio::steady_timer keepalive_;
+  // The runtime's watch token of the running stream (0: none).
+  uint64_t pending_watch_ = 0;
   bool holds_busy_ = false;
   bool lingering_ = false;
   std::shared_ptr<std::array<char, 16384>> drain_;
