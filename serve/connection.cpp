@@ -239,6 +239,17 @@ void serve_connection::handle() {
     ui(path, query);
     return;
   }
+  // Approvals and questions are answered by programs (bearer key) and by
+  // the dashboard (cookie + X-CSRF-Token): serve/ui_auth.hpp takes both.
+  for (auto [prefix, kind] :
+       {std::pair{"/v1/approvals", pending_kind::approval},
+        std::pair{"/v1/clarifications", pending_kind::clarify}})
+    if (path.rfind(prefix, 0) == 0
+        && (path.size() == std::strlen(prefix) || path[std::strlen(prefix)] == '/')) {
+      if (ui_authorised(method != http::verb::get))
+        pending(path, prefix, query, kind);
+      return;
+    }
   if (!authorized()) {
     send_error(http::status::unauthorized,
                "missing or wrong API key: send 'Authorization: Bearer "
@@ -271,14 +282,6 @@ void serve_connection::handle() {
     sessions(path, query);
     return;
   }
-  for (auto [prefix, kind] :
-       {std::pair{"/v1/approvals", pending_kind::approval},
-        std::pair{"/v1/clarifications", pending_kind::clarify}})
-    if (path.rfind(prefix, 0) == 0
-        && (path.size() == std::strlen(prefix) || path[std::strlen(prefix)] == '/')) {
-      pending(path, prefix, query, kind);
-      return;
-    }
   send_error(http::status::not_found, "no such endpoint: " + path,
              "invalid_request_error", "not_found");
 }

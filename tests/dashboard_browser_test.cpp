@@ -3,14 +3,15 @@
 #include <boost/test/unit_test.hpp>
 
 // The dashboard in a real browser (docs/dashboard.md): a real `mibyan
-// serve` with a key, `approvals.http: pending`, two MCP servers (one that
-// cannot start) and the scripted provider behind it, driven by headless
-// Chromium (Debian's `chromium`) through puppeteer-core in
-// tests/node/dashboard_browser.mjs. The script opens every page, searches,
-// reads an execute_code transcript, watches a live turn, interrupts one,
-// approves one command and denies another, checks that markup in a
-// transcript stays text and that a request without the CSRF token is
-// refused, and writes a JSON report this test reads.
+// serve` with a key, `approvals.http` and `clarify.http: pending`, two MCP
+// servers (one that cannot start) and the scripted provider behind it,
+// driven by headless Chromium (Debian's `chromium`) through puppeteer-core
+// in tests/node/dashboard_browser.mjs. The script opens every page,
+// searches, reads an execute_code transcript, watches a live turn,
+// interrupts one, approves one command, denies another and answers a
+// question, checks that markup in a transcript stays text and that a
+// request without the CSRF token is refused, and writes a JSON report this
+// test reads.
 //
 // Without Chromium the suite prints SKIPPED and exits 77 (ctest: skipped).
 // MIBYAN_TEST_CHROMIUM overrides the browser's path; with
@@ -79,6 +80,9 @@ BOOST_AUTO_TEST_CASE(every_page_in_headless_chromium) {
   auto sp = start("approvals:\n"
                   "  http: pending\n"
                   "  timeout: 120\n"
+                  "clarify:\n"
+                  "  http: pending\n"
+                  "  timeout: 120\n"
                   "mcp_servers:\n"
                   "  files:\n"
                   "    command: node\n"
@@ -135,7 +139,8 @@ BOOST_AUTO_TEST_CASE(every_page_in_headless_chromium) {
                     "a state-changing request without the CSRF token is refused",
                     "live page streams a turn's deltas and tool events",
                     "approve a pending command and the turn goes on",
-                    "deny another pending command and the turn goes on"})
+                    "deny another pending command and the turn goes on",
+                    "answer a clarifying question and the turn goes on"})
     BOOST_CHECK_MESSAGE(steps.count(want) == 1, "step not run: " << want);
   std::set<std::string> pages;
   if (auto* page_list = rep.find("pages"); page_list && page_list->is_array())

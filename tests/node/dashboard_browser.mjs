@@ -456,6 +456,29 @@ async function main() {
     check(again.second === 409 || again.second === 404, "a second answer is refused: " + again.second);
   });
 
+  await step("answer a clarifying question and the turn goes on", async () => {
+    await control("/__reset", {});
+    await script({ body: reply("", [["call_ask", "clarify",
+      { question: "Which colour should the <b>report</b> use?", choices: ["blue", "green"] }]]) });
+    await script({ body: reply("Using green for the report.") });
+    const turn = chat("dash-clarify", "Make me a report.");
+    await open("#/approvals");
+    const card = await page.waitForSelector("[data-testid=clarification]", { timeout: 30000 });
+    const q = await card.$eval(".question", (e) => e.textContent);
+    check(q === "Which colour should the <b>report</b> use?", "the question as text: " + q);
+    // A suggested answer fills the box; the person may still edit it.
+    await clickText("[data-testid=clarification] .choices button", "green");
+    const typed = await card.$eval("[data-testid=clarify-answer]", (e) => e.value);
+    check(typed === "green", "choice filled in: " + typed);
+    await card.$eval("form", (f) => f.requestSubmit());
+    const r = await turn;
+    check(r.status === 200 && r.json && r.json.choices[0].message.content === "Using green for the report.",
+          "the turn went on with the answer: " + r.status + " " + r.text.slice(0, 300));
+    const seen = await toolResultSeen("call_ask");
+    check(seen !== null && seen.includes("green"), "the model got the answer: " + seen);
+    await page.waitForFunction(() => !document.querySelector("[data-testid=clarification]"));
+  });
+
   await step("kernels page lists the script's kernel; reset and stop", async () => {
     await open("#/kernels");
     const rows = await page.$$eval("[data-testid=kernels] tbody tr", (rs) => rs.map((r) => r.textContent));

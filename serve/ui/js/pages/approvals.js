@@ -55,7 +55,9 @@ export function render(root) {
     approvalsBox.dataset.ids = ids;
     clear(approvalsBox);
     if (!items.length) {
-      approvalsBox.appendChild(empty("No command is waiting for approval."));
+      approvalsBox.appendChild(empty(res.value.enabled === false
+        ? "HTTP approvals are off on this node (approvals.http: off): a command that needs approval where nobody can be asked in a terminal is denied at once."
+        : "No command is waiting for approval."));
       return;
     }
     for (const a of items) approvalsBox.appendChild(approvalCard(a));
@@ -77,6 +79,7 @@ export function render(root) {
       h("pre.text.command", { "data-testid": "approval-command" }, String(a.command ?? "")),
       reasons.length ? h("div.block-label", reasons.length === 1 ? "Reason" : "Reasons") : null,
       reasons.length ? h("ul.reasons", reasons.map((r) => h("li", String(r)))) : null,
+      a.guardian_verdict ? h("p.small", h("strong", "Reviewer model: "), String(a.guardian_verdict)) : null,
       h("div.choices", { role: "group", "aria-label": "Answer" }, buttons),
       h("p.small.muted", "Waiting since " + fmt.datetime(a.created_at_ms)));
     return card;
@@ -116,7 +119,9 @@ export function render(root) {
     clarifyBox.dataset.ids = ids;
     clear(clarifyBox);
     if (!items.length) {
-      clarifyBox.appendChild(empty("No question is waiting for an answer."));
+      clarifyBox.appendChild(empty(res.value.enabled === false
+        ? "Questions over HTTP are off on this node (clarify.http: off)."
+        : "No question is waiting for an answer."));
       return;
     }
     for (const q of items) clarifyBox.appendChild(clarifyCard(q));
