@@ -239,13 +239,19 @@ void serve_connection::handle() {
     ui(path, query);
     return;
   }
-  // Approvals and questions are answered by programs (bearer key) and by
-  // the dashboard (cookie + X-CSRF-Token): serve/ui_auth.hpp takes both.
+  // Approvals and questions are answered by programs (bearer key, checked
+  // below like every /v1 path) and by the dashboard: a request with a
+  // cookie and no Authorization header is authorised as the dashboard's
+  // (serve/ui_auth.hpp: the mibyan_ui cookie, plus X-CSRF-Token on POST).
+  const bool dashboard_request = req_[http::field::authorization].empty()
+                                 && !req_[http::field::cookie].empty();
   for (auto [prefix, kind] :
        {std::pair{"/v1/approvals", pending_kind::approval},
         std::pair{"/v1/clarifications", pending_kind::clarify}})
     if (path.rfind(prefix, 0) == 0
         && (path.size() == std::strlen(prefix) || path[std::strlen(prefix)] == '/')) {
+      if (!dashboard_request)
+        break;  // a program: the bearer check below, then the route below
       if (ui_authorised(method != http::verb::get))
         pending(path, prefix, query, kind);
       return;
@@ -282,6 +288,14 @@ void serve_connection::handle() {
     sessions(path, query);
     return;
   }
+  for (auto [prefix, kind] :
+       {std::pair{"/v1/approvals", pending_kind::approval},
+        std::pair{"/v1/clarifications", pending_kind::clarify}})
+    if (path.rfind(prefix, 0) == 0
+        && (path.size() == std::strlen(prefix) || path[std::strlen(prefix)] == '/')) {
+      pending(path, prefix, query, kind);
+      return;
+    }
   send_error(http::status::not_found, "no such endpoint: " + path,
              "invalid_request_error", "not_found");
 }

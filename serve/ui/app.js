@@ -1,23 +1,23 @@
 // The dashboard's entry point: asks whoami, shows the login page when the
 // server wants a key, then runs the hash router. Pages are modules in
-// pages/ exporting `render(root, params, ctx)`; render may return a cleanup
+// js/pages/ exporting `render(root, params, ctx)`; render may return a cleanup
 // function, called when the route changes (closes event streams, timers).
 
-import { h, clear } from "./dom.js";
-import * as api from "./api.js";
-import { parseHash } from "./router.js";
-import { renderLogin } from "./pages/login.js";
+import { h, clear } from "./js/dom.js";
+import * as api from "./js/api.js";
+import { parseHash } from "./js/router.js";
+import { renderLogin } from "./js/pages/login.js";
 
 const PAGES = {
-  sessions: () => import("./pages/sessions.js"),
-  session: () => import("./pages/transcript.js"),
-  live: () => import("./pages/live.js"),
-  approvals: () => import("./pages/approvals.js"),
-  kernels: () => import("./pages/kernels.js"),
-  cluster: () => import("./pages/cluster.js"),
-  mcp: () => import("./pages/mcp.js"),
-  config: () => import("./pages/config.js"),
-  usage: () => import("./pages/usage.js"),
+  sessions: () => import("./js/pages/sessions.js"),
+  session: () => import("./js/pages/transcript.js"),
+  live: () => import("./js/pages/live.js"),
+  approvals: () => import("./js/pages/approvals.js"),
+  kernels: () => import("./js/pages/kernels.js"),
+  cluster: () => import("./js/pages/cluster.js"),
+  mcp: () => import("./js/pages/mcp.js"),
+  config: () => import("./js/pages/config.js"),
+  usage: () => import("./js/pages/usage.js"),
 };
 
 const TITLES = {
