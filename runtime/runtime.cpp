@@ -110,7 +110,7 @@ void configure_actor_system(caf::actor_system_config& cfg,
   // lines, RPC calls), and a second read only learns EAGAIN, a system call
   // on the path from a kernel's frame to its answer. A socket with more
   // data stays readable and is read again in the next loop turn
-  // (docs/benchmarks.md, "Third round").
+  // (docs/benchmarks-history.md, "Third round").
   cfg.set("middleman.max-consecutive-reads", size_t{1});
   cfg.set("middleman.app-identifiers",
           std::vector<std::string>{"mibyan-v1"});
@@ -464,7 +464,7 @@ runtime::~runtime() = default;
 
 tool_outcome runtime::call_tool(const tool_call_request& call) {
   // A thin wrapper over the callback path: a blocking scoped_actor request
-  // costs about 0.1 ms more per call (docs/benchmarks.md, bridge section).
+  // costs about 0.1 ms more per call (docs/benchmarks-history.md, bridge section).
   std::promise<tool_outcome> result;
   auto answer = result.get_future();
   call_tool_async(call, [&result](tool_outcome out) {
