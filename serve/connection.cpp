@@ -232,6 +232,10 @@ void serve_connection::handle() {
     send_json(http::status::ok, R"({"status":"ok"})");
     return;
   }
+  if (path == "/ui" || path.rfind("/ui/", 0) == 0) {
+    ui(path, query);
+    return;
+  }
   if (!authorized()) {
     send_error(http::status::unauthorized,
                "missing or wrong API key: send 'Authorization: Bearer "
@@ -377,11 +381,17 @@ void serve_connection::send_error(http::status st, const std::string& message,
 }
 
 void serve_connection::send_json(http::status st, std::string body) {
+  send_body(st, "application/json", std::move(body));
+}
+
+void serve_connection::send_body(http::status st, const std::string& type,
+                                 std::string body) {
   auto res = std::make_shared<string_response>(st, req_.version() == 0
                                                      ? 11
                                                      : req_.version());
   res->set(http::field::server, "mibyan");
-  res->set(http::field::content_type, "application/json");
+  if (st != http::status::not_modified)
+    res->set(http::field::content_type, type);
   for (auto& [k, v] : extra_headers_)
     res->set(k, v);
   extra_headers_.clear();
