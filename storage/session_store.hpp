@@ -272,8 +272,9 @@ public:
   // -- maintenance ------------------------------------------------------------
 
   /// Checks that counters match messages, every index posting references
-  /// an existing message, frequencies and statistics add up, and (with
-  /// `deep`) that every message's words are indexed. Returns the problems
+  /// an existing message, frequencies and statistics add up, every stored
+  /// response belongs to an existing session and is indexed under it, and
+  /// (with `deep`) that every message's words are indexed. Returns the problems
   /// found (at most 20 listed) as an error.
   store_status verify(bool deep = false) const;
 
@@ -316,6 +317,10 @@ private:
   // (session_store_responses.cpp).
   int delete_responses_of(MDB_txn* txn, const std::string& id,
                           std::string& error);
+  // Adds the inconsistencies of the response databases to `problems`
+  // (verify's part; session_store_responses.cpp).
+  int verify_responses(MDB_txn* txn, std::vector<std::string>& problems,
+                       std::string& error) const;
   store_status settle_free_pages();
   int64_t now() const;
   store_status update_session(const std::string& id, const char* what,

@@ -5,6 +5,7 @@
 // delete_responses_of).
 #include "storage/session_store.hpp"
 
+#include "base/json.hpp"
 #include "storage/byte_codec.hpp"
 #include "storage/session_store_detail.hpp"
 
@@ -165,6 +166,56 @@ int session_store::delete_responses_of(MDB_txn* txn, const std::string& id,
     }
   }
   return 0;
+}
+
+int session_store::verify_responses(MDB_txn* txn,
+                                    std::vector<std::string>& problems,
+                                    std::string& error) const {
+  if (!has_responses_)
+    return 0;
+  int rc = scan_prefix(
+    txn, responses_, "", [&](std::string_view k, std::string_view v) {
+      stored_response r;
+      auto key = json::sanitize_utf8(k);
+      if (!decode_response(v, r)) {
+        problems.push_back("response " + key + " is undecodable");
+        return 0;
+      }
+      if (r.id != k)
+        problems.push_back("response " + key + " is stored under the "
+                           "wrong key");
+      std::string_view ignored;
+      if (lmdb_env::get(txn, sessions_, r.session_id, ignored) != 0)
+        problems.push_back("response " + key + " belongs to missing "
+                           "session " + json::sanitize_utf8(r.session_id));
+      if (lmdb_env::get(txn, responses_by_session_,
+                        sub_key(r.session_id, r.id), ignored)
+          != 0)
+        problems.push_back("response " + key + " is missing from "
+                           "responses_by_session");
+      return 0;
+    });
+  if (rc != 0) {
+    error = "scan responses";
+    return rc;
+  }
+  rc = scan_prefix(
+    txn, responses_by_session_, "",
+    [&](std::string_view k, std::string_view) {
+      auto nul = k.find('\0');
+      std::string_view v;
+      stored_response r;
+      if (nul == std::string_view::npos
+          || lmdb_env::get(txn, responses_, k.substr(nul + 1), v) != 0
+          || !decode_response(v, r) || r.session_id != k.substr(0, nul))
+        problems.push_back("responses_by_session entry "
+                           + json::sanitize_utf8(k)
+                           + " points to no response of that session");
+      return 0;
+    });
+  if (rc != 0)
+    error = "scan responses_by_session";
+  return rc;
 }
 
 store_result<uint64_t>

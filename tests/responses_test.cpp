@@ -203,6 +203,53 @@ BOOST_AUTO_TEST_CASE(bad_input_gets_4xx_and_the_server_keeps_serving) {
   BOOST_CHECK_EQUAL(sp->stop(), 0);
 }
 
+BOOST_AUTO_TEST_CASE(a_running_continuation_makes_the_next_one_branch) {
+  auto sp = start();
+  auto port = sp->port;
+  script(reply("first"));
+  auto first = body_of(create(port, R"({"input":"remember KESTREL"})"));
+  auto id = first.get_string("id", "");
+  auto sid = first["mibyan"].get_string("session_id", "");
+  BOOST_REQUIRE(!id.empty() && !sid.empty());
+  // The first continuation is slow; a second one from the same response
+  // arrives while it runs.
+  script(reply("slow continuation"), 1500);
+  script(reply("parallel branch"));
+  std::string r1, r2;
+  std::thread t1([&] {
+    r1 = create(port, R"({"input":"turn ONE","previous_response_id":")" + id
+                        + "\"}");
+  });
+  wait_for_provider_requests(2);
+  r2 = create(port, R"({"input":"turn TWO","previous_response_id":")" + id
+                      + "\"}");
+  t1.join();
+  auto b1 = body_of(r1), b2 = body_of(r2);
+  BOOST_CHECK(contains(r1, "slow continuation"));
+  BOOST_CHECK(contains(r2, "parallel branch"));
+  BOOST_CHECK_EQUAL(b1["mibyan"].get_string("session_id", ""), sid);
+  BOOST_CHECK_NE(b2["mibyan"].get_string("session_id", ""), sid);
+  // The branch holds the history up to the first response, not the
+  // running turn's message.
+  auto reqs = provider_requests();
+  BOOST_REQUIRE_EQUAL(reqs.size(), 3u);
+  auto branch = reqs[2].dump();
+  BOOST_CHECK(contains(branch, "KESTREL") && contains(branch, "turn TWO"));
+  BOOST_CHECK(!contains(branch, "turn ONE"));
+  BOOST_CHECK(!contains(reqs[1].dump(), "turn TWO"));
+}
+
+BOOST_AUTO_TEST_CASE(a_slow_stream_gets_keep_alive_comments) {
+  auto sp = start("server:\n  keepalive_s: 1\n");
+  node_responses(*sp, "keepalive");
+  script(reply("slow raw answer"), 2500);
+  auto r = create(sp->port, R"({"input":"slow","stream":true})");
+  BOOST_CHECK(contains(r, "text/event-stream"));
+  BOOST_CHECK(contains(r, ": keep-alive\n\n"));
+  BOOST_CHECK(contains(r, "event: response.completed\ndata: "));
+  BOOST_CHECK(contains(r, "slow raw answer"));
+}
+
 // -- the store's response records ---------------------------------------------
 
 BOOST_AUTO_TEST_CASE(store_keeps_responses_with_their_session) {
@@ -278,6 +325,22 @@ BOOST_AUTO_TEST_CASE(store_keeps_responses_with_their_session) {
     BOOST_CHECK(s.delete_response("resp_3").code == status_code::not_found);
     BOOST_CHECK(s.get_response("resp_3").code == status_code::not_found);
     BOOST_CHECK(s.verify(true));
+    // verify sees a response whose session is gone.
+    stored_response orphan;
+    orphan.id = "resp_orphan";
+    orphan.session_id = "gone";
+    BOOST_REQUIRE(s.env().write(
+      [&](MDB_txn* txn, std::string&) {
+        MDB_dbi dbi;
+        int rc = mdb_dbi_open(txn, "responses", 0, &dbi);
+        return rc != 0 ? rc
+                       : lmdb_env::put(txn, dbi, orphan.id,
+                                       encode_response(orphan));
+      },
+      "test"));
+    auto v = s.verify(false);
+    BOOST_CHECK(!v);
+    BOOST_CHECK_MESSAGE(contains(v.error, "resp_orphan"), v.error);
   }
 }
 

@@ -381,6 +381,21 @@ const scenarios = {
           && last.response.status === "failed", "stream " + JSON.stringify(types));
   },
 
+  async keepalive() {
+    // server.keepalive_s is 1: the slow stream carries ": keep-alive"
+    // comments between the events, which the stock client skips.
+    await control("/__reset", {});
+    await script({ body: reply("Slow streamed answer."), delay_ms: 2500 });
+    const s = await client().responses.create({ model: "m", input: "slow", stream: true });
+    const types = [];
+    let fin = null;
+    for await (const ev of s) {
+      types.push(ev.type);
+      if (ev.type === "response.completed") fin = ev.response;
+    }
+    check(fin && joined(fin) === "Slow streamed answer.", "slow stream " + JSON.stringify(types));
+  },
+
   async errors() {
     await control("/__reset", {});
     const c = client();
