@@ -49,6 +49,21 @@ int64_t now_ms() {
     .count();
 }
 
+// On the store thread: writes `rec` with the session's last message id,
+// then drops it from the live responses.
+void store_response(http_server::impl& srv, stored_response rec) {
+  if (auto store = session_store_of(srv.rt)) {
+    auto last = store->last_message_id(rec.session_id);
+    auto st = last ? (rec.last_message_id = *last, store->put_response(rec))
+                   : last.get_status();
+    if (!st)
+      MIBYAN_LOG(warning, "serve",
+                 "response " << rec.id << " not stored: " << st.error);
+  }
+  std::lock_guard<std::mutex> g{srv.mtx};
+  srv.live_responses.erase(rec.id);
+}
+
 } // namespace
 
 void serve_connection::responses(const std::string& path) {
@@ -76,6 +91,29 @@ void serve_connection::responses(const std::string& path) {
                                "response_id"));
     return;
   }
+  bool del = method == http::verb::delete_;
+  {
+    // A response not yet in the store: its turn runs, or its record is
+    // queued on the store thread (which a delete then follows).
+    std::unique_lock<std::mutex> g{srv_->mtx};
+    auto live = srv_->live_responses.find(id);
+    if (live != srv_->live_responses.end()) {
+      if (!del) {
+        auto body = live->second.object_json;
+        g.unlock();
+        send_json(http::status::ok, std::move(body));
+        return;
+      }
+      if (!live->second.done) {
+        g.unlock();
+        send_error(http::status::conflict,
+                   "response '" + id + "' is still in progress; delete it "
+                   "when its turn has ended",
+                   "invalid_request_error", "response_in_progress");
+        return;
+      }
+    }
+  }
   auto store = session_store_of(srv_->rt);
   if (!store) {
     send_error(http::status::service_unavailable,
@@ -83,7 +121,6 @@ void serve_connection::responses(const std::string& path) {
                "store_unavailable");
     return;
   }
-  bool del = method == http::verb::delete_;
   hold_busy();
   net::post(srv_->store_pool, [self = shared_from_this(), store, id, del] {
     serve::api_reply r;
@@ -182,7 +219,18 @@ void serve_connection::create_response() {
     auto prev = store->get_response(rr.previous_response_id);
     auto last = prev ? store->last_message_id(prev->session_id)
                      : store_result<uint64_t>{};
-    if (!prev || !last) {
+    bool running = false;
+    if (!prev && prev.code == status_code::not_found) {
+      std::lock_guard<std::mutex> g{srv->mtx};
+      running = srv->live_responses.count(rr.previous_response_id) > 0;
+    }
+    if (running) {
+      err = {409,
+             "previous_response_id '" + rr.previous_response_id
+               + "' names a response that is still in progress; continue "
+                 "from it when its turn has ended",
+             "response_in_progress"};
+    } else if (!prev || !last) {
       auto st = !prev ? prev.get_status() : last.get_status();
       err = st.code == status_code::not_found
               ? serve::api_reply{404,
@@ -246,6 +294,10 @@ void serve_connection::create_response() {
 }
 
 void serve_connection::start_response(turn_call call, bool reserved) {
+  if (resp_->store) {
+    std::lock_guard<std::mutex> g{srv_->mtx};
+    srv_->live_responses[id_] = {false, resp_->builder.object().dump()};
+  }
   run_turn(std::move(call), reserved);
 }
 
@@ -281,29 +333,24 @@ void serve_connection::finish_response(turn_outcome out) {
   auto last_events = b.finish(end);
   // Kept before the client hears the end (the store thread runs its jobs
   // in order, so a request naming this response next finds it).
-  if (resp_->store && !s.not_started) {
+  if (resp_->store) {
     stored_response rec;
     rec.id = b.id();
     rec.session_id = sid;
     rec.created_at_ms = now_ms();
     rec.object_json = b.object().dump();
     std::lock_guard<std::mutex> g{srv_->mtx};
-    if (!srv_->store_closed) {
+    auto live = srv_->live_responses.find(rec.id);
+    if (s.not_started || srv_->store_closed) {
+      // Nothing to keep (no session), or the store thread is gone.
+      if (live != srv_->live_responses.end())
+        srv_->live_responses.erase(live);
+    } else {
+      if (live != srv_->live_responses.end())
+        live->second = {true, rec.object_json};
       auto srv = srv_;
       net::post(srv_->store_pool, [srv, rec = std::move(rec)]() mutable {
-        auto store = session_store_of(srv->rt);
-        if (!store)
-          return;
-        auto last = store->last_message_id(rec.session_id);
-        if (!last) {
-          MIBYAN_LOG(warning, "serve",
-                     "response " << rec.id << " not stored: " << last.error);
-          return;
-        }
-        rec.last_message_id = *last;
-        if (auto st = store->put_response(rec); !st)
-          MIBYAN_LOG(warning, "serve",
-                     "response " << rec.id << " not stored: " << st.error);
+        store_response(*srv, std::move(rec));
       });
     }
   }

@@ -239,6 +239,50 @@ BOOST_AUTO_TEST_CASE(a_running_continuation_makes_the_next_one_branch) {
   BOOST_CHECK(!contains(reqs[1].dump(), "turn TWO"));
 }
 
+BOOST_AUTO_TEST_CASE(a_running_response_is_in_progress) {
+  auto sp = start();
+  auto port = sp->port;
+  script(reply("slow answer"), 4000); // longer than the checks below
+  // A streamed request: its id is in the first event.
+  int fd = test::dial_loopback(port);
+  std::string body = R"({"input":"slow","stream":true})";
+  test::send_all(fd, "POST /v1/responses HTTP/1.1\r\nHost: x\r\n"
+                     "Connection: close\r\nContent-Type: application/json\r\n"
+                     "Content-Length: " + std::to_string(body.size())
+                       + "\r\n\r\n" + body);
+  std::string head;
+  auto deadline = steady_clock::now() + seconds{30};
+  while (head.find("response.in_progress") == std::string::npos
+         && steady_clock::now() < deadline) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 100) <= 0)
+      continue;
+    char buf[4096];
+    auto n = ::recv(fd, buf, sizeof buf, 0);
+    if (n <= 0)
+      break;
+    head.append(buf, static_cast<size_t>(n));
+  }
+  auto at = head.find("\"id\":\"resp_");
+  BOOST_REQUIRE_MESSAGE(at != std::string::npos, head);
+  auto id = head.substr(at + 6, 53);
+  auto live = http(port, "GET", "/v1/responses/" + id);
+  BOOST_CHECK_EQUAL(status_of(live), 200);
+  BOOST_CHECK_EQUAL(body_of(live).get_string("status", ""), "in_progress");
+  check_error(http(port, "DELETE", "/v1/responses/" + id), 409,
+              "response_in_progress");
+  check_error(create(port, R"({"input":"x","previous_response_id":")" + id
+                             + "\"}"),
+              409, "response_in_progress");
+  auto rest = read_all(fd);
+  ::close(fd);
+  BOOST_CHECK(contains(head + rest, "event: response.completed"));
+  // Ended: the stored object.
+  auto done = body_of(http(port, "GET", "/v1/responses/" + id));
+  BOOST_CHECK_EQUAL(done.get_string("status", ""), "completed");
+  BOOST_CHECK(contains(done.dump(), "slow answer"));
+}
+
 BOOST_AUTO_TEST_CASE(a_slow_stream_gets_keep_alive_comments) {
   auto sp = start("server:\n  keepalive_s: 1\n");
   node_responses(*sp, "keepalive");
