@@ -8,6 +8,9 @@
 // the scripted provider behind it; and the store's response records
 // (storage/response_record.hpp) directly.
 
+#include <set>
+
+#include "serve/responses.hpp"
 #include "storage/session_store.hpp"
 #include "tests/support/serve_fixture.hpp"
 
@@ -292,6 +295,143 @@ BOOST_AUTO_TEST_CASE(a_slow_stream_gets_keep_alive_comments) {
   BOOST_CHECK(contains(r, ": keep-alive\n\n"));
   BOOST_CHECK(contains(r, "event: response.completed\ndata: "));
   BOOST_CHECK(contains(r, "slow raw answer"));
+}
+
+// -- the wire format (serve/responses.hpp) ------------------------------------
+
+namespace {
+
+// The events of an SSE text: (type, data); checks the framing.
+std::vector<std::pair<std::string, json::value>>
+events_of(const std::string& sse) {
+  std::vector<std::pair<std::string, json::value>> out;
+  size_t pos = 0;
+  while (pos < sse.size()) {
+    auto end = sse.find("\n\n", pos);
+    BOOST_REQUIRE(end != std::string::npos);
+    auto block = sse.substr(pos, end - pos);
+    pos = end + 2;
+    auto nl = block.find('\n');
+    BOOST_REQUIRE(block.rfind("event: ", 0) == 0 && nl != std::string::npos);
+    BOOST_REQUIRE(block.compare(nl + 1, 6, "data: ") == 0);
+    auto data = json::parse(block.substr(nl + 7));
+    BOOST_REQUIRE(data);
+    auto type = block.substr(7, nl - 7);
+    BOOST_CHECK_EQUAL(data.v->get_string("type", ""), type);
+    out.emplace_back(type, *data.v);
+  }
+  return out;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(builder_orders_items_and_numbers_events) {
+  json::value echo;
+  echo["store"] = false;
+  echo["previous_response_id"] = "resp_prev";
+  response_builder b{"resp_abc", 7, "m", echo, true};
+  response_builder quiet{"resp_abc", 7, "m", echo, false};
+  std::string sse;
+  auto both = [&](auto f) {
+    sse += f(b);
+    BOOST_CHECK(f(quiet).empty());
+  };
+  both([](response_builder& x) { return x.start(); });
+  both([](response_builder& x) { return x.text("Hel"); });
+  both([](response_builder& x) { return x.text("lo"); });
+  both([](response_builder& x) { return x.restart(); }); // voids "Hello"
+  both([](response_builder& x) { return x.text("Again"); });
+  both([](response_builder& x) {
+    return x.tool("tool_start",
+                  R"({"id":"c1","name":"execute_code","arguments":"{}"})");
+  });
+  both([](response_builder& x) {
+    return x.tool("tool_end", R"({"id":"c1","name":"execute_code",)"
+                              R"("result":"{\"output\":\"42\"}",)"
+                              R"("duration_us":7})");
+  });
+  both([](response_builder& x) { // an end without a start
+    return x.tool("tool_end", R"({"id":"c2","name":"read_file",)"
+                              R"("result":"r","duration_us":1})");
+  });
+  both([](response_builder& x) { return x.tool("tool_start", "not json"); });
+  response_end end;
+  end.answer = "Final";
+  end.usage.prompt_tokens = 5;
+  end.usage.completion_tokens = 2;
+  end.usage.total_tokens = 7;
+  both([&](response_builder& x) { return x.finish(end); });
+
+  auto evs = events_of(sse);
+  for (size_t i = 0; i < evs.size(); ++i)
+    BOOST_CHECK_EQUAL(evs[i].second.get_int("sequence_number", -1),
+                      static_cast<int64_t>(i));
+  BOOST_REQUIRE_GE(evs.size(), 3u);
+  BOOST_CHECK_EQUAL(evs[0].first, "response.created");
+  BOOST_CHECK_EQUAL(evs[1].first, "response.in_progress");
+  BOOST_CHECK_EQUAL(evs.back().first, "response.completed");
+
+  auto o = b.object();
+  BOOST_CHECK(o == quiet.object());
+  BOOST_CHECK_EQUAL(o.get_string("status", ""), "completed");
+  BOOST_CHECK_EQUAL(o.get_string("previous_response_id", ""), "resp_prev");
+  BOOST_CHECK(!o.get_bool("store", true));
+  BOOST_CHECK_EQUAL(o["usage"].get_int("total_tokens", 0), 7);
+  auto& out = o["output"].as_array();
+  BOOST_REQUIRE_EQUAL(out.size(), 5u);
+  auto text_of = [](const json::value& item) {
+    return item.find("content")->as_array()[0].get_string("text", "");
+  };
+  BOOST_CHECK_EQUAL(out[0].get_string("status", ""), "incomplete");
+  BOOST_CHECK_EQUAL(text_of(out[0]), "Hello");
+  BOOST_CHECK_EQUAL(out[1].get_string("status", ""), "completed");
+  BOOST_CHECK_EQUAL(text_of(out[1]), "Again");
+  BOOST_CHECK_EQUAL(out[2].get_string("type", ""), "mibyan_tool_call");
+  BOOST_CHECK_EQUAL(out[2].get_string("result", ""), R"({"output":"42"})");
+  BOOST_CHECK_EQUAL(out[2].get_int("duration_us", 0), 7);
+  BOOST_CHECK_EQUAL(out[3].get_string("call_id", ""), "c2");
+  BOOST_CHECK_EQUAL(out[3].get_string("status", ""), "completed");
+  BOOST_CHECK_EQUAL(text_of(out[4]), "Final");
+  // Item ids are unique; the deltas name their item.
+  std::set<std::string> ids;
+  for (auto& item : out)
+    BOOST_CHECK(ids.insert(item.get_string("id", "")).second);
+  for (auto& [type, d] : evs)
+    if (type == "response.output_text.delta")
+      BOOST_CHECK(ids.count(d.get_string("item_id", "")) == 1);
+}
+
+BOOST_AUTO_TEST_CASE(builder_ends_a_failed_turn_with_its_running_tools) {
+  response_builder b{"resp_f", 1, "m", json::value{}, true};
+  std::string sse = b.start();
+  sse += b.text("partial");
+  sse += b.tool("tool_start", R"({"id":"t","name":"terminal",)"
+                              R"("arguments":"{}"})");
+  response_end end;
+  end.status = "failed";
+  end.error = "the provider kept failing";
+  sse += b.finish(end);
+  auto evs = events_of(sse);
+  BOOST_CHECK_EQUAL(evs.back().first, "response.failed");
+  auto o = b.object();
+  BOOST_CHECK_EQUAL(o["error"].get_string("code", ""), "server_error");
+  BOOST_CHECK_EQUAL(o["error"].get_string("message", ""),
+                    "the provider kept failing");
+  auto& out = o["output"].as_array();
+  BOOST_REQUIRE_EQUAL(out.size(), 2u);
+  BOOST_CHECK_EQUAL(out[0].get_string("status", ""), "completed");
+  BOOST_CHECK_EQUAL(out[1].get_string("status", ""), "incomplete");
+  response_builder c{"resp_i", 1, "m", json::value{}, false};
+  c.text("cut");
+  end.status = "incomplete";
+  end.error = "interrupted";
+  c.finish(end);
+  auto oc = c.object();
+  BOOST_CHECK_EQUAL(oc["incomplete_details"].get_string("reason", ""),
+                    "interrupted");
+  BOOST_CHECK(oc["error"].is_null());
+  BOOST_CHECK_EQUAL(oc["output"].as_array()[0].get_string("status", ""),
+                    "incomplete");
 }
 
 // -- the store's response records ---------------------------------------------
