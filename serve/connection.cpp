@@ -264,6 +264,10 @@ void serve_connection::handle() {
     chat();
     return;
   }
+  if (path == "/v1/responses" || path.rfind("/v1/responses/", 0) == 0) {
+    responses(path);
+    return;
+  }
   if (path == "/v1/sessions" || path.rfind("/v1/sessions/", 0) == 0) {
     sessions(path, query);
     return;
@@ -441,6 +445,8 @@ void serve_connection::log_access() {
   session_.clear();
   stateful_ = false;
   stream_mode_ = false;
+  api_ = turn_api::chat;
+  resp_.reset();
   round_text_.clear();
   start_ = {};
 }
