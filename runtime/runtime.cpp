@@ -118,6 +118,9 @@ void configure_actor_system(caf::actor_system_config& cfg,
 
 runtime::impl::~impl() {
   stopping = true;
+  // Tool calls waiting for an answer go on with a deny at once.
+  if (pending)
+    pending->shutdown();
   // Pending call_tool_async callbacks are answered here, not under mtx
   // (a callback may call back into the runtime).
   if (calls)
@@ -504,6 +507,8 @@ void runtime::interrupt(const std::string& session_id,
       caf::anon_send(impl_->dispatcher, interrupt_atom_v,
                      interrupt_request{session_id, reason});
   }
+  // A call waiting for an approval or an answer stops waiting now.
+  impl_->pending->cancel_session(session_id);
 }
 
 void runtime::close_session(const std::string& session_id) {
@@ -535,6 +540,7 @@ void runtime::close_session(const std::string& session_id) {
     }
   }
   for (auto& id : ids) {
+    impl_->pending->cancel_session(id);
     impl_->svc->approvals->forget_session(id);
     impl_->svc->agent_tools->forget_session(id);
     if (impl_->svc->processes)

@@ -5,6 +5,8 @@
 
 #include <sys/socket.h>
 
+#include <cstring>
+
 #include <boost/asio/post.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/write.hpp>
@@ -30,6 +32,7 @@ serve_connection::serve_connection(std::shared_ptr<server_impl> srv,
     keepalive_(stream_.get_executor()) {}
 
 serve_connection::~serve_connection() {
+  unwatch_pending();
   release_busy();
   if (ticket_)
     srv_->gate.release(*ticket_);
@@ -272,6 +275,14 @@ void serve_connection::handle() {
     sessions(path, query);
     return;
   }
+  for (auto [prefix, kind] :
+       {std::pair{"/v1/approvals", pending_kind::approval},
+        std::pair{"/v1/clarifications", pending_kind::clarify}})
+    if (path.rfind(prefix, 0) == 0
+        && (path.size() == std::strlen(prefix) || path[std::strlen(prefix)] == '/')) {
+      pending(path, prefix, query, kind);
+      return;
+    }
   send_error(http::status::not_found, "no such endpoint: " + path,
              "invalid_request_error", "not_found");
 }

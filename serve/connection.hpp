@@ -7,7 +7,8 @@
 // Reading, routing, the sessions endpoints and plain responses are in
 // serve/connection.cpp; turns (shared by both APIs), chat completions and
 // streaming in serve/chat.cpp; the Responses API in
-// serve/responses_route.cpp.
+// serve/responses_route.cpp; the pending approvals and questions in
+// serve/pending_http.cpp.
 #pragma once
 
 #include <array>
@@ -23,6 +24,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
+#include "base/json.hpp"
 #include "serve/impl.hpp"
 #include "serve/ui_auth.hpp"
 
@@ -111,6 +113,19 @@ private:
   // in the server's running set. Its end comes to on_turn_done.
   void run_turn(turn_call call, bool reserved);
 
+  // -- pending approvals and questions (serve/pending_http.cpp) ---------
+
+  // GET /v1/approvals[/], POST /v1/approvals/{id}; the same under
+  // /v1/clarifications. `prefix` is the collection path.
+  void pending(const std::string& path, const std::string& prefix,
+               const std::map<std::string, std::string>& query,
+               pending_kind kind);
+  // While a streamed turn runs: its session's pending requests become
+  // `approval_required` / `clarify_required` events on the stream.
+  void watch_pending();
+  void unwatch_pending();
+  void on_pending(const pending_event& e);
+
   // -- chat (serve/chat.cpp) -------------------------------------------
 
   void chat();
@@ -130,6 +145,9 @@ private:
   void create_response();
   // Runs the response's turn once its session is known (on the strand).
   void start_response(turn_call call, bool reserved);
+  // A `mibyan.<name>` extension event on a streamed response (no-op when
+  // not streaming one).
+  void response_extension(const std::string& name, json::value data);
   void response_delta(const std::string& kind, const std::string& text);
   void finish_response(turn_outcome out);
 
@@ -216,6 +234,8 @@ private:
   // The last write to the stream, and the timer of keep-alive comments.
   std::chrono::steady_clock::time_point last_output_;
   boost::asio::steady_timer keepalive_;
+  // The runtime's watch token of the running stream (0: none).
+  uint64_t pending_watch_ = 0;
   bool holds_busy_ = false;
   bool lingering_ = false;
   std::shared_ptr<std::array<char, 16384>> drain_;
