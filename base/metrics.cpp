@@ -63,7 +63,9 @@ bool valid_utf8(std::string_view s) {
 
 // A label value as stored: "other" when it cannot be shown as given.
 std::string_view clean(std::string_view v) {
-  if (v.empty() || v.size() > max_label_bytes || !valid_utf8(v))
+  // \x1f separates the values in the table's keys.
+  if (v.empty() || v.size() > max_label_bytes
+      || v.find('\x1f') != std::string_view::npos || !valid_utf8(v))
     return "other";
   return v;
 }
@@ -249,30 +251,33 @@ family_base::~family_base() = default;
 
 void* family_base::find_or_create(const std::string_view* values, size_t n,
                                   const std::function<void*()>& make) {
-  std::vector<std::string> vals;
-  vals.reserve(labels_.size());
-  for (size_t i = 0; i < labels_.size(); ++i)
-    vals.emplace_back(i < n ? clean(values[i]) : std::string_view{"other"});
+  // The key is the cleaned values, each ended by \x1f: short label sets
+  // fit the string's inline buffer, so a hit allocates nothing.
+  std::string key;
+  for (size_t i = 0; i < labels_.size(); ++i) {
+    key += i < n ? clean(values[i]) : std::string_view{"other"};
+    key += '\x1f';
+  }
   for (;;) {
-    auto key = key_of(vals);
     auto& sh = shards_[std::hash<std::string>{}(key) % shard_count];
     {
       std::lock_guard<std::mutex> g{sh.mtx};
       auto it = sh.by_key.find(key);
       if (it != sh.by_key.end())
         return it->second.metric;
-      bool overflow = vals == other_values(labels_.size());
+      bool overflow = key == key_of(other_values(labels_.size()));
       if (overflow || count_.load(std::memory_order_relaxed) < max_series_) {
         series s;
-        s.values = vals;
+        for (size_t b = 0, e; (e = key.find('\x1f', b)) != std::string::npos;
+             b = e + 1)
+          s.values.push_back(key.substr(b, e - b));
         s.metric = make();
         count_.fetch_add(1, std::memory_order_relaxed);
-        return sh.by_key.emplace(std::move(key), std::move(s))
-          .first->second.metric;
+        return sh.by_key.emplace(key, std::move(s)).first->second.metric;
       }
     }
     // Full: the label set collapses into the all-"other" series.
-    vals = other_values(labels_.size());
+    key = key_of(other_values(labels_.size()));
   }
 }
 

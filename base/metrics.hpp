@@ -31,6 +31,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 namespace mibyan::metrics {
@@ -132,7 +133,7 @@ protected:
 private:
   struct shard {
     mutable std::mutex mtx;
-    std::map<std::string, series> by_key;
+    std::unordered_map<std::string, series> by_key;
   };
   static constexpr size_t shard_count = 16;
   shard shards_[shard_count];
