@@ -14,6 +14,7 @@
 #include "base/env_filter.hpp"
 #include "base/host_hardening.hpp"
 #include "base/log.hpp"
+#include "base/runtime_metrics.hpp"
 #include "tools/script_sandbox.hpp"
 
 namespace mibyan {
@@ -153,6 +154,8 @@ caf::actor start_kernel(registry_pointer self, const kernel_shape& shape,
   if (proc.pid < 0)
     return {};
   ++st.spawned;
+  metrics::note_sandbox(st.svc->cfg.code_execution.sandbox,
+                        so.bwrap.empty() ? "none" : "bwrap");
   if (!proc.dropped_env.empty() && log::enabled(log::level::debug)) {
     std::string names;
     for (auto& n : proc.dropped_env)

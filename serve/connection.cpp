@@ -13,6 +13,7 @@
 
 #include "base/json.hpp"
 #include "base/log.hpp"
+#include "serve/metrics_route.hpp"
 #include "serve/openai_chat.hpp"
 #include "serve/routes.hpp"
 #include "storage/session_store.hpp"
@@ -239,6 +240,19 @@ void serve_connection::handle() {
     ui(path, query);
     return;
   }
+  if (path == "/metrics") { // serve/metrics_route.cpp
+    if (method != http::verb::get)
+      return method_not_allowed();
+    auto auth = req_[http::field::authorization];
+    auto r = serve::metrics_response(srv_->cfg.host, srv_->cfg.key,
+                                     {auth.data(), auth.size()});
+    if (r.status != 200)
+      return send_error(static_cast<http::status>(r.status), r.message,
+                        "invalid_request_error", r.code);
+    extra_headers_.emplace_back("Content-Type", metrics::content_type);
+    send_json(http::status::ok, std::move(r.body));
+    return;
+  }
   if (!authorized()) {
     send_error(http::status::unauthorized,
                "missing or wrong API key: send 'Authorization: Bearer "
@@ -453,6 +467,7 @@ void serve_connection::log_access() {
   MIBYAN_LOG(info, "serve",
              method_ << " " << path_ << " " << status_ << " " << dur
                      << " session=" << (session_.empty() ? "-" : session_));
+  serve::note_request(path_, status_, ms / 1000);
   session_.clear();
   stateful_ = false;
   stream_mode_ = false;

@@ -25,6 +25,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/thread_pool.hpp>
 
+#include "base/runtime_metrics.hpp"
 #include "serve/http_server.hpp"
 #include "serve/ui_auth.hpp"
 
@@ -55,6 +56,8 @@ struct conn_ticket {
   /// its head read at most `admission::pressure_header_timeout`.
   std::function<void()> evict;
   std::function<void()> hurry;
+  /// Counts the connection open while it lives (docs/metrics.md).
+  metrics::gauge_hold open{metrics::http_connections_open()};
 };
 
 /// Which connections are let in (serve/admission.cpp): at most

@@ -297,6 +297,7 @@ public:
   store_result<uint64_t> message_count() const;
   /// Bytes the data file occupies on disk.
   uint64_t disk_bytes() const { return env_->disk_bytes(); }
+  uint64_t used_bytes() const { return env_->used_bytes(); }
   lmdb_env& env() { return *env_; }
 
 private:
