@@ -280,58 +280,52 @@ api_reply ui_usage(session_store& store, int64_t days, int64_t now_ms) {
   std::map<std::pair<std::string, std::string>, bucket> by_day;
   std::map<std::string, bucket> by_model;
   int64_t since = now_ms - days * day_ms;
-  // Newest first; stops at the first session started before `since`.
-  const size_t page = 500;
-  for (size_t offset = 0;; offset += page) {
-    auto list = store.list_sessions(page, offset);
-    if (!list)
-      return fail(500, list.error, "store_error");
-    bool done = list->size() < page;
-    for (auto& s : *list) {
-      if (s.started_at_ms < since) {
-        done = true;
-        break;
-      }
-      if (s.source == stateless_source)
-        continue;
-      auto msgs = store.load_messages(s.id);
-      if (!msgs)
-        continue; // deleted meanwhile
-      auto model = s.model.empty() ? std::string{"unknown"} : s.model;
-      auto& d = by_day[{utc_day(s.started_at_ms), model}];
-      auto& m = by_model[model];
-      // Turns: each user message up to the last message before the next.
-      int64_t turn_start = -1, turn_last = -1;
-      auto close_turn = [&] {
-        if (turn_start < 0)
-          return;
-        ++d.turns;
-        ++m.turns;
-        if (turn_last >= turn_start && turn_start > 0)
-          d.latencies.push_back(turn_last - turn_start);
-      };
-      for (auto& sm : *msgs) {
-        if (sm.message.role == "user") {
-          close_turn();
-          turn_start = sm.message.timestamp_ms;
-          turn_last = -1;
-        } else if (turn_start >= 0) {
-          turn_last = sm.message.timestamp_ms;
-        }
-      }
-      close_turn();
-      for (auto* b : {&d, &m}) {
-        b->input += s.tokens.input_tokens + s.tokens.cache_read_tokens
-                    + s.tokens.cache_write_tokens;
-        b->output += s.tokens.output_tokens;
-        if (s.tokens.has_cost) {
-          b->cost += s.tokens.cost_usd;
-          b->has_cost = true;
-        }
+  // One read of the sessions in range (newest first, older ones are not
+  // touched), then each session's messages for its turns.
+  auto list = store.list_sessions_since(since, size_t{10'000'000});
+  if (!list)
+    return fail(500, list.error, "store_error");
+  for (auto& s : *list) {
+    if (s.source == stateless_source)
+      continue;
+    std::vector<stored_message> none;
+    auto msgs = s.message_count > 0
+                  ? store.load_messages(s.id)
+                  : store_result<std::vector<stored_message>>{none};
+    if (!msgs)
+      continue; // deleted meanwhile
+    auto model = s.model.empty() ? std::string{"unknown"} : s.model;
+    auto& d = by_day[{utc_day(s.started_at_ms), model}];
+    auto& m = by_model[model];
+    // Turns: each user message up to the last message before the next.
+    int64_t turn_start = -1, turn_last = -1;
+    auto close_turn = [&] {
+      if (turn_start < 0)
+        return;
+      ++d.turns;
+      ++m.turns;
+      if (turn_last >= turn_start && turn_start > 0)
+        d.latencies.push_back(turn_last - turn_start);
+    };
+    for (auto& sm : *msgs) {
+      if (sm.message.role == "user") {
+        close_turn();
+        turn_start = sm.message.timestamp_ms;
+        turn_last = -1;
+      } else if (turn_start >= 0) {
+        turn_last = sm.message.timestamp_ms;
       }
     }
-    if (done)
-      break;
+    close_turn();
+    for (auto* b : {&d, &m}) {
+      b->input += s.tokens.input_tokens + s.tokens.cache_read_tokens
+                  + s.tokens.cache_write_tokens;
+      b->output += s.tokens.output_tokens;
+      if (s.tokens.has_cost) {
+        b->cost += s.tokens.cost_usd;
+        b->has_cost = true;
+      }
+    }
   }
   auto cost = [](const bucket& b) {
     return b.has_cost ? json::value{b.cost} : json::value{};
@@ -373,8 +367,12 @@ api_reply ui_usage(session_store& store, int64_t days, int64_t now_ms) {
 
 api_reply ui_config(const options& effective) {
   json::value cfg = json::value::make_object();
-  for (auto& o : shown_options(effective))
-    cfg[o.section][o.key] = o.value;
+  // The shown values are JSON-compatible (numbers, booleans, quoted
+  // strings, flow lists) except for unusual characters: those stay text.
+  for (auto& o : shown_options(effective)) {
+    auto parsed = json::parse(o.value);
+    cfg[o.section][o.key] = parsed ? *parsed.v : json::value{o.value};
+  }
   auto allow = json::value::make_array();
   for (auto& a : effective.command_allowlist)
     allow.push_back(a);
