@@ -25,6 +25,14 @@ api_reply fail(int status, std::string message, std::string code) {
   return r;
 }
 
+// Sessions of stateless API requests (and subagents of their roots, whose
+// ids end in "@<pid>", a character client ids cannot contain): transient,
+// never shown.
+bool hidden(const session_info& s) {
+  return s.source == stateless_source
+         || s.parent_session_id.find('@') != std::string::npos;
+}
+
 json::value text_or_null(const std::string& s) {
   return s.empty() ? json::value{} : json::value{s};
 }
@@ -134,7 +142,7 @@ api_reply ui_list_sessions(session_store& store, const ui_list_call& call) {
   auto list = store.list_sessions_where(
     static_cast<size_t>(call.limit), static_cast<size_t>(call.offset),
     [&](const session_info& s) {
-      if (s.source == stateless_source)
+      if (hidden(s))
         return false;
       return call.source.empty() || s.source == call.source;
     },
@@ -174,7 +182,7 @@ api_reply ui_search(session_store& store, const std::string& q,
       auto s = store.get_session(h.session_id);
       known = stateless
                 .emplace(h.session_id,
-                         !s || s->source == stateless_source)
+                         !s || hidden(*s))
                 .first;
     }
     if (known->second)
@@ -204,7 +212,7 @@ api_reply ui_search(session_store& store, const std::string& q,
 
 api_reply ui_transcript(session_store& store, const std::string& id) {
   auto info = store.get_session(id);
-  if (!info || info->source == stateless_source)
+  if (!info || hidden(*info))
     return fail(404, "no session '" + id + "'", "session_not_found");
   auto msgs = store.load_messages(id);
   if (!msgs)
@@ -249,7 +257,7 @@ api_reply ui_transcript(session_store& store, const std::string& id) {
 api_reply ui_export(session_store& store, const std::string& id,
                     int64_t cap) {
   auto info = store.get_session(id);
-  if (!info || info->source == stateless_source)
+  if (!info || hidden(*info))
     return fail(404, "no session '" + id + "'", "session_not_found");
   auto msgs = store.load_messages(id);
   if (!msgs)
@@ -286,7 +294,7 @@ api_reply ui_usage(session_store& store, int64_t days, int64_t now_ms) {
   if (!list)
     return fail(500, list.error, "store_error");
   for (auto& s : *list) {
-    if (s.source == stateless_source)
+    if (hidden(s))
       continue;
     std::vector<stored_message> none;
     auto msgs = s.message_count > 0

@@ -80,7 +80,7 @@ chat_message msg(const std::string& role, const std::string& content,
 }
 
 // Fills the store: 7 cli sessions s0..s6 (s6 newest), a cron session, two
-// stateless API sessions, an XSS session with a subagent child and a
+// stateless API sessions (one with a subagent), an XSS session with a subagent child and a
 // compression continuation, and a large session.
 void fill(const std::string& home) {
   auto st = open_store(home);
@@ -93,7 +93,8 @@ void fill(const std::string& home) {
   create(*st, "cron1", "cron", base_ms + 10'000);
   create(*st, "gone1", "api-stateless", base_ms + 11'000);
   append(*st, "gone1", msg("user", "stateless needle", base_ms + 11'001));
-  create(*st, "gone2", "api-stateless", base_ms + 12'000);
+  create(*st, "gone2@4242", "api-stateless", base_ms + 12'000);
+  create(*st, "gone2-sub", "delegate", base_ms + 12'001, "gone2@4242");
 
   create(*st, "xss", "cli", base_ms + 20'000, {}, xss);
   append(*st, "xss", msg("user", xss + " needle café 😀 needle", base_ms + 20'001));
@@ -277,6 +278,7 @@ BOOST_FIXTURE_TEST_CASE(transcript_keeps_html_as_text, api_fixture) {
 
   check_error(get("/ui/api/sessions/nosuch"), 404, "session_not_found");
   check_error(get("/ui/api/sessions/gone1"), 404, "session_not_found");
+  check_error(get("/ui/api/sessions/gone2-sub"), 404, "session_not_found");
   for (std::string bad : std::vector<std::string>{"/ui/api/sessions/a%20b", "/ui/api/sessions/a/b",
                    "/ui/api/sessions/" + std::string(200, 'a'),
                    std::string{"/ui/api/sessions/%3Cscript%3E"}})
