@@ -289,6 +289,8 @@ BOOST_FIXTURE_TEST_CASE(export_and_its_cap, api_fixture) {
   auto r = get("/ui/api/sessions/xss/export");
   BOOST_REQUIRE_EQUAL(status_of(r), 200);
   BOOST_CHECK_EQUAL(header_of(r, "Content-Type"), "application/x-ndjson");
+  BOOST_CHECK_EQUAL(header_of(r, "Content-Disposition"),
+                    "attachment; filename=\"xss.jsonl\"");
   auto body = raw_body(r);
   size_t lines = 0;
   size_t pos = 0;
@@ -303,7 +305,9 @@ BOOST_FIXTURE_TEST_CASE(export_and_its_cap, api_fixture) {
     pos = nl + 1;
   }
   BOOST_CHECK_EQUAL(lines, 3u);
-  check_error(get("/ui/api/sessions/big/export"), 413, "export_too_large");
+  auto big = get("/ui/api/sessions/big/export");
+  check_error(big, 413, "export_too_large");
+  BOOST_CHECK(header_of(big, "Content-Disposition").empty());
   check_error(get("/ui/api/sessions/nosuch/export"), 404, "session_not_found");
   check_error(request(sp->port, "DELETE", "/ui/api/sessions/xss/export", {},
                       auth),
