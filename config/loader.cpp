@@ -498,6 +498,13 @@ const std::vector<field>& fields() {
                            &approvals_options::deny));
     t.push_back(int_field("approvals", "guardian_timeout", &o::approvals,
                           &approvals_options::guardian_timeout, 1));
+    t.push_back(string_field("approvals", "http", &o::approvals,
+                             &approvals_options::http, {"off", "pending"}));
+    // clarify (docs/tools.md, docs/serve.md)
+    t.push_back(int_field("clarify", "timeout", &o::clarify,
+                          &clarify_options::timeout, 1));
+    t.push_back(string_field("clarify", "http", &o::clarify,
+                             &clarify_options::http, {"off", "pending"}));
     // server (docs/serve.md); each bounded above as well
     t.push_back(secret_field(string_field("server", "key", &o::server,
                                           &server_options::key)));

@@ -5,12 +5,15 @@
 
 #include <sys/socket.h>
 
+#include <cstring>
+
 #include <boost/asio/post.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/write.hpp>
 
 #include "base/json.hpp"
 #include "base/log.hpp"
+#include "serve/metrics_route.hpp"
 #include "serve/openai_chat.hpp"
 #include "serve/routes.hpp"
 #include "storage/session_store.hpp"
@@ -30,6 +33,7 @@ serve_connection::serve_connection(std::shared_ptr<server_impl> srv,
     keepalive_(stream_.get_executor()) {}
 
 serve_connection::~serve_connection() {
+  unwatch_pending();
   release_busy();
   if (ticket_)
     srv_->gate.release(*ticket_);
@@ -236,6 +240,19 @@ void serve_connection::handle() {
     ui(path, query);
     return;
   }
+  if (path == "/metrics") { // serve/metrics_route.cpp
+    if (method != http::verb::get)
+      return method_not_allowed();
+    auto auth = req_[http::field::authorization];
+    auto r = serve::metrics_response(srv_->cfg.host, srv_->cfg.key,
+                                     {auth.data(), auth.size()});
+    if (r.status != 200)
+      return send_error(static_cast<http::status>(r.status), r.message,
+                        "invalid_request_error", r.code);
+    extra_headers_.emplace_back("Content-Type", metrics::content_type);
+    send_json(http::status::ok, std::move(r.body));
+    return;
+  }
   if (!authorized()) {
     send_error(http::status::unauthorized,
                "missing or wrong API key: send 'Authorization: Bearer "
@@ -264,10 +281,22 @@ void serve_connection::handle() {
     chat();
     return;
   }
+  if (path == "/v1/responses" || path.rfind("/v1/responses/", 0) == 0) {
+    responses(path);
+    return;
+  }
   if (path == "/v1/sessions" || path.rfind("/v1/sessions/", 0) == 0) {
     sessions(path, query);
     return;
   }
+  for (auto [prefix, kind] :
+       {std::pair{"/v1/approvals", pending_kind::approval},
+        std::pair{"/v1/clarifications", pending_kind::clarify}})
+    if (path.rfind(prefix, 0) == 0
+        && (path.size() == std::strlen(prefix) || path[std::strlen(prefix)] == '/')) {
+      pending(path, prefix, query, kind);
+      return;
+    }
   send_error(http::status::not_found, "no such endpoint: " + path,
              "invalid_request_error", "not_found");
 }
@@ -438,9 +467,12 @@ void serve_connection::log_access() {
   MIBYAN_LOG(info, "serve",
              method_ << " " << path_ << " " << status_ << " " << dur
                      << " session=" << (session_.empty() ? "-" : session_));
+  serve::note_request(path_, status_, ms / 1000);
   session_.clear();
   stateful_ = false;
   stream_mode_ = false;
+  api_ = turn_api::chat;
+  resp_.reset();
   round_text_.clear();
   start_ = {};
 }

@@ -81,6 +81,13 @@ std::unique_ptr<http_server> http_server::start(runtime& rt,
                                                 http_server_settings settings,
                                                 std::string* error) {
   auto p = std::make_shared<impl>(rt, std::move(settings));
+  // approvals.http / clarify.http: pending - flagged commands and
+  // questions wait for an answer over HTTP (serve/pending_http.cpp).
+  runtime::pending_channels channels;
+  channels.approvals = rt.config().approvals.http == "pending";
+  channels.clarify = rt.config().clarify.http == "pending";
+  if (channels.approvals || channels.clarify)
+    rt.use_pending_channels(channels);
   beast::error_code ec;
   auto addr = net::ip::make_address(p->cfg.host, ec);
   if (ec) {

@@ -447,6 +447,8 @@ store_status session_store::delete_session_txn(const std::string& id) {
           return rc;
         }
       }
+      if ((rc = delete_responses_of(txn, id, error)) != 0)
+        return rc;
       if ((rc = lmdb_env::del(txn, sessions_, id)) != 0)
         error = "delete session row";
       return rc;
