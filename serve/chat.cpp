@@ -140,8 +140,13 @@ void serve_connection::run_turn(turn_call call, bool reserved) {
     };
     call.on_tool = call.on_delta; // tool events share the stream
   }
-  if (stream_mode_)
+  if (stream_mode_) {
     start_stream();
+    // Approvals and questions of this session appear on the stream.
+    const auto& c = srv_->rt.config();
+    if (c.approvals.http == "pending" || c.clarify.http == "pending")
+      watch_pending();
+  }
   // Keeps the connection alive until the turn ends.
   auto self = shared_from_this();
   watch_disconnect();
@@ -199,6 +204,7 @@ void serve_connection::on_turn_done(turn_outcome out) {
   }
   // A stateless session's conversation is closed by discard_stateless.
   keepalive_.cancel();
+  unwatch_pending();
   if (api_ == turn_api::responses)
     finish_response(std::move(out));
   else

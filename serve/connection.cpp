@@ -5,12 +5,15 @@
 
 #include <sys/socket.h>
 
+#include <cstring>
+
 #include <boost/asio/post.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/write.hpp>
 
 #include "base/json.hpp"
 #include "base/log.hpp"
+#include "serve/metrics_route.hpp"
 #include "serve/openai_chat.hpp"
 #include "serve/routes.hpp"
 #include "storage/session_store.hpp"
@@ -30,6 +33,7 @@ serve_connection::serve_connection(std::shared_ptr<server_impl> srv,
     keepalive_(stream_.get_executor()) {}
 
 serve_connection::~serve_connection() {
+  unwatch_pending();
   release_busy();
   if (ticket_)
     srv_->gate.release(*ticket_);
@@ -232,6 +236,23 @@ void serve_connection::handle() {
     send_json(http::status::ok, R"({"status":"ok"})");
     return;
   }
+  if (path == "/ui" || path.rfind("/ui/", 0) == 0) {
+    ui(path, query);
+    return;
+  }
+  if (path == "/metrics") { // serve/metrics_route.cpp
+    if (method != http::verb::get)
+      return method_not_allowed();
+    auto auth = req_[http::field::authorization];
+    auto r = serve::metrics_response(srv_->cfg.host, srv_->cfg.key,
+                                     {auth.data(), auth.size()});
+    if (r.status != 200)
+      return send_error(static_cast<http::status>(r.status), r.message,
+                        "invalid_request_error", r.code);
+    extra_headers_.emplace_back("Content-Type", metrics::content_type);
+    send_json(http::status::ok, std::move(r.body));
+    return;
+  }
   if (!authorized()) {
     send_error(http::status::unauthorized,
                "missing or wrong API key: send 'Authorization: Bearer "
@@ -268,6 +289,14 @@ void serve_connection::handle() {
     sessions(path, query);
     return;
   }
+  for (auto [prefix, kind] :
+       {std::pair{"/v1/approvals", pending_kind::approval},
+        std::pair{"/v1/clarifications", pending_kind::clarify}})
+    if (path.rfind(prefix, 0) == 0
+        && (path.size() == std::strlen(prefix) || path[std::strlen(prefix)] == '/')) {
+      pending(path, prefix, query, kind);
+      return;
+    }
   send_error(http::status::not_found, "no such endpoint: " + path,
              "invalid_request_error", "not_found");
 }
@@ -381,11 +410,17 @@ void serve_connection::send_error(http::status st, const std::string& message,
 }
 
 void serve_connection::send_json(http::status st, std::string body) {
+  send_body(st, "application/json", std::move(body));
+}
+
+void serve_connection::send_body(http::status st, const std::string& type,
+                                 std::string body) {
   auto res = std::make_shared<string_response>(st, req_.version() == 0
                                                      ? 11
                                                      : req_.version());
   res->set(http::field::server, "mibyan");
-  res->set(http::field::content_type, "application/json");
+  if (st != http::status::not_modified)
+    res->set(http::field::content_type, type);
   for (auto& [k, v] : extra_headers_)
     res->set(k, v);
   extra_headers_.clear();
@@ -432,6 +467,7 @@ void serve_connection::log_access() {
   MIBYAN_LOG(info, "serve",
              method_ << " " << path_ << " " << status_ << " " << dur
                      << " session=" << (session_.empty() ? "-" : session_));
+  serve::note_request(path_, status_, ms / 1000);
   session_.clear();
   stateful_ = false;
   stream_mode_ = false;

@@ -25,7 +25,9 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/thread_pool.hpp>
 
+#include "base/runtime_metrics.hpp"
 #include "serve/http_server.hpp"
+#include "serve/ui_auth.hpp"
 
 namespace mibyan {
 
@@ -54,6 +56,8 @@ struct conn_ticket {
   /// its head read at most `admission::pressure_header_timeout`.
   std::function<void()> evict;
   std::function<void()> hurry;
+  /// Counts the connection open while it lives (docs/metrics.md).
+  metrics::gauge_hold open{metrics::http_connections_open()};
 };
 
 /// Which connections are let in (serve/admission.cpp): at most
@@ -137,6 +141,9 @@ struct http_server::impl : std::enable_shared_from_this<http_server::impl> {
   };
   std::map<std::string, live_response> live_responses;
   boost::asio::steady_timer reaper{ioc};
+  // The dashboard's security layer; made in start() once the port is
+  // bound.
+  std::unique_ptr<serve::ui_auth> ui_auth;
   std::mutex io_mtx;
   bool io_closed = false; // guarded by io_mtx
 

@@ -410,6 +410,11 @@ std::string response_builder::emit(const std::string& type,
   return "event: " + type + "\ndata: " + data.dump() + "\n\n";
 }
 
+std::string response_builder::extension(const std::string& name,
+                                        json::value data) {
+  return emit("mibyan." + name, std::move(data));
+}
+
 std::string response_builder::item_id(const char* prefix) {
   char buf[96];
   std::snprintf(buf, sizeof buf, "%s_%.40s%04llx", prefix,

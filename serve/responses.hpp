@@ -101,6 +101,10 @@ public:
   /// The provider call was retried: the text since the last tool event is
   /// void (its message item ends with status "incomplete").
   std::string restart();
+  /// A Mibyan extension event (type "mibyan.<name>", e.g.
+  /// mibyan.approval_required) carrying `data`'s members; stock clients
+  /// ignore it. Numbered like the standard events.
+  std::string extension(const std::string& name, json::value data);
   /// Ends the response: closes what is open, then response.completed,
   /// response.failed or response.incomplete.
   std::string finish(const response_end& end);

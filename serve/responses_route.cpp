@@ -320,6 +320,15 @@ void serve_connection::response_delta(const std::string& kind,
     push(std::move(ev));
 }
 
+void serve_connection::response_extension(const std::string& name,
+                                          json::value data) {
+  if (!resp_ || !stream_mode_ || gone_)
+    return;
+  auto ev = resp_->builder.extension(name, std::move(data));
+  if (!ev.empty())
+    push(std::move(ev));
+}
+
 void serve_connection::finish_response(turn_outcome out) {
   auto sid = out.session_id.empty() ? session_ : out.session_id;
   auto s = serve::summarize_turn(out, sid);
