@@ -13,6 +13,7 @@
 
 #include "base/json.hpp"
 #include "base/log.hpp"
+#include "serve/metrics_route.hpp"
 #include "serve/openai_chat.hpp"
 #include "serve/routes.hpp"
 #include "storage/session_store.hpp"
@@ -239,23 +240,19 @@ void serve_connection::handle() {
     ui(path, query);
     return;
   }
-  // Approvals and questions are answered by programs (bearer key, checked
-  // below like every /v1 path) and by the dashboard: a request with a
-  // cookie and no Authorization header is authorised as the dashboard's
-  // (serve/ui_auth.hpp: the mibyan_ui cookie, plus X-CSRF-Token on POST).
-  const bool dashboard_request = req_[http::field::authorization].empty()
-                                 && !req_[http::field::cookie].empty();
-  for (auto [prefix, kind] :
-       {std::pair{"/v1/approvals", pending_kind::approval},
-        std::pair{"/v1/clarifications", pending_kind::clarify}})
-    if (path.rfind(prefix, 0) == 0
-        && (path.size() == std::strlen(prefix) || path[std::strlen(prefix)] == '/')) {
-      if (!dashboard_request)
-        break;  // a program: the bearer check below, then the route below
-      if (ui_authorised(method != http::verb::get))
-        pending(path, prefix, query, kind);
-      return;
-    }
+  if (path == "/metrics") { // serve/metrics_route.cpp
+    if (method != http::verb::get)
+      return method_not_allowed();
+    auto auth = req_[http::field::authorization];
+    auto r = serve::metrics_response(srv_->cfg.host, srv_->cfg.key,
+                                     {auth.data(), auth.size()});
+    if (r.status != 200)
+      return send_error(static_cast<http::status>(r.status), r.message,
+                        "invalid_request_error", r.code);
+    extra_headers_.emplace_back("Content-Type", metrics::content_type);
+    send_json(http::status::ok, std::move(r.body));
+    return;
+  }
   if (!authorized()) {
     send_error(http::status::unauthorized,
                "missing or wrong API key: send 'Authorization: Bearer "
@@ -282,6 +279,10 @@ void serve_connection::handle() {
     if (method != http::verb::post)
       return method_not_allowed();
     chat();
+    return;
+  }
+  if (path == "/v1/responses" || path.rfind("/v1/responses/", 0) == 0) {
+    responses(path);
     return;
   }
   if (path == "/v1/sessions" || path.rfind("/v1/sessions/", 0) == 0) {
@@ -466,9 +467,12 @@ void serve_connection::log_access() {
   MIBYAN_LOG(info, "serve",
              method_ << " " << path_ << " " << status_ << " " << dur
                      << " session=" << (session_.empty() ? "-" : session_));
+  serve::note_request(path_, status_, ms / 1000);
   session_.clear();
   stateful_ = false;
   stream_mode_ = false;
+  api_ = turn_api::chat;
+  resp_.reset();
   round_text_.clear();
   start_ = {};
 }
