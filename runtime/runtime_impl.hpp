@@ -25,6 +25,7 @@
 #include "actors/tool_dispatcher.hpp"
 #include "runtime/runtime.hpp"
 #include "runtime/tool_call_facade.hpp"
+#include "runtime/turn_events.hpp"
 
 namespace mibyan {
 
@@ -60,6 +61,9 @@ struct runtime::impl {
   std::atomic<bool> stopping{false};
   /// The MCP upkeep actors and the sampling provider (runtime/mcp_wiring).
   std::vector<caf::actor> mcp_actors;
+  /// Every turn of run_turn_async publishes here (runtime/turn_events.hpp);
+  /// shared with the turns' drivers, which may outlive a host's runtime.
+  std::shared_ptr<turn_event_hub> events = std::make_shared<turn_event_hub>();
 
   ~impl();
   /// The actor behind call_tool_async (runtime/tool_call_facade.hpp); stopped
