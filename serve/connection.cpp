@@ -13,6 +13,7 @@
 #include "base/log.hpp"
 #include "serve/openai_chat.hpp"
 #include "serve/routes.hpp"
+#include "serve/ui_ops.hpp"
 #include "storage/session_store.hpp"
 
 namespace mibyan {
@@ -27,9 +28,11 @@ serve_connection::serve_connection(std::shared_ptr<server_impl> srv,
   : srv_(std::move(srv)),
     stream_(std::move(sock)),
     head_deadline_(stream_.get_executor()),
-    keepalive_(stream_.get_executor()) {}
+    keepalive_(stream_.get_executor()),
+    live_timer_(stream_.get_executor()) {}
 
 serve_connection::~serve_connection() {
+  live_stop();
   release_busy();
   if (ticket_)
     srv_->gate.release(*ticket_);
@@ -239,6 +242,14 @@ void serve_connection::handle() {
                "invalid_request_error", "invalid_api_key");
     return;
   }
+  // `mibyan dashboard --connect`: the dashboard API is the gateway's
+  // (serve/ui_live.cpp); sign-in stays local.
+  if (srv_->cfg.ui_forward && path.rfind("/ui/api/", 0) == 0
+      && path != "/ui/api/live" && path != "/ui/api/login"
+      && path != "/ui/api/logout" && path != "/ui/api/whoami") {
+    ui_ops(path, query);
+    return;
+  }
   if (path == "/v1/models") {
     if (method != http::verb::get)
       return method_not_allowed();
@@ -262,6 +273,17 @@ void serve_connection::handle() {
   }
   if (path == "/v1/sessions" || path.rfind("/v1/sessions/", 0) == 0) {
     sessions(path, query);
+    return;
+  }
+  // The operator console (serve/ui_live.cpp, serve/ui_ops.hpp).
+  if (path == "/ui/api/live") {
+    if (method != http::verb::get)
+      return method_not_allowed();
+    live();
+    return;
+  }
+  if (serve::is_ui_ops_path(path)) {
+    ui_ops(path, query);
     return;
   }
   send_error(http::status::not_found, "no such endpoint: " + path,
@@ -458,6 +480,7 @@ void serve_connection::drain(size_t total) {
 }
 
 void serve_connection::close() {
+  live_stop();
   release_busy();
   head_deadline_.cancel();
   keepalive_.cancel();

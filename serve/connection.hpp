@@ -22,6 +22,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
+#include "runtime/turn_events.hpp"
 #include "serve/impl.hpp"
 
 namespace mibyan {
@@ -88,6 +89,28 @@ private:
   void push(std::string event);
   void push_last();
   void pump();
+
+  // -- SSE output (serve/chat.cpp) ---------------------------------------
+
+  // Writes the head of an event-stream response (chat streams, live) and
+  // starts the keep-alive comments; events go out with push / pump.
+  void begin_sse();
+
+  // -- operator console (serve/ui_live.cpp) ----------------------------
+
+  // GET /ui/api/live: the snapshot of running turns, then the runtime's
+  // turn events as SSE, until the watcher leaves.
+  void live();
+  // The stream is idle: moves the watcher's queued events into the output.
+  void live_refill();
+  // The watcher left (or the connection closes): unsubscribes.
+  void live_stop();
+  // A forwarded live stream (dashboard --connect): polls the running turns.
+  void live_poll();
+  // The other operator endpoints (serve/ui_ops.hpp), answered here or
+  // forwarded (http_server_settings::ui_forward).
+  void ui_ops(const std::string& path,
+              const std::map<std::string, std::string>& query);
 
   // -- plain responses ------------------------------------------------------
 
@@ -156,6 +179,12 @@ private:
   // The last write to the stream, and the timer of keep-alive comments.
   std::chrono::steady_clock::time_point last_output_;
   boost::asio::steady_timer keepalive_;
+  // The live stream (serve/ui_live.cpp): its subscription to the turn
+  // events, or (forwarded) its poll timer and last snapshot.
+  bool live_ = false;
+  std::shared_ptr<turn_subscriber> live_sub_;
+  boost::asio::steady_timer live_timer_;
+  std::string live_last_;
   bool holds_busy_ = false;
   bool lingering_ = false;
   std::shared_ptr<std::array<char, 16384>> drain_;
