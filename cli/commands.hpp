@@ -47,6 +47,10 @@ int node_command(const std::vector<std::string>& args,
                  const global_flags& flags);
 int nodes_command(const std::vector<std::string>& args,
                   const global_flags& flags);
+/// `mibyan dashboard [--listen HOST:PORT] [--connect HOST:PORT]`
+/// (docs/serve.md).
+int dashboard_command(const std::vector<std::string>& args,
+                      const global_flags& flags);
 
 
 /// Splits "a, b,c" into {"a", "b", "c"}, dropping empty items.

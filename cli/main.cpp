@@ -37,6 +37,8 @@ void usage(std::ostream& out) {
          "                          run a cluster member (docs/cluster.md)\n"
          "  nodes --connect HOST:PORT [--json]\n"
          "                          list the members of a cluster\n"
+         "  dashboard [--listen HOST:PORT] [--connect HOST:PORT]\n"
+         "                          the operator dashboard (docs/serve.md)\n"
          "  version                 print the version\n";
 }
 
@@ -97,6 +99,8 @@ int main(int argc, char** argv) {
     return mibyan::cli::node_command(rest, flags);
   if (command == "nodes")
     return mibyan::cli::nodes_command(rest, flags);
+  if (command == "dashboard")
+    return mibyan::cli::dashboard_command(rest, flags);
   if (command == "version" || command == "--version") {
     std::cout << "mibyan 0.1.0\n";
     return 0;

@@ -15,6 +15,7 @@
 #include <pthread.h>
 
 #include "base/log.hpp"
+#include "cli/dashboard_api.hpp"
 #include "cluster/node.hpp"
 #include "serve/http_server.hpp"
 #include "runtime/runtime.hpp"
@@ -171,11 +172,17 @@ int serve_command(const std::vector<std::string>& args,
     cluster.provider = tmpl.provider;
     cluster.model = tmpl.model;
     cluster.base_url = tmpl.base_url;
+    // The gateway answers `mibyan dashboard --connect` with the same
+    // functions as its HTTP server's /ui/api/* (cli/dashboard_api.hpp).
+    auto hooks = std::make_shared<dashboard_hooks>();
+    cluster.dashboard = gateway_dashboard_handler(hooks);
     int code = 0;
     node = cluster_process::start(cluster, std::move(opts), "mibyan serve",
                                   &code);
     if (!node)
       return code;
+    st.ui = cluster_hooks(*node);
+    hooks->set(st.ui);
     MIBYAN_LOG(info, "serve", "gateway " << node->node_id() << " joined "
                                          << cluster.join << ", member at "
                                          << node->address());
