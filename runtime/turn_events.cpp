@@ -7,6 +7,19 @@
 
 namespace mibyan {
 
+namespace {
+
+void frame(turn_event& ev) {
+  ev.sse.reserve(ev.name.size() + ev.data.size() + 16);
+  ev.sse = "event: ";
+  ev.sse += ev.name;
+  ev.sse += "\ndata: ";
+  ev.sse += ev.data;
+  ev.sse += "\n\n";
+}
+
+} // namespace
+
 // -- turn_subscriber ----------------------------------------------------------
 
 bool turn_subscriber::offer(const turn_event_ptr& ev) {
@@ -34,6 +47,7 @@ std::vector<turn_event_ptr> turn_subscriber::take() {
     auto lag = std::make_shared<turn_event>();
     lag->name = "lagged";
     lag->data = "{\"lost\":" + std::to_string(lost_) + "}";
+    frame(*lag);
     out.push_back(std::move(lag));
     lost_ = 0;
   }
@@ -129,6 +143,7 @@ turn_event turn_event_hub::snapshot() const {
     ev.data += turn_json(t);
   }
   ev.data += "]}";
+  frame(ev);
   return ev;
 }
 
@@ -138,6 +153,7 @@ void turn_event_hub::publish(turn_event ev) {
     std::lock_guard<std::mutex> g{mtx_};
     subs = subs_;
   }
+  frame(ev);
   auto shared = std::make_shared<const turn_event>(std::move(ev));
   for (auto& s : *subs) {
     if (!s->offer(shared))
@@ -163,7 +179,7 @@ uint64_t turn_event_hub::turn_started(running_turn t) {
     turns_.emplace(token, t);
   }
   if (active())
-    publish(turn_event{"turn_start", turn_json(t)});
+    publish(turn_event{"turn_start", turn_json(t), {}});
   return token;
 }
 
@@ -178,7 +194,7 @@ void turn_event_hub::delta(const std::string& session_id,
   d += ",\"text\":";
   json::append_quoted(d, truncate(text, max_field_bytes));
   d += "}";
-  publish(turn_event{"delta", std::move(d)});
+  publish(turn_event{"delta", std::move(d), {}});
 }
 
 void turn_event_hub::tool(const std::string& session_id,
@@ -196,7 +212,7 @@ void turn_event_hub::tool(const std::string& session_id,
                               && f->as_string().size() > max_field_bytes)
       *f = truncate(f->as_string(), max_field_bytes);
   v["session_id"] = session_id;
-  publish(turn_event{kind, v.dump()});
+  publish(turn_event{kind, v.dump(), {}});
 }
 
 void turn_event_hub::turn_ended(uint64_t token, const std::string& outcome) {
@@ -216,7 +232,7 @@ void turn_event_hub::turn_ended(uint64_t token, const std::string& outcome) {
   d += ",\"outcome\":";
   json::append_quoted(d, outcome);
   d += "}";
-  publish(turn_event{"turn_end", std::move(d)});
+  publish(turn_event{"turn_end", std::move(d), {}});
 }
 
 } // namespace mibyan

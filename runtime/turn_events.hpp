@@ -11,7 +11,7 @@
 //                                     interrupted, error
 // (strings longer than turn_event_hub::max_field_bytes are cut and end in
 // "…[truncated]"). Each event is formatted once, as its SSE event name and
-// JSON data, and shared by every subscriber.
+// JSON data and as its SSE frame, and shared by every subscriber.
 //
 // Subscribers (the dashboard's /ui/api/live watchers) each own a bounded
 // queue. Publishing never blocks and never waits for a subscriber: a full
@@ -39,10 +39,12 @@
 
 namespace mibyan {
 
-/// One formatted event: `name` is the SSE event name, `data` its JSON.
+/// One formatted event: `name` is the SSE event name, `data` its JSON,
+/// `sse` the whole frame "event: NAME\ndata: DATA\n\n" (set by the hub).
 struct turn_event {
   std::string name;
   std::string data;
+  std::string sse;
 };
 
 using turn_event_ptr = std::shared_ptr<const turn_event>;

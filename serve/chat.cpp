@@ -330,8 +330,10 @@ void serve_connection::push_last() {
 }
 
 void serve_connection::pump() {
-  if (live_ && out_.empty() && !writing_ && !gone_)
+  if (live_ && live_due_ && out_.empty() && !writing_ && !gone_) {
+    live_due_ = false;
     live_refill();
+  }
   if (writing_ || out_.empty() || gone_)
     return;
   auto item = out_.front();

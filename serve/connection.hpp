@@ -101,6 +101,9 @@ private:
   // GET /ui/api/live: the snapshot of running turns, then the runtime's
   // turn events as SSE, until the watcher leaves.
   void live();
+  // Events are queued for the watcher (its wake, on the strand): arms the
+  // flush timer unless a flush is armed or due.
+  void live_wake();
   // The stream is idle: moves the watcher's queued events into the output.
   void live_refill();
   // The watcher left (or the connection closes): unsubscribes.
@@ -183,7 +186,11 @@ private:
   // events, or (forwarded) its poll timer and last snapshot.
   bool live_ = false;
   std::shared_ptr<turn_subscriber> live_sub_;
+  // The flush timer (or, forwarded, the poll timer): a flush is armed, or
+  // it fired and the queued events go out once the socket is free.
   boost::asio::steady_timer live_timer_;
+  bool live_armed_ = false;
+  bool live_due_ = false;
   std::string live_last_;
   bool holds_busy_ = false;
   bool lingering_ = false;

@@ -5,10 +5,12 @@
 // (`mibyan dashboard --connect`).
 //
 // A live watcher's events wait in its bounded subscriber queue
-// (server.live_buffer_events) and are moved into the output only when the
-// previous write finished, so a watcher that does not read costs the turn
-// nothing and at most that queue plus one batch and the socket buffer in
-// memory; it loses events and gets a "lagged" event instead.
+// (server.live_buffer_events) and go out in batches: at most one write per
+// `live_flush_interval`, and only once the previous write finished. So
+// many watchers cost a turn one queue push each per event (no write, no
+// post), and a watcher that does not read costs the turn nothing and at
+// most that queue plus one batch and the socket buffer in memory; it
+// loses events and gets a "lagged" event instead.
 #include "serve/connection.hpp"
 
 #include <boost/asio/post.hpp>
@@ -28,6 +30,10 @@ namespace {
 // The kernel send buffer of a live stream: small, so a watcher that stops
 // reading soon backs up into its (bounded) event queue.
 constexpr int live_send_buffer = 64 * 1024;
+
+// The longest an event waits before its watcher's next write (a
+// dashboard needs no less; batching keeps the cost per event low).
+constexpr auto live_flush_interval = std::chrono::milliseconds(100);
 
 // The poll period of a forwarded live stream.
 constexpr auto live_poll_period = std::chrono::seconds(1);
@@ -70,15 +76,27 @@ void serve_connection::live() {
       if (auto srv = wsrv.lock())
         srv->post_if_open(ex, [weak] {
           if (auto self = weak.lock())
-            self->pump();
+            self->live_wake();
         });
     });
   begin_sse();
-  auto snap = hub.snapshot();
-  std::string frame;
-  append_frame(frame, snap.name, snap.data);
-  push(std::move(frame));
+  push(hub.snapshot().sse);
   watch_disconnect();
+}
+
+void serve_connection::live_wake() {
+  if (gone_ || !live_sub_ || live_armed_ || live_due_)
+    return;
+  live_armed_ = true;
+  live_timer_.expires_after(live_flush_interval);
+  live_timer_.async_wait(
+    [self = shared_from_this()](beast::error_code ec) {
+      self->live_armed_ = false;
+      if (ec || self->gone_)
+        return;
+      self->live_due_ = true;
+      self->pump();
+    });
 }
 
 void serve_connection::live_refill() {
@@ -87,9 +105,13 @@ void serve_connection::live_refill() {
   auto events = live_sub_->take();
   if (events.empty())
     return;
-  std::string batch;
+  size_t n = 0;
   for (auto& e : events)
-    append_frame(batch, e->name, e->data);
+    n += e->sse.size();
+  std::string batch;
+  batch.reserve(n);
+  for (auto& e : events)
+    batch += e->sse;
   last_output_ = std::chrono::steady_clock::now();
   out_.push_back(std::make_shared<std::string>(std::move(batch)));
 }

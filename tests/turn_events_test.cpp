@@ -55,6 +55,7 @@ BOOST_AUTO_TEST_CASE(events_are_formatted_and_the_running_table_kept) {
   BOOST_TEST(evs[1]->name == "delta");
   BOOST_TEST(data_of(evs[1]).get_string("text", "") == "he\"llo\n");
   BOOST_TEST(evs[1]->data.find('\n') == std::string::npos); // one SSE line
+  BOOST_TEST(evs[1]->sse == "event: delta\ndata: " + evs[1]->data + "\n\n");
   BOOST_TEST(evs[2]->name == "tool_start");
   BOOST_TEST(data_of(evs[2]).get_string("arguments", "") == "print(1)");
   BOOST_TEST(data_of(evs[2]).get_string("session_id", "") == "s1");
