@@ -10,61 +10,10 @@
 #include "base/log.hpp"
 #include "cluster/client.hpp"
 #include "serve/routes.hpp"
-#include "storage/session_json.hpp"
-#include "storage/session_store.hpp"
 
 namespace mibyan::cli {
 
 namespace {
-
-// GET /ui/api/sessions?limit=&offset= over the store (blocking: LMDB; on
-// the runtime's pool). Stateless API sessions are not listed.
-void sessions_list(runtime& rt, const serve::ops_request& req,
-                   serve::ops_done done) {
-  size_t limit = 50;
-  if (!serve::parse_limit(req.query, limit))
-    return done(serve::ops_error(400, "limit must be an integer from 1 to "
-                                     "1000",
-                                "bad_limit"));
-  size_t offset = 0;
-  if (auto i = req.query.find("offset"); i != req.query.end()) {
-    char* end = nullptr;
-    auto n = std::strtoull(i->second.c_str(), &end, 10);
-    if (i->second.empty() || *end != '\0' || n > 100000000)
-      return done(serve::ops_error(400, "offset must be a non-negative "
-                                       "integer",
-                                  "bad_offset"));
-    offset = static_cast<size_t>(n);
-  }
-  auto store = session_store_of(rt);
-  if (!store)
-    return done(serve::ops_error(503, "the session store is unavailable",
-                                "store_unavailable"));
-  auto job = [store, limit, offset, done] {
-    // One more than asked, to tell whether a next page exists.
-    auto list = store->list_sessions(limit + 1, offset);
-    if (!list)
-      return done(serve::ops_error(500, list.error, "store_error"));
-    json::value data = json::value::make_array();
-    size_t n = 0;
-    for (auto& s : *list) {
-      if (n++ == limit)
-        break;
-      data.push_back(session_json(s));
-    }
-    json::value v;
-    v["data"] = std::move(data);
-    v["next_offset"] = list->size() > limit
-                         ? json::value{static_cast<int64_t>(offset + limit)}
-                         : json::value{};
-    serve::ops_response r;
-    r.body = v.dump();
-    done(std::move(r));
-  };
-  if (!run_blocking(rt, job))
-    done(serve::ops_error(503, "the runtime is shutting down",
-                         "runtime_unavailable"));
-}
 
 // Runs jobs one at a time on a thread of its own (the cluster client has
 // one caller at a time); the queue ends with the object.
@@ -142,13 +91,8 @@ void answer_dashboard_api(runtime& rt, const serve::ui_ops_hooks& hooks,
                           const serve::ops_request& req, serve::ops_done done) {
   if (serve::is_ui_ops_path(req.path))
     return serve::answer_ui_ops(rt, hooks, req, std::move(done));
-  if (req.path == "/ui/api/sessions") {
-    if (req.method != "GET")
-      return done(serve::ops_error(405, "method " + req.method
-                                         + " is not allowed on " + req.path,
-                                  "method_not_allowed"));
-    return sessions_list(rt, req, std::move(done));
-  }
+  if (serve::is_ui_store_path(req.path))
+    return serve::answer_ui_store(rt, req, std::move(done));
   done(serve::ops_error(404, "no such endpoint: " + req.path, "not_found"));
 }
 

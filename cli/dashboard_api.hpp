@@ -22,8 +22,8 @@
 namespace mibyan::cli {
 
 /// Answers one /ui/api/* request of the node of `rt` without HTTP: the
-/// operator endpoints (serve/ui_ops.hpp) and the session list; anything
-/// else is 404. `done` once, any thread.
+/// operator endpoints and the store endpoints (serve/ui_ops.hpp); anything
+/// else (sign-in is the dashboard's own) is 404. `done` once, any thread.
 void answer_dashboard_api(runtime& rt, const serve::ui_ops_hooks& hooks,
                           const serve::ops_request& req, serve::ops_done done);
 

@@ -28,6 +28,9 @@ void usage(std::ostream& out) {
          "  serve [--listen HOST:PORT] [--provider P] [--model M]\n"
          "                          serve the agent over an OpenAI-compatible\n"
          "                          HTTP API (docs/serve.md)\n"
+         "  dashboard [--listen HOST:PORT] [--connect HOST:PORT]\n"
+         "                          the web dashboard at /ui/ over this\n"
+         "                          $MIBYAN_HOME (default 127.0.0.1:9119)\n"
          "  batch PROMPTS.jsonl --run-name R [--workers N] [--resume]\n"
          "                          run many prompts, merge trajectories\n"
          "                          (docs/batch.md)\n"
@@ -37,8 +40,6 @@ void usage(std::ostream& out) {
          "                          run a cluster member (docs/cluster.md)\n"
          "  nodes --connect HOST:PORT [--json]\n"
          "                          list the members of a cluster\n"
-         "  dashboard [--listen HOST:PORT] [--connect HOST:PORT]\n"
-         "                          the operator dashboard (docs/serve.md)\n"
          "  version                 print the version\n";
 }
 
@@ -91,6 +92,8 @@ int main(int argc, char** argv) {
     return mibyan::cli::chat_command(rest, flags);
   if (command == "serve")
     return mibyan::cli::serve_command(rest, flags);
+  if (command == "dashboard")
+    return mibyan::cli::dashboard_command(rest, flags);
   if (command == "batch")
     return mibyan::cli::batch_command(rest, flags);
   if (command == "mcp")
@@ -99,8 +102,6 @@ int main(int argc, char** argv) {
     return mibyan::cli::node_command(rest, flags);
   if (command == "nodes")
     return mibyan::cli::nodes_command(rest, flags);
-  if (command == "dashboard")
-    return mibyan::cli::dashboard_command(rest, flags);
   if (command == "version" || command == "--version") {
     std::cout << "mibyan 0.1.0\n";
     return 0;

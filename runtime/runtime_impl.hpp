@@ -23,6 +23,8 @@
 #include "actors/guardian_call.hpp"
 #include "actors/session_writer.hpp"
 #include "actors/tool_dispatcher.hpp"
+#include "runtime/pending_approvals.hpp"
+#include "base/metrics.hpp"
 #include "runtime/runtime.hpp"
 #include "runtime/tool_call_facade.hpp"
 #include "runtime/turn_events.hpp"
@@ -64,12 +66,23 @@ struct runtime::impl {
   /// Every turn of run_turn_async publishes here (runtime/turn_events.hpp);
   /// shared with the turns' drivers, which may outlive a host's runtime.
   std::shared_ptr<turn_event_hub> events = std::make_shared<turn_event_hub>();
+  /// Approvals and questions waiting for an answer from a program
+  /// (runtime/pending_approvals.hpp); shut down first by the destructor.
+  std::shared_ptr<pending_approvals> pending
+    = std::make_shared<pending_approvals>();
 
   ~impl();
   /// The actor behind call_tool_async (runtime/tool_call_facade.hpp); stopped
   /// before the dispatcher.
   std::unique_ptr<tool_call_facade> calls;
+  /// Scrape-time gauges of this runtime (store, MCP;
+  /// runtime/metrics_hooks.cpp). Last member: detached first, before what
+  /// they read goes away.
+  std::vector<metrics::callback_family::handle> metric_hooks;
 };
+
+/// Attaches the runtime's scrape-time gauges (docs/metrics.md).
+void attach_metrics(runtime::impl& p);
 
 /// Builds runtimes for the files of runtime/ (the constructor is private).
 struct runtime_access {

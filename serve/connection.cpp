@@ -5,15 +5,17 @@
 
 #include <sys/socket.h>
 
+#include <cstring>
+
 #include <boost/asio/post.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/write.hpp>
 
 #include "base/json.hpp"
 #include "base/log.hpp"
+#include "serve/metrics_route.hpp"
 #include "serve/openai_chat.hpp"
 #include "serve/routes.hpp"
-#include "serve/ui_ops.hpp"
 #include "storage/session_store.hpp"
 
 namespace mibyan {
@@ -33,6 +35,7 @@ serve_connection::serve_connection(std::shared_ptr<server_impl> srv,
 
 serve_connection::~serve_connection() {
   live_stop();
+  unwatch_pending();
   release_busy();
   if (ticket_)
     srv_->gate.release(*ticket_);
@@ -235,19 +238,28 @@ void serve_connection::handle() {
     send_json(http::status::ok, R"({"status":"ok"})");
     return;
   }
+  if (path == "/ui" || path.rfind("/ui/", 0) == 0) {
+    ui(path, query);
+    return;
+  }
+  if (path == "/metrics") { // serve/metrics_route.cpp
+    if (method != http::verb::get)
+      return method_not_allowed();
+    auto auth = req_[http::field::authorization];
+    auto r = serve::metrics_response(srv_->cfg.host, srv_->cfg.key,
+                                     {auth.data(), auth.size()});
+    if (r.status != 200)
+      return send_error(static_cast<http::status>(r.status), r.message,
+                        "invalid_request_error", r.code);
+    extra_headers_.emplace_back("Content-Type", metrics::content_type);
+    send_json(http::status::ok, std::move(r.body));
+    return;
+  }
   if (!authorized()) {
     send_error(http::status::unauthorized,
                "missing or wrong API key: send 'Authorization: Bearer "
                "<key>' with the server key",
                "invalid_request_error", "invalid_api_key");
-    return;
-  }
-  // `mibyan dashboard --connect`: the dashboard API is the gateway's
-  // (serve/ui_live.cpp); sign-in stays local.
-  if (srv_->cfg.ui_forward && path.rfind("/ui/api/", 0) == 0
-      && path != "/ui/api/live" && path != "/ui/api/login"
-      && path != "/ui/api/logout" && path != "/ui/api/whoami") {
-    ui_ops(path, query);
     return;
   }
   if (path == "/v1/models") {
@@ -271,21 +283,22 @@ void serve_connection::handle() {
     chat();
     return;
   }
+  if (path == "/v1/responses" || path.rfind("/v1/responses/", 0) == 0) {
+    responses(path);
+    return;
+  }
   if (path == "/v1/sessions" || path.rfind("/v1/sessions/", 0) == 0) {
     sessions(path, query);
     return;
   }
-  // The operator console (serve/ui_live.cpp, serve/ui_ops.hpp).
-  if (path == "/ui/api/live") {
-    if (method != http::verb::get)
-      return method_not_allowed();
-    live();
-    return;
-  }
-  if (serve::is_ui_ops_path(path)) {
-    ui_ops(path, query);
-    return;
-  }
+  for (auto [prefix, kind] :
+       {std::pair{"/v1/approvals", pending_kind::approval},
+        std::pair{"/v1/clarifications", pending_kind::clarify}})
+    if (path.rfind(prefix, 0) == 0
+        && (path.size() == std::strlen(prefix) || path[std::strlen(prefix)] == '/')) {
+      pending(path, prefix, query, kind);
+      return;
+    }
   send_error(http::status::not_found, "no such endpoint: " + path,
              "invalid_request_error", "not_found");
 }
@@ -399,11 +412,17 @@ void serve_connection::send_error(http::status st, const std::string& message,
 }
 
 void serve_connection::send_json(http::status st, std::string body) {
+  send_body(st, "application/json", std::move(body));
+}
+
+void serve_connection::send_body(http::status st, const std::string& type,
+                                 std::string body) {
   auto res = std::make_shared<string_response>(st, req_.version() == 0
                                                      ? 11
                                                      : req_.version());
   res->set(http::field::server, "mibyan");
-  res->set(http::field::content_type, "application/json");
+  if (st != http::status::not_modified)
+    res->set(http::field::content_type, type);
   for (auto& [k, v] : extra_headers_)
     res->set(k, v);
   extra_headers_.clear();
@@ -450,9 +469,12 @@ void serve_connection::log_access() {
   MIBYAN_LOG(info, "serve",
              method_ << " " << path_ << " " << status_ << " " << dur
                      << " session=" << (session_.empty() ? "-" : session_));
+  serve::note_request(path_, status_, ms / 1000);
   session_.clear();
   stateful_ = false;
   stream_mode_ = false;
+  api_ = turn_api::chat;
+  resp_.reset();
   round_text_.clear();
   start_ = {};
 }

@@ -49,6 +49,9 @@ struct http_server_settings {
   /// gateway) instead of this node's runtime; /ui/api/live becomes a
   /// polled snapshot. `done` once, any thread.
   std::function<void(serve::ops_request, serve::ops_done)> ui_forward;
+  /// The configuration the node runs with, for GET /ui/api/config (shown
+  /// masked); nullptr: that endpoint answers 503.
+  std::shared_ptr<const options> effective;
 };
 
 class http_server {

@@ -72,6 +72,16 @@ bool is_ui_ops_path(const std::string& path);
 void answer_ui_ops(runtime& rt, const ui_ops_hooks& hooks,
                    const ops_request& req, ops_done done);
 
+/// Whether `path` is one of the dashboard's store endpoints (sessions,
+/// search, usage, config, sessions/{id}[/export]).
+bool is_ui_store_path(const std::string& path);
+
+/// Answers a store endpoint request without HTTP, with the functions and
+/// parameter rules of the server's own routes (serve/ui_api.hpp); store
+/// work runs on the runtime's blocking pool, the configuration shown is
+/// `rt.config()`. For a gateway answering `mibyan dashboard --connect`.
+void answer_ui_store(runtime& rt, const ops_request& req, ops_done done);
+
 /// An error answer in the serve error shape.
 ops_response ops_error(int status, const std::string& message,
                      const std::string& code);
