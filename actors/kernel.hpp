@@ -67,6 +67,15 @@ struct kernel_usage {
   std::atomic<int64_t> last_answer_ns{0};
   /// steady_clock nanoseconds when the last cell was handed over (0: never).
   std::atomic<int64_t> last_handed_ns{0};
+  /// Cells handed over so far (counted with last_handed_ns).
+  std::atomic<int64_t> cells{0};
+  // Set by the registry before the record is shared, then read-only: the
+  // process (bwrap's pid when sandboxed), its mode ("project"/"strict") and
+  // when it started (steady_clock nanoseconds).
+  int64_t pid = 0;
+  bool sandboxed = false;
+  std::string mode;
+  int64_t started_ns = 0;
 };
 
 struct kernel_actor_options {

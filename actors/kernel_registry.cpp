@@ -167,10 +167,16 @@ caf::actor start_kernel(registry_pointer self, const kernel_shape& shape,
   MIBYAN_LOG(debug, "kernel", "started pid " << proc.pid << " ("
              << so.python << ") in " << proc.cwd);
   kernel_actor_options ko;
+  auto pid = proc.pid;
+  auto sandboxed = proc.sandboxed;
   ko.proc = std::move(proc);
   ko.tools = st.tools;
   ko.kill_grace_seconds = st.svc->cfg.terminal.kill_grace;
   ko.usage = std::make_shared<kernel_usage>();
+  ko.usage->pid = pid;
+  ko.usage->sandboxed = sandboxed;
+  ko.usage->mode = shape.mode.empty() ? "project" : shape.mode;
+  ko.usage->started_ns = usage_clock_now();
   if (usage)
     *usage = ko.usage;
   auto handle = spawn_kernel_actor(self->system(), st.svc, std::move(ko));
@@ -305,6 +311,7 @@ void run_cell(kernel_record& rec, exec_cell cell,
   rec.usage->attached.fetch_add(1);
   rec.last_used = clock_type::now();
   rec.usage->last_handed_ns.store(usage_clock_now());
+  rec.usage->cells.fetch_add(1, std::memory_order_relaxed);
   rp.delegate(caf::actor_cast<kernel_cell_actor>(rec.handle), exec_atom_v,
               std::move(cell));
 }
@@ -506,6 +513,7 @@ registry_behavior(registry_pointer self,
         // Add the note to the result (the kernel answers here).
         auto req_copy = req;
         stored.usage->attached.fetch_add(1);
+        stored.usage->cells.fetch_add(1, std::memory_order_relaxed);
         stored.last_used = clock_type::now();
         self->request(handle, caf::infinite, exec_atom_v, std::move(cell))
           .then(
@@ -557,6 +565,26 @@ registry_behavior(registry_pointer self,
       r["evicted"] = s.evicted;
       r["reaped"] = s.reaped;
       return r.dump();
+    },
+    [=](kernels_atom) -> std::vector<kernel_info> {
+      auto& s = self->state;
+      auto now = usage_clock_now();
+      std::vector<kernel_info> out;
+      for (auto& [key, rec] : s.kernels) {
+        auto& u = *rec.usage;
+        if (u.ended.load())
+          continue;
+        kernel_info k;
+        k.session_id = rec.owner;
+        k.pid = u.pid;
+        k.mode = u.mode;
+        k.sandbox = u.sandboxed ? "bwrap" : "none";
+        k.uptime_ms = u.started_ns > 0 ? (now - u.started_ns) / 1000000 : 0;
+        k.cells = u.cells.load(std::memory_order_relaxed);
+        k.busy = u.attached.load() > 0;
+        out.push_back(std::move(k));
+      }
+      return out;
     },
   };
 }

@@ -17,6 +17,10 @@
 //   (stats_atom) -> std::string
 //       JSON: {"kernels": N, "prestarted": N, "spawned": N, "evicted": N,
 //       "reaped": N}, for tests and monitoring.
+//   (kernels_atom) -> std::vector<kernel_info>
+//       The session kernels alive now (not the pre-started spares), for the
+//       operator console. The memory of each is read by the caller, off
+//       the scheduler (runtime/runtime_ops.cpp).
 //
 // Limits: `code_execution.max_session_kernels` live top-level kernels (the
 // least recently used idle one is evicted; never one running a cell;
@@ -40,7 +44,8 @@ class warm_kernel_index;
 
 using kernel_registry_actor = tool_dispatcher_actor::extend<
   caf::reacts_to<dispose_atom, std::string>,
-  caf::replies_to<stats_atom>::with<std::string>>;
+  caf::replies_to<stats_atom>::with<std::string>,
+  caf::replies_to<kernels_atom>::with<std::vector<kernel_info>>>;
 
 /// Spawns the registry. `python` is the interpreter for project mode (""
 /// = the active venv/conda env's, else `default_python`), `default_python`

@@ -90,6 +90,7 @@ std::optional<warm_cell> warm_kernel_index::take(const tool_request& req) {
       return std::nullopt;
     e->usage->attached.fetch_add(1);
     e->usage->last_handed_ns.store(usage_clock_now());
+    e->usage->cells.fetch_add(1, std::memory_order_relaxed);
     out.kernel = caf::actor_cast<kernel_cell_actor>(e->handle);
   }
   auto& ce = svc.cfg.code_execution;

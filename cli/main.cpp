@@ -28,7 +28,7 @@ void usage(std::ostream& out) {
          "  serve [--listen HOST:PORT] [--provider P] [--model M]\n"
          "                          serve the agent over an OpenAI-compatible\n"
          "                          HTTP API (docs/serve.md)\n"
-         "  dashboard [--listen HOST:PORT]\n"
+         "  dashboard [--listen HOST:PORT] [--connect HOST:PORT]\n"
          "                          the web dashboard at /ui/ over this\n"
          "                          $MIBYAN_HOME (default 127.0.0.1:9119)\n"
          "  batch PROMPTS.jsonl --run-name R [--workers N] [--resume]\n"

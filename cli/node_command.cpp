@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "base/json.hpp"
+#include "cli/dashboard_api.hpp"
 #include "cluster/client.hpp"
 #include "cluster/node.hpp"
 #include "runtime/runtime.hpp"
@@ -76,6 +77,12 @@ int node_command(const std::vector<std::string>& args,
     opts.model.default_model = a.model;
   if (!a.base_url.empty())
     opts.model.base_url = a.base_url;
+  // A gateway answers `mibyan dashboard --connect` (cli/dashboard_api.hpp).
+  auto hooks = std::make_shared<dashboard_hooks>();
+  a.dashboard = gateway_dashboard_handler(hooks);
+  a.on_start = [hooks](cluster_process& node) {
+    hooks->set(cluster_hooks(node));
+  };
   return run_node(a, std::move(opts));
 }
 

@@ -18,6 +18,7 @@
 #include <pthread.h>
 
 #include "base/log.hpp"
+#include "cli/dashboard_api.hpp"
 #include "cluster/node.hpp"
 #include "serve/http_server.hpp"
 #include "runtime/runtime.hpp"
@@ -79,10 +80,12 @@ void dashboard_usage() {
   std::cerr
     << "usage: mibyan dashboard [--listen HOST:PORT] [--provider P] [--model M]\n"
        "                        [--base-url URL] [--api-key K] [--toolsets a,b]\n"
-       "                        [--max-iterations N]\n"
+       "                        [--max-iterations N] [--connect HOST:PORT]\n"
        "  Serves the web dashboard at /ui/ over the local $MIBYAN_HOME\n"
        "  (default 127.0.0.1:9119), with the same HTTP API as `mibyan serve`.\n"
-       "  Off loopback it needs MIBYAN_SERVER_KEY (or server.key).\n";
+       "  Off loopback it needs MIBYAN_SERVER_KEY (or server.key).\n"
+       "  --connect shows a cluster's: its /ui/api/ requests go to that\n"
+       "  gateway member (key: MIBYAN_CLUSTER_KEY or cluster.key).\n";
 }
 
 bool is_loopback(const std::string& host) {
@@ -126,6 +129,7 @@ int run_node(const std::vector<std::string>& args, const global_flags& flags,
   const std::string me = std::string{"mibyan "} + fl.name;
   turn_call tmpl;
   std::string listen = fl.default_listen;
+  std::string connect;
   node_args cluster;
   cluster.role = "gateway";
   cluster.listen = "127.0.0.1:0";
@@ -136,13 +140,11 @@ int run_node(const std::vector<std::string>& args, const global_flags& flags,
       return 0;
     }
     bool cluster_flag = a == "--join" || a == "--cluster-listen";
-    if (!fl.allows_join && a == "--connect") {
-      // `mibyan dashboard --connect HOST:PORT` (the dashboard over a
-      // cluster) is parsed here once it exists.
-      std::cerr << me << ": --connect is not yet supported\n";
-      return 2;
-    }
+    // `mibyan dashboard --connect HOST:PORT`: the dashboard of a cluster
+    // gateway (cli/dashboard_api.hpp).
+    bool connect_flag = !fl.allows_join && a == "--connect";
     bool takes_value = a == "--listen" || (cluster_flag && fl.allows_join)
+                       || connect_flag
                        || (is_agent_flag(a) && a != "--session");
     if (!takes_value) {
       std::cerr << me << ": unknown option " << a
@@ -160,6 +162,8 @@ int run_node(const std::vector<std::string>& args, const global_flags& flags,
     const auto& v = args[++i];
     if (a == "--listen") {
       listen = v;
+    } else if (connect_flag) {
+      connect = v;
     } else if (a == "--join") {
       cluster.join = v;
     } else if (a == "--cluster-listen") {
@@ -212,6 +216,13 @@ int run_node(const std::vector<std::string>& args, const global_flags& flags,
   ::pthread_sigmask(SIG_BLOCK, &set, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
   std::string error;
+  if (!connect.empty()) {
+    // Every /ui/api/* request but sign-in is the gateway's.
+    if (auto err = connect_dashboard(connect, opts, st); !err.empty()) {
+      std::cerr << me << ": " << err << "\n";
+      return 2;
+    }
+  }
   std::unique_ptr<runtime> rt;
   std::unique_ptr<cluster_process> node;
   if (!cluster.join.empty()) {
@@ -219,10 +230,16 @@ int run_node(const std::vector<std::string>& args, const global_flags& flags,
     cluster.provider = tmpl.provider;
     cluster.model = tmpl.model;
     cluster.base_url = tmpl.base_url;
+    // The gateway answers `mibyan dashboard --connect` with the same
+    // functions as its HTTP server's /ui/api/* (cli/dashboard_api.hpp).
+    auto hooks = std::make_shared<dashboard_hooks>();
+    cluster.dashboard = gateway_dashboard_handler(hooks);
     int code = 0;
     node = cluster_process::start(cluster, std::move(opts), me, &code);
     if (!node)
       return code;
+    st.ui = cluster_hooks(*node);
+    hooks->set(st.ui);
     MIBYAN_LOG(info, "serve", "gateway " << node->node_id() << " joined "
                                          << cluster.join << ", member at "
                                          << node->address());

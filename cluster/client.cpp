@@ -252,6 +252,18 @@ std::string cluster_client::members_json(std::string* error) {
   return out.dump();
 }
 
+bool cluster_client::dashboard(const dashboard_request& req,
+                               dashboard_answer* out, std::string* error) {
+  dashboard_reply r;
+  if (!impl_->ask(r, error, dashboard_atom_v,
+                  dashboard_query{req.method, req.path, req.query, req.body}))
+    return false;
+  out->status = r.status;
+  out->content_type = std::move(r.content_type);
+  out->body = std::move(r.body);
+  return true;
+}
+
 void cluster_client::interrupt(const std::string& session_id,
                                const std::string& reason) {
   // Any thread (a signal watcher): a scoped actor of its own, so the

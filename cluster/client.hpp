@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "cluster/node.hpp"
 #include "config/options.hpp"
 #include "mibyan/runtime.hpp"
 
@@ -40,6 +41,13 @@ public:
 
   /// The member list as a JSON array (docs/cluster.md); "" on error.
   std::string members_json(std::string* error);
+
+  /// Forwards one dashboard API request to the member (a gateway that
+  /// serves the dashboard API) and waits for its answer. False with
+  /// `*error` when the member is lost or refuses. `mibyan dashboard
+  /// --connect` calls it from one thread at a time.
+  bool dashboard(const dashboard_request& req, dashboard_answer* out,
+                 std::string* error);
 
   /// Interrupts the running calls of `session_id` on its worker.
   void interrupt(const std::string& session_id, const std::string& reason);

@@ -31,6 +31,7 @@
 #include "caf/event_based_actor.hpp"
 
 #include "actors/kernel_registry.hpp"
+#include "cluster/node.hpp"
 #include "actors/tool_dispatcher.hpp"
 #include "config/options.hpp"
 #include "messages/type_ids.hpp"
@@ -94,6 +95,9 @@ struct cluster_settings {
   /// The routing node's own default working directory: a call that names
   /// it (a gateway's conversation does) runs in the worker's own workdir.
   std::string own_cwd;
+  /// Answers dashboard requests of clients (`mibyan dashboard --connect`);
+  /// null: they get 404.
+  dashboard_handler dashboard;
   /// Where the member publishes its census (null: nowhere).
   std::shared_ptr<member_census> census;
 };
@@ -170,6 +174,8 @@ struct cluster_state {
   // Turns on a gateway, answered through the actor (never from a runtime
   // thread).
   std::map<uint64_t, caf::typed_response_promise<cluster_turn_result>> turns;
+  /// Dashboard requests of clients being answered (dashboard.cpp).
+  std::map<uint64_t, caf::typed_response_promise<dashboard_reply>> dashboards;
 
   // Drain.
   bool drain_requested = false;
@@ -221,6 +227,16 @@ void mark_lost(cluster_actor* self, const std::string& id,
 /// one-line reason of a failure.
 void join_address(cluster_actor* self, const std::string& address,
                   std::function<void(std::string)> done);
+
+// -- dashboard.cpp ---------------------------------------------------------
+
+/// A client's dashboard request: calls the settings' handler with the
+/// runtime and answers through the actor once it is done.
+caf::result<dashboard_reply> answer_dashboard(cluster_actor* self,
+                                              dashboard_query q);
+
+/// The handler of request `id` is done (its callback's message).
+void dashboard_done(cluster_actor* self, uint64_t id, dashboard_reply r);
 
 // -- reconnect.cpp ---------------------------------------------------------
 

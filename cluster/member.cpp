@@ -675,6 +675,14 @@ caf::behavior cluster_member(cluster_actor* self, cluster_settings cfg,
       });
       return rp;
     },
+    // -- the operator console (dashboard.cpp) ----------------------------
+    [self](dashboard_atom, dashboard_query& q)
+      -> caf::result<dashboard_reply> {
+      return answer_dashboard(self, std::move(q));
+    },
+    [self](end_atom, uint64_t id, dashboard_reply& r) {
+      dashboard_done(self, id, std::move(r));
+    },
     [self](end_atom, uint64_t id, cluster_turn_result& r) {
       // Sent by run_turn_async's callback; ids are random, so a peer
       // cannot answer someone else's turn.

@@ -18,6 +18,7 @@
 #include "caf/io/all.hpp"
 #include "caf/openssl/all.hpp"
 
+#include "base/json.hpp"
 #include "base/log.hpp"
 #include "base/crypto.hpp"
 #include "base/runtime_metrics.hpp"
@@ -150,6 +151,50 @@ const std::string& cluster_process::address() const {
   return p_->address;
 }
 
+void cluster_process::cluster_view(std::function<void(std::string)> done) {
+  auto member = p_->member;
+  auto own = p_->node_id;
+  if (!member || !p_->sys) {
+    done(R"({"enabled":true,"error":"the cluster member is not running"})");
+    return;
+  }
+  // A short-lived actor of this process asks the member (local senders
+  // are allowed); the caller never waits.
+  p_->sys->spawn([member, own, done](caf::event_based_actor* self) {
+    self->request(member, std::chrono::seconds(5), members_atom_v)
+      .then(
+        [self, own, done](std::vector<member_info>& ms) {
+          self->quit();
+          json::value members = json::value::make_array();
+          for (auto& m : ms) {
+            json::value e;
+            e["node"] = m.node_id;
+            e["address"] = m.address;
+            e["role"] = m.role;
+            e["state"] = m.state;
+            e["load"] = static_cast<double>(m.load_milli) / 1000.0;
+            e["sessions"] = m.sessions;
+            e["kernels"] = m.kernels;
+            e["max_sessions"] = m.max_sessions;
+            members.push_back(std::move(e));
+          }
+          json::value v;
+          v["enabled"] = true;
+          v["node"] = own;
+          v["members"] = std::move(members);
+          done(v.dump());
+        },
+        [self, done](caf::error& e) {
+          self->quit();
+          json::value v;
+          v["enabled"] = true;
+          v["error"] = "the cluster member did not answer: "
+                       + self->system().render(e);
+          done(v.dump());
+        });
+  });
+}
+
 void cluster_process::drain_and_leave() {
   if (p_->drained || !p_->self)
     return;
@@ -240,6 +285,7 @@ cluster_process::start(const node_args& a, options opts,
   s.provider = a.provider;
   s.model = a.model;
   s.base_url = a.base_url;
+  s.dashboard = a.dashboard;
   s.census = std::make_shared<member_census>();
   ip->members_gauge = metrics::cluster_members().attach(
     [census = s.census](metrics::sample_sink& out) {
@@ -349,6 +395,8 @@ int run_node(const node_args& a, options opts) {
   auto node = cluster_process::start(a, std::move(opts), "mibyan node", &code);
   if (!node)
     return code;
+  if (a.on_start)
+    a.on_start(*node);
   std::cout << "mibyan node " << node->node_id() << " listening on "
             << node->address() << std::endl;
   int sig = 0;

@@ -4,6 +4,7 @@
 // so the CLI can include it.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -12,6 +13,30 @@
 namespace mibyan {
 
 class runtime;
+class cluster_process;
+
+/// A dashboard API request forwarded to a gateway by `mibyan dashboard
+/// --connect` (the dashboard_query message without CAF).
+struct dashboard_request {
+  std::string method;
+  std::string path;
+  /// The raw query string (after '?', still percent-encoded).
+  std::string query;
+  std::string body;
+};
+
+/// What the gateway answers: what its own HTTP server would.
+struct dashboard_answer {
+  int status = 0;
+  std::string content_type;
+  std::string body;
+};
+
+/// Answers a forwarded dashboard request with the member's runtime;
+/// `done` runs once, on any thread. Installed by the composition root
+/// (cli/), which may use serve/ (docs/serve.md, "dashboard --connect").
+using dashboard_handler = std::function<void(
+  runtime&, const dashboard_request&, std::function<void(dashboard_answer)>)>;
 
 struct node_args {
   /// HOST:PORT to listen on (port 0 = a free port).
@@ -26,6 +51,10 @@ struct node_args {
   std::string provider;
   std::string model;
   std::string base_url;
+  /// Answers dashboard requests clients forward (null: they get 404).
+  dashboard_handler dashboard;
+  /// run_node calls it once the member runs, before the ready line.
+  std::function<void(cluster_process&)> on_start;
 };
 
 /// Runs a node until SIGTERM/SIGINT (then drains and leaves). Prints the
@@ -60,6 +89,13 @@ public:
   const std::string& node_id() const;
   /// The published "HOST:PORT".
   const std::string& address() const;
+
+  /// The /ui/api/cluster view as JSON ({"enabled":true,"node":own id,
+  /// "members":[{node,address,role,state,load,sessions,kernels,
+  /// max_sessions}]}), through `done`, once, on a runtime thread (an
+  /// error object {"enabled":true,"error":...} when the member does not
+  /// answer). Never blocks; any thread.
+  void cluster_view(std::function<void(std::string)> done);
 
   /// Finishes running calls and hands sessions off within
   /// cluster.drain_timeout_ms, then leaves. Blocks; idempotent.

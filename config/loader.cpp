@@ -531,6 +531,9 @@ const std::vector<field>& fields() {
     t.push_back(bounded(int_field("server", "keepalive_s", &o::server,
                                   &server_options::keepalive_s, 1),
                         3600));
+    t.push_back(bounded(int_field("server", "live_buffer_events", &o::server,
+                                  &server_options::live_buffer_events, 16),
+                        65536));
     t.push_back(bounded(int_field("server", "header_timeout", &o::server,
                                   &server_options::header_timeout, 1),
                         3600));

@@ -290,6 +290,10 @@ struct server_options {
   /// Seconds without output after which a streamed response gets an SSE
   /// comment line (": keep-alive"), so proxies keep the stream open.
   int64_t keepalive_s = 15;
+  /// Turn events queued for one /ui/api/live watcher that does not keep
+  /// up; beyond it events are dropped and the watcher gets a "lagged"
+  /// event (docs/serve.md, "Operator console").
+  int64_t live_buffer_events = 1024;
   /// Seconds a client may take to send the request head / the body. Above
   /// 3/4 of max_connections, connections still waiting for their first
   /// head get at most 1 s from then on.

@@ -140,4 +140,36 @@ typename Inspector::result_type inspect(Inspector& f, cluster_turn_result& x) {
            x.trajectory_error);
 }
 
+/// A dashboard request a `mibyan dashboard --connect` process forwards to
+/// the gateway it connected to (docs/serve.md, "dashboard --connect"): one
+/// /ui/api/* request without its HTTP framing.
+struct dashboard_query {
+  std::string method;
+  /// The path, e.g. "/ui/api/sessions".
+  std::string path;
+  /// The raw query string (after '?', still percent-encoded).
+  std::string query;
+  std::string body;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, dashboard_query& x) {
+  return f(caf::meta::type_name("mibyan::dashboard_query"), x.method, x.path,
+           x.query, x.body);
+}
+
+/// The gateway's answer to a dashboard_query: what its own HTTP server
+/// would have answered.
+struct dashboard_reply {
+  int32_t status = 0;
+  std::string content_type;
+  std::string body;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, dashboard_reply& x) {
+  return f(caf::meta::type_name("mibyan::dashboard_reply"), x.status,
+           x.content_type, x.body);
+}
+
 } // namespace mibyan

@@ -20,6 +20,7 @@
 #include "messages/error_code.hpp"
 #include "messages/exec_cell.hpp"
 #include "messages/interrupt_request.hpp"
+#include "messages/kernel_info.hpp"
 #include "messages/session_events.hpp"
 #include "messages/tool_request.hpp"
 #include "messages/tool_response.hpp"
@@ -89,4 +90,11 @@ CAF_BEGIN_TYPE_ID_BLOCK(mibyan, caf::first_custom_type_id)
   CAF_ADD_ATOM(mibyan, mibyan, join_atom, "join")
   CAF_ADD_ATOM(mibyan, mibyan, in_loop_atom, "inloop")
   CAF_ADD_ATOM(mibyan, mibyan, timer_atom, "timer")
+  // The operator console (docs/serve.md, "Operator console").
+  CAF_ADD_TYPE_ID(mibyan, (mibyan::kernel_info))
+  CAF_ADD_TYPE_ID(mibyan, (std::vector<mibyan::kernel_info>))
+  CAF_ADD_ATOM(mibyan, mibyan, kernels_atom, "kernels")
+  CAF_ADD_TYPE_ID(mibyan, (mibyan::dashboard_query))
+  CAF_ADD_TYPE_ID(mibyan, (mibyan::dashboard_reply))
+  CAF_ADD_ATOM(mibyan, mibyan, dashboard_atom, "dashboard")
 CAF_END_TYPE_ID_BLOCK(mibyan)

@@ -9,6 +9,13 @@
 
 #include "mibyan/runtime.hpp"
 
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "base/status.hpp"
+
 #include "config/options.hpp"
 #include "tools/tool.hpp"
 
@@ -16,6 +23,8 @@ namespace mibyan {
 
 class session_store;
 class toolset_catalog;
+class turn_event_hub;
+struct mcp_server_report;
 
 /// The session store `rt` writes (nullptr when it could not be opened).
 /// Reads may run on any thread; writes other than deletes go through the
@@ -31,5 +40,52 @@ pending_approvals& pending_of(runtime& rt);
 /// The toolsets of `rt` (tools/toolsets.hpp): resolve a selection, or
 /// register dynamic sets (MCP servers, plugins) at any time.
 toolset_catalog& toolsets_of(runtime& rt);
+
+/// The turn-event hub of `rt` (runtime/turn_events.hpp): subscribe to the
+/// events of every turn `rt` runs, or list the turns running now.
+turn_event_hub& turn_events_of(runtime& rt);
+
+// -- the operator console's views (runtime/runtime_ops.cpp) -----------------
+
+/// One execute_code kernel of `rt`.
+struct kernel_view {
+  /// Its owner: a session id, or "<session>::child::<id>" (a subagent).
+  std::string session_id;
+  int64_t pid = 0;
+  std::string mode;    // project | strict
+  std::string sandbox; // bwrap | none
+  int64_t uptime_s = 0;
+  int64_t cells = 0;
+  /// Resident memory of the process and its descendants (0 if unreadable).
+  int64_t rss_bytes = 0;
+  bool busy = false;
+};
+
+/// Lists the kernels of `rt`. Never blocks: asks the kernel registry, then
+/// reads each process's memory (/proc) on the runtime's blocking pool,
+/// where `done` runs, once; with an error ("" = none) when the registry
+/// does not answer within 5 s or the runtime is stopping. Any thread.
+void list_kernels(runtime& rt,
+                  std::function<void(std::vector<kernel_view>, std::string)>
+                    done);
+
+/// Kills the kernels of `session_id` and of its subagents; its
+/// conversation stays, and its next execute_code cell starts a fresh kernel
+/// (as execute_code's `reset`). Never blocks; any thread.
+void reset_kernels(runtime& rt, const std::string& session_id);
+
+/// The configured MCP servers of `rt` (empty without `mcp_servers`).
+/// Any thread; returns promptly.
+std::vector<mcp_server_report> mcp_servers_of(runtime& rt);
+
+/// Disconnects MCP server `name` and connects it again (its tools as the
+/// server now lists them). Blocks up to the server's connect_timeout: call
+/// it on a pool thread, never an I/O or scheduler thread. not_found for a
+/// name that is not configured and enabled; the connect error otherwise.
+status reconnect_mcp(runtime& rt, const std::string& name);
+
+/// Runs `job` on the runtime's blocking pool; false (and `job` dropped)
+/// when the pool is stopping. Any thread.
+bool run_blocking(runtime& rt, std::function<void()> job);
 
 } // namespace mibyan

@@ -27,6 +27,7 @@
 #include "base/metrics.hpp"
 #include "runtime/runtime.hpp"
 #include "runtime/tool_call_facade.hpp"
+#include "runtime/turn_events.hpp"
 
 namespace mibyan {
 
@@ -62,6 +63,9 @@ struct runtime::impl {
   std::atomic<bool> stopping{false};
   /// The MCP upkeep actors and the sampling provider (runtime/mcp_wiring).
   std::vector<caf::actor> mcp_actors;
+  /// Every turn of run_turn_async publishes here (runtime/turn_events.hpp);
+  /// shared with the turns' drivers, which may outlive a host's runtime.
+  std::shared_ptr<turn_event_hub> events = std::make_shared<turn_event_hub>();
   /// Approvals and questions waiting for an answer from a program
   /// (runtime/pending_approvals.hpp); shut down first by the destructor.
   std::shared_ptr<pending_approvals> pending

@@ -30,6 +30,7 @@
 #include "base/runtime_metrics.hpp"
 #include "config/env_reload.hpp"
 #include "runtime/runtime_impl.hpp"
+#include "runtime/turn_events.hpp"
 #include "providers/openai_messages.hpp"
 #include "storage/session_store.hpp"
 #include "storage/trajectory.hpp"
@@ -212,11 +213,18 @@ struct turn_job {
   prepared_turn t;
   turn_outcome out;
   std::function<void(turn_outcome)> done;
+  /// The runtime's turn-event hub; `event_token` is this turn's entry in
+  /// its running table (0: not started), `event_sid` its session then.
+  std::shared_ptr<turn_event_hub> events;
+  uint64_t event_token = 0;
+  std::string event_sid;
 
   // `done` runs exactly once: a job dropped unanswered (the runtime was
   // destroyed while the turn ran, and its driver went with the actor
   // system) answers with an error (docs/embedding.md, "Callbacks").
   ~turn_job() {
+    if (event_token != 0 && events)
+      events->turn_ended(event_token, "error");
     if (!done)
       return;
     auto fn = std::move(done);
@@ -230,8 +238,30 @@ struct turn_job {
   }
 };
 
+// How a turn ended, for the turn_end event: "error" (it could not run),
+// "interrupted", "failed" or "completed".
+std::string turn_outcome_name(const turn_outcome& out) {
+  if (!out.error.empty())
+    return "error";
+  auto parsed = json::parse_members(out.result_json,
+                                    {"completed", "interrupted", "failed"});
+  if (!parsed || !parsed.v->is_object())
+    return "error";
+  if (parsed.v->get_bool("interrupted", false))
+    return "interrupted";
+  if (parsed.v->get_bool("failed", false))
+    return "failed";
+  return parsed.v->get_bool("completed", false) ? "completed" : "failed";
+}
+
 void finish_turn(caf::event_based_actor* self, std::shared_ptr<turn_job> job) {
   self->quit();
+  if (job->event_token != 0) {
+    auto& hub = *job->events;
+    hub.turn_ended(job->event_token,
+                   hub.active() ? turn_outcome_name(job->out) : "");
+    job->event_token = 0;
+  }
   // A turn that produced a result was counted by its conversation.
   if (job->out.result_json.empty())
     metrics::count_turn_not_started();
@@ -264,8 +294,13 @@ void send_turn(caf::event_based_actor* self, std::shared_ptr<turn_job> job) {
     return;
   }
   auto req = job->t.req;
-  if (job->call.on_delta || job->call.on_tool)
-    req.sink = caf::actor_cast<caf::actor>(self);
+  // Always: the turn's events also go to the hub (runtime/turn_events.hpp),
+  // whose watchers may subscribe while it runs.
+  req.sink = caf::actor_cast<caf::actor>(self);
+  job->event_sid = job->out.session_id;
+  job->event_token = job->events->turn_started(
+    running_turn{job->event_sid, 0, job->call.prompt, job->t.req.model,
+                 job->call.source});
   self->request(conv, caf::infinite, turn_atom_v, std::move(req))
     .then(
       [self, job, conv](std::string& res) {
@@ -343,6 +378,12 @@ caf::behavior turn_driver(caf::event_based_actor* self,
     [job](delta_atom, const std::string&, const std::string& kind,
           const std::string& text) {
       bool tool_event = kind == "tool_start" || kind == "tool_end";
+      if (job->events->active()) {
+        if (tool_event)
+          job->events->tool(job->event_sid, kind, text);
+        else
+          job->events->delta(job->event_sid, kind, text);
+      }
       if (tool_event && job->call.on_tool)
         job->call.on_tool(kind, text);
       else if (!tool_event && job->call.on_delta)
@@ -362,6 +403,7 @@ void runtime::run_turn_async(const turn_call& call,
   auto job = std::make_shared<turn_job>();
   job->p = impl_.get();
   job->svc = impl_->svc;
+  job->events = impl_->events;
   if (!prepare_turn(*impl_, call, job->t, job->out)) {
     metrics::count_turn_not_started();
     done(std::move(job->out));

@@ -171,7 +171,7 @@ void serve_connection::watch_disconnect() {
   stream_.socket().async_wait(
     tcp::socket::wait_read,
     [self = shared_from_this()](beast::error_code ec) {
-      if (ec || !self->in_turn_)
+      if (ec || !(self->in_turn_ || self->live_))
         return;
       char c;
       auto n = ::recv(self->stream_.socket().native_handle(), &c, 1,
@@ -180,13 +180,20 @@ void serve_connection::watch_disconnect() {
         self->client_gone();
       // n > 0: a pipelined request waits for this turn's answer.
     });
-  in_turn_ = true;
+  if (!live_)
+    in_turn_ = true;
 }
 
 void serve_connection::client_gone() {
   if (gone_)
     return;
   gone_ = true;
+  if (live_) {
+    live_stop();
+    log_access();
+    close();
+    return;
+  }
   if (in_turn_)
     srv_->rt.interrupt(session_, "the HTTP client disconnected");
 }
@@ -265,14 +272,29 @@ void serve_connection::finish_turn(turn_outcome out) {
 }
 
 void serve_connection::start_stream() {
+  if (stateful_)
+    extra_headers_.emplace_back("X-Mibyan-Session", session_);
+  begin_sse();
+  if (api_ == turn_api::responses) {
+    response_delta("start", {});
+  } else {
+    json::value d;
+    d["role"] = "assistant";
+    d["content"] = "";
+    push(chunk_event(id_, created_, model_, d, "", json::value{}));
+  }
+}
+
+void serve_connection::begin_sse() {
   sse_res_ = std::make_shared<http::response<http::empty_body>>(
     http::status::ok, req_.version());
   auto& r = *sse_res_;
   r.set(http::field::server, "mibyan");
   r.set(http::field::content_type, "text/event-stream");
   r.set(http::field::cache_control, "no-cache");
-  if (stateful_)
-    r.set("X-Mibyan-Session", session_);
+  for (auto& [k, v] : extra_headers_)
+    r.set(k, v);
+  extra_headers_.clear();
   r.keep_alive(keep_alive_);
   r.chunked(true);
   status_ = 200;
@@ -288,14 +310,7 @@ void serve_connection::start_stream() {
       }
       self->pump();
     });
-  if (api_ == turn_api::responses) {
-    response_delta("start", {});
-  } else {
-    json::value d;
-    d["role"] = "assistant";
-    d["content"] = "";
-    push(chunk_event(id_, created_, model_, d, "", json::value{}));
-  }
+  last_output_ = std::chrono::steady_clock::now();
   arm_keepalive();
 }
 
@@ -305,7 +320,8 @@ void serve_connection::arm_keepalive() {
   keepalive_.expires_at(last_output_
                         + std::chrono::seconds(srv_->cfg.limits.keepalive_s));
   keepalive_.async_wait([self = shared_from_this()](beast::error_code ec) {
-    if (ec || self->gone_ || !self->stream_mode_ || !self->in_turn_)
+    if (ec || self->gone_
+        || !((self->stream_mode_ && self->in_turn_) || self->live_))
       return;
     if (std::chrono::steady_clock::now() - self->last_output_
         >= std::chrono::seconds(self->srv_->cfg.limits.keepalive_s))
@@ -359,6 +375,10 @@ void serve_connection::push_last() {
 }
 
 void serve_connection::pump() {
+  if (live_ && live_due_ && out_.empty() && !writing_ && !gone_) {
+    live_due_ = false;
+    live_refill();
+  }
   if (writing_ || out_.empty() || gone_)
     return;
   auto item = out_.front();

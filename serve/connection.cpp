@@ -30,9 +30,11 @@ serve_connection::serve_connection(std::shared_ptr<server_impl> srv,
   : srv_(std::move(srv)),
     stream_(std::move(sock)),
     head_deadline_(stream_.get_executor()),
-    keepalive_(stream_.get_executor()) {}
+    keepalive_(stream_.get_executor()),
+    live_timer_(stream_.get_executor()) {}
 
 serve_connection::~serve_connection() {
+  live_stop();
   unwatch_pending();
   release_busy();
   if (ticket_)
@@ -500,6 +502,7 @@ void serve_connection::drain(size_t total) {
 }
 
 void serve_connection::close() {
+  live_stop();
   release_busy();
   head_deadline_.cancel();
   keepalive_.cancel();

@@ -24,6 +24,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
+#include "runtime/turn_events.hpp"
 #include "base/json.hpp"
 #include "serve/impl.hpp"
 #include "serve/ui_auth.hpp"
@@ -159,6 +160,31 @@ private:
   void push_last();
   void pump();
 
+  // -- SSE output (serve/chat.cpp) ---------------------------------------
+
+  // Writes the head of an event-stream response (chat streams, live) and
+  // starts the keep-alive comments; events go out with push / pump.
+  void begin_sse();
+
+  // -- operator console (serve/ui_live.cpp) ----------------------------
+
+  // GET /ui/api/live: the snapshot of running turns, then the runtime's
+  // turn events as SSE, until the watcher leaves.
+  void live();
+  // Events are queued for the watcher (its wake, on the strand): arms the
+  // flush timer unless a flush is armed or due.
+  void live_wake();
+  // The stream is idle: moves the watcher's queued events into the output.
+  void live_refill();
+  // The watcher left (or the connection closes): unsubscribes.
+  void live_stop();
+  // A forwarded live stream (dashboard --connect): polls the running turns.
+  void live_poll();
+  // The other operator endpoints (serve/ui_ops.hpp), answered here or
+  // forwarded (http_server_settings::ui_forward).
+  void ui_ops(const std::string& path,
+              const std::map<std::string, std::string>& query);
+
   // -- plain responses ------------------------------------------------------
 
   void send_error(boost::beast::http::status st, const std::string& message,
@@ -234,6 +260,16 @@ private:
   // The last write to the stream, and the timer of keep-alive comments.
   std::chrono::steady_clock::time_point last_output_;
   boost::asio::steady_timer keepalive_;
+  // The live stream (serve/ui_live.cpp): its subscription to the turn
+  // events, or (forwarded) its poll timer and last snapshot.
+  bool live_ = false;
+  std::shared_ptr<turn_subscriber> live_sub_;
+  // The flush timer (or, forwarded, the poll timer): a flush is armed, or
+  // it fired and the queued events go out once the socket is free.
+  boost::asio::steady_timer live_timer_;
+  bool live_armed_ = false;
+  bool live_due_ = false;
+  std::string live_last_;
   // The runtime's watch token of the running stream (0: none).
   uint64_t pending_watch_ = 0;
   bool holds_busy_ = false;

@@ -20,6 +20,7 @@
 
 #include "config/options.hpp"
 #include "runtime/runtime.hpp"
+#include "serve/ui_ops.hpp"
 
 namespace mibyan {
 
@@ -40,6 +41,14 @@ struct http_server_settings {
   /// Returns a new session id for a stateless request (the server appends
   /// "@<pid>" to it).
   std::function<std::string()> new_session_id;
+  /// The operator endpoints' hooks (serve/ui_ops.hpp): the node id of a
+  /// cluster member and its cluster view.
+  serve::ui_ops_hooks ui;
+  /// Set by `mibyan dashboard --connect`: every /ui/api/* request but
+  /// login, logout and whoami is answered by this (forwarded to a cluster
+  /// gateway) instead of this node's runtime; /ui/api/live becomes a
+  /// polled snapshot. `done` once, any thread.
+  std::function<void(serve::ops_request, serve::ops_done)> ui_forward;
   /// The configuration the node runs with, for GET /ui/api/config (shown
   /// masked); nullptr: that endpoint answers 503.
   std::shared_ptr<const options> effective;

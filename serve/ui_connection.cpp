@@ -11,6 +11,7 @@
 #include "serve/routes.hpp"
 #include "serve/ui_api.hpp"
 #include "serve/ui_assets.hpp"
+#include "serve/ui_ops.hpp"
 #include "storage/session_store.hpp"
 
 namespace mibyan {
@@ -153,6 +154,20 @@ void serve_connection::ui(const std::string& path,
     if (method != http::verb::get)
       return method_not_allowed();
     send_json(http::status::ok, auth.whoami_json(ui_request_view()));
+    return;
+  }
+  // The operator console (serve/ui_live.cpp, serve/ui_ops.hpp), and every
+  // other API request of `mibyan dashboard --connect` (the gateway's).
+  if (srv_->cfg.ui_forward || rest == "live" || serve::is_ui_ops_path(path)) {
+    if (!ui_authorised(method != http::verb::get
+                       && method != http::verb::head))
+      return;
+    if (rest != "live")
+      ui_ops(path, query);
+    else if (method != http::verb::get)
+      method_not_allowed();
+    else
+      live();
     return;
   }
   if (rest == "sessions" || rest.rfind("sessions/", 0) == 0

@@ -1,0 +1,201 @@
+#define BOOST_TEST_MODULE ui_kernels
+#include "tests/support/paths.hpp"
+#include <boost/test/unit_test.hpp>
+
+// The operator console's kernels and MCP endpoints (docs/serve.md,
+// "Operator console") against a real `mibyan serve` child process: real
+// execute_code kernels (sandboxed when bwrap works, as configured by
+// default) and real MCP servers (tests/support/mcp_misbehaving_server.py).
+
+#include <csignal>
+#include <thread>
+
+#include "tests/support/scripted_replies.hpp"
+#include "tests/support/serve_fixture.hpp"
+
+using namespace mibyan;
+using namespace std::chrono;
+using namespace mibyan::test::serving;
+
+namespace {
+
+std::string chat_in(uint16_t port, const std::string& sid) {
+  return http(port, "POST", "/v1/chat/completions", chat_body,
+              "Content-Type: application/json\r\nX-Mibyan-Session: " + sid
+                + "\r\n");
+}
+
+// One turn of `sid` that runs an execute_code cell.
+void run_cell_turn(fixture& f, uint16_t port, const std::string& sid) {
+  f.provider.script_chat(test::completion("", "execute_code",
+                                          R"j({"code":"x = 41\nprint(x + 1)"})j"));
+  f.provider.script_chat(reply("done"));
+  auto r = chat_in(port, sid);
+  BOOST_TEST_CONTEXT(r) { BOOST_REQUIRE_EQUAL(status_of(r), 200); }
+}
+
+// The kernel entries of `sid` in GET /ui/api/kernels.
+std::vector<json::value> kernels_of(uint16_t port, const std::string& sid) {
+  auto r = http(port, "GET", "/ui/api/kernels");
+  BOOST_REQUIRE_MESSAGE(status_of(r) == 200, r);
+  std::vector<json::value> out;
+  auto body = body_of(r);
+  for (auto& k : body["data"].as_array())
+    if (k.get_string("session_id", "") == sid)
+      out.push_back(k);
+  return out;
+}
+
+bool pid_alive(int64_t pid) {
+  return pid > 0 && ::kill(static_cast<pid_t>(pid), 0) == 0;
+}
+
+// Polls until `pred` holds (true) or 30 s passed.
+template <class Pred>
+bool eventually(Pred pred) {
+  for (int i = 0; i < 300; ++i) {
+    if (pred())
+      return true;
+    std::this_thread::sleep_for(milliseconds{100});
+  }
+  return false;
+}
+
+// Scripts run without a person here (docs/approvals.md).
+const std::string kernel_config = "code_execution:\n"
+                                  "  prestart_kernels: 0\n"
+                                  "approvals:\n"
+                                  "  unattended_mode: approve\n";
+
+} // namespace
+
+BOOST_FIXTURE_TEST_SUITE(ui_kernels, fixture)
+
+BOOST_AUTO_TEST_CASE(kernels_are_listed_reset_and_stopped) {
+  auto sp = start(kernel_config);
+  auto p = sp->port;
+  auto empty = http(p, "GET", "/ui/api/kernels");
+  BOOST_CHECK_EQUAL(status_of(empty), 200);
+  BOOST_TEST(body_of(empty)["data"].dump() == "[]");
+  run_cell_turn(*this, p, "k-1");
+  auto ks = kernels_of(p, "k-1");
+  BOOST_REQUIRE_EQUAL(ks.size(), 1u);
+  auto& k = ks[0];
+  BOOST_TEST_CONTEXT(k.dump()) {
+    auto pid = k.get_int("pid", 0);
+    BOOST_TEST(pid_alive(pid));
+    BOOST_TEST(k.get_int("rss_bytes", 0) > 1024 * 1024); // a Python process
+    BOOST_TEST(k.get_int("cells", 0) == 1);
+    BOOST_TEST(k.get_string("mode", "") == "project");
+    auto sb = k.get_string("sandbox", "");
+    BOOST_TEST((sb == "bwrap" || sb == "none"));
+    BOOST_TEST(k.get_string("node", "x") == "");
+    BOOST_TEST(k.get_int("uptime_s", -1) >= 0);
+    BOOST_TEST(!k.get_bool("busy", true));
+  }
+  auto pid = k.get_int("pid", 0);
+  // Reset: the kernel dies, the session stays; the next cell starts a new
+  // kernel (the variable is gone).
+  auto rr = http(p, "POST", "/ui/api/kernels/k-1/reset");
+  BOOST_TEST_CONTEXT(rr) {
+    BOOST_CHECK_EQUAL(status_of(rr), 200);
+    BOOST_TEST(body_of(rr).get_bool("reset", false));
+  }
+  BOOST_TEST(eventually([&] { return kernels_of(p, "k-1").empty(); }));
+  BOOST_TEST(eventually([&] { return !pid_alive(pid); }));
+  run_cell_turn(*this, p, "k-1");
+  ks = kernels_of(p, "k-1");
+  BOOST_REQUIRE_EQUAL(ks.size(), 1u);
+  BOOST_TEST(ks[0].get_int("pid", 0) != pid);
+  // The conversation survived the reset: the provider saw the first turn.
+  auto reqs = provider_requests();
+  BOOST_TEST(contains(reqs.back().dump(), "\"content\":\"done\""));
+  // Stop: kernels and conversation closed.
+  pid = ks[0].get_int("pid", 0);
+  auto st = http(p, "POST", "/ui/api/kernels/k-1/stop");
+  BOOST_TEST_CONTEXT(st) {
+    BOOST_CHECK_EQUAL(status_of(st), 200);
+    BOOST_TEST(body_of(st).get_bool("stopped", false));
+  }
+  BOOST_TEST(eventually([&] { return kernels_of(p, "k-1").empty(); }));
+  BOOST_TEST(eventually([&] { return !pid_alive(pid); }));
+  // Now unknown to the kernels endpoints.
+  check_error(http(p, "POST", "/ui/api/kernels/k-1/reset"), 404,
+              "kernel_not_found");
+  check_error(http(p, "POST", "/ui/api/kernels/k-1/stop"), 404,
+              "kernel_not_found");
+  BOOST_CHECK_EQUAL(sp->stop(), 0);
+}
+
+BOOST_AUTO_TEST_CASE(kernel_bad_input_gets_clear_4xx) {
+  auto sp = start(kernel_config);
+  auto p = sp->port;
+  check_error(http(p, "POST", "/ui/api/kernels/nobody/reset"), 404,
+              "kernel_not_found");
+  check_error(http(p, "POST", "/ui/api/kernels/nobody/stop"), 404,
+              "kernel_not_found");
+  check_error(http(p, "GET", "/ui/api/kernels/nobody/reset"), 405,
+              "method_not_allowed");
+  check_error(http(p, "POST", "/ui/api/kernels"), 405, "method_not_allowed");
+  check_error(http(p, "POST", "/ui/api/kernels/a%2Fb/reset"), 400,
+              "bad_session_id");
+  check_error(http(p, "POST", "/ui/api/kernels/x/explode"), 404, "not_found");
+  check_error(http(p, "POST", "/ui/api/kernels/x/reset/again"), 404,
+              "not_found");
+  check_error(http(p, "GET", "/ui/api/kernelsx"), 404, "not_found");
+  // Without MCP servers: an empty list, and reconnect finds nothing.
+  auto m = http(p, "GET", "/ui/api/mcp");
+  BOOST_CHECK_EQUAL(status_of(m), 200);
+  BOOST_TEST(body_of(m)["data"].dump() == "[]");
+  check_error(http(p, "POST", "/ui/api/mcp/none/reconnect"), 404,
+              "mcp_server_not_found");
+  BOOST_CHECK_EQUAL(sp->stop(), 0);
+}
+
+BOOST_AUTO_TEST_CASE(mcp_servers_are_listed_and_reconnected) {
+  auto script = test::test_source_dir()
+                + "/support/mcp_misbehaving_server.py";
+  auto sp = start(kernel_config
+                  + "mcp_servers:\n"
+                    "  good:\n"
+                    "    command: python3\n"
+                    "    args: [\"" + script + "\", good]\n"
+                    "  broken:\n"
+                    "    command: python3\n"
+                    "    args: [\"-c\", \"import sys; "
+                    "sys.stderr.write('no db\\\\n'); sys.exit(2)\"]\n"
+                    "    connect_timeout: 10\n");
+  auto p = sp->port;
+  auto r = http(p, "GET", "/ui/api/mcp");
+  BOOST_REQUIRE_MESSAGE(status_of(r) == 200, r);
+  auto data = body_of(r)["data"];
+  BOOST_REQUIRE_MESSAGE(data.size() == 2u, data.dump());
+  json::value good, broken;
+  for (auto& s : data.as_array())
+    (s.get_string("name", "") == "good" ? good : broken) = s;
+  BOOST_TEST_CONTEXT(data.dump()) {
+    BOOST_TEST(good.get_string("state", "") == "connected");
+    BOOST_TEST(contains(good["tools"].dump(), "mcp__good__echo"));
+    BOOST_TEST(good["last_error"].is_null());
+    BOOST_TEST(broken.get_string("state", "") == "failed");
+    BOOST_TEST(contains(broken.get_string("last_error", ""), "no db"));
+  }
+  auto ok = http(p, "POST", "/ui/api/mcp/good/reconnect");
+  BOOST_TEST_CONTEXT(ok) {
+    BOOST_CHECK_EQUAL(status_of(ok), 200);
+    BOOST_TEST(body_of(ok).get_string("state", "") == "connected");
+    BOOST_TEST(contains(body_of(ok)["tools"].dump(), "mcp__good__echo"));
+  }
+  auto bad = http(p, "POST", "/ui/api/mcp/broken/reconnect");
+  check_error(bad, 502, "mcp_reconnect_failed");
+  BOOST_TEST(contains(bad, "no db"));
+  check_error(http(p, "POST", "/ui/api/mcp/nope/reconnect"), 404,
+              "mcp_server_not_found");
+  check_error(http(p, "GET", "/ui/api/mcp/good/reconnect"), 405,
+              "method_not_allowed");
+  check_error(http(p, "POST", "/ui/api/mcp"), 405, "method_not_allowed");
+  check_error(http(p, "POST", "/ui/api/mcp/good/restart"), 404, "not_found");
+  BOOST_CHECK_EQUAL(sp->stop(), 0);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
