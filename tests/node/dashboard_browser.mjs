@@ -480,23 +480,32 @@ async function main() {
   });
 
   await step("kernels page lists the script's kernel; reset and stop", async () => {
+    const rowsNow = () => page.$$eval("[data-testid=kernels] tbody tr", (rs) => rs.map((r) => r.textContent));
+    const clickIn = (sid, label) => page.$$eval("[data-testid=kernels] tbody tr", (rs, sid, label) => {
+      const r = rs.find((x) => x.textContent.includes(sid));
+      if (!r) throw new Error("no kernel row for " + sid);
+      [...r.querySelectorAll("button")].find((b) => b.textContent === label).click();
+    }, sid, label);
     await open("#/kernels");
-    const rows = await page.$$eval("[data-testid=kernels] tbody tr", (rs) => rs.map((r) => r.textContent));
+    check((await rowsNow()).some((r) => r.includes("dash-exec")), "the kernel of dash-exec is listed: " + JSON.stringify(await rowsNow()));
     await shot("kernels");
-    check(rows.some((r) => r.includes("dash-exec")), "the kernel of dash-exec is listed: " + JSON.stringify(rows));
-    await page.$$eval("[data-testid=kernels] tbody tr", (rs) => {
-      const r = rs.find((x) => x.textContent.includes("dash-exec"));
-      [...r.querySelectorAll("button")].find((b) => b.textContent === "Reset").click();
-    });
+    // Reset ends the session's kernels: the row goes, the session stays.
+    await clickIn("dash-exec", "Reset");
     await confirmDialog();
     await page.waitForSelector(".notice.ok");
-    await page.$$eval("[data-testid=kernels] tbody tr", (rs) => {
-      const r = rs.find((x) => x.textContent.includes("dash-exec"));
-      [...r.querySelectorAll("button")].find((b) => b.textContent === "Stop").click();
-    });
+    await waitFor(async () => !(await rowsNow()).some((r) => r.includes("dash-exec")), "the reset kernel leaves the list");
+    // A new kernel for another session, then Stop closes that session.
+    await control("/__reset", {});
+    await script({ body: reply("", [["call_k2", "execute_code", { code: "x = 41\nprint(x + 1)" }]]) });
+    await script({ body: reply("42.") });
+    const r = await chat("dash-kernel-2", "Compute something.");
+    check(r.status === 200, "dash-kernel-2 turn: " + r.status);
+    await page.click("[data-testid=page-kernels] .page-actions button");
+    await waitFor(async () => (await rowsNow()).some((x) => x.includes("dash-kernel-2")), "the new kernel is listed");
+    await clickIn("dash-kernel-2", "Stop");
     await confirmDialog();
-    await waitFor(async () => !(await page.$$eval("[data-testid=kernels] tbody tr", (rs) => rs.some((r) => r.textContent.includes("dash-exec")))),
-                  "the stopped kernel leaves the list");
+    await waitFor(async () => !(await rowsNow()).some((x) => x.includes("dash-kernel-2")), "the stopped kernel leaves the list");
+    check((await apiGet("/ui/api/sessions/dash-kernel-2")).status === 200, "a stopped session stays stored");
   });
 
   await step("cluster page", async () => {

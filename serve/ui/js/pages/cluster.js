@@ -33,11 +33,16 @@ export function render(root) {
     body.appendChild(h("p.summary", members.length + " members, " + up + " up."));
     if (!members.length) { body.appendChild(empty("No member has joined yet.")); return; }
     body.appendChild(table([
-      { label: "Node", value: (m) => h("span.mono", String(m.node ?? "")) },
+      { label: "Node", value: (m) => h("div",
+          h("span.mono", String(m.node ?? "")),
+          res.node !== undefined && String(m.node) === String(res.node) ? [" ", badge("this gateway")] : null) },
+      { label: "Address", value: (m) => h("span.mono.small", String(m.address || "–")) },
       { label: "Role", value: (m) => badge(String(m.role || "–")) },
       { label: "State", value: (m) => badge(String(m.state || "–"), stateKind(m.state)) },
       { label: "Load", cls: "num", value: (m) => loadText(m.load) },
-      { label: "Sessions", cls: "num", value: (m) => Array.isArray(m.sessions) ? fmt.int(m.sessions.length) : fmt.int(m.sessions) },
+      { label: "Sessions", cls: "num", value: (m) => (Array.isArray(m.sessions) ? fmt.int(m.sessions.length) : fmt.int(m.sessions))
+          + (m.max_sessions ? " / " + fmt.int(m.max_sessions) : "") },
+      { label: "Kernels", cls: "num", value: (m) => fmt.int(m.kernels) },
     ], members, { caption: "Cluster members" }));
   }
 

@@ -19,8 +19,11 @@ export function render(root) {
   async function act(k, what) {
     const sid = String(k.session_id);
     const ok = await confirmDialog(what === "stop" ? "Stop kernel?" : "Reset kernel?",
-      (what === "stop" ? "The kernel of session " + sid + " (pid " + k.pid + ") is stopped; its next execute_code call starts a fresh one."
-                       : "The kernel of session " + sid + " loses its variables and imports; it keeps running.") ,
+      what === "stop"
+        ? "Session " + sid + " is closed on this node: its kernels (pid " + k.pid + "), its conversation (the next turn reloads the "
+          + "stored history), its session approvals and its background processes. Nothing stored is deleted."
+        : "The kernels of session " + sid + " are ended: variables and imports are lost, and the next execute_code cell starts a "
+          + "fresh kernel. The conversation stays.",
       what === "stop" ? "Stop" : "Reset");
     if (!ok) return;
     try {
@@ -28,7 +31,8 @@ export function render(root) {
       flash(status, "ok", (what === "stop" ? "Stopped" : "Reset") + " the kernel of " + sid + ".");
       await load();
     } catch (e) {
-      flash(status, "error", (what === "stop" ? "Stop" : "Reset") + " failed: " + e.message);
+      flash(status, "error", (what === "stop" ? "Stop" : "Reset") + " failed: "
+        + (e.status === 409 ? (what === "stop" ? "a turn of the session is running. " : "a cell is running. ") : "") + e.message);
     }
   }
 
@@ -41,7 +45,7 @@ export function render(root) {
       { label: "Session", value: (k) => h("a.mono", { href: sessionHash(k.session_id) }, String(k.session_id)) },
       { label: "PID", cls: "num", value: (k) => String(k.pid ?? "–") },
       { label: "Node", value: (k) => h("span.mono.small", String(k.node || "local")) },
-      { label: "Mode", value: (k) => badge(String(k.mode || "–")) },
+      { label: "Mode", value: (k) => [badge(String(k.mode || "–")), k.busy ? [" ", badge("running a cell", "warn")] : null] },
       { label: "Sandbox", value: (k) => badge(String(k.sandbox || "–"), /^(off|none)$/i.test(String(k.sandbox)) ? "warn" : "") },
       { label: "Uptime", cls: "num", value: (k) => fmt.duration(k.uptime_s) },
       { label: "Cells", cls: "num", value: (k) => fmt.int(k.cells) },

@@ -54,6 +54,7 @@ export function render(root) {
     const el = h("article.turn.card", { "data-session-id": sid, "data-testid": "live-turn" },
       h("div.turn-head",
         h("a.mono", { href: sessionHash(sid) }, sid),
+        turn.source ? badge(String(turn.source)) : null,
         turn.model ? h("span.mono.small.muted", String(turn.model)) : null,
         h("span.small.muted", turn.started_at_ms ? "since " + fmt.time(turn.started_at_ms) : ""),
         state, interrupt),
@@ -138,6 +139,12 @@ export function render(root) {
       const c = cards.get(String(d.session_id));
       if (c) end(c, d.outcome);
     },
+    // This watcher fell behind and lost events: redraw from the running table.
+    async lagged(d) {
+      flash(status, "error", "The page fell behind and missed " + (d.lost ?? "some") + " events; the running turns were reloaded.");
+      const res = await api.get("/ui/api/live/turns");
+      handlers.snapshot({ turns: Array.isArray(res.data) ? res.data : [] });
+    },
     approval(d) {
       pendingApprovals++;
       approvals.hidden = false;
@@ -162,7 +169,8 @@ export function render(root) {
     es.addEventListener(name, (ev) => {
       let data;
       try { data = JSON.parse(ev.data); } catch (e) { return; }
-      try { fn(data || {}); } catch (e) { flash(status, "error", "Bad " + name + " event: " + e.message); }
+      Promise.resolve().then(() => fn(data || {}))
+        .catch((e) => flash(status, "error", "Bad " + name + " event: " + e.message));
     });
   }
   refreshEmpty();

@@ -36,6 +36,7 @@ export function render(root) {
     }
     body.appendChild(table([
       { label: "Server", value: (s) => h("span.mono", String(s.name ?? "")) },
+      { label: "Transport", value: (s) => h("span.small", String(s.transport || "–")) },
       { label: "State", value: (s) => badge(String(s.state || "–"), stateKind(s.state)) },
       { label: "Tools", value: (s) => {
           const tools = Array.isArray(s.tools) ? s.tools.map(String) : [];
