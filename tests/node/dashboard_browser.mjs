@@ -527,6 +527,10 @@ async function main() {
       r.querySelector("button").click();
     });
     await page.waitForSelector(".notice.ok, .notice.error");
+    const failed = await text("[data-testid=page-mcp] .notice");
+    check(/broken/.test(failed), "the reconnect's outcome is reported: " + failed);
+    // Unfold the connected server's tool list for the screenshot.
+    await page.$$eval("[data-testid=mcp] details.tools", (ds) => ds.forEach((d) => { d.open = true; }));
     await shot("mcp");
   });
 
