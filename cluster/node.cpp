@@ -19,7 +19,7 @@
 #include "caf/openssl/all.hpp"
 
 #include "base/log.hpp"
-#include "cluster/crypto.hpp"
+#include "base/crypto.hpp"
 #include "cluster/internal.hpp"
 #include "runtime/runtime_impl.hpp"
 

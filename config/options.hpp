@@ -302,6 +302,14 @@ struct server_options {
   /// Seconds after its last turn a kept session (X-Mibyan-Session) keeps
   /// its conversation and kernels in memory; later turns reload it.
   int64_t session_idle_timeout = 1800;
+  /// Extra names (host or host:port) the dashboard accepts in a request's
+  /// Host header besides the listen address (and, on loopback, localhost):
+  /// the names a browser uses to reach the node (DNS rebinding defence,
+  /// serve/ui_auth.hpp).
+  std::vector<std::string> allowed_hosts;
+  /// Largest session export (GET /ui/api/sessions/{id}/export) in bytes;
+  /// over it: 413.
+  int64_t max_export_bytes = int64_t{64} << 20;
 };
 
 /// Section `delegation`: delegate_task subagents (docs/tools.md).

@@ -235,6 +235,21 @@ void serve_connection::handle() {
     send_json(http::status::ok, R"({"status":"ok"})");
     return;
   }
+  if (path == "/ui" || path.rfind("/ui/", 0) == 0) {
+    ui(path, query);
+    return;
+  }
+  // The dashboard answers these too: the bearer key or its cookie (and
+  // CSRF token), checked in pending().
+  for (auto [prefix, kind] :
+       {std::pair{"/v1/approvals", pending_kind::approval},
+        std::pair{"/v1/clarifications", pending_kind::clarify}}) {
+    auto n = std::strlen(prefix);
+    if (path.rfind(prefix, 0) == 0 && (path.size() == n || path[n] == '/')) {
+      pending(path, prefix, query, kind);
+      return;
+    }
+  }
   if (!authorized()) {
     send_error(http::status::unauthorized,
                "missing or wrong API key: send 'Authorization: Bearer "
@@ -267,14 +282,6 @@ void serve_connection::handle() {
     sessions(path, query);
     return;
   }
-  for (auto [prefix, kind] :
-       {std::pair{"/v1/approvals", pending_kind::approval},
-        std::pair{"/v1/clarifications", pending_kind::clarify}})
-    if (path.rfind(prefix, 0) == 0
-        && (path.size() == std::strlen(prefix) || path[std::strlen(prefix)] == '/')) {
-      pending(path, prefix, query, kind);
-      return;
-    }
   send_error(http::status::not_found, "no such endpoint: " + path,
              "invalid_request_error", "not_found");
 }
@@ -388,11 +395,17 @@ void serve_connection::send_error(http::status st, const std::string& message,
 }
 
 void serve_connection::send_json(http::status st, std::string body) {
+  send_body(st, "application/json", std::move(body));
+}
+
+void serve_connection::send_body(http::status st, const std::string& type,
+                                 std::string body) {
   auto res = std::make_shared<string_response>(st, req_.version() == 0
                                                      ? 11
                                                      : req_.version());
   res->set(http::field::server, "mibyan");
-  res->set(http::field::content_type, "application/json");
+  if (st != http::status::not_modified)
+    res->set(http::field::content_type, type);
   for (auto& [k, v] : extra_headers_)
     res->set(k, v);
   extra_headers_.clear();

@@ -24,6 +24,7 @@
 #include <boost/beast/http.hpp>
 
 #include "serve/impl.hpp"
+#include "serve/ui_auth.hpp"
 
 namespace mibyan {
 
@@ -82,6 +83,28 @@ private:
   void unwatch_pending();
   void on_pending(const pending_event& e);
 
+  // -- dashboard (serve/ui_connection.cpp) ------------------------------
+
+  // Every path under /ui/: the Host check, the security headers, the static
+  // files, login/logout/whoami and the /ui/api/ endpoints.
+  void ui(const std::string& path,
+          const std::map<std::string, std::string>& query);
+  // The request as serve/ui_auth.hpp reads it.
+  serve::ui_request ui_request_view() const;
+  // The dashboard endpoints over the session store (serve/ui_api.hpp), run
+  // on the store pool; `path` is below /ui/api/.
+  void ui_store(const std::string& path,
+                const std::map<std::string, std::string>& query);
+
+public:
+  /// Authorises the current request for the dashboard or a dashboard-used
+  /// endpoint (serve/ui_auth.hpp): the bearer key or the `mibyan_ui`
+  /// cookie, plus the X-CSRF-Token for a state-changing request authorised
+  /// by the cookie. On false the 401/403/429 reply has been sent. On the
+  /// connection's strand.
+  bool ui_authorised(bool state_changing);
+
+private:
   // -- chat (serve/chat.cpp) -------------------------------------------
 
   void chat();
@@ -108,6 +131,9 @@ private:
   void send_error(boost::beast::http::status st, const std::string& message,
                   const std::string& type, const std::string& code);
   void send_json(boost::beast::http::status st, std::string body);
+  // Any body with its Content-Type (a 304 with an empty body).
+  void send_body(boost::beast::http::status st, const std::string& type,
+                 std::string body);
 
   // A response in production counts for the graceful shutdown until it is
   // written (or the connection closes).

@@ -110,6 +110,12 @@ std::unique_ptr<http_server> http_server::start(runtime& rt,
                + std::to_string(p->cfg.port) + ": " + ec.message();
     return nullptr;
   }
+  serve::ui_auth_settings ua;
+  ua.key = p->cfg.key;
+  ua.listen_host = p->cfg.host;
+  ua.listen_port = p->acceptor.local_endpoint(ec).port();
+  ua.allowed_hosts = p->cfg.limits.allowed_hosts;
+  p->ui_auth = std::make_unique<serve::ui_auth>(std::move(ua));
   p->accept();
   p->reap();
   boost::asio::post(p->store_pool, [p] { p->sweep_stateless_leftovers(); });

@@ -26,6 +26,7 @@
 #include <boost/asio/thread_pool.hpp>
 
 #include "serve/http_server.hpp"
+#include "serve/ui_auth.hpp"
 
 namespace mibyan {
 
@@ -128,6 +129,9 @@ struct http_server::impl : std::enable_shared_from_this<http_server::impl> {
   // store: their turns run or their deletion is queued.
   std::set<std::string> stateless;
   boost::asio::steady_timer reaper{ioc};
+  // The dashboard's security layer; made in start() once the port is
+  // bound.
+  std::unique_ptr<serve::ui_auth> ui_auth;
   std::mutex io_mtx;
   bool io_closed = false; // guarded by io_mtx
 

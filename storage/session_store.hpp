@@ -132,6 +132,10 @@ struct search_hit {
   std::string role;
   double score = 0;
   std::string snippet;
+  /// The same excerpt without markers, and the byte ranges [begin, end)
+  /// of the matching words in it.
+  std::string text;
+  std::vector<std::pair<size_t, size_t>> highlights;
 };
 
 struct search_results {
@@ -178,6 +182,15 @@ public:
   /// Sessions, newest (started_at) first.
   store_result<std::vector<session_info>> list_sessions(size_t limit,
                                                         size_t offset) const;
+
+  /// Sessions, newest first, that `keep` accepts: skips the first `offset`
+  /// accepted ones and returns up to `limit`; `*more` says whether another
+  /// accepted session follows. Reads (and decodes) every session it
+  /// passes, so a deep offset costs a scan.
+  store_result<std::vector<session_info>>
+  list_sessions_where(size_t limit, size_t offset,
+                      const std::function<bool(const session_info&)>& keep,
+                      bool* more) const;
 
   /// The ids of the sessions whose parent is `id` (compression
   /// continuations, subagents), in id order. Errors: id malformed.

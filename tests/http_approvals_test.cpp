@@ -19,6 +19,7 @@
 #include "runtime/pending_approvals.hpp"
 #include "tests/support/scripted_replies.hpp"
 #include "tests/support/serve_fixture.hpp"
+#include "tests/support/ui_client.hpp"
 
 using namespace mibyan;
 using namespace std::chrono;
@@ -488,10 +489,14 @@ BOOST_AUTO_TEST_CASE(bad_answers_get_clear_errors_and_change_nothing) {
   auto sp = start(pending_config);
   const std::string auth = "Authorization: Bearer approvals-key\r\n";
   const std::string json_auth = "Content-Type: application/json\r\n" + auth;
-  // The key guards these endpoints as every /v1 endpoint.
-  check_error(http(sp->port, "GET", "/v1/approvals"), 401, "invalid_api_key");
+  // The key guards these endpoints as every /v1 endpoint (or the
+  // dashboard's cookie, below).
+  check_error(http(sp->port, "GET", "/v1/approvals"), 401, "not_logged_in");
   check_error(http(sp->port, "POST", "/v1/approvals/apr_" + std::string(32, 'a'),
                    R"({"choice":"once"})"),
+              401, "not_logged_in");
+  check_error(http(sp->port, "GET", "/v1/approvals", {},
+                   "Authorization: Bearer wrong\r\n"),
               401, "invalid_api_key");
   script_command("rm -rf ./build-output");
   script(test::completion("Still here."));
@@ -560,6 +565,54 @@ BOOST_AUTO_TEST_CASE(bad_answers_get_clear_errors_and_change_nothing) {
                       again);
   BOOST_CHECK(contains(req.rest(), "Still here."));
   BOOST_CHECK(fs::exists(target));
+  BOOST_CHECK_EQUAL(sp->stop(), 0);
+}
+
+BOOST_AUTO_TEST_CASE(the_dashboard_cookie_with_its_csrf_token_may_answer) {
+  auto target = make_target();
+  key = "approvals-key";
+  auto sp = start(pending_config);
+  namespace ui = test::ui;
+  // Logged in to the dashboard: the cookie and the CSRF token.
+  auto login = ui::request(sp->port, "POST", "/ui/api/login",
+                           R"({"key":"approvals-key"})");
+  BOOST_REQUIRE_EQUAL(status_of(login), 200);
+  auto set_cookie = ui::header_of(login, "Set-Cookie");
+  auto cookie = "Cookie: " + set_cookie.substr(0, set_cookie.find(';'))
+                + "\r\n";
+  auto csrf = body_of(login).get_string("csrf", "");
+  BOOST_REQUIRE(!csrf.empty());
+  script_command("rm -rf ./build-output");
+  script(test::completion("Answered from the dashboard."));
+  open_request req(sp->port, plain_body(),
+                   "Authorization: Bearer approvals-key\r\n");
+  json::value data;
+  for (int i = 0; i < 3000 && data.size() == 0; ++i) {
+    auto r = ui::request(sp->port, "GET", "/v1/approvals", {}, cookie);
+    BOOST_REQUIRE_EQUAL(status_of(r), 200); // the cookie reads
+    data = body_of(r)["data"];
+    if (data.size() == 0)
+      std::this_thread::sleep_for(milliseconds{20});
+  }
+  BOOST_REQUIRE_EQUAL(data.size(), 1u);
+  auto path = "/v1/approvals/" + data.as_array()[0].get_string("id", "");
+  // An answer by cookie needs the token; a foreign Origin is refused.
+  check_error(ui::request(sp->port, "POST", path, R"({"choice":"once"})",
+                          cookie),
+              403, "bad_csrf_token");
+  check_error(ui::request(sp->port, "POST", path, R"({"choice":"once"})",
+                          cookie + "X-CSRF-Token: forged\r\n"),
+              403, "bad_csrf_token");
+  check_error(ui::request(sp->port, "POST", path, R"({"choice":"once"})",
+                          cookie + "X-CSRF-Token: " + csrf
+                            + "\r\nOrigin: http://evil.example\r\n"),
+              403, "bad_origin");
+  BOOST_CHECK(fs::exists(target));
+  auto ok = ui::request(sp->port, "POST", path, R"({"choice":"once"})",
+                        cookie + "X-CSRF-Token: " + csrf + "\r\n");
+  BOOST_CHECK_EQUAL(status_of(ok), 200);
+  BOOST_CHECK(contains(req.rest(), "Answered from the dashboard."));
+  BOOST_CHECK(!fs::exists(target));
   BOOST_CHECK_EQUAL(sp->stop(), 0);
 }
 
