@@ -87,7 +87,7 @@ void serve_connection::on_pending(const pending_event& e) {
   if (gone_ || !stream_mode_ || !in_turn_)
     return;
   push(chunk_event(id_, created_, model_, json::value{}, "",
-                   serve::pending_event_json(e)));
+                   pending_event_json(e)));
 }
 
 } // namespace mibyan
