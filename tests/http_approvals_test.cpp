@@ -17,6 +17,7 @@
 #include <set>
 
 #include "runtime/pending_approvals.hpp"
+#include "tests/support/agent_fixture.hpp"
 #include "tests/support/scripted_replies.hpp"
 #include "tests/support/serve_fixture.hpp"
 #include "tests/support/ui_client.hpp"
@@ -189,6 +190,101 @@ BOOST_AUTO_TEST_CASE(a_clarify_answer_is_returned) {
   // Without an answer in time: "".
   q.timeout = seconds{1};
   BOOST_CHECK_EQUAL(reg.ask(q), "");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// -- an embedding host that opts in ---------------------------------------------
+
+namespace {
+
+struct host_fixture : test::agent_fixture {
+  test::temp_dir work;
+
+  options pending_options() {
+    auto o = base_options();
+    o.approvals.unattended_mode = "deny";
+    return o;
+  }
+
+  std::string rm_call(const std::string& name) {
+    json::value a;
+    a["command"] = "rm -rf ./" + name;
+    a["workdir"] = work.path();
+    return test::chat_completion("", {{"call_1", "terminal", a.dump()}});
+  }
+};
+
+} // namespace
+
+BOOST_FIXTURE_TEST_SUITE(embedding_host, host_fixture)
+
+BOOST_AUTO_TEST_CASE(a_host_answers_from_its_watcher) {
+  work.write("build-output/a.o", "x");
+  start(pending_options());
+  rt->use_pending_channels({true, false});
+  std::mutex mtx;
+  std::vector<std::string> seen;
+  // The host's "user" approves for the session as soon as it is asked.
+  auto token = rt->watch_pending([&](const pending_event& e) {
+    {
+      std::lock_guard<std::mutex> g{mtx};
+      seen.push_back(e.what == pending_event::type::added
+                       ? "added " + e.request.command
+                       : "ended " + e.outcome);
+    }
+    if (e.what == pending_event::type::added)
+      BOOST_CHECK(rt->answer_approval(e.request.id, approval_choice::session)
+                  == pending_answer::ok);
+  });
+  script(rm_call("build-output"));
+  script(test::chat_completion("removed"));
+  auto r = run(call("clean"));
+  BOOST_CHECK_EQUAL(r.get_string("final_response", ""), "removed");
+  BOOST_CHECK(!fs::exists(work / "build-output"));
+  rt->unwatch_pending(token);
+  std::lock_guard<std::mutex> g{mtx};
+  BOOST_REQUIRE_EQUAL(seen.size(), 2u);
+  BOOST_CHECK_EQUAL(seen[0], "added rm -rf ./build-output");
+  BOOST_CHECK_EQUAL(seen[1], "ended session");
+}
+
+BOOST_AUTO_TEST_CASE(interrupt_and_destruction_end_a_wait) {
+  work.write("build-output/a.o", "x");
+  start(pending_options());
+  rt->use_pending_channels({true, true});
+  // An interrupt: the turn ends without waiting approvals.timeout (60 s).
+  script(rm_call("build-output"));
+  script(test::chat_completion("never"));
+  std::promise<turn_outcome> done;
+  auto c = call("clean", "host-1");
+  rt->run_turn_async(c, [&](turn_outcome o) { done.set_value(std::move(o)); });
+  BOOST_REQUIRE(wait_for(
+    [&] { return rt->pending_requests(pending_kind::approval).size() == 1; },
+    30));
+  auto id = rt->pending_requests(pending_kind::approval)[0].id;
+  rt->interrupt("host-1", "the host gave up");
+  auto f = done.get_future();
+  BOOST_REQUIRE(f.wait_for(seconds{30}) == std::future_status::ready);
+  BOOST_CHECK(rt->pending_requests(pending_kind::approval).empty());
+  BOOST_CHECK(rt->answer_approval(id, approval_choice::once)
+              == pending_answer::ended);
+  BOOST_CHECK(fs::exists(work / "build-output"));
+  // Destroying the runtime while a command waits: no hang, the turn's
+  // callback still comes.
+  server.reset();
+  script(rm_call("build-output"));
+  script(test::chat_completion("never either"));
+  std::promise<turn_outcome> done2;
+  rt->run_turn_async(call("clean", "host-2"),
+                     [&](turn_outcome o) { done2.set_value(std::move(o)); });
+  BOOST_REQUIRE(wait_for(
+    [&] { return rt->pending_requests(pending_kind::approval).size() == 1; },
+    30));
+  auto f2 = done2.get_future();
+  rt.reset();
+  BOOST_CHECK(f2.wait_for(seconds{30}) == std::future_status::ready);
+  BOOST_CHECK(fs::exists(work / "build-output"));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
