@@ -57,6 +57,9 @@ struct pending_turn {
 /// The running turn.
 struct turn_state {
   uint64_t id = 0;
+  // When the turn started (after any wait in the queue), for its latency.
+  std::chrono::steady_clock::time_point started
+    = std::chrono::steady_clock::now();
   pending_turn p;
   provider_actor provider;
   iteration_budget budget;

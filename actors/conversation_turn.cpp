@@ -13,6 +13,7 @@
 #include "agent/tool_result_shaping.hpp"
 #include "base/json.hpp"
 #include "base/log.hpp"
+#include "base/runtime_metrics.hpp"
 #include "tools/registry.hpp"
 
 namespace mibyan::conversation_detail {
@@ -61,6 +62,15 @@ void deliver(conv_pointer self) {
   // Moved, not copied: the messages may be tens of megabytes.
   t.res.messages = std::move(t.msgs);
   t.res.completed = t.res.compute_completed();
+  // Every turn of a conversation ends here, once (docs/metrics.md).
+  metrics::count_turn(t.res.interrupted ? "interrupted"
+                      : t.res.failed    ? "failed"
+                      : t.res.partial   ? "partial"
+                                        : "ok",
+                      to_string(t.res.exit),
+                      std::chrono::duration<double>(
+                        std::chrono::steady_clock::now() - t.started)
+                        .count());
   auto text = t.res.to_json().dump();
   t.p.rp.deliver(std::move(text));
   if (t.user_persisted)

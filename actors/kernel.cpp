@@ -31,6 +31,7 @@
 #include "base/io_poll_hint.hpp"
 #include "base/log.hpp"
 #include "base/private_file.hpp"
+#include "base/runtime_metrics.hpp"
 #include "tools/argument_limit.hpp"
 
 namespace fs = std::filesystem;
@@ -230,6 +231,13 @@ void settle(kernel_broker* self, const json::value* frame) {
   res.timed_out = c.status == cell_status::timeout
                   || c.status == cell_status::interrupted;
   res.kernel_ended = c.ended;
+  // Every cell that ran ends here (docs/metrics.md).
+  metrics::count_tool_call("execute_code",
+                           c.status == cell_status::success   ? "ok"
+                           : c.status == cell_status::error   ? "error"
+                           : c.status == cell_status::timeout ? "timeout"
+                                                              : "interrupted",
+                           c.duration_seconds);
   st.answer(cell->rp, std::move(res));
   if (st.dead || st.exited) {
     settle_queue(self);

@@ -23,6 +23,7 @@
 #include "actors/script_calls.hpp"
 #include "base/head_tail_buffer.hpp"
 #include "base/json.hpp"
+#include "base/runtime_metrics.hpp"
 #include "kernels/cell_result.hpp"
 #include "kernels/direct_writes.hpp"
 #include "kernels/frame_parser.hpp"
@@ -68,6 +69,8 @@ struct running_cell {
 };
 
 struct kernel_state {
+  // Counts the kernel started and alive while the broker's state lives.
+  metrics::live_kernel alive;
   services_ptr svc;
   kernel_actor_options opts;
   caf::io::connection_handle in_hdl, out_hdl, err_hdl;

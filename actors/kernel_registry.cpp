@@ -14,6 +14,7 @@
 #include "base/env_filter.hpp"
 #include "base/host_hardening.hpp"
 #include "base/log.hpp"
+#include "base/runtime_metrics.hpp"
 #include "tools/script_sandbox.hpp"
 
 namespace mibyan {
@@ -153,6 +154,8 @@ caf::actor start_kernel(registry_pointer self, const kernel_shape& shape,
   if (proc.pid < 0)
     return {};
   ++st.spawned;
+  metrics::note_sandbox(st.svc->cfg.code_execution.sandbox,
+                        so.bwrap.empty() ? "none" : "bwrap");
   if (!proc.dropped_env.empty() && log::enabled(log::level::debug)) {
     std::string names;
     for (auto& n : proc.dropped_env)
@@ -267,7 +270,7 @@ constexpr auto spare_refill_limit = std::chrono::seconds(2);
 // a cell attached, handed over or answered for `spare_refill_quiet`, or at
 // `latest`: its interpreter's start-up costs tens of milliseconds of CPU,
 // which would otherwise slow the cells of the session that just began
-// (docs/benchmarks.md, "Fourth round"). An exit timer, as the reap tick.
+// (docs/benchmarks-history.md, "Fourth round"). An exit timer, as the reap tick.
 void refill_spares_when_quiet(registry_pointer self,
                               clock_type::time_point latest) {
   start_exit_timer(self, spare_refill_quiet, [self, latest] {

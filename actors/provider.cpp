@@ -12,6 +12,7 @@
 #include "providers/wire_format.hpp"
 #include "base/http_client.hpp"
 #include "base/log.hpp"
+#include "base/runtime_metrics.hpp"
 
 namespace mibyan {
 
@@ -55,6 +56,7 @@ struct call_state {
   bool emitted = false;   // deltas went to the sink since the last restart
   clock_type::time_point last_activity;
   std::vector<std::string> notes; // why earlier endpoints gave up
+  clock_type::time_point started = clock_type::now();
 };
 
 struct provider_state {
@@ -210,8 +212,18 @@ void finish_call(provider_pointer self, const std::string& id,
   if (i == st.calls.end())
     return;
   auto& call = i->second;
-  resp.provider = endpoint_of(self, call).provider;
+  auto& ep = endpoint_of(self, call);
+  resp.provider = ep.provider;
   resp.attempts = call.total_attempts;
+  // Every model call that got an answer or gave up ends here
+  // (docs/metrics.md); a cancelled one in the cancel handler.
+  metrics::count_provider_call(
+    ep.provider, resp.error.empty() ? "ok" : "error",
+    std::chrono::duration<double>(clock_type::now() - call.started).count());
+  const auto& u = resp.usage;
+  metrics::count_tokens(ep.provider, model_for(ep, call), u.input_tokens,
+                        u.output_tokens, u.cache_read_tokens,
+                        u.cache_write_tokens, u.reasoning_tokens);
   call.rp.deliver(std::move(resp));
   st.calls.erase(i);
 }
@@ -257,6 +269,7 @@ void attempt_done(provider_pointer self, call_state& call,
       summary += "; before that: " + *i;
     resp.error = std::move(summary);
     MIBYAN_LOG(warning, "provider", "request " << id << ": " << resp.error);
+    metrics::count_provider_error(ep.provider, "response_too_large");
     finish_call(self, id, std::move(resp));
     return;
   }
@@ -298,7 +311,9 @@ void attempt_done(provider_pointer self, call_state& call,
   MIBYAN_LOG(info, "provider", "request " << id << " attempt "
              << call.total_attempts << " on " << ep.provider << " failed ("
              << to_string(decision.cls) << "): " << resp.error);
+  metrics::count_provider_error(ep.provider, to_string(decision.cls));
   if (decision.retry && st.policy->can_retry(call.attempt)) {
+    metrics::count_provider_retry(ep.provider, to_string(decision.cls));
     auto ra = parse_retry_after(call.retry_after);
     auto wait = st.policy->delay(call.attempt, ra, decision.slow);
     ++call.gen; // a stale timer of the finished attempt must not fire
@@ -315,6 +330,7 @@ void attempt_done(provider_pointer self, call_state& call,
               + to_string(decision.cls) + "): " + resp.error;
   if (decision.fallback) {
     if (auto next = next_endpoint(self, call)) {
+      metrics::count_provider_fallback(ep.provider);
       call.notes.push_back(summary);
       call.endpoint = *next;
       call.attempt = 0;
@@ -407,6 +423,10 @@ provider_impl(provider_pointer self, std::shared_ptr<http_client> http,
         st.http->cancel(call.http_id);
       }
       MIBYAN_LOG(info, "provider", "request " << id << " cancelled");
+      metrics::count_provider_call(
+        endpoint_of(self, call).provider, "cancelled",
+        std::chrono::duration<double>(clock_type::now() - call.started)
+          .count());
       call.rp.deliver(request_error(ec::interrupted,
                                     "request " + id + " was cancelled"));
       st.calls.erase(i);

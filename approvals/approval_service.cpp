@@ -13,6 +13,7 @@
 #include "config/allowlist_writer.hpp"
 #include "config/options.hpp"
 #include "base/log.hpp"
+#include "base/runtime_metrics.hpp"
 
 namespace mibyan {
 
@@ -215,14 +216,17 @@ approval_verdict approval_service::check_command(const std::string& command,
   case outcome::approved:
     return approved();
   case outcome::hardline:
+    metrics::count_approval("hardline");
     MIBYAN_LOG(warning, "approvals", "session " << call.session_id
                << ": blocked (hardline): " << a.detail);
     return blocked(hardline_message(a.detail), a.detail, true);
   case outcome::denied_by_rule:
+    metrics::count_approval("deny_rule");
     MIBYAN_LOG(info, "approvals", "session " << call.session_id
                << ": blocked by deny rule '" << a.detail << "'");
     return blocked(deny_rule_message(a.detail), a.detail);
   case outcome::sudo_stdin:
+    metrics::count_approval("sudo_stdin");
     return blocked(sudo_stdin_message(), "sudo -S without a password");
   case outcome::needs_approval:
     break;
@@ -268,6 +272,7 @@ approval_verdict approval_service::flagged(const std::string& command,
   const auto& sid = call.session_id;
   // 8. No interactive channel: the context's default (Mibyan: deny).
   if (!cb && !context_ok) {
+    metrics::count_approval("no_channel");
     MIBYAN_LOG(info, "approvals", "session " << sid << ": blocked ("
                << desc << "): no approval channel, " << key << " is deny");
     return blocked(with_breaker(sid, no_channel_message(keys, key)), desc);
@@ -296,19 +301,23 @@ approval_verdict approval_service::flagged(const std::string& command,
     MIBYAN_LOG(info, "approvals", "session " << sid << ": reviewer says "
                << verdict_text << " (" << desc << ")");
     if (v == guardian_verdict::approve) {
+      metrics::count_approval("reviewer_approve");
       breaker_.reset(sid);
       return approved(desc);
     }
     if (v == guardian_verdict::deny) {
+      metrics::count_approval("reviewer_deny");
       breaker_.record_deny(sid);
       if (!cb)
         return blocked(with_breaker(sid, smart_deny_message(keys)), desc);
     } else if (!cb) {
       // Escalation with no human to escalate to: fail closed.
+      metrics::count_approval("no_channel");
       return blocked(with_breaker(sid, no_channel_message(keys, key)), desc);
     }
   } else if (!cb) {
     // The context approves flagged commands deliberately.
+    metrics::count_approval("context_approve");
     return approved(desc);
   }
   // 10. The human.
@@ -345,8 +354,10 @@ approval_verdict approval_service::ask_human(
   if (choice != approval_choice::deny
       && std::chrono::steady_clock::now() - start > prompt.timeout)
     choice = approval_choice::timeout; // a late answer is no answer
-  if (prompt.cancelled->load())
+  if (prompt.cancelled->load()) {
+    metrics::count_approval("cancelled");
     return blocked(cancelled_message(keys), desc);
+  }
   if (!prompt.allow_session && choice != approval_choice::timeout
       && choice != approval_choice::deny)
     choice = approval_choice::once;
@@ -354,6 +365,9 @@ approval_verdict approval_service::ask_human(
                                       "timeout"};
   MIBYAN_LOG(info, "approvals", "session " << sid << ": user answered "
              << names[static_cast<int>(choice)] << " (" << desc << ")");
+  // Every answer of a person, on any channel (terminal, HTTP), is counted
+  // here (docs/metrics.md).
+  metrics::count_approval(names[static_cast<int>(choice)]);
   switch (choice) {
   case approval_choice::once:
     breaker_.reset(sid);
@@ -395,6 +409,7 @@ approval_verdict approval_service::check_script(const approval_call& call) {
   // checked one by one through the cell authority.
   if (callback_ || context_approves())
     return approved();
+  metrics::count_approval("no_channel");
   return blocked(script_blocked_message(context_key()), "execute_code");
 }
 

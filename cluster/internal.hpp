@@ -16,6 +16,8 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <set>
 #include <string>
 #include <vector>
@@ -65,6 +67,14 @@ void configure_cluster_transport(caf::actor_system_config& cfg,
                                  const options& opts);
 
 /// Fixed settings of one node.
+/// Members by state (this node included) as of the member actor's last
+/// heartbeat tick: written by the actor, read by the metrics scrape
+/// (docs/metrics.md, mibyan_cluster_members).
+struct member_census {
+  std::mutex mtx;
+  std::map<std::string, int64_t> by_state; // guarded by mtx
+};
+
 struct cluster_settings {
   std::string node_id;
   /// "gateway", "worker" or "all".
@@ -84,6 +94,8 @@ struct cluster_settings {
   /// The routing node's own default working directory: a call that names
   /// it (a gateway's conversation does) runs in the worker's own workdir.
   std::string own_cwd;
+  /// Where the member publishes its census (null: nowhere).
+  std::shared_ptr<member_census> census;
 };
 
 using steady = std::chrono::steady_clock;

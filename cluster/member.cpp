@@ -39,6 +39,19 @@ std::vector<member_info> view(cluster_actor* self) {
   return out;
 }
 
+// Publishes the members by state for the metrics scrape.
+void publish_census(cluster_actor* self) {
+  auto& st = self->state;
+  if (!st.cfg.census)
+    return;
+  std::map<std::string, int64_t> by_state;
+  ++by_state[st.left ? "left" : st.state];
+  for (auto& kv : st.peers)
+    ++by_state[kv.second.info.state];
+  std::lock_guard<std::mutex> g{st.cfg.census->mtx};
+  st.cfg.census->by_state = std::move(by_state);
+}
+
 bool gone(const std::string& state) {
   return state == "lost" || state == "left";
 }
@@ -336,6 +349,7 @@ caf::behavior cluster_member(cluster_actor* self, cluster_settings cfg,
     }
   });
   self->delayed_send(self, milliseconds(st.cfg.heartbeat_ms), tick_atom_v);
+  publish_census(self);
   return {
     // -- handshake (open to anyone) --------------------------------------
     [self](hello_atom, cluster_hello& h) -> cluster_challenge {
@@ -538,6 +552,7 @@ caf::behavior cluster_member(cluster_actor* self, cluster_settings cfg,
           },
           [](caf::error&) {});
       check_drain(self);
+      publish_census(self);
       self->delayed_send(self, milliseconds(st.cfg.heartbeat_ms),
                          tick_atom_v);
     },

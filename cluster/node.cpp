@@ -20,6 +20,7 @@
 
 #include "base/log.hpp"
 #include "base/crypto.hpp"
+#include "base/runtime_metrics.hpp"
 #include "cluster/internal.hpp"
 #include "runtime/runtime_impl.hpp"
 
@@ -102,6 +103,9 @@ struct cluster_process::impl {
   std::string node_id;
   std::string address;
   bool drained = false;
+  // The members-by-state gauge (docs/metrics.md); its callback holds
+  // only the census it shares with the member.
+  metrics::callback_family::handle members_gauge;
 
   // Restores the local dispatcher, stops the member and front door, then
   // the runtime and the system (no handle may outlive the system: the
@@ -236,6 +240,13 @@ cluster_process::start(const node_args& a, options opts,
   s.provider = a.provider;
   s.model = a.model;
   s.base_url = a.base_url;
+  s.census = std::make_shared<member_census>();
+  ip->members_gauge = metrics::cluster_members().attach(
+    [census = s.census](metrics::sample_sink& out) {
+      std::lock_guard<std::mutex> g{census->mtx};
+      for (auto& [state, n] : census->by_state)
+        out.add({state}, static_cast<double>(n));
+    });
   ip->node_id = s.node_id;
   try {
     ip->sys = std::make_unique<caf::actor_system>(cfg);

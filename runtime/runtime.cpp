@@ -26,6 +26,7 @@
 #include "base/env_filter.hpp"
 #include "base/http_client.hpp"
 #include "base/log.hpp"
+#include "base/runtime_metrics.hpp"
 #include "base/subprocess.hpp"
 #include "base/process_registry.hpp"
 #include "base/redact.hpp"
@@ -69,6 +70,7 @@ std::string isolate_scripts(const options& opts) {
   // Without bwrap on PATH the probe spawns nothing, so `auto` still warns
   // at start-up that scripts run unsandboxed.
   std::string error;
+  metrics::note_sandbox(opts.code_execution.sandbox, "");
   auto setting = parse_sandbox_setting(opts.code_execution.sandbox);
   if ((setting == sandbox_setting::required
        || (setting == sandbox_setting::automatic
@@ -110,7 +112,7 @@ void configure_actor_system(caf::actor_system_config& cfg,
   // lines, RPC calls), and a second read only learns EAGAIN, a system call
   // on the path from a kernel's frame to its answer. A socket with more
   // data stays readable and is read again in the next loop turn
-  // (docs/benchmarks.md, "Third round").
+  // (docs/benchmarks-history.md, "Third round").
   cfg.set("middleman.max-consecutive-reads", size_t{1});
   cfg.set("middleman.app-identifiers",
           std::vector<std::string>{"mibyan-v1"});
@@ -121,6 +123,7 @@ runtime::impl::~impl() {
   // Tool calls waiting for an answer go on with a deny at once.
   if (pending)
     pending->shutdown();
+  metric_hooks.clear(); // a scrape no longer reads this runtime
   // Pending call_tool_async callbacks are answered here, not under mtx
   // (a callback may call back into the runtime).
   if (calls)
@@ -397,6 +400,7 @@ bool wire_runtime(runtime::impl& p, std::string* error) {
   p.relay = std::make_unique<guardian_relay>(*p.sys);
   install_approval_hooks(p);
   wire_mcp(p);
+  attach_metrics(p);
   return true;
 }
 
@@ -467,7 +471,7 @@ runtime::~runtime() = default;
 
 tool_outcome runtime::call_tool(const tool_call_request& call) {
   // A thin wrapper over the callback path: a blocking scoped_actor request
-  // costs about 0.1 ms more per call (docs/benchmarks.md, bridge section).
+  // costs about 0.1 ms more per call (docs/benchmarks-history.md, bridge section).
   std::promise<tool_outcome> result;
   auto answer = result.get_future();
   call_tool_async(call, [&result](tool_outcome out) {

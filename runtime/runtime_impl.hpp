@@ -24,6 +24,7 @@
 #include "actors/session_writer.hpp"
 #include "actors/tool_dispatcher.hpp"
 #include "runtime/pending_approvals.hpp"
+#include "base/metrics.hpp"
 #include "runtime/runtime.hpp"
 #include "runtime/tool_call_facade.hpp"
 
@@ -70,7 +71,14 @@ struct runtime::impl {
   /// The actor behind call_tool_async (runtime/tool_call_facade.hpp); stopped
   /// before the dispatcher.
   std::unique_ptr<tool_call_facade> calls;
+  /// Scrape-time gauges of this runtime (store, MCP;
+  /// runtime/metrics_hooks.cpp). Last member: detached first, before what
+  /// they read goes away.
+  std::vector<metrics::callback_family::handle> metric_hooks;
 };
+
+/// Attaches the runtime's scrape-time gauges (docs/metrics.md).
+void attach_metrics(runtime::impl& p);
 
 /// Builds runtimes for the files of runtime/ (the constructor is private).
 struct runtime_access {

@@ -27,6 +27,7 @@
 #include "base/json.hpp"
 #include "base/log.hpp"
 #include "base/redact_slot.hpp"
+#include "base/runtime_metrics.hpp"
 #include "config/env_reload.hpp"
 #include "runtime/runtime_impl.hpp"
 #include "providers/openai_messages.hpp"
@@ -231,6 +232,9 @@ struct turn_job {
 
 void finish_turn(caf::event_based_actor* self, std::shared_ptr<turn_job> job) {
   self->quit();
+  // A turn that produced a result was counted by its conversation.
+  if (job->out.result_json.empty())
+    metrics::count_turn_not_started();
   // The job may outlive the actor system on the pool: no handles in it.
   job->writer = nullptr;
   job->t.req = turn_request{};
@@ -359,6 +363,7 @@ void runtime::run_turn_async(const turn_call& call,
   job->p = impl_.get();
   job->svc = impl_->svc;
   if (!prepare_turn(*impl_, call, job->t, job->out)) {
+    metrics::count_turn_not_started();
     done(std::move(job->out));
     return;
   }

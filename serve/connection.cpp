@@ -13,6 +13,7 @@
 
 #include "base/json.hpp"
 #include "base/log.hpp"
+#include "serve/metrics_route.hpp"
 #include "serve/openai_chat.hpp"
 #include "serve/routes.hpp"
 #include "storage/session_store.hpp"
@@ -239,6 +240,19 @@ void serve_connection::handle() {
     ui(path, query);
     return;
   }
+  if (path == "/metrics") { // serve/metrics_route.cpp
+    if (method != http::verb::get)
+      return method_not_allowed();
+    auto auth = req_[http::field::authorization];
+    auto r = serve::metrics_response(srv_->cfg.host, srv_->cfg.key,
+                                     {auth.data(), auth.size()});
+    if (r.status != 200)
+      return send_error(static_cast<http::status>(r.status), r.message,
+                        "invalid_request_error", r.code);
+    extra_headers_.emplace_back("Content-Type", metrics::content_type);
+    send_json(http::status::ok, std::move(r.body));
+    return;
+  }
   // The dashboard answers these too: the bearer key or its cookie (and
   // CSRF token), checked in pending().
   for (auto [prefix, kind] :
@@ -276,6 +290,10 @@ void serve_connection::handle() {
     if (method != http::verb::post)
       return method_not_allowed();
     chat();
+    return;
+  }
+  if (path == "/v1/responses" || path.rfind("/v1/responses/", 0) == 0) {
+    responses(path);
     return;
   }
   if (path == "/v1/sessions" || path.rfind("/v1/sessions/", 0) == 0) {
@@ -452,9 +470,12 @@ void serve_connection::log_access() {
   MIBYAN_LOG(info, "serve",
              method_ << " " << path_ << " " << status_ << " " << dur
                      << " session=" << (session_.empty() ? "-" : session_));
+  serve::note_request(path_, status_, ms / 1000);
   session_.clear();
   stateful_ = false;
   stream_mode_ = false;
+  api_ = turn_api::chat;
+  resp_.reset();
   round_text_.clear();
   start_ = {};
 }

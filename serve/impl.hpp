@@ -25,6 +25,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/thread_pool.hpp>
 
+#include "base/runtime_metrics.hpp"
 #include "serve/http_server.hpp"
 #include "serve/ui_auth.hpp"
 
@@ -55,6 +56,8 @@ struct conn_ticket {
   /// its head read at most `admission::pressure_header_timeout`.
   std::function<void()> evict;
   std::function<void()> hurry;
+  /// Counts the connection open while it lives (docs/metrics.md).
+  metrics::gauge_hold open{metrics::http_connections_open()};
 };
 
 /// Which connections are let in (serve/admission.cpp): at most
@@ -128,6 +131,15 @@ struct http_server::impl : std::enable_shared_from_this<http_server::impl> {
   // Stateless sessions (no X-Mibyan-Session) not yet deleted from the
   // store: their turns run or their deletion is queued.
   std::set<std::string> stateless;
+  // Stored responses (Responses API, store: true) not yet in the store:
+  // their turn runs (`done` false; the object is in_progress) or their
+  // record is queued on the store thread (the final object). GET answers
+  // from here first (serve/responses_route.cpp).
+  struct live_response {
+    bool done = false;
+    std::string object_json;
+  };
+  std::map<std::string, live_response> live_responses;
   boost::asio::steady_timer reaper{ioc};
   // The dashboard's security layer; made in start() once the port is
   // bound.

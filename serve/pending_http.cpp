@@ -86,8 +86,14 @@ void serve_connection::unwatch_pending() {
 void serve_connection::on_pending(const pending_event& e) {
   if (gone_ || !stream_mode_ || !in_turn_)
     return;
-  push(chunk_event(id_, created_, model_, json::value{}, "",
-                   pending_event_json(e)));
+  auto ev = pending_event_json(e);
+  if (api_ == turn_api::responses) {
+    // The Responses stream: a `mibyan.<type>` event of its own.
+    auto name = ev.get_string("type", "");
+    response_extension(name, std::move(ev));
+    return;
+  }
+  push(chunk_event(id_, created_, model_, json::value{}, "", std::move(ev)));
 }
 
 } // namespace mibyan

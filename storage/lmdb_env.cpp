@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/runtime_metrics.hpp"
 #include "storage/store_verify.hpp"
 
 namespace mibyan {
@@ -224,7 +225,13 @@ store_status lmdb_env::write(const txn_fn& fn, const char* what) {
       if (rc == 0) {
         rc = fn(txn, error);
         if (rc == 0) {
+          auto t0 = std::chrono::steady_clock::now();
           rc = mdb_txn_commit(txn);
+          if (rc == 0)
+            metrics::observe_store_commit(
+              std::chrono::duration<double>(std::chrono::steady_clock::now()
+                                            - t0)
+                .count());
           if (rc != 0)
             step = "commit";
         } else {
@@ -295,6 +302,14 @@ uint64_t lmdb_env::map_size() const {
   if (mdb_env_info(env_, &info) != 0)
     return 0;
   return info.me_mapsize;
+}
+
+uint64_t lmdb_env::used_bytes() const {
+  MDB_envinfo info;
+  MDB_stat st;
+  if (mdb_env_info(env_, &info) != 0 || mdb_env_stat(env_, &st) != 0)
+    return 0;
+  return (static_cast<uint64_t>(info.me_last_pgno) + 1) * st.ms_psize;
 }
 
 uint64_t lmdb_env::disk_bytes() const {

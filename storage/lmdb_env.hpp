@@ -116,6 +116,9 @@ public:
   };
   /// Reads them in one read transaction (any thread).
   store_result<page_counts> pages() const;
+  /// Bytes of the map in use: the pages up to the last one used (free
+  /// pages inside count; LMDB reuses them). 0 when LMDB cannot say.
+  uint64_t used_bytes() const;
   /// The raw handle, for diagnostics and benchmarks. Never close it.
   MDB_env* raw() const { return env_; }
 

@@ -203,6 +203,8 @@ store_status session_store::verify(bool deep) const {
         error = "scan idempotency keys";
         return rc;
       }
+      if ((rc = verify_responses(txn, problems, error)) != 0)
+        return rc;
       return fts_.verify(
         txn,
         [&](uint64_t id, fts_role& role) {

@@ -1,7 +1,10 @@
 #include "tools/registry.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <exception>
+
+#include "base/runtime_metrics.hpp"
 
 #include "tools/args.hpp"
 #include "tools/redact_result.hpp"
@@ -116,8 +119,25 @@ json::value dispatch_tool(const tool_registry& reg, std::string_view name,
   // The one choke point: every result, error texts included, is redacted
   // before it reaches a model, a script or a stored session
   // (docs/security.md).
+  auto start = std::chrono::steady_clock::now();
   auto result = run_tool(reg, name, std::move(args), ctx);
   redact_json_strings(result, context_redactor(ctx));
+  // ...and every registry tool call is counted here (docs/metrics.md);
+  // execute_code cells are counted by their kernel.
+  auto now = std::chrono::steady_clock::now();
+  std::string_view outcome = "ok";
+  if (ctx.is_cancelled())
+    outcome = ctx.deadline != std::chrono::steady_clock::time_point{}
+                  && now >= ctx.deadline
+                ? "timeout"
+                : "cancelled";
+  else if (result.find("error") != nullptr)
+    outcome = "error";
+  auto t = reg.find(name);
+  metrics::count_tool_call(t != nullptr ? std::string_view{t->name()}
+                                        : std::string_view{"other"},
+                           outcome,
+                           std::chrono::duration<double>(now - start).count());
   return result;
 }
 
