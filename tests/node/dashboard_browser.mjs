@@ -487,7 +487,7 @@ async function main() {
       [...r.querySelectorAll("button")].find((b) => b.textContent === label).click();
     }, sid, label);
     await open("#/kernels");
-    check((await rowsNow()).some((r) => r.includes("dash-exec")), "the kernel of dash-exec is listed: " + JSON.stringify(await rowsNow()));
+    await waitFor(async () => (await rowsNow()).some((r) => r.includes("dash-exec")), "the kernel of dash-exec listed");
     await shot("kernels");
     // Reset ends the session's kernels: the row goes, the session stays.
     await clickIn("dash-exec", "Reset");

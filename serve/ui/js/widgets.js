@@ -61,7 +61,9 @@ export function textBlock(text, label = "", cls = "") {
 }
 
 // Calls `load()` now and every `ms` while the page is shown; returns a
-// stop function. A load that throws shows its message in `statusEl`.
+// stop function whose `first` property is the promise of the first load
+// (a page awaits it, so the page counts as shown once its data is there).
+// A load that throws shows its message in `statusEl`.
 export function every(ms, load, statusEl) {
   let timer = null, stopped = false;
   const tick = async () => {
@@ -74,8 +76,9 @@ export function every(ms, load, statusEl) {
     }
     if (!stopped) timer = setTimeout(tick, ms);
   };
-  tick();
-  return () => { stopped = true; if (timer) clearTimeout(timer); };
+  const stop = () => { stopped = true; if (timer) clearTimeout(timer); };
+  stop.first = tick();
+  return stop;
 }
 
 export function statusLine() {

@@ -15,7 +15,7 @@ const CHOICE_LABELS = {
   once: "Allow once", session: "Allow for this session", always: "Always allow", deny: "Deny",
 };
 
-export function render(root) {
+export async function render(root) {
   const status = statusLine();
   const loadStatus = statusLine();
   const approvalsBox = h("div.cards", { "data-testid": "approvals", "aria-label": "Pending approvals" });
@@ -175,5 +175,6 @@ export function render(root) {
   root.appendChild(approvalsBox);
   root.appendChild(h("h2", "Questions"));
   root.appendChild(clarifyBox);
+  await stop.first;
   return stop;
 }

@@ -16,7 +16,7 @@ function loadText(v) {
   return String(v);
 }
 
-export function render(root) {
+export async function render(root) {
   const loadStatus = statusLine();
   const body = h("div", { "data-testid": "cluster" });
 
@@ -50,5 +50,6 @@ export function render(root) {
   root.appendChild(pageHeader("Cluster", refreshButton(() => load().catch((e) => flash(loadStatus, "error", e.message)))));
   root.appendChild(loadStatus);
   root.appendChild(body);
+  await stop.first;
   return stop;
 }

@@ -11,7 +11,7 @@ import { pageHeader, table, badge, statusLine, flash, empty, every, refreshButto
 
 const POLL_MS = 5000;
 
-export function render(root) {
+export async function render(root) {
   const status = statusLine();
   const loadStatus = statusLine();
   const body = h("div", { "data-testid": "kernels" });
@@ -61,5 +61,6 @@ export function render(root) {
   root.appendChild(status);
   root.appendChild(loadStatus);
   root.appendChild(body);
+  await stop.first;
   return stop;
 }

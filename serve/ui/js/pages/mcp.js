@@ -8,7 +8,7 @@ import { pageHeader, table, badge, stateKind, statusLine, flash, empty, every, r
 
 const POLL_MS = 5000;
 
-export function render(root) {
+export async function render(root) {
   const status = statusLine();
   const loadStatus = statusLine();
   const body = h("div", { "data-testid": "mcp" });
@@ -58,5 +58,6 @@ export function render(root) {
   root.appendChild(status);
   root.appendChild(loadStatus);
   root.appendChild(body);
+  await stop.first;
   return stop;
 }
