@@ -544,7 +544,7 @@ async function main() {
   });
 
   await step("usage page draws charts", async () => {
-    await open("#/usage");
+    await open("#/usage?days=7");
     await page.waitForSelector("[data-testid=chart-tokens] canvas");
     check((await count("figure.chart canvas")) >= 3, "three or more charts");
     const models = await page.$$eval("[data-testid=usage-by-model] tbody tr", (rs) => rs.map((r) => r.textContent));
