@@ -43,7 +43,8 @@ public:
     } else {
       fd_ = dial_loopback(port);
     }
-    send_all(fd_, "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+    send_all(fd_, "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1:"
+                    + std::to_string(port) + "\r\n\r\n");
   }
   ~sse_watcher() { close(); }
   sse_watcher(const sse_watcher&) = delete;
