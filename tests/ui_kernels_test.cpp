@@ -159,6 +159,47 @@ BOOST_AUTO_TEST_CASE(kernel_bad_input_gets_clear_4xx) {
   BOOST_CHECK_EQUAL(sp->stop(), 0);
 }
 
+BOOST_AUTO_TEST_CASE(operator_endpoints_need_the_key_and_the_csrf_token) {
+  key = "the-server-key";
+  auto sp = start(kernel_config);
+  auto p = sp->port;
+  namespace ui = mibyan::test::ui;
+  for (auto path : {"/ui/api/kernels", "/ui/api/live/turns", "/ui/api/mcp",
+                    "/ui/api/cluster", "/ui/api/live"})
+    check_error(ui::request(p, "GET", path), 401, "not_logged_in");
+  auto bearer = "Authorization: Bearer the-server-key\r\n";
+  auto k = ui::request(p, "GET", "/ui/api/kernels", {}, bearer);
+  BOOST_CHECK_MESSAGE(status_of(k) == 200, k);
+  // The dashboard's cookie: a POST needs the CSRF token as well.
+  auto login = ui::request(p, "POST", "/ui/api/login",
+                           R"({"key":"the-server-key"})");
+  BOOST_REQUIRE_MESSAGE(status_of(login) == 200, login);
+  auto set = ui::header_of(login, "Set-Cookie");
+  auto cookie = "Cookie: " + set.substr(0, set.find(';')) + "\r\n";
+  auto csrf = body_of(login).get_string("csrf", "");
+  BOOST_CHECK_EQUAL(status_of(ui::request(p, "GET", "/ui/api/kernels", {},
+                                          cookie)),
+                    200);
+  for (auto path : {"/ui/api/kernels/s1/reset", "/ui/api/kernels/s1/stop",
+                    "/ui/api/live/s1/interrupt", "/ui/api/mcp/m/reconnect"}) {
+    auto no_token = ui::request(p, "POST", path, "{}", cookie);
+    BOOST_CHECK_MESSAGE(status_of(no_token) == 403, path << ": " << no_token);
+    auto forged = ui::request(p, "POST", path, "{}",
+                              cookie + "X-CSRF-Token: " + std::string(64, '0')
+                                + "\r\n");
+    BOOST_CHECK_MESSAGE(status_of(forged) == 403, path << ": " << forged);
+    // With the token the request is authorised (and the target unknown).
+    auto ok = ui::request(p, "POST", path, "{}",
+                          cookie + "X-CSRF-Token: " + csrf + "\r\n");
+    BOOST_CHECK_MESSAGE(status_of(ok) == 404, path << ": " << ok);
+  }
+  // A Host that does not name the server is refused (DNS rebinding).
+  auto rebound = ui::request(p, "GET", "/ui/api/kernels", {}, bearer,
+                             "evil.example:" + std::to_string(p));
+  BOOST_CHECK_MESSAGE(status_of(rebound) == 421, rebound);
+  BOOST_CHECK_EQUAL(sp->stop(), 0);
+}
+
 BOOST_AUTO_TEST_CASE(mcp_servers_are_listed_and_reconnected) {
   auto script = test::test_source_dir()
                 + "/support/mcp_misbehaving_server.py";
