@@ -257,6 +257,15 @@ BOOST_AUTO_TEST_CASE(interrupt_stops_a_running_turn) {
   BOOST_CHECK_EQUAL(sp->stop(), 0);
 }
 
+BOOST_AUTO_TEST_CASE(an_idle_live_stream_gets_keep_alive_comments) {
+  auto sp = start(exec_config + "server:\n  keepalive_s: 1\n");
+  sse_watcher w(sp->port);
+  BOOST_REQUIRE(w.wait_event("snapshot"));
+  // No turn runs: a comment line keeps proxies busy.
+  BOOST_TEST(w.wait_raw(": keep-alive\n\n"), w.raw);
+  BOOST_CHECK_EQUAL(sp->stop(), 0);
+}
+
 BOOST_AUTO_TEST_CASE(bad_input_gets_clear_4xx) {
   auto sp = start(exec_config);
   auto p = sp->port;

@@ -87,6 +87,27 @@ public:
     return false;
   }
 
+  /// Reads until the raw stream contains `needle` (true) or `seconds_`
+  /// passed / the server closed (false).
+  bool wait_raw(const std::string& needle, int seconds_ = 60) {
+    auto deadline = std::chrono::steady_clock::now()
+                    + std::chrono::seconds{seconds_};
+    while (raw.find(needle) == std::string::npos) {
+      if (std::chrono::steady_clock::now() >= deadline || fd_ < 0)
+        return false;
+      pollfd p{fd_, POLLIN, 0};
+      if (::poll(&p, 1, 100) <= 0)
+        continue;
+      char buf[16384];
+      auto n = ::recv(fd_, buf, sizeof buf, 0);
+      if (n <= 0)
+        return false;
+      raw.append(buf, static_cast<size_t>(n));
+      parse();
+    }
+    return true;
+  }
+
   /// Reads until an event `name` (with session `sid` when given).
   bool wait_event(const std::string& name, const std::string& sid = {},
                   int seconds_ = 60) {
