@@ -120,11 +120,11 @@ void configure_actor_system(caf::actor_system_config& cfg,
 
 runtime::impl::~impl() {
   stopping = true;
-  metric_hooks.clear(); // a scrape no longer reads this runtime
   // Pending call_tool_async callbacks are answered here, not under mtx
   // (a callback may call back into the runtime).
   if (calls)
     calls->stop();
+  metric_hooks.clear(); // a scrape no longer reads this runtime
   if (sys) {
     {
       std::lock_guard<std::mutex> guard{mtx};
