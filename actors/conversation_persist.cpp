@@ -63,11 +63,7 @@ void record_usage(conv_pointer self, const chat_response& r) {
   auto& st = self->state;
   auto& t = *st.cur;
   auto& u = t.res.usage;
-  u.input_tokens += r.usage.input_tokens;
-  u.output_tokens += r.usage.output_tokens;
-  u.cache_read_tokens += r.usage.cache_read_tokens;
-  u.cache_write_tokens += r.usage.cache_write_tokens;
-  u.reasoning_tokens += r.usage.reasoning_tokens;
+  add_token_usage(u, r.usage);
   t.res.last_prompt_tokens = r.usage.input_tokens + r.usage.cache_read_tokens
                              + r.usage.cache_write_tokens;
   if (!r.model.empty())

@@ -8,7 +8,7 @@
 // the actor has ended, so every per-call actor that ended early kept its
 // memory (a kernel broker its scribes and read buffers too) for the whole
 // deadline: with a tool deadline of minutes, memory grew with the call
-// rate (bench/soak: some 2 KB per turn; docs/benchmarks.md). A request's
+// rate (bench/soak: some 2 KB per turn; docs/benchmarks-history.md, "Hardening at scale"). A request's
 // timeout is different: CAF cancels it when the actor exits.
 //
 // So a timer is a request of the actor to itself that it never answers

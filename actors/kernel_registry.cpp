@@ -270,7 +270,7 @@ constexpr auto spare_refill_limit = std::chrono::seconds(2);
 // a cell attached, handed over or answered for `spare_refill_quiet`, or at
 // `latest`: its interpreter's start-up costs tens of milliseconds of CPU,
 // which would otherwise slow the cells of the session that just began
-// (docs/benchmarks.md, "Fourth round"). An exit timer, as the reap tick.
+// (docs/benchmarks-history.md, "Fourth round"). An exit timer, as the reap tick.
 void refill_spares_when_quiet(registry_pointer self,
                               clock_type::time_point latest) {
   start_exit_timer(self, spare_refill_quiet, [self, latest] {

@@ -5,7 +5,7 @@
 // machines: libcurl brings two dozen libraries (TLS, Kerberos, LDAP, SSH,
 // IDN) whose loading and symbol relocation a `mibyan tool read_file` or a
 // `mibyan sessions` would pay without using any of them
-// (docs/benchmarks.md, "Third round").
+// (docs/benchmarks-history.md, "Third round").
 //
 // Contract:
 //   * `curl_lib()` loads the library once (thread-safe) and returns the

@@ -1,4 +1,4 @@
-// Cluster benchmark (docs/cluster.md, docs/benchmarks.md "Cluster"):
+// Cluster benchmark (docs/cluster.md, docs/benchmarks-history.md "Cluster"):
 // 1. a direct tool call on a remote worker (a `mibyan node` process on
 //    loopback) against the same call in-process and against a bare CAF
 //    remote request of the same message types (the engine's floor, a

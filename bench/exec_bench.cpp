@@ -279,7 +279,7 @@ std::unique_ptr<runtime> make_runtime(bench_env& env, int64_t prestart,
   opts.code_execution.python = python;
   opts.code_execution.max_tool_calls = 5000;
   opts.approvals.unattended_mode = "approve"; // docs/approvals.md
-  // For A/B runs of the I/O loop's polling window (docs/benchmarks.md,
+  // For A/B runs of the I/O loop's polling window (docs/benchmarks-history.md,
   // "Fourth round"); the default otherwise.
   if (auto* spin = std::getenv("MIBYAN_BENCH_IO_SPIN_US"))
     opts.runtime.io_spin_us = std::atoll(spin);

@@ -8,7 +8,12 @@
 //    `runtime::run_turn` without HTTP. "Serve overhead" is the serve p50
 //    minus (b) (the HTTP layer alone); "node overhead" is the serve p50
 //    minus the provider round trips of the turn, (a) x provider calls.
-// 2. 1,000 streaming clients connected at once: the provider holds every
+// 2. The Responses API against chat completions, one client, 0 tool rounds:
+//    POST /v1/responses with store:false against a stateless chat
+//    completion, with store:true (a new kept session and a stored response
+//    each) against a chat completion with a new X-Mibyan-Session each, and
+//    a previous_response_id chain against one X-Mibyan-Session; p50 ratios.
+// 3. 1,000 streaming clients connected at once: the provider holds every
 //    request, so all 1,000 turns are open with their SSE responses started;
 //    VmRSS/VmHWM of the whole process (server, runtime, provider stand-in
 //    and the client sockets) are read then, then the provider answers and
@@ -84,6 +89,23 @@ std::string chat_request(int rounds, bool stream) {
   return "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
          "Content-Type: application/json\r\nContent-Length: "
          + std::to_string(body.size()) + "\r\n\r\n" + body;
+}
+
+// A POST of `body` to `path` with extra header lines `headers`.
+std::string post_request(const std::string& path, const std::string& body,
+                         const std::string& headers = {}) {
+  return "POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+         "Content-Type: application/json\r\n" + headers + "Content-Length: "
+         + std::to_string(body.size()) + "\r\n\r\n" + body;
+}
+
+// The "resp_..." id in a reply ("" when none).
+std::string response_id_in(const std::string& reply) {
+  auto p = reply.find("\"id\":\"resp_");
+  if (p == std::string::npos)
+    return {};
+  p += 6;
+  return reply.substr(p, reply.find('"', p) - p);
 }
 
 // One request/response on a keep-alive connection (Content-Length reply).
@@ -322,6 +344,76 @@ int main(int argc, char** argv) {
       bench_row("serve: throughput, " + tag, r.rps, d.rps, "req/s",
                 "info (vs run_turn at the same concurrency)", std::nullopt);
     }
+  }
+
+  // The Responses API against chat completions (one client, 0 rounds).
+  {
+    const int per = quick ? 60 : 300;
+    int fd = connect_to(port);
+    auto p50_of = [&](auto make_request) {
+      std::vector<double> xs;
+      for (int i = 0; i < per; ++i) {
+        auto req = make_request(i);
+        auto t0 = clock_type::now();
+        if (!round_trip(fd, req, in))
+          provider_die("non-200 answer: " + in.substr(0, 300));
+        xs.push_back(ms_since(t0));
+      }
+      return median(xs);
+    };
+    const std::string prompt = R"("rounds=0 please")";
+    auto chat_body = R"({"model":"m","messages":[{"role":"user","content":)"
+                     + prompt + "}]}";
+    auto chat_stateless = p50_of([&](int) {
+      return post_request("/v1/chat/completions", chat_body);
+    });
+    auto resp_stateless = p50_of([&](int) {
+      return post_request("/v1/responses",
+                          R"({"model":"m","store":false,"input":)" + prompt
+                            + "}");
+    });
+    auto chat_kept = p50_of([&](int i) {
+      return post_request("/v1/chat/completions", chat_body,
+                          "X-Mibyan-Session: bench-kept-"
+                            + std::to_string(i) + "\r\n");
+    });
+    auto resp_kept = p50_of([&](int) {
+      return post_request("/v1/responses",
+                          R"({"model":"m","input":)" + prompt + "}");
+    });
+    auto chat_chain = p50_of([&](int) {
+      return post_request("/v1/chat/completions", chat_body,
+                          "X-Mibyan-Session: bench-chain\r\n");
+    });
+    std::string prev;
+    auto resp_chain = p50_of([&](int) {
+      if (!in.empty())
+        prev = response_id_in(in);
+      auto body = std::string{R"({"model":"m","input":)"} + prompt;
+      if (!prev.empty() && prev.rfind("resp_", 0) == 0)
+        body += R"(,"previous_response_id":")" + prev + "\"";
+      return post_request("/v1/responses", body + "}");
+    });
+    ::close(fd);
+    std::printf("\nResponses API against chat completions (1 client, 0 tool "
+                "rounds, p50 ms):\n"
+                "  stateless: chat %.3f, responses store:false %.3f (%.2fx)\n"
+                "  new kept session: chat %.3f, responses %.3f (%.2fx)\n"
+                "  %d-turn chain: chat one session %.3f, "
+                "previous_response_id %.3f (%.2fx)\n",
+                chat_stateless, resp_stateless, resp_stateless / chat_stateless,
+                chat_kept, resp_kept, resp_kept / chat_kept, per, chat_chain,
+                resp_chain, resp_chain / chat_chain);
+    bench_row("serve: Responses API p50, store:false vs stateless chat",
+              resp_stateless, chat_stateless, "ms", "< 1.2x",
+              resp_stateless < 1.2 * chat_stateless);
+    bench_row("serve: Responses API p50, stored vs kept-session chat",
+              resp_kept, chat_kept, "ms", "< 1.2x",
+              resp_kept < 1.2 * chat_kept);
+    bench_row("serve: Responses API p50, previous_response_id chain vs one "
+              "kept session",
+              resp_chain, chat_chain, "ms", "< 1.2x",
+              resp_chain < 1.2 * chat_chain);
   }
 
   // 1,000 streaming clients at once.

@@ -37,6 +37,10 @@ int chat_command(const std::vector<std::string>& args,
                  const global_flags& flags);
 int serve_command(const std::vector<std::string>& args,
                   const global_flags& flags);
+/// `mibyan dashboard`: the server of `serve` with its /ui/ pages, on
+/// 127.0.0.1:9119 by default (docs/serve.md "Dashboard").
+int dashboard_command(const std::vector<std::string>& args,
+                      const global_flags& flags);
 int batch_command(const std::vector<std::string>& args,
                   const global_flags& flags);
 /// `mibyan mcp list [--json]` / `mibyan mcp test NAME` (docs/mcp.md).

@@ -28,6 +28,9 @@ void usage(std::ostream& out) {
          "  serve [--listen HOST:PORT] [--provider P] [--model M]\n"
          "                          serve the agent over an OpenAI-compatible\n"
          "                          HTTP API (docs/serve.md)\n"
+         "  dashboard [--listen HOST:PORT]\n"
+         "                          the web dashboard at /ui/ over this\n"
+         "                          $MIBYAN_HOME (default 127.0.0.1:9119)\n"
          "  batch PROMPTS.jsonl --run-name R [--workers N] [--resume]\n"
          "                          run many prompts, merge trajectories\n"
          "                          (docs/batch.md)\n"
@@ -89,6 +92,8 @@ int main(int argc, char** argv) {
     return mibyan::cli::chat_command(rest, flags);
   if (command == "serve")
     return mibyan::cli::serve_command(rest, flags);
+  if (command == "dashboard")
+    return mibyan::cli::dashboard_command(rest, flags);
   if (command == "batch")
     return mibyan::cli::batch_command(rest, flags);
   if (command == "mcp")

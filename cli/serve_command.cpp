@@ -1,4 +1,7 @@
-// `mibyan serve`: the node's HTTP API (docs/serve.md). Parses the flags,
+// `mibyan serve` and `mibyan dashboard`: the node's HTTP API and its web
+// dashboard under /ui/ (docs/serve.md). One code path; `dashboard` only
+// differs in its default address (127.0.0.1:9119), its ready line and
+// having no --join. Parses the flags,
 // checks the bind/auth policy, starts the runtime and serve/http_server, and
 // waits for SIGTERM or SIGINT on the main thread (sigwait), then shuts the
 // server down gracefully and exits 0. With --join the runtime is a gateway
@@ -72,6 +75,16 @@ std::string parse_listen(const std::string& text, std::string& host,
   return {};
 }
 
+void dashboard_usage() {
+  std::cerr
+    << "usage: mibyan dashboard [--listen HOST:PORT] [--provider P] [--model M]\n"
+       "                        [--base-url URL] [--api-key K] [--toolsets a,b]\n"
+       "                        [--max-iterations N]\n"
+       "  Serves the web dashboard at /ui/ over the local $MIBYAN_HOME\n"
+       "  (default 127.0.0.1:9119), with the same HTTP API as `mibyan serve`.\n"
+       "  Off loopback it needs MIBYAN_SERVER_KEY (or server.key).\n";
+}
+
 bool is_loopback(const std::string& host) {
   in_addr a4{};
   if (::inet_pton(AF_INET, host.c_str(), &a4) == 1)
@@ -79,35 +92,69 @@ bool is_loopback(const std::string& host) {
   return host == "::1";
 }
 
+// What differs between `mibyan serve` and `mibyan dashboard`: both run
+// the same server (API and /ui/) through run_node below.
+struct node_flavour {
+  const char* name;
+  const char* default_listen;
+  bool allows_join;
+  void (*usage)();
+};
+
+int run_node(const std::vector<std::string>& args, const global_flags& flags,
+             const node_flavour& fl);
+
 } // namespace
 
 int serve_command(const std::vector<std::string>& args,
                   const global_flags& flags) {
+  return run_node(args, flags,
+                  node_flavour{"serve", "127.0.0.1:8642", true, usage});
+}
+
+int dashboard_command(const std::vector<std::string>& args,
+                      const global_flags& flags) {
+  return run_node(args, flags,
+                  node_flavour{"dashboard", "127.0.0.1:9119", false,
+                               dashboard_usage});
+}
+
+namespace {
+
+int run_node(const std::vector<std::string>& args, const global_flags& flags,
+             const node_flavour& fl) {
+  const std::string me = std::string{"mibyan "} + fl.name;
   turn_call tmpl;
-  std::string listen = "127.0.0.1:8642";
+  std::string listen = fl.default_listen;
   node_args cluster;
   cluster.role = "gateway";
   cluster.listen = "127.0.0.1:0";
   for (size_t i = 0; i < args.size(); ++i) {
     const auto& a = args[i];
     if (a == "-h" || a == "--help") {
-      usage();
+      fl.usage();
       return 0;
     }
-    bool takes_value = a == "--listen" || a == "--join"
-                       || a == "--cluster-listen"
+    bool cluster_flag = a == "--join" || a == "--cluster-listen";
+    if (!fl.allows_join && a == "--connect") {
+      // `mibyan dashboard --connect HOST:PORT` (the dashboard over a
+      // cluster) is parsed here once it exists.
+      std::cerr << me << ": --connect is not yet supported\n";
+      return 2;
+    }
+    bool takes_value = a == "--listen" || (cluster_flag && fl.allows_join)
                        || (is_agent_flag(a) && a != "--session");
     if (!takes_value) {
-      std::cerr << "mibyan serve: unknown option " << a
+      std::cerr << me << ": unknown option " << a
                 << (a == "--session" ? " (clients choose sessions with the "
                                        "X-Mibyan-Session header)"
                                      : "")
                 << "\n";
-      usage();
+      fl.usage();
       return 2;
     }
     if (i + 1 >= args.size()) {
-      std::cerr << "mibyan serve: " << a << " needs a value\n";
+      std::cerr << me << ": " << a << " needs a value\n";
       return 2;
     }
     const auto& v = args[++i];
@@ -118,17 +165,17 @@ int serve_command(const std::vector<std::string>& args,
     } else if (a == "--cluster-listen") {
       cluster.listen = v;
     } else if (auto err = apply_agent_flag(a, v, tmpl); !err.empty()) {
-      std::cerr << "mibyan serve: " << err << "\n";
+      std::cerr << me << ": " << err << "\n";
       return 2;
     }
   }
   if (cluster.join.empty() && cluster.listen != "127.0.0.1:0") {
-    std::cerr << "mibyan serve: --cluster-listen needs --join\n";
+    std::cerr << me << ": --cluster-listen needs --join\n";
     return 2;
   }
   http_server_settings st;
   if (auto err = parse_listen(listen, st.host, st.port); !err.empty()) {
-    std::cerr << "mibyan serve: " << err << "\n";
+    std::cerr << me << ": " << err << "\n";
     return 2;
   }
   options opts;
@@ -138,12 +185,13 @@ int serve_command(const std::vector<std::string>& args,
   if (st.key.empty())
     st.key = opts.server.key;
   if (st.key.empty() && !is_loopback(st.host)) {
-    std::cerr << "mibyan serve: refusing to listen on " << st.host
+    std::cerr << me << ": refusing to listen on " << st.host
               << " without a key: set MIBYAN_SERVER_KEY (or server.key) or "
                  "listen on 127.0.0.1\n";
     return 2;
   }
   st.limits = opts.server;
+  st.effective = std::make_shared<const options>(opts);
   st.model_id = !tmpl.model.empty() ? tmpl.model : opts.model.default_model;
   if (st.model_id.empty())
     st.model_id = "mibyan";
@@ -172,8 +220,7 @@ int serve_command(const std::vector<std::string>& args,
     cluster.model = tmpl.model;
     cluster.base_url = tmpl.base_url;
     int code = 0;
-    node = cluster_process::start(cluster, std::move(opts), "mibyan serve",
-                                  &code);
+    node = cluster_process::start(cluster, std::move(opts), me, &code);
     if (!node)
       return code;
     MIBYAN_LOG(info, "serve", "gateway " << node->node_id() << " joined "
@@ -189,20 +236,20 @@ int serve_command(const std::vector<std::string>& args,
   auto server = http_server::start(node ? node->rt() : *rt, std::move(st),
                                    &error);
   if (!server) {
-    std::cerr << "mibyan serve: " << error << "\n";
+    std::cerr << me << ": " << error << "\n";
     return 1;
   }
   auto host = server->host();
   if (host.find(':') != std::string::npos)
     host = "[" + host + "]";
-  std::cout << "mibyan serve listening on http://" << host << ":"
+  std::cout << me << " listening on http://" << host << ":"
             << server->port() << std::endl;
   int sig = 0;
   for (;;) {
     if (sigwait(&set, &sig) == 0 && (sig == SIGINT || sig == SIGTERM))
       break;
   }
-  MIBYAN_LOG(info, "serve", "signal " << sig << ": shutting down");
+  MIBYAN_LOG(info, fl.name, "signal " << sig << ": shutting down");
   server->shutdown(std::chrono::seconds(30));
   server.reset();
   if (node)
@@ -212,4 +259,5 @@ int serve_command(const std::vector<std::string>& args,
   return 0;
 }
 
+} // namespace
 } // namespace mibyan::cli

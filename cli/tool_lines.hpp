@@ -9,7 +9,7 @@
 //   * `serve_tool_lines_on_io_loop`: the whole protocol with the input read
 //     by the runtime's I/O thread (the middleman's event loop, where the
 //     kernels live), so a warm cell costs the client no extra thread
-//     wake-up (docs/benchmarks.md, "Warm cell from `mibyan tool --stdin`").
+//     wake-up (docs/benchmarks-history.md, "Fourth round").
 //     Only for a pipe or a socket: the loop cannot poll regular files, and
 //     the caller reads anything else itself with the functions above.
 //

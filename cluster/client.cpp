@@ -8,7 +8,7 @@
 #include "caf/openssl/all.hpp"
 
 #include "base/json.hpp"
-#include "cluster/crypto.hpp"
+#include "base/crypto.hpp"
 #include "cluster/internal.hpp"
 #include "cluster/node.hpp"
 #include "runtime/runtime_impl.hpp"

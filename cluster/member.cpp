@@ -12,7 +12,7 @@
 
 #include "base/json.hpp"
 #include "base/log.hpp"
-#include "cluster/crypto.hpp"
+#include "base/crypto.hpp"
 #include "cluster/node.hpp"
 #include "runtime/runtime.hpp"
 #include "tools/registry.hpp"

@@ -19,8 +19,8 @@
 #include "caf/openssl/all.hpp"
 
 #include "base/log.hpp"
+#include "base/crypto.hpp"
 #include "base/runtime_metrics.hpp"
-#include "cluster/crypto.hpp"
 #include "cluster/internal.hpp"
 #include "runtime/runtime_impl.hpp"
 

@@ -11,7 +11,7 @@
 #include "caf/type_id.hpp"
 
 #include "runtime/basp_guard.hpp"
-#include "cluster/crypto.hpp"
+#include "base/crypto.hpp"
 
 namespace mibyan {
 

@@ -498,6 +498,13 @@ const std::vector<field>& fields() {
                            &approvals_options::deny));
     t.push_back(int_field("approvals", "guardian_timeout", &o::approvals,
                           &approvals_options::guardian_timeout, 1));
+    t.push_back(string_field("approvals", "http", &o::approvals,
+                             &approvals_options::http, {"off", "pending"}));
+    // clarify (docs/tools.md, docs/serve.md)
+    t.push_back(int_field("clarify", "timeout", &o::clarify,
+                          &clarify_options::timeout, 1));
+    t.push_back(string_field("clarify", "http", &o::clarify,
+                             &clarify_options::http, {"off", "pending"}));
     // server (docs/serve.md); each bounded above as well
     t.push_back(secret_field(string_field("server", "key", &o::server,
                                           &server_options::key)));
@@ -540,6 +547,11 @@ const std::vector<field>& fields() {
                                   &o::server,
                                   &server_options::session_idle_timeout, 1),
                         7 * 86400));
+    t.push_back(list_field("server", "allowed_hosts", &o::server,
+                           &server_options::allowed_hosts));
+    t.push_back(bounded(int_field("server", "max_export_bytes", &o::server,
+                                  &server_options::max_export_bytes, 1024),
+                        int64_t{1} << 30));
     // model.context_length, delegation, compression (docs/agent_loop.md)
     t.push_back(int_field("model", "context_length", &o::model,
                           &model_options::context_length, 0));
@@ -844,6 +856,13 @@ load_result load_options(const std::string& home_arg) {
   for (auto& w : warnings)
     MIBYAN_LOG(warning, "config", env_path << ": " << w);
   return result;
+}
+
+std::vector<shown_option> shown_options(const options& opts) {
+  std::vector<shown_option> out;
+  for (auto& f : fields())
+    out.push_back(shown_option{f.section, f.key, f.show(opts)});
+  return out;
 }
 
 std::string render_options(const options& opts) {

@@ -8,6 +8,7 @@
 #include "base/status.hpp"
 
 #include <string>
+#include <vector>
 
 #include "config/options.hpp"
 
@@ -55,5 +56,16 @@ void parse_env_file(const std::string& text,
 /// Returns the effective configuration as YAML, secrets masked (the .env
 /// values show only their length).
 std::string render_options(const options& opts);
+
+/// One option as `mibyan config show` prints it (secrets masked): the
+/// section, the key and the shown value (YAML scalar or flow-list text).
+struct shown_option {
+  std::string section;
+  std::string key;
+  std::string value;
+};
+
+/// Every option of the table, in render_options' order and masking.
+std::vector<shown_option> shown_options(const options& opts);
 
 } // namespace mibyan

@@ -16,6 +16,8 @@ const std::vector<numeric_bounds>& numeric_option_bounds() {
     {"provider", "stream_idle_timeout", 1, day},
     {"provider", "connect_timeout", 1, 3'600},
     {"terminal", "timeout", 1, day},
+    {"approvals", "timeout", 1, day},
+    {"clarify", "timeout", 1, day},
     {"terminal", "max_timeout", 1, day},
     {"terminal", "kill_grace", 0, 3'600},
     {"tool_output", "max_bytes", 1'000, 100'000'000},

@@ -248,9 +248,24 @@ struct approvals_options {
   std::vector<std::string> deny;
   /// Seconds the smart-mode reviewer may take (then: escalate).
   int64_t guardian_timeout = 30;
+  /// Where a front end that cannot prompt a terminal (serve) sends flagged
+  /// commands: "off" (the context's default decides, as without a
+  /// channel) or "pending" (they wait up to `timeout` for an answer over
+  /// HTTP, docs/approvals.md "HTTP approvals").
+  std::string http = "off";
   /// Set by `--yolo` (never read from YAML): approve every command that is
   /// not hardline or denied by a rule.
   bool yolo = false;
+};
+
+/// Section `clarify`: the clarify tool's questions (docs/tools.md).
+struct clarify_options {
+  /// Seconds the user has to answer a question (then: no answer).
+  int64_t timeout = 600;
+  /// "off" (a front end that cannot prompt a terminal has no clarify
+  /// channel: the tool tells the model to proceed) or "pending" (questions
+  /// wait up to `timeout` for an answer over HTTP, docs/serve.md).
+  std::string http = "off";
 };
 
 /// Section `server`: `mibyan serve` (docs/serve.md).
@@ -287,6 +302,14 @@ struct server_options {
   /// Seconds after its last turn a kept session (X-Mibyan-Session) keeps
   /// its conversation and kernels in memory; later turns reload it.
   int64_t session_idle_timeout = 1800;
+  /// Extra names (host or host:port) the dashboard accepts in a request's
+  /// Host header besides the listen address (and, on loopback, localhost):
+  /// the names a browser uses to reach the node (DNS rebinding defence,
+  /// serve/ui_auth.hpp).
+  std::vector<std::string> allowed_hosts;
+  /// Largest session export (GET /ui/api/sessions/{id}/export) in bytes;
+  /// over it: 413.
+  int64_t max_export_bytes = int64_t{64} << 20;
 };
 
 /// Section `delegation`: delegate_task subagents (docs/tools.md).
@@ -388,6 +411,7 @@ struct options {
 
   tool_loop_guardrail_options tool_loop_guardrails;
   approvals_options approvals;
+  clarify_options clarify;
   /// Top-level `command_allowlist`: pattern keys approved permanently
   /// (docs/approvals.md).
   std::vector<std::string> command_allowlist;

@@ -5,7 +5,7 @@
 // writability and sends on the next epoll round: epoll_ctl, epoll_wait,
 // send, epoll_ctl), which puts three extra system calls and a loop
 // iteration on the critical path of every script tool reply
-// (docs/benchmarks.md, "Bridge, warm cell and CLI start-up").
+// (docs/benchmarks-history.md, "Bridge, warm cell and CLI start-up").
 //
 // The writer keeps its own duplicate of each connection's socket, so the
 // descriptor it writes to is never closed under it by CAF; the owner

@@ -62,13 +62,31 @@ struct token_usage {
   int64_t cache_read_tokens = 0;
   int64_t cache_write_tokens = 0;
   int64_t reasoning_tokens = 0;
+  /// What the provider charged for these tokens, in US dollars, when it
+  /// says (OpenRouter-style `usage.cost`); `has_cost` is false when no
+  /// call counted here reported a cost.
+  double cost_usd = 0;
+  bool has_cost = false;
 };
+
+/// Adds `b`'s counts and cost into `a`.
+inline void add_token_usage(token_usage& a, const token_usage& b) {
+  a.input_tokens += b.input_tokens;
+  a.output_tokens += b.output_tokens;
+  a.cache_read_tokens += b.cache_read_tokens;
+  a.cache_write_tokens += b.cache_write_tokens;
+  a.reasoning_tokens += b.reasoning_tokens;
+  if (b.has_cost) {
+    a.cost_usd += b.cost_usd;
+    a.has_cost = true;
+  }
+}
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, token_usage& x) {
   return f(caf::meta::type_name("mibyan::token_usage"), x.input_tokens,
            x.output_tokens, x.cache_read_tokens, x.cache_write_tokens,
-           x.reasoning_tokens);
+           x.reasoning_tokens, x.cost_usd, x.has_cost);
 }
 
 /// What one model call produced: an answer, tool calls, or an error.

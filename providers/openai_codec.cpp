@@ -248,6 +248,14 @@ token_usage read_usage(const json::value& usage) {
     u.cache_read_tokens = int_member(usage, "prompt_cache_hit_tokens", 0);
   if (auto d = usage.find("completion_tokens_details"); d && d->is_object())
     u.reasoning_tokens = int_member(*d, "reasoning_tokens", 0);
+  // OpenRouter and compatible gateways report the charge of the call.
+  if (auto c = usage.find("cost"); c && c->is_number()) {
+    double v = c->as_double();
+    if (v >= 0 && v < 1e9) {
+      u.cost_usd = v;
+      u.has_cost = true;
+    }
+  }
   return u;
 }
 

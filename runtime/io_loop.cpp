@@ -2,7 +2,7 @@
 // multiplexer, which polls for a short window instead of sleeping when a
 // handler has said that an answer is due within microseconds
 // (base/io_poll_hint.hpp; docs/architecture.md, "Actor system settings";
-// the figures are in docs/benchmarks.md, "Fourth round").
+// the figures are in docs/benchmarks-history.md, "Fourth round").
 //
 // Why: a warm cell goes from the kernel broker to the Python kernel and its
 // frame comes back some 20-50 us later. Sleeping in epoll_wait in between

@@ -112,7 +112,7 @@ void configure_actor_system(caf::actor_system_config& cfg,
   // lines, RPC calls), and a second read only learns EAGAIN, a system call
   // on the path from a kernel's frame to its answer. A socket with more
   // data stays readable and is read again in the next loop turn
-  // (docs/benchmarks.md, "Third round").
+  // (docs/benchmarks-history.md, "Third round").
   cfg.set("middleman.max-consecutive-reads", size_t{1});
   cfg.set("middleman.app-identifiers",
           std::vector<std::string>{"mibyan-v1"});
@@ -120,6 +120,9 @@ void configure_actor_system(caf::actor_system_config& cfg,
 
 runtime::impl::~impl() {
   stopping = true;
+  // Tool calls waiting for an answer go on with a deny at once.
+  if (pending)
+    pending->shutdown();
   // Pending call_tool_async callbacks are answered here, not under mtx
   // (a callback may call back into the runtime).
   if (calls)
@@ -468,7 +471,7 @@ runtime::~runtime() = default;
 
 tool_outcome runtime::call_tool(const tool_call_request& call) {
   // A thin wrapper over the callback path: a blocking scoped_actor request
-  // costs about 0.1 ms more per call (docs/benchmarks.md, bridge section).
+  // costs about 0.1 ms more per call (docs/benchmarks-history.md, bridge section).
   std::promise<tool_outcome> result;
   auto answer = result.get_future();
   call_tool_async(call, [&result](tool_outcome out) {
@@ -508,6 +511,8 @@ void runtime::interrupt(const std::string& session_id,
       caf::anon_send(impl_->dispatcher, interrupt_atom_v,
                      interrupt_request{session_id, reason});
   }
+  // A call waiting for an approval or an answer stops waiting now.
+  impl_->pending->cancel_session(session_id);
 }
 
 void runtime::close_session(const std::string& session_id) {
@@ -539,6 +544,7 @@ void runtime::close_session(const std::string& session_id) {
     }
   }
   for (auto& id : ids) {
+    impl_->pending->cancel_session(id);
     impl_->svc->approvals->forget_session(id);
     impl_->svc->agent_tools->forget_session(id);
     if (impl_->svc->processes)

@@ -22,6 +22,12 @@ class toolset_catalog;
 /// runtime's actors. For the node's own front ends (the HTTP server).
 std::shared_ptr<session_store> session_store_of(runtime& rt);
 
+class pending_approvals;
+
+/// The pending-request registry of `rt` (runtime/pending_approvals.hpp):
+/// for the node's own front ends and the coordinator's event wiring.
+pending_approvals& pending_of(runtime& rt);
+
 /// The toolsets of `rt` (tools/toolsets.hpp): resolve a selection, or
 /// register dynamic sets (MCP servers, plugins) at any time.
 toolset_catalog& toolsets_of(runtime& rt);

@@ -24,6 +24,7 @@
 #include "actors/guardian_call.hpp"
 #include "actors/session_writer.hpp"
 #include "actors/tool_dispatcher.hpp"
+#include "runtime/pending_approvals.hpp"
 #include "runtime/runtime.hpp"
 #include "runtime/tool_call_facade.hpp"
 
@@ -61,6 +62,10 @@ struct runtime::impl {
   std::atomic<bool> stopping{false};
   /// The MCP upkeep actors and the sampling provider (runtime/mcp_wiring).
   std::vector<caf::actor> mcp_actors;
+  /// Approvals and questions waiting for an answer from a program
+  /// (runtime/pending_approvals.hpp); shut down first by the destructor.
+  std::shared_ptr<pending_approvals> pending
+    = std::make_shared<pending_approvals>();
 
   ~impl();
   /// The actor behind call_tool_async (runtime/tool_call_facade.hpp); stopped

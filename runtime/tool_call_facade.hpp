@@ -7,7 +7,7 @@
 // every other call to the tool dispatcher, and runs the caller's callback
 // with the answer.
 //
-// Why this shape (docs/benchmarks.md, "Bridge, warm cell and CLI
+// Why this shape (docs/benchmarks-history.md, "Bridge, warm cell and CLI
 // start-up"): it is one long-lived actor, not one spawned per call (a
 // spawned actor costs a scheduling hop to start and, when it ends, a
 // wake-up of CAF's clock thread: CAF 0.17 cancels an ending actor's

@@ -1,6 +1,8 @@
-// Chat turns of `mibyan serve` (docs/serve.md): a POST
-// /v1/chat/completions request becomes an agent turn; its answer is one
-// JSON response or an SSE stream with keep-alive comments. Stateless
+// Turns of `mibyan serve` (docs/serve.md): admission and the running of a
+// turn, shared by chat completions and the Responses API
+// (serve/responses_route.cpp); a POST /v1/chat/completions request becomes
+// an agent turn; its answer is one JSON response or an SSE stream with
+// keep-alive comments. Stateless
 // requests (no X-Mibyan-Session) leave no session behind
 // (serve/stateless.cpp).
 #include "serve/connection.hpp"
@@ -22,18 +24,57 @@ namespace http = beast::http;
 namespace net = boost::asio;
 using tcp = net::ip::tcp;
 
-void serve_connection::chat() {
+bool serve_connection::json_body() {
   auto ct = std::string{req_[http::field::content_type]};
   auto semi = ct.find(';');
   auto base = ct.substr(0, semi);
   while (!base.empty() && base.back() == ' ')
     base.pop_back();
-  if (!beast::iequals(base, "application/json")) {
-    send_error(http::status::unsupported_media_type,
-               "Content-Type must be application/json (got '" + ct + "')",
-               "invalid_request_error", "unsupported_media_type");
-    return;
+  if (beast::iequals(base, "application/json"))
+    return true;
+  send_error(http::status::unsupported_media_type,
+             "Content-Type must be application/json (got '" + ct + "')",
+             "invalid_request_error", "unsupported_media_type");
+  return false;
+}
+
+bool serve_connection::model_served(const std::string& model) {
+  if (model.empty() || model == srv_->cfg.model_id || model == "mibyan")
+    return true;
+  send_error(http::status::not_found,
+             "the model '" + model + "' does not exist on this node "
+             "(it serves '" + srv_->cfg.model_id + "')",
+             "invalid_request_error", "model_not_found");
+  return false;
+}
+
+bool serve_connection::admit_turn() {
+  if (srv_->stopping) {
+    send_error(http::status::service_unavailable,
+               "the server is shutting down", "server_error",
+               "shutting_down");
+    return false;
   }
+  auto max = srv_->cfg.limits.max_concurrent_turns;
+  if (srv_->turns.fetch_add(1) >= max) {
+    --srv_->turns;
+    extra_headers_.emplace_back("Retry-After", "1");
+    send_error(http::status::too_many_requests,
+               "too many turns are running (server.max_concurrent_turns = "
+                 + std::to_string(max) + "); retry later",
+               "rate_limit_error", "rate_limit_exceeded");
+    return false;
+  }
+  return true;
+}
+
+void serve_connection::release_turn_slot() {
+  --srv_->turns;
+}
+
+void serve_connection::chat() {
+  if (!json_body())
+    return;
   chat_completion_request cr;
   if (auto st = parse_chat_completion(
         req_.body(), cr,
@@ -46,14 +87,8 @@ void serve_connection::chat() {
     return;
   }
   req_.body() = std::string{}; // parsed: its memory goes now
-  if (!cr.model.empty() && cr.model != srv_->cfg.model_id
-      && cr.model != "mibyan") {
-    send_error(http::status::not_found,
-               "the model '" + cr.model + "' does not exist on this node "
-               "(it serves '" + srv_->cfg.model_id + "')",
-               "invalid_request_error", "model_not_found");
+  if (!model_served(cr.model))
     return;
-  }
   auto header = std::string{req_["X-Mibyan-Session"]};
   if (!header.empty() && !serve::valid_session_id(header)) {
     send_error(http::status::bad_request,
@@ -62,22 +97,9 @@ void serve_connection::chat() {
                "invalid_request_error", "bad_session_id");
     return;
   }
-  if (srv_->stopping) {
-    send_error(http::status::service_unavailable,
-               "the server is shutting down", "server_error",
-               "shutting_down");
+  if (!admit_turn())
     return;
-  }
-  auto max = srv_->cfg.limits.max_concurrent_turns;
-  if (srv_->turns.fetch_add(1) >= max) {
-    --srv_->turns;
-    extra_headers_.emplace_back("Retry-After", "1");
-    send_error(http::status::too_many_requests,
-               "too many turns are running (server.max_concurrent_turns = "
-                 + std::to_string(max) + "); retry later",
-               "rate_limit_error", "rate_limit_exceeded");
-    return;
-  }
+  api_ = turn_api::chat;
   stateful_ = !header.empty();
   session_ = stateful_ ? header : srv_->stateless_id();
   stream_mode_ = cr.stream;
@@ -85,24 +107,30 @@ void serve_connection::chat() {
   id_ = serve::completion_id();
   created_ = serve::now_seconds();
   model_ = srv_->cfg.model_id;
+  turn_call call = srv_->cfg.turn;
+  call.prompt = std::move(cr.prompt);
+  call.history_json = std::move(cr.history_json);
+  run_turn(std::move(call), false);
+}
+
+void serve_connection::run_turn(turn_call call, bool reserved) {
   {
     std::lock_guard<std::mutex> g{srv_->mtx};
-    srv_->running.insert(session_);
+    if (!reserved)
+      srv_->running.insert(session_);
     if (!stateful_)
       srv_->stateless.insert(session_);
   }
   hold_busy();
-  turn_call call = srv_->cfg.turn;
   call.session_id = session_;
-  call.prompt = std::move(cr.prompt);
-  call.history_json = std::move(cr.history_json);
   // Stateless sessions are deleted when the turn ends; their source tells
   // a leftover (the process was killed mid-turn) from a kept session.
   call.source = stateful_ ? "api" : "api-stateless";
   call.stream = true;
   auto weak = std::weak_ptr<serve_connection>(shared_from_this());
   auto ex = stream_.get_executor();
-  if (stream_mode_) {
+  // A response lists the turn's tool activity even when not streamed.
+  if (stream_mode_ || api_ == turn_api::responses) {
     call.on_delta = [weak, ex](const std::string& kind,
                                const std::string& text) {
       if (auto self = weak.lock())
@@ -111,8 +139,13 @@ void serve_connection::chat() {
         });
     };
     call.on_tool = call.on_delta; // tool events share the stream
-
+  }
+  if (stream_mode_) {
     start_stream();
+    // Approvals and questions of this session appear on the stream.
+    const auto& c = srv_->rt.config();
+    if (c.approvals.http == "pending" || c.clarify.http == "pending")
+      watch_pending();
   }
   // Keeps the connection alive until the turn ends.
   auto self = shared_from_this();
@@ -171,7 +204,11 @@ void serve_connection::on_turn_done(turn_outcome out) {
   }
   // A stateless session's conversation is closed by discard_stateless.
   keepalive_.cancel();
-  finish_turn(std::move(out));
+  unwatch_pending();
+  if (api_ == turn_api::responses)
+    finish_response(std::move(out));
+  else
+    finish_turn(std::move(out));
 }
 
 // Maps a turn outcome to the response.
@@ -251,10 +288,14 @@ void serve_connection::start_stream() {
       }
       self->pump();
     });
-  json::value d;
-  d["role"] = "assistant";
-  d["content"] = "";
-  push(chunk_event(id_, created_, model_, d, "", json::value{}));
+  if (api_ == turn_api::responses) {
+    response_delta("start", {});
+  } else {
+    json::value d;
+    d["role"] = "assistant";
+    d["content"] = "";
+    push(chunk_event(id_, created_, model_, d, "", json::value{}));
+  }
   arm_keepalive();
 }
 
@@ -277,6 +318,10 @@ void serve_connection::on_delta(const std::string& kind,
                                 const std::string& text) {
   if (gone_)
     return;
+  if (api_ == turn_api::responses) {
+    response_delta(kind, text);
+    return;
+  }
   json::value ext;
   if (kind == "text") {
     round_text_ += text;

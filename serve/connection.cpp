@@ -5,6 +5,8 @@
 
 #include <sys/socket.h>
 
+#include <cstring>
+
 #include <boost/asio/post.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/write.hpp>
@@ -31,6 +33,7 @@ serve_connection::serve_connection(std::shared_ptr<server_impl> srv,
     keepalive_(stream_.get_executor()) {}
 
 serve_connection::~serve_connection() {
+  unwatch_pending();
   release_busy();
   if (ticket_)
     srv_->gate.release(*ticket_);
@@ -233,6 +236,10 @@ void serve_connection::handle() {
     send_json(http::status::ok, R"({"status":"ok"})");
     return;
   }
+  if (path == "/ui" || path.rfind("/ui/", 0) == 0) {
+    ui(path, query);
+    return;
+  }
   if (path == "/metrics") { // serve/metrics_route.cpp
     if (method != http::verb::get)
       return method_not_allowed();
@@ -274,10 +281,22 @@ void serve_connection::handle() {
     chat();
     return;
   }
+  if (path == "/v1/responses" || path.rfind("/v1/responses/", 0) == 0) {
+    responses(path);
+    return;
+  }
   if (path == "/v1/sessions" || path.rfind("/v1/sessions/", 0) == 0) {
     sessions(path, query);
     return;
   }
+  for (auto [prefix, kind] :
+       {std::pair{"/v1/approvals", pending_kind::approval},
+        std::pair{"/v1/clarifications", pending_kind::clarify}})
+    if (path.rfind(prefix, 0) == 0
+        && (path.size() == std::strlen(prefix) || path[std::strlen(prefix)] == '/')) {
+      pending(path, prefix, query, kind);
+      return;
+    }
   send_error(http::status::not_found, "no such endpoint: " + path,
              "invalid_request_error", "not_found");
 }
@@ -391,11 +410,17 @@ void serve_connection::send_error(http::status st, const std::string& message,
 }
 
 void serve_connection::send_json(http::status st, std::string body) {
+  send_body(st, "application/json", std::move(body));
+}
+
+void serve_connection::send_body(http::status st, const std::string& type,
+                                 std::string body) {
   auto res = std::make_shared<string_response>(st, req_.version() == 0
                                                      ? 11
                                                      : req_.version());
   res->set(http::field::server, "mibyan");
-  res->set(http::field::content_type, "application/json");
+  if (st != http::status::not_modified)
+    res->set(http::field::content_type, type);
   for (auto& [k, v] : extra_headers_)
     res->set(k, v);
   extra_headers_.clear();
@@ -446,6 +471,8 @@ void serve_connection::log_access() {
   session_.clear();
   stateful_ = false;
   stream_mode_ = false;
+  api_ = turn_api::chat;
+  resp_.reset();
   round_text_.clear();
   start_ = {};
 }

@@ -5,8 +5,10 @@
 // strand. Everything a connection owns is touched only there; turn
 // callbacks arrive on runtime threads and only post to the strand.
 // Reading, routing, the sessions endpoints and plain responses are in
-// serve/connection.cpp; chat turns and streaming in
-// serve/chat.cpp.
+// serve/connection.cpp; turns (shared by both APIs), chat completions and
+// streaming in serve/chat.cpp; the Responses API in
+// serve/responses_route.cpp; the pending approvals and questions in
+// serve/pending_http.cpp.
 #pragma once
 
 #include <array>
@@ -22,9 +24,13 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
+#include "base/json.hpp"
 #include "serve/impl.hpp"
+#include "serve/ui_auth.hpp"
 
 namespace mibyan {
+
+struct response_turn; // serve/responses_route.cpp
 
 class serve_connection
   : public std::enable_shared_from_this<serve_connection> {
@@ -68,6 +74,58 @@ private:
   void sessions(const std::string& path,
                 const std::map<std::string, std::string>& query);
 
+  // -- dashboard (serve/ui_connection.cpp) ------------------------------
+
+  // Every path under /ui/: the Host check, the security headers, the static
+  // files, login/logout/whoami and the /ui/api/ endpoints.
+  void ui(const std::string& path,
+          const std::map<std::string, std::string>& query);
+  // The request as serve/ui_auth.hpp reads it.
+  serve::ui_request ui_request_view() const;
+  // The dashboard endpoints over the session store (serve/ui_api.hpp), run
+  // on the store pool; `path` is below /ui/api/.
+  void ui_store(const std::string& path,
+                const std::map<std::string, std::string>& query);
+
+public:
+  /// Authorises the current request for the dashboard or a dashboard-used
+  /// endpoint (serve/ui_auth.hpp): the bearer key or the `mibyan_ui`
+  /// cookie, plus the X-CSRF-Token for a state-changing request authorised
+  /// by the cookie. On false the 401/403/429 reply has been sent. On the
+  /// connection's strand.
+  bool ui_authorised(bool state_changing);
+
+private:
+
+  // -- turns, shared by both APIs (serve/chat.cpp) ---------------------------
+
+  // The request's Content-Type is application/json; else answers 415.
+  bool json_body();
+  // `model` is "" or one this node serves; else answers 404.
+  bool model_served(const std::string& model);
+  // Takes a turn slot (server.max_concurrent_turns); else answers 503
+  // (shutting down) or 429. A taken slot is given back by on_turn_done or
+  // release_turn_slot.
+  bool admit_turn();
+  void release_turn_slot();
+  // Runs `call` as the turn of session_ (stateful_: kept, else deleted when
+  // it ends), streaming when stream_mode_. `reserved`: session_ is already
+  // in the server's running set. Its end comes to on_turn_done.
+  void run_turn(turn_call call, bool reserved);
+
+  // -- pending approvals and questions (serve/pending_http.cpp) ---------
+
+  // GET /v1/approvals[/], POST /v1/approvals/{id}; the same under
+  // /v1/clarifications. `prefix` is the collection path.
+  void pending(const std::string& path, const std::string& prefix,
+               const std::map<std::string, std::string>& query,
+               pending_kind kind);
+  // While a streamed turn runs: its session's pending requests become
+  // `approval_required` / `clarify_required` events on the stream.
+  void watch_pending();
+  void unwatch_pending();
+  void on_pending(const pending_event& e);
+
   // -- chat (serve/chat.cpp) -------------------------------------------
 
   void chat();
@@ -80,6 +138,18 @@ private:
 
   // Maps a turn outcome to the response.
   void finish_turn(turn_outcome out);
+
+  // -- the Responses API (serve/responses_route.cpp) -------------------------
+
+  void responses(const std::string& path);
+  void create_response();
+  // Runs the response's turn once its session is known (on the strand).
+  void start_response(turn_call call, bool reserved);
+  // A `mibyan.<name>` extension event on a streamed response (no-op when
+  // not streaming one).
+  void response_extension(const std::string& name, json::value data);
+  void response_delta(const std::string& kind, const std::string& text);
+  void finish_response(turn_outcome out);
 
   // -- streaming (serve/chat.cpp) --------------------------------------
 
@@ -94,6 +164,9 @@ private:
   void send_error(boost::beast::http::status st, const std::string& message,
                   const std::string& type, const std::string& code);
   void send_json(boost::beast::http::status st, std::string body);
+  // Any body with its Content-Type (a 304 with an empty body).
+  void send_body(boost::beast::http::status st, const std::string& type,
+                 std::string body);
 
   // A response in production counts for the graceful shutdown until it is
   // written (or the connection closes).
@@ -144,6 +217,11 @@ private:
   bool gone_ = false;
   bool stateful_ = false;
   bool stream_mode_ = false;
+  // Which API the running turn answers.
+  enum class turn_api : uint8_t { chat, responses };
+  turn_api api_ = turn_api::chat;
+  // The running Responses API request (null otherwise).
+  std::shared_ptr<response_turn> resp_;
   bool include_usage_ = false;
   std::string id_, model_, round_text_;
   int64_t created_ = 0;
@@ -156,6 +234,8 @@ private:
   // The last write to the stream, and the timer of keep-alive comments.
   std::chrono::steady_clock::time_point last_output_;
   boost::asio::steady_timer keepalive_;
+  // The runtime's watch token of the running stream (0: none).
+  uint64_t pending_watch_ = 0;
   bool holds_busy_ = false;
   bool lingering_ = false;
   std::shared_ptr<std::array<char, 16384>> drain_;

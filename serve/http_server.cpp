@@ -81,6 +81,13 @@ std::unique_ptr<http_server> http_server::start(runtime& rt,
                                                 http_server_settings settings,
                                                 std::string* error) {
   auto p = std::make_shared<impl>(rt, std::move(settings));
+  // approvals.http / clarify.http: pending - flagged commands and
+  // questions wait for an answer over HTTP (serve/pending_http.cpp).
+  runtime::pending_channels channels;
+  channels.approvals = rt.config().approvals.http == "pending";
+  channels.clarify = rt.config().clarify.http == "pending";
+  if (channels.approvals || channels.clarify)
+    rt.use_pending_channels(channels);
   beast::error_code ec;
   auto addr = net::ip::make_address(p->cfg.host, ec);
   if (ec) {
@@ -103,6 +110,12 @@ std::unique_ptr<http_server> http_server::start(runtime& rt,
                + std::to_string(p->cfg.port) + ": " + ec.message();
     return nullptr;
   }
+  serve::ui_auth_settings ua;
+  ua.key = p->cfg.key;
+  ua.listen_host = p->cfg.host;
+  ua.listen_port = p->acceptor.local_endpoint(ec).port();
+  ua.allowed_hosts = p->cfg.limits.allowed_hosts;
+  p->ui_auth = std::make_unique<serve::ui_auth>(std::move(ua));
   p->accept();
   p->reap();
   boost::asio::post(p->store_pool, [p] { p->sweep_stateless_leftovers(); });

@@ -40,6 +40,9 @@ struct http_server_settings {
   /// Returns a new session id for a stateless request (the server appends
   /// "@<pid>" to it).
   std::function<std::string()> new_session_id;
+  /// The configuration the node runs with, for GET /ui/api/config (shown
+  /// masked); nullptr: that endpoint answers 503.
+  std::shared_ptr<const options> effective;
 };
 
 class http_server {

@@ -27,6 +27,7 @@
 
 #include "base/runtime_metrics.hpp"
 #include "serve/http_server.hpp"
+#include "serve/ui_auth.hpp"
 
 namespace mibyan {
 
@@ -130,7 +131,19 @@ struct http_server::impl : std::enable_shared_from_this<http_server::impl> {
   // Stateless sessions (no X-Mibyan-Session) not yet deleted from the
   // store: their turns run or their deletion is queued.
   std::set<std::string> stateless;
+  // Stored responses (Responses API, store: true) not yet in the store:
+  // their turn runs (`done` false; the object is in_progress) or their
+  // record is queued on the store thread (the final object). GET answers
+  // from here first (serve/responses_route.cpp).
+  struct live_response {
+    bool done = false;
+    std::string object_json;
+  };
+  std::map<std::string, live_response> live_responses;
   boost::asio::steady_timer reaper{ioc};
+  // The dashboard's security layer; made in start() once the port is
+  // bound.
+  std::unique_ptr<serve::ui_auth> ui_auth;
   std::mutex io_mtx;
   bool io_closed = false; // guarded by io_mtx
 

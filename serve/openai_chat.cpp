@@ -73,33 +73,37 @@ status parse_chat_completion(std::string_view body,
   rest.pop_back();
   if (out.prompt.find_first_not_of(" \t\r\n") == std::string::npos)
     return bad("the last user message is empty");
-  if (!rest.empty()) {
-    json::value arr = json::value::make_array();
-    for (auto& m : rest) {
-      json::value o;
-      o["role"] = m.role;
-      o["content"] = m.content;
-      if (!m.tool_calls.empty()) {
-        json::value calls = json::value::make_array();
-        for (auto& c : m.tool_calls) {
-          json::value tc;
-          tc["id"] = c.id;
-          tc["type"] = "function";
-          tc["function"]["name"] = c.name;
-          tc["function"]["arguments"] = c.arguments;
-          calls.push_back(std::move(tc));
-        }
-        o["tool_calls"] = std::move(calls);
-      }
-      if (!m.tool_call_id.empty())
-        o["tool_call_id"] = m.tool_call_id;
-      if (!m.tool_name.empty())
-        o["name"] = m.tool_name;
-      arr.push_back(std::move(o));
-    }
-    out.history_json = arr.dump();
-  }
+  out.history_json = history_json_of(rest);
   return {};
+}
+
+std::string history_json_of(const std::vector<chat_message>& messages) {
+  json::value arr = json::value::make_array();
+  for (auto& m : messages) {
+    if (m.role == "system")
+      continue;
+    json::value o;
+    o["role"] = m.role;
+    o["content"] = m.content;
+    if (!m.tool_calls.empty()) {
+      json::value calls = json::value::make_array();
+      for (auto& c : m.tool_calls) {
+        json::value tc;
+        tc["id"] = c.id;
+        tc["type"] = "function";
+        tc["function"]["name"] = c.name;
+        tc["function"]["arguments"] = c.arguments;
+        calls.push_back(std::move(tc));
+      }
+      o["tool_calls"] = std::move(calls);
+    }
+    if (!m.tool_call_id.empty())
+      o["tool_call_id"] = m.tool_call_id;
+    if (!m.tool_name.empty())
+      o["name"] = m.tool_name;
+    arr.push_back(std::move(o));
+  }
+  return arr.size() == 0 ? std::string{} : arr.dump();
 }
 
 namespace {

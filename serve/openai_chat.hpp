@@ -43,11 +43,20 @@ status parse_chat_completion(std::string_view body,
                              chat_completion_request& out,
                              size_t max_messages);
 
+/// `messages` as a JSON array in the OpenAI chat format ({"role","content",
+/// "tool_calls","tool_call_id","name"}), the form of turn_call::
+/// history_json; "" when empty. System messages are left out.
+std::string history_json_of(const std::vector<chat_message>& messages);
+
 /// Token counts as reported in `usage`.
 struct completion_usage {
   int64_t prompt_tokens = 0;
   int64_t completion_tokens = 0;
   int64_t total_tokens = 0;
+  /// Of prompt_tokens, read from the provider's cache; of
+  /// completion_tokens, reasoning (the Responses API reports both).
+  int64_t cached_tokens = 0;
+  int64_t reasoning_tokens = 0;
 };
 
 /// {"id","object":"chat.completion","created","model","choices":[{"index":0,

@@ -174,6 +174,8 @@ turn_summary summarize_turn(const turn_outcome& out,
     s.usage.prompt_tokens = r.get_int("prompt_tokens", 0);
     s.usage.completion_tokens = r.get_int("completion_tokens", 0);
     s.usage.total_tokens = r.get_int("total_tokens", 0);
+    s.usage.cached_tokens = r.get_int("cache_read_tokens", 0);
+    s.usage.reasoning_tokens = r.get_int("reasoning_tokens", 0);
     s.ext["session_id"] = session_id;
     s.ext["api_calls"] = r.get_int("api_calls", 0);
     s.ext["turn_exit_reason"] = r.get_string("turn_exit_reason", "");

@@ -484,13 +484,16 @@ int fts_index::verify_document(MDB_txn* txn, uint64_t id,
   return 0;
 }
 
-std::string fts_index::snippet(std::string_view content, const fts_query& q,
-                               size_t max_bytes) {
+void fts_index::snippet_spans(std::string_view content, const fts_query& q,
+                              size_t max_bytes, std::string& out,
+                              std::vector<std::pair<size_t, size_t>>& hits) {
   struct word {
     size_t begin;
     size_t end;
     bool hit;
   };
+  out.clear();
+  hits.clear();
   std::unordered_set<std::string> wanted;
   for (auto& t : q.distinct_terms())
     wanted.insert(t);
@@ -503,7 +506,7 @@ std::string fts_index::snippet(std::string_view content, const fts_query& q,
     words.push_back(word{t.begin, t.end, hit});
   });
   if (words.empty())
-    return {};
+    return;
   size_t start = first_hit == SIZE_MAX ? 0
                                        : (first_hit > 6 ? first_hit - 6 : 0);
   size_t begin = words[start].begin;
@@ -511,19 +514,15 @@ std::string fts_index::snippet(std::string_view content, const fts_query& q,
   while (last + 1 < words.size()
          && words[last + 1].end - begin <= max_bytes)
     ++last;
-  std::string out;
   if (start > 0)
     out += "...";
   size_t at = begin;
   for (size_t i = start; i <= last; ++i) {
     out.append(content.substr(at, words[i].begin - at));
-    if (words[i].hit) {
-      out += ">>>";
-      out.append(content.substr(words[i].begin, words[i].end - words[i].begin));
-      out += "<<<";
-    } else {
-      out.append(content.substr(words[i].begin, words[i].end - words[i].begin));
-    }
+    auto b = out.size();
+    out.append(content.substr(words[i].begin, words[i].end - words[i].begin));
+    if (words[i].hit)
+      hits.emplace_back(b, out.size());
     at = words[i].end;
   }
   if (last + 1 < words.size())
@@ -531,6 +530,23 @@ std::string fts_index::snippet(std::string_view content, const fts_query& q,
   for (auto& c : out)
     if (c == '\n' || c == '\r' || c == '\t')
       c = ' ';
+}
+
+std::string fts_index::snippet(std::string_view content, const fts_query& q,
+                               size_t max_bytes) {
+  std::string text;
+  std::vector<std::pair<size_t, size_t>> hits;
+  snippet_spans(content, q, max_bytes, text, hits);
+  std::string out;
+  size_t at = 0;
+  for (auto& [b, e] : hits) {
+    out.append(text, at, b - at);
+    out += ">>>";
+    out.append(text, b, e - b);
+    out += "<<<";
+    at = e;
+  }
+  out.append(text, at, std::string::npos);
   return out;
 }
 

@@ -31,6 +31,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <lmdb.h>
@@ -136,6 +137,11 @@ public:
   /// was cut, and line breaks turned into spaces.
   static std::string snippet(std::string_view content, const fts_query& q,
                              size_t max_bytes = 200);
+  /// The same excerpt without markers in `out`, and the byte ranges
+  /// [begin, end) of the matching words in it (ascending) in `hits`.
+  static void snippet_spans(std::string_view content, const fts_query& q,
+                            size_t max_bytes, std::string& out,
+                            std::vector<std::pair<size_t, size_t>>& hits);
 
   /// False for a read-only store whose index predates the block format
   /// (schema version 1): it cannot be searched until reindexed.

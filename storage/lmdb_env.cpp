@@ -305,11 +305,8 @@ uint64_t lmdb_env::map_size() const {
 }
 
 uint64_t lmdb_env::used_bytes() const {
-  MDB_envinfo info;
-  MDB_stat st;
-  if (mdb_env_info(env_, &info) != 0 || mdb_env_stat(env_, &st) != 0)
-    return 0;
-  return (static_cast<uint64_t>(info.me_last_pgno) + 1) * st.ms_psize;
+  auto p = pages();
+  return p ? p->used() * p->page_size : 0;
 }
 
 uint64_t lmdb_env::disk_bytes() const {
@@ -317,6 +314,41 @@ uint64_t lmdb_env::disk_bytes() const {
   if (::stat((dir_ + "/data.mdb").c_str(), &st) != 0)
     return 0;
   return static_cast<uint64_t>(st.st_blocks) * 512;
+}
+
+store_result<lmdb_env::page_counts> lmdb_env::pages() const {
+  page_counts out;
+  auto st = read(
+    [&](MDB_txn* txn, std::string& error) {
+      MDB_envinfo info;
+      MDB_stat ms;
+      int rc = mdb_env_info(env_, &info);
+      if (rc == 0)
+        rc = mdb_env_stat(env_, &ms);
+      if (rc != 0) {
+        error = "mdb_env_info";
+        return rc;
+      }
+      out.page_size = ms.ms_psize;
+      out.high_water = static_cast<uint64_t>(info.me_last_pgno) + 1;
+      // The free list (database 0): each record is an ID list whose first
+      // element is its length.
+      MDB_cursor* cur = nullptr;
+      if ((rc = mdb_cursor_open(txn, 0, &cur)) != 0) {
+        error = "mdb_cursor_open(free list)";
+        return rc;
+      }
+      MDB_val k, v;
+      while ((rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) == 0)
+        if (v.mv_size >= sizeof(size_t))
+          out.free += static_cast<const size_t*>(v.mv_data)[0];
+      mdb_cursor_close(cur);
+      return rc == MDB_NOTFOUND ? 0 : rc;
+    },
+    "page counts");
+  if (!st)
+    return store_result<page_counts>::failure(st.code, st.error);
+  return out;
 }
 
 int lmdb_env::get(MDB_txn* txn, MDB_dbi dbi, std::string_view key,

@@ -100,13 +100,25 @@ public:
 
   bool read_only() const { return read_only_; }
   const std::string& dir() const { return dir_; }
-  /// Bytes of the map in use: the pages up to the last one used (free
-  /// pages inside count; LMDB reuses them). 0 when LMDB cannot say.
+  /// Bytes the store's data take now: `pages().used()` pages (0 when
+  /// LMDB cannot say).
   uint64_t used_bytes() const;
   /// Current map size in bytes.
   uint64_t map_size() const;
   /// Bytes the data file occupies on disk (allocated blocks).
   uint64_t disk_bytes() const;
+  /// The pages of the data file: the high-water mark (last used page + 1,
+  /// which never shrinks, like the file) and how many of them are on
+  /// LMDB's free list (reused by later writes). `used()` is what the
+  /// store's data take now.
+  struct page_counts {
+    uint64_t page_size = 0;
+    uint64_t high_water = 0;
+    uint64_t free = 0;
+    uint64_t used() const { return high_water - free; }
+  };
+  /// Reads them in one read transaction (any thread).
+  store_result<page_counts> pages() const;
   /// The raw handle, for diagnostics and benchmarks. Never close it.
   MDB_env* raw() const { return env_; }
 

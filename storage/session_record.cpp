@@ -31,6 +31,10 @@ std::string encode_session(const session_info& s) {
   o.set("cache_read_tokens", s.tokens.cache_read_tokens);
   o.set("cache_write_tokens", s.tokens.cache_write_tokens);
   o.set("reasoning_tokens", s.tokens.reasoning_tokens);
+  // Absent (not 0) when no call reported a cost; records written before
+  // the field existed read as unknown.
+  if (s.tokens.has_cost)
+    o.set("cost_usd", s.tokens.cost_usd);
   return o.dump();
 }
 
@@ -65,6 +69,10 @@ bool decode_session(std::string_view text, session_info& s,
   s.tokens.cache_read_tokens = o.get_int("cache_read_tokens", 0);
   s.tokens.cache_write_tokens = o.get_int("cache_write_tokens", 0);
   s.tokens.reasoning_tokens = o.get_int("reasoning_tokens", 0);
+  if (auto c = o.find("cost_usd"); c && c->is_number()) {
+    s.tokens.cost_usd = c->as_double();
+    s.tokens.has_cost = true;
+  }
   return true;
 }
 

@@ -104,6 +104,18 @@ store_status session_store::open_databases() {
         error = "open database approvals";
         return rc;
       }
+      // The same for the Responses API's records.
+      rc = mdb_dbi_open(txn, "responses", create, &responses_);
+      if (rc == 0)
+        rc = mdb_dbi_open(txn, "responses_by_session", create,
+                          &responses_by_session_);
+      has_responses_ = rc == 0;
+      if (!has_responses_)
+        responses_ = responses_by_session_ = 0;
+      if (rc != 0 && !(ro && rc == MDB_NOTFOUND)) {
+        error = "open database responses";
+        return rc;
+      }
       if ((rc = fts_index::open_in(txn, ro, fts_, error)) != 0)
         return rc;
       if (fresh) {

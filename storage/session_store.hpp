@@ -15,6 +15,9 @@
 //   fts_blocks/fts_df the full-text index (storage/fts_index.hpp)
 //   approvals        session id -> approved pattern keys, '\n'-separated
 //                    (docs/approvals.md; deleted with the session)
+//   responses        response id -> stored_response (the Responses API,
+//                    storage/response_record.hpp; deleted with the session)
+//   responses_by_session session id \0 response id -> ""
 //
 // Every mutation is one write transaction committed before the function
 // returns (fsync'd; MDB_NOSYNC is never used): an appended message, the
@@ -38,6 +41,7 @@
 #include "messages/chat.hpp"
 #include "storage/fts_index.hpp"
 #include "storage/lmdb_env.hpp"
+#include "storage/response_record.hpp"
 #include "storage/session_record.hpp"
 #include "storage/store_result.hpp"
 
@@ -132,6 +136,10 @@ struct search_hit {
   std::string role;
   double score = 0;
   std::string snippet;
+  /// The same excerpt without markers, and the byte ranges [begin, end)
+  /// of the matching words in it.
+  std::string text;
+  std::vector<std::pair<size_t, size_t>> highlights;
 };
 
 struct search_results {
@@ -179,6 +187,15 @@ public:
   store_result<std::vector<session_info>> list_sessions(size_t limit,
                                                         size_t offset) const;
 
+  /// Sessions, newest first, that `keep` accepts: skips the first `offset`
+  /// accepted ones and returns up to `limit`; `*more` says whether another
+  /// accepted session follows. Reads (and decodes) every session it
+  /// passes, so a deep offset costs a scan.
+  store_result<std::vector<session_info>>
+  list_sessions_where(size_t limit, size_t offset,
+                      const std::function<bool(const session_info&)>& keep,
+                      bool* more) const;
+
   /// The ids of the sessions whose parent is `id` (compression
   /// continuations, subagents), in id order. Errors: id malformed.
   store_result<std::vector<std::string>>
@@ -213,6 +230,22 @@ public:
   /// Replaces them (at most 256 keys of at most 200 bytes, no newlines).
   store_status set_approvals(const std::string& id,
                              const std::vector<std::string>& keys);
+
+  // -- responses (docs/serve.md, "Responses API") ----------------------------
+
+  /// Stores `r` in one transaction (replacing a row with its id), indexed
+  /// under its session so that delete_session removes it. Errors: ids
+  /// malformed (invalid_argument), unknown session (not_found), a
+  /// read-only store.
+  store_status put_response(const stored_response& r);
+  /// Errors: id malformed (invalid_argument), unknown id (not_found), a
+  /// damaged row or one of a newer version (data_corrupt).
+  store_result<stored_response> get_response(const std::string& id) const;
+  /// Errors: id malformed (invalid_argument), unknown id (not_found).
+  store_status delete_response(const std::string& id);
+  /// The id of the session's last message, 0 when it has none. Errors:
+  /// unknown session (not_found).
+  store_result<uint64_t> last_message_id(const std::string& session_id) const;
 
   // -- messages ---------------------------------------------------------------
 
@@ -252,8 +285,9 @@ public:
   // -- maintenance ------------------------------------------------------------
 
   /// Checks that counters match messages, every index posting references
-  /// an existing message, frequencies and statistics add up, and (with
-  /// `deep`) that every message's words are indexed. Returns the problems
+  /// an existing message, frequencies and statistics add up, every stored
+  /// response belongs to an existing session and is indexed under it, and
+  /// (with `deep`) that every message's words are indexed. Returns the problems
   /// found (at most 20 listed) as an error.
   store_status verify(bool deep = false) const;
 
@@ -293,6 +327,14 @@ private:
   store_status migrate();
   store_status reindex_fts();
   store_status delete_session_txn(const std::string& id);
+  // Deletes the responses of session `id` inside `txn`
+  // (session_store_responses.cpp).
+  int delete_responses_of(MDB_txn* txn, const std::string& id,
+                          std::string& error);
+  // Adds the inconsistencies of the response databases to `problems`
+  // (verify's part; session_store_responses.cpp).
+  int verify_responses(MDB_txn* txn, std::vector<std::string>& problems,
+                       std::string& error) const;
   store_status settle_free_pages();
   int64_t now() const;
   store_status update_session(const std::string& id, const char* what,
@@ -313,6 +355,10 @@ private:
   /// 0 when a read-only store predates the approvals database.
   MDB_dbi approvals_ = 0;
   bool has_approvals_ = false;
+  /// 0 (and has_responses_ false) when a read-only store predates them.
+  MDB_dbi responses_ = 0;
+  MDB_dbi responses_by_session_ = 0;
+  bool has_responses_ = false;
 };
 
 } // namespace mibyan

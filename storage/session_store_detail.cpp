@@ -185,16 +185,14 @@ std::string check_usage(const token_usage& u, int64_t api_calls) {
       || u.cache_read_tokens < 0 || u.cache_write_tokens < 0
       || u.reasoning_tokens < 0)
     return "counts must not be negative";
+  if (u.has_cost && !(u.cost_usd >= 0 && u.cost_usd < 1e12))
+    return "cost must be a non-negative number";
   return {};
 }
 
 void apply_usage(session_info& s, const token_usage& u, int64_t api_calls) {
   s.api_call_count += api_calls;
-  s.tokens.input_tokens += u.input_tokens;
-  s.tokens.output_tokens += u.output_tokens;
-  s.tokens.cache_read_tokens += u.cache_read_tokens;
-  s.tokens.cache_write_tokens += u.cache_write_tokens;
-  s.tokens.reasoning_tokens += u.reasoning_tokens;
+  add_token_usage(s.tokens, u);
 }
 
 void apply_end(session_info& s, const std::string& reason, int64_t at_ms) {

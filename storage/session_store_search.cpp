@@ -90,7 +90,9 @@ session_store::search(const search_request& req) const {
           return rc;
         }
         h.session_id = std::string{sid};
-        h.snippet = fts_index::snippet(indexed_text(sm.message), q);
+        auto text = indexed_text(sm.message);
+        h.snippet = fts_index::snippet(text, q);
+        fts_index::snippet_spans(text, q, 200, h.text, h.highlights);
         out.hits.push_back(std::move(h));
       }
       return 0;
@@ -201,6 +203,8 @@ store_status session_store::verify(bool deep) const {
         error = "scan idempotency keys";
         return rc;
       }
+      if ((rc = verify_responses(txn, problems, error)) != 0)
+        return rc;
       return fts_.verify(
         txn,
         [&](uint64_t id, fts_role& role) {

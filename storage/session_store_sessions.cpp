@@ -207,6 +207,55 @@ session_store::list_sessions(size_t limit, size_t offset) const {
   return result{std::move(out)};
 }
 
+store_result<std::vector<session_info>> session_store::list_sessions_where(
+  size_t limit, size_t offset,
+  const std::function<bool(const session_info&)>& keep, bool* more) const {
+  using result = store_result<std::vector<session_info>>;
+  std::vector<session_info> out;
+  bool has_more = false;
+  auto st = env_->read(
+    [&](MDB_txn* txn, std::string& error) {
+      out.clear();
+      has_more = false;
+      cursor_guard cur;
+      int rc = mdb_cursor_open(txn, by_time_, &cur.c);
+      if (rc != 0)
+        return rc;
+      MDB_val k;
+      MDB_val v;
+      size_t skipped = 0;
+      for (rc = mdb_cursor_get(cur.c, &k, &v, MDB_LAST); rc == 0;
+           rc = mdb_cursor_get(cur.c, &k, &v, MDB_PREV)) {
+        auto key = lmdb_env::view(k);
+        if (key.size() <= 8)
+          continue;
+        session_info s;
+        if (int r = read_session(txn, sessions_, std::string{key.substr(8)},
+                                 s, error);
+            r != 0)
+          return r;
+        if (!keep(s))
+          continue;
+        if (skipped < offset) {
+          ++skipped;
+          continue;
+        }
+        if (out.size() == limit) {
+          has_more = true;
+          break;
+        }
+        out.push_back(std::move(s));
+      }
+      return rc == MDB_NOTFOUND || rc == 0 ? 0 : rc;
+    },
+    "list_sessions");
+  if (!st)
+    return result{st};
+  if (more)
+    *more = has_more;
+  return result{std::move(out)};
+}
+
 store_status session_store::update_session(
   const std::string& id, const char* what,
   const std::function<std::string(session_info&)>& fn) {
@@ -361,6 +410,8 @@ store_status session_store::delete_session_txn(const std::string& id) {
           return rc;
         }
       }
+      if ((rc = delete_responses_of(txn, id, error)) != 0)
+        return rc;
       if ((rc = lmdb_env::del(txn, sessions_, id)) != 0)
         error = "delete session row";
       return rc;

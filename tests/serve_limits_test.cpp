@@ -9,7 +9,9 @@
 // keep-alive comments on a slow stream.
 
 #include <algorithm>
+#include <atomic>
 
+#include "storage/session_store.hpp"
 #include "tests/support/serve_fixture.hpp"
 
 using namespace mibyan;
@@ -152,6 +154,80 @@ BOOST_AUTO_TEST_CASE(stateless_requests_leave_no_session_behind) {
   BOOST_CHECK_EQUAL(sp->stop(), 0);
   // Nothing was left for a restart to find.
   BOOST_CHECK_EQUAL(sessions_list().size(), 1u);
+}
+
+// The store's pages in use now (the high-water mark less LMDB's free
+// list), read through a read-only open of the server's store.
+lmdb_env::page_counts store_pages(fixture& f) {
+  session_store_options o;
+  o.dir = session_store::default_dir(f.home.path());
+  o.read_only = true;
+  auto store = session_store::open(o);
+  BOOST_REQUIRE_MESSAGE(store, store.error);
+  auto pages = (*store)->env().pages();
+  BOOST_REQUIRE_MESSAGE(pages, pages.error);
+  return *pages;
+}
+
+BOOST_AUTO_TEST_CASE(a_thousand_stateless_requests_leave_nothing_behind) {
+  // Issue 23, section 5: the session list and the store's used size stay
+  // as they were (after a warm-up that lets LMDB's free list settle).
+  auto sp = start();
+  auto port = sp->port;
+  script(reply("kept answer"));
+  BOOST_REQUIRE_EQUAL(status_of(http(port, "POST", "/v1/chat/completions",
+                                     chat_body,
+                                     "Content-Type: application/json\r\n"
+                                     "X-Mibyan-Session: keeper\r\n")),
+                      200);
+  const int warmup = 100, total = 1000, clients = 4;
+  script(reply("stateless answer"), 0, total);
+  std::atomic<int> next{0}, ok{0};
+  auto run = [&](int upto) {
+    std::vector<std::thread> ts;
+    for (int c = 0; c < clients; ++c)
+      ts.emplace_back([&, upto] {
+        for (int i; (i = next.fetch_add(1)) < upto;) {
+          // Mixed: streamed or not, with a history of 1, 3 or 7 messages.
+          std::string b = many_messages(1 + 2 * (i % 3) + (i % 5 == 0 ? 4 : 0));
+          if (i % 2 == 0)
+            b.insert(1, R"("stream":true,)");
+          auto r = http(port, "POST", "/v1/chat/completions", b);
+          if (status_of(r) == 200 && contains(r, "stateless answer")
+              && !contains(r, "X-Mibyan-Session"))
+            ++ok;
+        }
+      });
+    for (auto& t : ts)
+      t.join();
+    next = upto;
+  };
+  run(warmup);
+  auto before_list = wait_for_sessions(*this, 1);
+  BOOST_REQUIRE_EQUAL(before_list.size(), 1u);
+  auto before = store_pages(*this);
+  run(total);
+  BOOST_CHECK_EQUAL(ok.load(), total);
+  // Deletions follow the answers on the store thread: wait for the last.
+  auto after_list = wait_for_sessions(*this, 1);
+  BOOST_CHECK_EQUAL(after_list.dump(), before_list.dump());
+  auto api = body_of(http(port, "GET", "/v1/sessions?limit=1000"));
+  BOOST_CHECK_EQUAL(api["data"].size(), 1u);
+  auto after = store_pages(*this);
+  BOOST_TEST_MESSAGE("store pages after " << warmup << " requests: used "
+                     << before.used() << " of " << before.high_water
+                     << "; after " << total << ": used " << after.used()
+                     << " of " << after.high_water << " (page "
+                     << after.page_size << " bytes)");
+  // 900 more requests, each of which wrote and deleted a session of 2 to
+  // 8 messages: the data file's high-water mark and the pages in use stay
+  // within a small bound of what the warm-up left (LMDB may hold a few
+  // pages of freed lists and the last transactions' copies).
+  const uint64_t bound = 64;
+  BOOST_CHECK_LE(after.used(), before.used() + bound);
+  BOOST_CHECK_LE(after.high_water, before.high_water + bound);
+  BOOST_CHECK_EQUAL(sp->stop(), 0);
+  BOOST_CHECK_EQUAL(sessions_list().dump(), before_list.dump());
 }
 
 BOOST_AUTO_TEST_CASE(a_compressed_stateless_turn_leaves_no_continuation) {

@@ -1,4 +1,4 @@
-// The warm-cell fast path (docs/benchmarks.md, "Bridge, warm cell and CLI
+// The warm-cell fast path (docs/benchmarks-history.md, "Bridge, warm cell and CLI
 // start-up"): the runner's compile cache and reused capture streams, the
 // kernel broker's one deadline timer for back-to-back cells, and the
 // runtime's call facade. Functional checks only; no timings.

@@ -219,7 +219,10 @@ public:
     auto timeout = args.get_int("timeout", cfg.terminal.timeout);
     timeout = std::clamp<int64_t>(timeout, 1, cfg.terminal.max_timeout);
     auto grace = std::max<int64_t>(cfg.terminal.kill_grace, 0);
-    return std::chrono::seconds(timeout + grace + deadline_margin_seconds);
+    // A flagged command may first wait up to approvals.timeout for a human.
+    auto approval = std::max<int64_t>(cfg.approvals.timeout, 0);
+    return std::chrono::seconds(timeout + grace + approval
+                                + deadline_margin_seconds);
   }
 
   json::value run(const json::value& args,

@@ -26,6 +26,7 @@
 #include "mibyan/host_tool.hpp"
 #include "mibyan/approval.hpp"
 #include "mibyan/clarify.hpp"
+#include "mibyan/pending.hpp"
 
 namespace mibyan {
 
@@ -225,6 +226,38 @@ public:
   /// answers with an error telling the model to proceed on its own
   /// judgement. An empty function removes it.
   void set_clarify_callback(clarify_callback cb);
+
+  /// Pending approvals and questions (docs/embedding.md, "Pending
+  /// approvals and questions"). Opt-in: makes the runtime's pending
+  /// registry the approval channel (`approvals`) and / or the clarify
+  /// channel (`clarify`), replacing a callback set before (a later
+  /// set_approval_callback / set_clarify_callback replaces it in turn;
+  /// false leaves that channel as it is). A flagged command then waits up
+  /// to approvals.timeout, a question up to clarify.timeout, for an answer
+  /// through answer_approval / answer_clarification; no answer in time is
+  /// a deny / no answer, and the turn goes on. Each waiting request holds
+  /// one blocking-pool thread (runtime.blocking_threads).
+  struct pending_channels {
+    bool approvals = true;
+    bool clarify = true;
+  };
+  void use_pending_channels(pending_channels which);
+  /// The requests of `kind` waiting now, oldest first. Any thread.
+  std::vector<pending_request> pending_requests(pending_kind kind) const;
+  /// Answers a waiting approval with once / session / always / deny
+  /// (session and always remember the grant as the terminal prompt does).
+  /// Never blocks; any thread.
+  pending_answer answer_approval(const std::string& id,
+                                 approval_choice choice);
+  /// Answers a waiting question with `text` (non-empty). Never blocks.
+  pending_answer answer_clarification(const std::string& id,
+                                      const std::string& text);
+  /// Calls `fn` on a runtime thread for every request added or ended from
+  /// now on (quick, never blocking; it may call the functions above).
+  /// Returns a token for unwatch_pending; after unwatch_pending returns,
+  /// `fn` may still run once (hold what it touches weakly).
+  uint64_t watch_pending(std::function<void(const pending_event&)> fn);
+  void unwatch_pending(uint64_t token);
 
   /// Library-internal (runtime/runtime.hpp defines the types).
   const tool_registry& tools() const;

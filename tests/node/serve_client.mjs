@@ -280,6 +280,45 @@ const scenarios = {
     check(chunks >= 3, "chunks: " + chunks);
   },
 
+  async approval() {
+    // approvals.http is pending: the model asks for a flagged command, the
+    // stream carries a `mibyan` approval_required chunk (which the stock
+    // client passes through untouched), the approval is answered over HTTP
+    // and the turn goes on to its answer.
+    await control("/__reset", {});
+    const dir = (await import("node:fs")).readFileSync(
+      process.env.TOOL_FILE.replace(/tool\.txt$/, "work_dir.txt"), "utf8").trim();
+    await script({ body: reply("", [["call_rm", "terminal",
+                                     { command: "rm -rf ./build-output", workdir: dir }]]) });
+    await script({ body: reply("Deleted after approval.") });
+    const stream = await client().chat.completions.create(
+      { model: "m", stream: true, messages: [{ role: "user", content: "clean up" }] });
+    let text = "", asked = null, resolved = null, finish = null;
+    for await (const chunk of stream) {
+      check(chunk.object === "chat.completion.chunk", "chunk object");
+      for (const ch of chunk.choices) {
+        if (ch.delta.content) text += ch.delta.content;
+        if (ch.finish_reason) finish = ch.finish_reason;
+      }
+      if (chunk.mibyan && chunk.mibyan.type === "approval_required") {
+        asked = chunk.mibyan.approval;
+        const r = await fetch(SERVE + "/v1/approvals/" + asked.id, {
+          method: "POST", body: JSON.stringify({ choice: "once" }),
+          headers: { "Content-Type": "application/json",
+                     Authorization: "Bearer " + KEY } });
+        check(r.status === 200, "POST approval " + r.status);
+      }
+      if (chunk.mibyan && chunk.mibyan.type === "approval_resolved")
+        resolved = chunk.mibyan;
+    }
+    check(asked && asked.command === "rm -rf ./build-output",
+          "approval_required " + JSON.stringify(asked));
+    check(asked.choices.includes("once"), "choices " + JSON.stringify(asked));
+    check(resolved && resolved.outcome === "once", "resolved " + JSON.stringify(resolved));
+    check(text === "Deleted after approval.", "streamed text " + JSON.stringify(text));
+    check(finish === "stop", "finish_reason " + finish);
+  },
+
   async concurrent() {
     await control("/__reset", {});
     await script({ body: reply("Parallel answer."), times: 20, delay_ms: 100 });

@@ -65,6 +65,8 @@ struct fixture {
   test::http_server provider;
   test::temp_dir home;
   std::string key;
+  // The server's working directory ("" = the test's).
+  std::string cwd;
 
   // Starts serve with `config` as config.yaml; waits for the listening
   // line (at most 60 s).
@@ -89,6 +91,8 @@ struct fixture {
         ::unsetenv(v);
       if (!key.empty())
         ::setenv("MIBYAN_SERVER_KEY", key.c_str(), 1);
+      if (!cwd.empty() && ::chdir(cwd.c_str()) != 0)
+        ::_exit(126);
       int err = ::open(sp->err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
                        0600);
       ::dup2(fds[1], 1);

@@ -4,13 +4,16 @@
 
 namespace mibyan {
 
-void agent_tool_state::set_clarify(clarify_callback cb) {
+void agent_tool_state::set_clarify(clarify_callback cb, bool serialised) {
   std::lock_guard<std::mutex> guard{mtx_};
   clarify_ = std::move(cb);
+  clarify_serialised_ = serialised;
 }
 
-clarify_callback agent_tool_state::clarify() const {
+clarify_callback agent_tool_state::clarify(bool* serialised) const {
   std::lock_guard<std::mutex> guard{mtx_};
+  if (serialised != nullptr)
+    *serialised = clarify_serialised_;
   return clarify_;
 }
 

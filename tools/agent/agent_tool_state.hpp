@@ -33,8 +33,11 @@ public:
 
   /// The host's clarify channel (empty = none: clarify answers with an
   /// error telling the model to proceed on its own judgement).
-  void set_clarify(clarify_callback cb);
-  clarify_callback clarify() const;
+  /// `serialised`: questions are asked one at a time per runtime (a
+  /// terminal, a host callback); false for a channel that takes questions
+  /// of several sessions at once (the pending registry).
+  void set_clarify(clarify_callback cb, bool serialised = true);
+  clarify_callback clarify(bool* serialised = nullptr) const;
   /// Serialises clarify questions (one at a time per runtime).
   std::mutex& clarify_mutex() { return clarify_mtx_; }
 
@@ -58,6 +61,7 @@ public:
 private:
   mutable std::mutex mtx_;
   clarify_callback clarify_;
+  bool clarify_serialised_ = true;
   std::mutex clarify_mtx_;
   std::map<std::string, std::map<std::string, std::vector<std::string>>>
     skills_;

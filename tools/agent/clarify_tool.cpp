@@ -1,8 +1,13 @@
 // The clarify tool (docs/tools.md, "clarify"): asks the user through the
 // host's clarify channel (agent_tool_state::clarify). Never parallel: it is
 // not parallel_safe and the batch planner always runs it alone; questions
-// of one runtime are asked one at a time.
+// of one runtime are asked one at a time, except through the pending
+// registry (runtime/pending_approvals.hpp), which takes the questions of
+// several sessions at once.
+#include <algorithm>
 #include <mutex>
+
+#include "config/options.hpp"
 
 #include "tools/agent/agent_tool_state.hpp"
 #include "tools/agent/agent_tools.hpp"
@@ -12,7 +17,11 @@ namespace mibyan {
 namespace {
 
 constexpr size_t max_choices = 4;
-constexpr std::chrono::seconds answer_time{600};
+
+// clarify.timeout: how long the user has to answer.
+std::chrono::seconds answer_time(const options& cfg) {
+  return std::chrono::seconds(std::max<int64_t>(1, cfg.clarify.timeout));
+}
 
 class clarify_tool final : public tool {
 public:
@@ -43,8 +52,8 @@ public:
   }
 
   std::chrono::milliseconds deadline(const json::value&,
-                                     const options&) const override {
-    return answer_time + std::chrono::seconds(30);
+                                     const options& cfg) const override {
+    return answer_time(cfg) + std::chrono::seconds(30);
   }
 
   json::value run(const json::value& args,
@@ -60,12 +69,14 @@ public:
         if (x.is_string() && !x.as_string().empty()
             && p.choices.size() < max_choices)
           p.choices.push_back(x.as_string());
-    p.timeout = answer_time;
+    static const options defaults;
+    p.timeout = answer_time(ctx.cfg ? *ctx.cfg : defaults);
     static const std::atomic<bool> never{false};
     p.cancelled = ctx.cancelled ? ctx.cancelled : &never;
     clarify_callback cb;
+    bool serialised = true;
     if (ctx.agent)
-      cb = ctx.agent->clarify();
+      cb = ctx.agent->clarify(&serialised);
     if (!cb) {
       json::value r = error_result(
         "Clarify tool is not available in this execution context: no user "
@@ -75,7 +86,10 @@ public:
     }
     std::string answer;
     {
-      std::lock_guard<std::mutex> one_at_a_time{ctx.agent->clarify_mutex()};
+      std::unique_lock<std::mutex> one_at_a_time{ctx.agent->clarify_mutex(),
+                                                 std::defer_lock};
+      if (serialised)
+        one_at_a_time.lock();
       if (ctx.is_cancelled())
         return error_result("Clarify cancelled before the user answered.");
       answer = cb(p);

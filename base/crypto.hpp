@@ -1,6 +1,7 @@
-// File: cluster/crypto.hpp
+// File: base/crypto.hpp
 //
-// The few primitives of the cluster handshake (docs/cluster.md), on
+// The few cryptographic primitives Mibyan uses (the cluster handshake,
+// docs/cluster.md; the dashboard cookie, serve/ui_auth.hpp), on
 // OpenSSL's libcrypto: HMAC-SHA256, SHA-256 and random nonces. CAF-free.
 // Thread safety: every function is reentrant.
 #pragma once
