@@ -310,6 +310,24 @@ BOOST_AUTO_TEST_CASE(approvals_answered_over_http_count_by_decision) {
   BOOST_CHECK_EQUAL(sp->stop(), 0);
 }
 
+BOOST_AUTO_TEST_CASE(mcp_servers_show_by_state) {
+  // A configured MCP server whose command does not exist: the runtime's
+  // scrape-time gauge shows one server, failed.
+  auto sp = start("mcp_servers:\n  broken:\n    command: "
+                  "/nonexistent/mibyan-mcp-server\n    connect_timeout: 2\n");
+  prom::document doc;
+  auto deadline = steady_clock::now() + seconds{30};
+  do {
+    doc = scrape(sp->port);
+    if (at(doc, R"(mibyan_mcp_servers{state="failed"})") == 1)
+      break;
+    std::this_thread::sleep_for(milliseconds{50});
+  } while (steady_clock::now() < deadline);
+  BOOST_CHECK_EQUAL(at(doc, R"(mibyan_mcp_servers{state="failed"})"), 1);
+  BOOST_CHECK_EQUAL(sum_of(doc, "mibyan_mcp_servers"), 1);
+  BOOST_CHECK_EQUAL(sp->stop(), 0);
+}
+
 BOOST_AUTO_TEST_CASE(a_keyed_serve_needs_the_bearer_for_metrics) {
   key = "metrics-test-key-123";
   auto sp = start();
