@@ -4,6 +4,7 @@
 //   * GET /ui/api/sessions?limit=50 (first page), p50/p95; goal p50 < 5 ms;
 //   * GET /ui/api/sessions/{id} of the 1,000-message session; goal p50 <
 //     50 ms;
+//   * a deep page (offset N/2) and usage over all sessions, for the record;
 // each against the bare store call in the same run (list_sessions of the
 // same page; load_messages of the same session) as the baseline.
 //
@@ -142,7 +143,12 @@ int main(int argc, char** argv) {
   // The store: `sessions` sessions in group commits, then one session of
   // 1,000 messages (user/assistant, ~400 bytes each).
   auto t0 = clock_type::now();
-  const int64_t start_ms = 1'700'000'000'000;
+  // Sessions one second apart ending now: all inside usage?days=2.
+  const int64_t start_ms
+    = std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::chrono::system_clock::now().time_since_epoch())
+        .count()
+      - sessions * 1000;
   for (int64_t i = 0; i < sessions;) {
     std::vector<store_write> group;
     for (int j = 0; j < 2000 && i < sessions; ++j, ++i) {
@@ -214,6 +220,8 @@ int main(int argc, char** argv) {
           port);
   });
 
+  auto usage_http = measure(5, [&] { c.get("/ui/api/usage?days=2", port); });
+
   std::printf("%-44s %9s %9s %12s\n", "", "p50 ms", "p95 ms", "store p50");
   std::printf("%-44s %9.3f %9.3f %12.3f\n", "GET /ui/api/sessions?limit=50",
               list_http.p50, list_http.p95, list_store.p50);
@@ -223,6 +231,9 @@ int main(int argc, char** argv) {
   std::printf("%-44s %9.3f %9.3f %12s\n",
               "GET /ui/api/sessions?offset=N/2 (deep page)", deep_http.p50,
               deep_http.p95, "-");
+  std::printf("%-44s %9.3f %9.3f %12s\n",
+              "GET /ui/api/usage?days=2 (all sessions)", usage_http.p50,
+              usage_http.p95, "-");
   std::printf("\n");
   bench_row("ui_sessions_list_p50_ms", list_http.p50, list_store.p50,
             list_http.p50 / list_store.p50, "ms", "p50 < 5 ms",
@@ -234,6 +245,8 @@ int main(int argc, char** argv) {
   bench_row("ui_transcript_1000_p95_ms", tr_http.p95, tr_store.p95,
             tr_http.p95 / tr_store.p95, "ms", "", -1);
   bench_row("ui_sessions_deep_page_p50_ms", deep_http.p50, std::nan(""),
+            std::nan(""), "ms", "", -1);
+  bench_row("ui_usage_all_sessions_p50_ms", usage_http.p50, std::nan(""),
             std::nan(""), "ms", "", -1);
   server->shutdown(std::chrono::seconds(5));
   server.reset();

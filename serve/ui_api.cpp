@@ -25,6 +25,14 @@ api_reply fail(int status, std::string message, std::string code) {
   return r;
 }
 
+// Sessions of stateless API requests (and subagents of their roots, whose
+// ids end in "@<pid>", a character client ids cannot contain): transient,
+// never shown.
+bool hidden(const session_info& s) {
+  return s.source == stateless_source
+         || s.parent_session_id.find('@') != std::string::npos;
+}
+
 json::value text_or_null(const std::string& s) {
   return s.empty() ? json::value{} : json::value{s};
 }
@@ -134,7 +142,7 @@ api_reply ui_list_sessions(session_store& store, const ui_list_call& call) {
   auto list = store.list_sessions_where(
     static_cast<size_t>(call.limit), static_cast<size_t>(call.offset),
     [&](const session_info& s) {
-      if (s.source == stateless_source)
+      if (hidden(s))
         return false;
       return call.source.empty() || s.source == call.source;
     },
@@ -174,7 +182,7 @@ api_reply ui_search(session_store& store, const std::string& q,
       auto s = store.get_session(h.session_id);
       known = stateless
                 .emplace(h.session_id,
-                         !s || s->source == stateless_source)
+                         !s || hidden(*s))
                 .first;
     }
     if (known->second)
@@ -204,7 +212,7 @@ api_reply ui_search(session_store& store, const std::string& q,
 
 api_reply ui_transcript(session_store& store, const std::string& id) {
   auto info = store.get_session(id);
-  if (!info || info->source == stateless_source)
+  if (!info || hidden(*info))
     return fail(404, "no session '" + id + "'", "session_not_found");
   auto msgs = store.load_messages(id);
   if (!msgs)
@@ -249,7 +257,7 @@ api_reply ui_transcript(session_store& store, const std::string& id) {
 api_reply ui_export(session_store& store, const std::string& id,
                     int64_t cap) {
   auto info = store.get_session(id);
-  if (!info || info->source == stateless_source)
+  if (!info || hidden(*info))
     return fail(404, "no session '" + id + "'", "session_not_found");
   auto msgs = store.load_messages(id);
   if (!msgs)
@@ -280,58 +288,52 @@ api_reply ui_usage(session_store& store, int64_t days, int64_t now_ms) {
   std::map<std::pair<std::string, std::string>, bucket> by_day;
   std::map<std::string, bucket> by_model;
   int64_t since = now_ms - days * day_ms;
-  // Newest first; stops at the first session started before `since`.
-  const size_t page = 500;
-  for (size_t offset = 0;; offset += page) {
-    auto list = store.list_sessions(page, offset);
-    if (!list)
-      return fail(500, list.error, "store_error");
-    bool done = list->size() < page;
-    for (auto& s : *list) {
-      if (s.started_at_ms < since) {
-        done = true;
-        break;
-      }
-      if (s.source == stateless_source)
-        continue;
-      auto msgs = store.load_messages(s.id);
-      if (!msgs)
-        continue; // deleted meanwhile
-      auto model = s.model.empty() ? std::string{"unknown"} : s.model;
-      auto& d = by_day[{utc_day(s.started_at_ms), model}];
-      auto& m = by_model[model];
-      // Turns: each user message up to the last message before the next.
-      int64_t turn_start = -1, turn_last = -1;
-      auto close_turn = [&] {
-        if (turn_start < 0)
-          return;
-        ++d.turns;
-        ++m.turns;
-        if (turn_last >= turn_start && turn_start > 0)
-          d.latencies.push_back(turn_last - turn_start);
-      };
-      for (auto& sm : *msgs) {
-        if (sm.message.role == "user") {
-          close_turn();
-          turn_start = sm.message.timestamp_ms;
-          turn_last = -1;
-        } else if (turn_start >= 0) {
-          turn_last = sm.message.timestamp_ms;
-        }
-      }
-      close_turn();
-      for (auto* b : {&d, &m}) {
-        b->input += s.tokens.input_tokens + s.tokens.cache_read_tokens
-                    + s.tokens.cache_write_tokens;
-        b->output += s.tokens.output_tokens;
-        if (s.tokens.has_cost) {
-          b->cost += s.tokens.cost_usd;
-          b->has_cost = true;
-        }
+  // One read of the sessions in range (newest first, older ones are not
+  // touched), then each session's messages for its turns.
+  auto list = store.list_sessions_since(since, size_t{10'000'000});
+  if (!list)
+    return fail(500, list.error, "store_error");
+  for (auto& s : *list) {
+    if (hidden(s))
+      continue;
+    std::vector<stored_message> none;
+    auto msgs = s.message_count > 0
+                  ? store.load_messages(s.id)
+                  : store_result<std::vector<stored_message>>{none};
+    if (!msgs)
+      continue; // deleted meanwhile
+    auto model = s.model.empty() ? std::string{"unknown"} : s.model;
+    auto& d = by_day[{utc_day(s.started_at_ms), model}];
+    auto& m = by_model[model];
+    // Turns: each user message up to the last message before the next.
+    int64_t turn_start = -1, turn_last = -1;
+    auto close_turn = [&] {
+      if (turn_start < 0)
+        return;
+      ++d.turns;
+      ++m.turns;
+      if (turn_last >= turn_start && turn_start > 0)
+        d.latencies.push_back(turn_last - turn_start);
+    };
+    for (auto& sm : *msgs) {
+      if (sm.message.role == "user") {
+        close_turn();
+        turn_start = sm.message.timestamp_ms;
+        turn_last = -1;
+      } else if (turn_start >= 0) {
+        turn_last = sm.message.timestamp_ms;
       }
     }
-    if (done)
-      break;
+    close_turn();
+    for (auto* b : {&d, &m}) {
+      b->input += s.tokens.input_tokens + s.tokens.cache_read_tokens
+                  + s.tokens.cache_write_tokens;
+      b->output += s.tokens.output_tokens;
+      if (s.tokens.has_cost) {
+        b->cost += s.tokens.cost_usd;
+        b->has_cost = true;
+      }
+    }
   }
   auto cost = [](const bucket& b) {
     return b.has_cost ? json::value{b.cost} : json::value{};
@@ -373,8 +375,12 @@ api_reply ui_usage(session_store& store, int64_t days, int64_t now_ms) {
 
 api_reply ui_config(const options& effective) {
   json::value cfg = json::value::make_object();
-  for (auto& o : shown_options(effective))
-    cfg[o.section][o.key] = o.value;
+  // The shown values are JSON-compatible (numbers, booleans, quoted
+  // strings, flow lists) except for unusual characters: those stay text.
+  for (auto& o : shown_options(effective)) {
+    auto parsed = json::parse(o.value);
+    cfg[o.section][o.key] = parsed ? *parsed.v : json::value{o.value};
+  }
   auto allow = json::value::make_array();
   for (auto& a : effective.command_allowlist)
     allow.push_back(a);

@@ -2,6 +2,8 @@
 // "Dashboard"): the Host check and security headers of every /ui/ path,
 // the embedded static files, login/logout/whoami, and the /ui/api/
 // endpoints over the session store (run on the store pool).
+#include <algorithm>
+
 #include <boost/asio/post.hpp>
 
 #include "base/json.hpp"
@@ -236,6 +238,9 @@ void serve_connection::ui_store(const std::string& rest,
     }
     work = [eff](session_store&) { return serve::ui_config(*eff); };
   } else if (export_) {
+    // The id is [A-Za-z0-9_.:-] only (checked above): safe in the header.
+    extra_headers_.emplace_back("Content-Disposition",
+                                "attachment; filename=\"" + id + ".jsonl\"");
     auto cap = srv_->cfg.limits.max_export_bytes;
     work = [id, cap](session_store& st) {
       return serve::ui_export(st, id, cap);
@@ -288,10 +293,18 @@ void serve_connection::ui_store(const std::string& rest,
     auto st = static_cast<http::status>(r.status);
     net::post(self->stream_.get_executor(),
               [self, st, r = std::move(r), type]() mutable {
-                if (st == http::status::ok)
+                if (st == http::status::ok) {
                   self->send_body(st, type, std::move(r.body));
-                else
-                  self->send_error(st, r.body,
+                  return;
+                }
+                auto& h = self->extra_headers_;
+                h.erase(std::remove_if(h.begin(), h.end(),
+                                       [](const auto& kv) {
+                                         return kv.first
+                                                == "Content-Disposition";
+                                       }),
+                        h.end());
+                self->send_error(st, r.body,
                                    st == http::status::internal_server_error
                                      ? "server_error"
                                      : "invalid_request_error",

@@ -196,6 +196,11 @@ public:
                       const std::function<bool(const session_info&)>& keep,
                       bool* more) const;
 
+  /// Every session started at or after `since_ms` (epoch milliseconds),
+  /// newest first, at most `limit`; stops reading at the first older one.
+  store_result<std::vector<session_info>>
+  list_sessions_since(int64_t since_ms, size_t limit) const;
+
   /// The ids of the sessions whose parent is `id` (compression
   /// continuations, subagents), in id order. Errors: id malformed.
   store_result<std::vector<std::string>>

@@ -256,6 +256,43 @@ store_result<std::vector<session_info>> session_store::list_sessions_where(
   return result{std::move(out)};
 }
 
+store_result<std::vector<session_info>>
+session_store::list_sessions_since(int64_t since_ms, size_t limit) const {
+  using result = store_result<std::vector<session_info>>;
+  std::vector<session_info> out;
+  auto st = env_->read(
+    [&](MDB_txn* txn, std::string& error) {
+      out.clear();
+      cursor_guard cur;
+      int rc = mdb_cursor_open(txn, by_time_, &cur.c);
+      if (rc != 0)
+        return rc;
+      MDB_val k;
+      MDB_val v;
+      for (rc = mdb_cursor_get(cur.c, &k, &v, MDB_LAST);
+           rc == 0 && out.size() < limit;
+           rc = mdb_cursor_get(cur.c, &k, &v, MDB_PREV)) {
+        auto key = lmdb_env::view(k);
+        if (key.size() <= 8)
+          continue;
+        auto started = static_cast<int64_t>(codec::read_be64(key.data()));
+        if (started < since_ms)
+          break;
+        session_info s;
+        if (int r = read_session(txn, sessions_, std::string{key.substr(8)},
+                                 s, error);
+            r != 0)
+          return r;
+        out.push_back(std::move(s));
+      }
+      return rc == MDB_NOTFOUND || rc == 0 ? 0 : rc;
+    },
+    "list_sessions_since");
+  if (!st)
+    return result{st};
+  return result{std::move(out)};
+}
+
 store_status session_store::update_session(
   const std::string& id, const char* what,
   const std::function<std::string(session_info&)>& fn) {

@@ -228,6 +228,29 @@ BOOST_AUTO_TEST_CASE(json_response_with_text_reasoning_and_usage) {
   BOOST_TEST(r.usage.output_tokens == 3);
   BOOST_TEST(r.usage.cache_read_tokens == 4);
   BOOST_TEST(r.usage.reasoning_tokens == 2);
+  BOOST_TEST(!r.usage.has_cost); // no usage.cost: unknown, not 0
+}
+
+BOOST_AUTO_TEST_CASE(openrouter_usage_cost_is_read) {
+  auto r = openai::parse_response(200, R"({"model":"m","choices":[{"index":0,
+    "message":{"role":"assistant","content":"x"},"finish_reason":"stop"}],
+    "usage":{"prompt_tokens":10,"completion_tokens":3,"cost":0.00123}})");
+  BOOST_TEST(r.usage.has_cost);
+  BOOST_TEST(r.usage.cost_usd == 0.00123, boost::test_tools::tolerance(1e-12));
+  auto bad = openai::parse_response(200, R"({"choices":[{"message":{
+    "content":"x"}}],"usage":{"prompt_tokens":1,"cost":"free"}})");
+  BOOST_TEST(!bad.usage.has_cost);
+  auto negative = openai::parse_response(200, R"({"choices":[{"message":{
+    "content":"x"}}],"usage":{"prompt_tokens":1,"cost":-1}})");
+  BOOST_TEST(!negative.usage.has_cost);
+  // Streamed: the cost comes with the usage of the last chunk.
+  std::string body = chunk(R"({"role":"assistant","content":"hi"})");
+  body += chunk("{}", "\"stop\"",
+                R"(,"usage":{"prompt_tokens":5,"completion_tokens":1,"cost":0.5})");
+  body += "data: [DONE]\n\n";
+  auto s = run_stream(body);
+  BOOST_TEST(s.usage.has_cost);
+  BOOST_TEST(s.usage.cost_usd == 0.5);
 }
 
 BOOST_AUTO_TEST_CASE(json_response_with_tool_calls_and_odd_shapes) {

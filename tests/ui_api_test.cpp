@@ -80,7 +80,7 @@ chat_message msg(const std::string& role, const std::string& content,
 }
 
 // Fills the store: 7 cli sessions s0..s6 (s6 newest), a cron session, two
-// stateless API sessions, an XSS session with a subagent child and a
+// stateless API sessions (one with a subagent), an XSS session with a subagent child and a
 // compression continuation, and a large session.
 void fill(const std::string& home) {
   auto st = open_store(home);
@@ -93,7 +93,8 @@ void fill(const std::string& home) {
   create(*st, "cron1", "cron", base_ms + 10'000);
   create(*st, "gone1", "api-stateless", base_ms + 11'000);
   append(*st, "gone1", msg("user", "stateless needle", base_ms + 11'001));
-  create(*st, "gone2", "api-stateless", base_ms + 12'000);
+  create(*st, "gone2@4242", "api-stateless", base_ms + 12'000);
+  create(*st, "gone2-sub", "delegate", base_ms + 12'001, "gone2@4242");
 
   create(*st, "xss", "cli", base_ms + 20'000, {}, xss);
   append(*st, "xss", msg("user", xss + " needle café 😀 needle", base_ms + 20'001));
@@ -277,6 +278,7 @@ BOOST_FIXTURE_TEST_CASE(transcript_keeps_html_as_text, api_fixture) {
 
   check_error(get("/ui/api/sessions/nosuch"), 404, "session_not_found");
   check_error(get("/ui/api/sessions/gone1"), 404, "session_not_found");
+  check_error(get("/ui/api/sessions/gone2-sub"), 404, "session_not_found");
   for (std::string bad : std::vector<std::string>{"/ui/api/sessions/a%20b", "/ui/api/sessions/a/b",
                    "/ui/api/sessions/" + std::string(200, 'a'),
                    std::string{"/ui/api/sessions/%3Cscript%3E"}})
@@ -287,6 +289,8 @@ BOOST_FIXTURE_TEST_CASE(export_and_its_cap, api_fixture) {
   auto r = get("/ui/api/sessions/xss/export");
   BOOST_REQUIRE_EQUAL(status_of(r), 200);
   BOOST_CHECK_EQUAL(header_of(r, "Content-Type"), "application/x-ndjson");
+  BOOST_CHECK_EQUAL(header_of(r, "Content-Disposition"),
+                    "attachment; filename=\"xss.jsonl\"");
   auto body = raw_body(r);
   size_t lines = 0;
   size_t pos = 0;
@@ -301,7 +305,9 @@ BOOST_FIXTURE_TEST_CASE(export_and_its_cap, api_fixture) {
     pos = nl + 1;
   }
   BOOST_CHECK_EQUAL(lines, 3u);
-  check_error(get("/ui/api/sessions/big/export"), 413, "export_too_large");
+  auto big = get("/ui/api/sessions/big/export");
+  check_error(big, 413, "export_too_large");
+  BOOST_CHECK(header_of(big, "Content-Disposition").empty());
   check_error(get("/ui/api/sessions/nosuch/export"), 404, "session_not_found");
   check_error(request(sp->port, "DELETE", "/ui/api/sessions/xss/export", {},
                       auth),
@@ -351,10 +357,11 @@ BOOST_FIXTURE_TEST_CASE(config_masks_secrets, api_fixture) {
   BOOST_CHECK(!contains(r, the_key));
   auto v = body_of(r);
   BOOST_CHECK_EQUAL(v.find("config")->find("server")->get_string("key", ""),
-                    "\"***\"");
+                    "***");
   BOOST_CHECK_EQUAL(
-    v.find("config")->find("server")->get_string("max_export_bytes", ""),
-    "2048");
+    v.find("config")->find("server")->get_int("max_export_bytes", 0), 2048);
+  BOOST_CHECK(v.find("config")->find("server")->find("allowed_hosts")
+                ->is_array());
   auto& check = v.find("check")->as_array();
   BOOST_REQUIRE_EQUAL(check.size(), 1u);
   BOOST_CHECK_EQUAL(check[0].get_string("level", ""), "ok");

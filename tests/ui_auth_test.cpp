@@ -362,3 +362,24 @@ BOOST_AUTO_TEST_CASE(dashboard_prints_ready_line_and_serves_ui) {
                     200);
   BOOST_CHECK_EQUAL(sp->stop(SIGTERM), 0);
 }
+
+BOOST_FIXTURE_TEST_CASE(allowed_hosts_from_the_config, fixture) {
+  auto sp = start("server:\n  allowed_hosts: [mibyan.test, \"other.test:1\"]\n");
+  auto p = sp->port;
+  BOOST_CHECK_EQUAL(status_of(request(p, "GET", "/ui/", {}, {},
+                                      "mibyan.test:" + std::to_string(p))),
+                    200);
+  BOOST_CHECK_EQUAL(status_of(request(p, "GET", "/ui/", {}, {},
+                                      "other.test:1")),
+                    200);
+  check_error(request(p, "GET", "/ui/", {}, {},
+                      "other.test:" + std::to_string(p)),
+              421, "bad_host");
+  check_error(request(p, "GET", "/ui/api/whoami", {}, {}, "evil.example"),
+              421, "bad_host");
+  // The API outside /ui/ is not Host-checked (clients name servers freely).
+  BOOST_CHECK_EQUAL(status_of(request(p, "GET", "/v1/models", {}, {},
+                                      "evil.example")),
+                    200);
+  BOOST_CHECK_EQUAL(sp->stop(SIGTERM), 0);
+}
