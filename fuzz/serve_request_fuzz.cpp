@@ -2,7 +2,9 @@
 // point where a turn would start: Boost.Beast's request parser with the
 // server's limits, fed in pieces; then the target split and query decoding,
 // the session header check, `limit` parsing, the chat-completions body
-// parser and the conversion of its history into chat messages.
+// parser and the conversion of its history into chat messages; the
+// Responses API body parser, and a response built from the parsed request
+// (its text as deltas, its earlier items as tool events).
 #include <cstdint>
 #include <map>
 #include <string>
@@ -14,6 +16,7 @@
 #include "base/json.hpp"
 #include "fuzz/fuzz_input.hpp"
 #include "serve/openai_chat.hpp"
+#include "serve/responses.hpp"
 #include "serve/routes.hpp"
 
 using namespace mibyan;
@@ -41,6 +44,31 @@ void route(const http::request<http::string_body>& req) {
   std::vector<chat_message> msgs;
   std::string error;
   (void)chat_messages_from_openai(*h.v, msgs, error);
+}
+
+// The Responses API body, then a response whose events come from it.
+void responses(std::string_view body) {
+  responses_request rr;
+  responses_refusal why;
+  if (!parse_responses_request(body, rr, 1000, why))
+    return;
+  (void)history_json_of(rr.earlier);
+  response_builder b{response_id(), 1, "m", json::value{}, true};
+  std::string out = b.start();
+  for (size_t i = 0; i < rr.prompt.size(); i += 7)
+    out += b.text(rr.prompt.substr(i, 7));
+  int n = 0;
+  for (auto& m : rr.earlier) {
+    // Tool events with fuzzed JSON text, starts and ends unpaired too.
+    out += b.tool(n % 3 == 2 ? "tool_end" : "tool_start", m.content);
+    if (++n % 4 == 0)
+      out += b.restart();
+  }
+  response_end end;
+  end.status = n % 2 ? "failed" : "completed";
+  end.answer = rr.prompt;
+  out += b.finish(end);
+  (void)b.object().dump();
 }
 
 } // namespace
@@ -83,5 +111,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // The body parser on the raw bytes too, without HTTP framing around it.
   chat_completion_request cr;
   (void)parse_chat_completion(fuzz::as_text(data, size), cr, 1000);
+  responses(fuzz::as_text(data, size));
   return 0;
 }

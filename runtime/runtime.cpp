@@ -123,11 +123,11 @@ runtime::impl::~impl() {
   // Tool calls waiting for an answer go on with a deny at once.
   if (pending)
     pending->shutdown();
-  metric_hooks.clear(); // a scrape no longer reads this runtime
   // Pending call_tool_async callbacks are answered here, not under mtx
   // (a callback may call back into the runtime).
   if (calls)
     calls->stop();
+  metric_hooks.clear(); // a scrape no longer reads this runtime
   if (sys) {
     {
       std::lock_guard<std::mutex> guard{mtx};

@@ -80,6 +80,9 @@ bool parse_input(const json::value& input, responses_request& out,
     return false;
   }
   std::vector<chat_message> list;
+  // The assistant message that holds the calls of the current run of
+  // mibyan_tool_call items (-1: none; the run ends at the next message).
+  int64_t owner = -1;
   size_t i = 0;
   for (auto& item : input.as_array()) {
     auto where = "input[" + std::to_string(i++) + "]";
@@ -88,6 +91,46 @@ bool parse_input(const json::value& input, responses_request& out,
       return false;
     }
     auto type = item.get_string("type", "message");
+    if (type == "mibyan_tool_call") {
+      // A tool item of an earlier response sent back as input: the model's
+      // call (on the assistant message before it) and the tool's result.
+      auto field = [&](const char* key, std::string& out) {
+        auto f = item.find(key);
+        if (f == nullptr || !f->is_string() || f->as_string().empty()) {
+          why = {where + "." + key + " must be a non-empty string",
+                 "invalid_request", where + "." + key};
+          return false;
+        }
+        out = f->as_string();
+        return true;
+      };
+      tool_call call;
+      if (!field("call_id", call.id) || !field("name", call.name))
+        return false;
+      if (auto a = item.find("arguments"); a != nullptr && a->is_string())
+        call.arguments = a->as_string();
+      auto result = item.find("result");
+      if (result == nullptr || !result->is_string())
+        continue; // the call never finished: no result to give the model
+      if (owner < 0) {
+        if (list.empty() || list.back().role != "assistant"
+            || !list.back().tool_calls.empty()) {
+          chat_message a;
+          a.role = "assistant";
+          list.push_back(std::move(a));
+        }
+        owner = static_cast<int64_t>(list.size()) - 1;
+      }
+      chat_message res;
+      res.role = "tool";
+      res.tool_call_id = call.id;
+      res.tool_name = call.name;
+      res.content = result->as_string();
+      list[static_cast<size_t>(owner)].tool_calls.push_back(std::move(call));
+      list.push_back(std::move(res));
+      continue;
+    }
+    owner = -1;
     if (type != "message") {
       why = {where + ": input items of type '" + type
                + "' are not supported. Mibyan runs its own tools and keeps "
@@ -112,6 +155,9 @@ bool parse_input(const json::value& input, responses_request& out,
     std::string text;
     if (!item_text(*content, where, text, why))
       return false;
+    // An assistant message voided by a retried provider call.
+    if (role == "assistant" && item.get_string("status") == "incomplete")
+      continue;
     if (role == "system" || role == "developer") {
       system += (system.empty() ? "" : "\n\n") + text;
       continue;

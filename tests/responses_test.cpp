@@ -72,6 +72,7 @@ BOOST_AUTO_TEST_CASE(openai_client_creates_streams_chains_and_sees_tools) {
   node_responses(*sp, "tools");
   node_responses(*sp, "failures");
   node_responses(*sp, "nostore");
+  node_responses(*sp, "manual");
   node_responses(*sp, "errors");
   auto err = test::slurp(sp->err_path);
   BOOST_CHECK(contains(err, "POST /v1/responses 200"));
@@ -147,6 +148,11 @@ BOOST_AUTO_TEST_CASE(bad_input_gets_4xx_and_the_server_keeps_serving) {
       "unsupported_parameter", "input[0].content[0].type");
   bad(R"({"input":[{"type":"function_call","call_id":"c","name":"f",)"
       R"("arguments":"{}"}]})",
+      "unsupported_parameter", "input[0].type");
+  bad(R"({"input":[{"type":"mibyan_tool_call","name":"f","result":"r"},)"
+      R"({"role":"user","content":"x"}]})",
+      "invalid_request", "input[0].call_id");
+  bad(R"({"input":[{"type":"reasoning","summary":[]}]})",
       "unsupported_parameter", "input[0].type");
   bad(R"({"input":"x","tools":[{"type":"web_search_preview"}]})",
       "unsupported_parameter", "tools");

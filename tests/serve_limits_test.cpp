@@ -249,8 +249,8 @@ BOOST_AUTO_TEST_CASE(a_compressed_stateless_turn_leaves_no_continuation) {
   BOOST_CHECK(contains(r, "compressed answer"));
   BOOST_CHECK(contains(test::slurp(sp->err_path), "summarising messages"));
   BOOST_CHECK_EQUAL(provider_requests().size(), 2u);
-  // Neither the first session nor its continuation is left. They are
-  // deleted after the answer went out: wait for that.
+  // Neither the first session nor its continuation is left (deleted on
+  // the store thread right after the answer: waited for).
   BOOST_CHECK_EQUAL(wait_for_sessions(*this, 0).size(), 0u);
   BOOST_CHECK_EQUAL(sp->stop(), 0);
   BOOST_CHECK_EQUAL(sessions_list().size(), 0u);

@@ -381,6 +381,34 @@ const scenarios = {
           && last.response.status === "failed", "stream " + JSON.stringify(types));
   },
 
+  async manual() {
+    // Context managed by the client (store: false): an earlier response's
+    // output, its mibyan_tool_call items included, sent back as input.
+    await control("/__reset", {});
+    await script({ body: reply("", [["call_x", "execute_code", { code: "print(6 * 7)" }]]) });
+    await script({ body: reply("The answer is 42.") });
+    const c = client();
+    const first = await c.responses.create({ model: "m", input: "Compute 6*7.", store: false });
+    check(first.output.length === 2 && first.output[0].type === "mibyan_tool_call",
+          "first output " + JSON.stringify(first.output));
+    await script({ body: reply("Manual continuation.") });
+    const second = await c.responses.create({ model: "m", store: false, input: [
+      { role: "user", content: "Compute 6*7." }, ...first.output,
+      { role: "user", content: "And doubled?" }] });
+    check(second.output_text === "Manual continuation.", "second answer");
+    const sent = (await providerRequests()).pop().messages;
+    const call = sent.find((m) => m.role === "assistant" && m.tool_calls);
+    check(call && call.tool_calls[0].id === "call_x"
+          && call.tool_calls[0].function.name === "execute_code",
+          "the tool call reaches the model: " + JSON.stringify(sent));
+    const result = sent.find((m) => m.role === "tool");
+    check(result && result.tool_call_id === "call_x" && result.content.includes("42"),
+          "the tool result reaches the model: " + JSON.stringify(result));
+    const t = texts({ messages: sent });
+    check(t.includes("assistant:The answer is 42.") && t[t.length - 1] === "user:And doubled?",
+          "order " + JSON.stringify(t));
+  },
+
   async keepalive() {
     // server.keepalive_s is 1: the slow stream carries ": keep-alive"
     // comments between the events, which the stock client skips.
