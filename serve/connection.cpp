@@ -255,6 +255,17 @@ void serve_connection::handle() {
     send_json(http::status::ok, std::move(r.body));
     return;
   }
+  // The dashboard answers these too: the bearer key or its cookie (and
+  // CSRF token), checked in pending().
+  for (auto [prefix, kind] :
+       {std::pair{"/v1/approvals", pending_kind::approval},
+        std::pair{"/v1/clarifications", pending_kind::clarify}}) {
+    auto n = std::strlen(prefix);
+    if (path.rfind(prefix, 0) == 0 && (path.size() == n || path[n] == '/')) {
+      pending(path, prefix, query, kind);
+      return;
+    }
+  }
   if (!authorized()) {
     send_error(http::status::unauthorized,
                "missing or wrong API key: send 'Authorization: Bearer "
@@ -291,14 +302,6 @@ void serve_connection::handle() {
     sessions(path, query);
     return;
   }
-  for (auto [prefix, kind] :
-       {std::pair{"/v1/approvals", pending_kind::approval},
-        std::pair{"/v1/clarifications", pending_kind::clarify}})
-    if (path.rfind(prefix, 0) == 0
-        && (path.size() == std::strlen(prefix) || path[std::strlen(prefix)] == '/')) {
-      pending(path, prefix, query, kind);
-      return;
-    }
   send_error(http::status::not_found, "no such endpoint: " + path,
              "invalid_request_error", "not_found");
 }

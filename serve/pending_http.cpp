@@ -3,7 +3,8 @@
 // endpoints of a connection, and the `approval_required` /
 // `clarify_required` events on a streamed turn of the session that waits.
 // The registry calls never block (runtime/pending_approvals.hpp), so they
-// run on the connection's strand.
+// run on the connection's strand. Authorised like the dashboard's API (the
+// bearer key, or the `mibyan_ui` cookie with X-CSRF-Token on a POST).
 #include "serve/connection.hpp"
 
 #include "serve/openai_chat.hpp"
@@ -22,6 +23,10 @@ void serve_connection::pending(const std::string& path,
                      ? path.substr(prefix.size() + 1)
                      : std::string{};
   auto method = req_.method();
+  // The bearer key, or the dashboard's cookie plus its X-CSRF-Token for an
+  // answer (serve/ui_auth.hpp); on false the error has been sent.
+  if (!ui_authorised(method != http::verb::get && method != http::verb::head))
+    return;
   const auto& c = srv_->rt.config();
   bool enabled = kind == pending_kind::approval ? c.approvals.http == "pending"
                                                 : c.clarify.http == "pending";
@@ -81,7 +86,7 @@ void serve_connection::unwatch_pending() {
 void serve_connection::on_pending(const pending_event& e) {
   if (gone_ || !stream_mode_ || !in_turn_)
     return;
-  auto ev = serve::pending_event_json(e);
+  auto ev = pending_event_json(e);
   if (api_ == turn_api::responses) {
     // The Responses stream: a `mibyan.<type>` event of its own.
     auto name = ev.get_string("type", "");

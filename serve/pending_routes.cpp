@@ -10,50 +10,11 @@ namespace {
 // The longest clarify answer taken (bytes).
 constexpr size_t max_answer_bytes = 64 * 1024;
 
-json::value string_array(const std::vector<std::string>& v) {
-  json::value a = json::value::make_array();
-  for (auto& s : v)
-    a.push_back(s);
-  return a;
-}
-
 const char* noun(pending_kind kind) {
   return kind == pending_kind::approval ? "approval" : "clarification";
 }
 
 } // namespace
-
-json::value pending_json(const pending_request& r) {
-  json::value v;
-  v["id"] = r.id;
-  v["session_id"] = r.session_id;
-  if (r.kind == pending_kind::approval) {
-    v["command"] = r.command;
-    v["descriptions"] = string_array(r.descriptions);
-    if (!r.guardian_verdict.empty())
-      v["guardian_verdict"] = r.guardian_verdict;
-  } else {
-    v["question"] = r.question;
-  }
-  v["choices"] = string_array(r.choices);
-  v["created_at_ms"] = r.created_at_ms;
-  v["expires_at_ms"] = r.expires_at_ms;
-  return v;
-}
-
-json::value pending_event_json(const pending_event& e) {
-  bool approval = e.request.kind == pending_kind::approval;
-  json::value v;
-  if (e.what == pending_event::type::added) {
-    v["type"] = approval ? "approval_required" : "clarify_required";
-    v[approval ? "approval" : "clarification"] = pending_json(e.request);
-  } else {
-    v["type"] = approval ? "approval_resolved" : "clarify_resolved";
-    v["id"] = e.request.id;
-    v["outcome"] = e.outcome;
-  }
-  return v;
-}
 
 api_reply list_pending(runtime& rt, pending_kind kind, bool enabled,
                        const std::string& session) {

@@ -3,8 +3,7 @@
 // The Beast-free parts of the pending-request endpoints of `mibyan serve`
 // (docs/serve.md, "Approvals and questions over HTTP"): GET /v1/approvals,
 // POST /v1/approvals/{id}, GET /v1/clarifications, POST
-// /v1/clarifications/{id}, and the JSON of a pending request that the
-// chat stream's `approval_required` / `clarify_required` events carry.
+// /v1/clarifications/{id} (the JSON of a request is runtime/pending_json.hpp).
 // Never blocks: the registry only takes a mutex (an answer wakes the
 // waiting tool call, which does the rest on its own thread).
 #pragma once
@@ -12,8 +11,8 @@
 #include <map>
 #include <string>
 
-#include "base/json.hpp"
 #include "mibyan/pending.hpp"
+#include "runtime/pending_json.hpp"
 #include "serve/routes.hpp"
 
 namespace mibyan {
@@ -21,18 +20,6 @@ namespace mibyan {
 class runtime;
 
 namespace serve {
-
-/// Approvals: {id, session_id, command, descriptions, choices,
-/// created_at_ms, expires_at_ms[, guardian_verdict]}; clarify: {id,
-/// session_id, question, choices, created_at_ms, expires_at_ms}.
-json::value pending_json(const pending_request& r);
-
-/// The `mibyan` extension object of a chat-stream event for `e`:
-/// {"type":"approval_required","approval":{...}} /
-/// {"type":"clarify_required","clarification":{...}} when added,
-/// {"type":"approval_resolved"|"clarify_resolved","id","outcome"} when
-/// ended.
-json::value pending_event_json(const pending_event& e);
 
 /// GET /v1/approvals or /v1/clarifications: {"object":"list","enabled",
 /// "data":[...]}, oldest first; `session` ("" = all) filters.

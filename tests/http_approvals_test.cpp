@@ -17,8 +17,10 @@
 #include <set>
 
 #include "runtime/pending_approvals.hpp"
+#include "tests/support/agent_fixture.hpp"
 #include "tests/support/scripted_replies.hpp"
 #include "tests/support/serve_fixture.hpp"
+#include "tests/support/ui_client.hpp"
 
 using namespace mibyan;
 using namespace std::chrono;
@@ -188,6 +190,101 @@ BOOST_AUTO_TEST_CASE(a_clarify_answer_is_returned) {
   // Without an answer in time: "".
   q.timeout = seconds{1};
   BOOST_CHECK_EQUAL(reg.ask(q), "");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// -- an embedding host that opts in ---------------------------------------------
+
+namespace {
+
+struct host_fixture : test::agent_fixture {
+  test::temp_dir work;
+
+  options pending_options() {
+    auto o = base_options();
+    o.approvals.unattended_mode = "deny";
+    return o;
+  }
+
+  std::string rm_call(const std::string& name) {
+    json::value a;
+    a["command"] = "rm -rf ./" + name;
+    a["workdir"] = work.path();
+    return test::chat_completion("", {{"call_1", "terminal", a.dump()}});
+  }
+};
+
+} // namespace
+
+BOOST_FIXTURE_TEST_SUITE(embedding_host, host_fixture)
+
+BOOST_AUTO_TEST_CASE(a_host_answers_from_its_watcher) {
+  work.write("build-output/a.o", "x");
+  start(pending_options());
+  rt->use_pending_channels({true, false});
+  std::mutex mtx;
+  std::vector<std::string> seen;
+  // The host's "user" approves for the session as soon as it is asked.
+  auto token = rt->watch_pending([&](const pending_event& e) {
+    {
+      std::lock_guard<std::mutex> g{mtx};
+      seen.push_back(e.what == pending_event::type::added
+                       ? "added " + e.request.command
+                       : "ended " + e.outcome);
+    }
+    if (e.what == pending_event::type::added)
+      BOOST_CHECK(rt->answer_approval(e.request.id, approval_choice::session)
+                  == pending_answer::ok);
+  });
+  script(rm_call("build-output"));
+  script(test::chat_completion("removed"));
+  auto r = run(call("clean"));
+  BOOST_CHECK_EQUAL(r.get_string("final_response", ""), "removed");
+  BOOST_CHECK(!fs::exists(work / "build-output"));
+  rt->unwatch_pending(token);
+  std::lock_guard<std::mutex> g{mtx};
+  BOOST_REQUIRE_EQUAL(seen.size(), 2u);
+  BOOST_CHECK_EQUAL(seen[0], "added rm -rf ./build-output");
+  BOOST_CHECK_EQUAL(seen[1], "ended session");
+}
+
+BOOST_AUTO_TEST_CASE(interrupt_and_destruction_end_a_wait) {
+  work.write("build-output/a.o", "x");
+  start(pending_options());
+  rt->use_pending_channels({true, true});
+  // An interrupt: the turn ends without waiting approvals.timeout (60 s).
+  script(rm_call("build-output"));
+  script(test::chat_completion("never"));
+  std::promise<turn_outcome> done;
+  auto c = call("clean", "host-1");
+  rt->run_turn_async(c, [&](turn_outcome o) { done.set_value(std::move(o)); });
+  BOOST_REQUIRE(wait_for(
+    [&] { return rt->pending_requests(pending_kind::approval).size() == 1; },
+    30));
+  auto id = rt->pending_requests(pending_kind::approval)[0].id;
+  rt->interrupt("host-1", "the host gave up");
+  auto f = done.get_future();
+  BOOST_REQUIRE(f.wait_for(seconds{30}) == std::future_status::ready);
+  BOOST_CHECK(rt->pending_requests(pending_kind::approval).empty());
+  BOOST_CHECK(rt->answer_approval(id, approval_choice::once)
+              == pending_answer::ended);
+  BOOST_CHECK(fs::exists(work / "build-output"));
+  // Destroying the runtime while a command waits: no hang, the turn's
+  // callback still comes.
+  server.reset();
+  script(rm_call("build-output"));
+  script(test::chat_completion("never either"));
+  std::promise<turn_outcome> done2;
+  rt->run_turn_async(call("clean", "host-2"),
+                     [&](turn_outcome o) { done2.set_value(std::move(o)); });
+  BOOST_REQUIRE(wait_for(
+    [&] { return rt->pending_requests(pending_kind::approval).size() == 1; },
+    30));
+  auto f2 = done2.get_future();
+  rt.reset();
+  BOOST_CHECK(f2.wait_for(seconds{30}) == std::future_status::ready);
+  BOOST_CHECK(fs::exists(work / "build-output"));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
@@ -488,10 +585,14 @@ BOOST_AUTO_TEST_CASE(bad_answers_get_clear_errors_and_change_nothing) {
   auto sp = start(pending_config);
   const std::string auth = "Authorization: Bearer approvals-key\r\n";
   const std::string json_auth = "Content-Type: application/json\r\n" + auth;
-  // The key guards these endpoints as every /v1 endpoint.
-  check_error(http(sp->port, "GET", "/v1/approvals"), 401, "invalid_api_key");
+  // The key guards these endpoints as every /v1 endpoint (or the
+  // dashboard's cookie, below).
+  check_error(http(sp->port, "GET", "/v1/approvals"), 401, "not_logged_in");
   check_error(http(sp->port, "POST", "/v1/approvals/apr_" + std::string(32, 'a'),
                    R"({"choice":"once"})"),
+              401, "not_logged_in");
+  check_error(http(sp->port, "GET", "/v1/approvals", {},
+                   "Authorization: Bearer wrong\r\n"),
               401, "invalid_api_key");
   script_command("rm -rf ./build-output");
   script(test::completion("Still here."));
@@ -560,6 +661,54 @@ BOOST_AUTO_TEST_CASE(bad_answers_get_clear_errors_and_change_nothing) {
                       again);
   BOOST_CHECK(contains(req.rest(), "Still here."));
   BOOST_CHECK(fs::exists(target));
+  BOOST_CHECK_EQUAL(sp->stop(), 0);
+}
+
+BOOST_AUTO_TEST_CASE(the_dashboard_cookie_with_its_csrf_token_may_answer) {
+  auto target = make_target();
+  key = "approvals-key";
+  auto sp = start(pending_config);
+  namespace ui = test::ui;
+  // Logged in to the dashboard: the cookie and the CSRF token.
+  auto login = ui::request(sp->port, "POST", "/ui/api/login",
+                           R"({"key":"approvals-key"})");
+  BOOST_REQUIRE_EQUAL(status_of(login), 200);
+  auto set_cookie = ui::header_of(login, "Set-Cookie");
+  auto cookie = "Cookie: " + set_cookie.substr(0, set_cookie.find(';'))
+                + "\r\n";
+  auto csrf = body_of(login).get_string("csrf", "");
+  BOOST_REQUIRE(!csrf.empty());
+  script_command("rm -rf ./build-output");
+  script(test::completion("Answered from the dashboard."));
+  open_request req(sp->port, plain_body(),
+                   "Authorization: Bearer approvals-key\r\n");
+  json::value data;
+  for (int i = 0; i < 3000 && data.size() == 0; ++i) {
+    auto r = ui::request(sp->port, "GET", "/v1/approvals", {}, cookie);
+    BOOST_REQUIRE_EQUAL(status_of(r), 200); // the cookie reads
+    data = body_of(r)["data"];
+    if (data.size() == 0)
+      std::this_thread::sleep_for(milliseconds{20});
+  }
+  BOOST_REQUIRE_EQUAL(data.size(), 1u);
+  auto path = "/v1/approvals/" + data.as_array()[0].get_string("id", "");
+  // An answer by cookie needs the token; a foreign Origin is refused.
+  check_error(ui::request(sp->port, "POST", path, R"({"choice":"once"})",
+                          cookie),
+              403, "bad_csrf_token");
+  check_error(ui::request(sp->port, "POST", path, R"({"choice":"once"})",
+                          cookie + "X-CSRF-Token: forged\r\n"),
+              403, "bad_csrf_token");
+  check_error(ui::request(sp->port, "POST", path, R"({"choice":"once"})",
+                          cookie + "X-CSRF-Token: " + csrf
+                            + "\r\nOrigin: http://evil.example\r\n"),
+              403, "bad_origin");
+  BOOST_CHECK(fs::exists(target));
+  auto ok = ui::request(sp->port, "POST", path, R"({"choice":"once"})",
+                        cookie + "X-CSRF-Token: " + csrf + "\r\n");
+  BOOST_CHECK_EQUAL(status_of(ok), 200);
+  BOOST_CHECK(contains(req.rest(), "Answered from the dashboard."));
+  BOOST_CHECK(!fs::exists(target));
   BOOST_CHECK_EQUAL(sp->stop(), 0);
 }
 
