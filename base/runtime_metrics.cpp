@@ -370,8 +370,8 @@ gauge& http_connections_open() {
 callback_family& store_used_bytes() {
   static auto& f = reg().callback_gauge(
     "mibyan_store_used_bytes",
-    "Bytes of the session store's LMDB map in use (pages up to the last "
-    "used one), summed over the stores open in this process.");
+    "Bytes the session store's data take now (pages in use less the free "
+    "list), summed over the stores open in this process.");
   return f;
 }
 

@@ -107,7 +107,9 @@ public:
   watchers(uint16_t port, int n) {
     for (int i = 0; i < n; ++i) {
       int fd = connect_to(port);
-      send_all(fd, "GET /ui/api/live HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+      // The Host names the server (the dashboard's DNS-rebinding check).
+      send_all(fd, "GET /ui/api/live HTTP/1.1\r\nHost: 127.0.0.1:"
+                     + std::to_string(port) + "\r\n\r\n");
       fds_.push_back(fd);
     }
     tails_.resize(fds_.size());
@@ -241,6 +243,9 @@ int main(int argc, char** argv) {
                                      < static_cast<size_t>(n_watchers);
            ++i)
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      if (hub.subscribers() < static_cast<size_t>(n_watchers))
+        provider_die("only " + std::to_string(hub.subscribers())
+                     + " live watchers subscribed");
       auto b = run_turns(port, per_phase);
       many.insert(many.end(), b.begin(), b.end());
       paired.push_back(median(b) / a50);

@@ -48,6 +48,7 @@
 #include "runtime/host_tool_adapter.hpp"
 #include "runtime/mcp_wiring.hpp"
 #include "tools/mcp/mcp_tools.hpp"
+#include "runtime/pending_json.hpp"
 #include "runtime/runtime_impl.hpp"
 
 namespace fs = std::filesystem;
@@ -123,11 +124,11 @@ runtime::impl::~impl() {
   // Tool calls waiting for an answer go on with a deny at once.
   if (pending)
     pending->shutdown();
-  metric_hooks.clear(); // a scrape no longer reads this runtime
   // Pending call_tool_async callbacks are answered here, not under mtx
   // (a callback may call back into the runtime).
   if (calls)
     calls->stop();
+  metric_hooks.clear(); // a scrape no longer reads this runtime
   if (sys) {
     {
       std::lock_guard<std::mutex> guard{mtx};
@@ -366,6 +367,15 @@ bool wire_runtime(runtime::impl& p, std::string* error) {
       *error = text;
     return false;
   }
+  // Pending approvals and questions appear on the live stream. The watch
+  // lives as long as the registry; the hub is held weakly.
+  p.pending->watch([hub = std::weak_ptr<turn_event_hub>(p.events)](
+                     const pending_event& e) {
+    if (auto h = hub.lock(); h && h->active())
+      h->other(e.request.kind == pending_kind::approval ? "approval"
+                                                        : "clarify",
+               pending_event_json(e).dump());
+  });
   // Interpreters are resolved when a kernel starts, not here
   // (kernels/interpreter_cache.hpp): "" = project mode's venv/conda lookup.
   auto& ce = svc->cfg.code_execution;

@@ -17,6 +17,7 @@
 #include "caf/actor_system.hpp"
 #include "caf/actor_system_config.hpp"
 
+#include "base/metrics.hpp"
 #include "actors/conversation.hpp"
 #include "actors/kernel_registry.hpp"
 #include "actors/provider.hpp"
@@ -24,7 +25,6 @@
 #include "actors/session_writer.hpp"
 #include "actors/tool_dispatcher.hpp"
 #include "runtime/pending_approvals.hpp"
-#include "base/metrics.hpp"
 #include "runtime/runtime.hpp"
 #include "runtime/tool_call_facade.hpp"
 #include "runtime/turn_events.hpp"

@@ -147,6 +147,15 @@ turn_event turn_event_hub::snapshot() const {
   return ev;
 }
 
+void turn_event_hub::other(const std::string& name, std::string data) {
+  if (!active())
+    return;
+  turn_event ev;
+  ev.name = name;
+  ev.data = std::move(data);
+  publish(std::move(ev));
+}
+
 void turn_event_hub::publish(turn_event ev) {
   std::shared_ptr<const std::vector<std::shared_ptr<turn_subscriber>>> subs;
   {

@@ -9,6 +9,8 @@
 //   tool_end   {session_id, id, name, result, duration_us}
 //   turn_end   {session_id, outcome}  outcome: completed, failed,
 //                                     interrupted, error
+//   approval / clarify  the pending set's events (runtime/pending_json.hpp:
+//                       {"type":"approval_required","approval":{...}}, ...)
 // (strings longer than turn_event_hub::max_field_bytes are cut and end in
 // "…[truncated]"). Each event is formatted once, as its SSE event name and
 // JSON data and as its SSE frame, and shared by every subscriber.
@@ -124,6 +126,10 @@ public:
             const std::string& json);
   /// The turn of `token` ended with `outcome`.
   void turn_ended(uint64_t token, const std::string& outcome);
+  /// Another event of the live stream (e.g. "approval" or "clarify" with
+  /// the pending set's event object, runtime/pending_json.hpp): `data` is
+  /// the JSON text, published as is.
+  void other(const std::string& name, std::string data);
 
   /// The JSON of one running turn (the snapshot's entries).
   static std::string turn_json(const running_turn& t);

@@ -69,6 +69,11 @@ void http_server::impl::accept() {
           return;
         MIBYAN_LOG(warning, "serve", "accept failed: " << ec.message());
       } else {
+        // Small writes (SSE events, keep-alive comments) go out at once:
+        // with Nagle's algorithm each one after the first waits for the
+        // client's delayed ACK (about 40 ms on Linux).
+        beast::error_code ignored;
+        sock.set_option(tcp::no_delay(true), ignored);
         // Admission (serve/admission.cpp) may refuse it.
         start_connection(self, std::move(sock));
       }

@@ -20,24 +20,6 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 namespace net = boost::asio;
 
-namespace {
-
-// The session id of /ui/api/sessions/{id}[/export] ("" when malformed).
-bool split_session_path(const std::string& rest, std::string& id,
-                        bool& export_) {
-  export_ = false;
-  id = rest;
-  const std::string suffix = "/export";
-  if (id.size() > suffix.size()
-      && id.compare(id.size() - suffix.size(), suffix.size(), suffix) == 0) {
-    id.resize(id.size() - suffix.size());
-    export_ = true;
-  }
-  return serve::valid_session_id(id);
-}
-
-} // namespace
-
 serve::ui_request serve_connection::ui_request_view() const {
   serve::ui_request r;
   r.method = std::string{req_.method_string()};
@@ -182,106 +164,38 @@ void serve_connection::ui(const std::string& path,
 void serve_connection::ui_store(const std::string& rest,
                                 const std::map<std::string, std::string>&
                                   query) {
-  auto method = req_.method();
-  bool del = method == http::verb::delete_;
-  std::string id;
-  bool export_ = false;
-  bool one = rest.rfind("sessions/", 0) == 0;
-  if (one) {
-    if (!split_session_path(rest.substr(9), id, export_)) {
-      send_error(http::status::bad_request,
-                 "malformed session id: 1 to 128 of A-Z a-z 0-9 _ . : -",
-                 "invalid_request_error", "bad_session_id");
-      return;
-    }
-    if (del ? export_ : method != http::verb::get)
-      return method_not_allowed();
-  } else if (method != http::verb::get) {
-    return method_not_allowed();
-  }
+  bool del = req_.method() == http::verb::delete_;
   if (!ui_authorised(del))
     return;
-  auto bad = [this](const std::string& message) {
-    send_error(http::status::bad_request, message, "invalid_request_error",
-               "bad_parameter");
+  // The routing is shared with a gateway's answer to `mibyan dashboard
+  // --connect` (serve/ui_ops.hpp).
+  auto srv = srv_;
+  serve::ui_store_env env;
+  env.busy = [srv](const std::string& sid) {
+    std::lock_guard<std::mutex> g{srv->mtx};
+    return srv->running.count(sid) > 0;
   };
-  std::function<serve::api_reply(session_store&)> work;
-  if (rest == "sessions") {
-    serve::ui_list_call call;
-    if (auto e = serve::parse_count(query, "limit", 1, 1000, call.limit);
-        !e.empty())
-      return bad(e);
-    if (auto e = serve::parse_count(query, "offset", 0, 100'000'000,
-                                    call.offset);
-        !e.empty())
-      return bad(e);
-    if (auto i = query.find("source"); i != query.end())
-      call.source = i->second;
-    work = [call](session_store& st) {
-      return serve::ui_list_sessions(st, call);
-    };
-  } else if (rest == "search") {
-    auto i = query.find("q");
-    if (i == query.end()
-        || i->second.find_first_not_of(' ') == std::string::npos)
-      return bad("search needs a non-empty query parameter q");
-    int64_t limit = 20;
-    if (auto e = serve::parse_count(query, "limit", 1, 500, limit);
-        !e.empty())
-      return bad(e);
-    auto q = i->second;
-    work = [q, limit](session_store& st) {
-      return serve::ui_search(st, q, limit);
-    };
-  } else if (rest == "usage") {
-    int64_t days = 30;
-    if (auto e = serve::parse_count(query, "days", 1, 366, days); !e.empty())
-      return bad(e);
-    work = [days](session_store& st) {
-      auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
-                   std::chrono::system_clock::now().time_since_epoch())
-                   .count();
-      return serve::ui_usage(st, days, now);
-    };
-  } else if (rest == "config") {
-    auto eff = srv_->cfg.effective;
-    if (!eff) {
-      send_error(http::status::service_unavailable,
-                 "the configuration is not available here", "server_error",
-                 "config_unavailable");
-      return;
-    }
-    work = [eff](session_store&) { return serve::ui_config(*eff); };
-  } else if (export_) {
-    // The id is [A-Za-z0-9_.:-] only (checked above): safe in the header.
+  env.deleted = [srv](const std::string& sid) {
+    srv->rt.close_session(sid);
+    std::lock_guard<std::mutex> g{srv->mtx};
+    srv->kept.erase(sid);
+  };
+  env.effective = srv_->cfg.effective;
+  env.max_export_bytes = srv_->cfg.limits.max_export_bytes;
+  auto route = serve::route_ui_store(std::string{req_.method_string()}, rest,
+                                     query, env);
+  if (route.has_early) {
+    send_body(static_cast<http::status>(route.early.status),
+              route.early.content_type, std::move(route.early.body));
+    return;
+  }
+  auto work = std::move(route.work);
+  auto& id = route.session_id;
+  bool export_ = route.export_;
+  // The id is [A-Za-z0-9_.:-] only (checked by the route): safe here.
+  if (export_)
     extra_headers_.emplace_back("Content-Disposition",
                                 "attachment; filename=\"" + id + ".jsonl\"");
-    auto cap = srv_->cfg.limits.max_export_bytes;
-    work = [id, cap](session_store& st) {
-      return serve::ui_export(st, id, cap);
-    };
-  } else if (del) {
-    auto srv = srv_;
-    work = [id, srv](session_store& st) {
-      serve::sessions_call call;
-      call.id = id;
-      call.del = true;
-      // The same checks and effects as DELETE /v1/sessions/{id}.
-      return serve::run_sessions_call(
-        st, call,
-        [srv](const std::string& sid) {
-          std::lock_guard<std::mutex> g{srv->mtx};
-          return srv->running.count(sid) > 0;
-        },
-        [srv](const std::string& sid) {
-          srv->rt.close_session(sid);
-          std::lock_guard<std::mutex> g{srv->mtx};
-          srv->kept.erase(sid);
-        });
-    };
-  } else {
-    work = [id](session_store& st) { return serve::ui_transcript(st, id); };
-  }
   if (!id.empty())
     session_ = id;
   auto store = session_store_of(srv_->rt);
@@ -292,8 +206,7 @@ void serve_connection::ui_store(const std::string& rest,
     return;
   }
   hold_busy();
-  auto srv = srv_;
-  std::string type = export_ ? "application/x-ndjson" : "application/json";
+  std::string type = route.content_type;
   {
     std::lock_guard<std::mutex> g{srv->mtx};
     if (srv->store_closed) {

@@ -27,11 +27,14 @@
 // blocking pool; `done` is called once, on any thread.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 
 #include "runtime/runtime.hpp"
+#include "serve/routes.hpp"
 
 namespace mibyan::serve {
 
@@ -76,10 +79,43 @@ void answer_ui_ops(runtime& rt, const ui_ops_hooks& hooks,
 /// search, usage, config, sessions/{id}[/export]).
 bool is_ui_store_path(const std::string& path);
 
-/// Answers a store endpoint request without HTTP, with the functions and
-/// parameter rules of the server's own routes (serve/ui_api.hpp); store
-/// work runs on the runtime's blocking pool, the configuration shown is
-/// `rt.config()`. For a gateway answering `mibyan dashboard --connect`.
+/// What routing a store endpoint needs from the server that answers it.
+struct ui_store_env {
+  /// Whether a turn of the session runs (a delete is then refused).
+  std::function<bool(const std::string&)> busy;
+  /// After a delete: close what the node holds of the session.
+  std::function<void(const std::string&)> deleted;
+  /// The configuration GET /ui/api/config shows (null: 503).
+  std::shared_ptr<const options> effective;
+  int64_t max_export_bytes = 0;
+};
+
+/// A store endpoint request, routed: an answer at once (`early`: 400,
+/// 405, 503) or the store work (serve/ui_api.hpp; blocking: LMDB) and the
+/// content type of its success.
+struct ui_store_route {
+  bool has_early = false;
+  ops_response early;
+  std::function<api_reply(session_store&)> work;
+  std::string content_type = "application/json";
+  /// The session id of /sessions/{id}[/export] ("" otherwise).
+  std::string session_id;
+  bool export_ = false;
+};
+
+/// Routes `method` on /ui/api/`rest` (`rest`: "sessions", "search",
+/// "usage", "config", "sessions/{id}[/export]"). The server's own
+/// /ui/api/ store routes (serve/ui_connection.cpp) and answer_ui_store
+/// both use it, so their answers agree.
+ui_store_route route_ui_store(const std::string& method,
+                              const std::string& rest,
+                              const std::map<std::string, std::string>& query,
+                              const ui_store_env& env);
+
+/// Answers a store endpoint request without HTTP (route_ui_store with the
+/// runtime's running turns, close_session and configuration); store work
+/// runs on the runtime's blocking pool. For a gateway answering `mibyan
+/// dashboard --connect`.
 void answer_ui_store(runtime& rt, const ops_request& req, ops_done done);
 
 /// An error answer in the serve error shape.

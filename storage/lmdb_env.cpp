@@ -305,11 +305,8 @@ uint64_t lmdb_env::map_size() const {
 }
 
 uint64_t lmdb_env::used_bytes() const {
-  MDB_envinfo info;
-  MDB_stat st;
-  if (mdb_env_info(env_, &info) != 0 || mdb_env_stat(env_, &st) != 0)
-    return 0;
-  return (static_cast<uint64_t>(info.me_last_pgno) + 1) * st.ms_psize;
+  auto p = pages();
+  return p ? p->used() * p->page_size : 0;
 }
 
 uint64_t lmdb_env::disk_bytes() const {

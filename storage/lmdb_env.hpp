@@ -100,6 +100,9 @@ public:
 
   bool read_only() const { return read_only_; }
   const std::string& dir() const { return dir_; }
+  /// Bytes the store's data take now: `pages().used()` pages (0 when
+  /// LMDB cannot say).
+  uint64_t used_bytes() const;
   /// Current map size in bytes.
   uint64_t map_size() const;
   /// Bytes the data file occupies on disk (allocated blocks).
@@ -116,9 +119,6 @@ public:
   };
   /// Reads them in one read transaction (any thread).
   store_result<page_counts> pages() const;
-  /// Bytes of the map in use: the pages up to the last one used (free
-  /// pages inside count; LMDB reuses them). 0 when LMDB cannot say.
-  uint64_t used_bytes() const;
   /// The raw handle, for diagnostics and benchmarks. Never close it.
   MDB_env* raw() const { return env_; }
 

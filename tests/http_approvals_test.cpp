@@ -20,6 +20,7 @@
 #include "tests/support/agent_fixture.hpp"
 #include "tests/support/scripted_replies.hpp"
 #include "tests/support/serve_fixture.hpp"
+#include "tests/support/sse_watcher.hpp"
 #include "tests/support/ui_client.hpp"
 
 using namespace mibyan;
@@ -466,6 +467,32 @@ BOOST_AUTO_TEST_CASE(approve_once_on_the_stream_runs_the_command) {
                     0u);
   check_error(answer(sp->port, id, R"({"choice":"deny"})"), 409,
               "approval_ended");
+  BOOST_CHECK_EQUAL(sp->stop(), 0);
+}
+
+BOOST_AUTO_TEST_CASE(the_live_view_shows_the_approval_and_its_end) {
+  // The dashboard's live stream (GET /ui/api/live) carries the pending
+  // set's events of every session: "approval" with approval_required when
+  // the command waits, then approval_resolved with the outcome.
+  auto target = make_target();
+  auto sp = start(pending_config);
+  test::sse_watcher live(sp->port);
+  BOOST_REQUIRE_MESSAGE(live.wait_event("snapshot"), live.raw);
+  script_command("rm -rf ./build-output");
+  script(test::completion("Kept it."));
+  open_request req(sp->port, plain_body());
+  BOOST_REQUIRE_MESSAGE(live.wait_event("approval"), live.raw);
+  auto id = wait_pending(sp->port, "/v1/approvals").as_array()[0]
+              .get_string("id", "");
+  BOOST_CHECK(contains(live.raw, "approval_required"));
+  BOOST_CHECK(contains(live.raw, id));
+  BOOST_CHECK(contains(live.raw, "rm -rf ./build-output"));
+  BOOST_CHECK_EQUAL(status_of(answer(sp->port, id, R"({"choice":"deny"})")),
+                    200);
+  BOOST_CHECK(contains(req.rest(), "Kept it."));
+  BOOST_REQUIRE_MESSAGE(live.wait_event("turn_end"), live.raw);
+  BOOST_CHECK(contains(live.raw, "approval_resolved"));
+  BOOST_CHECK(fs::exists(target));
   BOOST_CHECK_EQUAL(sp->stop(), 0);
 }
 

@@ -10,12 +10,14 @@
 // loopback), with an in-process server bound to a non-loopback address.
 
 #include <set>
+#include <thread>
 
 #include "base/metrics.hpp"
 #include "runtime/runtime.hpp"
 #include "serve/http_server.hpp"
 #include "serve/metrics_route.hpp"
 #include "tests/support/prom_text.hpp"
+#include "tests/support/scripted_replies.hpp"
 #include "tests/support/serve_fixture.hpp"
 
 using namespace mibyan;
@@ -253,6 +255,76 @@ BOOST_AUTO_TEST_CASE(turns_with_tools_move_the_counters_by_exactly_that) {
       for (auto& [k, v] : x.labels)
         BOOST_CHECK_MESSAGE(!contains(k, "session") && !contains(v, "@"),
                             x.name << " " << k << "=" << v);
+  BOOST_CHECK_EQUAL(sp->stop(), 0);
+}
+
+BOOST_AUTO_TEST_CASE(approvals_answered_over_http_count_by_decision) {
+  // approvals.http: pending (docs/approvals.md): a flagged command waits
+  // in GET /v1/approvals; the answers posted there count as decisions.
+  test::temp_dir work;
+  cwd = work.path();
+  auto sp = start("approvals:\n  http: pending\n  timeout: 60\n");
+  auto s0 = scrape(sp->port);
+  for (std::string choice : {"once", "deny"}) {
+    work.write("out/artifact.o", "object code\n");
+    json::value a;
+    a["command"] = "rm -rf ./out";
+    a["workdir"] = work.path();
+    script(test::completion("", "terminal", a.dump()));
+    script(test::completion("finished " + choice));
+    std::string turn;
+    std::thread t{[&] {
+      turn = http(sp->port, "POST", "/v1/chat/completions", chat(choice));
+    }};
+    std::string id;
+    auto deadline = steady_clock::now() + seconds{60};
+    while (id.empty() && steady_clock::now() < deadline) {
+      auto data = body_of(http(sp->port, "GET", "/v1/approvals"))["data"];
+      if (data.is_array() && data.size() == 1)
+        id = data.as_array()[0].get_string("id", "");
+      else
+        std::this_thread::sleep_for(milliseconds{20});
+    }
+    BOOST_CHECK(!id.empty());
+    auto r = http(sp->port, "POST", "/v1/approvals/" + id,
+                  R"({"choice":")" + choice + R"("})");
+    BOOST_CHECK_EQUAL(status_of(r), 200);
+    t.join();
+    BOOST_CHECK_MESSAGE(status_of(turn) == 200 && contains(turn, "finished"),
+                        turn);
+  }
+  auto s1 = scrape(sp->port);
+  check_monotonic(s0, s1);
+  auto delta = [&](const std::string& key) { return at(s1, key) - at(s0, key); };
+  BOOST_CHECK_EQUAL(delta(R"(mibyan_approvals_total{decision="once"})"), 1);
+  BOOST_CHECK_EQUAL(delta(R"(mibyan_approvals_total{decision="deny"})"), 1);
+  BOOST_CHECK_EQUAL(sum_of(s1, "mibyan_approvals_total")
+                      - sum_of(s0, "mibyan_approvals_total"),
+                    2);
+  // The approved command ran; the denied one answered with its denial.
+  BOOST_CHECK_EQUAL(delta(R"(mibyan_tool_calls_total{outcome="ok",tool="terminal"})"), 1);
+  BOOST_CHECK_EQUAL(delta(R"(mibyan_tool_calls_total{outcome="error",tool="terminal"})"), 1);
+  BOOST_CHECK_EQUAL(delta(R"(mibyan_http_requests_total{route="approvals",status="200"})")
+                      >= 2,
+                    true);
+  BOOST_CHECK_EQUAL(sp->stop(), 0);
+}
+
+BOOST_AUTO_TEST_CASE(mcp_servers_show_by_state) {
+  // A configured MCP server whose command does not exist: the runtime's
+  // scrape-time gauge shows one server, failed.
+  auto sp = start("mcp_servers:\n  broken:\n    command: "
+                  "/nonexistent/mibyan-mcp-server\n    connect_timeout: 2\n");
+  prom::document doc;
+  auto deadline = steady_clock::now() + seconds{30};
+  do {
+    doc = scrape(sp->port);
+    if (at(doc, R"(mibyan_mcp_servers{state="failed"})") == 1)
+      break;
+    std::this_thread::sleep_for(milliseconds{50});
+  } while (steady_clock::now() < deadline);
+  BOOST_CHECK_EQUAL(at(doc, R"(mibyan_mcp_servers{state="failed"})"), 1);
+  BOOST_CHECK_EQUAL(sum_of(doc, "mibyan_mcp_servers"), 1);
   BOOST_CHECK_EQUAL(sp->stop(), 0);
 }
 

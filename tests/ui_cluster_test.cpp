@@ -24,9 +24,10 @@ std::string http_call(const std::string& address, const std::string& method,
   auto port = static_cast<uint16_t>(
     std::stoi(address.substr(address.rfind(':') + 1)));
   int fd = test::dial_loopback(port);
-  test::send_all(fd, method + " " + path
-                       + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: "
-                         "close\r\nContent-Length: 0\r\n\r\n");
+  test::send_all(fd, method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1:"
+                       + std::to_string(port)
+                       + "\r\nConnection: close\r\nContent-Length: 0"
+                         "\r\n\r\n");
   std::string out;
   auto deadline = steady_clock::now() + seconds{60};
   while (steady_clock::now() < deadline) {

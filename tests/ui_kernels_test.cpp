@@ -12,12 +12,19 @@
 
 #include "tests/support/scripted_replies.hpp"
 #include "tests/support/serve_fixture.hpp"
+#include "tests/support/ui_client.hpp"
 
 using namespace mibyan;
 using namespace std::chrono;
 using namespace mibyan::test::serving;
 
 namespace {
+
+// /ui/ paths need a Host header that names the server (serve/ui_auth.hpp).
+std::string ui_http(uint16_t port, const std::string& method,
+                    const std::string& path) {
+  return mibyan::test::ui::request(port, method, path);
+}
 
 std::string chat_in(uint16_t port, const std::string& sid) {
   return http(port, "POST", "/v1/chat/completions", chat_body,
@@ -36,7 +43,7 @@ void run_cell_turn(fixture& f, uint16_t port, const std::string& sid) {
 
 // The kernel entries of `sid` in GET /ui/api/kernels.
 std::vector<json::value> kernels_of(uint16_t port, const std::string& sid) {
-  auto r = http(port, "GET", "/ui/api/kernels");
+  auto r = ui_http(port, "GET", "/ui/api/kernels");
   BOOST_REQUIRE_MESSAGE(status_of(r) == 200, r);
   std::vector<json::value> out;
   auto body = body_of(r);
@@ -74,7 +81,7 @@ BOOST_FIXTURE_TEST_SUITE(ui_kernels, fixture)
 BOOST_AUTO_TEST_CASE(kernels_are_listed_reset_and_stopped) {
   auto sp = start(kernel_config);
   auto p = sp->port;
-  auto empty = http(p, "GET", "/ui/api/kernels");
+  auto empty = ui_http(p, "GET", "/ui/api/kernels");
   BOOST_CHECK_EQUAL(status_of(empty), 200);
   BOOST_TEST(body_of(empty)["data"].dump() == "[]");
   run_cell_turn(*this, p, "k-1");
@@ -96,7 +103,7 @@ BOOST_AUTO_TEST_CASE(kernels_are_listed_reset_and_stopped) {
   auto pid = k.get_int("pid", 0);
   // Reset: the kernel dies, the session stays; the next cell starts a new
   // kernel (the variable is gone).
-  auto rr = http(p, "POST", "/ui/api/kernels/k-1/reset");
+  auto rr = ui_http(p, "POST", "/ui/api/kernels/k-1/reset");
   BOOST_TEST_CONTEXT(rr) {
     BOOST_CHECK_EQUAL(status_of(rr), 200);
     BOOST_TEST(body_of(rr).get_bool("reset", false));
@@ -112,7 +119,7 @@ BOOST_AUTO_TEST_CASE(kernels_are_listed_reset_and_stopped) {
   BOOST_TEST(contains(reqs.back().dump(), "\"content\":\"done\""));
   // Stop: kernels and conversation closed.
   pid = ks[0].get_int("pid", 0);
-  auto st = http(p, "POST", "/ui/api/kernels/k-1/stop");
+  auto st = ui_http(p, "POST", "/ui/api/kernels/k-1/stop");
   BOOST_TEST_CONTEXT(st) {
     BOOST_CHECK_EQUAL(status_of(st), 200);
     BOOST_TEST(body_of(st).get_bool("stopped", false));
@@ -120,9 +127,9 @@ BOOST_AUTO_TEST_CASE(kernels_are_listed_reset_and_stopped) {
   BOOST_TEST(eventually([&] { return kernels_of(p, "k-1").empty(); }));
   BOOST_TEST(eventually([&] { return !pid_alive(pid); }));
   // Now unknown to the kernels endpoints.
-  check_error(http(p, "POST", "/ui/api/kernels/k-1/reset"), 404,
+  check_error(ui_http(p, "POST", "/ui/api/kernels/k-1/reset"), 404,
               "kernel_not_found");
-  check_error(http(p, "POST", "/ui/api/kernels/k-1/stop"), 404,
+  check_error(ui_http(p, "POST", "/ui/api/kernels/k-1/stop"), 404,
               "kernel_not_found");
   BOOST_CHECK_EQUAL(sp->stop(), 0);
 }
@@ -130,25 +137,66 @@ BOOST_AUTO_TEST_CASE(kernels_are_listed_reset_and_stopped) {
 BOOST_AUTO_TEST_CASE(kernel_bad_input_gets_clear_4xx) {
   auto sp = start(kernel_config);
   auto p = sp->port;
-  check_error(http(p, "POST", "/ui/api/kernels/nobody/reset"), 404,
+  check_error(ui_http(p, "POST", "/ui/api/kernels/nobody/reset"), 404,
               "kernel_not_found");
-  check_error(http(p, "POST", "/ui/api/kernels/nobody/stop"), 404,
+  check_error(ui_http(p, "POST", "/ui/api/kernels/nobody/stop"), 404,
               "kernel_not_found");
-  check_error(http(p, "GET", "/ui/api/kernels/nobody/reset"), 405,
+  check_error(ui_http(p, "GET", "/ui/api/kernels/nobody/reset"), 405,
               "method_not_allowed");
-  check_error(http(p, "POST", "/ui/api/kernels"), 405, "method_not_allowed");
-  check_error(http(p, "POST", "/ui/api/kernels/a%2Fb/reset"), 400,
+  check_error(ui_http(p, "POST", "/ui/api/kernels"), 405, "method_not_allowed");
+  check_error(ui_http(p, "POST", "/ui/api/kernels/a%2Fb/reset"), 400,
               "bad_session_id");
-  check_error(http(p, "POST", "/ui/api/kernels/x/explode"), 404, "not_found");
-  check_error(http(p, "POST", "/ui/api/kernels/x/reset/again"), 404,
+  check_error(ui_http(p, "POST", "/ui/api/kernels/x/explode"), 404, "not_found");
+  check_error(ui_http(p, "POST", "/ui/api/kernels/x/reset/again"), 404,
               "not_found");
-  check_error(http(p, "GET", "/ui/api/kernelsx"), 404, "not_found");
+  check_error(ui_http(p, "GET", "/ui/api/kernelsx"), 404, "not_found");
   // Without MCP servers: an empty list, and reconnect finds nothing.
-  auto m = http(p, "GET", "/ui/api/mcp");
+  auto m = ui_http(p, "GET", "/ui/api/mcp");
   BOOST_CHECK_EQUAL(status_of(m), 200);
   BOOST_TEST(body_of(m)["data"].dump() == "[]");
-  check_error(http(p, "POST", "/ui/api/mcp/none/reconnect"), 404,
+  check_error(ui_http(p, "POST", "/ui/api/mcp/none/reconnect"), 404,
               "mcp_server_not_found");
+  BOOST_CHECK_EQUAL(sp->stop(), 0);
+}
+
+BOOST_AUTO_TEST_CASE(operator_endpoints_need_the_key_and_the_csrf_token) {
+  key = "the-server-key";
+  auto sp = start(kernel_config);
+  auto p = sp->port;
+  namespace ui = mibyan::test::ui;
+  for (auto path : {"/ui/api/kernels", "/ui/api/live/turns", "/ui/api/mcp",
+                    "/ui/api/cluster", "/ui/api/live"})
+    check_error(ui::request(p, "GET", path), 401, "not_logged_in");
+  auto bearer = "Authorization: Bearer the-server-key\r\n";
+  auto k = ui::request(p, "GET", "/ui/api/kernels", {}, bearer);
+  BOOST_CHECK_MESSAGE(status_of(k) == 200, k);
+  // The dashboard's cookie: a POST needs the CSRF token as well.
+  auto login = ui::request(p, "POST", "/ui/api/login",
+                           R"({"key":"the-server-key"})");
+  BOOST_REQUIRE_MESSAGE(status_of(login) == 200, login);
+  auto set = ui::header_of(login, "Set-Cookie");
+  auto cookie = "Cookie: " + set.substr(0, set.find(';')) + "\r\n";
+  auto csrf = body_of(login).get_string("csrf", "");
+  BOOST_CHECK_EQUAL(status_of(ui::request(p, "GET", "/ui/api/kernels", {},
+                                          cookie)),
+                    200);
+  for (auto path : {"/ui/api/kernels/s1/reset", "/ui/api/kernels/s1/stop",
+                    "/ui/api/live/s1/interrupt", "/ui/api/mcp/m/reconnect"}) {
+    auto no_token = ui::request(p, "POST", path, "{}", cookie);
+    BOOST_CHECK_MESSAGE(status_of(no_token) == 403, path << ": " << no_token);
+    auto forged = ui::request(p, "POST", path, "{}",
+                              cookie + "X-CSRF-Token: " + std::string(64, '0')
+                                + "\r\n");
+    BOOST_CHECK_MESSAGE(status_of(forged) == 403, path << ": " << forged);
+    // With the token the request is authorised (and the target unknown).
+    auto ok = ui::request(p, "POST", path, "{}",
+                          cookie + "X-CSRF-Token: " + csrf + "\r\n");
+    BOOST_CHECK_MESSAGE(status_of(ok) == 404, path << ": " << ok);
+  }
+  // A Host that does not name the server is refused (DNS rebinding).
+  auto rebound = ui::request(p, "GET", "/ui/api/kernels", {}, bearer,
+                             "evil.example:" + std::to_string(p));
+  BOOST_CHECK_MESSAGE(status_of(rebound) == 421, rebound);
   BOOST_CHECK_EQUAL(sp->stop(), 0);
 }
 
@@ -166,7 +214,7 @@ BOOST_AUTO_TEST_CASE(mcp_servers_are_listed_and_reconnected) {
                     "sys.stderr.write('no db\\\\n'); sys.exit(2)\"]\n"
                     "    connect_timeout: 10\n");
   auto p = sp->port;
-  auto r = http(p, "GET", "/ui/api/mcp");
+  auto r = ui_http(p, "GET", "/ui/api/mcp");
   BOOST_REQUIRE_MESSAGE(status_of(r) == 200, r);
   auto data = body_of(r)["data"];
   BOOST_REQUIRE_MESSAGE(data.size() == 2u, data.dump());
@@ -180,21 +228,21 @@ BOOST_AUTO_TEST_CASE(mcp_servers_are_listed_and_reconnected) {
     BOOST_TEST(broken.get_string("state", "") == "failed");
     BOOST_TEST(contains(broken.get_string("last_error", ""), "no db"));
   }
-  auto ok = http(p, "POST", "/ui/api/mcp/good/reconnect");
+  auto ok = ui_http(p, "POST", "/ui/api/mcp/good/reconnect");
   BOOST_TEST_CONTEXT(ok) {
     BOOST_CHECK_EQUAL(status_of(ok), 200);
     BOOST_TEST(body_of(ok).get_string("state", "") == "connected");
     BOOST_TEST(contains(body_of(ok)["tools"].dump(), "mcp__good__echo"));
   }
-  auto bad = http(p, "POST", "/ui/api/mcp/broken/reconnect");
+  auto bad = ui_http(p, "POST", "/ui/api/mcp/broken/reconnect");
   check_error(bad, 502, "mcp_reconnect_failed");
   BOOST_TEST(contains(bad, "no db"));
-  check_error(http(p, "POST", "/ui/api/mcp/nope/reconnect"), 404,
+  check_error(ui_http(p, "POST", "/ui/api/mcp/nope/reconnect"), 404,
               "mcp_server_not_found");
-  check_error(http(p, "GET", "/ui/api/mcp/good/reconnect"), 405,
+  check_error(ui_http(p, "GET", "/ui/api/mcp/good/reconnect"), 405,
               "method_not_allowed");
-  check_error(http(p, "POST", "/ui/api/mcp"), 405, "method_not_allowed");
-  check_error(http(p, "POST", "/ui/api/mcp/good/restart"), 404, "not_found");
+  check_error(ui_http(p, "POST", "/ui/api/mcp"), 405, "method_not_allowed");
+  check_error(ui_http(p, "POST", "/ui/api/mcp/good/restart"), 404, "not_found");
   BOOST_CHECK_EQUAL(sp->stop(), 0);
 }
 

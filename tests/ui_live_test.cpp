@@ -11,6 +11,7 @@
 
 #include "tests/support/scripted_replies.hpp"
 #include "tests/support/serve_fixture.hpp"
+#include "tests/support/ui_client.hpp"
 #include "tests/support/sse_watcher.hpp"
 
 using namespace mibyan;
@@ -20,6 +21,12 @@ using mibyan::test::sse_frame;
 using mibyan::test::sse_watcher;
 
 namespace {
+
+// /ui/ paths need a Host header that names the server (serve/ui_auth.hpp).
+std::string ui_http(uint16_t port, const std::string& method,
+                    const std::string& path) {
+  return mibyan::test::ui::request(port, method, path);
+}
 
 // Scripts run without a person here (docs/approvals.md).
 const std::string exec_config = "code_execution:\n"
@@ -89,7 +96,7 @@ size_t index_of(const std::vector<sse_frame>& frames,
 // 30 s passed.
 bool wait_running(uint16_t port, const std::string& sid) {
   for (int i = 0; i < 300; ++i) {
-    auto r = http(port, "GET", "/ui/api/live/turns");
+    auto r = ui_http(port, "GET", "/ui/api/live/turns");
     if (contains(body_of(r).dump(), "\"session_id\":\"" + sid + "\""))
       return true;
     std::this_thread::sleep_for(milliseconds{100});
@@ -160,7 +167,7 @@ BOOST_AUTO_TEST_CASE(two_watchers_see_a_turn_with_execute_code_in_order) {
   check_turn_sequence(w1, "live-1");
   check_turn_sequence(w2, "live-1");
   // Nothing is running now.
-  auto turns = body_of(http(sp->port, "GET", "/ui/api/live/turns"));
+  auto turns = body_of(ui_http(sp->port, "GET", "/ui/api/live/turns"));
   BOOST_TEST(turns["data"].dump() == "[]");
   // A watcher that leaves unsubscribes; the server keeps serving.
   w1.close();
@@ -234,7 +241,7 @@ BOOST_AUTO_TEST_CASE(interrupt_stops_a_running_turn) {
   BOOST_REQUIRE(late.wait_event("snapshot"));
   BOOST_TEST(contains(late.frames[0].raw, "\"session_id\":\"stop-1\""));
   BOOST_TEST(contains(late.frames[0].raw, "\"prompt\":\"wait\""));
-  auto ir = http(sp->port, "POST", "/ui/api/live/stop-1/interrupt");
+  auto ir = ui_http(sp->port, "POST", "/ui/api/live/stop-1/interrupt");
   BOOST_TEST_CONTEXT(ir) {
     BOOST_CHECK_EQUAL(status_of(ir), 200);
     BOOST_TEST(body_of(ir).get_bool("interrupted", false));
@@ -245,33 +252,42 @@ BOOST_AUTO_TEST_CASE(interrupt_stops_a_running_turn) {
   BOOST_TEST(w.of("stop-1").back().data.get_string("outcome", "")
              == "interrupted");
   // Not running any more: 404.
-  check_error(http(sp->port, "POST", "/ui/api/live/stop-1/interrupt"), 404,
+  check_error(ui_http(sp->port, "POST", "/ui/api/live/stop-1/interrupt"), 404,
               "turn_not_found");
+  BOOST_CHECK_EQUAL(sp->stop(), 0);
+}
+
+BOOST_AUTO_TEST_CASE(an_idle_live_stream_gets_keep_alive_comments) {
+  auto sp = start(exec_config + "server:\n  keepalive_s: 1\n");
+  sse_watcher w(sp->port);
+  BOOST_REQUIRE(w.wait_event("snapshot"));
+  // No turn runs: a comment line keeps proxies busy.
+  BOOST_TEST(w.wait_raw(": keep-alive\n\n"), w.raw);
   BOOST_CHECK_EQUAL(sp->stop(), 0);
 }
 
 BOOST_AUTO_TEST_CASE(bad_input_gets_clear_4xx) {
   auto sp = start(exec_config);
   auto p = sp->port;
-  check_error(http(p, "POST", "/ui/api/live/nobody/interrupt"), 404,
+  check_error(ui_http(p, "POST", "/ui/api/live/nobody/interrupt"), 404,
               "turn_not_found");
-  check_error(http(p, "GET", "/ui/api/live/nobody/interrupt"), 405,
+  check_error(ui_http(p, "GET", "/ui/api/live/nobody/interrupt"), 405,
               "method_not_allowed");
-  check_error(http(p, "POST", "/ui/api/live/bad%20id/interrupt"), 400,
+  check_error(ui_http(p, "POST", "/ui/api/live/bad%20id/interrupt"), 400,
               "bad_session_id");
-  check_error(http(p, "POST", "/ui/api/live/" + std::string(200, 'a')
+  check_error(ui_http(p, "POST", "/ui/api/live/" + std::string(200, 'a')
                                 + "/interrupt"),
               400, "bad_session_id");
-  check_error(http(p, "POST", "/ui/api/live"), 405, "method_not_allowed");
-  check_error(http(p, "POST", "/ui/api/live/turns"), 405,
+  check_error(ui_http(p, "POST", "/ui/api/live"), 405, "method_not_allowed");
+  check_error(ui_http(p, "POST", "/ui/api/live/turns"), 405,
               "method_not_allowed");
-  check_error(http(p, "GET", "/ui/api/live/x/y/z"), 404, "not_found");
-  check_error(http(p, "POST", "/ui/api/live/x/cancel"), 404, "not_found");
-  check_error(http(p, "GET", "/ui/api/livex"), 404, "not_found");
-  check_error(http(p, "DELETE", "/ui/api/cluster"), 405,
+  check_error(ui_http(p, "GET", "/ui/api/live/x/y/z"), 404, "not_found");
+  check_error(ui_http(p, "POST", "/ui/api/live/x/cancel"), 404, "not_found");
+  check_error(ui_http(p, "GET", "/ui/api/livex"), 404, "not_found");
+  check_error(ui_http(p, "DELETE", "/ui/api/cluster"), 405,
               "method_not_allowed");
   // Not a cluster member.
-  auto c = http(p, "GET", "/ui/api/cluster");
+  auto c = ui_http(p, "GET", "/ui/api/cluster");
   BOOST_CHECK_EQUAL(status_of(c), 200);
   BOOST_TEST(body_of(c).dump() == R"({"enabled":false})");
   // The server is still fine.

@@ -131,8 +131,10 @@ json::value dispatch_tool(const tool_registry& reg, std::string_view name,
                   && now >= ctx.deadline
                 ? "timeout"
                 : "cancelled";
-  else if (result.find("error") != nullptr)
-    outcome = "error";
+  else if (auto e = result.find("error");
+           e != nullptr && !e->is_null()
+           && !(e->is_string() && e->as_string().empty()))
+    outcome = "error"; // some tools always carry "error": null or ""
   auto t = reg.find(name);
   metrics::count_tool_call(t != nullptr ? std::string_view{t->name()}
                                         : std::string_view{"other"},

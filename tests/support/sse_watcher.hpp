@@ -43,7 +43,8 @@ public:
     } else {
       fd_ = dial_loopback(port);
     }
-    send_all(fd_, "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+    send_all(fd_, "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1:"
+                    + std::to_string(port) + "\r\n\r\n");
   }
   ~sse_watcher() { close(); }
   sse_watcher(const sse_watcher&) = delete;
@@ -84,6 +85,27 @@ public:
         }
     }
     return false;
+  }
+
+  /// Reads until the raw stream contains `needle` (true) or `seconds_`
+  /// passed / the server closed (false).
+  bool wait_raw(const std::string& needle, int seconds_ = 60) {
+    auto deadline = std::chrono::steady_clock::now()
+                    + std::chrono::seconds{seconds_};
+    while (raw.find(needle) == std::string::npos) {
+      if (std::chrono::steady_clock::now() >= deadline || fd_ < 0)
+        return false;
+      pollfd p{fd_, POLLIN, 0};
+      if (::poll(&p, 1, 100) <= 0)
+        continue;
+      char buf[16384];
+      auto n = ::recv(fd_, buf, sizeof buf, 0);
+      if (n <= 0)
+        return false;
+      raw.append(buf, static_cast<size_t>(n));
+      parse();
+    }
+    return true;
   }
 
   /// Reads until an event `name` (with session `sid` when given).
