@@ -404,7 +404,14 @@ async function main() {
     await control("/__reset", {});
     await script({ body: reply("", [["call_ok", "terminal", { command: "rm -rf " + target }]]) });
     await script({ body: reply("Removed the directory as approved.") });
+    await open("#/live");
+    await page.waitForFunction(() => document.querySelector("[data-testid=live-connection]").textContent === "Connected");
     const turn = chat("dash-approve", "Clean up the approve-me directory.");
+    // The live stream announces the waiting command.
+    await page.waitForFunction((t) => {
+      const b = document.querySelector(".approval-banner");
+      return b && !b.hidden && b.textContent.includes("rm -rf " + t);
+    }, {}, target);
     await open("#/approvals");
     const card = await page.waitForSelector("[data-testid=approval]", { timeout: 30000 });
     const cmd = await card.$eval("[data-testid=approval-command]", (e) => e.textContent);

@@ -33,7 +33,25 @@ export function render(root) {
   root.appendChild(finished);
 
   const cards = new Map(); // session_id -> card state
-  let pendingApprovals = 0;
+  const waiting = new Map(); // pending id -> {kind, session_id, text}
+
+  function pendingEvent(d, key) {
+    if (String(d.type || "").endsWith("_required") && d[key]) {
+      const r = d[key];
+      waiting.set(String(r.id), { kind: key, session_id: r.session_id, text: r.command ?? r.question ?? "" });
+    } else if (d.id !== undefined) {
+      waiting.delete(String(d.id));
+    }
+    clear(approvals);
+    approvals.hidden = waiting.size === 0;
+    if (!waiting.size) return;
+    approvals.appendChild(h("p",
+      waiting.size === 1 ? "Waiting for a person: " : waiting.size + " requests wait for a person. ",
+      h("a.btn.small.primary", { href: "#/approvals" }, "Answer on the Approvals page")));
+    approvals.appendChild(h("ul.reasons", [...waiting.values()].map((w) => h("li",
+      w.kind === "approval" ? "command " : "question ", h("code", String(w.text)),
+      w.session_id ? [" in ", h("a.mono", { href: sessionHash(w.session_id) }, String(w.session_id))] : null))));
+  }
 
   const refreshEmpty = () => {
     none.hidden = running.childElementCount > 0;
@@ -145,16 +163,11 @@ export function render(root) {
       const res = await api.get("/ui/api/live/turns");
       handlers.snapshot({ turns: Array.isArray(res.data) ? res.data : [] });
     },
-    approval(d) {
-      pendingApprovals++;
-      approvals.hidden = false;
-      clear(approvals);
-      approvals.appendChild(h("p",
-        "A command waits for approval" + (d && d.session_id ? " in session " + d.session_id : "") + ": ",
-        h("code", String((d && d.command) || "")), " ",
-        h("a.btn.small.primary", { href: "#/approvals" }, "Answer it"),
-        pendingApprovals > 1 ? h("span.muted", " (" + pendingApprovals + " since this page opened)") : null));
-    },
+    // Pending approvals and questions ({type:"approval_required",
+    // approval:{...}} / {type:"approval_resolved", id, outcome}, the same
+    // with clarify): listed in a banner while they wait.
+    approval(d) { pendingEvent(d, "approval"); },
+    clarify(d) { pendingEvent(d, "clarification"); },
   };
 
   const es = new EventSource("/ui/api/live");
