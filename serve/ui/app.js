@@ -78,6 +78,7 @@ async function route() {
   if (!PAGES[page]) { location.replace("#/sessions"); return; }
   if (cleanup) { try { cleanup(); } catch (e) { /* ignore */ } cleanup = null; }
   setNavCurrent(page);
+  if (badgeTimer) refreshBadge();
   document.title = TITLES[page] + " · Mibyan console";
   clear(main);
   main.dataset.page = page;
