@@ -32,6 +32,8 @@
 #include "base/log.hpp"
 #include "bench/bench_row.hpp"
 #include "bench/bench_util.hpp"
+#include "bench/bench_http.hpp"
+#include "bench/bench_serve.hpp"
 #include "bench/scripted_provider.hpp"
 #include "config/loader.hpp"
 #include "runtime/runtime.hpp"
@@ -44,29 +46,6 @@ using namespace mibyan::bench;
 
 namespace {
 
-int connect_to(uint16_t port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0)
-    provider_die("connect to serve failed");
-  int one = 1;
-  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  return fd;
-}
-
-void send_all(int fd, const std::string& s) {
-  size_t off = 0;
-  while (off < s.size()) {
-    auto w = ::send(fd, s.data() + off, s.size() - off, MSG_NOSIGNAL);
-    if (w <= 0)
-      provider_die("send to serve failed");
-    off += static_cast<size_t>(w);
-  }
-}
-
 // One chat turn with one tool round on keep-alive connection `fd` (a
 // non-streamed reply: a streamed one would measure the delayed-ACK stalls
 // of small SSE writes, not the turn). The turn itself streams from the
@@ -75,28 +54,11 @@ void chat_turn(int fd, std::string& in) {
   static const std::string body
     = R"({"model":"m","stream":false,"messages":[{"role":"user",)"
       R"("content":"rounds=1 please"}]})";
-  send_all(fd, "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-               "Content-Type: application/json\r\nContent-Length: "
-                 + std::to_string(body.size()) + "\r\n\r\n" + body);
-  in.clear();
-  size_t need = std::string::npos;
-  char buf[16384];
-  while (need == std::string::npos || in.size() < need) {
-    auto got = ::read(fd, buf, sizeof buf);
-    if (got <= 0)
-      provider_die("serve closed the connection");
-    in.append(buf, static_cast<size_t>(got));
-    if (need == std::string::npos) {
-      auto he = in.find("\r\n\r\n");
-      if (he == std::string::npos)
-        continue;
-      auto cl = in.find("Content-Length: ");
-      if (cl == std::string::npos || cl > he)
-        provider_die("serve reply without Content-Length");
-      need = he + 4 + std::strtoul(in.c_str() + cl + 16, nullptr, 10);
-    }
-  }
-  if (in.compare(0, 12, "HTTP/1.1 200") != 0)
+  if (!round_trip(fd,
+                  "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                  "Content-Type: application/json\r\nContent-Length: "
+                    + std::to_string(body.size()) + "\r\n\r\n" + body,
+                  in))
     provider_die("a turn failed: " + in.substr(0, 300));
 }
 
@@ -106,7 +68,7 @@ class watchers {
 public:
   watchers(uint16_t port, int n) {
     for (int i = 0; i < n; ++i) {
-      int fd = connect_to(port);
+      int fd = connect_loopback(port);
       // The Host names the server (the dashboard's DNS-rebinding check).
       send_all(fd, "GET /ui/api/live HTTP/1.1\r\nHost: 127.0.0.1:"
                      + std::to_string(port) + "\r\n\r\n");
@@ -163,7 +125,7 @@ private:
 // their latencies in ms.
 std::vector<double> run_turns(uint16_t port, int n) {
   std::vector<double> xs;
-  int fd = connect_to(port);
+  int fd = connect_loopback(port);
   std::string in;
   for (int i = 0; i < n; ++i) {
     auto t0 = clock_type::now();
@@ -189,39 +151,9 @@ int main(int argc, char** argv) {
   rl.rlim_cur = rl.rlim_max;
   ::setrlimit(RLIMIT_NOFILE, &rl);
   log::set_level(log::level::warning);
-  fs::path home = fs::path{"/dev/shm"} / ("mibyan-live-bench-"
-                                          + std::to_string(::getpid()));
-  fs::create_directories(home);
-  ::setenv("MIBYAN_HOME", home.c_str(), 1);
-  auto file = home / "small.txt";
-  std::ofstream(file) << "a small file\n";
-  scripted_server provider{file.string()};
-  auto loaded = load_options();
-  if (!loaded.ok())
-    provider_die("config: " + loaded.error);
-  auto opts = loaded.opts;
-  opts.code_execution.prestart_kernels = 0;
-  std::string err;
-  auto rt = runtime::create(opts, &err);
-  if (!rt)
-    provider_die("runtime: " + err);
-  http_server_settings st;
-  st.host = "127.0.0.1";
-  st.port = 0;
-  st.limits = opts.server;
-  st.turn.provider = "custom";
-  st.turn.base_url = provider.url();
-  st.turn.model = "m";
-  st.turn.api_key = "sk-bench";
-  st.model_id = "m";
-  std::atomic<uint64_t> sid{0};
-  st.new_session_id = [&sid] {
-    return "live_" + std::to_string(::getpid()) + "_" + std::to_string(++sid);
-  };
-  auto server = http_server::start(*rt, st, &err);
-  if (!server)
-    provider_die("serve: " + err);
-  auto port = server->port();
+  serve_rig rig{"live", "live_"};
+  auto& rt = rig.rt;
+  auto port = rig.port;
   std::printf("live watchers benchmark: turns with one tool round "
               "over HTTP, %d turns per phase, %d rounds of (0, %d watchers)"
               "; cores %u\n\n",
@@ -277,10 +209,5 @@ int main(int argc, char** argv) {
   bench_row("live: turn p50 with 100 watchers vs none", p100, p0, "ms",
             "< 1.05x, every watcher sees every turn",
             p100 / p0 < 1.05 && ends == watched_turns * n_watchers);
-  server->shutdown(std::chrono::seconds(10));
-  server.reset();
-  rt.reset();
-  std::error_code ec;
-  fs::remove_all(home, ec);
   return 0;
 }

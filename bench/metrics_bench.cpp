@@ -37,6 +37,8 @@
 #include "base/runtime_metrics.hpp"
 #include "bench/bench_row.hpp"
 #include "bench/bench_util.hpp"
+#include "bench/bench_http.hpp"
+#include "bench/bench_serve.hpp"
 #include "bench/scripted_provider.hpp"
 #include "config/loader.hpp"
 #include "runtime/runtime.hpp"
@@ -49,19 +51,6 @@ using namespace mibyan::bench;
 
 namespace {
 
-int connect_to(uint16_t port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0)
-    provider_die("connect to serve failed");
-  int one = 1;
-  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  return fd;
-}
-
 std::string get_request(const std::string& path) {
   return "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
 }
@@ -72,36 +61,6 @@ std::string chat_request(int rounds) {
   return "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
          "Content-Type: application/json\r\nContent-Length: "
          + std::to_string(body.size()) + "\r\n\r\n" + body;
-}
-
-// One request/response on a keep-alive connection; false unless 200.
-bool round_trip(int fd, const std::string& req, std::string& in) {
-  size_t off = 0;
-  while (off < req.size()) {
-    auto w = ::send(fd, req.data() + off, req.size() - off, MSG_NOSIGNAL);
-    if (w <= 0)
-      provider_die("send to serve failed");
-    off += static_cast<size_t>(w);
-  }
-  in.clear();
-  size_t need = std::string::npos;
-  char buf[65536];
-  while (need == std::string::npos || in.size() < need) {
-    auto got = ::read(fd, buf, sizeof buf);
-    if (got <= 0)
-      provider_die("serve closed the connection");
-    in.append(buf, static_cast<size_t>(got));
-    if (need == std::string::npos) {
-      auto he = in.find("\r\n\r\n");
-      if (he == std::string::npos)
-        continue;
-      auto cl = in.find("Content-Length: ");
-      if (cl == std::string::npos || cl > he)
-        provider_die("serve reply without Content-Length");
-      need = he + 4 + std::strtoul(in.c_str() + cl + 16, nullptr, 10);
-    }
-  }
-  return in.compare(0, 12, "HTTP/1.1 200") == 0;
 }
 
 // Every family gets the series a busy node would have.
@@ -154,44 +113,13 @@ int main(int argc, char** argv) {
   const bool quick = bench_quick(argc, argv);
   const int scrapes = quick ? 300 : 2000;
   log::set_level(log::level::warning);
-  fs::path home = fs::path{"/dev/shm"} / ("mibyan-metrics-bench-"
-                                          + std::to_string(::getpid()));
-  fs::create_directories(home);
-  ::setenv("MIBYAN_HOME", home.c_str(), 1);
-  auto file = home / "small.txt";
-  std::ofstream(file) << "a small file\n";
-  scripted_server provider{file.string()};
-  auto loaded = load_options();
-  if (!loaded.ok())
-    provider_die("config: " + loaded.error);
-  auto opts = loaded.opts;
-  opts.code_execution.prestart_kernels = 0;
-  std::string err;
-  auto rt = runtime::create(opts, &err);
-  if (!rt)
-    provider_die("runtime: " + err);
-  http_server_settings st;
-  st.host = "127.0.0.1";
-  st.port = 0;
-  st.limits = opts.server;
-  st.turn.provider = "custom";
-  st.turn.base_url = provider.url();
-  st.turn.model = "m";
-  st.turn.api_key = "sk-bench";
-  st.model_id = "m";
-  std::atomic<uint64_t> sid{0};
-  st.new_session_id = [&sid] {
-    return "bench_" + std::to_string(::getpid()) + "_"
-           + std::to_string(++sid);
-  };
-  auto server = http_server::start(*rt, st, &err);
-  if (!server)
-    provider_die("serve: " + err);
-  auto port = server->port();
+  serve_rig rig{"metrics", "bench_"};
+  auto& rt = rig.rt;
+  auto port = rig.port;
 
   // The workload: turns with tool calls through the server.
   std::string in;
-  int fd = connect_to(port);
+  int fd = connect_loopback(port);
   for (int i = 0; i < (quick ? 20 : 100); ++i)
     if (!round_trip(fd, chat_request(i % 3), in))
       provider_die("a workload turn failed: " + in.substr(0, 200));
@@ -272,10 +200,5 @@ int main(int argc, char** argv) {
             "ns", "informational", std::nullopt);
   bench_row("metrics: count_tool_call per call, 2 threads", two, std::nullopt,
             "ns", "informational", std::nullopt);
-  server->shutdown(std::chrono::seconds(5));
-  server.reset();
-  rt.reset();
-  std::error_code ec;
-  fs::remove_all(home, ec);
   return sink == 0 ? 1 : 0;
 }

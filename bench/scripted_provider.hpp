@@ -36,13 +36,13 @@
 #include <unistd.h>
 
 #include "base/json.hpp"
+#include "bench/bench_http.hpp"
 #include "bench/bench_util.hpp"
 
 namespace mibyan::bench {
 
 [[noreturn]] inline void provider_die(const std::string& msg) {
-  std::fprintf(stderr, "bench: %s\n", msg.c_str());
-  std::exit(1);
+  bench_die(msg);
 }
 
 inline size_t count_of(std::string_view hay, std::string_view needle) {
@@ -470,48 +470,16 @@ private:
 // and returns the round-trip times in milliseconds.
 inline std::vector<double> plain_round_trips(int port, const std::string& body,
                                       int n) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
-    provider_die("plain client: connect failed");
-  int one = 1;
-  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  int fd = connect_loopback(static_cast<uint16_t>(port));
   auto req = "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
              "Content-Type: application/json\r\nAccept: text/event-stream\r\n"
              "Authorization: Bearer sk-bench\r\nContent-Length: "
              + std::to_string(body.size()) + "\r\n\r\n" + body;
   std::vector<double> out;
   std::string in;
-  char buf[65536];
   for (int i = 0; i < n; ++i) {
     auto start = clock_type::now();
-    size_t off = 0;
-    while (off < req.size()) {
-      auto w = ::send(fd, req.data() + off, req.size() - off, MSG_NOSIGNAL);
-      if (w <= 0)
-        provider_die("plain client: send failed");
-      off += static_cast<size_t>(w);
-    }
-    in.clear();
-    size_t need = std::string::npos;
-    while (need == std::string::npos || in.size() < need) {
-      auto got = ::read(fd, buf, sizeof buf);
-      if (got <= 0)
-        provider_die("plain client: connection closed");
-      in.append(buf, static_cast<size_t>(got));
-      if (need == std::string::npos) {
-        auto he = in.find("\r\n\r\n");
-        if (he == std::string::npos)
-          continue;
-        auto cl = in.find("Content-Length: ");
-        if (cl == std::string::npos || cl > he)
-          provider_die("plain client: no Content-Length");
-        need = he + 4 + std::strtoul(in.c_str() + cl + 16, nullptr, 10);
-      }
-    }
+    round_trip(fd, req, in);
     out.push_back(ms_since(start));
   }
   ::close(fd);

@@ -44,7 +44,9 @@
 #include <unistd.h>
 
 #include "base/log.hpp"
+#include "bench/bench_http.hpp"
 #include "bench/bench_row.hpp"
+#include "bench/bench_serve.hpp"
 #include "bench/bench_util.hpp"
 #include "bench/scripted_provider.hpp"
 #include "config/loader.hpp"
@@ -66,19 +68,6 @@ long proc_status_kib(const char* key) {
         && line[klen] == ':')
       return std::atol(line.c_str() + klen + 1);
   return -1;
-}
-
-int connect_to(uint16_t port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0)
-    provider_die("connect to serve failed");
-  int one = 1;
-  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  return fd;
 }
 
 std::string chat_request(int rounds, bool stream) {
@@ -106,37 +95,6 @@ std::string response_id_in(const std::string& reply) {
     return {};
   p += 6;
   return reply.substr(p, reply.find('"', p) - p);
-}
-
-// One request/response on a keep-alive connection (Content-Length reply).
-// Returns false on a non-200 answer.
-bool round_trip(int fd, const std::string& req, std::string& in) {
-  size_t off = 0;
-  while (off < req.size()) {
-    auto w = ::send(fd, req.data() + off, req.size() - off, MSG_NOSIGNAL);
-    if (w <= 0)
-      provider_die("send to serve failed");
-    off += static_cast<size_t>(w);
-  }
-  in.clear();
-  size_t need = std::string::npos;
-  char buf[16384];
-  while (need == std::string::npos || in.size() < need) {
-    auto got = ::read(fd, buf, sizeof buf);
-    if (got <= 0)
-      provider_die("serve closed the connection");
-    in.append(buf, static_cast<size_t>(got));
-    if (need == std::string::npos) {
-      auto he = in.find("\r\n\r\n");
-      if (he == std::string::npos)
-        continue;
-      auto cl = in.find("Content-Length: ");
-      if (cl == std::string::npos || cl > he)
-        provider_die("serve reply without Content-Length");
-      need = he + 4 + std::strtoul(in.c_str() + cl + 16, nullptr, 10);
-    }
-  }
-  return in.compare(0, 12, "HTTP/1.1 200") == 0;
 }
 
 struct load_result {
@@ -194,7 +152,7 @@ load_result run_load(uint16_t port, int clients, int per_client, int rounds) {
   std::vector<std::string> ins(static_cast<size_t>(clients));
   return run_clients(
     clients, per_client,
-    [&](int c) { fds[static_cast<size_t>(c)] = connect_to(port); },
+    [&](int c) { fds[static_cast<size_t>(c)] = connect_loopback(port); },
     [&](int c) {
       auto k = static_cast<size_t>(c);
       return round_trip(fds[k], req, ins[k]);
@@ -252,42 +210,14 @@ int main(int argc, char** argv) {
   rl.rlim_cur = rl.rlim_max;
   ::setrlimit(RLIMIT_NOFILE, &rl);
   log::set_level(log::level::warning);
-  fs::path home = fs::path{"/dev/shm"} / ("mibyan-serve-bench-"
-                                          + std::to_string(::getpid()));
-  fs::create_directories(home);
-  ::setenv("MIBYAN_HOME", home.c_str(), 1);
-  auto file = home / "small.txt";
-  std::ofstream(file) << "a small file\n";
-  scripted_server provider{file.string()};
-  auto loaded = load_options();
-  if (!loaded.ok())
-    provider_die("config: " + loaded.error);
-  auto opts = loaded.opts;
-  opts.code_execution.prestart_kernels = 0;
-  std::string err;
-  auto rt = runtime::create(opts, &err);
-  if (!rt)
-    provider_die("runtime: " + err);
-  http_server_settings st;
-  st.host = "127.0.0.1";
-  st.port = 0;
-  st.limits = opts.server;
-  st.limits.max_concurrent_turns = 4096;
-  st.limits.max_connections = 8192;
-  st.turn.provider = "custom";
-  st.turn.base_url = provider.url();
-  st.turn.model = "m";
-  st.turn.api_key = "sk-bench";
-  st.model_id = "m";
-  std::atomic<uint64_t> sid{0};
-  st.new_session_id = [&sid] {
-    return "bench_" + std::to_string(::getpid()) + "_"
-           + std::to_string(++sid);
-  };
-  auto server = http_server::start(*rt, st, &err);
-  if (!server)
-    provider_die("serve: " + err);
-  auto port = server->port();
+  serve_rig rig{"serve", "bench_", [](http_server_settings& st) {
+                  st.limits.max_concurrent_turns = 4096;
+                  st.limits.max_connections = 8192;
+                }};
+  auto& rt = rig.rt;
+  auto& provider = rig.provider;
+  const auto& st = rig.st;
+  auto port = rig.port;
   std::printf("mibyan serve benchmark (io_threads %lld, cores %u, "
               "MIBYAN_HOME on tmpfs)\n\n",
               static_cast<long long>(st.limits.io_threads),
@@ -296,7 +226,8 @@ int main(int argc, char** argv) {
   // Baselines.
   std::string in;
   {
-    int fd = connect_to(port); // warm-up: the provider connection, kernels
+    // Warm-up: the provider connection, kernels.
+    int fd = connect_loopback(port);
     for (int i = 0; i < 20; ++i)
       round_trip(fd, chat_request(i % 2, false), in);
     ::close(fd);
@@ -349,7 +280,7 @@ int main(int argc, char** argv) {
   // The Responses API against chat completions (one client, 0 rounds).
   {
     const int per = quick ? 60 : 300;
-    int fd = connect_to(port);
+    int fd = connect_loopback(port);
     auto p50_of = [&](auto make_request) {
       std::vector<double> xs;
       for (int i = 0; i < per; ++i) {
@@ -423,7 +354,7 @@ int main(int argc, char** argv) {
   std::vector<int> fds;
   auto sreq = chat_request(0, true);
   for (int i = 0; i < n; ++i) {
-    int fd = connect_to(port);
+    int fd = connect_loopback(port);
     if (::send(fd, sreq.data(), sreq.size(), MSG_NOSIGNAL)
         != static_cast<ssize_t>(sreq.size()))
       provider_die("send failed");
@@ -480,10 +411,5 @@ int main(int argc, char** argv) {
   bench_row("serve: 1000 open streaming turns, peak RSS", hwm / 1024.0,
             std::nullopt, "MiB", "< 1024 MiB, all [DONE]",
             hwm / 1024.0 < 1024 && ok == static_cast<size_t>(n));
-  server->shutdown(std::chrono::seconds(10));
-  server.reset();
-  rt.reset();
-  std::error_code ec;
-  fs::remove_all(home, ec);
   return 0;
 }

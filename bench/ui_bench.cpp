@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "base/log.hpp"
+#include "bench/bench_http.hpp"
 #include "bench/bench_rows.hpp"
 #include "bench/bench_util.hpp"
 #include "config/loader.hpp"
@@ -48,46 +49,15 @@ namespace {
 struct client {
   int fd = -1;
   std::string buf;
-  explicit client(uint16_t port) {
-    fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(port);
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0)
-      die("connect failed");
-    int one = 1;
-    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  }
+  explicit client(uint16_t port) : fd(connect_loopback(port)) {}
   ~client() { ::close(fd); }
   std::string get(const std::string& path, uint16_t port) {
-    auto req = "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1:"
-               + std::to_string(port) + "\r\n\r\n";
-    if (::send(fd, req.data(), req.size(), MSG_NOSIGNAL)
-        != static_cast<ssize_t>(req.size()))
-      die("send failed");
-    buf.clear();
-    size_t head_end = std::string::npos, total = 0;
-    char tmp[65536];
-    for (;;) {
-      auto n = ::recv(fd, tmp, sizeof tmp, 0);
-      if (n <= 0)
-        die("connection closed");
-      buf.append(tmp, static_cast<size_t>(n));
-      if (head_end == std::string::npos) {
-        head_end = buf.find("\r\n\r\n");
-        if (head_end == std::string::npos)
-          continue;
-        if (buf.compare(0, 12, "HTTP/1.1 200") != 0)
-          die("unexpected answer: " + buf.substr(0, 300));
-        auto cl = buf.find("Content-Length: ");
-        if (cl == std::string::npos || cl > head_end)
-          die("no Content-Length");
-        total = head_end + 4 + std::stoul(buf.substr(cl + 16));
-      }
-      if (buf.size() >= total)
-        return buf.substr(head_end + 4);
-    }
+    if (!round_trip(fd,
+                    "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1:"
+                      + std::to_string(port) + "\r\n\r\n",
+                    buf))
+      die("unexpected answer: " + buf.substr(0, 300));
+    return reply_body(buf);
   }
 };
 

@@ -1,0 +1,103 @@
+// File: bench/bench_serve.hpp
+//
+// The in-process `mibyan serve` the HTTP benchmarks (serve, metrics, live)
+// measure: $MIBYAN_HOME on tmpfs (/dev/shm/mibyan-<name>-bench-<pid>, so
+// the LMDB fsync of each stored message does not hide the CPU cost), the
+// scripted provider (bench/scripted_provider.hpp), a runtime with no
+// prestarted kernels, and an http_server on 127.0.0.1 with an ephemeral
+// port. Every setup failure ends the benchmark. Single-threaded use from
+// main(); not copyable or movable (the session-id hook points into it).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include <unistd.h>
+
+#include "bench/scripted_provider.hpp"
+#include "config/loader.hpp"
+#include "runtime/runtime.hpp"
+#include "serve/http_server.hpp"
+
+namespace mibyan::bench {
+
+class serve_rig {
+public:
+  /// `name` names the home directory; session ids are
+  /// `<sid_prefix><pid>_<n>`; `tune` adjusts the settings before the
+  /// server starts.
+  serve_rig(const std::string& name, const std::string& sid_prefix,
+            const std::function<void(http_server_settings&)>& tune = {})
+    : home(std::filesystem::path{"/dev/shm"}
+           / ("mibyan-" + name + "-bench-" + std::to_string(::getpid()))),
+      provider(prepare_home(home)) {
+    auto loaded = load_options();
+    if (!loaded.ok())
+      provider_die("config: " + loaded.error);
+    auto opts = loaded.opts;
+    opts.code_execution.prestart_kernels = 0;
+    std::string err;
+    rt = runtime::create(opts, &err);
+    if (!rt)
+      provider_die("runtime: " + err);
+    st.host = "127.0.0.1";
+    st.port = 0;
+    st.limits = opts.server;
+    st.turn.provider = "custom";
+    st.turn.base_url = provider.url();
+    st.turn.model = "m";
+    st.turn.api_key = "sk-bench";
+    st.model_id = "m";
+    st.new_session_id = [this, sid_prefix] {
+      return sid_prefix + std::to_string(::getpid()) + "_"
+             + std::to_string(++sid_);
+    };
+    if (tune)
+      tune(st);
+    server = http_server::start(*rt, st, &err);
+    if (!server)
+      provider_die("serve: " + err);
+    port = server->port();
+  }
+
+  /// Shuts the server down (up to 10 s of draining), closes the runtime
+  /// and removes the home directory.
+  ~serve_rig() {
+    server->shutdown(std::chrono::seconds(10));
+    server.reset();
+    rt.reset();
+    std::error_code ec;
+    std::filesystem::remove_all(home, ec);
+  }
+
+  serve_rig(const serve_rig&) = delete;
+  serve_rig& operator=(const serve_rig&) = delete;
+
+  std::filesystem::path home;
+  scripted_server provider; // serves <home>/small.txt to read_file calls
+  std::unique_ptr<runtime> rt;
+  http_server_settings st;
+  std::unique_ptr<http_server> server;
+  uint16_t port = 0;
+
+private:
+  // Creates `home`, points MIBYAN_HOME at it and writes the small file the
+  // provider's tool calls read; returns that file's path.
+  static std::string prepare_home(const std::filesystem::path& home) {
+    std::filesystem::create_directories(home);
+    ::setenv("MIBYAN_HOME", home.c_str(), 1);
+    auto file = home / "small.txt";
+    std::ofstream(file) << "a small file\n";
+    return file.string();
+  }
+
+  std::atomic<uint64_t> sid_{0};
+};
+
+} // namespace mibyan::bench
