@@ -18,6 +18,8 @@
 import fs from "node:fs";
 import path from "node:path";
 import puppeteer from "puppeteer-core";
+import { check, control, providerRequests, reply as providerReply, script,
+         streamed as providerStreamed } from "./scripted_provider.mjs";
 
 const SERVE = process.env.SERVE_URL;
 const KEY = process.env.SERVE_KEY || "";
@@ -30,10 +32,6 @@ const FAILURES = process.env.FAILURE_DIR || "";
 const UI = SERVE + "/ui/";
 
 const report = { ok: false, steps: [], pages: [], screenshots: [], console_errors: [], csp_violations: [] };
-
-function check(cond, what) {
-  if (!cond) throw new Error("check failed: " + what);
-}
 
 async function waitFor(fn, what, ms = 30000) {
   const deadline = Date.now() + ms;
@@ -50,37 +48,14 @@ async function waitFor(fn, what, ms = 30000) {
 
 // -- the scripted provider ---------------------------------------------------
 
-async function control(p, body) {
-  const r = await fetch(PROVIDER + p, body === undefined ? {} : { method: "POST", body: JSON.stringify(body) });
-  return r.json();
-}
-const script = (spec) => control("/__script", { path: "/v1/chat/completions", status: 200, ...spec });
-
+// Replies as an OpenRouter-style gateway reports them, with `cost`: the
+// session's cost_usd.
 function reply(content, calls = [], usage = [120, 30]) {
-  const msg = { role: "assistant", content };
-  if (calls.length)
-    msg.tool_calls = calls.map(([id, name, args]) => ({
-      id, type: "function", function: { name, arguments: JSON.stringify(args) } }));
-  return JSON.stringify({
-    id: "p1", object: "chat.completion", model: "m",
-    choices: [{ index: 0, message: msg, finish_reason: calls.length ? "tool_calls" : "stop" }],
-    // `cost` as OpenRouter-style gateways report it: the session's cost_usd.
-    usage: { prompt_tokens: usage[0], completion_tokens: usage[1], total_tokens: usage[0] + usage[1],
-             cost: (usage[0] * 2.5 + usage[1] * 10) / 1e6 } });
+  return providerReply(content, calls, usage,
+                       { cost: (usage[0] * 2.5 + usage[1] * 10) / 1e6 });
 }
 
-function streamed(pieces) {
-  const chunk = (delta, finish) => "data: " + JSON.stringify({
-    id: "p1", object: "chat.completion.chunk", model: "m",
-    choices: [{ index: 0, delta, finish_reason: finish }],
-    ...(finish ? { usage: { prompt_tokens: 90, completion_tokens: 12, total_tokens: 102 } } : {}) }) + "\n\n";
-  return [...pieces.map((p) => chunk({ content: p }, null)), chunk({}, "stop"), "data: [DONE]\n\n"];
-}
-
-async function providerRequests() {
-  const reqs = await control("/__requests");
-  return reqs.filter((r) => r.path.startsWith("/v1/chat/completions")).map((r) => JSON.parse(r.body));
-}
+const streamed = (pieces) => providerStreamed(pieces, [90, 12]);
 
 // -- the node's API (bearer key, as a program would) -------------------------
 

@@ -6,61 +6,15 @@
 // environment. Prints "OK <scenario>" and exits 0, or prints the failure
 // and exits 1.
 import OpenAI from "openai";
+import { check, control, providerRequests, reply, script, streamed }
+  from "./scripted_provider.mjs";
 
 const SERVE = process.env.SERVE_URL;
-const PROVIDER = process.env.PROVIDER_URL;
 const KEY = process.env.SERVE_KEY || "unused";
 
 function client(key = KEY) {
   return new OpenAI({ baseURL: SERVE + "/v1", apiKey: key, maxRetries: 0,
                       timeout: 60000 });
-}
-
-function check(cond, what) {
-  if (!cond) throw new Error("check failed: " + what);
-}
-
-// A provider reply (OpenAI non-streaming shape) with optional tool calls.
-function reply(content, calls = [], usage = [10, 3]) {
-  const msg = { role: "assistant", content };
-  if (calls.length)
-    msg.tool_calls = calls.map(([id, name, args]) => ({
-      id, type: "function", function: { name, arguments: JSON.stringify(args) } }));
-  return JSON.stringify({
-    id: "p1", object: "chat.completion", model: "m",
-    choices: [{ index: 0, message: msg,
-                finish_reason: calls.length ? "tool_calls" : "stop" }],
-    usage: { prompt_tokens: usage[0], completion_tokens: usage[1],
-             total_tokens: usage[0] + usage[1] } });
-}
-
-// A provider reply as SSE chunks, one per piece of text.
-function streamed(pieces) {
-  const chunks = pieces.map((p) => "data: " + JSON.stringify({
-    id: "p1", object: "chat.completion.chunk", model: "m",
-    choices: [{ index: 0, delta: { content: p }, finish_reason: null }] }) + "\n\n");
-  chunks.push("data: " + JSON.stringify({
-    id: "p1", object: "chat.completion.chunk", model: "m",
-    choices: [{ index: 0, delta: {}, finish_reason: "stop" }],
-    usage: { prompt_tokens: 7, completion_tokens: 5, total_tokens: 12 } }) + "\n\n");
-  chunks.push("data: [DONE]\n\n");
-  return chunks;
-}
-
-async function control(path, body) {
-  const r = await fetch(PROVIDER + path, body === undefined ? {} : {
-    method: "POST", body: JSON.stringify(body) });
-  return r.json();
-}
-
-async function script(spec) {
-  await control("/__script", { path: "/v1/chat/completions", status: 200, ...spec });
-}
-
-async function providerRequests() {
-  const reqs = await control("/__requests");
-  return reqs.filter((r) => r.path.startsWith("/v1/chat/completions"))
-             .map((r) => JSON.parse(r.body));
 }
 
 const scenarios = {
