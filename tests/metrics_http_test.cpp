@@ -18,11 +18,13 @@
 #include "serve/metrics_route.hpp"
 #include "tests/support/prom_text.hpp"
 #include "tests/support/scripted_replies.hpp"
-#include "tests/support/serve_fixture.hpp"
+#include "tests/support/ui_client.hpp"
 
 using namespace mibyan;
 using namespace std::chrono;
 using namespace mibyan::test::serving;
+using mibyan::test::ui::header_of;
+using mibyan::test::ui::raw_body;
 namespace prom = mibyan::test::prom;
 
 namespace {
@@ -32,53 +34,12 @@ namespace {
 std::string completion_with_usage(const std::string& content,
                                   const std::string& tool = {},
                                   const std::string& args = {}) {
-  json::value msg;
-  msg["role"] = "assistant";
-  msg["content"] = content;
-  std::string finish = "stop";
-  if (!tool.empty()) {
-    json::value tc;
-    tc["id"] = "call_1";
-    tc["type"] = "function";
-    tc["function"]["name"] = tool;
-    tc["function"]["arguments"] = args;
-    msg["tool_calls"] = json::value::make_array();
-    msg["tool_calls"].push_back(std::move(tc));
-    finish = "tool_calls";
-  }
-  json::value choice;
-  choice["index"] = 0;
-  choice["message"] = std::move(msg);
-  choice["finish_reason"] = finish;
-  json::value body;
-  body["id"] = "c1";
-  body["model"] = "m";
-  body["choices"] = json::value::make_array();
-  body["choices"].push_back(std::move(choice));
-  body["usage"]["prompt_tokens"] = 11;
-  body["usage"]["completion_tokens"] = 7;
-  body["usage"]["total_tokens"] = 18;
-  return body.dump();
-}
-
-std::string header_of(const std::string& response, const std::string& name) {
-  auto head = response.substr(0, response.find("\r\n\r\n"));
-  std::string lower = head;
-  for (auto& c : lower)
-    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  std::string key = "\r\n" + name + ":";
-  auto p = lower.find(key);
-  if (p == std::string::npos)
-    return {};
-  auto b = p + key.size();
-  auto e = head.find("\r\n", b);
-  auto v = head.substr(b, e - b);
-  return v.substr(v.find_first_not_of(' '));
-}
-
-std::string body_text(const std::string& response) {
-  auto p = response.find("\r\n\r\n");
-  return p == std::string::npos ? "" : response.substr(p + 4);
+  auto body = json::parse(test::completion(content, tool, args));
+  BOOST_REQUIRE(body);
+  (*body.v)["usage"]["prompt_tokens"] = 11;
+  (*body.v)["usage"]["completion_tokens"] = 7;
+  (*body.v)["usage"]["total_tokens"] = 18;
+  return body.v->dump();
 }
 
 // One scrape: status 200, the exposition Content-Type, a strict parse.
@@ -87,7 +48,7 @@ prom::document scrape(uint16_t port, const std::string& headers = {}) {
   BOOST_REQUIRE_MESSAGE(status_of(r) == 200, r);
   BOOST_CHECK_EQUAL(header_of(r, "content-type"),
                     "text/plain; version=0.0.4; charset=utf-8");
-  auto text = body_text(r);
+  auto text = raw_body(r);
   auto doc = prom::parse(text);
   BOOST_REQUIRE_MESSAGE(doc.error.empty(), doc.error << "\n" << text);
   // Stable output: families in name order.
