@@ -8,8 +8,8 @@
 // and exits 0, or prints the failure and exits 1.
 import fs from "node:fs";
 import OpenAI from "openai";
-import { check, control, providerRequests, reply, script, streamed }
-  from "./scripted_provider.mjs";
+import { check, control, providerRequests, reply, script, scriptRefusals,
+         streamed } from "./scripted_provider.mjs";
 
 const SERVE = process.env.SERVE_URL;
 const STATE = process.env.STATE_FILE;
@@ -318,9 +318,7 @@ const scenarios = {
     // answer is a response with status "failed" (stored); the stream ends
     // with response.failed.
     await control("/__reset", {});
-    const refusal = JSON.stringify({ error: { message: "bad request upstream",
-                                              type: "invalid_request_error" } });
-    await script({ status: 400, body: refusal, times: 2 });
+    await scriptRefusals(2);
     const c = client();
     const res = await c.responses.create({ model: "m", input: "fail" });
     check(res.status === "failed" && res.error && res.error.code === "server_error"

@@ -54,6 +54,14 @@ export async function script(spec) {
   await control("/__script", { path: "/v1/chat/completions", status: 200, ...spec });
 }
 
+// Queues `times` refusals: 400 with an OpenAI error body ("bad request
+// upstream"), which serve does not retry, so each fails one turn.
+export async function scriptRefusals(times) {
+  const refusal = JSON.stringify({ error: { message: "bad request upstream",
+                                            type: "invalid_request_error" } });
+  await script({ status: 400, body: refusal, times });
+}
+
 // The parsed bodies of the chat-completion requests the provider received.
 export async function providerRequests() {
   const reqs = await control("/__requests");

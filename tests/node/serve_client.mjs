@@ -6,8 +6,8 @@
 // environment. Prints "OK <scenario>" and exits 0, or prints the failure
 // and exits 1.
 import OpenAI from "openai";
-import { check, control, providerRequests, reply, script, streamed }
-  from "./scripted_provider.mjs";
+import { check, control, providerRequests, reply, script, scriptRefusals,
+         streamed } from "./scripted_provider.mjs";
 
 const SERVE = process.env.SERVE_URL;
 const KEY = process.env.SERVE_KEY || "unused";
@@ -75,9 +75,7 @@ const scenarios = {
     // The provider refuses (400, not retried): the turn fails. The client
     // raises an API error for both the plain and the streamed request.
     await control("/__reset", {});
-    const refusal = JSON.stringify({ error: { message: "bad request upstream",
-                                              type: "invalid_request_error" } });
-    await script({ status: 400, body: refusal, times: 2 });
+    await scriptRefusals(2);
     const c = client();
     try {
       await c.chat.completions.create(
