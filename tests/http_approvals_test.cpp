@@ -322,19 +322,7 @@ struct open_request {
   // Reads until `needle` has arrived (true) or the server closed / 60 s
   // passed (false).
   bool until(const std::string& needle, int seconds_ = 60) {
-    auto deadline = steady_clock::now() + seconds{seconds_};
-    while (got.find(needle) == std::string::npos
-           && steady_clock::now() < deadline) {
-      pollfd p{fd, POLLIN, 0};
-      if (::poll(&p, 1, 100) <= 0)
-        continue;
-      char buf[4096];
-      auto n = ::recv(fd, buf, sizeof buf, 0);
-      if (n <= 0)
-        break;
-      got.append(buf, static_cast<size_t>(n));
-    }
-    return got.find(needle) != std::string::npos;
+    return test::read_until(fd, got, needle, seconds_);
   }
   // The rest of the response, until the server closes.
   std::string rest() {

@@ -6,10 +6,6 @@
 // gateway: the members by state as the gateway sees them, following a
 // worker from up to lost. Real processes on loopback; bounded polls.
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -17,8 +13,10 @@
 #include <thread>
 
 #include "base/json.hpp"
+#include "tests/support/loopback.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/prom_text.hpp"
+#include "tests/support/socket_read.hpp"
 #include "tests/support/temp_dir.hpp"
 
 using namespace mibyan;
@@ -32,31 +30,11 @@ namespace {
 
 // GET `path` at "127.0.0.1:PORT"; the body of a 200 answer, else "".
 std::string get_body(const std::string& address, const std::string& path) {
-  auto port = std::stoi(address.substr(address.rfind(':') + 1));
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  BOOST_REQUIRE(fd >= 0);
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_port = htons(static_cast<uint16_t>(port));
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  BOOST_REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa)
-                == 0);
-  std::string req = "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-                    "Connection: close\r\n\r\n";
-  BOOST_REQUIRE(::send(fd, req.data(), req.size(), MSG_NOSIGNAL)
-                == static_cast<ssize_t>(req.size()));
+  int fd = test::dial_loopback(test::port_of(address));
+  test::send_all(fd, "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                     "Connection: close\r\n\r\n");
   std::string out;
-  char buf[16384];
-  auto deadline = steady_clock::now() + seconds{30};
-  while (steady_clock::now() < deadline) {
-    pollfd p{fd, POLLIN, 0};
-    if (::poll(&p, 1, 100) <= 0)
-      continue;
-    auto got = ::recv(fd, buf, sizeof buf, 0);
-    if (got <= 0)
-      break;
-    out.append(buf, static_cast<size_t>(got));
-  }
+  test::read_until(fd, out, {}, 30);
   ::close(fd);
   if (out.rfind("HTTP/1.1 200", 0) != 0)
     return {};

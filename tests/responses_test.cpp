@@ -13,6 +13,7 @@
 #include "serve/responses.hpp"
 #include "storage/session_store.hpp"
 #include "tests/support/serve_fixture.hpp"
+#include "tests/support/socket_read.hpp"
 
 using namespace mibyan;
 using namespace std::chrono;
@@ -25,25 +26,8 @@ struct responses_fixture : fixture {
 
   // Runs one scenario of tests/node/responses_client.mjs.
   void node_responses(const serve_process& sp, const std::string& scenario) {
-    auto dir = test::test_source_dir() + "/node";
-    BOOST_REQUIRE_MESSAGE(
-      std::filesystem::exists(dir + "/node_modules/openai/package.json"),
-      "the openai npm client is not installed: run "
-      "scripts/install-test-deps.sh (needs npm registry access)");
-    test::process_options o;
-    o.env["SERVE_URL"] = "http://127.0.0.1:" + std::to_string(sp.port);
-    o.env["PROVIDER_URL"] = provider.url("");
-    o.env["TOOL_FILE"] = home.write("tool.txt", "line SERVE-MARKER\n");
-    o.env["STATE_FILE"] = state_file();
-    o.cwd = dir;
-    o.timeout_seconds = 180;
-    auto r = test::run_process(
-      {"node", dir + "/responses_client.mjs", scenario}, o);
-    BOOST_CHECK_MESSAGE(r.exit_code == 0 && contains(r.out, "OK " + scenario),
-                        "node " << scenario << " failed (" << r.exit_code
-                                << "): " << r.out << r.err
-                                << "\nserve stderr:\n"
-                                << test::slurp(sp.err_path));
+    node_script(sp, "responses_client.mjs", scenario,
+                {{"STATE_FILE", state_file()}});
   }
 
   // POST /v1/responses with `body`.
@@ -260,18 +244,7 @@ BOOST_AUTO_TEST_CASE(a_running_response_is_in_progress) {
                      "Content-Length: " + std::to_string(body.size())
                        + "\r\n\r\n" + body);
   std::string head;
-  auto deadline = steady_clock::now() + seconds{30};
-  while (head.find("response.in_progress") == std::string::npos
-         && steady_clock::now() < deadline) {
-    pollfd p{fd, POLLIN, 0};
-    if (::poll(&p, 1, 100) <= 0)
-      continue;
-    char buf[4096];
-    auto n = ::recv(fd, buf, sizeof buf, 0);
-    if (n <= 0)
-      break;
-    head.append(buf, static_cast<size_t>(n));
-  }
+  test::read_until(fd, head, "response.in_progress", 30);
   auto at = head.find("\"id\":\"resp_");
   BOOST_REQUIRE_MESSAGE(at != std::string::npos, head);
   auto id = head.substr(at + 6, 53);

@@ -10,11 +10,14 @@
 #include "tests/support/cluster_fixture.hpp"
 #include "tests/support/http_server.hpp"
 #include "tests/support/scripted_replies.hpp"
+#include "tests/support/serve_fixture.hpp"
 #include "tests/support/sse_watcher.hpp"
 
 using namespace mibyan;
 using namespace std::chrono;
 using test::contains;
+using test::serving::body_of;
+using test::serving::status_of;
 
 namespace {
 
@@ -29,29 +32,9 @@ std::string http_call(const std::string& address, const std::string& method,
                        + "\r\nConnection: close\r\nContent-Length: 0"
                          "\r\n\r\n");
   std::string out;
-  auto deadline = steady_clock::now() + seconds{60};
-  while (steady_clock::now() < deadline) {
-    pollfd p{fd, POLLIN, 0};
-    if (::poll(&p, 1, 100) <= 0)
-      continue;
-    char buf[4096];
-    auto n = ::recv(fd, buf, sizeof buf, 0);
-    if (n <= 0)
-      break;
-    out.append(buf, static_cast<size_t>(n));
-  }
+  test::read_until(fd, out, {}, 60);
   ::close(fd);
   return out;
-}
-
-int status_of(const std::string& r) {
-  return r.rfind("HTTP/1.1 ", 0) == 0 ? std::stoi(r.substr(9, 3)) : 0;
-}
-
-json::value body_of(const std::string& r) {
-  auto p = r.find("\r\n\r\n");
-  auto parsed = json::parse(p == std::string::npos ? "" : r.substr(p + 4));
-  return parsed ? *parsed.v : json::value{};
 }
 
 } // namespace

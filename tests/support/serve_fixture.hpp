@@ -11,6 +11,7 @@
 #include <csignal>
 #include <fcntl.h>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <netinet/in.h>
 #include <poll.h>
@@ -26,6 +27,7 @@
 #include "tests/support/paths.hpp"
 #include "tests/support/loopback.hpp"
 #include "tests/support/process.hpp"
+#include "tests/support/socket_read.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace mibyan::test::serving {
@@ -61,6 +63,65 @@ struct serve_process : child_process {
   std::string err_path;
 };
 
+// Starts `args` (args[0] the program) with MIBYAN_HOME=`home`, the
+// provider keys, MIBYAN_LOG_LEVEL and MIBYAN_SERVER_KEY unset
+// (MIBYAN_SERVER_KEY=`key` when not empty), in `cwd` when not empty, stdout
+// on a pipe and stderr into `err_path`; waits (at most 60 s) for a stdout
+// line starting with `prefix` followed by the port. Fails the test when
+// none comes.
+inline std::unique_ptr<serve_process>
+start_child(std::vector<std::string> args, const std::string& home,
+            const std::string& key, const std::string& cwd,
+            const std::string& err_path, const std::string& prefix) {
+  auto sp = std::make_unique<serve_process>();
+  sp->err_path = err_path;
+  int fds[2];
+  BOOST_REQUIRE(::pipe(fds) == 0);
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::setenv("MIBYAN_HOME", home.c_str(), 1);
+    for (auto v : {"OPENAI_API_KEY", "CUSTOM_API_KEY", "MIBYAN_LOG_LEVEL",
+                   "MIBYAN_SERVER_KEY"})
+      ::unsetenv(v);
+    if (!key.empty())
+      ::setenv("MIBYAN_SERVER_KEY", key.c_str(), 1);
+    if (!cwd.empty() && ::chdir(cwd.c_str()) != 0)
+      ::_exit(126);
+    int err = ::open(sp->err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                     0600);
+    ::dup2(fds[1], 1);
+    ::dup2(err, 2);
+    ::close(fds[0]);
+    std::vector<char*> argv;
+    for (auto& a : args)
+      argv.push_back(a.data());
+    argv.push_back(nullptr);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  ::close(fds[1]);
+  sp->pid = pid;
+  std::string line;
+  auto deadline = steady_clock::now() + seconds{60};
+  while (steady_clock::now() < deadline) {
+    pollfd p{fds[0], POLLIN, 0};
+    if (::poll(&p, 1, 100) <= 0)
+      continue;
+    char c;
+    if (::read(fds[0], &c, 1) != 1)
+      break;
+    if (c == '\n')
+      break;
+    line += c;
+  }
+  ::close(fds[0]);
+  BOOST_REQUIRE_MESSAGE(line.rfind(prefix, 0) == 0,
+                        "no line '" << prefix << "'; got '" << line
+                          << "'; stderr: " << test::slurp(sp->err_path));
+  sp->port = static_cast<uint16_t>(std::stoi(line.substr(prefix.size())));
+  return sp;
+}
+
 struct fixture {
   test::http_server provider;
   test::temp_dir home;
@@ -74,59 +135,14 @@ struct fixture {
                                        std::vector<std::string> extra = {}) {
     if (!config.empty())
       home.write("config.yaml", config);
-    auto sp = std::make_unique<serve_process>();
-    sp->err_path = home / "serve.err";
-    int fds[2];
-    BOOST_REQUIRE(::pipe(fds) == 0);
     std::vector<std::string> args{test::mibyan_binary(), "serve", "--listen",
                                   "127.0.0.1:0", "--provider", "custom",
                                   "--base-url", provider.url("/v1"),
                                   "--model", "m"};
     args.insert(args.end(), extra.begin(), extra.end());
-    pid_t pid = ::fork();
-    if (pid == 0) {
-      ::setenv("MIBYAN_HOME", home.path().c_str(), 1);
-      for (auto v : {"OPENAI_API_KEY", "CUSTOM_API_KEY", "MIBYAN_LOG_LEVEL",
-                     "MIBYAN_SERVER_KEY"})
-        ::unsetenv(v);
-      if (!key.empty())
-        ::setenv("MIBYAN_SERVER_KEY", key.c_str(), 1);
-      if (!cwd.empty() && ::chdir(cwd.c_str()) != 0)
-        ::_exit(126);
-      int err = ::open(sp->err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                       0600);
-      ::dup2(fds[1], 1);
-      ::dup2(err, 2);
-      ::close(fds[0]);
-      std::vector<char*> argv;
-      for (auto& a : args)
-        argv.push_back(a.data());
-      argv.push_back(nullptr);
-      ::execv(argv[0], argv.data());
-      ::_exit(127);
-    }
-    ::close(fds[1]);
-    sp->pid = pid;
-    std::string line;
-    auto deadline = steady_clock::now() + seconds{60};
-    while (steady_clock::now() < deadline) {
-      pollfd p{fds[0], POLLIN, 0};
-      if (::poll(&p, 1, 100) <= 0)
-        continue;
-      char c;
-      if (::read(fds[0], &c, 1) != 1)
-        break;
-      if (c == '\n')
-        break;
-      line += c;
-    }
-    ::close(fds[0]);
-    const std::string prefix = "mibyan serve listening on http://127.0.0.1:";
-    BOOST_REQUIRE_MESSAGE(line.rfind(prefix, 0) == 0,
-                          "no listening line; got '" << line << "'; stderr: "
-                            << test::slurp(sp->err_path));
-    sp->port = static_cast<uint16_t>(std::stoi(line.substr(prefix.size())));
-    return sp;
+    return start_child(std::move(args), home.path(), key, cwd,
+                       home / "serve.err",
+                       "mibyan serve listening on http://127.0.0.1:");
   }
 
   void script(const std::string& body, int delay_ms = 0, int times = 1) {
@@ -170,20 +186,29 @@ struct fixture {
 
   // Runs one scenario of tests/node/serve_client.mjs.
   void node(const serve_process& sp, const std::string& scenario) {
+    node_script(sp, "serve_client.mjs", scenario);
+  }
+
+  // Runs `node tests/node/<script> <scenario>` against `sp` with
+  // SERVE_URL, PROVIDER_URL, SERVE_KEY, TOOL_FILE and `env` set; the
+  // scenario passes when it exits 0 printing "OK <scenario>".
+  void node_script(const serve_process& sp, const std::string& script,
+                   const std::string& scenario,
+                   const std::map<std::string, std::string>& env = {}) {
     auto dir = test::test_source_dir() + "/node";
     BOOST_REQUIRE_MESSAGE(
       std::filesystem::exists(dir + "/node_modules/openai/package.json"),
       "the openai npm client is not installed: run "
       "scripts/install-test-deps.sh (needs npm registry access)");
     test::process_options o;
+    o.env = env;
     o.env["SERVE_URL"] = "http://127.0.0.1:" + std::to_string(sp.port);
     o.env["PROVIDER_URL"] = provider.url("");
     o.env["SERVE_KEY"] = key;
     o.env["TOOL_FILE"] = home.write("tool.txt", "line SERVE-MARKER\n");
     o.cwd = dir;
     o.timeout_seconds = 180;
-    auto r = test::run_process({"node", dir + "/serve_client.mjs", scenario},
-                               o);
+    auto r = test::run_process({"node", dir + "/" + script, scenario}, o);
     BOOST_CHECK_MESSAGE(r.exit_code == 0 && contains(r.out, "OK " + scenario),
                         "node " << scenario << " failed (" << r.exit_code
                                 << "): " << r.out << r.err
@@ -217,17 +242,7 @@ inline int connect_from(uint16_t port, const char* from) {
 // Reads until the server closes or `seconds` pass.
 inline std::string read_all(int fd, int seconds_ = 30) {
   std::string out;
-  auto deadline = steady_clock::now() + seconds{seconds_};
-  while (steady_clock::now() < deadline) {
-    pollfd p{fd, POLLIN, 0};
-    if (::poll(&p, 1, 100) <= 0)
-      continue;
-    char buf[4096];
-    auto n = ::recv(fd, buf, sizeof buf, 0);
-    if (n <= 0)
-      break;
-    out.append(buf, static_cast<size_t>(n));
-  }
+  test::read_until(fd, out, {}, seconds_);
   return out;
 }
 

@@ -15,6 +15,7 @@
 
 #include "base/json.hpp"
 #include "tests/support/loopback.hpp"
+#include "tests/support/socket_read.hpp"
 
 namespace mibyan::test {
 
@@ -69,14 +70,11 @@ public:
     auto deadline = std::chrono::steady_clock::now()
                     + std::chrono::seconds{seconds_};
     while (std::chrono::steady_clock::now() < deadline && fd_ >= 0) {
-      pollfd p{fd_, POLLIN, 0};
-      if (::poll(&p, 1, 100) <= 0)
-        continue;
-      char buf[16384];
-      auto n = ::recv(fd_, buf, sizeof buf, 0);
-      if (n <= 0)
+      auto before = raw.size();
+      if (!recv_some(fd_, raw))
         return false;
-      raw.append(buf, static_cast<size_t>(n));
+      if (raw.size() == before)
+        continue;
       parse();
       for (; checked_ < frames.size(); ++checked_)
         if (pred(frames[checked_])) {
@@ -95,15 +93,11 @@ public:
     while (raw.find(needle) == std::string::npos) {
       if (std::chrono::steady_clock::now() >= deadline || fd_ < 0)
         return false;
-      pollfd p{fd_, POLLIN, 0};
-      if (::poll(&p, 1, 100) <= 0)
-        continue;
-      char buf[16384];
-      auto n = ::recv(fd_, buf, sizeof buf, 0);
-      if (n <= 0)
+      auto before = raw.size();
+      if (!recv_some(fd_, raw))
         return false;
-      raw.append(buf, static_cast<size_t>(n));
-      parse();
+      if (raw.size() != before)
+        parse();
     }
     return true;
   }

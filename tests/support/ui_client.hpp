@@ -18,53 +18,10 @@ using namespace mibyan::test::serving;
 inline std::unique_ptr<serve_process>
 start_node(const std::string& home, const std::vector<std::string>& args,
            const std::string& key, const std::string& prefix) {
-  auto sp = std::make_unique<serve_process>();
-  sp->err_path = home + "/node.err";
-  int fds[2];
-  BOOST_REQUIRE(::pipe(fds) == 0);
   std::vector<std::string> argv{test::mibyan_binary()};
   argv.insert(argv.end(), args.begin(), args.end());
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    ::setenv("MIBYAN_HOME", home.c_str(), 1);
-    for (auto v : {"OPENAI_API_KEY", "CUSTOM_API_KEY", "MIBYAN_LOG_LEVEL",
-                   "MIBYAN_SERVER_KEY"})
-      ::unsetenv(v);
-    if (!key.empty())
-      ::setenv("MIBYAN_SERVER_KEY", key.c_str(), 1);
-    int err = ::open(sp->err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                     0600);
-    ::dup2(fds[1], 1);
-    ::dup2(err, 2);
-    ::close(fds[0]);
-    std::vector<char*> cargv;
-    for (auto& a : argv)
-      cargv.push_back(a.data());
-    cargv.push_back(nullptr);
-    ::execv(cargv[0], cargv.data());
-    ::_exit(127);
-  }
-  ::close(fds[1]);
-  sp->pid = pid;
-  std::string line;
-  auto deadline = steady_clock::now() + seconds{60};
-  while (steady_clock::now() < deadline) {
-    pollfd p{fds[0], POLLIN, 0};
-    if (::poll(&p, 1, 100) <= 0)
-      continue;
-    char c;
-    if (::read(fds[0], &c, 1) != 1)
-      break;
-    if (c == '\n')
-      break;
-    line += c;
-  }
-  ::close(fds[0]);
-  BOOST_REQUIRE_MESSAGE(line.rfind(prefix, 0) == 0,
-                        "no ready line; got '" << line << "'; stderr: "
-                                               << test::slurp(sp->err_path));
-  sp->port = static_cast<uint16_t>(std::stoi(line.substr(prefix.size())));
-  return sp;
+  return start_child(std::move(argv), home, key, {}, home + "/node.err",
+                     prefix);
 }
 
 // One request (Connection: close) from source address `from`, with
