@@ -27,6 +27,22 @@
 
 namespace mibyan::bench {
 
+/// A runtime on the options of $MIBYAN_HOME (set it first), with no
+/// prestarted kernels; `opts` receives those options. Ends the benchmark
+/// when the config or the runtime fails.
+inline std::unique_ptr<runtime> bench_runtime(options& opts) {
+  auto loaded = load_options();
+  if (!loaded.ok())
+    provider_die("config: " + loaded.error);
+  opts = loaded.opts;
+  opts.code_execution.prestart_kernels = 0;
+  std::string err;
+  auto rt = runtime::create(opts, &err);
+  if (!rt)
+    provider_die("runtime: " + err);
+  return rt;
+}
+
 class serve_rig {
 public:
   /// `name` names the home directory; session ids are
@@ -37,15 +53,8 @@ public:
     : home(std::filesystem::path{"/dev/shm"}
            / ("mibyan-" + name + "-bench-" + std::to_string(::getpid()))),
       provider(prepare_home(home)) {
-    auto loaded = load_options();
-    if (!loaded.ok())
-      provider_die("config: " + loaded.error);
-    auto opts = loaded.opts;
-    opts.code_execution.prestart_kernels = 0;
-    std::string err;
-    rt = runtime::create(opts, &err);
-    if (!rt)
-      provider_die("runtime: " + err);
+    options opts;
+    rt = bench_runtime(opts);
     st.host = "127.0.0.1";
     st.port = 0;
     st.limits = opts.server;
@@ -60,6 +69,7 @@ public:
     };
     if (tune)
       tune(st);
+    std::string err;
     server = http_server::start(*rt, st, &err);
     if (!server)
       provider_die("serve: " + err);

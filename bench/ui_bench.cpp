@@ -28,6 +28,7 @@
 #include "base/log.hpp"
 #include "bench/bench_http.hpp"
 #include "bench/bench_rows.hpp"
+#include "bench/bench_serve.hpp"
 #include "bench/bench_util.hpp"
 #include "config/loader.hpp"
 #include "runtime/runtime.hpp"
@@ -97,15 +98,8 @@ int main(int argc, char** argv) {
   fs::create_directories(home);
   fs::permissions(home, fs::perms::owner_all);
   ::setenv("MIBYAN_HOME", home.c_str(), 1);
-  auto loaded = load_options();
-  if (!loaded.ok())
-    die("config: " + loaded.error);
-  auto opts = loaded.opts;
-  opts.code_execution.prestart_kernels = 0;
-  std::string err;
-  auto rt = runtime::create(opts, &err);
-  if (!rt)
-    die("runtime: " + err);
+  options opts;
+  auto rt = bench_runtime(opts);
   auto store = session_store_of(*rt);
   if (!store)
     die("no store");
@@ -159,6 +153,7 @@ int main(int argc, char** argv) {
   st.limits = opts.server;
   st.model_id = "m";
   st.new_session_id = [] { return std::string{"unused"}; };
+  std::string err;
   auto server = http_server::start(*rt, st, &err);
   if (!server)
     die("serve: " + err);
