@@ -18,6 +18,7 @@
 #include "runtime/runtime.hpp"
 #include "storage/session_store.hpp"
 #include "tests/support/http_server.hpp"
+#include "tests/support/scripted_flood.hpp"
 #include "tests/support/temp_dir.hpp"
 
 using namespace mibyan;
@@ -730,16 +731,7 @@ BOOST_AUTO_TEST_CASE(oversized_provider_responses_fail_without_retry) {
   rt = runtime::create(opts, &err);
   BOOST_REQUIRE_MESSAGE(rt != nullptr, err);
   // Streamed: about 2 MB of deltas.
-  json::value s;
-  s["path"] = "/v1/chat/completions";
-  s["status"] = 200;
-  s["headers"]["Content-Type"] = "text/event-stream";
-  s["repeat_chunk"] = "data: {\"choices\":[{\"index\":0,\"delta\":"
-                      "{\"content\":\"" + std::string(1000, 'z')
-                      + "\"}}]}\n\n";
-  s["repeat_times"] = 2000;
-  s["chunks"] = json::value::make_array();
-  s["chunks"].push_back("data: [DONE]\n\n");
+  auto s = test::delta_flood(2000);
   s["times"] = 3;
   server.script(s.dump());
   auto c = call("stream a lot");

@@ -9,6 +9,7 @@
 
 #include <thread>
 
+#include "tests/support/scripted_flood.hpp"
 #include "tests/support/scripted_replies.hpp"
 #include "tests/support/serve_fixture.hpp"
 #include "tests/support/ui_client.hpp"
@@ -188,17 +189,7 @@ BOOST_AUTO_TEST_CASE(a_watcher_that_never_reads_neither_slows_nor_blocks) {
   sse_watcher reader(sp->port);
   BOOST_REQUIRE(reader.wait_event("snapshot"));
   // About 4 MB of deltas: far more than the socket buffers hold.
-  json::value s;
-  s["path"] = "/v1/chat/completions";
-  s["status"] = 200;
-  s["headers"]["Content-Type"] = "text/event-stream";
-  s["repeat_chunk"] = "data: {\"choices\":[{\"index\":0,\"delta\":"
-                      "{\"content\":\"" + std::string(1000, 'z')
-                      + "\"}}]}\n\n";
-  s["repeat_times"] = 4000;
-  s["chunks"] = json::value::make_array();
-  s["chunks"].push_back("data: [DONE]\n\n");
-  provider.script(s.dump());
+  provider.script(test::delta_flood(4000).dump());
   // The turn completes while the stalled watcher has read nothing more.
   std::string r;
   std::thread t([&] { r = chat_in(sp->port, "flood-1", "flood"); });
