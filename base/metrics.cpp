@@ -317,6 +317,25 @@ std::vector<std::string_view> views(const std::vector<std::string>& v) {
   return {v.begin(), v.end()};
 }
 
+void append_number(std::string& out, uint64_t v) { append_u64(out, v); }
+void append_number(std::string& out, double v) { append_value(out, v); }
+
+// One sample line: `name``suffix`{labels[,extra]} value.
+template <class V>
+void append_sample(std::string& out, const std::string& name,
+                   std::string_view suffix,
+                   const std::vector<std::string>& names,
+                   const std::vector<std::string>& values, V v,
+                   std::string_view extra_name = {},
+                   std::string_view extra_value = {}) {
+  out += name;
+  out += suffix;
+  append_labels(out, names, values, extra_name, extra_value);
+  out += ' ';
+  append_number(out, v);
+  out += '\n';
+}
+
 } // namespace
 
 counter_family::counter_family(std::string name, std::string help,
@@ -331,14 +350,13 @@ counter_family::~counter_family() {
 }
 
 counter& counter_family::with(std::initializer_list<std::string_view> values) {
-  return *static_cast<counter*>(find_or_create(
-    values.begin(), values.size(), [] { return static_cast<void*>(new counter); }));
+  return metric<counter>(values.begin(), values.size(),
+                        [] { return new counter; });
 }
 
 counter& counter_family::with(const std::vector<std::string>& values) {
   auto v = views(values);
-  return *static_cast<counter*>(find_or_create(
-    v.data(), v.size(), [] { return static_cast<void*>(new counter); }));
+  return metric<counter>(v.data(), v.size(), [] { return new counter; });
 }
 
 void counter_family::destroy(void* m) const {
@@ -346,11 +364,8 @@ void counter_family::destroy(void* m) const {
 }
 
 void counter_family::render_series(std::string& out, const series& s) const {
-  out += name_;
-  append_labels(out, labels_, s.values);
-  out += ' ';
-  append_u64(out, static_cast<const counter*>(s.metric)->value());
-  out += '\n';
+  append_sample(out, name_, {}, labels_, s.values,
+                static_cast<const counter*>(s.metric)->value());
 }
 
 gauge_family::gauge_family(std::string name, std::string help,
@@ -364,14 +379,13 @@ gauge_family::~gauge_family() {
 }
 
 gauge& gauge_family::with(std::initializer_list<std::string_view> values) {
-  return *static_cast<gauge*>(find_or_create(
-    values.begin(), values.size(), [] { return static_cast<void*>(new gauge); }));
+  return metric<gauge>(values.begin(), values.size(),
+                      [] { return new gauge; });
 }
 
 gauge& gauge_family::with(const std::vector<std::string>& values) {
   auto v = views(values);
-  return *static_cast<gauge*>(find_or_create(
-    v.data(), v.size(), [] { return static_cast<void*>(new gauge); }));
+  return metric<gauge>(v.data(), v.size(), [] { return new gauge; });
 }
 
 void gauge_family::destroy(void* m) const {
@@ -379,11 +393,8 @@ void gauge_family::destroy(void* m) const {
 }
 
 void gauge_family::render_series(std::string& out, const series& s) const {
-  out += name_;
-  append_labels(out, labels_, s.values);
-  out += ' ';
-  append_value(out, static_cast<const gauge*>(s.metric)->value());
-  out += '\n';
+  append_sample(out, name_, {}, labels_, s.values,
+                static_cast<const gauge*>(s.metric)->value());
 }
 
 histogram_family::histogram_family(std::string name, std::string help,
@@ -405,17 +416,14 @@ histogram_family::~histogram_family() {
 
 histogram&
 histogram_family::with(std::initializer_list<std::string_view> values) {
-  return *static_cast<histogram*>(
-    find_or_create(values.begin(), values.size(), [this] {
-      return static_cast<void*>(new histogram(bounds_));
-    }));
+  return metric<histogram>(values.begin(), values.size(),
+                           [this] { return new histogram(bounds_); });
 }
 
 histogram& histogram_family::with(const std::vector<std::string>& values) {
   auto v = views(values);
-  return *static_cast<histogram*>(find_or_create(v.data(), v.size(), [this] {
-    return static_cast<void*>(new histogram(bounds_));
-  }));
+  return metric<histogram>(v.data(), v.size(),
+                           [this] { return new histogram(bounds_); });
 }
 
 void histogram_family::destroy(void* m) const {
@@ -432,25 +440,11 @@ void histogram_family::render_series(std::string& out,
       append_value(le, bounds_[i]);
     else
       le = "+Inf";
-    out += name_;
-    out += "_bucket";
-    append_labels(out, labels_, s.values, "le", le);
-    out += ' ';
-    append_u64(out, snap.cumulative[i]);
-    out += '\n';
+    append_sample(out, name_, "_bucket", labels_, s.values,
+                  snap.cumulative[i], "le", le);
   }
-  out += name_;
-  out += "_sum";
-  append_labels(out, labels_, s.values);
-  out += ' ';
-  append_value(out, snap.sum);
-  out += '\n';
-  out += name_;
-  out += "_count";
-  append_labels(out, labels_, s.values);
-  out += ' ';
-  append_u64(out, snap.count);
-  out += '\n';
+  append_sample(out, name_, "_sum", labels_, s.values, snap.sum);
+  append_sample(out, name_, "_count", labels_, s.values, snap.count);
 }
 
 // -- callback gauges ----------------------------------------------------------
@@ -541,13 +535,8 @@ void callback_family::render(std::string& out) const {
   out += "\n# TYPE ";
   out += name_;
   out += " gauge\n";
-  for (auto& [vals, v] : sink.samples) {
-    out += name_;
-    append_labels(out, labels_, vals);
-    out += ' ';
-    append_value(out, v);
-    out += '\n';
-  }
+  for (auto& [vals, v] : sink.samples)
+    append_sample(out, name_, {}, labels_, vals, v);
 }
 
 // -- registry -----------------------------------------------------------------

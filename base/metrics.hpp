@@ -119,6 +119,12 @@ protected:
   /// with `make`.
   void* find_or_create(const std::string_view* values, size_t n,
                        const std::function<void*()>& make);
+  /// find_or_create for a family of M: `make` returns a new M*.
+  template <class M, class Make>
+  M& metric(const std::string_view* values, size_t n, Make make) {
+    return *static_cast<M*>(find_or_create(
+      values, n, [&make] { return static_cast<void*>(make()); }));
+  }
   /// Every series, sorted by label values.
   std::vector<series> sorted() const;
   /// Deletes one metric of this family's type.
