@@ -338,64 +338,44 @@ void append_sample(std::string& out, const std::string& name,
 
 } // namespace
 
-counter_family::counter_family(std::string name, std::string help,
-                               std::vector<std::string> labels,
-                               size_t max_series)
-  : family_base(std::move(name), std::move(help), kind::counter,
-                std::move(labels), max_series) {}
+template <class M>
+scalar_family<M>::scalar_family(std::string name, std::string help, kind k,
+                                std::vector<std::string> labels,
+                                size_t max_series)
+  : family_base(std::move(name), std::move(help), k, std::move(labels),
+                max_series) {}
 
-counter_family::~counter_family() {
+template <class M>
+scalar_family<M>::~scalar_family() {
   for (auto& s : sorted())
     destroy(s.metric);
 }
 
-counter& counter_family::with(std::initializer_list<std::string_view> values) {
-  return metric<counter>(values.begin(), values.size(),
-                        [] { return new counter; });
+template <class M>
+M& scalar_family<M>::with(std::initializer_list<std::string_view> values) {
+  return metric<M>(values.begin(), values.size(), [] { return new M; });
 }
 
-counter& counter_family::with(const std::vector<std::string>& values) {
+template <class M>
+M& scalar_family<M>::with(const std::vector<std::string>& values) {
   auto v = views(values);
-  return metric<counter>(v.data(), v.size(), [] { return new counter; });
+  return metric<M>(v.data(), v.size(), [] { return new M; });
 }
 
-void counter_family::destroy(void* m) const {
-  delete static_cast<counter*>(m);
+template <class M>
+void scalar_family<M>::destroy(void* m) const {
+  delete static_cast<M*>(m);
 }
 
-void counter_family::render_series(std::string& out, const series& s) const {
+template <class M>
+void scalar_family<M>::render_series(std::string& out,
+                                     const series& s) const {
   append_sample(out, name_, {}, labels_, s.values,
-                static_cast<const counter*>(s.metric)->value());
+                static_cast<const M*>(s.metric)->value());
 }
 
-gauge_family::gauge_family(std::string name, std::string help,
-                           std::vector<std::string> labels, size_t max_series)
-  : family_base(std::move(name), std::move(help), kind::gauge,
-                std::move(labels), max_series) {}
-
-gauge_family::~gauge_family() {
-  for (auto& s : sorted())
-    destroy(s.metric);
-}
-
-gauge& gauge_family::with(std::initializer_list<std::string_view> values) {
-  return metric<gauge>(values.begin(), values.size(),
-                      [] { return new gauge; });
-}
-
-gauge& gauge_family::with(const std::vector<std::string>& values) {
-  auto v = views(values);
-  return metric<gauge>(v.data(), v.size(), [] { return new gauge; });
-}
-
-void gauge_family::destroy(void* m) const {
-  delete static_cast<gauge*>(m);
-}
-
-void gauge_family::render_series(std::string& out, const series& s) const {
-  append_sample(out, name_, {}, labels_, s.values,
-                static_cast<const gauge*>(s.metric)->value());
-}
+template class scalar_family<counter>;
+template class scalar_family<gauge>;
 
 histogram_family::histogram_family(std::string name, std::string help,
                                    std::vector<std::string> labels,
