@@ -317,74 +317,65 @@ std::vector<std::string_view> views(const std::vector<std::string>& v) {
   return {v.begin(), v.end()};
 }
 
+void append_number(std::string& out, uint64_t v) { append_u64(out, v); }
+void append_number(std::string& out, double v) { append_value(out, v); }
+
+// One sample line: `name``suffix`{labels[,extra]} value.
+template <class V>
+void append_sample(std::string& out, const std::string& name,
+                   std::string_view suffix,
+                   const std::vector<std::string>& names,
+                   const std::vector<std::string>& values, V v,
+                   std::string_view extra_name = {},
+                   std::string_view extra_value = {}) {
+  out += name;
+  out += suffix;
+  append_labels(out, names, values, extra_name, extra_value);
+  out += ' ';
+  append_number(out, v);
+  out += '\n';
+}
+
 } // namespace
 
-counter_family::counter_family(std::string name, std::string help,
-                               std::vector<std::string> labels,
-                               size_t max_series)
-  : family_base(std::move(name), std::move(help), kind::counter,
-                std::move(labels), max_series) {}
+template <class M>
+scalar_family<M>::scalar_family(std::string name, std::string help, kind k,
+                                std::vector<std::string> labels,
+                                size_t max_series)
+  : family_base(std::move(name), std::move(help), k, std::move(labels),
+                max_series) {}
 
-counter_family::~counter_family() {
+template <class M>
+scalar_family<M>::~scalar_family() {
   for (auto& s : sorted())
     destroy(s.metric);
 }
 
-counter& counter_family::with(std::initializer_list<std::string_view> values) {
-  return *static_cast<counter*>(find_or_create(
-    values.begin(), values.size(), [] { return static_cast<void*>(new counter); }));
+template <class M>
+M& scalar_family<M>::with(std::initializer_list<std::string_view> values) {
+  return metric<M>(values.begin(), values.size(), [] { return new M; });
 }
 
-counter& counter_family::with(const std::vector<std::string>& values) {
+template <class M>
+M& scalar_family<M>::with(const std::vector<std::string>& values) {
   auto v = views(values);
-  return *static_cast<counter*>(find_or_create(
-    v.data(), v.size(), [] { return static_cast<void*>(new counter); }));
+  return metric<M>(v.data(), v.size(), [] { return new M; });
 }
 
-void counter_family::destroy(void* m) const {
-  delete static_cast<counter*>(m);
+template <class M>
+void scalar_family<M>::destroy(void* m) const {
+  delete static_cast<M*>(m);
 }
 
-void counter_family::render_series(std::string& out, const series& s) const {
-  out += name_;
-  append_labels(out, labels_, s.values);
-  out += ' ';
-  append_u64(out, static_cast<const counter*>(s.metric)->value());
-  out += '\n';
+template <class M>
+void scalar_family<M>::render_series(std::string& out,
+                                     const series& s) const {
+  append_sample(out, name_, {}, labels_, s.values,
+                static_cast<const M*>(s.metric)->value());
 }
 
-gauge_family::gauge_family(std::string name, std::string help,
-                           std::vector<std::string> labels, size_t max_series)
-  : family_base(std::move(name), std::move(help), kind::gauge,
-                std::move(labels), max_series) {}
-
-gauge_family::~gauge_family() {
-  for (auto& s : sorted())
-    destroy(s.metric);
-}
-
-gauge& gauge_family::with(std::initializer_list<std::string_view> values) {
-  return *static_cast<gauge*>(find_or_create(
-    values.begin(), values.size(), [] { return static_cast<void*>(new gauge); }));
-}
-
-gauge& gauge_family::with(const std::vector<std::string>& values) {
-  auto v = views(values);
-  return *static_cast<gauge*>(find_or_create(
-    v.data(), v.size(), [] { return static_cast<void*>(new gauge); }));
-}
-
-void gauge_family::destroy(void* m) const {
-  delete static_cast<gauge*>(m);
-}
-
-void gauge_family::render_series(std::string& out, const series& s) const {
-  out += name_;
-  append_labels(out, labels_, s.values);
-  out += ' ';
-  append_value(out, static_cast<const gauge*>(s.metric)->value());
-  out += '\n';
-}
+template class scalar_family<counter>;
+template class scalar_family<gauge>;
 
 histogram_family::histogram_family(std::string name, std::string help,
                                    std::vector<std::string> labels,
@@ -405,17 +396,14 @@ histogram_family::~histogram_family() {
 
 histogram&
 histogram_family::with(std::initializer_list<std::string_view> values) {
-  return *static_cast<histogram*>(
-    find_or_create(values.begin(), values.size(), [this] {
-      return static_cast<void*>(new histogram(bounds_));
-    }));
+  return metric<histogram>(values.begin(), values.size(),
+                           [this] { return new histogram(bounds_); });
 }
 
 histogram& histogram_family::with(const std::vector<std::string>& values) {
   auto v = views(values);
-  return *static_cast<histogram*>(find_or_create(v.data(), v.size(), [this] {
-    return static_cast<void*>(new histogram(bounds_));
-  }));
+  return metric<histogram>(v.data(), v.size(),
+                           [this] { return new histogram(bounds_); });
 }
 
 void histogram_family::destroy(void* m) const {
@@ -432,25 +420,11 @@ void histogram_family::render_series(std::string& out,
       append_value(le, bounds_[i]);
     else
       le = "+Inf";
-    out += name_;
-    out += "_bucket";
-    append_labels(out, labels_, s.values, "le", le);
-    out += ' ';
-    append_u64(out, snap.cumulative[i]);
-    out += '\n';
+    append_sample(out, name_, "_bucket", labels_, s.values,
+                  snap.cumulative[i], "le", le);
   }
-  out += name_;
-  out += "_sum";
-  append_labels(out, labels_, s.values);
-  out += ' ';
-  append_value(out, snap.sum);
-  out += '\n';
-  out += name_;
-  out += "_count";
-  append_labels(out, labels_, s.values);
-  out += ' ';
-  append_u64(out, snap.count);
-  out += '\n';
+  append_sample(out, name_, "_sum", labels_, s.values, snap.sum);
+  append_sample(out, name_, "_count", labels_, s.values, snap.count);
 }
 
 // -- callback gauges ----------------------------------------------------------
@@ -541,13 +515,8 @@ void callback_family::render(std::string& out) const {
   out += "\n# TYPE ";
   out += name_;
   out += " gauge\n";
-  for (auto& [vals, v] : sink.samples) {
-    out += name_;
-    append_labels(out, labels_, vals);
-    out += ' ';
-    append_value(out, v);
-    out += '\n';
-  }
+  for (auto& [vals, v] : sink.samples)
+    append_sample(out, name_, {}, labels_, vals, v);
 }
 
 // -- registry -----------------------------------------------------------------

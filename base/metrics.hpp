@@ -119,6 +119,12 @@ protected:
   /// with `make`.
   void* find_or_create(const std::string_view* values, size_t n,
                        const std::function<void*()>& make);
+  /// find_or_create for a family of M: `make` returns a new M*.
+  template <class M, class Make>
+  M& metric(const std::string_view* values, size_t n, Make make) {
+    return *static_cast<M*>(find_or_create(
+      values, n, [&make] { return static_cast<void*>(make()); }));
+  }
   /// Every series, sorted by label values.
   std::vector<series> sorted() const;
   /// Deletes one metric of this family's type.
@@ -140,34 +146,45 @@ private:
   std::atomic<size_t> count_{0};
 };
 
-class counter_family : public family_base {
+/// A family of one-number metrics (counter or gauge): M has value().
+/// Instantiated for counter and gauge only (base/metrics.cpp).
+template <class M>
+class scalar_family : public family_base {
+public:
+  ~scalar_family() override;
+  /// The series of these label values (as many as label names).
+  M& with(std::initializer_list<std::string_view> values);
+  M& with(const std::vector<std::string>& values);
+
+protected:
+  scalar_family(std::string name, std::string help, kind k,
+                std::vector<std::string> labels, size_t max_series);
+
+private:
+  void destroy(void* m) const override;
+  void render_series(std::string& out, const series& s) const override;
+};
+
+class counter_family : public scalar_family<counter> {
 public:
   counter_family(std::string name, std::string help,
                  std::vector<std::string> labels,
-                 size_t max_series = default_max_series);
-  ~counter_family() override;
-  /// The series of these label values (as many as label names).
-  counter& with(std::initializer_list<std::string_view> values);
-  counter& with(const std::vector<std::string>& values);
-
-private:
-  void destroy(void* m) const override;
-  void render_series(std::string& out, const series& s) const override;
+                 size_t max_series = default_max_series)
+    : scalar_family(std::move(name), std::move(help), kind::counter,
+                    std::move(labels), max_series) {}
 };
 
-class gauge_family : public family_base {
+class gauge_family : public scalar_family<gauge> {
 public:
   gauge_family(std::string name, std::string help,
                std::vector<std::string> labels,
-               size_t max_series = default_max_series);
-  ~gauge_family() override;
-  gauge& with(std::initializer_list<std::string_view> values);
-  gauge& with(const std::vector<std::string>& values);
-
-private:
-  void destroy(void* m) const override;
-  void render_series(std::string& out, const series& s) const override;
+               size_t max_series = default_max_series)
+    : scalar_family(std::move(name), std::move(help), kind::gauge,
+                    std::move(labels), max_series) {}
 };
+
+extern template class scalar_family<counter>;
+extern template class scalar_family<gauge>;
 
 class histogram_family : public family_base {
 public:

@@ -218,19 +218,36 @@ pending_approvals::list(pending_kind kind) const {
   return out;
 }
 
+pending_approvals::item*
+pending_approvals::answerable(const std::string& id, pending_kind kind,
+                              pending_answer& why) {
+  auto i = items_.find(id);
+  if (i == items_.end() || i->second->req.kind != kind) {
+    why = ended_.count(id) > 0 ? pending_answer::ended
+                               : pending_answer::unknown;
+    return nullptr;
+  }
+  auto& it = *i->second;
+  if (it.answered) {
+    why = pending_answer::already_answered;
+    return nullptr;
+  }
+  if (it.cancel || std::chrono::steady_clock::now() >= it.deadline
+      || (it.cancelled && it.cancelled->load())) {
+    why = pending_answer::ended; // its waiter is about to finish it
+    return nullptr;
+  }
+  return &it;
+}
+
 pending_answer pending_approvals::answer(const std::string& id,
                                          approval_choice choice) {
   std::lock_guard<std::mutex> g{mtx_};
-  auto i = items_.find(id);
-  if (i == items_.end() || i->second->req.kind != pending_kind::approval)
-    return ended_.count(id) > 0 ? pending_answer::ended
-                                : pending_answer::unknown;
-  auto& it = *i->second;
-  if (it.answered)
-    return pending_answer::already_answered;
-  if (it.cancel || std::chrono::steady_clock::now() >= it.deadline
-      || (it.cancelled && it.cancelled->load()))
-    return pending_answer::ended; // its waiter is about to finish it
+  pending_answer why{};
+  auto* found = answerable(id, pending_kind::approval, why);
+  if (!found)
+    return why;
+  auto& it = *found;
   const char* name = approval_choice_name(choice);
   if (choice == approval_choice::timeout
       || std::find(it.req.choices.begin(), it.req.choices.end(), name)
@@ -245,16 +262,11 @@ pending_answer pending_approvals::answer(const std::string& id,
 pending_answer pending_approvals::answer(const std::string& id,
                                          const std::string& text) {
   std::lock_guard<std::mutex> g{mtx_};
-  auto i = items_.find(id);
-  if (i == items_.end() || i->second->req.kind != pending_kind::clarify)
-    return ended_.count(id) > 0 ? pending_answer::ended
-                                : pending_answer::unknown;
-  auto& it = *i->second;
-  if (it.answered)
-    return pending_answer::already_answered;
-  if (it.cancel || std::chrono::steady_clock::now() >= it.deadline
-      || (it.cancelled && it.cancelled->load()))
-    return pending_answer::ended;
+  pending_answer why{};
+  auto* found = answerable(id, pending_kind::clarify, why);
+  if (!found)
+    return why;
+  auto& it = *found;
   it.answered = true;
   it.text = text;
   cv_.notify_all();

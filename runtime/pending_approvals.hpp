@@ -104,6 +104,10 @@ private:
   // id and tells the watchers (decision counters hook in here).
   void finish(const std::shared_ptr<item>& it, const std::string& outcome);
   void notify(const pending_event& e);
+  // The open request `id` of `kind`, or nullptr with `why` set (unknown,
+  // ended, already_answered). Caller holds mtx_.
+  item* answerable(const std::string& id, pending_kind kind,
+                   pending_answer& why);
   static std::string new_id(pending_kind kind);
 
   mutable std::mutex mtx_;

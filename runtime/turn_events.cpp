@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <initializer_list>
+#include <string_view>
+#include <utility>
 
 #include "base/json.hpp"
 
@@ -16,6 +19,22 @@ void frame(turn_event& ev) {
   ev.sse += "\ndata: ";
   ev.sse += ev.data;
   ev.sse += "\n\n";
+}
+
+// {"session_id":`sid`,"<name>":"<value>",...}: an event of string fields.
+std::string session_event(
+  const std::string& sid,
+  std::initializer_list<std::pair<const char*, std::string_view>> fields) {
+  std::string d = "{\"session_id\":";
+  json::append_quoted(d, sid);
+  for (auto& [name, value] : fields) {
+    d += ",\"";
+    d += name;
+    d += "\":";
+    json::append_quoted(d, value);
+  }
+  d += "}";
+  return d;
 }
 
 } // namespace
@@ -196,14 +215,11 @@ void turn_event_hub::delta(const std::string& session_id,
                            const std::string& kind, const std::string& text) {
   if (!active())
     return;
-  std::string d = "{\"session_id\":";
-  json::append_quoted(d, session_id);
-  d += ",\"kind\":";
-  json::append_quoted(d, kind);
-  d += ",\"text\":";
-  json::append_quoted(d, truncate(text, max_field_bytes));
-  d += "}";
-  publish(turn_event{"delta", std::move(d), {}});
+  publish(turn_event{
+    "delta", session_event(session_id,
+                           {{"kind", kind},
+                            {"text", truncate(text, max_field_bytes)}}),
+    {}});
 }
 
 void turn_event_hub::tool(const std::string& session_id,
@@ -236,12 +252,8 @@ void turn_event_hub::turn_ended(uint64_t token, const std::string& outcome) {
   }
   if (!active())
     return;
-  std::string d = "{\"session_id\":";
-  json::append_quoted(d, sid);
-  d += ",\"outcome\":";
-  json::append_quoted(d, outcome);
-  d += "}";
-  publish(turn_event{"turn_end", std::move(d), {}});
+  publish(turn_event{"turn_end",
+                     session_event(sid, {{"outcome", outcome}}), {}});
 }
 
 } // namespace mibyan

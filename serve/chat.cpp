@@ -218,17 +218,23 @@ void serve_connection::on_turn_done(turn_outcome out) {
     finish_turn(std::move(out));
 }
 
-// Maps a turn outcome to the response.
-void serve_connection::finish_turn(turn_outcome out) {
-  auto s = serve::summarize_turn(out, session_);
+bool serve_connection::begin_answer(const std::string& session) {
   if (gone_) {
     status_ = 499; // logged as "client closed the request"
     log_access();
     close();
-    return;
+    return false;
   }
   if (stateful_)
-    extra_headers_.emplace_back("X-Mibyan-Session", session_);
+    extra_headers_.emplace_back("X-Mibyan-Session", session);
+  return true;
+}
+
+// Maps a turn outcome to the response.
+void serve_connection::finish_turn(turn_outcome out) {
+  auto s = serve::summarize_turn(out, session_);
+  if (!begin_answer(session_))
+    return;
   if (stream_mode_) {
     if (s.ok && round_text_.empty() && !s.answer.empty()) {
       json::value d;

@@ -325,14 +325,18 @@ void serve_connection::method_not_allowed() {
              "invalid_request_error", "method_not_allowed");
 }
 
+void serve_connection::store_unavailable() {
+  send_error(http::status::service_unavailable,
+             "the session store is unavailable", "server_error",
+             "store_unavailable");
+}
+
 void serve_connection::sessions(const std::string& path,
                                 const std::map<std::string, std::string>&
                                   query) {
   auto store = session_store_of(srv_->rt);
   if (!store) {
-    send_error(http::status::service_unavailable,
-               "the session store is unavailable", "server_error",
-               "store_unavailable");
+    store_unavailable();
     return;
   }
   size_t limit = 20;

@@ -69,6 +69,8 @@ private:
   void handle();
   bool authorized();
   void method_not_allowed();
+  // Answers 503 store_unavailable (the runtime has no session store).
+  void store_unavailable();
 
   // -- sessions -------------------------------------------------------------
 
@@ -139,6 +141,10 @@ private:
 
   // Maps a turn outcome to the response.
   void finish_turn(turn_outcome out);
+  // The start of every turn's answer (chat and responses): false after
+  // logging 499 and closing when the client has gone; else true, with
+  // X-Mibyan-Session `session` added for a stateful turn.
+  bool begin_answer(const std::string& session);
 
   // -- the Responses API (serve/responses_route.cpp) -------------------------
 

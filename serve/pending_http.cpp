@@ -40,16 +40,8 @@ void serve_connection::pending(const std::string& path,
   } else {
     if (method != http::verb::post)
       return method_not_allowed();
-    auto ct = std::string{req_[http::field::content_type]};
-    auto base = ct.substr(0, ct.find(';'));
-    while (!base.empty() && base.back() == ' ')
-      base.pop_back();
-    if (!beast::iequals(base, "application/json")) {
-      send_error(http::status::unsupported_media_type,
-                 "Content-Type must be application/json (got '" + ct + "')",
-                 "invalid_request_error", "unsupported_media_type");
+    if (!json_body())
       return;
-    }
     r = serve::answer_pending(srv_->rt, kind, id, req_.body());
   }
   auto st = static_cast<http::status>(r.status);

@@ -116,9 +116,7 @@ void serve_connection::responses(const std::string& path) {
   }
   auto store = session_store_of(srv_->rt);
   if (!store) {
-    send_error(http::status::service_unavailable,
-               "the session store is unavailable", "server_error",
-               "store_unavailable");
+    store_unavailable();
     return;
   }
   hold_busy();
@@ -175,9 +173,7 @@ void serve_connection::create_response() {
     return;
   auto store = session_store_of(srv_->rt);
   if (!store && (rr.store || !rr.previous_response_id.empty())) {
-    send_error(http::status::service_unavailable,
-               "the session store is unavailable", "server_error",
-               "store_unavailable");
+    store_unavailable();
     return;
   }
   if (!admit_turn())
@@ -363,14 +359,8 @@ void serve_connection::finish_response(turn_outcome out) {
       });
     }
   }
-  if (gone_) {
-    status_ = 499; // logged as "client closed the request"
-    log_access();
-    close();
+  if (!begin_answer(sid))
     return;
-  }
-  if (stateful_)
-    extra_headers_.emplace_back("X-Mibyan-Session", sid);
   if (stream_mode_) {
     push(std::move(last_events));
     push_last();

@@ -125,13 +125,7 @@ json::value ui_session_json(const session_info& s) {
   v["message_count"] = s.message_count;
   v["tool_call_count"] = s.tool_call_count;
   v["api_call_count"] = s.api_call_count;
-  json::value t;
-  t["input"] = s.tokens.input_tokens;
-  t["output"] = s.tokens.output_tokens;
-  t["cache_read"] = s.tokens.cache_read_tokens;
-  t["cache_write"] = s.tokens.cache_write_tokens;
-  t["reasoning"] = s.tokens.reasoning_tokens;
-  v["tokens"] = std::move(t);
+  v["tokens"] = tokens_json(s.tokens);
   v["cost_usd"] = s.tokens.has_cost ? json::value{s.tokens.cost_usd}
                                     : json::value{};
   return v;

@@ -200,9 +200,7 @@ void serve_connection::ui_store(const std::string& rest,
     session_ = id;
   auto store = session_store_of(srv_->rt);
   if (!store) {
-    send_error(http::status::service_unavailable,
-               "the session store is unavailable", "server_error",
-               "store_unavailable");
+    store_unavailable();
     return;
   }
   hold_busy();

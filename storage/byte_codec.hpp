@@ -94,4 +94,13 @@ inline bool get_string(std::string_view& in, std::string& s) {
   return true;
 }
 
+/// A versioned record starts with its one format byte: consumes it when it
+/// is `format`; false (and `in` unchanged) for another version or none.
+inline bool get_format(std::string_view& in, char format) {
+  if (in.empty() || in.front() != format)
+    return false;
+  in.remove_prefix(1);
+  return true;
+}
+
 } // namespace mibyan::codec

@@ -26,9 +26,8 @@ std::string encode_response(const stored_response& r) {
 }
 
 bool decode_response(std::string_view in, stored_response& r) {
-  if (in.empty() || in.front() != response_format_v1)
+  if (!codec::get_format(in, response_format_v1))
     return false;
-  in.remove_prefix(1);
   return codec::get_string(in, r.id) && codec::get_string(in, r.session_id)
          && codec::get_varint(in, r.last_message_id)
          && codec::get_svarint(in, r.created_at_ms)

@@ -2,6 +2,16 @@
 
 namespace mibyan {
 
+json::value tokens_json(const token_usage& u) {
+  json::value t;
+  t["input"] = u.input_tokens;
+  t["output"] = u.output_tokens;
+  t["cache_read"] = u.cache_read_tokens;
+  t["cache_write"] = u.cache_write_tokens;
+  t["reasoning"] = u.reasoning_tokens;
+  return t;
+}
+
 json::value session_json(const session_info& s) {
   json::value v;
   v["id"] = s.id;
@@ -17,13 +27,7 @@ json::value session_json(const session_info& s) {
   v["message_count"] = s.message_count;
   v["tool_call_count"] = s.tool_call_count;
   v["api_call_count"] = s.api_call_count;
-  json::value t;
-  t["input"] = s.tokens.input_tokens;
-  t["output"] = s.tokens.output_tokens;
-  t["cache_read"] = s.tokens.cache_read_tokens;
-  t["cache_write"] = s.tokens.cache_write_tokens;
-  t["reasoning"] = s.tokens.reasoning_tokens;
-  v["tokens"] = std::move(t);
+  v["tokens"] = tokens_json(s.tokens);
   return v;
 }
 

@@ -12,6 +12,10 @@
 
 namespace mibyan {
 
+/// {"input","output","cache_read","cache_write","reasoning"}: a session's
+/// token counts, as every session shape shows them.
+json::value tokens_json(const token_usage& u);
+
 /// {"id","title","source","model","provider","cwd","parent_session_id",
 /// "started_at_ms","ended_at_ms","end_reason","message_count",
 /// "tool_call_count","api_call_count","tokens":{...}}.

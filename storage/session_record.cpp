@@ -133,9 +133,8 @@ std::string encode_message(const stored_message& m) {
 }
 
 bool decode_message(std::string_view in, stored_message& m) {
-  if (in.empty() || in.front() != message_format_v1)
+  if (!codec::get_format(in, message_format_v1))
     return false;
-  in.remove_prefix(1);
   auto& c = m.message;
   std::string_view calls;
   bool ok = codec::get_varint(in, m.id)

@@ -188,9 +188,10 @@ public:
                                                         size_t offset) const;
 
   /// Sessions, newest first, that `keep` accepts: skips the first `offset`
-  /// accepted ones and returns up to `limit`; `*more` says whether another
-  /// accepted session follows. Reads (and decodes) every session it
-  /// passes, so a deep offset costs a scan.
+  /// accepted ones and returns up to `limit`; `*more` (may be null) says
+  /// whether another accepted session follows. An empty `keep` accepts
+  /// all and skips the offset without reading; otherwise it reads (and
+  /// decodes) every session it passes, so a deep offset costs a scan.
   store_result<std::vector<session_info>>
   list_sessions_where(size_t limit, size_t offset,
                       const std::function<bool(const session_info&)>& keep,

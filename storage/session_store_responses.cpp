@@ -23,6 +23,20 @@ store_status no_responses(const char* what) {
         "store written before responses existed)");
 }
 
+// The stored record of response `id` in `dbi`, into `v`. 0, or
+// lmdb_env::missing_error / an LMDB code with `error` set.
+int read_response_record(MDB_txn* txn, MDB_dbi dbi, const std::string& id,
+                         std::string_view& v, std::string& error) {
+  int rc = lmdb_env::get(txn, dbi, id, v);
+  if (rc == MDB_NOTFOUND) {
+    error = "no response '" + id + "'";
+    return lmdb_env::missing_error;
+  }
+  if (rc != 0)
+    error = "read response '" + id + "'";
+  return rc;
+}
+
 } // namespace
 
 store_status session_store::put_response(const stored_response& r) {
@@ -85,15 +99,9 @@ session_store::get_response(const std::string& id) const {
   auto st = env_->read(
     [&](MDB_txn* txn, std::string& error) {
       std::string_view v;
-      int rc = lmdb_env::get(txn, responses_, id, v);
-      if (rc == MDB_NOTFOUND) {
-        error = "no response '" + id + "'";
-        return lmdb_env::missing_error;
-      }
-      if (rc != 0) {
-        error = "read response '" + id + "'";
+      int rc = read_response_record(txn, responses_, id, v, error);
+      if (rc != 0)
         return rc;
-      }
       if (!decode_response(v, out)) {
         error = "response '" + id + "' is damaged or of a newer version";
         return static_cast<int>(MDB_CORRUPTED);
@@ -115,15 +123,9 @@ store_status session_store::delete_response(const std::string& id) {
   return env_->write(
     [&](MDB_txn* txn, std::string& error) {
       std::string_view v;
-      int rc = lmdb_env::get(txn, responses_, id, v);
-      if (rc == MDB_NOTFOUND) {
-        error = "no response '" + id + "'";
-        return lmdb_env::missing_error;
-      }
-      if (rc != 0) {
-        error = "read response '" + id + "'";
+      int rc = read_response_record(txn, responses_, id, v, error);
+      if (rc != 0)
         return rc;
-      }
       stored_response r;
       if (decode_response(v, r)) {
         rc = lmdb_env::del(txn, responses_by_session_,

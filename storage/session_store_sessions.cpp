@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <limits>
 #include <ctime>
 #include <map>
 #include <random>
@@ -20,6 +21,40 @@
 namespace mibyan {
 
 using namespace store_detail;
+
+namespace {
+
+// Returned by a walk_newest_first visitor to stop early without an error
+// (no LMDB or errno code has this value).
+constexpr int walk_done = std::numeric_limits<int>::min();
+
+// Visits sessions_by_time newest first: `fn(started_ms, session_id)`
+// returns 0 to go on, walk_done to stop (the walk returns 0) or an error
+// code to stop with it. Cursor errors are returned.
+template <class F>
+int walk_newest_first(MDB_txn* txn, MDB_dbi by_time, F&& fn) {
+  cursor_guard cur;
+  int rc = mdb_cursor_open(txn, by_time, &cur.c);
+  if (rc != 0)
+    return rc;
+  MDB_val k;
+  MDB_val v;
+  for (rc = mdb_cursor_get(cur.c, &k, &v, MDB_LAST); rc == 0;
+       rc = mdb_cursor_get(cur.c, &k, &v, MDB_PREV)) {
+    auto key = lmdb_env::view(k);
+    if (key.size() <= 8)
+      continue;
+    int r = fn(static_cast<int64_t>(codec::read_be64(key.data())),
+               key.substr(8));
+    if (r == walk_done)
+      return 0;
+    if (r != 0)
+      return r;
+  }
+  return rc == MDB_NOTFOUND ? 0 : rc;
+}
+
+} // namespace
 
 // -- sessions -----------------------------------------------------------------
 
@@ -170,41 +205,7 @@ session_store::list_children(const std::string& id) const {
 
 store_result<std::vector<session_info>>
 session_store::list_sessions(size_t limit, size_t offset) const {
-  using result = store_result<std::vector<session_info>>;
-  std::vector<session_info> out;
-  auto st = env_->read(
-    [&](MDB_txn* txn, std::string& error) {
-      out.clear();
-      cursor_guard cur;
-      int rc = mdb_cursor_open(txn, by_time_, &cur.c);
-      if (rc != 0)
-        return rc;
-      MDB_val k;
-      MDB_val v;
-      size_t skipped = 0;
-      for (rc = mdb_cursor_get(cur.c, &k, &v, MDB_LAST);
-           rc == 0 && out.size() < limit;
-           rc = mdb_cursor_get(cur.c, &k, &v, MDB_PREV)) {
-        auto key = lmdb_env::view(k);
-        if (key.size() <= 8)
-          continue;
-        if (skipped < offset) {
-          ++skipped;
-          continue;
-        }
-        session_info s;
-        if (int r = read_session(txn, sessions_, std::string{key.substr(8)},
-                                 s, error);
-            r != 0)
-          return r;
-        out.push_back(std::move(s));
-      }
-      return rc == MDB_NOTFOUND || rc == 0 ? 0 : rc;
-    },
-    "list_sessions");
-  if (!st)
-    return result{st};
-  return result{std::move(out)};
+  return list_sessions_where(limit, offset, {}, nullptr);
 }
 
 store_result<std::vector<session_info>> session_store::list_sessions_where(
@@ -217,36 +218,38 @@ store_result<std::vector<session_info>> session_store::list_sessions_where(
     [&](MDB_txn* txn, std::string& error) {
       out.clear();
       has_more = false;
-      cursor_guard cur;
-      int rc = mdb_cursor_open(txn, by_time_, &cur.c);
-      if (rc != 0)
-        return rc;
-      MDB_val k;
-      MDB_val v;
       size_t skipped = 0;
-      for (rc = mdb_cursor_get(cur.c, &k, &v, MDB_LAST); rc == 0;
-           rc = mdb_cursor_get(cur.c, &k, &v, MDB_PREV)) {
-        auto key = lmdb_env::view(k);
-        if (key.size() <= 8)
-          continue;
-        session_info s;
-        if (int r = read_session(txn, sessions_, std::string{key.substr(8)},
-                                 s, error);
-            r != 0)
-          return r;
-        if (!keep(s))
-          continue;
+      // For an accepted session: 1 to skip it (offset), walk_done when
+      // the page is full, 0 to take it.
+      auto place = [&] {
         if (skipped < offset) {
           ++skipped;
-          continue;
+          return 1;
         }
         if (out.size() == limit) {
           has_more = true;
-          break;
+          return walk_done;
         }
-        out.push_back(std::move(s));
-      }
-      return rc == MDB_NOTFOUND || rc == 0 ? 0 : rc;
+        return 0;
+      };
+      return walk_newest_first(
+        txn, by_time_, [&](int64_t, std::string_view id) {
+          if (!keep) // decides before reading
+            if (int p = place(); p != 0)
+              return p == 1 ? 0 : p;
+          session_info s;
+          if (int r = read_session(txn, sessions_, std::string{id}, s, error);
+              r != 0)
+            return r;
+          if (keep) {
+            if (!keep(s))
+              return 0;
+            if (int p = place(); p != 0)
+              return p == 1 ? 0 : p;
+          }
+          out.push_back(std::move(s));
+          return 0;
+        });
     },
     "list_sessions");
   if (!st)
@@ -263,29 +266,17 @@ session_store::list_sessions_since(int64_t since_ms, size_t limit) const {
   auto st = env_->read(
     [&](MDB_txn* txn, std::string& error) {
       out.clear();
-      cursor_guard cur;
-      int rc = mdb_cursor_open(txn, by_time_, &cur.c);
-      if (rc != 0)
-        return rc;
-      MDB_val k;
-      MDB_val v;
-      for (rc = mdb_cursor_get(cur.c, &k, &v, MDB_LAST);
-           rc == 0 && out.size() < limit;
-           rc = mdb_cursor_get(cur.c, &k, &v, MDB_PREV)) {
-        auto key = lmdb_env::view(k);
-        if (key.size() <= 8)
-          continue;
-        auto started = static_cast<int64_t>(codec::read_be64(key.data()));
-        if (started < since_ms)
-          break;
-        session_info s;
-        if (int r = read_session(txn, sessions_, std::string{key.substr(8)},
-                                 s, error);
-            r != 0)
-          return r;
-        out.push_back(std::move(s));
-      }
-      return rc == MDB_NOTFOUND || rc == 0 ? 0 : rc;
+      return walk_newest_first(
+        txn, by_time_, [&](int64_t started, std::string_view id) {
+          if (out.size() >= limit || started < since_ms)
+            return walk_done;
+          session_info s;
+          if (int r = read_session(txn, sessions_, std::string{id}, s, error);
+              r != 0)
+            return r;
+          out.push_back(std::move(s));
+          return 0;
+        });
     },
     "list_sessions_since");
   if (!st)
