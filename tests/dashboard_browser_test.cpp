@@ -13,7 +13,8 @@
 // request without the CSRF token is refused, and writes a JSON report this
 // test reads.
 //
-// Without Chromium the suite prints SKIPPED and exits 77 (ctest: skipped).
+// Without Chromium the suite prints SKIPPED and exits 77 (ctest: skipped),
+// or fails with MIBYAN_REQUIRE_TEST_DATA=1 (as .ci/run sets).
 // MIBYAN_TEST_CHROMIUM overrides the browser's path; with
 // MIBYAN_DASHBOARD_SCREENSHOTS=DIR the script saves one PNG per page there
 // (scripts/dashboard-screenshots.sh, for docs/images/); with
@@ -44,6 +45,16 @@ struct chromium_presence {
     auto path = chromium_path();
     if (::access(path.c_str(), X_OK) == 0)
       return;
+    // CI always installs the browser: there a missing one is a failure.
+    if (const char* req = std::getenv("MIBYAN_REQUIRE_TEST_DATA");
+        req != nullptr && std::string{req} == "1") {
+      std::fprintf(stderr,
+                   "FAILED: no Chromium at %s and MIBYAN_REQUIRE_TEST_DATA=1 "
+                   "(scripts/install-test-deps.sh installs it)\n",
+                   path.c_str());
+      std::fflush(stderr);
+      std::_Exit(1);
+    }
     std::fprintf(stderr,
                  "SKIPPED: no Chromium at %s (install Debian's `chromium` "
                  "package with scripts/install-test-deps.sh, or set "
