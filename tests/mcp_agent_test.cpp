@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 #include <thread>
 
@@ -278,4 +279,86 @@ BOOST_FIXTURE_TEST_CASE(runtime_interrupt_cancels_an_mcp_call, fixture) {
   echo.args_json = R"({"message":"still up"})";
   auto r = rt->call_tool(echo);
   BOOST_TEST(contains(r.result_json, "Echo: still up"), r.result_json);
+}
+
+BOOST_FIXTURE_TEST_CASE(elicitation_asks_the_sessions_user, fixture) {
+  start(false);
+  std::mutex m;
+  std::vector<clarify_prompt> asked;
+  rt->set_clarify_callback([&](const clarify_prompt& p) -> std::string {
+    std::lock_guard<std::mutex> g{m};
+    asked.push_back(p);
+    if (contains(p.question, "MCP server 'everything' asks:"))
+      return "accept";
+    if (p.question.rfind("String (name)", 0) == 0)
+      return "Ada";
+    if (p.question.rfind("Boolean (check)", 0) == 0)
+      return "yes";
+    return ""; // defaults
+  });
+  script(test::completion("", "mcp__everything__trigger_elicitation_request",
+                          "{}"));
+  script(test::completion("done"));
+  run("ask me");
+  auto out = last_tool_result();
+  BOOST_TEST(contains(out, "Name: Ada"), out);
+  BOOST_TEST(contains(out, "Agreed to terms: true"), out);
+  BOOST_TEST(contains(out, "Favorite Integer: 42"), out); // the default
+  std::lock_guard<std::mutex> g{m};
+  BOOST_REQUIRE(asked.size() > 3u);
+  BOOST_TEST(!asked.front().session_id.empty());
+  BOOST_TEST(asked.front().choices.size() == 3u); // accept/decline/cancel
+}
+
+BOOST_FIXTURE_TEST_CASE(elicitation_is_declined_without_a_channel, fixture) {
+  start(false); // no clarify channel: nobody can answer
+  script(test::completion("", "mcp__everything__trigger_elicitation_request",
+                          "{}"));
+  script(test::completion("done"));
+  run("ask me");
+  BOOST_TEST(contains(last_tool_result(), "declined"), last_tool_result());
+}
+
+BOOST_FIXTURE_TEST_CASE(roots_are_the_runtime_working_directory, fixture) {
+  start(false);
+  script(test::completion("", "mcp__everything__get_roots_list", "{}"));
+  script(test::completion("done"));
+  run("roots?");
+  auto cwd = std::filesystem::current_path().string();
+  BOOST_TEST(contains(last_tool_result(), "file://" + cwd), last_tool_result());
+}
+
+BOOST_FIXTURE_TEST_CASE(list_changed_reaches_the_next_turn_only, fixture) {
+  start(false, false, 0, "", {test::misbehaving_stdio("grow", "bad")});
+  BOOST_TEST(rt->tools().find("mcp__bad__fresh") == nullptr);
+  // Turn 1 calls `grow`: the server adds `fresh` and says so.
+  script(test::completion("", "mcp__bad__grow", "{}"));
+  script(test::completion("done"));
+  run("grow");
+  // Re-registered at once...
+  BOOST_REQUIRE(eventually([&] {
+    return rt->tools().find("mcp__bad__fresh") != nullptr;
+  }));
+  // ...but turn 1 kept the tool list it started with.
+  auto bodies = test::request_bodies(server);
+  BOOST_REQUIRE(bodies.size() == 2u);
+  BOOST_TEST(contains(bodies[1].find("tools")->dump(), "mcp__bad__grow"));
+  BOOST_TEST(!contains(bodies[1].find("tools")->dump(), "mcp__bad__fresh"));
+  // Turn 2 offers it, also through the server's toolset.
+  script(test::completion("", "mcp__bad__fresh", R"({"text":"new"})"));
+  script(test::completion("done"));
+  turn_call c;
+  c.prompt = "use the new tool";
+  c.provider = "custom";
+  c.base_url = server.url("/v1");
+  c.model = "m";
+  c.api_key = "sk-test-0123456789";
+  c.stream = false;
+  c.toolsets = {"mcp-bad"};
+  auto out = rt->run_turn(c);
+  BOOST_REQUIRE_MESSAGE(out.error.empty(), out.error);
+  bodies = test::request_bodies(server);
+  BOOST_REQUIRE(bodies.size() == 4u);
+  BOOST_TEST(contains(bodies[2].find("tools")->dump(), "mcp__bad__fresh"));
+  BOOST_TEST(contains(last_tool_result(), "echo: new"), last_tool_result());
 }
