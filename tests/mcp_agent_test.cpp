@@ -18,6 +18,7 @@
 #include "base/json.hpp"
 #include "config/options.hpp"
 #include "runtime/runtime.hpp"
+#include "tools/registry.hpp"
 #include "tests/support/http_server.hpp"
 #include "tests/support/mcp_servers.hpp"
 #include "tests/support/scripted_replies.hpp"
