@@ -217,9 +217,11 @@ void mcp_session::on_one(uint64_t gen, mcp_incoming msg) {
         schedule_refresh();
       } else if (msg.method == "notifications/resources/list_changed"
                  || msg.method == "notifications/prompts/list_changed") {
-        // Not cached: list_resources / list_prompts ask the server each
-        // time, so the next call sees the new list.
+        // Resource and prompt lists are not cached (list_resources /
+        // list_prompts ask the server each time): the catalog is listed
+        // again in case the server's tools changed with them.
         MIBYAN_LOG(debug, "mcp", s_.name << ": " << msg.method);
+        schedule_refresh();
       }
       return;
     case kind::request:
