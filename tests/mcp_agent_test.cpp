@@ -2,7 +2,10 @@
 // the real server-everything (stdio) and gets its result; with
 // code_execution.mcp_in_scripts an execute_code script calls one through
 // mibyan_tools.mcp.<server>.<tool>; without it the namespace is absent;
-// a server's sampling/createMessage goes to the configured model.
+// a server's sampling/createMessage goes to the configured model; its
+// elicitation goes to the session's clarify channel (a callback, the pending
+// questions) or is declined; roots are the runtime's cwd; a later
+// tools/list_changed reaches the next turn, not the running one.
 #define BOOST_TEST_MODULE mcp_agent
 #include <boost/test/unit_test.hpp>
 
@@ -362,4 +365,48 @@ BOOST_FIXTURE_TEST_CASE(list_changed_reaches_the_next_turn_only, fixture) {
   BOOST_REQUIRE(bodies.size() == 4u);
   BOOST_TEST(contains(bodies[2].find("tools")->dump(), "mcp__bad__fresh"));
   BOOST_TEST(contains(last_tool_result(), "echo: new"), last_tool_result());
+}
+
+// The dashboard's channel: with clarify.http pending, each question of
+// the form waits in the pending registry and is answered there ("-" keeps
+// a default: that channel takes no empty answer).
+BOOST_FIXTURE_TEST_CASE(elicitation_through_the_pending_questions, fixture) {
+  start(false);
+  rt->use_pending_channels({false, true});
+  script(test::completion("", "mcp__everything__trigger_elicitation_request",
+                          "{}"));
+  script(test::completion("done"));
+  std::atomic<bool> finished{false};
+  std::thread turn([&] {
+    run("ask me");
+    finished = true;
+  });
+  int answered = 0;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{60};
+  while (!finished) {
+    if (std::chrono::steady_clock::now() > deadline || answered > 40) {
+      for (auto& q : rt->pending_requests(pending_kind::clarify))
+        rt->interrupt(q.session_id, "the test gave up");
+      BOOST_ERROR("the form did not end");
+      break;
+    }
+    for (auto& q : rt->pending_requests(pending_kind::clarify)) {
+      std::string a = "-";
+      if (contains(q.question, "MCP server 'everything' asks:"))
+        a = "accept";
+      else if (q.question.rfind("String (name)", 0) == 0)
+        a = "Grace";
+      else if (q.question.rfind("Boolean (check)", 0) == 0)
+        a = "no";
+      if (rt->answer_clarification(q.id, a) == pending_answer::ok)
+        ++answered;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds{20});
+  }
+  turn.join();
+  BOOST_TEST(answered > 3);
+  auto out = last_tool_result();
+  BOOST_TEST(contains(out, "Name: Grace"), out);
+  BOOST_TEST(contains(out, "Agreed to terms: false"), out);
+  BOOST_TEST(contains(out, "Favorite Integer: 42"), out);
 }

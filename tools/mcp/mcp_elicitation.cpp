@@ -370,16 +370,19 @@ json::value mcp_elicit_by_questions(const mcp_elicitation_request& r,
                     + (f.format == "date" ? " (YYYY-MM-DD)" : "") + ".";
     }
     if (!f.default_value.is_null())
-      q.question += "\nEnter keeps the default: " + describe_default(f) + ".";
+      q.question += "\nEnter (or -) keeps the default: " + describe_default(f)
+                    + ".";
     else if (!f.required)
-      q.question += "\nOptional: Enter skips it.";
+      q.question += "\nOptional: Enter (or -) skips it.";
     else
       q.question += "\nRequired.";
     for (int attempt = 0;; ++attempt) {
-      auto answer = ask(q);
+      auto answer = trim(ask(q));
       if (stopped())
         return mcp_elicit_result("cancel");
-      if (trim(answer).empty()) {
+      if (answer == "-")
+        answer.clear(); // channels that take no empty answer (the dashboard)
+      if (answer.empty()) {
         if (!f.default_value.is_null() || !f.required)
           break; // mcp_complete_form applies the default
         if (attempt >= 2)

@@ -62,8 +62,8 @@ result<json::value> mcp_form_value(const mcp_form_field& f,
                                    const std::string& text);
 
 /// Asks `r` through `ask`: first whether to fill in the form (accept /
-/// decline / cancel; no answer = cancel), then each field (Enter keeps the
-/// default or skips an optional field; an invalid answer is asked again,
+/// decline / cancel; no answer = cancel), then each field (Enter or "-"
+/// keeps the default or skips an optional field; an invalid answer is asked again,
 /// twice at most). Returns the ElicitResult. Each question waits at most
 /// `per_question` and stops when `*r.cancelled` turns true.
 json::value mcp_elicit_by_questions(const mcp_elicitation_request& r,
