@@ -381,3 +381,27 @@ BOOST_FIXTURE_TEST_CASE(no_get_stream_is_fine, fixture) {
   BOOST_TEST(where(log(srv), "GET").size() == 1u);
   s.close();
 }
+
+BOOST_FIXTURE_TEST_CASE(get_stream_resumes_with_last_event_id, fixture) {
+  test::scripted_http_server srv{{"--get-drop"}};
+  auto sc = server(srv);
+  sc.root_dirs = {home.path()};
+  mcp_session s{sc, cfg, &http};
+  BOOST_REQUIRE(s.connect().ok());
+  BOOST_REQUIRE(eventually([&] { return !where(log(srv), "GET").empty(); }));
+  // The list_changed arrives, then the server ends the GET connection.
+  auto r = call(s, "grow");
+  BOOST_REQUIRE(eventually([&] {
+    auto tools = s.tools();
+    return std::any_of(tools.begin(), tools.end(),
+                       [](const mcp_tool_info& t) { return t.name == "fresh"; });
+  }));
+  // The next server request travels the resumed stream.
+  r = call(s, "ask_roots");
+  BOOST_TEST(contains(r.dump(), "file://" + home.path()), r.dump());
+  bool resumed = false;
+  for (auto& e : where(log(srv), "GET"))
+    resumed = resumed || !e.get_string("last_event_id", "").empty();
+  BOOST_TEST(resumed);
+  s.close();
+}

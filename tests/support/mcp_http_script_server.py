@@ -12,6 +12,9 @@ Options (argv):
   --token T      every request needs "Authorization: Bearer T" (else 401
                  with a WWW-Authenticate header)
   --no-get       GET /mcp answers 405
+  --get-drop     the GET stream ends after each event it sent (with
+                 retry 30); a GET naming that event's id as Last-Event-ID
+                 resumes it
 
 Tools (tools/call name):
   echo           {"text"} -> "echo: <text>" as one JSON response
@@ -49,6 +52,7 @@ def opt(name, default=None):
 VERSION = opt("--version")
 TOKEN = opt("--token")
 NO_GET = "--no-get" in ARGS
+GET_DROP = "--get-drop" in ARGS
 
 LOCK = threading.Lock()
 LOG = []
@@ -143,12 +147,14 @@ class Handler(BaseHTTPRequestHandler):
         last = self.headers.get("Last-Event-ID")
         if last:
             reply = st["replies"].pop(last, None) if st else None
-            if reply is None:
+            if reply is None and (st is None or last not in st["listened"]):
                 self.plain(400, b'{"error":"unknown event id"}')
                 return
-            self.sse_start()
-            self.event("id: %s\ndata: %s\n\n" % (next_id(sid), dumps(reply)))
-            return
+            if reply is not None:
+                self.sse_start()
+                self.event("id: %s\ndata: %s\n\n" % (next_id(sid), dumps(reply)))
+                return
+            # else: the GET stream resumed after `last`
         if NO_GET or st is None:
             self.plain(405, b"")
             return
@@ -163,8 +169,14 @@ class Handler(BaseHTTPRequestHandler):
                     if SESSIONS.get(sid) is not st:
                         return  # deleted or expired
                 continue
+            eid = next_id(sid)
+            with LOCK:
+                st["listened"].add(eid)
             try:
-                self.event("id: %s\ndata: %s\n\n" % (next_id(sid), dumps(msg)))
+                self.event("id: %s\ndata: %s\n\n" % (eid, dumps(msg)))
+                if GET_DROP:
+                    self.event("retry: 30\n\n")
+                    return  # the connection ends; the stream goes on
             except OSError:
                 return
 
@@ -205,7 +217,8 @@ class Handler(BaseHTTPRequestHandler):
                                   else "2025-06-18")
             sid = next_id("sess")
             with LOCK:
-                SESSIONS[sid] = {"queue": queue.Queue(), "replies": {}}
+                SESSIONS[sid] = {"queue": queue.Queue(), "replies": {},
+                                 "listened": set()}
             body = dumps({"jsonrpc": "2.0", "id": rid, "result": {
                 "protocolVersion": version,
                 "capabilities": {"tools": {"listChanged": True}},
