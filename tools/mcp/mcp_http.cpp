@@ -217,10 +217,17 @@ private:
     return req;
   }
 
+  // A transfer submitted while close() runs is cancelled at once (close()
+  // may have taken the in-flight set already).
   void track(http_request_id id) {
-    std::lock_guard<std::mutex> guard{mtx_};
-    if (!closing_)
-      inflight_.insert(id);
+    {
+      std::lock_guard<std::mutex> guard{mtx_};
+      if (!closing_) {
+        inflight_.insert(id);
+        return;
+      }
+    }
+    http_.cancel(id);
   }
   void untrack(http_request_id id) {
     std::lock_guard<std::mutex> guard{mtx_};
