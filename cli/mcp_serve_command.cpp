@@ -33,13 +33,15 @@ namespace {
 void serve_usage() {
   std::cerr
     << "usage: mibyan mcp serve [--listen HOST:PORT] [--toolsets a,b]\n"
-       "                        [--page-size N]\n"
+       "                        [--page-size N] [--cwd DIR]\n"
        "  Serves Mibyan's tools to an MCP client: over stdio (default), or\n"
        "  over Streamable HTTP at http://HOST:PORT/mcp with --listen (port\n"
        "  0 picks a free one). Off loopback a bearer key is required:\n"
        "  MIBYAN_MCP_SERVE_KEY, else MIBYAN_SERVER_KEY or server.key.\n"
        "  --toolsets: the toolsets offered (default: agent.toolsets).\n"
-       "  --page-size: tools per tools/list page (default 50).\n";
+       "  --page-size: tools per tools/list page (default 50).\n"
+       "  --cwd: the working directory of the tools and kernels (default:\n"
+       "  the current directory).\n";
 }
 
 // SIGINT / SIGTERM end the server: a thread waits for them and writes to
@@ -95,13 +97,15 @@ int mcp_serve_command(const std::vector<std::string>& args,
   std::string listen;
   std::vector<std::string> toolsets;
   size_t page_size = 50;
+  std::string cwd;
   for (size_t i = 0; i < args.size(); ++i) {
     const auto& a = args[i];
     if (a == "-h" || a == "--help") {
       serve_usage();
       return 0;
     }
-    if (a != "--listen" && a != "--toolsets" && a != "--page-size") {
+    if (a != "--listen" && a != "--toolsets" && a != "--page-size"
+        && a != "--cwd") {
       std::cerr << "mibyan mcp serve: unknown option " << a << "\n";
       serve_usage();
       return 2;
@@ -115,6 +119,15 @@ int mcp_serve_command(const std::vector<std::string>& args,
       listen = v;
     } else if (a == "--toolsets") {
       toolsets = split_list(v);
+    } else if (a == "--cwd") {
+      std::error_code ec;
+      auto p = std::filesystem::canonical(v, ec);
+      if (ec || !std::filesystem::is_directory(p, ec)) {
+        std::cerr << "mibyan mcp serve: --cwd " << v
+                  << " is not a directory\n";
+        return 2;
+      }
+      cwd = p.string();
     } else {
       char* end = nullptr;
       auto n = std::strtol(v.c_str(), &end, 10);
@@ -191,7 +204,7 @@ int mcp_serve_command(const std::vector<std::string>& args,
     return 1;
   }
   // An unknown toolset is a start-up error, not a failing tools/list.
-  auto backend = runtime_mcp_backend(*rt, toolsets, "");
+  auto backend = runtime_mcp_backend(*rt, toolsets, cwd);
   if (auto tools = backend.list_tools(); !tools) {
     std::cerr << "mibyan mcp serve: " << tools.error << "\n";
     return 2;

@@ -68,9 +68,15 @@ mcp_backend runtime_mcp_backend(runtime& rt, std::vector<std::string> toolsets,
   b.close_session = [r](const std::string& sid) { r->close_session(sid); };
   b.set_channels = [r](const std::string& sid, approval_callback approve,
                        clarify_callback clarify) {
-    (void)r; (void)sid; (void)approve; (void)clarify; // CONTRACT-PENDING
+    session_channels ch;
+    ch.approval = std::move(approve);
+    ch.context = approval_context::unattended;
+    ch.clarify = std::move(clarify);
+    r->set_session_channels(sid, std::move(ch));
   };
-  b.clear_channels = [r](const std::string& sid) { (void)r; (void)sid; };
+  b.clear_channels = [r](const std::string& sid) {
+    r->clear_session_channels(sid);
+  };
   b.run_blocking = [r](std::function<void()> job) {
     return run_blocking(*r, std::move(job));
   };
