@@ -700,6 +700,12 @@ void mcp_server_core::impl::tick_loop(std::weak_ptr<mcp_server_core> weak) {
     }
     if (cfg.idle_timeout.count() > 0)
       close_idle(*core, now);
+    // When this was the last reference, the core (and this impl) is gone
+    // now, destroyed on this thread, which the destructor detached:
+    // return without touching a member.
+    core.reset();
+    if (weak.expired())
+      return;
   }
 }
 

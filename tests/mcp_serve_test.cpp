@@ -389,6 +389,74 @@ BOOST_AUTO_TEST_CASE(http_client_disconnecting_mid_call_interrupts_it) {
   BOOST_CHECK_EQUAL(sp->stop(), 0);
 }
 
+BOOST_AUTO_TEST_CASE(http_get_stream_carries_server_requests_and_replays) {
+  auto sp = start_http();
+  auto port = sp->port;
+  auto elicit_init = init_body;
+  elicit_init.replace(elicit_init.find("\"capabilities\":{}"),
+                      std::string{"\"capabilities\":{}"}.size(),
+                      "\"capabilities\":{\"elicitation\":{}}");
+  auto r = http(port, "POST", "/mcp", elicit_init, json_headers);
+  BOOST_REQUIRE_EQUAL(status_of(r), 200);
+  auto sid = header_value(r, "Mcp-Session-Id");
+  auto with_sid = json_headers + "Mcp-Session-Id: " + sid + "\r\n";
+  auto open_get = [&](const std::string& extra) {
+    int fd = dial_loopback(port);
+    send_all(fd, "GET /mcp HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n"
+                 "Mcp-Session-Id: " + sid + "\r\n" + extra + "\r\n");
+    return fd;
+  };
+  auto post = [&](const std::string& body) {
+    int fd = dial_loopback(port);
+    send_all(fd, "POST /mcp HTTP/1.1\r\nHost: x\r\n" + with_sid
+                   + "Content-Length: " + std::to_string(body.size())
+                   + "\r\n\r\n" + body);
+    return fd;
+  };
+  int get1 = open_get({});
+  // Two calls run in the session: the approval the second one needs
+  // belongs to no single request, so it goes out on the GET stream.
+  int slow = post(R"({"jsonrpc":"2.0","id":20,"method":"tools/call","params":{"name":"terminal","arguments":{"command":"sleep 56.875","timeout":120}}})");
+  BOOST_REQUIRE(eventually([] { return running("sleep [5]6.875"); }));
+  auto dir = work.write("get-stream/x", "x");
+  int flagged = post(R"({"jsonrpc":"2.0","id":21,"method":"tools/call","params":{"name":"terminal","arguments":{"command":"rm -r )"
+                     + work / "get-stream" + "\"}}}");
+  std::string got;
+  BOOST_REQUIRE_MESSAGE(test::read_until(get1, got, "elicitation/create", 60),
+                        got);
+  auto data = got.find("data: ", got.rfind("\nid: "));
+  auto event_id = std::stoull(got.substr(got.rfind("\nid: ") + 5));
+  auto request = json::parse(got.substr(data + 6,
+                                        got.find('\n', data) - data - 6));
+  BOOST_REQUIRE(request);
+  BOOST_CHECK(contains(request.v->find("params")->get_string("message"),
+                       "rm -r"));
+  // The stream drops; a new GET with Last-Event-ID gets the event again.
+  ::close(get1);
+  int get2 = open_get("Last-Event-ID: " + std::to_string(event_id - 1)
+                      + "\r\n");
+  std::string again;
+  BOOST_REQUIRE_MESSAGE(test::read_until(get2, again, "elicitation/create",
+                                         30),
+                        again);
+  BOOST_CHECK(contains(again, "id: " + std::to_string(event_id) + "\n"));
+  // Declined: the command is refused and the files stay.
+  auto answer = http(port, "POST", "/mcp",
+                     R"({"jsonrpc":"2.0","id":)"
+                       + request.v->find("id")->dump()
+                       + R"(,"result":{"action":"decline"}})",
+                     with_sid);
+  BOOST_CHECK_EQUAL(status_of(answer), 202);
+  std::string reply;
+  BOOST_CHECK_MESSAGE(test::read_until(flagged, reply, "BLOCKED", 60), reply);
+  BOOST_CHECK(std::filesystem::exists(dir));
+  ::close(flagged);
+  ::close(get2);
+  ::close(slow); // leaving the slow call interrupts it
+  BOOST_CHECK(eventually([] { return !running("sleep [5]6.875"); }));
+  BOOST_CHECK_EQUAL(sp->stop(), 0);
+}
+
 BOOST_AUTO_TEST_CASE(stdio_bad_input_gets_errors_and_eof_exits_cleanly) {
   home.write("config.yaml", "server:\n  max_body_bytes: 4096\n");
   test::process_options o;
