@@ -99,6 +99,89 @@ std::string header_value(const std::string& response,
   return response.substr(b, response.find("\r\n", b) - b);
 }
 
+// `mibyan mcp serve` on pipes we hold: stdin stays open until finish().
+struct stdio_server {
+  int pid = -1;
+  int in = -1;
+  int out_fd = -1;
+  std::string out;
+
+  stdio_server(const std::string& home, const std::string& cwd) {
+    int a[2], b[2];
+    BOOST_REQUIRE(::pipe(a) == 0 && ::pipe(b) == 0);
+    pid = ::fork();
+    if (pid == 0) {
+      ::setenv("MIBYAN_HOME", home.c_str(), 1);
+      if (::chdir(cwd.c_str()) != 0)
+        ::_exit(126);
+      ::dup2(a[0], 0);
+      ::dup2(b[1], 1);
+      ::close(a[1]);
+      ::close(b[0]);
+      ::execl(test::mibyan_binary().c_str(), "mibyan", "mcp", "serve",
+              static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    ::close(a[0]);
+    ::close(b[1]);
+    in = a[1];
+    out_fd = b[0];
+  }
+
+  ~stdio_server() {
+    if (in >= 0)
+      ::close(in);
+    if (pid > 0) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+    }
+    if (out_fd >= 0)
+      ::close(out_fd);
+  }
+
+  void send(const std::string& text) {
+    BOOST_REQUIRE(::write(in, text.data(), text.size())
+                  == static_cast<ssize_t>(text.size()));
+  }
+
+  // Reads stdout until `needle` shows (true) or 60 s pass or it closes.
+  bool wait_for(const std::string& needle) {
+    auto end = steady_clock::now() + seconds(60);
+    while (!contains(out, needle) && steady_clock::now() < end) {
+      pollfd p{out_fd, POLLIN, 0};
+      if (::poll(&p, 1, 100) <= 0)
+        continue;
+      char buf[65536];
+      auto n = ::read(out_fd, buf, sizeof buf);
+      if (n <= 0)
+        return contains(out, needle);
+      out.append(buf, static_cast<size_t>(n));
+    }
+    return contains(out, needle);
+  }
+
+  // Closes stdin and waits for the exit (60 s); the exit code, or -1.
+  int finish() {
+    ::close(in);
+    in = -1;
+    int status = 0;
+    bool exited = eventually([&] {
+      return ::waitpid(pid, &status, WNOHANG) == pid;
+    });
+    if (!exited)
+      return -1;
+    pid = -1;
+    char buf[65536];
+    for (;;) { // the rest of stdout (its writer end is closed now)
+      auto n = ::read(out_fd, buf, sizeof buf);
+      if (n <= 0)
+        break;
+      out.append(buf, static_cast<size_t>(n));
+    }
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+};
+
 struct mcp_fixture {
   test::temp_dir home;
   test::temp_dir work;
@@ -517,51 +600,35 @@ BOOST_AUTO_TEST_CASE(stdio_bad_input_gets_errors_and_eof_exits_cleanly) {
                        "the client closed stdin"));
 }
 
+BOOST_AUTO_TEST_CASE(results_reach_the_client_redacted) {
+  const std::string token = "ghp_" + std::string(36, 'k');
+  auto secret_file = work.write("secret.txt", "token " + token + "\n");
+  stdio_server srv{home.path(), work.path()};
+  srv.send(init_body + "\n"
+           R"({"jsonrpc":"2.0","method":"notifications/initialized"})" "\n"
+           R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"read_file","arguments":{"path":")"
+           + secret_file + "\"}}}\n"
+           R"x({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"execute_code","arguments":{"code":"print(open('secret.txt').read())"}}})x"
+           "\n");
+  BOOST_REQUIRE(srv.wait_for("\"id\":2,\"result\""));
+  BOOST_REQUIRE(srv.wait_for("\"id\":3,\"result\""));
+  BOOST_CHECK_MESSAGE(!contains(srv.out, token), srv.out);
+  BOOST_CHECK(contains(srv.out, "ghp_[REDACTED]"));
+  BOOST_CHECK_EQUAL(srv.finish(), 0);
+}
+
 BOOST_AUTO_TEST_CASE(stdio_client_leaving_mid_call_ends_cleanly) {
-  // The server's stdin is a pipe we close while a long command runs.
-  int in[2], out[2];
-  BOOST_REQUIRE(::pipe(in) == 0 && ::pipe(out) == 0);
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    ::setenv("MIBYAN_HOME", home.path().c_str(), 1);
-    ::dup2(in[0], 0);
-    ::dup2(out[1], 1);
-    ::close(in[1]);
-    ::close(out[0]);
-    ::execl(test::mibyan_binary().c_str(), "mibyan", "mcp", "serve",
-            static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
-  ::close(in[0]);
-  ::close(out[1]);
-  std::string msgs = init_body + "\n"
+  stdio_server srv{home.path(), work.path()};
+  srv.send(init_body + "\n"
     R"({"jsonrpc":"2.0","method":"notifications/initialized"})" "\n"
-    R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"terminal","arguments":{"command":"sleep 57.375","timeout":120}}})" "\n";
-  BOOST_REQUIRE(::write(in[1], msgs.data(), msgs.size())
-                == static_cast<ssize_t>(msgs.size()));
+    R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"terminal","arguments":{"command":"sleep 57.375","timeout":120}}})" "\n");
   BOOST_REQUIRE(eventually([] { return running("sleep [5]7.375"); }));
-  ::close(in[1]);
-  int status = -1;
-  bool exited = eventually([&] { return ::waitpid(pid, &status, WNOHANG) == pid; });
-  if (!exited) {
-    ::kill(pid, SIGKILL);
-    ::waitpid(pid, &status, 0);
-  }
-  BOOST_CHECK(exited);
-  BOOST_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  // Closing stdin mid-call: the call is interrupted, the process exits 0.
+  BOOST_CHECK_EQUAL(srv.finish(), 0);
   BOOST_CHECK(eventually([] { return !running("sleep [5]7.375"); }));
-  std::string got;
-  char buf[4096];
-  for (;;) { // the writer end is closed: the child exited
-    auto n = ::read(out[0], buf, sizeof buf);
-    if (n <= 0)
-      break;
-    got.append(buf, static_cast<size_t>(n));
-  }
-  ::close(out[0]);
   // The initialize response, and nothing for the abandoned call.
-  BOOST_CHECK_MESSAGE(contains(got, "\"id\":1"), got);
-  BOOST_CHECK(!contains(got, "\"id\":2"));
+  BOOST_CHECK(contains(srv.out, "\"id\":1"));
+  BOOST_CHECK(!contains(srv.out, "\"id\":2"));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
