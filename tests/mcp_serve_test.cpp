@@ -16,6 +16,7 @@
 #include <filesystem>
 
 #include "base/subprocess.hpp"
+#include "storage/session_store.hpp"
 #include "tests/support/serve_fixture.hpp"
 
 using namespace mibyan;
@@ -537,6 +538,64 @@ BOOST_AUTO_TEST_CASE(http_get_stream_carries_server_requests_and_replays) {
   ::close(get2);
   ::close(slow); // leaving the slow call interrupts it
   BOOST_CHECK(eventually([] { return !running("sleep [5]6.875"); }));
+  BOOST_CHECK_EQUAL(sp->stop(), 0);
+}
+
+BOOST_AUTO_TEST_CASE(transcripts_are_read_only_resources) {
+  {
+    session_store_options so;
+    so.dir = session_store::default_dir(home.path());
+    auto store = session_store::open(so);
+    BOOST_REQUIRE_MESSAGE(store, store.error);
+    for (int i = 0; i < 5; ++i) {
+      new_session ns;
+      ns.id = "stored_" + std::to_string(i);
+      ns.title = "talk " + std::to_string(i);
+      ns.started_at_ms = 1700000000000 + i * 1000;
+      BOOST_REQUIRE((*store)->create_session(ns));
+      chat_message u{"user", "lighthouse question " + std::to_string(i), {},
+                     "", "", "", "", 0};
+      BOOST_REQUIRE((*store)->append_message(ns.id, u));
+    }
+  }
+  auto sp = start_http();
+  auto port = sp->port;
+  auto sid = raw_session(port);
+  auto with_sid = json_headers + "Mcp-Session-Id: " + sid + "\r\n";
+  auto call = [&](const std::string& method, const std::string& params) {
+    auto r = http(port, "POST", "/mcp",
+                  R"({"jsonrpc":"2.0","id":5,"method":")" + method
+                    + R"(","params":)" + params + "}",
+                  with_sid);
+    BOOST_REQUIRE_EQUAL(status_of(r), 200);
+    auto body = r.substr(r.find("\r\n\r\n") + 4);
+    auto parsed = json::parse(body);
+    BOOST_REQUIRE_MESSAGE(parsed, body);
+    return *parsed.v;
+  };
+  auto page1 = call("resources/list", "{}");
+  auto& list1 = page1.find("result")->find("resources")->as_array();
+  BOOST_REQUIRE_EQUAL(list1.size(), 4u);
+  BOOST_CHECK_EQUAL(list1[0].get_string("uri"),
+                    "mibyan://sessions/stored_4"); // newest first
+  BOOST_CHECK_EQUAL(list1[0].get_string("title"), "talk 4");
+  auto cursor = page1.find("result")->get_string("nextCursor");
+  BOOST_REQUIRE(!cursor.empty());
+  auto page2 = call("resources/list", R"({"cursor":")" + cursor + "\"}");
+  BOOST_CHECK_EQUAL(page2.find("result")->find("resources")->size(), 1u);
+  BOOST_CHECK(!page2.find("result")->find("nextCursor"));
+  auto read = call("resources/read",
+                   R"({"uri":"mibyan://sessions/stored_2"})");
+  auto& contents = read.find("result")->find("contents")->as_array();
+  BOOST_REQUIRE_EQUAL(contents.size(), 1u);
+  BOOST_CHECK_EQUAL(contents[0].get_string("mimeType"), "application/json");
+  BOOST_CHECK(contains(contents[0].get_string("text"),
+                       "lighthouse question 2"));
+  auto missing = call("resources/read",
+                      R"({"uri":"mibyan://sessions/no_such"})");
+  BOOST_CHECK_EQUAL(missing.find("error")->get_int("code", 0), -32002);
+  auto foreign = call("resources/read", R"({"uri":"file:///etc/passwd"})");
+  BOOST_CHECK_EQUAL(foreign.find("error")->get_int("code", 0), -32002);
   BOOST_CHECK_EQUAL(sp->stop(), 0);
 }
 
