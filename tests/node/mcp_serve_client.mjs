@@ -173,6 +173,8 @@ const scenarios = {
     const asked = [];
     client.setRequestHandler(ElicitRequestSchema, async req => {
       asked.push(req.params);
+      if (req.params.requestedSchema.properties.answer)
+        return { action: "accept", content: { answer: "the blue one" } };
       if (asked.length === 1)
         return { action: "accept", content: { decision: "once" } };
       return { action: "decline" };
@@ -194,6 +196,14 @@ const scenarios = {
     check(existsSync(b), "declined: kept");
     check(/BLOCKED|denied/i.test(r2.content[0].text),
           "denied with a reason: " + r2.content[0].text);
+    // clarify asks through elicitation too.
+    const q = await client.callTool({
+      name: "clarify", arguments: { question: "Which colour?",
+                                    choices: ["red", "the blue one"] } });
+    check(asked.length === 3 && asked[2].message.includes("Which colour?"),
+          "clarify asked: " + JSON.stringify(asked[2]));
+    check(!q.isError && q.content[0].text.includes("the blue one"),
+          "clarify answered: " + q.content[0].text);
     await client.close();
   },
 
@@ -207,6 +217,10 @@ const scenarios = {
     check(existsSync(c), "not run");
     check(/BLOCKED|no user|non-interactive/i.test(r.content[0].text),
           "the reason: " + r.content[0].text);
+    const q = await client.callTool({
+      name: "clarify", arguments: { question: "Which colour?" } });
+    check(q.isError === true, "clarify is unavailable: "
+                              + q.content[0].text);
     await client.close();
   },
 
