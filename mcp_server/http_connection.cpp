@@ -223,6 +223,13 @@ void mcp_http_connection::handle_post(request& req, const std::string& sid) {
     // A new session; its id goes back in the response's header.
     auto routes = std::make_shared<mcp_session_routes>();
     session_ = core.open_session(srv_->outbound_for(routes));
+    if (!session_) {
+      reply_error(503, transport_error,
+                  "Service Unavailable: too many open sessions (end one "
+                  "with DELETE)",
+                  {{"Retry-After", "10"}});
+      return;
+    }
     session_id_ = mcp_server_core::id_of(*session_);
     {
       std::lock_guard<std::mutex> g{srv_->mtx};

@@ -124,9 +124,11 @@ mcp_http_server::impl::outbound_for(std::shared_ptr<mcp_session_routes> r) {
           if (final || !target)
             r->exchanges.erase(i);
         }
+        // The request is answered or its client left: what belonged to
+        // it (a late progress beat, its response) has no reader.
+        if (!target)
+          return;
       }
-      if (!target && final)
-        return; // the client left the request: nobody wants its response
       if (!target) {
         // The GET stream, numbered for replay; kept until one reads it.
         event_id = ++r->next_event;

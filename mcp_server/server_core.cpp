@@ -111,6 +111,8 @@ mcp_server_core::open_session(mcp_outbound out) {
   s->out = std::move(out);
   s->last_seen = steady::now();
   std::lock_guard<std::mutex> g{p_->mtx};
+  if (p_->stopping || p_->sessions.size() >= p_->cfg.max_sessions)
+    return nullptr;
   p_->sessions[s->id] = s;
   return s;
 }

@@ -76,6 +76,8 @@ struct mcp_core_settings {
   /// A session idle (no message, no running call) this long is closed;
   /// zero: never (stdio).
   std::chrono::seconds idle_timeout{0};
+  /// Open sessions at most; open_session refuses more.
+  size_t max_sessions = 1024;
   /// Prefix of the Mibyan session ids of MCP sessions.
   std::string session_prefix = "mcp_";
 };
@@ -99,7 +101,8 @@ public:
   mcp_server_core(const mcp_server_core&) = delete;
   mcp_server_core& operator=(const mcp_server_core&) = delete;
 
-  /// Opens a session with a fresh random id (not yet initialized).
+  /// Opens a session with a fresh random id (not yet initialized); null
+  /// when `max_sessions` are open.
   std::shared_ptr<session> open_session(mcp_outbound out);
   /// The open session `id`, or null.
   std::shared_ptr<session> find_session(const std::string& id) const;

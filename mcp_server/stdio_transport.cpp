@@ -117,6 +117,8 @@ int serve_mcp_stdio(mcp_server_core& core, int in_fd, int out_fd, int stop_fd,
         MIBYAN_LOG(warning, "mcp-serve", "stdout is gone or not read: a "
                                          "message was dropped");
     });
+  if (!s)
+    return 1; // the core is shutting down
   const auto sid = mcp_server_core::id_of(*s);
   MIBYAN_LOG(info, "mcp-serve", "stdio session " << sid << " open");
   std::string line;

@@ -512,3 +512,20 @@ BOOST_AUTO_TEST_CASE(elicitation_shapes_follow_the_protocol_version) {
     R"({"action":"accept","content":{"decision":"always"}})").v.value();
   BOOST_CHECK(approval_choice_of(always, p) == approval_choice::deny);
 }
+
+BOOST_AUTO_TEST_CASE(sessions_are_capped) {
+  fake be;
+  mcp_core_settings cs;
+  cs.max_sessions = 2;
+  auto core = mcp_server_core::create(be.backend(), cs);
+  auto a = core->open_session(nullptr);
+  auto b = core->open_session(nullptr);
+  BOOST_REQUIRE(a && b);
+  BOOST_CHECK(mcp_server_core::id_of(*a) != mcp_server_core::id_of(*b));
+  BOOST_CHECK(!core->open_session(nullptr));
+  BOOST_CHECK(core->close_session(mcp_server_core::id_of(*a), "test"));
+  BOOST_CHECK(core->open_session(nullptr));
+  core->shutdown();
+  BOOST_CHECK_EQUAL(core->session_count(), 0u);
+  BOOST_CHECK(!core->open_session(nullptr));
+}
