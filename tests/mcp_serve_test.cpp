@@ -690,4 +690,20 @@ BOOST_AUTO_TEST_CASE(stdio_client_leaving_mid_call_ends_cleanly) {
   BOOST_CHECK(!contains(srv.out, "\"id\":2"));
 }
 
+BOOST_AUTO_TEST_CASE(stdio_sigterm_mid_call_ends_cleanly) {
+  stdio_server srv{home.path(), work.path()};
+  srv.send(init_body + "\n"
+    R"({"jsonrpc":"2.0","method":"notifications/initialized"})" "\n"
+    R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"terminal","arguments":{"command":"sleep 57.625","timeout":120}}})" "\n");
+  BOOST_REQUIRE(eventually([] { return running("sleep [5]7.625"); }));
+  BOOST_REQUIRE(::kill(srv.pid, SIGTERM) == 0);
+  int status = 0;
+  BOOST_REQUIRE(eventually([&] {
+    return ::waitpid(srv.pid, &status, WNOHANG) == srv.pid;
+  }));
+  srv.pid = -1;
+  BOOST_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  BOOST_CHECK(eventually([] { return !running("sleep [5]7.625"); }));
+}
+
 BOOST_AUTO_TEST_SUITE_END()
