@@ -48,7 +48,7 @@ struct mcp_server_core::session {
   bool closed = false;
   std::string version;
   bool elicit_form = false;
-  int log_level = 1; // info
+  int log_level = 3; // warning until logging/setLevel
   std::map<std::string, std::shared_ptr<mcp_running_call>> calls; // id.dump()
   std::map<int64_t, std::shared_ptr<mcp_outgoing>> outgoing;
   int64_t next_out_id = 1;

@@ -381,6 +381,15 @@ BOOST_AUTO_TEST_CASE(list_changed_when_the_offered_tools_change) {
 BOOST_AUTO_TEST_CASE(logging_set_level_filters_messages) {
   fixture f;
   f.init();
+  // The default (warning) shows failed calls only.
+  f.request(39, "tools/call", R"({"name":"echo"})");
+  BOOST_CHECK_EQUAL(f.box.count("notifications/message"), 0u);
+  f.request(38, "tools/call", R"({"name":"fail"})");
+  BOOST_CHECK_EQUAL(f.box.count("notifications/message"), 1u);
+  {
+    std::lock_guard<std::mutex> g{f.box.m};
+    f.box.msgs.clear();
+  }
   BOOST_CHECK_EQUAL(error_code(f.request(40, "logging/setLevel",
                                          R"({"level":"loud"})")),
                     mcp_errors::invalid_params);
