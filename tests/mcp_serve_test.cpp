@@ -457,6 +457,11 @@ BOOST_AUTO_TEST_CASE(http_client_disconnecting_mid_call_interrupts_it) {
                  + "Content-Length: " + std::to_string(body.size())
                  + "\r\n\r\n" + body);
   BOOST_REQUIRE(eventually([] { return running("sleep [5]7.125"); }));
+  // The id of a request still running cannot be used again.
+  auto dup = http(port, "POST", "/mcp",
+                  R"({"jsonrpc":"2.0","id":9,"method":"ping"})", with_sid);
+  BOOST_CHECK_EQUAL(status_of(dup), 400);
+  BOOST_CHECK(contains(dup, "-32600"));
   ::close(fd);
   BOOST_CHECK(eventually([] { return !running("sleep [5]7.125"); }));
   BOOST_CHECK(eventually([&] {
