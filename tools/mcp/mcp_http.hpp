@@ -97,9 +97,9 @@ struct mcp_http_settings {
   std::chrono::milliseconds reconnect_delay{500};
   std::chrono::milliseconds reconnect_max_delay{30000};
   int reconnect_attempts = 3;
-  /// Observer (tests): called on the worker thread with what reconnects
-  /// ("get" or "resume") and the delay it waits first (the server's
-  /// `retry` when it sent one).
+  /// Observer (tests): called when a reconnection is scheduled (on the
+  /// HTTP client thread: quick) with what reconnects ("get" or "resume")
+  /// and the delay it waits first (the server's `retry` when it sent one).
   std::function<void(const std::string& what, std::chrono::milliseconds)>
     on_reconnect_wait;
 };
