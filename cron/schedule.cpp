@@ -624,11 +624,14 @@ std::optional<cron_time> cron_schedule::next_after(cron_time t) const {
       auto step = interval_.count();
       auto a = cron_ms(anchor_);
       auto x = cron_ms(t);
-      if (x < a)
-        return anchor_ + interval_;
-      // The smallest anchor + k*step > t with k >= 1.
-      int64_t k = (x - a) / step + 1;
-      return cron_time_from_ms(a + k * step);
+      // The smallest anchor + k*step > t (k >= 1 whenever t >= anchor;
+      // a t before the anchor, after a clock correction, gets the grid's
+      // slot after it).
+      int64_t d = x - a;
+      int64_t q = d / step;
+      if (d < 0 && d % step != 0)
+        --q;
+      return cron_time_from_ms(a + (q + 1) * step);
     }
     case kind::cron:
       return next_cron(t);
