@@ -8,6 +8,7 @@
 
 #include <random>
 
+#include "config/loader.hpp"
 #include "cron/engine.hpp"
 
 using namespace mibyan;
@@ -585,4 +586,35 @@ BOOST_FIXTURE_TEST_CASE(ten_thousand_jobs_wake_at_the_earliest, fixture) {
     }
     BOOST_CHECK_EQUAL(engine->running_count(), 0u);
   }
+}
+
+BOOST_AUTO_TEST_CASE(the_cron_config_section_parses_and_is_bounded) {
+  auto d = parse_options("", "t");
+  BOOST_REQUIRE(d.ok());
+  BOOST_CHECK(d.opts.cron.enabled);
+  BOOST_CHECK_EQUAL(d.opts.cron.max_concurrent, 4);
+  BOOST_CHECK_EQUAL(d.opts.cron.catch_up, "one");
+  BOOST_CHECK_EQUAL(d.opts.cron.max_failures, 3);
+  BOOST_CHECK_EQUAL(d.opts.cron.history_keep, 100);
+  BOOST_CHECK(!d.opts.cron.allow_agent_scheduling);
+  BOOST_CHECK(d.opts.cron.default_timezone.empty());
+  auto r = parse_options("cron:\n  enabled: false\n  max_concurrent: 8\n"
+                         "  catch_up: none\n  max_failures: 0\n"
+                         "  history_keep: 10\n  allow_agent_scheduling: true\n"
+                         "  default_timezone: Europe/Berlin\n",
+                         "t");
+  BOOST_REQUIRE(r.ok());
+  BOOST_CHECK(!r.opts.cron.enabled);
+  BOOST_CHECK_EQUAL(r.opts.cron.max_concurrent, 8);
+  BOOST_CHECK_EQUAL(r.opts.cron.catch_up, "none");
+  BOOST_CHECK_EQUAL(r.opts.cron.max_failures, 0);
+  BOOST_CHECK_EQUAL(r.opts.cron.history_keep, 10);
+  BOOST_CHECK(r.opts.cron.allow_agent_scheduling);
+  BOOST_CHECK_EQUAL(r.opts.cron.default_timezone, "Europe/Berlin");
+  BOOST_CHECK(!parse_options("cron:\n  catch_up: all\n", "t").ok());
+  BOOST_CHECK(!parse_options("cron:\n  max_concurrent: 0\n", "t").ok());
+  BOOST_CHECK(!parse_options("cron:\n  max_concurrent: 65\n", "t").ok());
+  BOOST_CHECK(!parse_options("cron:\n  history_keep: 0\n", "t").ok());
+  BOOST_CHECK(!parse_options("cron:\n  max_failures: -1\n", "t").ok());
+  BOOST_CHECK(!parse_options("cron:\n  bogus: 1\n", "t").ok());
 }

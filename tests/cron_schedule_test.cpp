@@ -5,6 +5,9 @@
 #include <boost/test/unit_test.hpp>
 
 #include <cstdlib>
+#include <ctime>
+#include <fstream>
+#include <sstream>
 
 #include <date/date.h>
 #include <date/tz.h>
@@ -354,4 +357,52 @@ BOOST_AUTO_TEST_CASE(the_default_zone_is_the_local_one_by_name) {
   ::unsetenv("TZ");
   BOOST_CHECK(!cron_local_zone_name().empty());
   BOOST_CHECK(cron_check_zone(cron_local_zone_name()).ok());
+}
+
+// The zones come from the system's tz database (tzdata, read by libc too):
+// every zone of zone1970.tab is known, and the library's UTC offsets agree
+// with libc's at instants around this year's transitions.
+BOOST_AUTO_TEST_CASE(zones_are_the_systems_tz_database) {
+  std::ifstream tab("/usr/share/zoneinfo/zone1970.tab");
+  BOOST_REQUIRE_MESSAGE(tab.good(), "tzdata is not installed");
+  std::vector<std::string> zones;
+  std::string line;
+  while (std::getline(tab, line)) {
+    if (line.empty() || line[0] == '#')
+      continue;
+    std::istringstream fields{line};
+    std::string codes, coords, zone;
+    std::getline(fields, codes, '\t');
+    std::getline(fields, coords, '\t');
+    std::getline(fields, zone, '\t');
+    zones.push_back(zone);
+  }
+  BOOST_REQUIRE_GT(zones.size(), 200u);
+  int compared = 0;
+  for (auto& z : zones) {
+    BOOST_CHECK_MESSAGE(cron_check_zone(z).ok(), z);
+    const date::time_zone* tz = nullptr;
+    try {
+      tz = date::locate_zone(z);
+    } catch (const std::exception&) {
+      continue;
+    }
+    ::setenv("TZ", z.c_str(), 1);
+    ::tzset();
+    for (const char* at : {"2026-01-15 12:00", "2026-07-15 12:00"}) {
+      auto t = utc(at);
+      time_t secs = static_cast<time_t>(cron_ms(t) / 1000);
+      std::tm tm{};
+      ::localtime_r(&secs, &tm);
+      auto info = tz->get_info(floor<seconds>(t));
+      BOOST_CHECK_MESSAGE(info.offset.count() == tm.tm_gmtoff,
+                          z + " at " + at + ": date says "
+                            + std::to_string(info.offset.count())
+                            + ", libc says " + std::to_string(tm.tm_gmtoff));
+      ++compared;
+    }
+  }
+  ::unsetenv("TZ");
+  ::tzset();
+  BOOST_CHECK_GT(compared, 400);
 }
