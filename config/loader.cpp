@@ -592,6 +592,21 @@ const std::vector<field>& fields() {
                           &memory_options::user_char_limit, 100));
     t.push_back(list_field("skills", "external_dirs", &o::skills,
                            &skills_options::external_dirs));
+    // cron (docs/cron.md)
+    t.push_back(bool_field("cron", "enabled", &o::cron,
+                           &cron_options::enabled));
+    t.push_back(int_field("cron", "max_concurrent", &o::cron,
+                          &cron_options::max_concurrent, 1));
+    t.push_back(string_field("cron", "catch_up", &o::cron,
+                             &cron_options::catch_up, {"one", "none"}));
+    t.push_back(int_field("cron", "max_failures", &o::cron,
+                          &cron_options::max_failures, 0));
+    t.push_back(int_field("cron", "history_keep", &o::cron,
+                          &cron_options::history_keep, 1));
+    t.push_back(bool_field("cron", "allow_agent_scheduling", &o::cron,
+                           &cron_options::allow_agent_scheduling));
+    t.push_back(string_field("cron", "default_timezone", &o::cron,
+                             &cron_options::default_timezone));
     // cluster (docs/cluster.md)
     t.push_back(secret_field(string_field("cluster", "key", &o::cluster,
                                           &cluster_options::key)));

@@ -52,6 +52,9 @@ const std::vector<numeric_bounds>& numeric_option_bounds() {
     {"cluster", "max_sessions", 1, 1'000'000},
     {"cluster", "drain_timeout_ms", 0, 3'600'000},
     {"cluster", "max_frame_mb", 1, 4095},
+    {"cron", "max_concurrent", 1, 64},
+    {"cron", "max_failures", 0, 1'000},
+    {"cron", "history_keep", 1, 100'000},
   };
   return table;
 }

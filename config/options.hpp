@@ -382,6 +382,26 @@ struct cluster_options {
   std::string tls_ca;
 };
 
+/// Section `cron`: scheduled jobs (docs/cron.md).
+struct cron_options {
+  /// Run the scheduler in `serve` and gateway nodes.
+  bool enabled = true;
+  /// Runs of jobs going at once; more due jobs wait for a free slot.
+  int64_t max_concurrent = 4;
+  /// After downtime: "one" (a job that missed slots runs once) or "none".
+  std::string catch_up = "one";
+  /// Consecutive failed runs after which a job is paused (0 = never).
+  int64_t max_failures = 3;
+  /// Run records kept per job (older ones are deleted).
+  int64_t history_keep = 100;
+  /// Whether a job's own run (and any agent turn) may create, change or
+  /// delete jobs through the cronjob tool.
+  bool allow_agent_scheduling = false;
+  /// IANA zone for new jobs without one ("" = the node's local zone);
+  /// checked by the scheduler against the tz database.
+  std::string default_timezone;
+};
+
 /// The whole effective configuration plus where it came from.
 struct options {
   model_options model;
@@ -427,6 +447,7 @@ struct options {
   memory_options memory;
   skills_options skills;
   cluster_options cluster;
+  cron_options cron;
 };
 
 } // namespace mibyan

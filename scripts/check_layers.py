@@ -19,7 +19,7 @@ import sys
 LAYERS = [
     ["messages", "base"],
     ["config", "kernels", "storage"],
-    ["approvals"],
+    ["approvals", "cron"],
     ["tools", "providers"],
     ["agent"],
     ["actors"],

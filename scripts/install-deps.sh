@@ -6,7 +6,7 @@ set -euo pipefail
 PACKAGES=(
   build-essential cmake pkg-config ccache git ca-certificates
   libcaf-dev libsimdjson-dev libcurl4-openssl-dev liblmdb-dev
-  libyaml-cpp-dev libboost-test-dev
+  libyaml-cpp-dev libboost-test-dev libhowardhinnant-date-dev tzdata
   python3 ripgrep procps
   bubblewrap
   nodejs

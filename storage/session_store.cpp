@@ -116,6 +116,19 @@ store_status session_store::open_databases() {
         error = "open database responses";
         return rc;
       }
+      // And for scheduled jobs (storage/session_store_cron.cpp).
+      rc = mdb_dbi_open(txn, "cron_jobs", create, &cron_jobs_);
+      if (rc == 0)
+        rc = mdb_dbi_open(txn, "cron_runs", create, &cron_runs_);
+      if (rc == 0)
+        rc = mdb_dbi_open(txn, "cron_run_ids", create, &cron_run_ids_);
+      has_cron_ = rc == 0;
+      if (!has_cron_)
+        cron_jobs_ = cron_runs_ = cron_run_ids_ = 0;
+      if (rc != 0 && !(ro && rc == MDB_NOTFOUND)) {
+        error = "open database cron_jobs";
+        return rc;
+      }
       if ((rc = fts_index::open_in(txn, ro, fts_, error)) != 0)
         return rc;
       if (fresh) {

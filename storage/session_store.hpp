@@ -18,6 +18,10 @@
 //   responses        response id -> stored_response (the Responses API,
 //                    storage/response_record.hpp; deleted with the session)
 //   responses_by_session session id \0 response id -> ""
+//   cron_jobs        job id -> cron_job_record (storage/cron_record.hpp)
+//   cron_runs        job id \0 be64(run sequence) -> cron_run_record
+//   cron_run_ids     run id -> the run's cron_runs key
+//   (the run sequence is meta "cron_next_run_seq", be64; docs/cron.md)
 //
 // Every mutation is one write transaction committed before the function
 // returns (fsync'd; MDB_NOSYNC is never used): an appended message, the
@@ -39,6 +43,7 @@
 #include <vector>
 
 #include "messages/chat.hpp"
+#include "storage/cron_record.hpp"
 #include "storage/fts_index.hpp"
 #include "storage/lmdb_env.hpp"
 #include "storage/response_record.hpp"
@@ -253,6 +258,52 @@ public:
   /// unknown session (not_found).
   store_result<uint64_t> last_message_id(const std::string& session_id) const;
 
+  // -- scheduled jobs (docs/cron.md, "Storage"; session_store_cron.cpp) ------
+  //
+  // Records are opaque here: the caller (cron/) validates them. Every
+  // write is one transaction. Errors: a malformed id (invalid_argument),
+  // an unknown job or run (not_found), a record that does not decode
+  // (data_corrupt, naming it), a read-only store written before the cron
+  // databases (unavailable for writes; reads find nothing).
+
+  /// Inserts or replaces job `j` (the whole record).
+  store_status put_cron_job(const cron_job_record& j);
+  store_result<cron_job_record> get_cron_job(const std::string& id) const;
+  /// Every job in id order (only enabled, unpaused ones with
+  /// `schedulable_only`: what the scheduler loads at start-up). Records
+  /// that do not decode are listed in `damaged`, not returned.
+  store_result<cron_job_list> list_cron_jobs(bool schedulable_only = false)
+    const;
+  /// Deletes the job and its run history in one transaction. A damaged
+  /// record can be deleted.
+  store_status delete_cron_job(const std::string& id);
+  /// Read-modify-write of job `id` in one transaction: `fn` gets the
+  /// stored record and changes it (returning an error aborts, nothing is
+  /// written; its code is kept). `fn` may run more than once (the map
+  /// grows and the transaction is retried): no side effects outside `j`.
+  /// Returns the record as written.
+  store_result<cron_job_record>
+  update_cron_job(const std::string& id,
+                  const std::function<status(cron_job_record& j)>& fn);
+  /// Inserts run `r` (a new id: newest of its job) or replaces the stored
+  /// run with the same id in place. The job must exist. After an insert,
+  /// the job keeps its `keep` newest runs (older ones are deleted; 0 =
+  /// keep all).
+  store_status put_cron_run(const cron_run_record& r, size_t keep);
+  store_result<cron_run_record> get_cron_run(const std::string& id) const;
+  /// The job's runs, newest first: skips `offset`, returns up to `limit`;
+  /// `*more` (may be null) says whether older ones follow. Errors: job id
+  /// malformed; a damaged run is an error naming it. An unknown job has no
+  /// runs (empty list).
+  store_result<std::vector<cron_run_record>>
+  list_cron_runs(const std::string& job_id, size_t limit, size_t offset,
+                 bool* more = nullptr) const;
+  /// Applies a batch of engine changes in ONE transaction (jobs put, runs
+  /// put with `keep` as in put_cron_run, jobs deleted): all or nothing. A
+  /// run of a job that is neither stored nor put in the batch is dropped
+  /// (its job was deleted while it ran), not an error.
+  store_status apply_cron_changes(const cron_changes& c, size_t keep);
+
   // -- messages ---------------------------------------------------------------
 
   /// Appends one message in one committed transaction, updating the
@@ -365,6 +416,18 @@ private:
   MDB_dbi responses_ = 0;
   MDB_dbi responses_by_session_ = 0;
   bool has_responses_ = false;
+  /// The cron databases; 0 (and has_cron_ false) when a read-only store
+  /// predates them.
+  MDB_dbi cron_jobs_ = 0;
+  MDB_dbi cron_runs_ = 0;
+  MDB_dbi cron_run_ids_ = 0;
+  bool has_cron_ = false;
+  // Parts of the cron operations inside a write transaction
+  // (session_store_cron.cpp).
+  int put_cron_run_txn(MDB_txn* txn, const cron_run_record& r, size_t keep,
+                       bool require_job, std::string& error);
+  int delete_cron_job_txn(MDB_txn* txn, const std::string& id,
+                          std::string& error);
 };
 
 } // namespace mibyan
