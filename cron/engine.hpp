@@ -130,7 +130,13 @@ public:
   /// catch-up and interruption rules. Jobs whose schedule no longer
   /// parses are paused with the parse error as reason. Returns the changes
   /// (interrupted run records, catch-up state, skipped records).
-  cron_changes load(std::vector<cron_job> jobs);
+  /// `find_run` (optional; e.g. session_store::get_cron_run) gives the
+  /// stored record of an interrupted run, so that its rewrite keeps the
+  /// session id, trigger and attempt; without it, or when it returns
+  /// none, the record is rebuilt from the job's state.
+  cron_changes load(std::vector<cron_job> jobs,
+                    const std::function<std::optional<cron_run>(
+                      const std::string& run_id)>& find_run = {});
 
   /// When `due` may next have work: the earliest pending slot or retry of
   /// a job that is not waiting for a free run slot. None when nothing is
