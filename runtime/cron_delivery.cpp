@@ -250,10 +250,18 @@ status deliver_to_webhook(http_client& http, const std::string& url,
                            + (attempts == 1 ? " attempt" : " attempts"));
 }
 
+bool delivery_report::ok() const {
+  for (auto& t : targets)
+    if (!t.ok)
+      return false;
+  return true;
+}
+
 std::string delivery_report::error_text() const {
   std::string out;
-  for (auto& e : errors)
-    out += (out.empty() ? "" : "; ") + e;
+  for (auto& t : targets)
+    if (!t.ok)
+      out += (out.empty() ? "" : "; ") + t.target + ": " + t.error;
   return out;
 }
 
@@ -264,17 +272,21 @@ delivery_report deliver_all(http_client& http,
                             const webhook_settings& s, delivery_stop* stop) {
   delivery_report r;
   for (auto& text : targets) {
+    delivery_report::target_result one;
+    one.target = text;
     auto t = parse_delivery_target(text);
     if (!t) {
-      r.errors.push_back(text + ": " + t.error);
+      one.error = t.error;
+      r.targets.push_back(std::move(one));
       continue;
     }
     status st;
     switch (t->type) {
     case delivery_target::kind::session:
     case delivery_target::kind::dashboard:
-      ++r.delivered;
-      continue;
+      // The session holds the answer; the console's jobs page reads the
+      // run record.
+      break;
     case delivery_target::kind::file:
       st = deliver_to_file(t->value, base_dir, p);
       break;
@@ -282,10 +294,9 @@ delivery_report deliver_all(http_client& http,
       st = deliver_to_webhook(http, t->value, p, s, stop);
       break;
     }
-    if (st)
-      ++r.delivered;
-    else
-      r.errors.push_back(text + ": " + st.error);
+    one.ok = st.ok();
+    one.error = st.error;
+    r.targets.push_back(std::move(one));
   }
   return r;
 }

@@ -118,12 +118,16 @@ status deliver_to_webhook(http_client& http, const std::string& url,
 
 /// The outcome of delivering one answer to all of a job's targets.
 struct delivery_report {
-  /// One line per failed target ("webhook:URL: reason").
-  std::vector<std::string> errors;
-  /// Targets that received the answer (session and dashboard count).
-  int delivered = 0;
-  bool ok() const { return errors.empty(); }
-  /// The errors joined with "; ".
+  struct target_result {
+    /// The target as written ("webhook:https://...").
+    std::string target;
+    bool ok = false;
+    std::string error;
+  };
+  /// One entry per target, in the job's order.
+  std::vector<target_result> targets;
+  bool ok() const;
+  /// The failed targets' "target: reason", joined with "; ".
   std::string error_text() const;
 };
 

@@ -33,6 +33,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "base/status.hpp"
 #include "cron/cron_service.hpp"
@@ -61,6 +62,13 @@ struct cron_scheduler_options {
   /// Delays of the retries after an unreachable provider (empty: the
   /// engine's 5, 15, 30 minutes).
   std::vector<std::chrono::milliseconds> retry_delays;
+  /// The node's provider overrides (`--provider`, `--model`, `--base-url`,
+  /// `--api-key` of serve and node), used by runs whose job names none
+  /// ("" = the configuration's).
+  std::string provider;
+  std::string model;
+  std::string base_url;
+  std::string api_key;
 };
 
 /// Starts the scheduler of `rt` (idempotent: a second call does nothing).
