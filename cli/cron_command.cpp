@@ -17,6 +17,7 @@
 #include "base/json.hpp"
 #include "config/options.hpp"
 #include "cron/cron_service.hpp"
+#include "runtime/cron_lease.hpp"
 #include "runtime/cron_scheduler.hpp"
 #include "runtime/runtime.hpp"
 #include "storage/session_store.hpp"
@@ -216,8 +217,13 @@ int parse(const std::vector<std::string>& args, cron_args& a) {
 
 // The exit code of a failed verb: 2 for a definition the user must fix,
 // 1 otherwise (unknown id, store or scheduler trouble).
-int report(const std::string& what, const status& st) {
-  std::cerr << "mibyan cron " << what << ": " << st.error << "\n";
+int report(const std::string& what, const status& st,
+           const std::string& id = {}) {
+  if (st.code == status_code::not_found && !id.empty())
+    std::cerr << "mibyan cron " << what << ": no job '" << id
+              << "' (see `mibyan cron list`)\n";
+  else
+    std::cerr << "mibyan cron " << what << ": " << st.error << "\n";
   return st.code == status_code::invalid_argument
              || st.code == status_code::permission_denied
              || st.code == status_code::already_exists
@@ -226,8 +232,9 @@ int report(const std::string& what, const status& st) {
 }
 
 template <class T>
-int report(const std::string& what, const result<T>& r) {
-  return report(what, status::failure(r.code, r.error));
+int report(const std::string& what, const result<T>& r,
+           const std::string& id = {}) {
+  return report(what, status::failure(r.code, r.error), id);
 }
 
 void print_job_text(const cron_job& j) {
@@ -322,12 +329,17 @@ int run_here(const std::string& id, bool as_json, options opts) {
     return 1;
   }
   auto jobs = cron_of(*rt);
+  // The scheduler takes the store's lease as it starts (unless another
+  // process took it meanwhile: then the verb goes there and that one runs
+  // the job).
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{15};
+  while (!cron_stats(*rt).active
+         && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds{20});
   auto t0 = now_ms();
-  // The scheduler takes the store's lease at once unless another process
-  // took it meanwhile; then that one runs the job.
   auto queued = jobs->run_now(id);
   if (!queued)
-    return report("run", queued);
+    return report("run", queued, id);
   std::cerr << "mibyan cron: running job " << id << " in this process\n";
   // Wait for the manual run's record to end (a run takes as long as its
   // turn: no deadline; Ctrl-C ends the process and the run is found
@@ -435,19 +447,19 @@ int cron_command(const std::vector<std::string>& args,
   if (a.verb == "show") {
     auto j = jobs->get(a.id);
     if (!j)
-      return report("show", j);
+      return report("show", j, a.id);
     print_job(*j);
     return 0;
   }
   if (a.verb == "history") {
     auto j = jobs->get(a.id);
     if (!j)
-      return report("history", j);
+      return report("history", j, a.id);
     bool more = false;
     auto runs = jobs->history(a.id, static_cast<size_t>(a.limit),
                               static_cast<size_t>(a.offset), &more);
     if (!runs)
-      return report("history", runs);
+      return report("history", runs, a.id);
     if (a.as_json) {
       json::value out;
       out["job_id"] = a.id;
@@ -468,14 +480,13 @@ int cron_command(const std::vector<std::string>& args,
     return 0;
   }
   if (a.verb == "add") {
-    auto def = a.def;
-    if (def.find("created_by") == nullptr)
-      def["created_by"] = "user";
+    const auto& def = a.def;
     auto zone = opts.cron.default_timezone.empty() ? cron_local_zone_name()
                                                     : opts.cron.default_timezone;
     auto job = cron_job_from_json(def, zone);
     if (!job)
       return report("add", job);
+    job->created_by = "user";
     auto added = jobs->add(std::move(*job));
     if (!added)
       return report("add", added);
@@ -492,7 +503,7 @@ int cron_command(const std::vector<std::string>& args,
     }
     auto r = jobs->update(a.id, a.def);
     if (!r)
-      return report("edit", r);
+      return report("edit", r, a.id);
     print_job(*r);
     return 0;
   }
@@ -500,13 +511,13 @@ int cron_command(const std::vector<std::string>& args,
     auto r = a.verb == "pause" ? jobs->pause(a.id, a.reason)
                                : jobs->resume(a.id);
     if (!r)
-      return report(a.verb, r);
+      return report(a.verb, r, a.id);
     print_job(*r);
     return 0;
   }
   if (a.verb == "remove") {
     if (auto st = jobs->remove(a.id); !st)
-      return report("remove", st);
+      return report("remove", st, a.id);
     if (a.as_json) {
       json::value v;
       v["removed"] = a.id;
@@ -516,21 +527,23 @@ int cron_command(const std::vector<std::string>& args,
     }
     return 0;
   }
-  // run ID
-  auto where = jobs->scheduler();
-  if (!where.here && where.holder.empty()) {
-    // Nobody runs the store's jobs: check the id before starting a
-    // runtime, then run it here.
-    auto j = jobs->get(a.id);
-    if (!j)
-      return report("run", j);
+  // run ID: queued on the store's scheduler when one runs.
+  auto r = jobs->run_now(a.id);
+  if (!r) {
+    if (r.code != status_code::unavailable)
+      return report("run", r, a.id);
+    // unavailable: the job is busy, or no scheduler runs for the store;
+    // the lease tells which.
+    {
+      auto probe = cron_lease::try_acquire(so.dir, "mibyan cron run (probe)");
+      if (!probe)
+        return report("run", r, a.id);
+    }
     jobs.reset();
     store.reset();
     return run_here(a.id, a.as_json, std::move(opts));
   }
-  auto r = jobs->run_now(a.id);
-  if (!r)
-    return report("run", r);
+  auto where = jobs->scheduler();
   if (a.as_json) {
     json::value v;
     v["job_id"] = a.id;

@@ -354,9 +354,6 @@ private:
     auto def = definition_of(args, ctx);
     if (def.find("cwd") == nullptr && !ctx.cwd.empty())
       def["cwd"] = ctx.cwd;
-    def["created_by"] = "agent";
-    if (!ctx.session_id.empty())
-      def["created_by_session"] = ctx.session_id;
     // The node's zone is written into the job.
     std::string zone = ctx.cfg != nullptr ? ctx.cfg->cron.default_timezone
                                           : std::string{};
@@ -365,6 +362,9 @@ private:
     auto job = cron_job_from_json(def, zone);
     if (!job)
       return error_result("the job was not created: " + job.error);
+    // Provenance is the interface's to set, never the model's.
+    job->created_by = "agent";
+    job->created_by_session = ctx.session_id;
     // The service checks the prompt (check_prompt_text) before storing.
     auto added = jobs.add(std::move(*job));
     if (!added)
