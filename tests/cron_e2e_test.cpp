@@ -132,7 +132,7 @@ json::value create_args(const std::string& name, const std::string& schedule,
 BOOST_FIXTURE_TEST_SUITE(cron_e2e, fixture)
 
 BOOST_AUTO_TEST_CASE(a_chat_turn_schedules_a_job_that_fires_and_delivers) {
-  auto out = home / "delivered" / "answers.md";
+  auto out = home / "delivered/answers.md";
   // The chat turn: the model creates the job, then answers.
   script(tool_call("call_create",
                    create_args("e2e reminder", "in 2s",
@@ -176,7 +176,8 @@ BOOST_AUTO_TEST_CASE(a_chat_turn_schedules_a_job_that_fires_and_delivers) {
   auto session = history["runs"].as_array()[0].get_string("session_id");
   BOOST_REQUIRE(!session.empty());
   bool found = false;
-  for (auto& s : sessions_list().as_array())
+  auto sessions = sessions_list();
+  for (auto& s : sessions.as_array())
     if (s.get_string("id") == session) {
       found = true;
       BOOST_CHECK_EQUAL(s.get_string("source"), "cron");
