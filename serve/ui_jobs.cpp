@@ -156,6 +156,17 @@ ops_response act(cron_service& jobs, const std::string& id,
     v["deleted"] = true;
     return ok_json(v.dump());
   }
+  if (verb == "run") {
+    if (auto known = jobs.get(id); !known)
+      return verb_error(id, known.code, known.error);
+    auto where = jobs.scheduler();
+    if (!where.here && where.holder.empty())
+      return ops_error(503,
+                       "no scheduler runs for this node's jobs, so nothing "
+                       "would run it (cron.enabled is false here, or the "
+                       "scheduler has not started)",
+                       "no_scheduler");
+  }
   auto r = verb == "run"     ? jobs.run_now(id)
            : verb == "pause" ? jobs.pause(id, "paused from the dashboard")
                              : jobs.resume(id);
