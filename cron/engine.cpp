@@ -288,8 +288,8 @@ cron_changes cron_engine::due(std::vector<cron_start>& out) {
       continue;
     entry& e = it->second;
     e.waiting = false;
-    std::string trigger = e.pending_trigger;
-    cron_run r = new_run(e, trigger.c_str(), e.pending_slot_ms, now_ms);
+    std::string_view trigger = e.pending_trigger;
+    cron_run r = new_run(e, e.pending_trigger, e.pending_slot_ms, now_ms);
     if (trigger != cron_trigger::manual) {
       // The slots up to now are used by this run.
       if (e.job.next_run_ms > 0 && e.job.next_run_ms <= now_ms) {

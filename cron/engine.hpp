@@ -205,7 +205,7 @@ private:
     int64_t wake_ms = 0;
     bool waiting = false;
     /// The waiting entry's run: trigger and slot.
-    std::string pending_trigger;
+    const char* pending_trigger = cron_trigger::schedule;
     int64_t pending_slot_ms = 0;
   };
   struct active_run {

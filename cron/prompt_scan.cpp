@@ -379,12 +379,14 @@ std::vector<prompt_finding> scan_prompt(std::string_view text,
       prev = 0xfffd;
       continue;
     }
-    auto where = " at byte " + std::to_string(i) + " (line "
-                 + std::to_string(line_of(text, i)) + ")";
+    auto where = [&] {
+      return " at byte " + std::to_string(i) + " (line "
+             + std::to_string(line_of(text, i)) + ")";
+    };
     if (is_bidi(cp)) {
       out.push_back({prompt_finding::kind::bidi_control, i,
                      "contains " + hex_cp(cp) + " (" + bidi_name(cp) + ")"
-                       + where + ", which changes the order text is shown in"});
+                       + where() + ", which changes the order text is shown in"});
     } else if (cp == 0x200d) {
       uint32_t next = 0;
       if (i + n < text.size())
@@ -393,18 +395,18 @@ std::vector<prompt_finding> scan_prompt(std::string_view text,
       if (prev < 0x2000 || next < 0x2000)
         out.push_back({prompt_finding::kind::invisible_char, i,
                        "contains " + hex_cp(cp) + " (zero width joiner)"
-                         + where});
+                         + where()});
     } else if (is_invisible(cp) && !(cp == 0xfeff && i == 0)) {
       std::string what = cp >= 0xe0000 ? "a tag character, which can spell "
                                          "hidden text"
                                        : "an invisible character";
       out.push_back({prompt_finding::kind::invisible_char, i,
-                     "contains " + hex_cp(cp) + " (" + what + ")" + where});
+                     "contains " + hex_cp(cp) + " (" + what + ")" + where()});
     } else if ((cp < 0x20 && cp != '\t' && cp != '\n' && cp != '\r')
                || cp == 0x7f || (cp >= 0x80 && cp <= 0x9f)) {
       out.push_back({prompt_finding::kind::control_char, i,
                      "contains the control character " + hex_cp(cp)
-                       + where});
+                       + where()});
     }
     prev = cp;
     i += n;

@@ -392,6 +392,19 @@ std::string parse_iso(std::string_view t, iso_parts& p) {
   return {};
 }
 
+// The expression of a cron alias ("@daily"), nullptr for none.
+const char* alias_expr(std::string_view low) {
+  static const std::pair<const char*, const char*> aliases[] = {
+    {"@yearly", "0 0 1 1 *"}, {"@annually", "0 0 1 1 *"},
+    {"@monthly", "0 0 1 * *"}, {"@weekly", "0 0 * * 0"},
+    {"@daily", "0 0 * * *"},   {"@midnight", "0 0 * * *"},
+    {"@hourly", "0 * * * *"}};
+  for (auto& [a, e] : aliases)
+    if (low == a)
+      return e;
+  return nullptr;
+}
+
 // The instant a local time stands for: the first occurrence of a repeated
 // one, the end of the gap for a skipped one.
 sys_seconds resolve_local(const date::time_zone* z, date::local_seconds lt) {
@@ -460,12 +473,12 @@ result<cron_schedule> cron_schedule::parse(std::string_view text_in,
   cron_schedule s;
   s.text_ = text;
   s.anchor_ = anchor;
-  s.zone_name_ = zone.empty() ? cron_local_zone_name() : std::string{zone};
   std::string error;
-  s.zone_ = find_zone(s.zone_name_, error);
+  s.zone_ = find_zone(zone.empty() ? cron_local_zone_name()
+                                   : std::string{zone},
+                      error);
   if (s.zone_ == nullptr)
     return R::failure(status_code::invalid_argument, error);
-  s.zone_name_ = s.zone_->name();
 
   auto low = lower(text);
   if (low.rfind("in ", 0) == 0 || low.rfind("every ", 0) == 0) {
@@ -502,22 +515,13 @@ result<cron_schedule> cron_schedule::parse(std::string_view text_in,
     return R{std::move(s)};
   }
   // Cron, with the @ aliases.
-  static const std::pair<const char*, const char*> aliases[] = {
-    {"@yearly", "0 0 1 1 *"}, {"@annually", "0 0 1 1 *"},
-    {"@monthly", "0 0 1 * *"}, {"@weekly", "0 0 * * 0"},
-    {"@daily", "0 0 * * *"},   {"@midnight", "0 0 * * *"},
-    {"@hourly", "0 * * * *"}};
   std::string expr = text;
   if (text[0] == '@') {
-    bool found = false;
-    for (auto& [a, e] : aliases)
-      if (low == a) {
-        expr = e;
-        found = true;
-      }
-    if (!found)
+    auto* e = alias_expr(low);
+    if (e == nullptr)
       return fail("unknown alias (@hourly, @daily, @midnight, @weekly, "
                   "@monthly, @yearly)");
+    expr = e;
   }
   auto fields = split_ws(expr);
   if (fields.size() != 5)
@@ -549,8 +553,6 @@ result<cron_schedule> cron_schedule::parse(std::string_view text_in,
       s.wdays_.set(i % 7);
   s.mday_star_ = fields[2][0] == '*';
   s.wday_star_ = fields[4][0] == '*';
-  for (int i = 0; i < 5; ++i)
-    s.fields_[i] = fields[static_cast<size_t>(i)];
   s.kind_ = kind::cron;
   if (!s.next_after(anchor))
     return fail("it never fires (no matching day within 9 years: check "
@@ -624,11 +626,14 @@ std::optional<cron_time> cron_schedule::next_after(cron_time t) const {
       auto step = interval_.count();
       auto a = cron_ms(anchor_);
       auto x = cron_ms(t);
-      if (x < a)
-        return anchor_ + interval_;
-      // The smallest anchor + k*step > t with k >= 1.
-      int64_t k = (x - a) / step + 1;
-      return cron_time_from_ms(a + k * step);
+      // The smallest anchor + k*step > t (k >= 1 whenever t >= anchor;
+      // a t before the anchor, after a clock correction, gets the grid's
+      // slot after it).
+      int64_t d = x - a;
+      int64_t q = d / step;
+      if (d < 0 && d % step != 0)
+        --q;
+      return cron_time_from_ms(a + (q + 1) * step);
     }
     case kind::cron:
       return next_cron(t);
@@ -636,7 +641,13 @@ std::optional<cron_time> cron_schedule::next_after(cron_time t) const {
   return std::nullopt;
 }
 
+const std::string& cron_schedule::zone_name() const {
+  static const std::string none;
+  return zone_ != nullptr ? zone_->name() : none;
+}
+
 std::string cron_schedule::describe() const {
+  const std::string& zone_name_ = zone_name();
   switch (kind_) {
     case kind::once_in:
       return "once, " + duration_words(interval_.count())
@@ -650,6 +661,14 @@ std::string cron_schedule::describe() const {
     case kind::cron:
       break;
   }
+  // The fields as written (an alias stands for its expression).
+  std::string expr = text_;
+  if (!expr.empty() && expr[0] == '@')
+    if (auto* e = alias_expr(lower(expr)))
+      expr = e;
+  auto fields_ = split_ws(expr);
+  if (fields_.size() != 5)
+    return text_;
   std::string out;
   const auto& mi = fields_[0];
   const auto& hr = fields_[1];

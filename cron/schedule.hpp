@@ -95,7 +95,8 @@ public:
     return kind_ == kind::once_in || kind_ == kind::once_at;
   }
   const std::string& text() const { return text_; }
-  const std::string& zone_name() const { return zone_name_; }
+  /// The zone's IANA name (as the tz database spells it).
+  const std::string& zone_name() const;
   cron_time anchor() const { return anchor_; }
   /// `in` and `every`: the duration.
   std::chrono::milliseconds interval() const { return interval_; }
@@ -107,7 +108,6 @@ private:
 
   kind kind_ = kind::every;
   std::string text_;
-  std::string zone_name_;
   const date::time_zone* zone_ = nullptr;
   cron_time anchor_{};
   std::chrono::milliseconds interval_{0};
@@ -121,8 +121,6 @@ private:
   std::bitset<7> wdays_;
   bool mday_star_ = true;
   bool wday_star_ = true;
-  /// The five fields as written (for describe()).
-  std::string fields_[5];
 };
 
 } // namespace mibyan
