@@ -364,6 +364,12 @@ void launch_script(cron_sched_state& st, const run_ptr& c) {
     .then(
       [self, c, writer, dispatcher, &h](std::string&) {
         c->rt->set_session_channels(c->sid, run_channels(h));
+        // A person wrote this script and scheduled it: its run is approved
+        // as theirs (everything but hardline commands and deny rules, as a
+        // session's /yolo). A script the model scheduled (created_by agent)
+        // follows approvals.cron_mode like any run.
+        if (c->s.job.created_by != "agent")
+          c->rt->set_session_yolo(c->sid, true);
         json::value a;
         a["code"] = c->s.job.script;
         auto args = a.dump();

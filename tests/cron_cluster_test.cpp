@@ -117,11 +117,15 @@ struct shared_home_cluster : cluster_fixture {
 BOOST_FIXTURE_TEST_CASE(two_gateways_on_one_store_fire_each_job_once,
                         shared_home_cluster) {
   provider.script_chat(completion("done"), 20);
+  // Jobs stored before either gateway starts: both load them, and only the
+  // lease keeps the second from firing them too.
+  open_jobs();
+  std::vector<std::string> ids{add_one_shot("one", 4), add_one_shot("two", 5),
+                               add_one_shot("three", 5)};
   auto a = start_gateway("");
   auto b = start_gateway(a->address);
   auto c = connect(a->address);
   wait_members(*c, 2);
-  open_jobs();
   // One of the two holds the store's lease.
   for (int i = 0; i < 100 && holder().empty(); ++i)
     std::this_thread::sleep_for(milliseconds{100});
@@ -129,8 +133,8 @@ BOOST_FIXTURE_TEST_CASE(two_gateways_on_one_store_fire_each_job_once,
   BOOST_REQUIRE_MESSAGE(contains(first, "node " + a->id)
                           || contains(first, "node " + b->id),
                         "holder: " << first);
-  std::vector<std::string> ids{add_one_shot("one", 2), add_one_shot("two", 3),
-                               add_one_shot("three", 3)};
+  // And one added while they run (handed to the holder).
+  ids.push_back(add_one_shot("four", 2));
   wait_fired(ids);
   // Give a second scheduler every chance to fire them too.
   std::this_thread::sleep_for(seconds{3});
@@ -139,13 +143,13 @@ BOOST_FIXTURE_TEST_CASE(two_gateways_on_one_store_fire_each_job_once,
     BOOST_CHECK_EQUAL(ended_runs(id, &all), 1u);
     BOOST_CHECK_EQUAL(all, 1u);
   }
-  BOOST_CHECK_EQUAL(chat_requests(), 3u);
+  BOOST_CHECK_EQUAL(chat_requests(), 4u);
   // The holder dies: the other gateway takes over and fires what comes.
   auto& dead = contains(first, "node " + a->id) ? a : b;
   auto& alive = contains(first, "node " + a->id) ? b : a;
   dead->stop(SIGKILL);
-  std::vector<std::string> more{add_one_shot("four", 2),
-                                add_one_shot("five", 3)};
+  std::vector<std::string> more{add_one_shot("five", 2),
+                                add_one_shot("six", 3)};
   wait_fired(more);
   std::this_thread::sleep_for(seconds{2});
   for (auto& id : more) {
@@ -153,7 +157,7 @@ BOOST_FIXTURE_TEST_CASE(two_gateways_on_one_store_fire_each_job_once,
     BOOST_CHECK_EQUAL(ended_runs(id, &all), 1u);
     BOOST_CHECK_EQUAL(all, 1u);
   }
-  BOOST_CHECK_EQUAL(chat_requests(), 5u);
+  BOOST_CHECK_EQUAL(chat_requests(), 6u);
   BOOST_CHECK_MESSAGE(contains(holder(), "node " + alive->id),
                       "holder: " << holder());
   BOOST_CHECK_EQUAL(alive->stop(), 0);
