@@ -85,8 +85,20 @@ struct cron_sched_state {
   /// Runs going: run id -> session id.
   std::map<std::string, std::string> running;
 
-  /// Persists `ch` (logs a failure: the next change rewrites the record).
-  void persist(const cron_changes& ch);
+  /// Changes not stored yet, in call order, and whether a flush message is
+  /// on its way (see defer).
+  cron_changes pending;
+  bool flush_queued = false;
+
+  /// Persists `ch` now, after what is pending (logs a failure: the next
+  /// change of the job rewrites its record).
+  void persist(cron_changes ch);
+  /// Queues `ch` to be stored with whatever else the actor changes before
+  /// its mailbox's next flush message: a burst of due, started and finished
+  /// runs is one transaction (one fsync), and runs start before it.
+  void defer(cron_changes ch);
+  /// Stores what is pending.
+  void flush();
   /// Starts what is due and re-arms the timer.
   void tick();
   /// The end of run `run_id`.

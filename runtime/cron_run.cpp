@@ -246,8 +246,10 @@ session_channels run_channels(cron_host& h) {
   return ch;
 }
 
-void launch_prompt(cron_sched_state& st, const run_ptr& c) {
-  auto& h = *st.host;
+// On the blocking pool: loading skills and preparing the turn read files
+// and the store, and must not hold the scheduler (the next due job).
+void launch_prompt(const std::shared_ptr<cron_host>& hp, const run_ptr& c) {
+  auto& h = *hp;
   auto& job = c->s.job;
   auto skills = load_skills(h.p->svc->cfg, h.p->svc->agent_tools.get(),
                             c->sid, job.skills);
@@ -451,10 +453,13 @@ void launch_cron_run(cron_sched_state& st, const cron_start& s,
       return;
     }
   }
-  if (!s.job.script.empty())
+  if (!s.job.script.empty()) {
     launch_script(st, c);
-  else
-    launch_prompt(st, c);
+    return;
+  }
+  auto host = st.host;
+  if (!run_blocking(*c->rt, [host, c] { launch_prompt(host, c); }))
+    report(c, failure("the runtime is shutting down"));
 }
 
 } // namespace mibyan

@@ -22,6 +22,8 @@ namespace {
 using cron_wake_atom = caf::atom_constant<caf::atom("mb_cwake")>;
 using cron_op_atom = caf::atom_constant<caf::atom("mb_cop")>;
 using cron_lease_atom = caf::atom_constant<caf::atom("mb_clease")>;
+using cron_flush_atom = caf::atom_constant<caf::atom("mb_cflush")>;
+constexpr auto cron_flush_atom_v = cron_flush_atom::value;
 constexpr auto cron_wake_atom_v = cron_wake_atom::value;
 constexpr auto cron_op_atom_v = cron_op_atom::value;
 constexpr auto cron_lease_atom_v = cron_lease_atom::value;
@@ -88,6 +90,9 @@ caf::behavior cron_scheduler(caf::stateful_actor<cron_sched_state>* self,
       for (auto& [run, sid] : s.running)
         s.host->rt->interrupt(sid, "the scheduler stopped");
     s.running.clear();
+    // What was decided is stored; runs going stay "running".
+    if (s.engine)
+      s.flush();
     if (s.host)
       s.host->active = false;
     s.lease.reset();
@@ -119,6 +124,7 @@ caf::behavior cron_scheduler(caf::stateful_actor<cron_sched_state>* self,
       }
       fn(s);
     },
+    [self](cron_flush_atom) { self->state.flush(); },
     [self](cron_lease_atom) {
       auto& s = self->state;
       if (s.engine)
@@ -135,7 +141,29 @@ caf::behavior cron_scheduler(caf::stateful_actor<cron_sched_state>* self,
 
 const char* cron_sched_state::name = "mibyan.cron_scheduler";
 
-void cron_sched_state::persist(const cron_changes& ch) {
+void cron_sched_state::defer(cron_changes ch) {
+  if (ch.empty())
+    return;
+  pending.append(std::move(ch));
+  if (!flush_queued) {
+    flush_queued = true;
+    self->send(self, cron_flush_atom_v);
+  }
+}
+
+void cron_sched_state::flush() {
+  flush_queued = false;
+  if (pending.empty())
+    return;
+  cron_changes ch;
+  std::swap(ch, pending);
+  persist(std::move(ch));
+}
+
+void cron_sched_state::persist(cron_changes more) {
+  cron_changes ch;
+  std::swap(ch, pending);
+  ch.append(std::move(more));
   if (ch.empty())
     return;
   auto keep = static_cast<size_t>(
@@ -155,11 +183,11 @@ void cron_sched_state::tick() {
     auto w = engine->next_wake();
     if (w && *w <= now) {
       std::vector<cron_start> starts;
-      persist(engine->due(starts));
+      defer(engine->due(starts));
       for (auto& s : starts) {
         auto sid = new_session_id();
         if (auto ch = engine->started(s.run.id, sid); ch)
-          persist(*ch);
+          defer(std::move(*ch));
         running[s.run.id] = sid;
         launch_cron_run(*this, s, sid);
       }
@@ -190,7 +218,7 @@ void cron_sched_state::finished_run(const std::string& run_id,
     return;
   auto ch = engine->finished(run_id, out);
   if (ch)
-    persist(*ch);
+    defer(std::move(*ch));
   else
     MIBYAN_LOG(warning, "cron", "run " << run_id << ": " << ch.error);
   tick();

@@ -378,7 +378,9 @@ json::value apply_cron_verb(cron_sched_state& st, const std::string& op,
   }
   if (!ch)
     return failure_json(ch.get_status());
-  st.persist(*ch);
+  // Stored (with what was pending) before the answer: readers of the
+  // store see the change once the verb returns.
+  st.persist(std::move(*ch));
   // The timer follows the change (a new job, a moved schedule, a run
   // queued now).
   ++st.timer_gen;
