@@ -345,6 +345,7 @@ void iterate(conv_pointer self) {
         if (!r.error.empty()) {
           if (compress_after_overflow(self, r.error))
             return;
+          tp->res.retryable = r.retryable;
           end_turn(self, turn_exit::provider_error, r.error, true);
           return;
         }

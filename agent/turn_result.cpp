@@ -155,6 +155,8 @@ json::value turn_result::to_json() const {
   }
   if (!pending_steer.empty())
     out["pending_steer"] = pending_steer;
+  if (retryable)
+    out["retryable"] = true;
   return out;
 }
 

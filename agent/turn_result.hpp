@@ -84,6 +84,11 @@ struct turn_result {
   std::string exit_detail;
   /// What went wrong, for failed and partial turns.
   std::string error;
+  /// A failed turn whose cause was transient: the provider stayed
+  /// unreachable (connection refused, timeouts, 5xx, 429) after its
+  /// retries. The same turn may succeed later (scheduled jobs retry it,
+  /// docs/cron.md).
+  bool retryable = false;
   std::string session_id;
   std::string model;
   std::string provider;
@@ -111,7 +116,7 @@ struct turn_result {
   /// provider, base_url, the token counts (prompt_tokens = input + cache
   /// read + cache write, completion_tokens = output, total_tokens = both),
   /// last_prompt_tokens, session_id, error; and, only when set,
-  /// interrupt_message, cleanup_errors, pending_steer.
+  /// interrupt_message, cleanup_errors, pending_steer, retryable.
   json::value to_json() const;
 };
 

@@ -54,6 +54,13 @@ int node_command(const std::vector<std::string>& args,
                  const global_flags& flags);
 int nodes_command(const std::vector<std::string>& args,
                   const global_flags& flags);
+/// `mibyan cron list|show|add|edit|pause|resume|run ID|remove|history`
+/// (docs/cron.md); `cron run` without an id is cron_run_command.
+int cron_command(const std::vector<std::string>& args,
+                 const global_flags& flags);
+/// `mibyan cron run`: the scheduler in the foreground (docs/cron.md).
+int cron_run_command(const std::vector<std::string>& args,
+                     const global_flags& flags);
 
 
 /// Splits "a, b,c" into {"a", "b", "c"}, dropping empty items.

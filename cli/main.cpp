@@ -34,6 +34,12 @@ void usage(std::ostream& out) {
          "  batch PROMPTS.jsonl --run-name R [--workers N] [--resume]\n"
          "                          run many prompts, merge trajectories\n"
          "                          (docs/batch.md)\n"
+         "  cron list|show ID|history ID|pause ID|resume ID|remove ID [--json]\n"
+         "  cron add --schedule S --prompt P [--deliver T]... [--json]\n"
+         "  cron edit ID [FLAGS] / cron run ID\n"
+         "                          scheduled jobs; `mibyan cron --help` has\n"
+         "                          the flags (docs/cron.md)\n"
+         "  cron run                run the job scheduler in the foreground\n"
          "  mcp list [--json]       the MCP servers, their state and tools\n"
          "  mcp test NAME           connect to one MCP server, list, ping\n"
          "  mcp serve               serve Mibyan's tools over MCP (stdio, or\n"
@@ -104,6 +110,8 @@ int main(int argc, char** argv) {
     return mibyan::cli::node_command(rest, flags);
   if (command == "nodes")
     return mibyan::cli::nodes_command(rest, flags);
+  if (command == "cron")
+    return mibyan::cli::cron_command(rest, flags);
   if (command == "version" || command == "--version") {
     std::cout << "mibyan 0.1.0\n";
     return 0;

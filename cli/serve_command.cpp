@@ -21,6 +21,7 @@
 #include "cli/dashboard_api.hpp"
 #include "cli/listen_address.hpp"
 #include "cluster/node.hpp"
+#include "runtime/cron_scheduler.hpp"
 #include "serve/http_server.hpp"
 #include "runtime/runtime.hpp"
 
@@ -208,6 +209,18 @@ int run_node(const std::vector<std::string>& args, const global_flags& flags,
       std::cerr << "mibyan: cannot start the runtime: " << error << "\n";
       return 1;
     }
+  }
+  // Scheduled jobs (docs/cron.md): `serve` runs the scheduler of its
+  // store; a gateway member started it already (cluster/node.cpp).
+  if (rt && fl.allows_join && rt->config().cron.enabled) {
+    cron_scheduler_options so;
+    so.holder = "mibyan serve";
+    so.provider = tmpl.provider;
+    so.model = tmpl.model;
+    so.base_url = tmpl.base_url;
+    so.api_key = tmpl.api_key;
+    if (auto cs = start_cron_scheduler(*rt, so); !cs)
+      MIBYAN_LOG(warning, "cron", "scheduler not started: " << cs.error);
   }
   auto server = http_server::start(node ? node->rt() : *rt, std::move(st),
                                    &error);

@@ -23,6 +23,7 @@
 #include "base/crypto.hpp"
 #include "base/runtime_metrics.hpp"
 #include "cluster/internal.hpp"
+#include "runtime/cron_scheduler.hpp"
 #include "runtime/runtime_impl.hpp"
 
 namespace mibyan {
@@ -113,6 +114,9 @@ struct cluster_process::impl {
   // middleman's actor is detached, and the system waits for it).
   ~impl() {
     self.reset();
+    // The scheduler first: its runs use the member's routing.
+    if (rt)
+      stop_cron_scheduler(*rt);
     if (rt) {
       auto& ri = runtime_access::of(*rt);
       std::lock_guard<std::mutex> guard{ri.mtx};
@@ -199,6 +203,10 @@ void cluster_process::drain_and_leave() {
   if (p_->drained || !p_->self)
     return;
   p_->drained = true;
+  // No new job runs while the node drains; runs going now are cut and
+  // found interrupted at the next start (docs/cron.md).
+  if (p_->rt)
+    stop_cron_scheduler(*p_->rt);
   (*p_->self)
     ->request(p_->member,
               std::chrono::milliseconds(p_->opts.cluster.drain_timeout_ms
@@ -373,6 +381,20 @@ cluster_process::start(const node_args& a, options opts,
       *exit_code = 2;
       return nullptr;
     }
+  }
+  // Scheduled jobs (docs/cron.md, "In a cluster"): a gateway runs the
+  // scheduler of its store; the store's lease keeps it to one process per
+  // store. A gateway that is not a worker runs its tools on workers, where
+  // a job's cwd lives, so it does not check the cwd itself.
+  if (is_gateway_role(s.role) && ip->opts.cron.enabled) {
+    cron_scheduler_options so;
+    so.holder = "node " + s.node_id;
+    so.provider = a.provider;
+    so.model = a.model;
+    so.base_url = a.base_url;
+    so.check_cwd = is_worker_role(s.role);
+    if (auto cs = start_cron_scheduler(*ip->rt, so); !cs)
+      MIBYAN_LOG(warning, "cron", "scheduler not started: " << cs.error);
   }
   MIBYAN_LOG(info, "cluster", "node " << s.node_id << " (" << s.role
                                       << ") up at " << ip->address

@@ -607,6 +607,14 @@ const std::vector<field>& fields() {
                            &cron_options::allow_agent_scheduling));
     t.push_back(string_field("cron", "default_timezone", &o::cron,
                              &cron_options::default_timezone));
+    t.push_back(string_field("cron", "approvals", &o::cron,
+                             &cron_options::approvals, {"cron_mode", "http"}));
+    t.push_back(int_field("cron", "webhook_timeout", &o::cron,
+                          &cron_options::webhook_timeout, 1));
+    t.push_back(int_field("cron", "webhook_attempts", &o::cron,
+                          &cron_options::webhook_attempts, 1));
+    t.push_back(bool_field("cron", "allow_private_webhooks", &o::cron,
+                           &cron_options::allow_private_webhooks));
     // cluster (docs/cluster.md)
     t.push_back(secret_field(string_field("cluster", "key", &o::cluster,
                                           &cluster_options::key)));

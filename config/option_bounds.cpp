@@ -55,6 +55,8 @@ const std::vector<numeric_bounds>& numeric_option_bounds() {
     {"cron", "max_concurrent", 1, 64},
     {"cron", "max_failures", 0, 1'000},
     {"cron", "history_keep", 1, 100'000},
+    {"cron", "webhook_timeout", 1, 600},
+    {"cron", "webhook_attempts", 1, 10},
   };
   return table;
 }

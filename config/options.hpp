@@ -399,7 +399,19 @@ struct cron_options {
   bool allow_agent_scheduling = false;
   /// IANA zone for new jobs without one ("" = the node's local zone);
   /// checked by the scheduler against the tz database.
-  std::string default_timezone;
+  std::string default_timezone;  /// Who answers a run's flagged commands (docs/cron.md, "Running,
+  /// approvals and delivery"): "cron_mode" (approvals.cron_mode decides:
+  /// deny or approve) or "http" (they wait up to approvals.timeout for an
+  /// answer from the dashboard when approvals.http is "pending"; otherwise
+  /// cron_mode decides).
+  std::string approvals = "cron_mode";
+  /// Seconds one webhook delivery attempt may take.
+  int64_t webhook_timeout = 10;
+  /// Webhook delivery attempts in all (retries after 1, 2, 4 ... s).
+  int64_t webhook_attempts = 3;
+  /// Webhooks may reach private, loopback and link-local addresses (as
+  /// security.allow_private_urls does for every URL).
+  bool allow_private_webhooks = false;
 };
 
 /// The whole effective configuration plus where it came from.

@@ -120,6 +120,9 @@ void configure_actor_system(caf::actor_system_config& cfg,
 }
 
 runtime::impl::~impl() {
+  // The scheduler first: it starts turns and reads the store.
+  if (cron)
+    stop_cron(*this);
   stopping = true;
   // Tool calls waiting for an answer go on with a deny at once.
   if (pending)
@@ -410,6 +413,8 @@ bool wire_runtime(runtime::impl& p, std::string* error) {
   }
   p.relay = std::make_unique<guardian_relay>(*p.sys);
   install_approval_hooks(p);
+  // The cronjob tool's verbs (cron/cron_service.hpp).
+  svc->agent_tools->cron = cron_service_of(p);
   wire_mcp(p);
   attach_metrics(p);
   return true;

@@ -31,6 +31,9 @@
 
 namespace mibyan {
 
+struct cron_host;
+class cron_service;
+
 struct runtime::impl {
   caf::actor_system_config cfg;
   std::shared_ptr<runtime_services> svc;
@@ -70,6 +73,9 @@ struct runtime::impl {
   /// (runtime/pending_approvals.hpp); shut down first by the destructor.
   std::shared_ptr<pending_approvals> pending
     = std::make_shared<pending_approvals>();
+  /// The scheduled jobs' scheduler and verbs (runtime/cron_internal.hpp),
+  /// made on first use under mtx; stopped first by the destructor.
+  std::shared_ptr<cron_host> cron;
 
   ~impl();
   /// The actor behind call_tool_async (runtime/tool_call_facade.hpp); stopped
@@ -83,6 +89,12 @@ struct runtime::impl {
 
 /// Attaches the runtime's scrape-time gauges (docs/metrics.md).
 void attach_metrics(runtime::impl& p);
+
+/// Stops the scheduler of `p` if it runs (runtime/cron_scheduler.cpp):
+/// its runs are interrupted and stay "running" in the store.
+void stop_cron(runtime::impl& p);
+/// The verbs of `p`'s jobs (runtime/cron_service.cpp); never null.
+std::shared_ptr<cron_service> cron_service_of(runtime::impl& p);
 
 /// Builds runtimes for the files of runtime/ (the constructor is private).
 struct runtime_access {

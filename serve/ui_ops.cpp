@@ -9,6 +9,7 @@
 #include "runtime/turn_events.hpp"
 #include "serve/openai_chat.hpp"
 #include "serve/routes.hpp"
+#include "serve/ui_jobs.hpp"
 #include "tools/mcp/mcp_tools.hpp"
 
 namespace mibyan::serve {
@@ -241,6 +242,8 @@ ops_response ops_error(int status, const std::string& message,
 }
 
 bool is_ui_ops_path(const std::string& path) {
+  if (is_ui_jobs_path(path))
+    return true;
   for (auto* p : {"/ui/api/live/", "/ui/api/kernels", "/ui/api/cluster",
                   "/ui/api/mcp"}) {
     std::string prefix{p};
@@ -255,6 +258,8 @@ bool is_ui_ops_path(const std::string& path) {
 void answer_ui_ops(runtime& rt, const ui_ops_hooks& hooks,
                    const ops_request& req, ops_done done) {
   const auto& path = req.path;
+  if (is_ui_jobs_path(path))
+    return answer_ui_jobs(rt, req, std::move(done));
   bool get = req.method == "GET";
   bool post = req.method == "POST";
   std::string id, verb;

@@ -18,6 +18,7 @@
 //   GET  /ui/api/mcp                         {"data":[{name,transport,state,
 //                                            tools,last_error}]}
 //   POST /ui/api/mcp/{name}/reconnect        {name,state,tools,last_error}
+//   /ui/api/jobs...                          scheduled jobs (serve/ui_jobs.hpp)
 // Errors: the serve error shape with 400 (malformed id), 404 (unknown
 // session, kernel or server; unknown path), 405 (method), 409 (busy),
 // 502 (reconnect failed), 503 (runtime stopping).

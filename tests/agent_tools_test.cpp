@@ -552,10 +552,10 @@ BOOST_AUTO_TEST_CASE(toolsets_resolution_table) {
     {{"debugging"}, {"web"}, {"patch"},
      "process,read_file,search_files,terminal,write_file"},
     {{"all"}, {"terminal", "file", "web", "skills"}, {"clarify"},
-     "memory,session_search,todo"},
+     "cronjob,memory,session_search,todo"},
     {{"file"}, {"mibyan-cli"}, {}, "patch,read_file,search_files,write_file"},
     {{"mibyan-telegram"}, {"memory", "todo", "session_search", "clarify", "skills",
-                           "terminal", "web"}, {}, "patch,read_file,search_files,write_file"},
+                           "terminal", "web", "cron"}, {}, "patch,read_file,search_files,write_file"},
     {{"nonsense"}, {}, {}, "error:unknown toolset 'nonsense'"},
     {{"file"}, {"bogus"}, {}, "error:agent.disabled_toolsets"},
   };

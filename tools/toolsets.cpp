@@ -26,6 +26,7 @@ const std::vector<toolset_def>& static_table() {
     {"todo", "The session's task plan", {"todo"}, {}},
     {"session_search", "Search past sessions", {"session_search"}, {}},
     {"clarify", "Ask the user a question", {"clarify"}, {}},
+    {"cron", "Scheduled jobs (docs/cron.md)", {"cronjob"}, {}},
     {"code_execution", "Run Python scripts that call tools",
      {"execute_code"}, {}},
     {"delegation", "Delegate tasks to subagents", {"delegate_task"}, {}},
@@ -64,7 +65,7 @@ bool is_bundle(const std::string& n) {
 
 const std::vector<std::string>& core_tool_names() {
   static const std::vector<std::string> names{
-    "clarify", "delegate_task", "execute_code", "memory", "patch", "process",
+    "clarify", "cronjob", "delegate_task", "execute_code", "memory", "patch", "process",
     "read_file", "search_files", "session_search", "skill_manage",
     "skill_view", "skills_list", "terminal", "todo", "web_extract",
     "web_search", "write_file"};

@@ -13,6 +13,7 @@ const PAGES = {
   session: () => import("./js/pages/transcript.js"),
   live: () => import("./js/pages/live.js"),
   approvals: () => import("./js/pages/approvals.js"),
+  jobs: () => import("./js/pages/jobs.js"),
   kernels: () => import("./js/pages/kernels.js"),
   cluster: () => import("./js/pages/cluster.js"),
   mcp: () => import("./js/pages/mcp.js"),
@@ -22,7 +23,7 @@ const PAGES = {
 
 const TITLES = {
   sessions: "Sessions", session: "Transcript", live: "Live", approvals: "Approvals",
-  kernels: "Kernels", cluster: "Cluster", mcp: "MCP servers", config: "Config", usage: "Usage",
+  jobs: "Jobs", kernels: "Kernels", cluster: "Cluster", mcp: "MCP servers", config: "Config", usage: "Usage",
 };
 
 const main = document.getElementById("main");

@@ -25,12 +25,17 @@
 namespace mibyan {
 
 class session_store;
+class cron_service;
 
 class agent_tool_state {
 public:
   /// The session store (null when it could not be opened). Set once by the
   /// runtime before any tool call.
   std::shared_ptr<session_store> store;
+  /// The verbs of scheduled jobs (cron/cron_service.hpp) for the cronjob
+  /// tool; set once by the runtime before any tool call (never null in a
+  /// runtime; null in unit tests that build the state alone).
+  std::shared_ptr<cron_service> cron;
 
   /// The host's clarify channel (empty = none: clarify answers with an
   /// error telling the model to proceed on its own judgement).

@@ -12,6 +12,7 @@ void register_agent_tools(tool_registry& reg) {
   reg.add(make_skills_list_tool());
   reg.add(make_skill_view_tool());
   reg.add(make_skill_manage_tool());
+  reg.add(make_cronjob_tool());
 }
 
 } // namespace mibyan

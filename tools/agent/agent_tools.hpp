@@ -1,9 +1,9 @@
 // File: tools/agent/agent_tools.hpp
 //
 // Factories of the agent tools that keep state beyond one call (memory,
-// skills, todo, session_search, clarify; docs/tools.md). They run through
-// the registry like the core tools and reach their shared state through
-// tool_context::agent (tools/agent/agent_tool_state.hpp); without it (a bare
+// skills, todo, session_search, clarify, cronjob; docs/tools.md). They run
+// through the registry like the core tools and reach their shared state
+// through tool_context::agent (tools/agent/agent_tool_state.hpp); without it (a bare
 // registry in a unit test) the session-bound ones answer with an error.
 #pragma once
 
@@ -22,6 +22,7 @@ std::unique_ptr<tool> make_session_search_tool();
 std::unique_ptr<tool> make_skills_list_tool();
 std::unique_ptr<tool> make_skill_view_tool();
 std::unique_ptr<tool> make_skill_manage_tool();
+std::unique_ptr<tool> make_cronjob_tool();
 
 /// Registers all of the above.
 void register_agent_tools(tool_registry& reg);
