@@ -34,6 +34,9 @@ void usage(std::ostream& out) {
          "  batch PROMPTS.jsonl --run-name R [--workers N] [--resume]\n"
          "                          run many prompts, merge trajectories\n"
          "                          (docs/batch.md)\n"
+         "  acp [--provider P] [--model M]\n"
+         "                          serve the agent to an editor over the Agent\n"
+         "                          Client Protocol on stdio (docs/acp.md)\n"
          "  mcp list [--json]       the MCP servers, their state and tools\n"
          "  mcp test NAME           connect to one MCP server, list, ping\n"
          "  node --listen HOST:PORT [--join HOST:PORT] [--role R] [--workdir D]\n"
@@ -96,6 +99,8 @@ int main(int argc, char** argv) {
     return mibyan::cli::dashboard_command(rest, flags);
   if (command == "batch")
     return mibyan::cli::batch_command(rest, flags);
+  if (command == "acp")
+    return mibyan::cli::acp_command(rest, flags);
   if (command == "mcp")
     return mibyan::cli::mcp_command(rest, flags);
   if (command == "node")
