@@ -317,11 +317,13 @@ void acp_agent::set_mode(const json::value& id, const json::value& params) {
     rsid = s->runtime_id;
   }
   rt_.set_session_yolo(rsid, mode == "yolo");
-  conn_.reply(id, json::value::make_object());
+  // The update first: a client sees the new mode by the time its request
+  // resolves.
   json::value u;
   u["sessionUpdate"] = "current_mode_update";
   u["currentModeId"] = mode;
   update(s->id, std::move(u));
+  conn_.reply(id, json::value::make_object());
 }
 
 void acp_agent::cancel(const json::value& params) {
