@@ -3,7 +3,6 @@
 #include <sys/stat.h>
 
 #include "acp/acp_mcp.hpp"
-#include "acp/acp_contract_shim.hpp"
 #include "acp/acp_session.hpp"
 #include "base/log.hpp"
 #include "mibyan/runtime.hpp"
@@ -392,10 +391,10 @@ void acp_agent::shutdown(std::chrono::milliseconds wait) {
       std::lock_guard<std::mutex> guard{s->mtx};
       rsid = s->runtime_id;
     }
-    ACP_CLEAR_CHANNELS(id);
+    rt_.clear_session_channels(id);
     set_session_file_access(rt_, id, nullptr);
     if (rsid != id) {
-      ACP_CLEAR_CHANNELS(rsid);
+      rt_.clear_session_channels(rsid);
       set_session_file_access(rt_, rsid, nullptr);
     }
     if (s->tools)

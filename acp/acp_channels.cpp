@@ -5,7 +5,6 @@
 #include "acp/acp_agent.hpp"
 
 #include "acp/acp_mcp.hpp"
-#include "acp/acp_contract_shim.hpp"
 #include "acp/acp_session.hpp"
 #include "base/log.hpp"
 #include "mibyan/runtime.hpp"
@@ -141,7 +140,7 @@ void acp_agent::bind_runtime_session(const session_ptr& s,
   };
   // Clarify: ACP has no question method; the tool tells the model to go on
   // by its own judgement.
-  ACP_SET_CHANNELS(rsid, std::move(ch));
+  rt_.set_session_channels(rsid, std::move(ch));
 
   bool read = false;
   bool write = false;

@@ -3,7 +3,6 @@
 // events as session/update notifications, the result as a stopReason.
 #include "acp/acp_agent.hpp"
 
-#include "acp/acp_contract_shim.hpp"
 #include "acp/acp_session.hpp"
 #include "acp/acp_updates.hpp"
 #include "base/log.hpp"
@@ -177,7 +176,7 @@ void acp_agent::prompt(const json::value& id, const json::value& params) {
     s->calls.clear();
     s->diffs.clear();
     call.session_id = s->runtime_id;
-    ACP_SET_CWD(call, s->cwd);
+    call.cwd = s->cwd;
   }
   if (run_command(s, id, text)) {
     std::lock_guard<std::mutex> guard{s->mtx};
