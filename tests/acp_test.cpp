@@ -173,6 +173,8 @@ bool has(const std::vector<std::string>& v, const std::string& x) {
 
 BOOST_FIXTURE_TEST_CASE(edit_through_the_client_then_load, fixture) {
   work.write("notes.txt", "hello from the disk\nsecond line\n");
+  server.script_chat(tool_reply("call_read", "read_file",
+                                args_of({{"path", "notes.txt"}}).dump()));
   server.script_chat(tool_reply("call_exec", "execute_code",
                                 args_of({{"code", "print(6*7)"}}).dump()));
   server.script_chat(tool_reply(
@@ -181,6 +183,9 @@ BOOST_FIXTURE_TEST_CASE(edit_through_the_client_then_load, fixture) {
              {"old_string", "hello from the buffer"},
              {"new_string", "hello from mibyan"}})
       .dump()));
+  server.script_chat(tool_reply(
+    "call_write", "write_file",
+    args_of({{"path", "fresh.txt"}, {"content", "new file\n"}}).dump()));
   server.script_chat(tool_reply(
     "call_todo", "todo",
     R"({"todos":[{"id":"1","content":"check the edit","status":"in_progress"}]})"));
@@ -228,10 +233,32 @@ BOOST_FIXTURE_TEST_CASE(edit_through_the_client_then_load, fixture) {
   for (auto& p : f["reads"].as_array())
     read_it = read_it || p.as_string() == file;
   BOOST_CHECK(read_it);
-  BOOST_REQUIRE_EQUAL(f["writes"].size(), 1u);
+  BOOST_REQUIRE_EQUAL(f["writes"].size(), 2u);
   BOOST_CHECK_EQUAL(f["writes"].as_array()[0].get_string("content"),
                     "hello from mibyan\nsecond line\n");
   BOOST_CHECK_EQUAL(test::slurp(file), "hello from mibyan\nsecond line\n");
+
+  // read_file: the model got the buffer's text, not the disk's.
+  auto read_end = for_call(f["toolUpdates"], "call_read");
+  BOOST_REQUIRE_EQUAL(read_end.size(), 1u);
+  BOOST_CHECK_EQUAL(read_end[0].get_string("status"), "completed");
+  auto after_read = test::request_bodies(server).at(1).dump();
+  BOOST_CHECK(contains(after_read, "hello from the buffer"));
+  BOOST_CHECK(!contains(after_read, "hello from the disk"));
+
+  // write_file of a new file: through the client, a diff without old text.
+  auto write_end = for_call(f["toolUpdates"], "call_write");
+  BOOST_REQUIRE_EQUAL(write_end.size(), 1u);
+  BOOST_CHECK_EQUAL(write_end[0].get_string("status"), "completed");
+  auto wdiff = diff_of(write_end[0]);
+  BOOST_REQUIRE(wdiff != nullptr);
+  BOOST_CHECK_EQUAL(wdiff->get_string("path"), work / "fresh.txt");
+  auto old_text = wdiff->find("oldText");
+  BOOST_CHECK(old_text != nullptr && old_text->is_null());
+  BOOST_CHECK_EQUAL(wdiff->get_string("newText"), "new file\n");
+  BOOST_CHECK_EQUAL(f["writes"].as_array()[1].get_string("path"),
+                    work / "fresh.txt");
+  BOOST_CHECK_EQUAL(test::slurp(work / "fresh.txt"), "new file\n");
 
   // todo: a plan.
   BOOST_REQUIRE_GE(f["plans"].size(), 1u);
@@ -242,7 +269,7 @@ BOOST_FIXTURE_TEST_CASE(edit_through_the_client_then_load, fixture) {
   // The prompt's blocks reached the model: the text and the embedded
   // resource as context.
   auto reqs = test::request_bodies(server);
-  BOOST_REQUIRE_GE(reqs.size(), 4u);
+  BOOST_REQUIRE_GE(reqs.size(), 6u);
   auto first = reqs[0].dump();
   BOOST_CHECK(contains(first, "compute and edit notes.txt"));
   BOOST_CHECK(contains(first, "<context uri=\\\"file://"));
