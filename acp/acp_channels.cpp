@@ -6,6 +6,7 @@
 
 #include "acp/acp_mcp.hpp"
 #include "acp/acp_session.hpp"
+#include "acp/acp_updates.hpp"
 #include "base/log.hpp"
 #include "mibyan/runtime.hpp"
 #include "runtime/session_access.hpp"
@@ -75,8 +76,9 @@ void acp_agent::bind_runtime_session(const session_ptr& s,
       why += (why.empty() ? "" : "; ") + d;
     json::value tool_call;
     tool_call["toolCallId"] = call_id;
-    tool_call["title"] = "Allow `" + p.command.substr(0, 200)
-                         + (p.command.size() > 200 ? " ..." : "") + "`?";
+    json::value title_args;
+    title_args["command"] = p.command;
+    tool_call["title"] = acp_tool_title("terminal", title_args);
     tool_call["kind"] = "execute";
     tool_call["status"] = "pending";
     json::value raw;

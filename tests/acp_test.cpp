@@ -373,22 +373,33 @@ BOOST_FIXTURE_TEST_CASE(client_mcp_server_is_the_sessions_own, fixture) {
     BOOST_TEST_MESSAGE("server-everything missing: skipped");
     return;
   }
+  test::everything_http_server remote{"streamableHttp"};
+  BOOST_REQUIRE(!remote.url().empty());
   server.script_chat(tool_reply("call_echo", "mcp__everything__echo",
                                 args_of({{"message", "ping-acp"}}).dump()));
+  server.script_chat(tool_reply("call_remote", "mcp__remote__echo",
+                                args_of({{"message", "over-http"}}).dump()));
   server.script_chat(test::completion("echoed"));
   server.script_chat(test::completion("plain answer"));
-  auto f = client("mcp");
+  auto f = client("mcp", {{"ACP_MCP_HTTP", remote.url()}});
   BOOST_CHECK_EQUAL(f.get_string("stopReason"), "end_turn");
   BOOST_CHECK_EQUAL(f.get_string("stopReason2"), "end_turn");
   auto e = for_call(f["toolUpdates"], "call_echo");
   BOOST_REQUIRE_EQUAL(e.size(), 1u);
   BOOST_CHECK_EQUAL(e[0].get_string("status"), "completed");
   BOOST_CHECK(contains(e[0].dump(), "ping-acp"));
+  auto r = for_call(f["toolUpdates"], "call_remote");
+  BOOST_REQUIRE_EQUAL(r.size(), 1u);
+  BOOST_CHECK_EQUAL(r[0].get_string("status"), "completed");
+  BOOST_CHECK(contains(r[0].dump(), "over-http"));
+  BOOST_CHECK_EQUAL(f.get_int("sse", 0), -32602);
   auto reqs = test::request_bodies(server);
-  BOOST_REQUIRE_EQUAL(reqs.size(), 3u);
+  BOOST_REQUIRE_EQUAL(reqs.size(), 4u);
   BOOST_CHECK(has(offered_tools(reqs[0]), "mcp__everything__echo"));
-  BOOST_CHECK(!has(offered_tools(reqs[2]), "mcp__everything__echo"));
-  BOOST_CHECK(has(offered_tools(reqs[2]), "read_file"));
+  BOOST_CHECK(has(offered_tools(reqs[0]), "mcp__remote__echo"));
+  BOOST_CHECK(!has(offered_tools(reqs[3]), "mcp__everything__echo"));
+  BOOST_CHECK(!has(offered_tools(reqs[3]), "mcp__remote__echo"));
+  BOOST_CHECK(has(offered_tools(reqs[3]), "read_file"));
 }
 
 BOOST_FIXTURE_TEST_CASE(modes_commands_and_bad_params, fixture) {

@@ -214,13 +214,24 @@ const scenarios = {
   // An MCP server given by the client, seen only by its session.
   async mcp(cx) {
     await initialize(cx);
-    const sid = await newSession(cx, [{
+    const servers = [{
       name: "everything", command: "node",
       args: [process.env.ACP_MCP_ENTRY, "stdio"], env: [],
-    }]);
+    }];
+    if (process.env.ACP_MCP_HTTP)
+      servers.push({ type: "http", name: "remote",
+                     url: process.env.ACP_MCP_HTTP, headers: [] });
+    const sid = await newSession(cx, servers);
     const r = await prompt(cx, sid, "echo something");
     facts.stopReason = r.stopReason;
     facts.toolUpdates = sessionUpdates(sid, "tool_call_update");
+    try {
+      await newSession(cx, [{ type: "sse", name: "old", url: "http://x/sse",
+                              headers: [] }]);
+      facts.sse = "ok";
+    } catch (e) {
+      facts.sse = e.code;
+    }
     const other = await newSession(cx);
     facts.stopReason2 = (await prompt(cx, other, "plain")).stopReason;
   },
