@@ -42,14 +42,33 @@ acp_agent::session_ptr acp_agent::find(const std::string& id) {
 }
 
 void acp_agent::spawn_work(std::function<void()> fn) {
-  std::lock_guard<std::mutex> guard{mtx_};
-  workers_.emplace_back([fn = std::move(fn)] {
-    try {
-      fn();
-    } catch (const std::exception& e) {
-      MIBYAN_LOG(error, "acp", "a request failed: " << e.what());
+  std::vector<std::thread> finished;
+  {
+    std::lock_guard<std::mutex> guard{mtx_};
+    // Threads that ended are joined here, so a long editor session does
+    // not pile them up.
+    for (auto it = workers_.begin(); it != workers_.end();) {
+      if (it->done->load()) {
+        finished.push_back(std::move(it->thread));
+        it = workers_.erase(it);
+      } else {
+        ++it;
+      }
     }
-  });
+    auto done = std::make_shared<std::atomic<bool>>(false);
+    workers_.push_back(worker{std::thread([fn = std::move(fn), done] {
+                                try {
+                                  fn();
+                                } catch (const std::exception& e) {
+                                  MIBYAN_LOG(error, "acp",
+                                             "a request failed: " << e.what());
+                                }
+                                done->store(true);
+                              }),
+                              done});
+  }
+  for (auto& t : finished)
+    t.join();
 }
 
 void acp_agent::on_request(const json::value& id, const std::string& method,
@@ -61,7 +80,7 @@ void acp_agent::on_request(const json::value& id, const std::string& method,
   }
   bool known = method == "authenticate" || method == "session/new"
                || method == "session/load" || method == "session/prompt"
-               || method == "session/set_mode";
+               || method == "session/set_mode" || method == "session/close";
   if (!known) {
     conn_.reply_error(id, acp_error::method_not_found,
                       "Method not found: " + method);
@@ -94,6 +113,8 @@ void acp_agent::on_request(const json::value& id, const std::string& method,
     prompt(id, params);
   } else if (method == "session/set_mode") {
     set_mode(id, params);
+  } else if (method == "session/close") {
+    spawn_work([this, id, params] { close_session(id, params); });
   }
 }
 
@@ -139,6 +160,9 @@ void acp_agent::initialize(const json::value& id, const json::value& params) {
   caps["loadSession"] = true;
   caps["promptCapabilities"] = std::move(prompt_caps);
   caps["mcpCapabilities"] = std::move(mcp_caps);
+  json::value session_caps;
+  session_caps["close"] = json::value::make_object();
+  caps["sessionCapabilities"] = std::move(session_caps);
   json::value info;
   info["name"] = "mibyan";
   info["title"] = "Mibyan";
@@ -344,6 +368,65 @@ void acp_agent::cancel(const json::value& params) {
   rt_.interrupt(rsid, "the user cancelled the turn in the editor");
 }
 
+void acp_agent::release(const session_ptr& s, bool close) {
+  std::string rsid;
+  {
+    std::lock_guard<std::mutex> guard{s->mtx};
+    rsid = s->runtime_id;
+  }
+  for (auto& id : {s->id, rsid}) {
+    rt_.clear_session_channels(id);
+    set_session_file_access(rt_, id, nullptr);
+    if (id == rsid)
+      break;
+  }
+  if (s->tools)
+    s->tools->stop();
+  if (close) {
+    rt_.close_session(rsid);
+    if (rsid != s->id)
+      rt_.close_session(s->id);
+  }
+}
+
+void acp_agent::close_session(const json::value& id,
+                              const json::value& params) {
+  auto sid = params.get_string("sessionId");
+  session_ptr s;
+  {
+    std::lock_guard<std::mutex> guard{mtx_};
+    auto it = sessions_.find(sid);
+    if (it != sessions_.end()) {
+      s = it->second;
+      sessions_.erase(it); // no new prompts
+    }
+  }
+  if (!s) {
+    conn_.reply(id, json::value::make_object()); // closing is idempotent
+    return;
+  }
+  std::string rsid;
+  bool running = false;
+  {
+    std::lock_guard<std::mutex> guard{s->mtx};
+    running = s->running;
+    if (running)
+      s->cancelled = true;
+    rsid = s->runtime_id;
+  }
+  if (running) {
+    rt_.interrupt(rsid, "the editor closed the session");
+    std::unique_lock<std::mutex> lock{mtx_};
+    idle_cv_.wait_for(lock, std::chrono::seconds(20), [&] {
+      std::lock_guard<std::mutex> guard{s->mtx};
+      return !s->running;
+    });
+  }
+  release(s, true);
+  MIBYAN_LOG(info, "acp", "session " << sid << " closed");
+  conn_.reply(id, json::value::make_object());
+}
+
 void acp_agent::on_closed() {
   std::vector<session_ptr> running;
   {
@@ -375,31 +458,18 @@ void acp_agent::shutdown(std::chrono::milliseconds wait) {
       MIBYAN_LOG(warning, "acp", running_ << " turn(s) still running at "
                                              "shutdown");
   }
-  std::vector<std::thread> workers;
+  std::vector<worker> workers;
   std::map<std::string, session_ptr> sessions;
   {
     std::lock_guard<std::mutex> guard{mtx_};
     workers.swap(workers_);
     sessions.swap(sessions_);
   }
-  for (auto& t : workers)
-    if (t.joinable())
-      t.join();
-  for (auto& [id, s] : sessions) {
-    std::string rsid;
-    {
-      std::lock_guard<std::mutex> guard{s->mtx};
-      rsid = s->runtime_id;
-    }
-    rt_.clear_session_channels(id);
-    set_session_file_access(rt_, id, nullptr);
-    if (rsid != id) {
-      rt_.clear_session_channels(rsid);
-      set_session_file_access(rt_, rsid, nullptr);
-    }
-    if (s->tools)
-      s->tools->stop();
-  }
+  for (auto& w : workers)
+    if (w.thread.joinable())
+      w.thread.join();
+  for (auto& [id, s] : sessions)
+    release(s, false);
 }
 
 } // namespace mibyan

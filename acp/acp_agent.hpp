@@ -8,7 +8,8 @@
 // events become session/update notifications.
 //
 // Methods: initialize, authenticate, session/new, session/load,
-// session/prompt, session/set_mode and the session/cancel notification;
+// session/prompt, session/set_mode, session/close and the session/cancel
+// notification;
 // anything else is -32601, anything but initialize before initialize is
 // -32600.
 //
@@ -20,6 +21,7 @@
 // blocking-pool thread while the client answers.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <map>
@@ -72,6 +74,10 @@ private:
   void load_session(const json::value& id, const json::value& params);
   void prompt(const json::value& id, const json::value& params);
   void set_mode(const json::value& id, const json::value& params);
+  void close_session(const json::value& id, const json::value& params);
+  /// Releases what the runtime keeps for `s` (channels, file access, its
+  /// MCP servers; with `close`, its kernels and conversation too).
+  void release(const session_ptr& s, bool close);
   void cancel(const json::value& params);
 
   /// Runs `fn` on a worker thread of its own (joined by shutdown).
@@ -104,7 +110,11 @@ private:
   bool fs_read_ = false;
   bool fs_write_ = false;
   std::map<std::string, session_ptr> sessions_;
-  std::vector<std::thread> workers_;
+  struct worker {
+    std::thread thread;
+    std::shared_ptr<std::atomic<bool>> done;
+  };
+  std::vector<worker> workers_;
   int running_ = 0;
 };
 

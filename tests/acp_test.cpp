@@ -421,6 +421,9 @@ BOOST_FIXTURE_TEST_CASE(modes_commands_and_bad_params, fixture) {
   BOOST_CHECK_EQUAL(f.get_string("yoloStop"), "end_turn");
   BOOST_CHECK_EQUAL(f["permissions"].size(), 0u);
   BOOST_CHECK(!fs::exists(work / "build-e"));
+  BOOST_CHECK(f.get_bool("closeCap", false));
+  BOOST_CHECK_EQUAL(f.get_int("afterClose", 0), -32002);
+  BOOST_CHECK(f.get_bool("closedTwice", false));
   // /help was answered by the agent: no model call for it.
   BOOST_CHECK_EQUAL(test::request_bodies(server).size(), 2u);
 }

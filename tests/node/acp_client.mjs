@@ -270,6 +270,18 @@ const scenarios = {
     const r2 = await prompt(cx, sid, "clean up quickly");
     facts.yoloStop = r2.stopReason;
     facts.toolUpdates = sessionUpdates(sid, "tool_call_update");
+    // session/close: the session is gone; closing again is fine.
+    facts.closeCap = !!(facts.agentCapabilities.sessionCapabilities
+                        && facts.agentCapabilities.sessionCapabilities.close);
+    await cx.request(acp.methods.agent.session.close, { sessionId: sid });
+    try {
+      await prompt(cx, sid, "still there?");
+      facts.afterClose = "ok";
+    } catch (e) {
+      facts.afterClose = e.code;
+    }
+    await cx.request(acp.methods.agent.session.close, { sessionId: sid });
+    facts.closedTwice = true;
   },
 };
 
