@@ -15,6 +15,10 @@ namespace mibyan {
 namespace {
 
 constexpr int64_t protocol_version = 1;
+// Threads of session/new, session/load and session/close at once.
+constexpr size_t max_workers = 64;
+// Sessions one client may hold open (session/close frees them).
+constexpr size_t max_sessions = 1024;
 
 bool is_directory(const std::string& path) {
   struct stat st;
@@ -41,8 +45,9 @@ acp_agent::session_ptr acp_agent::find(const std::string& id) {
   return it == sessions_.end() ? nullptr : it->second;
 }
 
-void acp_agent::spawn_work(std::function<void()> fn) {
+bool acp_agent::spawn_work(std::function<void()> fn) {
   std::vector<std::thread> finished;
+  bool refused = false;
   {
     std::lock_guard<std::mutex> guard{mtx_};
     // Threads that ended are joined here, so a long editor session does
@@ -55,20 +60,24 @@ void acp_agent::spawn_work(std::function<void()> fn) {
         ++it;
       }
     }
-    auto done = std::make_shared<std::atomic<bool>>(false);
-    workers_.push_back(worker{std::thread([fn = std::move(fn), done] {
-                                try {
-                                  fn();
-                                } catch (const std::exception& e) {
-                                  MIBYAN_LOG(error, "acp",
-                                             "a request failed: " << e.what());
-                                }
-                                done->store(true);
-                              }),
-                              done});
+    if (workers_.size() >= max_workers) {
+      refused = true;
+    } else {
+      auto done = std::make_shared<std::atomic<bool>>(false);
+      std::thread t([fn = std::move(fn), done] {
+        try {
+          fn();
+        } catch (const std::exception& e) {
+          MIBYAN_LOG(error, "acp", "a request failed: " << e.what());
+        }
+        done->store(true);
+      });
+      workers_.push_back(worker{std::move(t), std::move(done)});
+    }
   }
   for (auto& t : finished)
     t.join();
+  return !refused;
 }
 
 void acp_agent::on_request(const json::value& id, const std::string& method,
@@ -106,15 +115,21 @@ void acp_agent::on_request(const json::value& id, const std::string& method,
     conn_.reply_error(id, acp_error::invalid_params,
                       "Mibyan offers no authentication methods");
   } else if (method == "session/new") {
-    spawn_work([this, id, params] { new_session(id, params); });
+    if (!spawn_work([this, id, params] { new_session(id, params); }))
+      conn_.reply_error(id, acp_error::internal_error,
+                        "too many session requests at once; retry later");
   } else if (method == "session/load") {
-    spawn_work([this, id, params] { load_session(id, params); });
+    if (!spawn_work([this, id, params] { load_session(id, params); }))
+      conn_.reply_error(id, acp_error::internal_error,
+                        "too many session requests at once; retry later");
   } else if (method == "session/prompt") {
     prompt(id, params);
   } else if (method == "session/set_mode") {
     set_mode(id, params);
   } else if (method == "session/close") {
-    spawn_work([this, id, params] { close_session(id, params); });
+    if (!spawn_work([this, id, params] { close_session(id, params); }))
+      conn_.reply_error(id, acp_error::internal_error,
+                        "too many session requests at once; retry later");
   }
 }
 
@@ -245,6 +260,15 @@ void acp_agent::new_session(const json::value& id, const json::value& params) {
     conn_.reply_error(id, acp_error::invalid_params,
                       "Invalid params: mcpServers must be an array");
     return;
+  }
+  {
+    std::lock_guard<std::mutex> guard{mtx_};
+    if (sessions_.size() >= max_sessions) {
+      conn_.reply_error(id, acp_error::internal_error,
+                        "too many open sessions (" + std::to_string(max_sessions)
+                          + "); close some with session/close");
+      return;
+    }
   }
   auto sid = new_session_id();
   std::string why;

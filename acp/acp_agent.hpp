@@ -80,8 +80,9 @@ private:
   void release(const session_ptr& s, bool close);
   void cancel(const json::value& params);
 
-  /// Runs `fn` on a worker thread of its own (joined by shutdown).
-  void spawn_work(std::function<void()> fn);
+  /// Runs `fn` on a worker thread of its own (joined when it ended and
+  /// another starts, or by shutdown); false when 64 run already.
+  bool spawn_work(std::function<void()> fn);
   session_ptr find(const std::string& id);
   /// Binds the runtime's per-session hooks (channels, file access) of
   /// runtime session `rsid` to `s`.

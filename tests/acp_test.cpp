@@ -599,6 +599,42 @@ BOOST_FIXTURE_TEST_CASE(bad_input_gets_errors_and_the_agent_lives, fixture) {
              "\n");
   BOOST_CHECK_EQUAL(error_code(agent.next()), -32602);
 
+  // At most 1024 open sessions: the next one is refused, a closed one
+  // frees its place.
+  auto new_session = [&](int id) {
+    json::value p;
+    p["cwd"] = work.path();
+    p["mcpServers"] = json::value::make_array();
+    json::value req;
+    req["jsonrpc"] = "2.0";
+    req["id"] = id;
+    req["method"] = "session/new";
+    req["params"] = p;
+    return req.dump() + "\n";
+  };
+  std::string first;
+  for (int batch = 0; batch < 1024 / 32; ++batch) {
+    std::string lines;
+    for (int i = 0; i < 32; ++i)
+      lines += new_session(1000 + batch * 32 + i);
+    agent.send(lines);
+    for (int i = 0; i < 32; ++i) {
+      auto r = agent.next_reply();
+      BOOST_REQUIRE_MESSAGE(r.find("result") != nullptr, r.dump());
+      if (first.empty())
+        first = r["result"].get_string("sessionId");
+    }
+  }
+  agent.send(new_session(3000));
+  m = agent.next_reply();
+  BOOST_CHECK_EQUAL(error_code(m), -32603);
+  BOOST_CHECK(contains(m.dump(), "too many open sessions"));
+  agent.send(R"({"jsonrpc":"2.0","id":3001,"method":"session/close","params":{"sessionId":")"
+             + first + "\"}}\n");
+  BOOST_CHECK(agent.next_reply().find("result") != nullptr);
+  agent.send(new_session(3002));
+  BOOST_CHECK(agent.next_reply().find("result") != nullptr);
+
   agent.close_input();
   BOOST_CHECK_EQUAL(agent.wait_exit(), 0);
 }
