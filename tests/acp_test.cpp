@@ -310,10 +310,33 @@ BOOST_FIXTURE_TEST_CASE(permission_allow_once_then_reject, fixture) {
   server.script_chat(tool_reply("call_b", "terminal",
                                 args_of({{"command", "rm -rf ./build-b"}})
                                   .dump()));
-  server.script_chat(test::completion("cleaned up"));
+  // The answer streams: reasoning, then text, in pieces.
+  json::value sse;
+  sse["path"] = "/v1/chat/completions";
+  sse["status"] = 200;
+  sse["headers"]["Content-Type"] = "text/event-stream";
+  sse["chunks"] = json::value::make_array();
+  auto delta = [&](const char* key, const char* part) {
+    json::value d;
+    json::value ch;
+    ch["index"] = 0;
+    ch["delta"][key] = part;
+    d["choices"] = json::value::make_array();
+    d["choices"].push_back(std::move(ch));
+    sse["chunks"].push_back("data: " + d.dump() + "\n\n");
+  };
+  delta("reasoning_content", "Both dirs ");
+  delta("reasoning_content", "were handled.");
+  delta("content", "Cleaned ");
+  delta("content", "up.");
+  sse["chunks"].push_back(R"(data: {"choices":[{"index":0,"delta":{},)"
+                          R"("finish_reason":"stop"}]})" "\n\ndata: [DONE]\n\n");
+  server.script(sse.dump());
   auto f = client("permission",
                   {{"ACP_PERMISSIONS", "allow_once,reject_once"}});
   BOOST_CHECK_EQUAL(f.get_string("stopReason"), "end_turn");
+  BOOST_CHECK_EQUAL(f.get_string("thoughts"), "Both dirs were handled.");
+  BOOST_CHECK_EQUAL(f.get_string("answer"), "Cleaned up.");
   auto& perms = f["permissions"];
   BOOST_REQUIRE_EQUAL(perms.size(), 2u);
   auto& p0 = perms.as_array()[0];

@@ -155,6 +155,8 @@ const scenarios = {
     const sid = await newSession(cx);
     const r = await prompt(cx, sid, "clean up");
     facts.stopReason = r.stopReason;
+    facts.thoughts = text(sessionUpdates(sid, "agent_thought_chunk"));
+    facts.answer = text(sessionUpdates(sid, "agent_message_chunk"));
     facts.toolCalls = sessionUpdates(sid, "tool_call");
     facts.toolUpdates = sessionUpdates(sid, "tool_call_update");
   },
