@@ -70,40 +70,6 @@ bool prompt_text(const json::value& blocks, std::string& out,
   return true;
 }
 
-// The ACP stopReason of a finished turn; "" when the turn failed (then
-// `error` says why).
-std::string stop_reason(const std::string& result_json, std::string& error,
-                        std::string& final_text) {
-  auto parsed = json::parse_members(
-    result_json, {"final_response", "interrupted", "failed", "exit_reason",
-                  "turn_exit_reason", "error"});
-  if (!parsed || !parsed.v->is_object()) {
-    error = "the turn produced no readable result";
-    return {};
-  }
-  auto& r = *parsed.v;
-  final_text = r.get_string("final_response");
-  auto exit = r.get_string("exit_reason");
-  auto detail = r.get_string("turn_exit_reason");
-  if (r.get_bool("interrupted", false) || exit == "interrupted_by_user")
-    return "cancelled";
-  if (exit == "budget_exhausted" || exit == "max_iterations_reached")
-    return "max_turn_requests";
-  if (exit == "truncated" || detail.find("finish_reason=length")
-                               != std::string::npos)
-    return "max_tokens";
-  if (detail.find("finish_reason=content_filter") != std::string::npos
-      || detail.find("finish_reason=refusal") != std::string::npos)
-    return "refusal";
-  if (r.get_bool("failed", false)) {
-    error = r.get_string("error");
-    if (error.empty())
-      error = "the turn failed (" + detail + ")";
-    return {};
-  }
-  return "end_turn";
-}
-
 } // namespace
 
 bool acp_agent::run_command(const session_ptr& s, const json::value& id,
@@ -263,7 +229,7 @@ void acp_agent::prompt(const json::value& id, const json::value& params) {
     std::string final_text;
     std::string reason;
     if (error.empty())
-      reason = stop_reason(out.result_json, error, final_text);
+      reason = acp_stop_reason(out.result_json, error, final_text);
     bool rebind = false;
     std::string streamed;
     {

@@ -64,6 +64,13 @@ json::value acp_plan_from_todo(const json::value& result);
 /// or agent_thought_chunk.
 json::value acp_text_chunk(const char* kind, const std::string& text);
 
+/// The ACP stopReason of a finished turn's result (docs/acp.md, "Stop
+/// reasons"): end_turn, cancelled, max_turn_requests, max_tokens or
+/// refusal; "" when the turn failed, with `error` saying why.
+/// `final_text` receives the final answer ("" when none).
+std::string acp_stop_reason(const std::string& result_json,
+                            std::string& error, std::string& final_text);
+
 /// The files a call names (path arguments and V4A patch headers), for
 /// `locations`.
 std::vector<std::string> acp_call_paths(const std::string& tool,

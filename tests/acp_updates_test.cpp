@@ -121,3 +121,33 @@ BOOST_AUTO_TEST_CASE(fences_outgrow_backticks_in_the_output) {
   BOOST_CHECK(text.rfind("````", 0) == 0);
   BOOST_CHECK(text.find("exit code 1") != std::string::npos);
 }
+
+BOOST_AUTO_TEST_CASE(stop_reasons_follow_the_turn_result) {
+  auto reason = [](const std::string& result) {
+    std::string error, final_text;
+    auto r = acp_stop_reason(result, error, final_text);
+    return r.empty() ? "error: " + error : r;
+  };
+  const std::pair<const char*, const char*> cases[] = {
+    {R"({"final_response":"hi","exit_reason":"completed","failed":false})",
+     "end_turn"},
+    {R"({"interrupted":true,"exit_reason":"interrupted_by_user"})",
+     "cancelled"},
+    {R"({"exit_reason":"max_iterations_reached","final_response":"x"})",
+     "max_turn_requests"},
+    {R"({"exit_reason":"budget_exhausted"})", "max_turn_requests"},
+    {R"({"exit_reason":"truncated","failed":false})", "max_tokens"},
+    {R"x({"turn_exit_reason":"text_response(finish_reason=content_filter)"})x",
+     "refusal"},
+    {R"({"exit_reason":"provider_error","failed":true,"error":"HTTP 500"})",
+     "error: HTTP 500"},
+    {"not json", "error: the turn produced no readable result"},
+  };
+  for (auto& [result, expected] : cases)
+    BOOST_CHECK_EQUAL(reason(result), std::string{expected});
+  std::string error, final_text;
+  auto r = acp_stop_reason(R"({"final_response":"the answer"})", error,
+                           final_text);
+  BOOST_CHECK_EQUAL(r, "end_turn");
+  BOOST_CHECK_EQUAL(final_text, "the answer");
+}
