@@ -270,16 +270,39 @@ void acp_agent::new_session(const json::value& id, const json::value& params) {
       return;
     }
   }
-  auto sid = new_session_id();
+  // A fresh id: not open here and not stored (ids carry only 24 random
+  // bits per second).
+  auto store = runtime_session_store(rt_);
+  std::string sid;
+  for (;;) {
+    sid = new_session_id();
+    bool taken = false;
+    {
+      std::lock_guard<std::mutex> guard{mtx_};
+      taken = sessions_.count(sid) > 0;
+      if (!taken)
+        sessions_[sid] = nullptr; // reserved until opened
+    }
+    if (!taken && store && store->get_session(sid)) {
+      std::lock_guard<std::mutex> guard{mtx_};
+      sessions_.erase(sid);
+      taken = true;
+    }
+    if (!taken)
+      break;
+  }
   std::string why;
   auto s = open_session(sid, cwd, servers ? *servers : json::value{}, why);
+  {
+    std::lock_guard<std::mutex> guard{mtx_};
+    if (s)
+      sessions_[sid] = s;
+    else
+      sessions_.erase(sid);
+  }
   if (!s) {
     conn_.reply_error(id, acp_error::invalid_params, why);
     return;
-  }
-  {
-    std::lock_guard<std::mutex> guard{mtx_};
-    sessions_[sid] = s;
   }
   MIBYAN_LOG(info, "acp", "session " << sid << " in " << cwd);
   json::value r;
@@ -304,6 +327,15 @@ void acp_agent::load_session(const json::value& id,
     conn_.reply_error(id, acp_error::resource_not_found,
                       "Resource not found: no session '" + sid + "'");
     return;
+  }
+  {
+    std::lock_guard<std::mutex> guard{mtx_};
+    if (sessions_.count(sid) == 0 && sessions_.size() >= max_sessions) {
+      conn_.reply_error(id, acp_error::internal_error,
+                        "too many open sessions (" + std::to_string(max_sessions)
+                          + "); close some with session/close");
+      return;
+    }
   }
   if (auto old = find(sid); old) {
     std::lock_guard<std::mutex> guard{old->mtx};
@@ -420,7 +452,7 @@ void acp_agent::close_session(const json::value& id,
   {
     std::lock_guard<std::mutex> guard{mtx_};
     auto it = sessions_.find(sid);
-    if (it != sessions_.end()) {
+    if (it != sessions_.end() && it->second) {
       s = it->second;
       sessions_.erase(it); // no new prompts
     }
@@ -457,7 +489,8 @@ void acp_agent::on_closed() {
     std::lock_guard<std::mutex> guard{mtx_};
     closing_ = true;
     for (auto& [id, s] : sessions_)
-      running.push_back(s);
+      if (s) // null: reserved by a session/new under way
+        running.push_back(s);
   }
   for (auto& s : running) {
     std::string rsid;
@@ -493,7 +526,8 @@ void acp_agent::shutdown(std::chrono::milliseconds wait) {
     if (w.thread.joinable())
       w.thread.join();
   for (auto& [id, s] : sessions)
-    release(s, false);
+    if (s)
+      release(s, false);
 }
 
 } // namespace mibyan

@@ -257,6 +257,13 @@ void acp_agent::prompt(const json::value& id, const json::value& params) {
         update(s->id,
                acp_text_chunk("agent_message_chunk", "\n\n" + final_text));
     }
+    // The session takes the next prompt before the answer goes out: a
+    // client may send it as soon as it reads the answer.
+    {
+      std::lock_guard<std::mutex> guard{s->mtx};
+      s->running = false;
+      s->cancelled = false;
+    }
     if (!reason.empty()) {
       json::value r;
       r["stopReason"] = reason;
@@ -264,11 +271,6 @@ void acp_agent::prompt(const json::value& id, const json::value& params) {
     } else {
       MIBYAN_LOG(warning, "acp", "session " << s->id << ": " << error);
       conn_.reply_error(id, acp_error::internal_error, error);
-    }
-    {
-      std::lock_guard<std::mutex> guard{s->mtx};
-      s->running = false;
-      s->cancelled = false;
     }
     std::lock_guard<std::mutex> guard{mtx_};
     --running_;
