@@ -173,6 +173,7 @@ bool has(const std::vector<std::string>& v, const std::string& x) {
 
 BOOST_FIXTURE_TEST_CASE(edit_through_the_client_then_load, fixture) {
   work.write("notes.txt", "hello from the disk\nsecond line\n");
+  work.write("main.py", "print('disk')\n");
   server.script_chat(tool_reply("call_read", "read_file",
                                 args_of({{"path", "notes.txt"}}).dump()));
   server.script_chat(tool_reply("call_exec", "execute_code",
@@ -186,6 +187,9 @@ BOOST_FIXTURE_TEST_CASE(edit_through_the_client_then_load, fixture) {
   server.script_chat(tool_reply(
     "call_write", "write_file",
     args_of({{"path", "fresh.txt"}, {"content", "new file\n"}}).dump()));
+  server.script_chat(tool_reply(
+    "call_py", "write_file",
+    args_of({{"path", "main.py"}, {"content", "print('new')\n"}}).dump()));
   server.script_chat(tool_reply(
     "call_todo", "todo",
     R"({"todos":[{"id":"1","content":"check the edit","status":"in_progress"}]})"));
@@ -233,7 +237,7 @@ BOOST_FIXTURE_TEST_CASE(edit_through_the_client_then_load, fixture) {
   for (auto& p : f["reads"].as_array())
     read_it = read_it || p.as_string() == file;
   BOOST_CHECK(read_it);
-  BOOST_REQUIRE_EQUAL(f["writes"].size(), 2u);
+  BOOST_REQUIRE_EQUAL(f["writes"].size(), 3u);
   BOOST_CHECK_EQUAL(f["writes"].as_array()[0].get_string("content"),
                     "hello from mibyan\nsecond line\n");
   BOOST_CHECK_EQUAL(test::slurp(file), "hello from mibyan\nsecond line\n");
@@ -259,6 +263,14 @@ BOOST_FIXTURE_TEST_CASE(edit_through_the_client_then_load, fixture) {
   BOOST_CHECK_EQUAL(f["writes"].as_array()[1].get_string("path"),
                     work / "fresh.txt");
   BOOST_CHECK_EQUAL(test::slurp(work / "fresh.txt"), "new file\n");
+  // write_file over an open buffer: the diff's old text is the buffer's.
+  auto py_end = for_call(f["toolUpdates"], "call_py");
+  BOOST_REQUIRE_EQUAL(py_end.size(), 1u);
+  auto pdiff = diff_of(py_end[0]);
+  BOOST_REQUIRE(pdiff != nullptr);
+  BOOST_CHECK_EQUAL(pdiff->get_string("oldText"), "print('buffer')\n");
+  BOOST_CHECK_EQUAL(pdiff->get_string("newText"), "print('new')\n");
+  BOOST_CHECK_EQUAL(test::slurp(work / "main.py"), "print('new')\n");
 
   // todo: a plan.
   BOOST_REQUIRE_GE(f["plans"].size(), 1u);
@@ -269,7 +281,7 @@ BOOST_FIXTURE_TEST_CASE(edit_through_the_client_then_load, fixture) {
   // The prompt's blocks reached the model: the text and the embedded
   // resource as context.
   auto reqs = test::request_bodies(server);
-  BOOST_REQUIRE_GE(reqs.size(), 6u);
+  BOOST_REQUIRE_GE(reqs.size(), 7u);
   auto first = reqs[0].dump();
   BOOST_CHECK(contains(first, "compute and edit notes.txt"));
   BOOST_CHECK(contains(first, "<context uri=\\\"file://"));

@@ -97,15 +97,15 @@ public:
     // (tools/client_files.hpp); a watched one keeps the old text for the
     // edit report.
     auto files = client_files_of(ctx);
-    std::optional<std::string> old_text = before;
-    if (files && files->changed && existed && S_ISREG(st.st_mode) && !old_text) {
-      std::string err;
-      if (files->read) {
+    std::optional<std::string> old_text;
+    if (files && files->changed && existed && S_ISREG(st.st_mode)) {
+      if (files->read)
         if (auto got = files->read(path, ctx.cancelled))
           old_text = std::move(*got);
-      } else {
-        old_text = read_whole_file(path, max_reported_bytes, err);
-      }
+      std::string err;
+      if (!old_text)
+        old_text = before ? before
+                          : read_whole_file(path, max_reported_bytes, err);
     }
     write_outcome written;
     if (files && files->write) {

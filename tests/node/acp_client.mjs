@@ -136,6 +136,7 @@ const scenarios = {
     facts.sessionId = sid;
     const file = cwd + "/notes.txt";
     buffers.set(file, "hello from the buffer\nsecond line\n");
+    buffers.set(cwd + "/main.py", "print('buffer')\n");
     const r = await prompt(cx, sid, [
       { type: "text", text: "compute and edit notes.txt" },
       { type: "resource", resource: { uri: "file://" + file,
