@@ -107,6 +107,7 @@ int mcp_test(const options& opts, const std::string& name) {
     return 1;
   }
   auto tools = s.tools();
+  std::cout << "protocol version: " << s.protocol_version() << "\n";
   std::cout << "connect + initialize + tools/list: " << fmt_ms(connect_ms)
             << " (" << tools.size() << " tools)\n";
   int admitted = 0;
