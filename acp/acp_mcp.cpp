@@ -35,6 +35,11 @@ bool pairs_of(const json::value* list, const char* what,
 
 bool server_of(const json::value& j, const std::string& cwd,
                mcp_server_options& s, std::string& why) {
+  // Roots: the session's working directory. No elicitation: an ACP
+  // session has no channel for questions (docs/acp.md).
+  s.roots = true;
+  s.root_dirs = {cwd};
+  s.elicitation = false;
   if (!j.is_object()) {
     why = "an mcpServers entry is no object";
     return false;
@@ -108,6 +113,7 @@ acp_session_tools::start(runtime& rt, const std::string& cwd,
   }
   t->reg_ = std::make_shared<tool_registry>();
   t->mgr_ = std::make_unique<mcp_manager>(*t->cfg_, runtime_http_client(rt));
+  t->mgr_->set_roots_provider([cwd] { return std::vector<std::string>{cwd}; });
   t->mgr_->start();
   for (auto& w : t->mgr_->register_tools(*t->reg_))
     MIBYAN_LOG(warning, "acp", "MCP: " << w);

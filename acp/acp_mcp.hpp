@@ -6,7 +6,8 @@
 // registry that only the session's turns see
 // (runtime/session_access.hpp, set_session_tools). They are not offered to
 // execute_code scripts and get no keepalive pings or recycling; sampling
-// requests of these servers are refused.
+// requests of these servers are refused, elicitation is not offered, and
+// their roots are the session's working directory.
 //
 // Thread safety: start() blocks for at most the servers' connect timeout;
 // bind() and stop() may be called from any thread (stop() waits for stdio
