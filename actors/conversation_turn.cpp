@@ -14,6 +14,7 @@
 #include "base/json.hpp"
 #include "base/log.hpp"
 #include "base/runtime_metrics.hpp"
+#include "tools/agent/agent_tool_state.hpp"
 #include "tools/registry.hpp"
 
 namespace mibyan::conversation_detail {
@@ -409,6 +410,26 @@ void start_next(conv_pointer self) {
     tools.push_back(std::move(spec));
     tt.valid.insert(tl->name());
   }
+  // The session's own tools (agent_tool_state::session_tools: MCP servers
+  // an ACP client started for it), whatever the toolsets.
+  if (st.deps.svc->agent_tools)
+    if (auto own = st.deps.svc->agent_tools->session_tools(st.tool_session))
+      for (auto tl : own->all()) {
+        if (st.deps.svc->tools.find(tl->name()) != nullptr
+            || std::find(req.blocked_tools.begin(), req.blocked_tools.end(),
+                         tl->name())
+                 != req.blocked_tools.end())
+          continue;
+        json::value fn;
+        fn["name"] = tl->name();
+        fn["description"] = tl->description();
+        fn["parameters"] = tl->schema();
+        json::value spec;
+        spec["type"] = "function";
+        spec["function"] = std::move(fn);
+        tools.push_back(std::move(spec));
+        tt.valid.insert(tl->name());
+      }
   if (!tt.valid.empty())
     tt.tools_json = tools.dump();
   if (!st.deps.store || !st.deps.writer) {

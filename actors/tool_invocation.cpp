@@ -10,7 +10,9 @@
 
 #include "messages/type_ids.hpp"
 #include "base/log.hpp"
+#include "tools/agent/agent_tool_state.hpp"
 #include "tools/argument_limit.hpp"
+#include "tools/registry.hpp"
 
 namespace mibyan {
 
@@ -82,23 +84,31 @@ caf::behavior invocation(invocation_actor* self, services_ptr svc) {
       // Parse once here (simdjson is fast) so the deadline can depend on
       // the arguments, e.g. terminal's own timeout.
       auto parsed = json::parse(req.args_json.empty() ? "{}" : req.args_json);
+      // A tool of the session's own set (agent_tool_state::session_tools)
+      // when the runtime's registry has none of that name.
+      std::shared_ptr<const tool_registry> own;
+      if (!svc->tools.find(req.tool) && svc->agent_tools)
+        if (auto set = svc->agent_tools->session_tools(req.session_id);
+            set && set->find(req.tool))
+          own = std::move(set);
+      const tool_registry& reg = own ? *own : svc->tools;
       std::chrono::milliseconds limit{60000};
-      if (auto t = svc->tools.find(req.tool); t && parsed && parsed.v->is_object())
+      if (auto t = reg.find(req.tool); t && parsed && parsed.v->is_object())
         limit = t->deadline(*parsed.v, svc->cfg);
       auto cancel = st.cancel;
       auto deadline = clock_type::now() + limit;
       auto me = caf::actor{self};
-      auto job = [svc, req = std::move(req), parsed = std::move(parsed),
+      auto job = [svc, own, req = std::move(req), parsed = std::move(parsed),
                   cancel, deadline, me]() mutable {
+        const tool_registry& reg = own ? *own : svc->tools;
         auto ctx = make_call_context(*svc, req, cancel.get(), deadline);
         json::value result;
         if (cancel->load())
           return; // the answer was already given
         if (parsed)
-          result = dispatch_tool(svc->tools, req.tool, std::move(*parsed.v),
-                                 ctx);
+          result = dispatch_tool(reg, req.tool, std::move(*parsed.v), ctx);
         else
-          result = dispatch_tool(svc->tools, req.tool,
+          result = dispatch_tool(reg, req.tool,
                                  std::string_view{req.args_json}, ctx);
         caf::anon_send(me, done_atom_v, result.dump());
       };

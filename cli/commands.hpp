@@ -43,6 +43,9 @@ int dashboard_command(const std::vector<std::string>& args,
                       const global_flags& flags);
 int batch_command(const std::vector<std::string>& args,
                   const global_flags& flags);
+/// `mibyan acp`: the Agent Client Protocol agent on stdio (docs/acp.md).
+int acp_command(const std::vector<std::string>& args,
+                const global_flags& flags);
 /// `mibyan mcp list [--json]` / `mibyan mcp test NAME` (docs/mcp.md).
 int mcp_command(const std::vector<std::string>& args,
                 const global_flags& flags);

@@ -40,6 +40,9 @@ void usage(std::ostream& out) {
          "                          scheduled jobs; `mibyan cron --help` has\n"
          "                          the flags (docs/cron.md)\n"
          "  cron run                run the job scheduler in the foreground\n"
+         "  acp [--provider P] [--model M]\n"
+         "                          serve the agent to an editor over the Agent\n"
+         "                          Client Protocol on stdio (docs/acp.md)\n"
          "  mcp list [--json]       the MCP servers, their state and tools\n"
          "  mcp test NAME           connect to one MCP server, list, ping\n"
          "  mcp serve               serve Mibyan's tools over MCP (stdio, or\n"
@@ -104,6 +107,8 @@ int main(int argc, char** argv) {
     return mibyan::cli::dashboard_command(rest, flags);
   if (command == "batch")
     return mibyan::cli::batch_command(rest, flags);
+  if (command == "acp")
+    return mibyan::cli::acp_command(rest, flags);
   if (command == "mcp")
     return mibyan::cli::mcp_command(rest, flags);
   if (command == "node")

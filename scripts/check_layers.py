@@ -24,7 +24,7 @@ LAYERS = [
     ["agent"],
     ["actors"],
     ["runtime"],
-    ["serve", "cluster", "mcp_server"],
+    ["serve", "cluster", "mcp_server", "acp"],
     ["cli", "bench", "examples", "fuzz"],
 ]
 # Subfolders, which belong to their parent's layer (a file in tools/mcp/ is

@@ -23,6 +23,7 @@
 
 #include "config/options.hpp"
 #include "tools/approval_gate.hpp"
+#include "tools/client_files.hpp"
 #include "tools/core_tools.hpp"
 #include "tools/file_io.hpp"
 #include "tools/fuzzy_match.hpp"
@@ -107,8 +108,11 @@ std::optional<std::string> modification_refusal(const std::string& path,
   return std::nullopt;
 }
 
-// Reads an existing text file for editing, or explains why it cannot.
-std::optional<std::string> load_for_edit(const std::string& path,
+// Reads an existing text file for editing, or explains why it cannot. A
+// session with client file access (tools/client_files.hpp) reads the
+// client's text of a file that exists on disk (the editor's buffer).
+std::optional<std::string> load_for_edit(const tool_context& ctx,
+                                         const std::string& path,
                                          std::string& err) {
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) {
@@ -119,7 +123,22 @@ std::optional<std::string> load_for_edit(const std::string& path,
     err = "Path is a directory, not a file: " + path;
     return std::nullopt;
   }
-  auto text = read_whole_file(path, max_patch_bytes, err);
+  std::optional<std::string> text;
+  auto files = client_files_of(ctx);
+  if (files && files->read) {
+    auto got = files->read(path, ctx.cancelled);
+    if (!got) {
+      err = "Cannot read " + path + " through the editor: " + got.error;
+      return std::nullopt;
+    }
+    if (got->size() > max_patch_bytes) {
+      err = "File too large to patch: " + path;
+      return std::nullopt;
+    }
+    text = std::move(*got);
+  } else {
+    text = read_whole_file(path, max_patch_bytes, err);
+  }
   if (!text)
     return std::nullopt;
   if (looks_binary(std::string_view{*text}.substr(0, 8192))) {
@@ -129,19 +148,29 @@ std::optional<std::string> load_for_edit(const std::string& path,
   return text;
 }
 
-// Writes `content` atomically and reads it back.
-std::string write_verified(const std::string& path,
+// Writes `content` atomically and reads it back; through the client when
+// the session has client file access (the client's write is its own
+// confirmation). Reports the edit to the session's change hook.
+std::string write_verified(const tool_context& ctx, const std::string& path,
+                           const std::optional<std::string>& before,
                            const std::string& content) {
-  auto w = atomic_write(path, content);
-  if (!w.error.empty())
-    return w.error;
-  std::string err;
-  auto back = read_whole_file(path, max_patch_bytes + content.size(), err);
-  if (!back)
-    return "Wrote " + path + " but could not read it back: " + err;
-  if (*back != content)
-    return "Wrote " + path + " but the content read back differs (another "
-           "process may have changed it concurrently). Re-read the file.";
+  auto files = client_files_of(ctx);
+  if (files && files->write) {
+    if (auto st = files->write(path, content, ctx.cancelled); !st)
+      return "Cannot write " + path + " through the editor: " + st.error;
+  } else {
+    auto w = atomic_write(path, content);
+    if (!w.error.empty())
+      return w.error;
+    std::string err;
+    auto back = read_whole_file(path, max_patch_bytes + content.size(), err);
+    if (!back)
+      return "Wrote " + path + " but could not read it back: " + err;
+    if (*back != content)
+      return "Wrote " + path + " but the content read back differs (another "
+             "process may have changed it concurrently). Re-read the file.";
+  }
+  report_file_change(ctx, path, before ? &*before : nullptr, content);
   return {};
 }
 
@@ -235,7 +264,7 @@ json::value patch_tool::run_replace(const json::value& args,
   if (auto why = modification_refusal(path, args, ctx))
     return failure(*why);
   std::string err;
-  auto before = load_for_edit(path, err);
+  auto before = load_for_edit(ctx, path, err);
   if (!before) {
     auto out = failure(err);
     if (err.rfind("File not found", 0) == 0) {
@@ -274,7 +303,8 @@ json::value patch_tool::run_replace(const json::value& args,
   if (auto blocked = check_write(path, "patch", diff, ctx))
     return failure(*blocked);
   auto stale = stale_write_warning(ctx, path);
-  if (auto werr = write_verified(path, r.content); !werr.empty())
+  if (auto werr = write_verified(ctx, path, before, r.content);
+      !werr.empty())
     return failure(werr);
   note_file_written(ctx, path);
   json::value out;
@@ -316,7 +346,7 @@ json::value patch_tool::run_v4a(const json::value& args,
         err = "File not found: " + path + " (deleted earlier in the patch)";
       return i->second.after;
     }
-    return load_for_edit(path, err);
+    return load_for_edit(ctx, path, err);
   };
   auto touch = [&](const std::string& path, const std::string& label,
                    std::optional<std::string> before) -> planned& {
@@ -420,7 +450,8 @@ json::value patch_tool::run_v4a(const json::value& args,
     if (auto w = stale_write_warning(ctx, path); !w.empty())
       stale += (stale.empty() ? "" : "\n") + w;
     if (p.after) {
-      if (auto werr = write_verified(path, *p.after); !werr.empty()) {
+      if (auto werr = write_verified(ctx, path, p.before, *p.after);
+          !werr.empty()) {
         auto out = failure(werr);
         if (!written.empty())
           out["files_already_written"] = string_array(written);

@@ -41,6 +41,7 @@
 
 #include "config/options.hpp"
 #include "tools/core_tools.hpp"
+#include "tools/client_files.hpp"
 #include "tools/file_io.hpp"
 #include "tools/line_index.hpp"
 #include "tools/path_policy.hpp"
@@ -470,12 +471,23 @@ json::value read_file_tool::run(const json::value& args,
                         + " bytes). Use the terminal with a suitable tool "
                           "(e.g. xxd, file, strings) to inspect it.",
                       "is_binary");
+  // A session with client file access reads the client's text of the file
+  // (an editor's unsaved buffer, tools/client_files.hpp); the re-read
+  // guard does not apply (the disk stamp says nothing about the buffer).
+  std::optional<std::string> client_text;
+  if (auto files = client_files_of(ctx); files && files->read) {
+    auto got = files->read(path, ctx.cancelled);
+    if (!got)
+      return error_result("Cannot read " + path + " through the editor: "
+                          + got.error);
+    client_text = std::move(*got);
+  }
 
   file_stamp stamp{static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000
                      + st.st_mtim.tv_nsec,
                    static_cast<int64_t>(st.st_size),
                    static_cast<uint64_t>(st.st_ino)};
-  bool guarded = !ctx.from_script && !ctx.session_id.empty();
+  bool guarded = !ctx.from_script && !ctx.session_id.empty() && !client_text;
   auto key = path + "\n" + std::to_string(offset) + "\n"
              + std::to_string(limit);
   reread_guard::decision decision;
@@ -518,8 +530,14 @@ json::value read_file_tool::run(const json::value& args,
   int64_t total = 0;
   int64_t file_size = 0;
   bool extracted = false;
-  if (is_notebook(path)
-      && static_cast<size_t>(st.st_size) <= max_notebook_bytes) {
+  if (client_text) {
+    window.emplace(offset, limit, max_line, budget);
+    window->feed(client_text->data(), client_text->size());
+    window->finish();
+    total = window->total_lines();
+    file_size = static_cast<int64_t>(client_text->size());
+  } else if (is_notebook(path)
+             && static_cast<size_t>(st.st_size) <= max_notebook_bytes) {
     std::string err;
     if (auto whole = read_whole_file(path, max_notebook_bytes, err))
       if (auto rendered = render_notebook(*whole)) {
@@ -532,14 +550,14 @@ json::value read_file_tool::run(const json::value& args,
       }
   }
   std::shared_ptr<const line_index> index;
-  if (!extracted && head.size() < sniff_bytes) {
+  if (!extracted && !client_text && head.size() < sniff_bytes) {
     // The sniffed head is the whole file: one pass over it does it all.
     window.emplace(offset, limit, max_line, budget);
     window->feed(head.data(), head.size());
     window->finish();
     total = window->total_lines();
     file_size = static_cast<int64_t>(head.size());
-  } else if (!extracted) {
+  } else if (!extracted && !client_text) {
     auto version = file_version::of(st);
     index = index_cache_.find(version);
     if (index == nullptr) {

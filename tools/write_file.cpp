@@ -9,6 +9,7 @@
 
 #include "config/options.hpp"
 #include "tools/approval_gate.hpp"
+#include "tools/client_files.hpp"
 #include "tools/core_tools.hpp"
 #include "tools/file_io.hpp"
 #include "tools/lint_check.hpp"
@@ -18,6 +19,9 @@
 namespace mibyan {
 
 namespace {
+
+// The largest old text kept to report an edit (tools/client_files.hpp).
+constexpr size_t max_reported_bytes = 4 << 20;
 
 // Largest previous content read back for the lint delta.
 constexpr size_t max_lint_bytes = 8 * 1024 * 1024;
@@ -89,10 +93,33 @@ public:
     if (auto blocked = check_write(path, "write_file", text, ctx))
       return error_result(*blocked);
     auto stale = stale_write_warning(ctx, path);
-    auto written = atomic_write(path, text);
-    if (!written.error.empty())
-      return error_result(written.error);
+    // A session with client file access writes through the editor
+    // (tools/client_files.hpp); a watched one keeps the old text for the
+    // edit report.
+    auto files = client_files_of(ctx);
+    std::optional<std::string> old_text;
+    if (files && files->changed && existed && S_ISREG(st.st_mode)) {
+      if (files->read)
+        if (auto got = files->read(path, ctx.cancelled))
+          old_text = std::move(*got);
+      std::string err;
+      if (!old_text)
+        old_text = before ? before
+                          : read_whole_file(path, max_reported_bytes, err);
+    }
+    write_outcome written;
+    if (files && files->write) {
+      if (auto st2 = files->write(path, text, ctx.cancelled); !st2)
+        return error_result("Cannot write " + path + " through the editor: "
+                            + st2.error);
+      written.written_path = path;
+    } else {
+      written = atomic_write(path, text);
+      if (!written.error.empty())
+        return error_result(written.error);
+    }
     note_file_written(ctx, path);
+    report_file_change(ctx, path, old_text ? &*old_text : nullptr, text);
     json::value out;
     out["bytes_written"] = static_cast<int64_t>(text.size());
     out["dirs_created"] = written.dirs_created;

@@ -1,5 +1,8 @@
 #include "tools/agent/agent_tool_state.hpp"
 
+#include "tools/client_files.hpp"
+#include "tools/registry.hpp"
+
 #include <algorithm>
 
 namespace mibyan {
@@ -78,6 +81,41 @@ void agent_tool_state::forget_session(const std::string& session_id) {
   std::lock_guard<std::mutex> guard{mtx_};
   skills_.erase(session_id);
   todos_.erase(session_id);
+  files_.erase(session_id);
+  tools_.erase(session_id);
+}
+
+void agent_tool_state::set_session_tools(
+  const std::string& session_id, std::shared_ptr<const tool_registry> tools) {
+  std::lock_guard<std::mutex> guard{mtx_};
+  if (tools)
+    tools_[session_id] = std::move(tools);
+  else
+    tools_.erase(session_id);
+}
+
+std::shared_ptr<const tool_registry>
+agent_tool_state::session_tools(const std::string& session_id) const {
+  std::lock_guard<std::mutex> guard{mtx_};
+  auto it = tools_.find(session_id);
+  return it == tools_.end() ? nullptr : it->second;
+}
+
+void agent_tool_state::set_client_files(
+  const std::string& session_id,
+  std::shared_ptr<const client_file_access> files) {
+  std::lock_guard<std::mutex> guard{mtx_};
+  if (files)
+    files_[session_id] = std::move(files);
+  else
+    files_.erase(session_id);
+}
+
+std::shared_ptr<const client_file_access>
+agent_tool_state::client_files(const std::string& session_id) const {
+  std::lock_guard<std::mutex> guard{mtx_};
+  auto it = files_.find(session_id);
+  return it == files_.end() ? nullptr : it->second;
 }
 
 std::vector<std::string> passthrough_for(const std::vector<std::string>& base,

@@ -26,6 +26,8 @@ namespace mibyan {
 
 class session_store;
 class cron_service;
+struct client_file_access; // tools/client_files.hpp
+class tool_registry;        // tools/registry.hpp
 
 class agent_tool_state {
 public:
@@ -69,6 +71,23 @@ public:
   bool todos(const std::string& session_id, json::value* out) const;
   void set_todos(const std::string& session_id, json::value list);
 
+  /// The file access through a client (an editor) for `session_id`
+  /// (tools/client_files.hpp); null removes it. client_files returns null
+  /// when the session has none.
+  void set_client_files(const std::string& session_id,
+                        std::shared_ptr<const client_file_access> files);
+  std::shared_ptr<const client_file_access>
+  client_files(const std::string& session_id) const;
+
+  /// Tools only `session_id` sees, next to the runtime's (the MCP servers
+  /// an ACP client started for the session, docs/acp.md); null removes
+  /// them. Offered to the session's turns whatever its toolsets; a name of
+  /// the runtime's registry wins over one of these.
+  void set_session_tools(const std::string& session_id,
+                         std::shared_ptr<const tool_registry> tools);
+  std::shared_ptr<const tool_registry>
+  session_tools(const std::string& session_id) const;
+
   /// Drops everything kept for `session_id` (the runtime's close_session).
   void forget_session(const std::string& session_id);
 
@@ -80,6 +99,8 @@ private:
   std::map<std::string, std::map<std::string, std::vector<std::string>>>
     skills_;
   std::map<std::string, json::value> todos_;
+  std::map<std::string, std::shared_ptr<const client_file_access>> files_;
+  std::map<std::string, std::shared_ptr<const tool_registry>> tools_;
 };
 
 /// `base` (config `terminal.env_passthrough`) plus the variables of the
