@@ -42,6 +42,8 @@ void usage(std::ostream& out) {
          "  cron run                run the job scheduler in the foreground\n"
          "  mcp list [--json]       the MCP servers, their state and tools\n"
          "  mcp test NAME           connect to one MCP server, list, ping\n"
+         "  mcp serve               serve Mibyan's tools over MCP (stdio, or\n"
+         "                          Streamable HTTP with --listen HOST:PORT)\n"
          "  node --listen HOST:PORT [--join HOST:PORT] [--role R] [--workdir D]\n"
          "                          run a cluster member (docs/cluster.md)\n"
          "  nodes --connect HOST:PORT [--json]\n"

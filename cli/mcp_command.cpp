@@ -1,4 +1,5 @@
-// `mibyan mcp list [--json]` and `mibyan mcp test NAME` (docs/mcp.md).
+// `mibyan mcp list [--json]`, `mibyan mcp test NAME` and `mibyan mcp serve`
+// (cli/mcp_serve_command.cpp) (docs/mcp.md).
 #include "cli/commands.hpp"
 
 #include <chrono>
@@ -106,6 +107,7 @@ int mcp_test(const options& opts, const std::string& name) {
     return 1;
   }
   auto tools = s.tools();
+  std::cout << "protocol version: " << s.protocol_version() << "\n";
   std::cout << "connect + initialize + tools/list: " << fmt_ms(connect_ms)
             << " (" << tools.size() << " tools)\n";
   int admitted = 0;
@@ -138,6 +140,8 @@ int mcp_test(const options& opts, const std::string& name) {
 
 int mcp_command(const std::vector<std::string>& args,
                 const global_flags& flags) {
+  if (!args.empty() && args[0] == "serve")
+    return mcp_serve_command({args.begin() + 1, args.end()}, flags);
   bool as_json = false;
   std::vector<std::string> pos;
   for (auto& a : args) {
@@ -149,7 +153,8 @@ int mcp_command(const std::vector<std::string>& args,
   if (pos.empty() || (pos[0] == "list" && pos.size() != 1)
       || (pos[0] == "test" && pos.size() != 2)
       || (pos[0] != "list" && pos[0] != "test")) {
-    std::cerr << "usage: mibyan mcp list [--json] | mibyan mcp test NAME\n";
+    std::cerr << "usage: mibyan mcp list [--json] | mibyan mcp test NAME | "
+                 "mibyan mcp serve [--listen HOST:PORT] [--toolsets a,b]\n";
     return 2;
   }
   options opts;

@@ -125,8 +125,10 @@ json::value cron_job_to_json(const cron_job& j,
 
 /// A job definition from JSON (what a user or the model submits). Strict:
 /// unknown members, wrong types and bad values are errors naming the
-/// member; state members are refused unless `allow_state` (a full record,
-/// e.g. an export). Required: schedule and prompt or script. Defaults:
+/// member; provenance (id, created_by, created_by_session, created_ms,
+/// updated_ms) and state members are refused unless `allow_state` (a full
+/// record, e.g. an export): the interface sets created_by itself.
+/// `deliver` may be one string or a list. Required: schedule and prompt or script. Defaults:
 /// name = the first line of the prompt (or "script"), cut to 60 bytes;
 /// deliver = ["session"]; timezone = `default_zone` ("" = the node's
 /// local zone); created_by = "user". Does not set id, created_ms or the

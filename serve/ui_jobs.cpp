@@ -33,9 +33,11 @@ ops_response method_not_allowed(const ops_request& req) {
                    "method_not_allowed");
 }
 
-// A verb's error as an HTTP answer.
+// A verb's error as an HTTP answer. `run`: the verb was run_now, whose
+// unavailable means the job's run is going or queued (elsewhere it means
+// the store or the scheduler of another process is not answering).
 ops_response verb_error(const std::string& id, status_code code,
-                        const std::string& message) {
+                        const std::string& message, bool run = false) {
   switch (code) {
   case status_code::not_found:
     return ops_error(404, "no job '" + id + "'", "job_not_found");
@@ -44,7 +46,11 @@ ops_response verb_error(const std::string& id, status_code code,
   case status_code::permission_denied:
     return ops_error(403, message, "refused");
   case status_code::unavailable:
-    return ops_error(409, message, "job_busy");
+    if (run)
+      return ops_error(409, message, "job_busy");
+    return ops_error(503, message, "scheduler_unavailable");
+  case status_code::timeout:
+    return ops_error(503, message, "scheduler_unavailable");
   default:
     return ops_error(500, message, "server_error");
   }
@@ -156,11 +162,22 @@ ops_response act(cron_service& jobs, const std::string& id,
     v["deleted"] = true;
     return ok_json(v.dump());
   }
+  if (verb == "run") {
+    if (auto known = jobs.get(id); !known)
+      return verb_error(id, known.code, known.error);
+    auto where = jobs.scheduler();
+    if (!where.here && where.holder.empty())
+      return ops_error(503,
+                       "no scheduler runs for this node's jobs, so nothing "
+                       "would run it (cron.enabled is false here, or the "
+                       "scheduler has not started)",
+                       "no_scheduler");
+  }
   auto r = verb == "run"     ? jobs.run_now(id)
            : verb == "pause" ? jobs.pause(id, "paused from the dashboard")
                              : jobs.resume(id);
   if (!r)
-    return verb_error(id, r.code, r.error);
+    return verb_error(id, r.code, r.error, verb == "run");
   v["job"] = cron_job_view(*r);
   if (verb == "run")
     v["queued"] = true;

@@ -18,7 +18,9 @@
 // run is cron_run_to_json. Errors in the serve error shape: 400 malformed
 // id or parameter (bad_job_id, bad_parameter), 404 unknown job
 // (job_not_found) or path, 405 method, 409 a run of the job is already
-// going or queued (job_busy), 503 no store or the runtime is stopping.
+// going or queued (job_busy), 503 no store or the scheduler of another
+// process not answering (scheduler_unavailable), no scheduler for "run"
+// (no_scheduler), the runtime stopping (runtime_unavailable).
 //
 // The routes sit beside the operator endpoints (serve/ui_ops.hpp routes
 // these paths here), so the server's own connections and a gateway

@@ -5,7 +5,8 @@
 // The operator console over a cluster (docs/serve.md, "Operator console"
 // and "dashboard --connect"): GET /ui/api/cluster of a `serve --join`
 // gateway on a real 2-node cluster, and `mibyan dashboard --connect`
-// forwarding the dashboard API to a real gateway member.
+// forwarding the dashboard API (scheduled jobs included) to a real gateway
+// member.
 
 #include "tests/support/cluster_fixture.hpp"
 #include "tests/support/http_server.hpp"
@@ -120,6 +121,14 @@ BOOST_AUTO_TEST_CASE(dashboard_connect_answers_with_the_gateway) {
   BOOST_TEST(body_of(http_call(addr, "GET", "/ui/api/live/turns"))["data"]
                .dump()
              == "[]");
+  // Scheduled jobs: the gateway's store (docs/cron.md, "On the dashboard").
+  auto jobs = http_call(addr, "GET", "/ui/api/jobs");
+  BOOST_REQUIRE_MESSAGE(status_of(jobs) == 200, jobs);
+  BOOST_TEST(body_of(jobs)["data"].is_array());
+  BOOST_TEST(body_of(jobs)["scheduler"].is_object());
+  auto nojob = http_call(addr, "GET", "/ui/api/jobs/job_0000000000000000");
+  BOOST_TEST(status_of(nojob) == 404);
+  BOOST_TEST(contains(nojob, "\"code\":\"job_not_found\""), nojob);
   // Live: a polled snapshot.
   {
     auto port = static_cast<uint16_t>(

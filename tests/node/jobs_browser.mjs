@@ -71,6 +71,14 @@ async function apiGet(p) {
 
 const rowOf = (id) => "tr[data-job-id='" + id + "']";
 
+// Clicks the element `sel` finds, found and clicked in one step inside the
+// page: the pages re-render every few seconds (polling), so a handle taken
+// earlier may already be detached.
+async function clickSel(sel) {
+  await page.waitForSelector(sel);
+  await page.$eval(sel, (e) => e.click());
+}
+
 async function main() {
   check(SERVE && JOB && OTHER && REPORT, "SERVE_URL, JOB_ID, OTHER_ID and REPORT_PATH are set");
   await control("/__reset", {});
@@ -117,14 +125,14 @@ async function main() {
   });
 
   await step("pause and resume a job from the list", async () => {
-    await page.click(rowOf(OTHER) + " [data-testid=job-pause]");
+    await clickSel(rowOf(OTHER) + " [data-testid=job-pause]");
     await page.waitForFunction((sel) => {
       const r = document.querySelector(sel);
       return r && r.innerText.includes("paused") && r.querySelector("[data-testid=job-resume]");
     }, {}, rowOf(OTHER));
     let j = await apiGet("/ui/api/jobs/" + OTHER);
     check(j.body.job.paused === true, "paused in the store");
-    await page.click(rowOf(OTHER) + " [data-testid=job-resume]");
+    await clickSel(rowOf(OTHER) + " [data-testid=job-resume]");
     await page.waitForFunction((sel) => {
       const r = document.querySelector(sel);
       return r && r.querySelector("[data-testid=job-pause]");
@@ -135,9 +143,9 @@ async function main() {
 
   await step("run a job now: its run, answer and transcript appear", async () => {
     await script({ body: reply(ANSWER) });
-    await page.click(rowOf(JOB) + " [data-testid=job-run]");
+    await clickSel(rowOf(JOB) + " [data-testid=job-run]");
     await page.waitForFunction(() => /Started a run/.test(document.getElementById("main").innerText));
-    await page.click(rowOf(JOB) + " [data-testid=job-link]");
+    await clickSel(rowOf(JOB) + " [data-testid=job-link]");
     await page.waitForFunction(() => document.getElementById("main").dataset.ready === "jobs"
       && document.querySelector("[data-testid=job-detail]"));
     report.pages.push("#/jobs/ID");
@@ -151,7 +159,7 @@ async function main() {
     check((await page.$$("[data-testid=job-delivered] b")).length === 0, "no markup from the answer");
     await shot("job");
     // The run links to its session's transcript.
-    await page.click("[data-testid=job-runs] [data-testid=run-session]");
+    await clickSel("[data-testid=job-runs] [data-testid=run-session]");
     await page.waitForFunction(() => document.getElementById("main").dataset.ready === "session");
     const transcript = await page.$eval("main", (m) => m.innerText);
     check(transcript.includes("JOBS-PAGE-ANSWER"), "the transcript has the answer");
@@ -159,8 +167,7 @@ async function main() {
 
   await step("delete a job after confirming", async () => {
     await open("#/jobs/" + encodeURIComponent(OTHER));
-    await page.waitForSelector("[data-testid=job-delete]");
-    await page.click("[data-testid=job-delete]");
+    await clickSel("[data-testid=job-delete]");
     await page.waitForSelector("dialog[open] button[value=ok]");
     await page.click("dialog[open] button[value=ok]");
     await page.waitForFunction(() => location.hash === "#/jobs"

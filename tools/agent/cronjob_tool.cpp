@@ -283,7 +283,9 @@ public:
       v["removed"] = id;
       return v;
     }
-    // run
+    // run (an unknown id is "no job", whether or not a scheduler runs)
+    if (auto known = jobs.get(id); !known)
+      return error_result(not_found_text(known, id));
     auto r = jobs.run_now(id);
     if (!r)
       return error_result(not_found_text(r, id));

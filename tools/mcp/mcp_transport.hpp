@@ -24,6 +24,12 @@ namespace mibyan {
 struct options;
 class http_client;
 
+/// The start of the on_closed reason of an HTTP transport whose server
+/// answered 404 to a request carrying the session id: the session is gone
+/// server-side, nothing of that request ran, a new initialize is due.
+constexpr const char* mcp_session_expired_reason =
+  "the server no longer knows the session";
+
 class mcp_transport {
 public:
   struct handlers {

@@ -78,9 +78,15 @@ export async function render(root, params, ctx) {
   const loadStatus = statusLine();
   const body = h("div", { "data-testid": "jobs" });
 
-  async function load() {
+  let shown = "";
+  async function load(force) {
     const res = await api.get("/ui/api/jobs");
     const rows = Array.isArray(res.data) ? res.data : [];
+    // Unchanged data is not drawn again (buttons keep their focus); the
+    // relative times are redrawn once a minute.
+    const key = JSON.stringify(res) + Math.floor(Date.now() / 60000);
+    if (key === shown && force !== true) return;
+    shown = key;
     clear(body);
     if (Array.isArray(res.damaged) && res.damaged.length)
       body.appendChild(h("p.notice.error", { role: "alert" },
@@ -101,12 +107,12 @@ export async function render(root, params, ctx) {
           ? badge(String(j.last_status), statusKind(j.last_status)) : h("span.muted", "–") },
       { label: "State", value: (j) => [stateBadge(j),
           j.paused && j.pause_reason ? h("div.small.muted", String(j.pause_reason)) : null] },
-      { label: "Actions", cls: "actions", value: (j) => jobActions(j, status, load) },
+      { label: "Actions", cls: "actions", value: (j) => jobActions(j, status, () => load(true)) },
     ], rows, { caption: "Scheduled jobs", rowAttrs: (j) => ({ "data-job-id": String(j.id) }) }));
   }
 
   const stop = every(POLL_MS, load, loadStatus);
-  root.appendChild(pageHeader("Jobs", refreshButton(() => load().catch((e) => flash(loadStatus, "error", e.message)))));
+  root.appendChild(pageHeader("Jobs", refreshButton(() => load(true).catch((e) => flash(loadStatus, "error", e.message)))));
   root.appendChild(status);
   root.appendChild(loadStatus);
   root.appendChild(body);
@@ -154,17 +160,21 @@ async function renderJob(root, params, ctx) {
     }
   }
 
-  async function load() {
+  let shown = "";
+  async function load(force) {
     const [res, runs] = await Promise.all([
       api.get("/ui/api/jobs/" + api.seg(id)),
       api.get("/ui/api/jobs/" + api.seg(id) + "/runs", { limit: RUNS_PAGE, offset }),
     ]);
+    const key = JSON.stringify([res, runs]) + Math.floor(Date.now() / 60000);
+    if (key === shown && force !== true) return;
+    shown = key;
     const j = res.job || {};
     const name = String(j.name || id);
     clear(head);
     const del = h("button.btn.small.danger", { type: "button", "data-testid": "job-delete" }, "Delete");
     del.addEventListener("click", () => remove(name, del));
-    head.appendChild(pageHeader(name, jobActions(j, status, load), del));
+    head.appendChild(pageHeader(name, jobActions(j, status, () => load(true)), del));
 
     clear(meta);
     const dl = h("dl.meta");
