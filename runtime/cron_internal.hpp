@@ -18,6 +18,9 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <thread>
+#include <condition_variable>
+#include <vector>
 #include <string>
 
 #include "caf/actor.hpp"
@@ -32,6 +35,34 @@
 namespace mibyan {
 
 struct cron_sched_state;
+
+/// The scheduler's store writes, in submission order, on a thread of their
+/// own: an fsync'd LMDB commit (tens of milliseconds on a busy disk) never
+/// holds the scheduler, so a job due meanwhile still starts on time. What
+/// is queued while a commit runs goes into the next one (one transaction,
+/// one fsync). `after` callbacks run on the writer's thread once their
+/// changes are stored (or failed: logged). The destructor stores what is
+/// queued, then joins.
+class cron_store_writer {
+public:
+  cron_store_writer(std::shared_ptr<session_store> store, size_t keep);
+  ~cron_store_writer();
+  cron_store_writer(const cron_store_writer&) = delete;
+  cron_store_writer& operator=(const cron_store_writer&) = delete;
+
+  void submit(cron_changes ch, std::function<void()> after);
+
+private:
+  void run();
+
+  std::shared_ptr<session_store> store_;
+  size_t keep_;
+  std::mutex mtx_;
+  std::condition_variable cv_;
+  std::vector<std::pair<cron_changes, std::function<void()>>> queue_;
+  bool stop_ = false;
+  std::thread thread_;
+};
 
 /// What the runtime, the verbs, the runs and the actor share. Owned by the
 /// runtime's impl (`cron_host_of`); runs hold it weakly.
@@ -90,9 +121,13 @@ struct cron_sched_state {
   cron_changes pending;
   bool flush_queued = false;
 
-  /// Persists `ch` now, after what is pending (logs a failure: the next
-  /// change of the job rewrites its record).
-  void persist(cron_changes ch);
+  /// The store writes (made when the lease is taken).
+  std::unique_ptr<cron_store_writer> writer;
+
+  /// Hands `ch` to the writer now, after what is pending; `after` runs
+  /// once it is stored (a failure is logged: the next change of the job
+  /// rewrites its record).
+  void persist(cron_changes ch, std::function<void()> after = {});
   /// Queues `ch` to be stored with whatever else the actor changes before
   /// its mailbox's next flush message: a burst of due, started and finished
   /// runs is one transaction (one fsync), and runs start before it.
@@ -124,8 +159,11 @@ result<json::value> send_cron_request(const std::string& store_dir,
                                       const json::value& args);
 
 /// Runs one verb against the engine (actor side of both paths): `op` is
-/// add|update|remove|pause|resume|run_now|get|list|history.
-json::value apply_cron_verb(cron_sched_state& st, const std::string& op,
-                            const json::value& args);
+/// add|update|remove|pause|resume|run_now. `reply` gets {"ok":true,"id"}
+/// once the change is stored (on the writer's thread), or the failure
+/// {"ok":false,"code","error"} at once.
+void apply_cron_verb(cron_sched_state& st, const std::string& op,
+                     const json::value& args,
+                     std::function<void(json::value)> reply);
 
 } // namespace mibyan

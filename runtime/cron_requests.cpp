@@ -160,19 +160,22 @@ void serve_cron_requests(cron_sched_state& st) {
     std::error_code e2;
     if (!fs::remove(p, e2) || !text)
       continue;
-    json::value answer;
-    auto parsed = json::parse(*text);
-    if (!parsed || !parsed.v->is_object()) {
-      answer["ok"] = false;
-      answer["code"] = "invalid_argument";
-      answer["error"] = "the request is not a JSON object";
-    } else {
-      answer = apply_cron_verb(st, parsed.v->get_string("op", ""), *parsed.v);
-    }
     auto reply = p;
     reply.replace_extension(".reply");
-    if (auto s = write_atomic(reply.string(), answer.dump()); !s)
-      MIBYAN_LOG(warning, "cron", s.error);
+    auto answer = [path = reply.string()](json::value a) {
+      if (auto s = write_atomic(path, a.dump()); !s)
+        MIBYAN_LOG(warning, "cron", s.error);
+    };
+    auto parsed = json::parse(*text);
+    if (!parsed || !parsed.v->is_object()) {
+      json::value a;
+      a["ok"] = false;
+      a["code"] = "invalid_argument";
+      a["error"] = "the request is not a JSON object";
+      answer(std::move(a));
+    } else {
+      apply_cron_verb(st, parsed.v->get_string("op", ""), *parsed.v, answer);
+    }
   }
 }
 

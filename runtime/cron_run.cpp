@@ -79,8 +79,14 @@ std::string delivery_json(const delivery_report& r) {
 // released, the outcome reported. Blocking: on the pool.
 void complete(const run_ptr& c, std::string answer, cron_outcome out) {
   auto h = c->host.lock();
-  if (!h || h->stopped)
+  if (!h)
     return;
+  if (h->stopped) {
+    // Not reported: the record stays "running" and the next start finds
+    // it interrupted. The session's conversation and kernels still go.
+    release_session(c);
+    return;
+  }
   out.session_id = c->sid;
   {
     std::lock_guard<std::mutex> g{c->mtx};

@@ -59,6 +59,9 @@ bool try_activate(cron_sched_state& st) {
     return false;
   }
   st.lease = std::move(*lease);
+  st.writer = std::make_unique<cron_store_writer>(
+    h.store,
+    static_cast<size_t>(std::max<int64_t>(1, h.p->svc->cfg.cron.history_keep)));
   st.engine = std::make_unique<cron_engine>(engine_options(h));
   auto jobs = h.store->list_cron_jobs(false);
   if (!jobs) {
@@ -90,9 +93,11 @@ caf::behavior cron_scheduler(caf::stateful_actor<cron_sched_state>* self,
       for (auto& [run, sid] : s.running)
         s.host->rt->interrupt(sid, "the scheduler stopped");
     s.running.clear();
-    // What was decided is stored; runs going stay "running".
+    // What was decided is stored (the writer's destructor waits for it);
+    // runs going stay "running".
     if (s.engine)
       s.flush();
+    s.writer.reset();
     if (s.host)
       s.host->active = false;
     s.lease.reset();
@@ -160,17 +165,65 @@ void cron_sched_state::flush() {
   persist(std::move(ch));
 }
 
-void cron_sched_state::persist(cron_changes more) {
+void cron_sched_state::persist(cron_changes more,
+                               std::function<void()> after) {
   cron_changes ch;
   std::swap(ch, pending);
   ch.append(std::move(more));
-  if (ch.empty())
+  if (ch.empty() && !after)
     return;
-  auto keep = static_cast<size_t>(
-    std::max<int64_t>(1, host->p->svc->cfg.cron.history_keep));
-  if (auto s = host->store->apply_cron_changes(ch, keep); !s)
-    MIBYAN_LOG(error, "cron", "cannot store the scheduler's changes: "
-                                << s.error);
+  if (!writer) {
+    if (after)
+      after();
+    return;
+  }
+  writer->submit(std::move(ch), std::move(after));
+}
+
+cron_store_writer::cron_store_writer(std::shared_ptr<session_store> store,
+                                     size_t keep)
+  : store_(std::move(store)), keep_(keep) {
+  thread_ = std::thread([this] { run(); });
+}
+
+cron_store_writer::~cron_store_writer() {
+  {
+    std::lock_guard<std::mutex> g{mtx_};
+    stop_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+void cron_store_writer::submit(cron_changes ch, std::function<void()> after) {
+  {
+    std::lock_guard<std::mutex> g{mtx_};
+    queue_.emplace_back(std::move(ch), std::move(after));
+  }
+  cv_.notify_one();
+}
+
+void cron_store_writer::run() {
+  for (;;) {
+    std::vector<std::pair<cron_changes, std::function<void()>>> batch;
+    {
+      std::unique_lock<std::mutex> g{mtx_};
+      cv_.wait(g, [this] { return stop_ || !queue_.empty(); });
+      if (queue_.empty())
+        return; // stopping, nothing left
+      std::swap(batch, queue_);
+    }
+    cron_changes all;
+    for (auto& [ch, after] : batch)
+      all.append(std::move(ch));
+    if (!all.empty())
+      if (auto s = store_->apply_cron_changes(all, keep_); !s)
+        MIBYAN_LOG(error, "cron", "cannot store the scheduler's changes: "
+                                    << s.error);
+    for (auto& [ch, after] : batch)
+      if (after)
+        after();
+  }
 }
 
 void cron_sched_state::tick() {

@@ -300,8 +300,10 @@ private:
       auto done = std::make_shared<std::promise<json::value>>();
       auto f = done->get_future();
       if (h->post([done, verb](cron_sched_state& st) {
-            done->set_value(apply_cron_verb(st, verb.get_string("op", ""),
-                                            verb));
+            apply_cron_verb(st, verb.get_string("op", ""), verb,
+                            [done](json::value r) {
+                              done->set_value(std::move(r));
+                            });
           })) {
         if (f.wait_for(answer_timeout) != std::future_status::ready)
           return R::failure(status_code::unavailable,
@@ -327,11 +329,13 @@ private:
 
 } // namespace
 
-json::value apply_cron_verb(cron_sched_state& st, const std::string& op,
-                            const json::value& v) {
+void apply_cron_verb(cron_sched_state& st, const std::string& op,
+                     const json::value& v,
+                     std::function<void(json::value)> reply) {
+  auto fail = [&](const status& s) { reply(failure_json(s)); };
   if (!st.engine)
-    return failure_json(status::failure(status_code::unavailable,
-                                        "the scheduler is not active"));
+    return fail(status::failure(status_code::unavailable,
+                                "the scheduler is not active"));
   auto& e = *st.engine;
   auto id = v.get_string("id", "");
   result<cron_changes> ch;
@@ -339,30 +343,30 @@ json::value apply_cron_verb(cron_sched_state& st, const std::string& op,
   if (op == "add") {
     auto* jv = v.find("job");
     if (jv == nullptr)
-      return failure_json(status::failure(status_code::invalid_argument,
+      return fail(status::failure(status_code::invalid_argument,
                                           "no job given"));
     auto def = cron_job_from_json(*jv, cfg.cron.default_timezone, true);
     if (!def)
-      return failure_json(def.get_status());
+      return fail(def.get_status());
     if (auto s = check_job_prompt(*def); !s)
-      return failure_json(s);
+      return fail(s);
     ch = e.add(std::move(*def));
     if (ch && !ch->jobs.empty())
       id = ch->jobs.back().id;
   } else if (op == "update") {
     auto j = e.job(id);
     if (!j)
-      return failure_json(j.get_status());
+      return fail(j.get_status());
     auto* patch = v.find("patch");
     if (patch == nullptr)
-      return failure_json(status::failure(status_code::invalid_argument,
+      return fail(status::failure(status_code::invalid_argument,
                                           "no changes given"));
     auto before = j->prompt;
     if (auto s = cron_job_patch(*j, *patch); !s)
-      return failure_json(s);
+      return fail(s);
     if (j->prompt != before)
       if (auto s = check_job_prompt(*j); !s)
-        return failure_json(s);
+        return fail(s);
     ch = e.update(std::move(*j));
   } else if (op == "remove") {
     ch = e.remove(id);
@@ -373,19 +377,18 @@ json::value apply_cron_verb(cron_sched_state& st, const std::string& op,
   } else if (op == "run_now") {
     ch = e.run_now(id);
   } else {
-    return failure_json(status::failure(status_code::invalid_argument,
+    return fail(status::failure(status_code::invalid_argument,
                                         "unknown verb '" + op + "'"));
   }
   if (!ch)
-    return failure_json(ch.get_status());
-  // Stored (with what was pending) before the answer: readers of the
-  // store see the change once the verb returns.
-  st.persist(std::move(*ch));
+    return fail(ch.get_status());
+  // Answered once stored (with what was pending): readers of the store
+  // see the change when the verb returns.
+  st.persist(std::move(*ch), [reply, id] { reply(ok_json(id)); });
   // The timer follows the change (a new job, a moved schedule, a run
   // queued now).
   ++st.timer_gen;
   st.tick();
-  return ok_json(id);
 }
 
 std::shared_ptr<cron_service> cron_of(runtime& rt) {

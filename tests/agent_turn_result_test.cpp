@@ -111,6 +111,7 @@ BOOST_AUTO_TEST_CASE(json_shape_of_a_completed_turn) {
   BOOST_TEST(j.find("interrupt_message") == nullptr);
   BOOST_TEST(j.find("cleanup_errors") == nullptr);
   BOOST_TEST(j.find("pending_steer") == nullptr);
+  BOOST_TEST(j.find("retryable") == nullptr);
   auto* msgs = j.find("messages");
   BOOST_REQUIRE(msgs != nullptr);
   BOOST_REQUIRE(msgs->size() == 3u);
@@ -166,4 +167,15 @@ BOOST_AUTO_TEST_CASE(binary_content_still_gives_valid_json) {
   r.messages.push_back(m);
   auto text = r.to_json().dump();
   BOOST_TEST(json::parse(text).v.has_value());
+}
+
+BOOST_AUTO_TEST_CASE(a_transient_provider_failure_is_marked_retryable) {
+  turn_result r;
+  r.failed = true;
+  r.exit = turn_exit::provider_error;
+  r.error = "API call failed after 3 attempts on 'custom': transport error";
+  r.retryable = true;
+  auto j = r.to_json();
+  BOOST_TEST(j.get_bool("retryable", false));
+  BOOST_TEST(j.get_string("exit_reason") == "provider_error");
 }

@@ -162,3 +162,42 @@ BOOST_FIXTURE_TEST_CASE(two_gateways_on_one_store_fire_each_job_once,
                       "holder: " << holder());
   BOOST_CHECK_EQUAL(alive->stop(), 0);
 }
+
+BOOST_FIXTURE_TEST_CASE(a_node_killed_in_the_middle_of_a_run_catches_up,
+                        shared_home_cluster) {
+  // The first answer never comes in time: the node is killed meanwhile.
+  provider.script(R"({"path":"/v1/chat/completions","status":200,"body":)"
+                  + json::value{completion("too late")}.dump()
+                  + R"(,"delay_ms":60000})");
+  provider.script_chat(completion("caught up"), 5);
+  auto a = start_gateway("");
+  open_jobs();
+  auto id = add_one_shot("slow", 1);
+  std::string running;
+  for (int i = 0; i < 300 && running.empty(); ++i) {
+    auto h = jobs->history(id, 5, 0, nullptr);
+    if (h && !h->empty() && h->front().status == "running"
+        && !request_bodies(provider).empty())
+      running = h->front().id;
+    else
+      std::this_thread::sleep_for(milliseconds{100});
+  }
+  BOOST_REQUIRE_MESSAGE(!running.empty(), "the run did not start");
+  a->stop(SIGKILL);
+  // Nothing stored is lost: the run is still recorded, as running.
+  auto h = jobs->history(id, 5, 0, nullptr);
+  BOOST_REQUIRE(h && h->size() == 1);
+  BOOST_CHECK_EQUAL(h->front().status, "running");
+  auto b = start_gateway("");
+  wait_fired({id});
+  for (int i = 0; i < 300 && ended_runs(id) < 2; ++i)
+    std::this_thread::sleep_for(milliseconds{100});
+  auto runs = jobs->history(id, 5, 0, nullptr);
+  BOOST_REQUIRE(runs && runs->size() == 2);
+  BOOST_CHECK_EQUAL(runs->back().id, running);
+  BOOST_CHECK_EQUAL(runs->back().status, "interrupted");
+  BOOST_CHECK_EQUAL(runs->front().trigger, "catch_up");
+  BOOST_CHECK_EQUAL(runs->front().status, "ok");
+  BOOST_CHECK_EQUAL(runs->front().result, "caught up");
+  BOOST_CHECK_EQUAL(b->stop(), 0);
+}

@@ -424,3 +424,78 @@ BOOST_FIXTURE_TEST_CASE(verbs_go_through_the_scheduler, cron_fixture) {
   BOOST_CHECK(!svc().get(j.id));
   BOOST_CHECK(svc().scheduler().here);
 }
+
+BOOST_FIXTURE_TEST_CASE(the_jobs_skills_are_loaded_into_the_run, cron_fixture) {
+  start_all(cron_options());
+  home.write("skills/nightly-digest/SKILL.md",
+             "---\nname: nightly-digest\ndescription: how to write the "
+             "digest\nrequired_environment_variables: [DIGEST_TOKEN]\n---\n"
+             "SKILL-BODY-MARKER: list the three most important items.\n");
+  script(chat_completion("digest written"));
+  auto j = add(hour_job_prefix
+               + R"("prompt":"write the digest","skills":["nightly-digest"]})");
+  advance(std::chrono::hours(1));
+  auto r = wait_runs(j.id, 1).front();
+  BOOST_CHECK_MESSAGE(r.status == "ok", run_text(r));
+  auto reqs = requests();
+  BOOST_REQUIRE_EQUAL(reqs.size(), 1u);
+  auto sent = reqs[0].dump();
+  BOOST_CHECK(contains(sent, "SKILL-BODY-MARKER"));
+  BOOST_CHECK(contains(sent, "write the digest"));
+  // A skill that does not exist fails the run clearly, without a model call.
+  BOOST_REQUIRE(svc().remove(j.id).ok());
+  auto k = add(hour_job_prefix
+               + R"("prompt":"write it","skills":["no-such-skill"]})");
+  advance(std::chrono::hours(1));
+  auto rk = wait_runs(k.id, 1).front();
+  BOOST_CHECK_MESSAGE(rk.status == "error", run_text(rk));
+  BOOST_CHECK(contains(rk.error, "no-such-skill"));
+  BOOST_CHECK_EQUAL(requests().size(), 1u);
+}
+
+BOOST_FIXTURE_TEST_CASE(with_cron_approvals_http_a_run_waits_for_the_dashboard,
+                        cron_fixture) {
+  auto o = cron_options();
+  o.approvals.http = "pending";
+  o.cron.approvals = "http";
+  start_all(std::move(o));
+  auto victim = home / "victim";
+  fs::create_directories(victim + "/sub");
+  script(chat_completion("", {{"c1", "terminal",
+                               one_arg("command", "rm -rf " + victim)}}));
+  script(chat_completion("cleaned after approval"));
+  auto j = add(hour_job_prefix + R"("prompt":"clean up"})");
+  advance(std::chrono::hours(1));
+  // The command waits in the pending registry (what the console lists).
+  BOOST_REQUIRE(wait_for(
+    [&] { return rt->pending_requests(pending_kind::approval).size() == 1; },
+    30));
+  auto p = rt->pending_requests(pending_kind::approval).front();
+  BOOST_CHECK(contains(p.command, "rm -rf"));
+  BOOST_CHECK(fs::exists(victim));
+  BOOST_CHECK(rt->answer_approval(p.id, approval_choice::once)
+              == pending_answer::ok);
+  auto r = wait_runs(j.id, 1).front();
+  BOOST_CHECK_MESSAGE(r.status == "ok", run_text(r));
+  BOOST_CHECK(!fs::exists(victim));
+  BOOST_CHECK(r.error.empty());
+}
+
+BOOST_FIXTURE_TEST_CASE(clarify_is_unavailable_in_a_run, cron_fixture) {
+  auto o = cron_options();
+  // Even where the node's own turns may ask over HTTP.
+  o.clarify.http = "pending";
+  start_all(std::move(o));
+  rt->use_pending_channels({/*approvals=*/false, /*clarify=*/true});
+  script(chat_completion("", {{"c1", "clarify",
+                               one_arg("question", "which branch?")}}));
+  script(chat_completion("went with main"));
+  auto j = add(hour_job_prefix + R"("prompt":"merge"})");
+  advance(std::chrono::hours(1));
+  auto r = wait_runs(j.id, 1).front();
+  BOOST_CHECK_MESSAGE(r.status == "ok", run_text(r));
+  BOOST_CHECK(rt->pending_requests(pending_kind::clarify).empty());
+  auto reqs = requests();
+  BOOST_REQUIRE_EQUAL(reqs.size(), 2u);
+  BOOST_CHECK(contains(reqs[1].dump(), "not available"));
+}
