@@ -1,4 +1,5 @@
-// `mibyan mcp list [--json]` and `mibyan mcp test NAME` (docs/mcp.md).
+// `mibyan mcp list [--json]` and `mibyan mcp test NAME` (docs/mcp.md);
+// `login` and `logout` are in cli/mcp_login.cpp.
 #include "cli/commands.hpp"
 
 #include <chrono>
@@ -7,6 +8,7 @@
 
 #include "base/http_client.hpp"
 #include "base/json.hpp"
+#include "cli/mcp_login.hpp"
 #include "config/options.hpp"
 #include "tools/mcp/mcp_tools.hpp"
 #include "tools/registry.hpp"
@@ -79,7 +81,7 @@ int mcp_list(const options& opts, bool as_json) {
   }
   mgr.shutdown();
   for (auto& r : rep)
-    if (r.state == "failed")
+    if (r.state == "failed" || r.state == "needs_login")
       return 1;
   return 0;
 }
@@ -138,6 +140,13 @@ int mcp_test(const options& opts, const std::string& name) {
 
 int mcp_command(const std::vector<std::string>& args,
                 const global_flags& flags) {
+  if (!args.empty() && (args[0] == "login" || args[0] == "logout")) {
+    options opts;
+    if (!load_config_or_report(flags, opts))
+      return 2;
+    std::vector<std::string> rest(args.begin() + 1, args.end());
+    return args[0] == "login" ? mcp_login(opts, rest) : mcp_logout(opts, rest);
+  }
   bool as_json = false;
   std::vector<std::string> pos;
   for (auto& a : args) {
@@ -149,7 +158,8 @@ int mcp_command(const std::vector<std::string>& args,
   if (pos.empty() || (pos[0] == "list" && pos.size() != 1)
       || (pos[0] == "test" && pos.size() != 2)
       || (pos[0] != "list" && pos[0] != "test")) {
-    std::cerr << "usage: mibyan mcp list [--json] | mibyan mcp test NAME\n";
+    std::cerr << "usage: mibyan mcp list [--json] | mibyan mcp test NAME | "
+                 "mibyan mcp login NAME | mibyan mcp logout NAME\n";
     return 2;
   }
   options opts;
