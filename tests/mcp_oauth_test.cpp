@@ -12,6 +12,8 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <thread>
+#include <ctime>
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -392,6 +394,14 @@ BOOST_FIXTURE_TEST_CASE(login_with_dynamic_registration_then_tools, fixture) {
     BOOST_TEST(!contains(slurp_file(home / "logs/login.log"), tkn));
   }
 
+  // Through the runtime: the tool result passes the runtime's redactor,
+  // which learnt the token when it was loaded.
+  auto tool = mibyan({"tool", "mcp__secure__echo_token", "{}"});
+  BOOST_TEST(tool.exit_code == 0, tool.out + tool.err);
+  BOOST_TEST(contains(tool.out, "[REDACTED:MCP_secure_OAUTH_ACCESS_TOKEN]"),
+             tool.out);
+  BOOST_TEST(!contains(tool.out + tool.err, rec.access_token));
+
   auto out = mibyan({"mcp", "logout", "secure"});
   BOOST_TEST(out.exit_code == 0, out.err);
   BOOST_TEST(::access(token_file().c_str(), F_OK) != 0);
@@ -424,6 +434,32 @@ BOOST_FIXTURE_TEST_CASE(refused_token_is_refreshed_transparently, fixture) {
       BOOST_TEST(t.get_string("resource", "") == as.url("/mcp"));
     }
   BOOST_TEST(refreshed);
+  mgr.shutdown();
+}
+
+BOOST_FIXTURE_TEST_CASE(expired_token_is_refreshed_transparently, fixture) {
+  as.configure(R"({"access_ttl": 1})");
+  auto o = login();
+  BOOST_REQUIRE_MESSAGE(o.exit_code == 0, o.out + o.err);
+  auto first = record();
+  BOOST_REQUIRE(first.expires_at > 0);
+  // Wait (bounded) until the server considers the token expired.
+  auto limit = clock_type::now() + 10s;
+  while (std::time(nullptr) <= first.expires_at && clock_type::now() < limit)
+    std::this_thread::sleep_for(50ms);
+  as.configure(R"({"access_ttl": 3600})");
+  auto cfg = load();
+  http_client http;
+  mcp_manager mgr{cfg, &http};
+  mgr.start(); // initialize gets a 401, refreshes, succeeds
+  auto s = mgr.find("secure");
+  BOOST_REQUIRE_MESSAGE(s->current_state() == mcp_session::state::connected,
+                        s->last_error());
+  auto r = s->call_tool("add", args_of(R"({"a":1,"b":1})"), nullptr,
+                        clock_type::now() + 30s, home / "media");
+  BOOST_TEST(r.get_string("result", "") == "2", r.dump());
+  BOOST_TEST(record().access_token != first.access_token);
+  BOOST_TEST(record().expires_at > first.expires_at);
   mgr.shutdown();
 }
 
