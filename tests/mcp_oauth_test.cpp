@@ -31,6 +31,8 @@
 #include "tests/support/paths.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/temp_dir.hpp"
+#include "tests/support/serve_fixture.hpp"
+#include "tests/support/ui_client.hpp"
 #include "tools/mcp/mcp_oauth.hpp"
 #include "tools/mcp/mcp_oauth_client.hpp"
 #include "tools/mcp/mcp_oauth_store.hpp"
@@ -74,6 +76,25 @@ struct login_outcome {
   std::string url;
 };
 
+// `mibyan mcp login secure` as a child; the test follows the printed URL
+// like a browser (the authorization server redirects to the child's
+// loopback listener).
+login_outcome play_login(const std::string& home,
+                         const std::map<std::string, std::string>& env) {
+  test::running_child child({test::mibyan_binary(), "--log-file",
+                             home + "/logs/login.log", "mcp", "login",
+                             "secure", "--no-browser", "--timeout", "60"},
+                            env);
+  login_outcome o;
+  o.url = child.wait_for_line("http", 30s);
+  if (!o.url.empty())
+    test::browser_get(o.url);
+  o.exit_code = child.wait(60s);
+  o.out = child.out();
+  o.err = child.err();
+  return o;
+}
+
 struct fixture {
   test::oauth_test_server as;
   test::temp_dir home;
@@ -110,23 +131,7 @@ struct fixture {
     return *r;
   }
 
-  // `mibyan mcp login secure` as a child; the test follows the printed URL
-  // like a browser (the authorization server redirects to the child's
-  // loopback listener).
-  login_outcome login() {
-    test::running_child child({test::mibyan_binary(), "--log-file",
-                               home / "logs/login.log", "mcp", "login",
-                               "secure", "--no-browser", "--timeout", "60"},
-                              env);
-    login_outcome o;
-    o.url = child.wait_for_line("http", 30s);
-    if (!o.url.empty())
-      test::browser_get(o.url);
-    o.exit_code = child.wait(60s);
-    o.out = child.out();
-    o.err = child.err();
-    return o;
-  }
+  login_outcome login() { return play_login(home.path(), env); }
 
   test::process_result mibyan(const std::vector<std::string>& args) {
     test::process_options po;
@@ -657,4 +662,39 @@ BOOST_FIXTURE_TEST_CASE(openid_discovery_fallback_and_well_known_prm, fixture) {
   auto list = mibyan({"mcp", "list", "--json"});
   BOOST_TEST(server_entry(list.out).get_string("state", "") == "connected",
              list.out + list.err);
+}
+
+BOOST_AUTO_TEST_CASE(serve_shows_needs_login_until_a_login) {
+  namespace sv = test::serving;
+  test::oauth_test_server as;
+  sv::fixture f;
+  f.home.write("logs/.keep", "");
+  auto sp = f.start("mcp_servers:\n"
+                    "  secure:\n"
+                    "    url: " + as.url("/mcp") + "\n"
+                    "    connect_timeout: 15\n");
+  auto p = sp->port;
+  auto r = test::ui::request(p, "GET", "/ui/api/mcp");
+  BOOST_REQUIRE_MESSAGE(sv::status_of(r) == 200, r);
+  auto data = sv::body_of(r)["data"];
+  BOOST_REQUIRE_MESSAGE(data.size() == 1u, data.dump());
+  auto entry = data.as_array()[0];
+  BOOST_TEST(entry.get_string("state", "") == "needs_login", entry.dump());
+  BOOST_TEST(contains(entry.get_string("last_error", ""),
+                      "mibyan mcp login secure"),
+             entry.dump());
+  // A login in another process; the running node picks up the token file
+  // at its next connection, without a restart.
+  std::map<std::string, std::string> env{{"MIBYAN_HOME", f.home.path()}};
+  auto o = play_login(f.home.path(), env);
+  BOOST_REQUIRE_MESSAGE(o.exit_code == 0, o.out + o.err);
+  auto ok = test::ui::request(p, "POST", "/ui/api/mcp/secure/reconnect");
+  BOOST_TEST_CONTEXT(ok) {
+    BOOST_CHECK_EQUAL(sv::status_of(ok), 200);
+    BOOST_TEST(sv::body_of(ok).get_string("state", "") == "connected");
+  }
+  auto rec = load_mcp_token(mcp_token_path(f.home.path(), "secure"));
+  BOOST_REQUIRE(rec.ok());
+  BOOST_CHECK_EQUAL(sp->stop(), 0);
+  BOOST_TEST(!contains(test::slurp(f.home / "serve.err"), rec->access_token));
 }
