@@ -209,6 +209,8 @@ void child_done(conv_pointer self, std::shared_ptr<delegation_run> run,
     return;
   t.finished = true;
   t.running = false;
+  if (auto& gate = self->state.deps.svc->approvals)
+    gate->channels()->forget(t.session_id);
   t.result = task_entry(i, t, turn_json, failure);
   --run->running;
   ++run->finished;
@@ -285,6 +287,9 @@ void start_children(conv_pointer self, std::shared_ptr<delegation_run> run) {
     if (t.session_id.size() > 128) // the store's id limit
       t.session_id = "child_" + std::to_string(t.started_ms) + "."
                      + std::to_string(run->batch) + "." + std::to_string(i);
+    // The child asks through the parent's per-session channels, if any.
+    if (auto& gate = st.deps.svc->approvals)
+      gate->channels()->alias(t.session_id, parent);
     session_meta meta;
     meta.id = t.session_id;
     meta.source = "delegate";

@@ -114,6 +114,7 @@ writer(writer_pointer self, std::shared_ptr<session_store> store) {
       w.create.cwd = std::move(m.cwd);
       w.create.title = std::move(m.title);
       w.create.parent_session_id = std::move(m.parent_session_id);
+      w.create.metadata_json = std::move(m.metadata_json);
       pending_reply r;
       r.created = self->make_response_promise<std::string>();
       auto out = r.created;

@@ -87,6 +87,7 @@ void approval_service::forget_session(const std::string& session) {
     std::lock_guard<std::mutex> guard{mtx_};
     sessions_.erase(session);
   }
+  channels_->forget(session);
   breaker_.forget(session);
 }
 
@@ -116,8 +117,17 @@ std::set<std::string> approval_service::session_keys(
   return st.keys;
 }
 
-std::string approval_service::context_key() const {
-  switch (context_) {
+std::pair<approval_callback, approval_context>
+approval_service::channel_for(const std::string& session) const {
+  if (!session.empty())
+    if (auto ch = channels_->find(session))
+      return {std::move(ch->approval), ch->context};
+  std::lock_guard<std::mutex> guard{mtx_};
+  return {callback_, context_};
+}
+
+std::string approval_service::context_key(approval_context c) const {
+  switch (c) {
   case approval_context::cron:
     return "approvals.cron_mode";
   case approval_context::single_query:
@@ -128,9 +138,9 @@ std::string approval_service::context_key() const {
   return "approvals.unattended_mode";
 }
 
-bool approval_service::context_approves() const {
+bool approval_service::context_approves(approval_context c) const {
   const auto& a = cfg_.approvals;
-  switch (context_) {
+  switch (c) {
   case approval_context::cron:
     return a.cron_mode == "approve";
   case approval_context::single_query:
@@ -258,17 +268,14 @@ approval_verdict approval_service::flagged(const std::string& command,
                                            const std::vector<std::string>& keys,
                                            const approval_call& call) {
   auto desc = join_descriptions(keys);
-  approval_callback cb;
+  auto [cb, context] = channel_for(call.session_id);
   decltype(hooks_.guardian) guardian;
-  std::string key;
-  bool context_ok = false;
   {
     std::lock_guard<std::mutex> guard{mtx_};
-    cb = callback_;
     guardian = hooks_.guardian;
-    key = context_key();
-    context_ok = context_approves();
   }
+  const std::string key = context_key(context);
+  const bool context_ok = context_approves(context);
   const auto& sid = call.session_id;
   // 8. No interactive channel: the context's default (Mibyan: deny).
   if (!cb && !context_ok) {
@@ -389,6 +396,7 @@ approval_verdict approval_service::ask_human(
 }
 
 approval_verdict approval_service::check_script(const approval_call& call) {
+  auto [cb, context] = channel_for(call.session_id);
   std::lock_guard<std::mutex> guard{mtx_};
   const auto& a = cfg_.approvals;
   auto it = sessions_.find(call.session_id);
@@ -407,10 +415,11 @@ approval_verdict approval_service::check_script(const approval_call& call) {
     return approved();
   // An interactive channel: the script runs; its terminal calls are
   // checked one by one through the cell authority.
-  if (callback_ || context_approves())
+  if (cb || context_approves(context))
     return approved();
   metrics::count_approval("no_channel");
-  return blocked(script_blocked_message(context_key()), "execute_code");
+  return blocked(script_blocked_message(context_key(context)),
+                 "execute_code");
 }
 
 } // namespace mibyan

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "approvals/approval_types.hpp"
+#include "approvals/session_channels.hpp"
 #include "approvals/denial_breaker.hpp"
 
 namespace mibyan {
@@ -93,6 +94,11 @@ public:
   /// The interactive channel (empty: none, the context's default applies).
   void set_callback(approval_callback cb);
   void set_context(approval_context c);
+  /// The per-session channels that override the two above for one session
+  /// (and its delegate_task children). Shared with the agent tools' clarify.
+  const std::shared_ptr<session_channel_table>& channels() const {
+    return channels_;
+  }
   /// Session `/yolo`.
   void set_session_yolo(const std::string& session, bool on);
   bool session_yolo(const std::string& session) const;
@@ -127,8 +133,12 @@ private:
     std::set<std::string> keys;
   };
 
-  std::string context_key() const;
-  bool context_approves() const;
+  std::string context_key(approval_context c) const;
+  bool context_approves(approval_context c) const;
+  /// The channel and context for `session` (its own channels, else the
+  /// runtime-wide ones). Takes the lock itself.
+  std::pair<approval_callback, approval_context>
+  channel_for(const std::string& session) const;
   std::string with_breaker(const std::string& session, std::string message);
   approval_verdict flagged(const std::string& command,
                            const std::vector<std::string>& keys,
@@ -146,6 +156,8 @@ private:
   hooks hooks_;
   approval_callback callback_;
   approval_context context_ = approval_context::unattended;
+  std::shared_ptr<session_channel_table> channels_ =
+    std::make_shared<session_channel_table>();
   std::vector<std::string> permanent_;
   std::map<std::string, session_state> sessions_;
   approvals::denial_breaker breaker_;

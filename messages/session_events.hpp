@@ -20,12 +20,16 @@ struct session_meta {
   std::string cwd;
   std::string title;
   std::string parent_session_id;
+  /// A JSON object as text ("" = none): what the creator records with the
+  /// session, e.g. {"cron_job_id": ...} (storage/session_record.hpp).
+  std::string metadata_json;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, session_meta& x) {
   return f(caf::meta::type_name("mibyan::session_meta"), x.id, x.source,
-           x.model, x.provider, x.cwd, x.title, x.parent_session_id);
+           x.model, x.provider, x.cwd, x.title, x.parent_session_id,
+           x.metadata_json);
 }
 
 /// One message to append. `key` makes the append idempotent (the same key

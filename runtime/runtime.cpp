@@ -280,6 +280,7 @@ make_services(options opts, std::vector<std::unique_ptr<tool>> extra_tools,
   svc->tools.add(make_delegate_task_tool(svc->cfg));
   register_agent_tools(svc->tools);
   svc->agent_tools = std::make_shared<agent_tool_state>();
+  svc->agent_tools->channels = svc->approvals->channels();
   svc->toolsets = std::make_shared<toolset_catalog>();
   for (auto& t : extra_tools)
     svc->tools.add(std::move(t));
@@ -573,6 +574,17 @@ void runtime::set_clarify_callback(clarify_callback cb) {
 
 void runtime::set_approval_context(approval_context c) {
   impl_->svc->approvals->set_context(c);
+}
+
+void runtime::set_session_channels(const std::string& session_id,
+                                   session_channels ch) {
+  impl_->svc->approvals->channels()->set(
+    session_id, session_channel{std::move(ch.approval), ch.context,
+                                std::move(ch.clarify)});
+}
+
+void runtime::clear_session_channels(const std::string& session_id) {
+  impl_->svc->approvals->channels()->clear(session_id);
 }
 
 void runtime::set_session_yolo(const std::string& session_id, bool on) {

@@ -11,6 +11,7 @@
 #include "runtime/runtime.hpp"
 
 #include <ctime>
+#include <filesystem>
 #include <future>
 #include <memory>
 #include <mutex>
@@ -101,6 +102,15 @@ bool prepare_turn(runtime::impl& p, const turn_call& call, prepared_turn& t,
     t.meta.model = settings.main.endpoint.model;
     t.meta.provider = settings.main.endpoint.provider;
     t.meta.cwd = p.svc->default_cwd;
+    if (!call.cwd.empty()) {
+      std::error_code ec;
+      if (!std::filesystem::is_directory(call.cwd, ec))
+        return fail("the working directory '" + call.cwd
+                      + "' does not exist or is not a directory",
+                    true);
+      t.meta.cwd = call.cwd;
+    }
+    t.meta.metadata_json = call.metadata;
     if (!call.history_json.empty()) {
       auto parsed = json::parse(call.history_json);
       std::string err;

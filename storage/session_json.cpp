@@ -21,6 +21,9 @@ json::value session_json(const session_info& s) {
   v["provider"] = s.provider;
   v["cwd"] = s.cwd;
   v["parent_session_id"] = s.parent_session_id;
+  if (!s.metadata_json.empty())
+    if (auto m = json::parse(s.metadata_json); m && m.v->is_object())
+      v["metadata"] = *m.v;
   v["started_at_ms"] = s.started_at_ms;
   v["ended_at_ms"] = s.ended_at_ms;
   v["end_reason"] = s.end_reason;

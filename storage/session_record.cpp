@@ -20,6 +20,9 @@ std::string encode_session(const session_info& s) {
   o.set("cwd", s.cwd);
   o.set("title", s.title);
   o.set("parent_session_id", s.parent_session_id);
+  if (!s.metadata_json.empty())
+    if (auto m = json::parse(s.metadata_json); m && m.v->is_object())
+      o.set("metadata", *m.v);
   o.set("started_at", s.started_at_ms);
   o.set("ended_at", s.ended_at_ms);
   o.set("end_reason", s.end_reason);
@@ -58,6 +61,8 @@ bool decode_session(std::string_view text, session_info& s,
   s.cwd = o.get_string("cwd");
   s.title = o.get_string("title");
   s.parent_session_id = o.get_string("parent_session_id");
+  if (auto m = o.find("metadata"); m && m->is_object())
+    s.metadata_json = m->dump();
   s.started_at_ms = o.get_int("started_at", 0);
   s.ended_at_ms = o.get_int("ended_at", 0);
   s.end_reason = o.get_string("end_reason");

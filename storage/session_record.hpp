@@ -32,6 +32,9 @@ struct session_info {
   std::string title;
   /// The session this one continues (compression) or branched from.
   std::string parent_session_id;
+  /// What the creator recorded with the session: a JSON object as text,
+  /// "" when none (e.g. {"cron_job_id","cron_run_id"} for a scheduled run).
+  std::string metadata_json;
   /// Milliseconds since the epoch; `ended_at_ms` is 0 while open.
   int64_t started_at_ms = 0;
   int64_t ended_at_ms = 0;

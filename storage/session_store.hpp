@@ -73,6 +73,8 @@ struct new_session {
   std::string cwd;
   std::string title;
   std::string parent_session_id;
+  /// A JSON object as text, at most 16 KiB ("" = none).
+  std::string metadata_json;
   /// 0 = now.
   int64_t started_at_ms = 0;
 };

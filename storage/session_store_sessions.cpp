@@ -3,6 +3,7 @@
 #include "storage/session_store.hpp"
 
 #include "storage/session_id.hpp"
+#include "base/json.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -90,6 +91,19 @@ session_store::prepare_session(const new_session& ns) const {
   s.cwd = ns.cwd;
   s.title = ns.title;
   s.parent_session_id = ns.parent_session_id;
+  if (!ns.metadata_json.empty()) {
+    constexpr size_t max_metadata_bytes = 16 * 1024;
+    if (ns.metadata_json.size() > max_metadata_bytes)
+      return result::failure(status_code::invalid_argument,
+                             std::string{what}
+                               + ": metadata is over 16 KiB");
+    auto m = json::parse(ns.metadata_json);
+    if (!m || !m.v->is_object())
+      return result::failure(status_code::invalid_argument,
+                             std::string{what}
+                               + ": metadata is not a JSON object");
+    s.metadata_json = m.v->dump();
+  }
   return result{std::move(s)};
 }
 

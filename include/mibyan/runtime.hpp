@@ -120,6 +120,30 @@ struct turn_call {
   /// Used for stateless HTTP requests whose messages are the whole history
   /// (docs/serve.md).
   std::string history_json;
+  /// The working directory of a session this call creates ("" = the
+  /// runtime's current directory; ignored for an existing session, which
+  /// keeps its stored one). Must be an existing directory, else the turn
+  /// fails with config_error.
+  std::string cwd;
+  /// A JSON object as text stored with a session this call creates (""
+  /// = none; at most 16 KiB), e.g. {"cron_job_id": "..."}; read back as the
+  /// session's `metadata`. Ignored for an existing session.
+  std::string metadata;
+};
+
+/// One session's own channels (set_session_channels): they replace the
+/// runtime-wide approval and clarify channels for that session and its
+/// delegate_task children.
+struct session_channels {
+  /// Asks for this session (same contract as approval_callback); empty:
+  /// nobody can answer here and `context` decides.
+  approval_callback approval;
+  /// The config key deciding flagged commands when `approval` is empty
+  /// (cron: approvals.cron_mode). Hardline commands are never allowed.
+  approval_context context = approval_context::unattended;
+  /// Answers this session's clarify questions; empty: clarify is
+  /// unavailable in this session. Not serialised with other sessions.
+  clarify_callback clarify;
 };
 
 /// The answer to a turn_call.
@@ -220,6 +244,12 @@ public:
   /// Session `/yolo`: approve every command of the session that is not
   /// hardline or denied by a rule. Cleared with close_session.
   void set_session_yolo(const std::string& session_id, bool on);
+  /// Per-session channels (an editor's session, a scheduled run): replace
+  /// the runtime-wide channels for `session_id` until cleared. Any thread;
+  /// takes effect for the next approval or question of the session.
+  void set_session_channels(const std::string& session_id,
+                            session_channels ch);
+  void clear_session_channels(const std::string& session_id);
 
   /// The clarify channel (docs/tools.md, "clarify"): called on a runtime
   /// thread when the model asks the user a question. Without one, clarify

@@ -10,6 +10,17 @@ void agent_tool_state::set_clarify(clarify_callback cb, bool serialised) {
   clarify_serialised_ = serialised;
 }
 
+clarify_callback agent_tool_state::clarify_for(const std::string& session_id,
+                                              bool* serialised) const {
+  if (channels && !session_id.empty())
+    if (auto ch = channels->find(session_id)) {
+      if (serialised != nullptr)
+        *serialised = false;
+      return std::move(ch->clarify);
+    }
+  return clarify(serialised);
+}
+
 clarify_callback agent_tool_state::clarify(bool* serialised) const {
   std::lock_guard<std::mutex> guard{mtx_};
   if (serialised != nullptr)

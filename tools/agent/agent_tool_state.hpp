@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "base/json.hpp"
+#include "approvals/session_channels.hpp"
 #include "mibyan/clarify.hpp"
 
 namespace mibyan {
@@ -38,6 +39,14 @@ public:
   /// of several sessions at once (the pending registry).
   void set_clarify(clarify_callback cb, bool serialised = true);
   clarify_callback clarify(bool* serialised = nullptr) const;
+  /// The clarify channel of `session_id`: its per-session channel when it
+  /// has one (never serialised: the session's host takes its own
+  /// questions), else the runtime-wide one above.
+  clarify_callback clarify_for(const std::string& session_id,
+                               bool* serialised = nullptr) const;
+  /// The per-session channels (approvals/session_channels.hpp), shared
+  /// with the approval service. Set once by the runtime; may be null.
+  std::shared_ptr<session_channel_table> channels;
   /// Serialises clarify questions (one at a time per runtime).
   std::mutex& clarify_mutex() { return clarify_mtx_; }
 

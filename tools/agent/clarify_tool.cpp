@@ -76,7 +76,7 @@ public:
     clarify_callback cb;
     bool serialised = true;
     if (ctx.agent)
-      cb = ctx.agent->clarify(&serialised);
+      cb = ctx.agent->clarify_for(ctx.session_id, &serialised);
     if (!cb) {
       json::value r = error_result(
         "Clarify tool is not available in this execution context: no user "
