@@ -539,6 +539,14 @@ BOOST_FIXTURE_TEST_CASE(pre_registered_client_without_dcr, fixture) {
   auto list = mibyan({"mcp", "list", "--json"});
   BOOST_TEST(server_entry(list.out).get_string("state", "") == "connected",
              list.out + list.err);
+  // A server that takes the secret only in the body (client_secret_post).
+  as.configure(R"({"secret_post_only": true})");
+  auto post = login();
+  BOOST_REQUIRE_MESSAGE(post.exit_code == 0, post.out + post.err);
+  auto st2 = as.state();
+  BOOST_TEST(!st2["token_requests"].as_array().back().get_bool("basic_auth",
+                                                                true));
+  BOOST_TEST(record().token_auth_method == "client_secret_post");
 }
 
 BOOST_FIXTURE_TEST_CASE(insufficient_scope_steps_up, fixture) {

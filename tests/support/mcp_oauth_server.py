@@ -33,7 +33,8 @@ Control routes:
   GET  /__state    JSON counters and the last requests' parameters
 
 Settings: dcr (true), prm_in_header (true), access_ttl (3600 s),
-refresh_fails (false), garbage_prm (false), hang_as_metadata (false),
+refresh_fails (false), secret_post_only (false: client_secret_basic),
+garbage_prm (false), hang_as_metadata (false),
 no_s256 (false), oidc_only (false), tamper_state (false),
 clients ({client_id: {"secret": s, "redirect_uris": [..]}} pre-registered),
 revoked (list of access tokens the MCP server refuses from now on).
@@ -138,7 +139,9 @@ class Handler(BaseHTTPRequestHandler):
             "token_endpoint": issuer() + "/token",
             "response_types_supported": ["code"],
             "grant_types_supported": ["authorization_code", "refresh_token"],
-            "token_endpoint_auth_methods_supported": ["none", "client_secret_basic"],
+            "token_endpoint_auth_methods_supported":
+                ["none", "client_secret_post"] if SETTINGS.get("secret_post_only")
+                else ["none", "client_secret_basic"],
         }
         if not SETTINGS["no_s256"]:
             md["code_challenge_methods_supported"] = ["S256"]
@@ -253,7 +256,10 @@ class Handler(BaseHTTPRequestHandler):
         client = SETTINGS["clients"].get(cid)
         if client is None:
             return None
-        if client.get("secret"):
+        if client.get("secret") and SETTINGS.get("secret_post_only"):
+            if f.get("client_secret") != client["secret"]:
+                return None
+        elif client.get("secret"):
             auth = self.headers.get("Authorization", "")
             want = "Basic " + base64.b64encode(
                 (urllib.parse.quote(cid, safe="") + ":" + urllib.parse.quote(client["secret"], safe="")).encode()).decode()
@@ -276,7 +282,8 @@ class Handler(BaseHTTPRequestHandler):
     def token(self, f):
         with LOCK:
             STATE["token_requests"].append({k: v for k, v in f.items()
-                                            if k not in ("code", "refresh_token", "code_verifier")}
+                                            if k not in ("code", "refresh_token", "code_verifier",
+                                                         "client_secret")}
                                            | {"had_verifier": bool(f.get("code_verifier")),
                                               "basic_auth": self.headers.get("Authorization", "").startswith("Basic ")})
             cid = self.client_ok(f)

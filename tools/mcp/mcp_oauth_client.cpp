@@ -202,16 +202,18 @@ result<json::value> mcp_oauth_client::token_request(
   std::vector<std::pair<std::string, std::string>> headers = {
     {"Content-Type", "application/x-www-form-urlencoded"},
     {"Accept", "application/json"}};
+  fields.emplace_back("client_id", r.client_id);
   if (!r.client_secret.empty()) {
-    // client_secret_basic unless the server only takes client_secret_post.
-    // RFC 6749 §2.3.1: both parts form-encoded before base64.
-    std::string creds = form_encode(r.client_id) + ":"
-                        + form_encode(r.client_secret);
-    auto b64 = base64_encode(creds);
-    fields.emplace_back("client_id", r.client_id);
-    headers.emplace_back("Authorization", "Basic " + b64);
-  } else {
-    fields.emplace_back("client_id", r.client_id);
+    if (r.token_auth_method == "client_secret_post") {
+      fields.emplace_back("client_secret", r.client_secret);
+    } else {
+      // client_secret_basic; RFC 6749 §2.3.1: both parts form-encoded
+      // before base64.
+      headers.emplace_back("Authorization",
+                           "Basic "
+                             + base64_encode(form_encode(r.client_id) + ":"
+                                             + form_encode(r.client_secret)));
+    }
   }
   auto resp = send("POST", r.token_endpoint, std::move(headers),
                    form_body(fields));

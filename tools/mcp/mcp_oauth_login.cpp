@@ -216,6 +216,14 @@ mcp_oauth_client::begin(const mcp_oauth_discovery& d,
     r.client_secret = client_secret_;
     r.client_registered = false;
     r.redirect_uri = redirect_uri;
+    // client_secret_basic unless the server takes only client_secret_post.
+    auto& m = d.token_auth_methods;
+    auto has = [&](const char* x) {
+      return std::find(m.begin(), m.end(), x) != m.end();
+    };
+    r.token_auth_method = has("client_secret_post") && !has("client_secret_basic")
+                            ? "client_secret_post"
+                            : "client_secret_basic";
   } else if (r.client_registered && same_as && r.redirect_uri == redirect_uri
              && !r.client_id.empty()) {
     // keep it
@@ -246,6 +254,8 @@ mcp_oauth_client::begin(const mcp_oauth_discovery& d,
           + excerpt(resp->body));
     r.client_id = parsed.v->get_string("client_id", "");
     r.client_secret = parsed.v->get_string("client_secret", "");
+    r.token_auth_method = parsed.v->get_string("token_endpoint_auth_method",
+                                               "client_secret_basic");
     r.client_registered = true;
     r.redirect_uri = redirect_uri;
   } else {

@@ -26,6 +26,7 @@ json::value mcp_oauth_record::to_json() const {
   v["client_id"] = client_id;
   v["client_secret"] = client_secret;
   v["client_registered"] = client_registered;
+  v["token_auth_method"] = token_auth_method;
   v["redirect_uri"] = redirect_uri;
   v["access_token"] = access_token;
   v["refresh_token"] = refresh_token;
@@ -48,6 +49,7 @@ mcp_oauth_record mcp_oauth_record::from_json(const json::value& v) {
   r.client_id = v.get_string("client_id");
   r.client_secret = v.get_string("client_secret");
   r.client_registered = v.get_bool("client_registered", false);
+  r.token_auth_method = v.get_string("token_auth_method");
   r.redirect_uri = v.get_string("redirect_uri");
   r.access_token = v.get_string("access_token");
   r.refresh_token = v.get_string("refresh_token");

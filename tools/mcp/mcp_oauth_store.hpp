@@ -34,6 +34,9 @@ struct mcp_oauth_record {
   std::string client_id;
   std::string client_secret;    // a dynamically registered client's secret
   bool client_registered = false; // client_id came from RFC 7591
+  /// How a client with a secret authenticates at the token endpoint:
+  /// "client_secret_basic" (default) or "client_secret_post".
+  std::string token_auth_method;
   std::string redirect_uri;     // the one the client was registered with
   std::string access_token;
   std::string refresh_token;
