@@ -468,6 +468,38 @@ BOOST_FIXTURE_TEST_CASE(expired_token_is_refreshed_transparently, fixture) {
   mgr.shutdown();
 }
 
+BOOST_FIXTURE_TEST_CASE(token_is_refreshed_before_its_expiry, fixture) {
+  // A 6 s token: due for a background refresh 3 s before it expires.
+  as.configure(R"({"access_ttl": 6})");
+  auto o = login();
+  BOOST_REQUIRE_MESSAGE(o.exit_code == 0, o.out + o.err);
+  auto first = record();
+  BOOST_TEST(!first.refresh_due(first.obtained_at));
+  BOOST_TEST(first.refresh_due(first.expires_at - 3));
+  auto refused_before = as.state().get_int("mcp_unauthorized", -1); // probe
+  auto cfg = load();
+  http_client http;
+  mcp_manager mgr{cfg, &http};
+  mgr.start();
+  auto s = mgr.find("secure");
+  BOOST_REQUIRE_MESSAGE(s->current_state() == mcp_session::state::connected,
+                        s->last_error());
+  // Requests go on; one of them (once due) wakes the refresher.
+  auto limit = clock_type::now() + 30s;
+  while (record().access_token == first.access_token
+         && clock_type::now() < limit) {
+    BOOST_REQUIRE(s->ping(10s).ok());
+    std::this_thread::sleep_for(100ms);
+  }
+  BOOST_TEST(record().access_token != first.access_token);
+  auto st = as.state();
+  BOOST_TEST(st.get_int("mcp_unauthorized", -1) == refused_before, st.dump());
+  auto r = s->call_tool("add", args_of(R"({"a":2,"b":2})"), nullptr,
+                        clock_type::now() + 30s, home / "media");
+  BOOST_TEST(r.get_string("result", "") == "4", r.dump());
+  mgr.shutdown();
+}
+
 BOOST_FIXTURE_TEST_CASE(refused_refresh_means_needs_login, fixture) {
   auto o = login();
   BOOST_REQUIRE_MESSAGE(o.exit_code == 0, o.out + o.err);

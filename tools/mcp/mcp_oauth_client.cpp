@@ -79,7 +79,58 @@ mcp_oauth_client::mcp_oauth_client(const mcp_server_options& s,
   reload_locked();
 }
 
-mcp_oauth_client::~mcp_oauth_client() = default;
+mcp_oauth_client::~mcp_oauth_client() {
+  {
+    std::lock_guard<std::mutex> guard{flag_mtx_};
+    stopping_ = true; // also cancels a token request in flight
+  }
+  refresh_cv_.notify_all();
+  if (refresher_.joinable())
+    refresher_.join();
+}
+
+void mcp_oauth_client::refresh_soon() {
+  std::lock_guard<std::mutex> guard{flag_mtx_};
+  auto now = std::chrono::steady_clock::now();
+  if (stopping_ || refresh_wanted_ || now < next_background_try_)
+    return;
+  refresh_wanted_ = true;
+  if (!refresher_.joinable())
+    refresher_ = std::thread{[this] { refresher_loop(); }};
+  refresh_cv_.notify_all();
+}
+
+void mcp_oauth_client::refresher_loop() {
+  std::unique_lock<std::mutex> lock{flag_mtx_};
+  while (true) {
+    refresh_cv_.wait(lock, [&] { return stopping_ || refresh_wanted_; });
+    if (stopping_)
+      return;
+    lock.unlock();
+    bool ok = false;
+    {
+      std::lock_guard<std::mutex> rguard{refresh_mtx_};
+      bool still_due;
+      {
+        std::lock_guard<std::mutex> guard{mtx_};
+        reload_locked();
+        still_due = have_rec_ && rec_.refresh_due(unix_now());
+      }
+      if (still_due && !stopping_) {
+        ok = refresh_unlocked().ok();
+        if (ok)
+          last_refresh_ = std::chrono::steady_clock::now();
+      }
+    }
+    lock.lock();
+    refresh_wanted_ = false;
+    // A failed attempt is not repeated at once: the next request within
+    // this pause just uses the old token (and a 401 refreshes in line).
+    if (!ok)
+      next_background_try_ = std::chrono::steady_clock::now()
+                             + std::chrono::seconds{30};
+  }
+}
 
 std::string mcp_oauth_client::login_hint() const {
   return "run `mibyan mcp login " + name_ + "`";
@@ -151,7 +202,7 @@ mcp_oauth_client::send(const std::string& method, const std::string& url,
   req.max_body_bytes = max_oauth_body;
   req.follow_redirects = false;
   req.user_agent = "mibyan";
-  auto res = http_->fetch(std::move(req));
+  auto res = http_->fetch(std::move(req), &stopping_);
   if (!res.summary.ok()) {
     auto st = res.summary.get_status();
     std::string why = res.summary.timed_out
@@ -314,7 +365,8 @@ status mcp_oauth_client::refresh_unlocked() {
       return fail_login("refreshing the access token of MCP server '" + name_
                         + "' failed: " + t.error + "; " + login_hint());
     // Transient (no answer, 5xx): keep the tokens, try again later.
-    MIBYAN_LOG(warning, "mcp", name_ << ": refreshing the access token "
+    if (!stopping_)
+      MIBYAN_LOG(warning, "mcp", name_ << ": refreshing the access token "
                                         "failed for now: "
                                      << t.error);
     return status::failure(t.code, "refreshing the access token failed: "
@@ -339,8 +391,11 @@ std::string mcp_oauth_client::bearer() {
   reload_locked();
   if (!have_rec_ || !rec_.login_reason.empty())
     return {};
-  // An expired token is still sent: the server's 401 leads to a refresh
-  // in on_unauthorized and the request is sent again.
+  // A token close to its expiry is refreshed in the background; until
+  // then (and when it expired) the old one is sent: the server's 401 leads
+  // to a refresh in on_unauthorized and the request is sent again.
+  if (rec_.refresh_due(unix_now()))
+    refresh_soon();
   return rec_.access_token;
 }
 

@@ -14,7 +14,9 @@
 //   resource); `finish` checks the redirect's state (and `iss`), exchanges
 //   the code with the verifier and stores the tokens (mcp_oauth_store.hpp).
 // - use (the HTTP transport's hooks, mcp_http_auth): `bearer` returns the
-//   stored access token as it is; `on_unauthorized` handles a 401 (token refused or
+//   stored access token as it is, and wakes a background refresh (a
+//   thread of this object) when it expires within min(60 s, half its
+//   lifetime); `on_unauthorized` handles a 401 (token refused or
 //   expired: refresh it and let the transport send the request again; no
 //   token: login needed) or a 403 insufficient_scope (step-up: login
 //   needed with the larger scope).
@@ -26,15 +28,20 @@
 // never logged.
 //
 // Threads: every member is thread-safe. `bearer` and `login_needed` never
-// touch the network. `on_unauthorized` and the login calls do, through an
+// touch the network (a due refresh runs on this object's own refresher
+// thread, joined by the destructor, which cancels its request). `on_unauthorized` and the login calls do, through an
 // HTTP client of their own, each request bounded by request_timeout.
 #pragma once
 
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "base/json.hpp"
@@ -164,6 +171,8 @@ private:
                                                           std::string>>
                                       fields);
   status refresh_unlocked(); // caller holds refresh_mtx_
+  void refresh_soon();       // wakes the background refresher
+  void refresher_loop();
   void reload_locked();
   void persist_step_up_locked();
   status store_locked(const mcp_oauth_record& r);
@@ -193,6 +202,11 @@ private:
   std::mutex flag_mtx_; // quick state set from the transport's callbacks
   std::string login_reason_;  // in-memory reason (a 401 without a token)
   std::string step_up_;       // scope of a 403 not yet in the record
+  bool refresh_wanted_ = false;
+  std::chrono::steady_clock::time_point next_background_try_{};
+  std::condition_variable refresh_cv_;
+  std::atomic<bool> stopping_{false}; // set under flag_mtx_; cancels I/O
+  std::thread refresher_; // started by the first refresh_soon()
 };
 
 /// The OAuth client of server `s` under `cfg.home`, made on first use and

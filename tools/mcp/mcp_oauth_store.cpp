@@ -1,5 +1,6 @@
 #include "tools/mcp/mcp_oauth_store.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -32,6 +33,7 @@ json::value mcp_oauth_record::to_json() const {
   v["refresh_token"] = refresh_token;
   v["token_type"] = token_type;
   v["expires_at"] = expires_at;
+  v["obtained_at"] = obtained_at;
   v["scope"] = scope;
   v["step_up_scope"] = step_up_scope;
   v["login_reason"] = login_reason;
@@ -55,6 +57,7 @@ mcp_oauth_record mcp_oauth_record::from_json(const json::value& v) {
   r.refresh_token = v.get_string("refresh_token");
   r.token_type = v.get_string("token_type");
   r.expires_at = v.get_int("expires_at", 0);
+  r.obtained_at = v.get_int("obtained_at", 0);
   r.scope = v.get_string("scope");
   r.step_up_scope = v.get_string("step_up_scope");
   r.login_reason = v.get_string("login_reason");
@@ -69,6 +72,7 @@ void mcp_oauth_record::apply_tokens(const json::value& t,
   r.token_type = "Bearer";
   if (auto rt = t.get_string("refresh_token", ""); !rt.empty())
     r.refresh_token = rt; // rotated; otherwise the old one stays valid
+  r.obtained_at = now;
   auto exp = t.find("expires_in");
   r.expires_at = exp != nullptr && exp->is_number()
                    ? now + std::max<int64_t>(0, exp->as_int())
@@ -81,6 +85,15 @@ void mcp_oauth_record::apply_tokens(const json::value& t,
   if (!r.step_up_scope.empty() && scope_covers(r.scope, r.step_up_scope))
     r.step_up_scope.clear();
   r.login_reason.clear();
+}
+
+bool mcp_oauth_record::refresh_due(int64_t now) const {
+  if (expires_at == 0 || refresh_token.empty() || !login_reason.empty())
+    return false;
+  int64_t ahead = 60;
+  if (obtained_at > 0 && expires_at > obtained_at)
+    ahead = std::min<int64_t>(ahead, (expires_at - obtained_at) / 2);
+  return now + ahead >= expires_at;
 }
 
 std::string mcp_token_path(const std::string& home, const std::string& server) {

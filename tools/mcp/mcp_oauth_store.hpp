@@ -42,6 +42,7 @@ struct mcp_oauth_record {
   std::string refresh_token;
   std::string token_type;
   int64_t expires_at = 0;       // unix seconds; 0 = unknown
+  int64_t obtained_at = 0;      // unix seconds the access token came
   std::string scope;            // granted (or requested when not echoed)
   std::string step_up_scope;    // scope a 403 insufficient_scope asked for
   std::string login_reason;     // why a new login is needed ("" = none)
@@ -52,6 +53,10 @@ struct mcp_oauth_record {
   /// step-up scope the grant covers.
   void apply_tokens(const json::value& token_response,
                     const std::string& requested_scope, int64_t now);
+
+  /// Whether a background refresh is due at `now`: the token expires
+  /// within min(60 s, half its lifetime) and there is a refresh token.
+  bool refresh_due(int64_t now) const;
 
   json::value to_json() const;
   static mcp_oauth_record from_json(const json::value& v);
