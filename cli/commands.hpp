@@ -46,6 +46,9 @@ int batch_command(const std::vector<std::string>& args,
 /// `mibyan mcp list [--json]` / `mibyan mcp test NAME` (docs/mcp.md).
 int mcp_command(const std::vector<std::string>& args,
                 const global_flags& flags);
+/// `mibyan mcp serve` (cli/mcp_serve_command.cpp, docs/mcp.md).
+int mcp_serve_command(const std::vector<std::string>& args,
+                      const global_flags& flags);
 /// `mibyan node` and `mibyan nodes` (docs/cluster.md).
 int node_command(const std::vector<std::string>& args,
                  const global_flags& flags);

@@ -36,6 +36,8 @@ void usage(std::ostream& out) {
          "                          (docs/batch.md)\n"
          "  mcp list [--json]       the MCP servers, their state and tools\n"
          "  mcp test NAME           connect to one MCP server, list, ping\n"
+         "  mcp serve               serve Mibyan's tools over MCP (stdio, or\n"
+         "                          Streamable HTTP with --listen HOST:PORT)\n"
          "  mcp login NAME [--port N] [--no-browser]\n"
          "                          authorize an HTTP MCP server (OAuth)\n"
          "  mcp logout NAME         forget an MCP server's OAuth tokens\n"

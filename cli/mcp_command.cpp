@@ -1,5 +1,6 @@
-// `mibyan mcp list [--json]` and `mibyan mcp test NAME` (docs/mcp.md);
-// `login` and `logout` are in cli/mcp_login.cpp.
+// `mibyan mcp list [--json]`, `mibyan mcp test NAME`, `mibyan mcp serve`
+// (cli/mcp_serve_command.cpp) and `mibyan mcp login/logout NAME`
+// (cli/mcp_login.cpp) (docs/mcp.md).
 #include "cli/commands.hpp"
 
 #include <chrono>
@@ -108,6 +109,7 @@ int mcp_test(const options& opts, const std::string& name) {
     return 1;
   }
   auto tools = s.tools();
+  std::cout << "protocol version: " << s.protocol_version() << "\n";
   std::cout << "connect + initialize + tools/list: " << fmt_ms(connect_ms)
             << " (" << tools.size() << " tools)\n";
   int admitted = 0;
@@ -140,6 +142,8 @@ int mcp_test(const options& opts, const std::string& name) {
 
 int mcp_command(const std::vector<std::string>& args,
                 const global_flags& flags) {
+  if (!args.empty() && args[0] == "serve")
+    return mcp_serve_command({args.begin() + 1, args.end()}, flags);
   if (!args.empty() && (args[0] == "login" || args[0] == "logout")) {
     options opts;
     if (!load_config_or_report(flags, opts))
@@ -159,6 +163,7 @@ int mcp_command(const std::vector<std::string>& args,
       || (pos[0] == "test" && pos.size() != 2)
       || (pos[0] != "list" && pos[0] != "test")) {
     std::cerr << "usage: mibyan mcp list [--json] | mibyan mcp test NAME | "
+                 "mibyan mcp serve [--listen HOST:PORT] [--toolsets a,b] | "
                  "mibyan mcp login NAME | mibyan mcp logout NAME\n";
     return 2;
   }

@@ -19,6 +19,7 @@
 
 #include "base/log.hpp"
 #include "cli/dashboard_api.hpp"
+#include "cli/listen_address.hpp"
 #include "cluster/node.hpp"
 #include "serve/http_server.hpp"
 #include "runtime/runtime.hpp"
@@ -41,41 +42,6 @@ void usage() {
        "  member listens on --cluster-listen, default 127.0.0.1:0).\n";
 }
 
-// Splits "HOST:PORT" ("[v6]:PORT" for IPv6). Returns an error or "".
-std::string parse_listen(const std::string& text, std::string& host,
-                         uint16_t& port) {
-  std::string h, p;
-  if (!text.empty() && text[0] == '[') {
-    auto close = text.find(']');
-    if (close == std::string::npos || close + 1 >= text.size()
-        || text[close + 1] != ':')
-      return "--listen expects HOST:PORT or [IPV6]:PORT, got '" + text + "'";
-    h = text.substr(1, close - 1);
-    p = text.substr(close + 2);
-  } else {
-    auto colon = text.rfind(':');
-    if (colon == std::string::npos)
-      return "--listen expects HOST:PORT, got '" + text + "'";
-    h = text.substr(0, colon);
-    p = text.substr(colon + 1);
-  }
-  if (h == "localhost")
-    h = "127.0.0.1";
-  char* end = nullptr;
-  auto n = std::strtol(p.c_str(), &end, 10);
-  if (p.empty() || *end != '\0' || n < 0 || n > 65535)
-    return "--listen: the port must be 0 to 65535, got '" + p + "'";
-  in6_addr a6{};
-  in_addr a4{};
-  if (::inet_pton(AF_INET, h.c_str(), &a4) != 1
-      && ::inet_pton(AF_INET6, h.c_str(), &a6) != 1)
-    return "--listen: the host must be an IP address or localhost, got '" + h
-           + "'";
-  host = h;
-  port = static_cast<uint16_t>(n);
-  return {};
-}
-
 void dashboard_usage() {
   std::cerr
     << "usage: mibyan dashboard [--listen HOST:PORT] [--provider P] [--model M]\n"
@@ -86,13 +52,6 @@ void dashboard_usage() {
        "  Off loopback it needs MIBYAN_SERVER_KEY (or server.key).\n"
        "  --connect shows a cluster's: its /ui/api/ requests go to that\n"
        "  gateway member (key: MIBYAN_CLUSTER_KEY or cluster.key).\n";
-}
-
-bool is_loopback(const std::string& host) {
-  in_addr a4{};
-  if (::inet_pton(AF_INET, host.c_str(), &a4) == 1)
-    return (ntohl(a4.s_addr) >> 24) == 127;
-  return host == "::1";
 }
 
 // What differs between `mibyan serve` and `mibyan dashboard`: both run

@@ -302,6 +302,25 @@ std::string parse_server(const std::string& name, const YAML::Node& n,
       err = set_int(v, s.max_message_bytes, key, 1024, int64_t{1} << 30, c);
     else if (key == "sampling")
       err = parse_sampling(v, s.sampling, c);
+    else if (key == "elicitation")
+      set_bool(v, s.elicitation, key, c);
+    else if (key == "roots") {
+      if (v.IsSequence()) {
+        s.roots = true;
+        s.root_dirs.clear();
+        for (const auto& d : v) {
+          auto dir = d.IsScalar() ? d.Scalar() : std::string{};
+          if (dir.empty() || dir[0] != '/') {
+            err = c.where + ".roots: expected absolute directories, got "
+                  + describe(d);
+            break;
+          }
+          s.root_dirs.push_back(dir);
+        }
+      } else {
+        set_bool(v, s.roots, key, c);
+      }
+    }
     else if (key == "oauth")
       err = parse_oauth(v, s.oauth, c);
     else if (key == "auth") {
@@ -312,7 +331,7 @@ std::string parse_server(const std::string& name, const YAML::Node& n,
         s.oauth.enabled = false;
     } else if (key == "ssl_verify"
              || key == "client_cert" || key == "client_key"
-             || key == "skip_preflight" || key == "elicitation")
+             || key == "skip_preflight")
       warnings.push_back(c.where + "." + key
                          + ": not supported by Mibyan; ignored");
     else
@@ -321,7 +340,7 @@ std::string parse_server(const std::string& name, const YAML::Node& n,
               "transport, timeout, connect_timeout, keepalive_interval, "
               "idle_timeout_seconds, max_lifetime_seconds, lifecycle, lazy, "
               "supports_parallel_tool_calls, tools, max_message_bytes, "
-              "sampling, oauth, auth)";
+              "sampling, roots, elicitation, oauth, auth)";
     if (!err.empty())
       return err;
   }

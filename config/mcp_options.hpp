@@ -98,6 +98,14 @@ struct mcp_server_options {
   /// Largest JSON-RPC message accepted from the server, in bytes.
   int64_t max_message_bytes = 16 * 1024 * 1024;
   mcp_sampling_options sampling;
+  /// Offer the `roots` capability (docs/mcp.md, "Roots"): `root_dirs`
+  /// when given (absolute), else the runtime's working directory. false:
+  /// not offered (a server keeps the directories of its own arguments).
+  bool roots = true;
+  std::vector<std::string> root_dirs;
+  /// Offer form-mode `elicitation`: the server's questions go to the
+  /// calling session's user (docs/mcp.md, "Elicitation").
+  bool elicitation = true;
   mcp_oauth_options oauth;
 };
 

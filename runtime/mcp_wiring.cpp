@@ -1,5 +1,7 @@
 #include "runtime/mcp_wiring.hpp"
 
+#include <thread>
+
 #include "caf/all.hpp"
 
 #include "actors/mcp_server.hpp"
@@ -8,6 +10,8 @@
 #include "base/redact_slot.hpp"
 #include "tools/mcp/mcp_oauth_client.hpp"
 #include "runtime/runtime_impl.hpp"
+#include "tools/agent/agent_tool_state.hpp"
+#include "tools/mcp/mcp_elicitation.hpp"
 #include "tools/mcp/mcp_tools.hpp"
 
 namespace mibyan {
@@ -26,6 +30,41 @@ void start_mcp(runtime_services& svc,
           s->add_literal(name, value);
       });
   svc.mcp = std::make_shared<mcp_manager>(svc.cfg, svc.http.get());
+  // Roots: the runtime's working directory (a server's `roots` list
+  // replaces it). Elicitation: the calling session's clarify channel (the
+  // chat, the pending registry behind the dashboard, an ACP or MCP-serve
+  // client), one question per field; declined where the session has none
+  // (serve without clarify.http, batch, cron).
+  svc.mcp->set_roots_provider([cwd = svc.default_cwd] {
+    return std::vector<std::string>{cwd};
+  });
+  std::weak_ptr<agent_tool_state> agent = svc.agent_tools;
+  auto per_question = std::chrono::seconds{
+    std::max<int64_t>(1, svc.cfg.clarify.timeout)};
+  svc.mcp->set_elicitation_handler(
+    [agent, per_question](const mcp_elicitation_request& r) {
+      auto a = agent.lock();
+      if (!a)
+        return mcp_elicit_result("decline");
+      bool serialised = true;
+      auto ask = a->clarify_for(r.session_id, &serialised);
+      if (!ask)
+        return mcp_elicit_result("decline");
+      std::unique_lock<std::mutex> one_at_a_time{a->clarify_mutex(),
+                                                 std::defer_lock};
+      if (serialised) {
+        // Questions of one channel never interleave; give up when the
+        // call that caused the request ends.
+        auto until = std::chrono::steady_clock::now() + r.timeout;
+        while (!one_at_a_time.try_lock()) {
+          if (r.cancelled->load()
+              || std::chrono::steady_clock::now() >= until)
+            return mcp_elicit_result("cancel");
+          std::this_thread::sleep_for(std::chrono::milliseconds{20});
+        }
+      }
+      return mcp_elicit_by_questions(r, ask, per_question);
+    });
   svc.mcp->start();
   svc.mcp->register_tools(svc.tools);
   if (svc.cfg.code_execution.mcp_in_scripts)

@@ -24,7 +24,7 @@ LAYERS = [
     ["agent"],
     ["actors"],
     ["runtime"],
-    ["serve", "cluster"],
+    ["serve", "cluster", "mcp_server"],
     ["cli", "bench", "examples", "fuzz"],
 ]
 # Subfolders, which belong to their parent's layer (a file in tools/mcp/ is

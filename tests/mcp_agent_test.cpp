@@ -2,7 +2,10 @@
 // the real server-everything (stdio) and gets its result; with
 // code_execution.mcp_in_scripts an execute_code script calls one through
 // mibyan_tools.mcp.<server>.<tool>; without it the namespace is absent;
-// a server's sampling/createMessage goes to the configured model.
+// a server's sampling/createMessage goes to the configured model; its
+// elicitation goes to the session's clarify channel (a callback, the pending
+// questions) or is declined; roots are the runtime's cwd; a later
+// tools/list_changed reaches the next turn, not the running one.
 #define BOOST_TEST_MODULE mcp_agent
 #include <boost/test/unit_test.hpp>
 
@@ -11,12 +14,14 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 #include <thread>
 
 #include "base/json.hpp"
 #include "config/options.hpp"
 #include "runtime/runtime.hpp"
+#include "tools/registry.hpp"
 #include "tests/support/http_server.hpp"
 #include "tests/support/mcp_servers.hpp"
 #include "tests/support/scripted_replies.hpp"
@@ -278,4 +283,130 @@ BOOST_FIXTURE_TEST_CASE(runtime_interrupt_cancels_an_mcp_call, fixture) {
   echo.args_json = R"({"message":"still up"})";
   auto r = rt->call_tool(echo);
   BOOST_TEST(contains(r.result_json, "Echo: still up"), r.result_json);
+}
+
+BOOST_FIXTURE_TEST_CASE(elicitation_asks_the_sessions_user, fixture) {
+  start(false);
+  std::mutex m;
+  std::vector<clarify_prompt> asked;
+  rt->set_clarify_callback([&](const clarify_prompt& p) -> std::string {
+    std::lock_guard<std::mutex> g{m};
+    asked.push_back(p);
+    if (contains(p.question, "MCP server 'everything' asks:"))
+      return "accept";
+    if (p.question.rfind("String (name)", 0) == 0)
+      return "Ada";
+    if (p.question.rfind("Boolean (check)", 0) == 0)
+      return "yes";
+    return ""; // defaults
+  });
+  script(test::completion("", "mcp__everything__trigger_elicitation_request",
+                          "{}"));
+  script(test::completion("done"));
+  run("ask me");
+  auto out = last_tool_result();
+  BOOST_TEST(contains(out, "Name: Ada"), out);
+  BOOST_TEST(contains(out, "Agreed to terms: true"), out);
+  BOOST_TEST(contains(out, "Favorite Integer: 42"), out); // the default
+  std::lock_guard<std::mutex> g{m};
+  BOOST_REQUIRE(asked.size() > 3u);
+  BOOST_TEST(!asked.front().session_id.empty());
+  BOOST_TEST(asked.front().choices.size() == 3u); // accept/decline/cancel
+}
+
+BOOST_FIXTURE_TEST_CASE(elicitation_is_declined_without_a_channel, fixture) {
+  start(false); // no clarify channel: nobody can answer
+  script(test::completion("", "mcp__everything__trigger_elicitation_request",
+                          "{}"));
+  script(test::completion("done"));
+  run("ask me");
+  BOOST_TEST(contains(last_tool_result(), "declined"), last_tool_result());
+}
+
+BOOST_FIXTURE_TEST_CASE(roots_are_the_runtime_working_directory, fixture) {
+  start(false);
+  script(test::completion("", "mcp__everything__get_roots_list", "{}"));
+  script(test::completion("done"));
+  run("roots?");
+  auto cwd = std::filesystem::current_path().string();
+  BOOST_TEST(contains(last_tool_result(), "file://" + cwd), last_tool_result());
+}
+
+BOOST_FIXTURE_TEST_CASE(list_changed_reaches_the_next_turn_only, fixture) {
+  start(false, false, 0, "", {test::misbehaving_stdio("grow", "bad")});
+  BOOST_TEST(rt->tools().find("mcp__bad__fresh") == nullptr);
+  // Turn 1 calls `grow`: the server adds `fresh` and says so.
+  script(test::completion("", "mcp__bad__grow", "{}"));
+  script(test::completion("done"));
+  run("grow");
+  // Re-registered at once...
+  BOOST_REQUIRE(eventually([&] {
+    return rt->tools().find("mcp__bad__fresh") != nullptr;
+  }));
+  // ...but turn 1 kept the tool list it started with.
+  auto bodies = test::request_bodies(server);
+  BOOST_REQUIRE(bodies.size() == 2u);
+  BOOST_TEST(contains(bodies[1].find("tools")->dump(), "mcp__bad__grow"));
+  BOOST_TEST(!contains(bodies[1].find("tools")->dump(), "mcp__bad__fresh"));
+  // Turn 2 offers it, also through the server's toolset.
+  script(test::completion("", "mcp__bad__fresh", R"({"text":"new"})"));
+  script(test::completion("done"));
+  turn_call c;
+  c.prompt = "use the new tool";
+  c.provider = "custom";
+  c.base_url = server.url("/v1");
+  c.model = "m";
+  c.api_key = "sk-test-0123456789";
+  c.stream = false;
+  c.toolsets = {"mcp-bad"};
+  auto out = rt->run_turn(c);
+  BOOST_REQUIRE_MESSAGE(out.error.empty(), out.error);
+  bodies = test::request_bodies(server);
+  BOOST_REQUIRE(bodies.size() == 4u);
+  BOOST_TEST(contains(bodies[2].find("tools")->dump(), "mcp__bad__fresh"));
+  BOOST_TEST(contains(last_tool_result(), "echo: new"), last_tool_result());
+}
+
+// The dashboard's channel: with clarify.http pending, each question of
+// the form waits in the pending registry and is answered there ("-" keeps
+// a default: that channel takes no empty answer).
+BOOST_FIXTURE_TEST_CASE(elicitation_through_the_pending_questions, fixture) {
+  start(false);
+  rt->use_pending_channels({false, true});
+  script(test::completion("", "mcp__everything__trigger_elicitation_request",
+                          "{}"));
+  script(test::completion("done"));
+  std::atomic<bool> finished{false};
+  std::thread turn([&] {
+    run("ask me");
+    finished = true;
+  });
+  int answered = 0;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{60};
+  while (!finished) {
+    if (std::chrono::steady_clock::now() > deadline || answered > 40) {
+      for (auto& q : rt->pending_requests(pending_kind::clarify))
+        rt->interrupt(q.session_id, "the test gave up");
+      BOOST_ERROR("the form did not end");
+      break;
+    }
+    for (auto& q : rt->pending_requests(pending_kind::clarify)) {
+      std::string a = "-";
+      if (contains(q.question, "MCP server 'everything' asks:"))
+        a = "accept";
+      else if (q.question.rfind("String (name)", 0) == 0)
+        a = "Grace";
+      else if (q.question.rfind("Boolean (check)", 0) == 0)
+        a = "no";
+      if (rt->answer_clarification(q.id, a) == pending_answer::ok)
+        ++answered;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds{20});
+  }
+  turn.join();
+  BOOST_TEST(answered > 3);
+  auto out = last_tool_result();
+  BOOST_TEST(contains(out, "Name: Grace"), out);
+  BOOST_TEST(contains(out, "Agreed to terms: false"), out);
+  BOOST_TEST(contains(out, "Favorite Integer: 42"), out);
 }

@@ -60,6 +60,9 @@ BOOST_FIXTURE_TEST_CASE(test_command_connects_lists_and_pings, fixture) {
   BOOST_TEST(r.exit_code == 0, r.out + r.err);
   BOOST_TEST(r.out.find("connect + initialize + tools/list:")
              != std::string::npos);
+  // The server answered an older version than offered: negotiated down.
+  BOOST_TEST(r.out.find("protocol version: 2025-06-18") != std::string::npos,
+             r.out);
   BOOST_TEST(r.out.find("- mcp__good__boom  (filtered out)")
              != std::string::npos, r.out);
   BOOST_TEST(r.out.find("ping 3:") != std::string::npos);

@@ -185,3 +185,32 @@ BOOST_AUTO_TEST_CASE(breaker_opens_probes_and_resets) {
   b.on_success();
   BOOST_TEST(!b.check("s", later + std::chrono::seconds{1}).has_value());
 }
+
+BOOST_AUTO_TEST_CASE(roots_and_elicitation_keys) {
+  auto r = parse(R"(
+mcp_servers:
+  a:
+    command: x
+  b:
+    command: x
+    roots: [/srv/data, /tmp]
+    elicitation: off
+  c:
+    command: x
+    roots: false
+)");
+  BOOST_REQUIRE_MESSAGE(r.ok(), r.error);
+  auto& s = r.opts.mcp_servers;
+  BOOST_TEST(s[0].roots); // defaults: offered, the runtime's cwd
+  BOOST_TEST(s[0].root_dirs.empty());
+  BOOST_TEST(s[0].elicitation);
+  BOOST_TEST(s[1].roots);
+  BOOST_TEST((s[1].root_dirs == std::vector<std::string>{"/srv/data", "/tmp"}));
+  BOOST_TEST(!s[1].elicitation);
+  BOOST_TEST(!s[2].roots);
+  r = parse("mcp_servers:\n  x:\n    command: a\n    roots: [relative/dir]\n");
+  BOOST_TEST(r.error.find("mcp_servers.x.roots: expected absolute "
+                          "directories")
+               != std::string::npos,
+             r.error);
+}

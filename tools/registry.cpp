@@ -11,16 +11,38 @@
 
 namespace mibyan {
 
-void tool_registry::add(std::unique_ptr<tool> t) {
-  auto same = [&](const std::unique_ptr<tool>& x) {
-    return std::string_view{x->name()} == t->name();
-  };
-  tools_.erase(std::remove_if(tools_.begin(), tools_.end(), same),
-               tools_.end());
+void tool_registry::add_locked(std::unique_ptr<tool> t) {
+  for (auto i = tools_.begin(); i != tools_.end(); ++i)
+    if (std::string_view{(*i)->name()} == t->name()) {
+      retired_.push_back(std::move(*i));
+      tools_.erase(i);
+      break;
+    }
   tools_.push_back(std::move(t));
 }
 
+void tool_registry::add(std::unique_ptr<tool> t) {
+  std::unique_lock<std::shared_mutex> guard{mtx_};
+  add_locked(std::move(t));
+}
+
+void tool_registry::replace(const std::function<bool(const tool&)>& drop,
+                            std::vector<std::unique_ptr<tool>> fresh) {
+  std::unique_lock<std::shared_mutex> guard{mtx_};
+  for (auto i = tools_.begin(); i != tools_.end();) {
+    if (drop(**i)) {
+      retired_.push_back(std::move(*i));
+      i = tools_.erase(i);
+    } else {
+      ++i;
+    }
+  }
+  for (auto& t : fresh)
+    add_locked(std::move(t));
+}
+
 const tool* tool_registry::find(std::string_view name) const {
+  std::shared_lock<std::shared_mutex> guard{mtx_};
   for (auto& t : tools_)
     if (name == t->name())
       return t.get();
@@ -29,8 +51,11 @@ const tool* tool_registry::find(std::string_view name) const {
 
 std::vector<const tool*> tool_registry::all() const {
   std::vector<const tool*> result;
-  for (auto& t : tools_)
-    result.push_back(t.get());
+  {
+    std::shared_lock<std::shared_mutex> guard{mtx_};
+    for (auto& t : tools_)
+      result.push_back(t.get());
+  }
   std::sort(result.begin(), result.end(), [](const tool* x, const tool* y) {
     return std::string_view{x->name()} < y->name();
   });

@@ -2,9 +2,18 @@
 //
 // The set of tools a runtime offers, and the CAF-free dispatch of one call:
 // look up, parse, coerce, validate, run, contain exceptions.
+//
+// Thread safety: every member may be called from any thread. The set
+// changes at run time (an MCP server's tools/list_changed, docs/mcp.md):
+// readers see the set before or after one change, never a mix. A tool
+// replaced or removed is retired, not destroyed: the pointers find() and
+// all() return stay valid for the registry's lifetime (a call running on
+// a tool that was just replaced finishes on it).
 #pragma once
 
+#include <functional>
 #include <memory>
+#include <shared_mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -15,8 +24,17 @@ namespace mibyan {
 
 class tool_registry {
 public:
+  tool_registry() = default;
+  tool_registry(const tool_registry&) = delete;
+  tool_registry& operator=(const tool_registry&) = delete;
+
   /// Adds `t`; a tool with the same name is replaced.
   void add(std::unique_ptr<tool> t);
+
+  /// One atomic change: removes every tool `drop` selects, then adds
+  /// `fresh` (each replacing a tool of the same name).
+  void replace(const std::function<bool(const tool&)>& drop,
+               std::vector<std::unique_ptr<tool>> fresh);
 
   /// Returns the tool called `name`, or nullptr.
   const tool* find(std::string_view name) const;
@@ -32,7 +50,11 @@ public:
   json::value function_specs() const;
 
 private:
+  void add_locked(std::unique_ptr<tool> t);
+
+  mutable std::shared_mutex mtx_;
   std::vector<std::unique_ptr<tool>> tools_;
+  std::vector<std::unique_ptr<tool>> retired_; // see the file comment
 };
 
 /// Registers the core tools: read_file, write_file, patch, search_files,

@@ -10,6 +10,8 @@ misbehaviour:
   id_mismatch   answers tools/call with a wrong id
   stderr_flood  writes ~20 MiB to stderr during every tools/call
   deaf_ping     never answers `ping`
+  grow          a correct server whose tool `grow` adds the tool `fresh`
+                and sends notifications/tools/list_changed before its reply
 """
 import json
 import sys
@@ -23,6 +25,9 @@ TOOLS = [
     {"name": "boom", "description": "Always fails."},
     {"name": "weird-name.v2", "inputSchema": "not a schema"},
 ]
+
+
+GROWN = []
 
 
 def send(msg):
@@ -52,7 +57,12 @@ for line in sys.stdin:
                     "capabilities": {"tools": {}},
                     "serverInfo": {"name": "misbehaving", "version": "1"}})
     elif method == "tools/list":
-        reply(rid, {"tools": TOOLS})
+        tools = list(TOOLS)
+        if MODE == "grow":
+            tools.append({"name": "grow", "description": "Adds `fresh`."})
+            if GROWN:
+                tools.append({"name": "fresh", "description": "Added later."})
+        reply(rid, {"tools": tools})
     elif method == "ping":
         if MODE != "deaf_ping":
             reply(rid, {})
@@ -68,6 +78,11 @@ for line in sys.stdin:
             reply(rid, {"content": [{"type": "text", "text": "y" * (4 << 20)}]})
         elif MODE == "id_mismatch":
             reply(rid + 1000, {"content": [{"type": "text", "text": "lost"}]})
+        elif name == "grow":
+            GROWN.append(True)
+            send({"jsonrpc": "2.0",
+                  "method": "notifications/tools/list_changed"})
+            reply(rid, {"content": [{"type": "text", "text": "grown"}]})
         elif name == "boom":
             reply(rid, {"isError": True, "content": [
                 {"type": "text",

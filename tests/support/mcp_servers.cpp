@@ -64,6 +64,9 @@ mcp_server_options filesystem_stdio(const std::string& root,
   s.transport = "stdio";
   s.command = "node";
   s.args = {mcp_package_entry("server-filesystem"), root};
+  // server-filesystem serves the client's roots instead of its arguments
+  // when the client offers roots: the same directory.
+  s.root_dirs = {root};
   s.connect_timeout = 60;
   s.timeout = 60;
   return s;
@@ -110,20 +113,19 @@ bool accepts(int port) {
 
 } // namespace
 
-everything_http_server::everything_http_server(const std::string& mode,
-                                               int port) {
-  if (port == 0)
-    port = free_port();
-  port_ = port;
+namespace {
+
+// Spawns `args` in a process group of its own with PORT=<port> and waits
+// until the port accepts (up to 60 s); the pid or -1.
+int spawn_listening(const std::vector<std::string>& args, int port) {
   std::vector<std::string> env;
   for (char** e = environ; *e != nullptr; ++e)
     if (std::string{*e}.rfind("PORT=", 0) != 0)
       env.emplace_back(*e);
   env.push_back("PORT=" + std::to_string(port));
-  std::vector<std::string> args = {"node", mcp_package_entry("server-everything"),
-                                   mode};
+  auto copy = args;
   std::vector<char*> argv, envp;
-  for (auto& a : args)
+  for (auto& a : copy)
     argv.push_back(a.data());
   argv.push_back(nullptr);
   for (auto& e : env)
@@ -134,28 +136,60 @@ everything_http_server::everything_http_server(const std::string& mode,
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
   posix_spawnattr_setpgroup(&attr, 0);
   pid_t pid = -1;
-  auto exe = find_executable("node");
+  auto exe = find_executable(args.front());
   if (::posix_spawn(&pid, exe.c_str(), nullptr, &attr, argv.data(),
                     envp.data())
-      == 0)
-    pid_ = pid;
+      != 0)
+    pid = -1;
   posix_spawnattr_destroy(&attr);
-  for (int i = 0; i < 600 && pid_ > 0; ++i) { // up to 60 s on a busy box
-    if (accepts(port)) {
-      url_ = "http://127.0.0.1:" + std::to_string(port)
-             + (mode == "sse" ? "/sse" : "/mcp");
-      break;
-    }
+  for (int i = 0; i < 600 && pid > 0; ++i) { // up to 60 s on a busy box
+    if (accepts(port))
+      return pid;
     std::this_thread::sleep_for(std::chrono::milliseconds{100});
+  }
+  return pid;
+}
+
+void kill_group(int pid) {
+  if (pid > 0) {
+    ::kill(-pid, SIGKILL);
+    int st = 0;
+    ::waitpid(pid, &st, 0);
   }
 }
 
+} // namespace
+
+everything_http_server::everything_http_server(const std::string& mode,
+                                               int port) {
+  if (port == 0)
+    port = free_port();
+  port_ = port;
+  pid_ = spawn_listening({"node", mcp_package_entry("server-everything"), mode},
+                         port);
+  if (pid_ > 0 && accepts(port))
+    url_ = "http://127.0.0.1:" + std::to_string(port)
+           + (mode == "sse" ? "/sse" : "/mcp");
+}
+
 everything_http_server::~everything_http_server() {
-  if (pid_ > 0) {
-    ::kill(-pid_, SIGKILL);
-    int st = 0;
-    ::waitpid(pid_, &st, 0);
-  }
+  kill_group(pid_);
+}
+
+scripted_http_server::scripted_http_server(std::vector<std::string> options) {
+  port_ = free_port();
+  std::vector<std::string> args = {
+    "python3", test_source_dir() + "/support/mcp_http_script_server.py",
+    "--port", std::to_string(port_)};
+  for (auto& o : options)
+    args.push_back(o);
+  pid_ = spawn_listening(args, port_);
+  if (pid_ > 0 && accepts(port_))
+    url_ = "http://127.0.0.1:" + std::to_string(port_) + "/mcp";
+}
+
+scripted_http_server::~scripted_http_server() {
+  kill_group(pid_);
 }
 
 } // namespace mibyan::test

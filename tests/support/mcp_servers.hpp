@@ -8,6 +8,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "config/mcp_options.hpp"
 
@@ -44,6 +45,28 @@ public:
   /// http://127.0.0.1:<port>/mcp or .../sse; "" when it did not start.
   const std::string& url() const { return url_; }
   int port() const { return port_; }
+
+private:
+  int pid_ = -1;
+  int port_ = 0;
+  std::string url_;
+};
+
+/// tests/support/mcp_http_script_server.py (a scripted Streamable HTTP
+/// server; its docstring lists `options` and tools) on a free loopback
+/// port; killed by the destructor.
+class scripted_http_server {
+public:
+  explicit scripted_http_server(std::vector<std::string> options = {});
+  ~scripted_http_server();
+  scripted_http_server(const scripted_http_server&) = delete;
+  scripted_http_server& operator=(const scripted_http_server&) = delete;
+  /// http://127.0.0.1:<port>/mcp; "" when it did not start.
+  const std::string& url() const { return url_; }
+  /// The request record: http://127.0.0.1:<port>/log.
+  std::string log_url() const {
+    return "http://127.0.0.1:" + std::to_string(port_) + "/log";
+  }
 
 private:
   int pid_ = -1;

@@ -86,6 +86,7 @@ struct exchange {
   int64_t retry_ms = -1;     // the server's last `retry`
   int failures = 0;          // failed (re)connections in a row
   bool auth_retried = false; // on_unauthorized said "try again" once
+  bool unreachable = false;  // the last attempt got no HTTP response
 };
 
 // The response of one transfer.
@@ -216,10 +217,17 @@ private:
     return req;
   }
 
+  // A transfer submitted while close() runs is cancelled at once (close()
+  // may have taken the in-flight set already).
   void track(http_request_id id) {
-    std::lock_guard<std::mutex> guard{mtx_};
-    if (!closing_)
-      inflight_.insert(id);
+    {
+      std::lock_guard<std::mutex> guard{mtx_};
+      if (!closing_) {
+        inflight_.insert(id);
+        return;
+      }
+    }
+    http_.cancel(id);
   }
   void untrack(http_request_id id) {
     std::lock_guard<std::mutex> guard{mtx_};
@@ -453,6 +461,7 @@ private:
   void get_done(std::shared_ptr<exchange> x, response& rx,
                 const http_response_summary& sum) {
     const char* what = x->listen ? "the GET stream" : "resuming a stream";
+    x->unreachable = rx.status == 0 && !sum.ok();
     if (unauthorized(x, rx, true))
       return;
     if (rx.status == 404 && rx.had_session) {
@@ -516,6 +525,7 @@ private:
 
   void resume(std::shared_ptr<exchange> x, const std::string& why) {
     ++x->failures; // reset when a resumed stream delivers events
+    x->unreachable = false;
     reconnect(x, why);
   }
 
@@ -527,7 +537,9 @@ private:
                  + std::to_string(s_.reconnect_attempts)
                  + " attempts (last: " + why + ")";
       MIBYAN_LOG(warning, "mcp", s_.server << ": " << msg);
-      if (!x->listen)
+      if (!x->listen && x->unreachable)
+        closed(msg); // the server is gone: the next call connects afresh
+      else if (!x->listen)
         fail(*x, msg);
       return;
     }

@@ -92,13 +92,14 @@ struct mcp_http_settings {
   /// doubled per failed attempt up to `reconnect_max_delay`; after
   /// `reconnect_attempts` failed attempts in a row the stream is given up
   /// (a POST's request then fails; the GET stream reopens at the next
-  /// initialize).
+  /// initialize). A POST's stream whose server stays unreachable (no HTTP
+  /// response) ends the connection instead (the session reconnects).
   std::chrono::milliseconds reconnect_delay{500};
   std::chrono::milliseconds reconnect_max_delay{30000};
-  int reconnect_attempts = 6;
-  /// Observer (tests): called on the worker thread with what reconnects
-  /// ("get" or "resume") and the delay it waits first (the server's
-  /// `retry` when it sent one).
+  int reconnect_attempts = 3;
+  /// Observer (tests): called when a reconnection is scheduled (on the
+  /// HTTP client thread: quick) with what reconnects ("get" or "resume")
+  /// and the delay it waits first (the server's `retry` when it sent one).
   std::function<void(const std::string& what, std::chrono::milliseconds)>
     on_reconnect_wait;
 };

@@ -39,6 +39,11 @@ std::string with_tail(std::string msg, const std::string& tail) {
 
 } // namespace
 
+bool mcp_version_supported(const std::string& v) {
+  return v == "2025-11-25" || v == "2025-06-18" || v == "2025-03-26"
+         || v == "2024-11-05";
+}
+
 mcp_session::mcp_session(mcp_server_options s, const options& cfg,
                          http_client* http)
   : s_(std::move(s)), cfg_(cfg), http_(http) {}
@@ -58,18 +63,15 @@ const char* mcp_session::state_name(state s) {
   return "unknown";
 }
 
-void mcp_session::set_sampling_handler(mcp_sampling_fn fn) {
-  std::lock_guard<std::mutex> guard{mtx_};
-  sampling_ = std::move(fn);
-}
-
 status mcp_session::connect() {
   std::lock_guard<std::mutex> cguard{connect_mtx_};
   auto deadline = clock::now() + std::chrono::seconds{s_.connect_timeout};
   std::shared_ptr<mcp_transport> old;
   uint64_t gen;
+  std::vector<mcp_tool_info> before;
   {
     std::lock_guard<std::mutex> guard{mtx_};
+    before = tools_;
     if (state_ == state::closed)
       return status::failure(status_code::unavailable,
                              "the MCP client is shut down");
@@ -116,14 +118,17 @@ status mcp_session::connect() {
     }
     return fail(st);
   }
-  std::lock_guard<std::mutex> guard{mtx_};
-  if (gen_ != gen || !transport_)
-    return status::failure(status_code::unavailable,
-                           "the connection was lost during discovery");
-  state_ = state::connected;
-  last_error_.clear();
-  connected_at_ = clock::now();
-  last_used_ = connected_at_;
+  {
+    std::lock_guard<std::mutex> guard{mtx_};
+    if (gen_ != gen || !transport_)
+      return status::failure(status_code::unavailable,
+                             "the connection was lost during discovery");
+    state_ = state::connected;
+    last_error_.clear();
+    connected_at_ = clock::now();
+    last_used_ = connected_at_;
+  }
+  tools_changed_from(before); // a reconnection may bring other tools
   return {};
 }
 
@@ -132,9 +137,21 @@ status mcp_session::handshake(clock::time_point deadline) {
     return std::max(milliseconds{1}, std::chrono::duration_cast<milliseconds>(
                                        deadline - clock::now()));
   };
+  // docs/mcp.md, "Client capabilities": sampling, form-mode elicitation
+  // (declined where nobody can answer) and roots, as configured.
   json::value caps = json::value::make_object();
   if (s_.sampling.enabled)
     caps["sampling"] = json::value::make_object();
+  if (s_.elicitation) {
+    json::value elicitation;
+    elicitation["form"] = json::value::make_object();
+    caps["elicitation"] = std::move(elicitation);
+  }
+  if (s_.roots) {
+    json::value roots;
+    roots["listChanged"] = true;
+    caps["roots"] = std::move(roots);
+  }
   json::value info;
   info["name"] = "mibyan";
   info["version"] = "0.1";
@@ -147,7 +164,15 @@ status mcp_session::handshake(clock::time_point deadline) {
   auto init = request("initialize", std::move(params), left());
   if (!init)
     return status::failure(init.code, "initialize failed: " + init.error);
-  auto version = init->get_string("protocolVersion", mcp_protocol_version);
+  // Version negotiation: the server answers ours or another it prefers;
+  // one Mibyan does not speak ends the connection.
+  auto version = init->get_string("protocolVersion", "");
+  if (!mcp_version_supported(version))
+    return status::failure(
+      status_code::invalid_argument,
+      "the server answered protocol version '" + version
+        + "', which Mibyan does not support (it speaks 2025-11-25, "
+          "2025-06-18, 2025-03-26 and 2024-11-05)");
   bool resources = false, prompts = false;
   if (auto c = init->find("capabilities"); c != nullptr && c->is_object()) {
     resources = c->find("resources") != nullptr;
@@ -157,24 +182,43 @@ status mcp_session::handshake(clock::time_point deadline) {
   {
     std::lock_guard<std::mutex> guard{mtx_};
     t = transport_;
+    version_ = version;
   }
   if (!t)
     return status::failure(status_code::unavailable, "connection lost");
   t->set_protocol_version(version);
+  tools_changed_ = false;
   if (auto st = t->send(rpc("notifications/initialized", nullptr).dump()); !st)
     return st;
+  auto tools = list_tools(deadline);
+  if (!tools)
+    return tools.get_status();
+  std::lock_guard<std::mutex> guard{mtx_};
+  tools_ = std::move(*tools);
+  resources_ = resources;
+  prompts_ = prompts;
+  return {};
+}
+
+result<std::vector<mcp_tool_info>>
+mcp_session::list_tools(clock::time_point deadline) {
+  using R = result<std::vector<mcp_tool_info>>;
+  auto left = [&] {
+    return std::max(milliseconds{1}, std::chrono::duration_cast<milliseconds>(
+                                       deadline - clock::now()));
+  };
   std::vector<mcp_tool_info> tools;
   std::string cursor;
-  tools_changed_ = false;
-  // A server may change its list right after `initialized` (tools that
-  // depend on the client's capabilities): then the listing runs once more.
+  // A server may change its list while it is being listed (tools that
+  // depend on the client's capabilities appear right after `initialized`):
+  // then the listing runs once more.
   for (int page = 0, rounds = 0; page < 100; ++page) {
     json::value p = json::value::make_object();
     if (!cursor.empty())
       p["cursor"] = cursor;
     auto listed = request("tools/list", std::move(p), left());
     if (!listed)
-      return status::failure(listed.code, "tools/list failed: " + listed.error);
+      return R::failure(listed.code, "tools/list failed: " + listed.error);
     if (auto arr = listed->find("tools"); arr != nullptr && arr->is_array()) {
       for (auto& x : arr->as_array()) {
         if (!x.is_object() || x.get_string("name", "").empty())
@@ -196,11 +240,7 @@ status mcp_session::handshake(clock::time_point deadline) {
       tools.clear();
     }
   }
-  std::lock_guard<std::mutex> guard{mtx_};
-  tools_ = std::move(tools);
-  resources_ = resources;
-  prompts_ = prompts;
-  return {};
+  return tools;
 }
 
 result<json::value> mcp_session::request(const std::string& method,
@@ -264,143 +304,6 @@ result<json::value> mcp_session::request(const std::string& method,
   return std::move(p->result);
 }
 
-void mcp_session::on_message(uint64_t gen, std::string text) {
-  std::vector<mcp_incoming> msgs;
-  std::string why;
-  if (!parse_mcp_messages(text, msgs, &why)) {
-    MIBYAN_LOG(warning, "mcp", s_.name << ": skipped a message that is no "
-                                          "valid JSON ("
-                                       << why << ")");
-    return;
-  }
-  for (auto& m : msgs)
-    on_one(gen, std::move(m));
-}
-
-void mcp_session::on_one(uint64_t gen, mcp_incoming msg) {
-  using kind = mcp_incoming::kind;
-  switch (msg.k) {
-    case kind::invalid:
-      MIBYAN_LOG(warning, "mcp", s_.name << ": skipped " << msg.error);
-      return;
-    case kind::notification:
-      if (msg.method == "notifications/tools/list_changed") {
-        tools_changed_ = true;
-        MIBYAN_LOG(info, "mcp", s_.name << ": the server's tool list changed");
-      }
-      return;
-    case kind::request:
-      if (msg.method == "ping") {
-        answer(gen, msg.id, json::value::make_object());
-      } else if (msg.method == "roots/list") {
-        json::value r;
-        r["roots"] = json::value::make_array();
-        answer(gen, msg.id, std::move(r));
-      } else if (msg.method == "sampling/createMessage"
-                 && s_.sampling.enabled) {
-        serve_sampling(gen, msg.id, std::move(msg.params));
-      } else {
-        json::value err;
-        err["code"] = -32601;
-        err["message"] = "Method not found: " + msg.method;
-        answer(gen, msg.id, nullptr, &err);
-      }
-      return;
-    case kind::reply:
-      break;
-  }
-  std::lock_guard<std::mutex> guard{mtx_};
-  if (gen != gen_)
-    return;
-  auto i = pending_.find(msg.id.as_int());
-  if (i == pending_.end()) {
-    MIBYAN_LOG(warning, "mcp", s_.name << ": skipped a reply to unknown "
-                                          "request id "
-                                       << msg.id.as_int());
-    return;
-  }
-  auto& p = *i->second;
-  p.done = true;
-  p.ok = msg.ok;
-  if (msg.ok)
-    p.result = std::move(msg.result);
-  else
-    p.error = std::move(msg.error);
-  pending_.erase(i);
-  cv_.notify_all();
-}
-
-void mcp_session::answer(uint64_t gen, const json::value& id,
-                         json::value result, const json::value* error) {
-  std::shared_ptr<mcp_transport> t;
-  {
-    std::lock_guard<std::mutex> guard{mtx_};
-    if (gen != gen_)
-      return;
-    t = transport_;
-  }
-  if (!t)
-    return;
-  json::value m;
-  m["jsonrpc"] = "2.0";
-  m["id"] = id;
-  if (error != nullptr)
-    m["error"] = *error;
-  else
-    m["result"] = std::move(result);
-  auto st = t->send(m.dump());
-  (void) st;
-}
-
-void mcp_session::serve_sampling(uint64_t gen, json::value id,
-                                 json::value params) {
-  auto refuse = [&](const std::string& why) {
-    json::value err;
-    err["code"] = -32603;
-    err["message"] = why;
-    answer(gen, id, nullptr, &err);
-  };
-  mcp_sampling_fn fn;
-  bool has_handler;
-  {
-    std::lock_guard<std::mutex> guard{mtx_};
-    fn = sampling_;
-    has_handler = static_cast<bool>(fn);
-    auto now = clock::now();
-    while (!sampling_times_.empty()
-           && now - sampling_times_.front() > std::chrono::minutes{1})
-      sampling_times_.pop_front();
-    if (static_cast<int64_t>(sampling_times_.size()) >= s_.sampling.max_rpm) {
-      fn = nullptr;
-    } else {
-      sampling_times_.push_back(now);
-    }
-  }
-  if (!has_handler) {
-    refuse("sampling is not available in this client");
-    return;
-  }
-  if (!fn) {
-    refuse("sampling rate limit reached (" + std::to_string(s_.sampling.max_rpm)
-           + " requests per minute)");
-    return;
-  }
-  ++sampling_threads_;
-  std::thread([this, gen, id, params = std::move(params), fn] {
-    auto timeout = milliseconds{s_.sampling.timeout * 1000};
-    auto r = fn(s_.name, params, timeout);
-    if (r) {
-      answer(gen, id, std::move(*r));
-    } else {
-      json::value err;
-      err["code"] = -32603;
-      err["message"] = "sampling failed: " + r.error;
-      answer(gen, id, nullptr, &err);
-    }
-    --sampling_threads_;
-  }).detach();
-}
-
 void mcp_session::on_closed(uint64_t gen, std::string why) {
   std::lock_guard<std::mutex> guard{mtx_};
   if (gen != gen_)
@@ -441,11 +344,13 @@ json::value mcp_session::call_tool(const std::string& raw_name,
                                    const json::value& args,
                                    const std::atomic<bool>* cancel,
                                    clock::time_point deadline,
-                                   const std::string& media_dir) {
+                                   const std::string& media_dir,
+                                   const mcp_caller* caller) {
   json::value params;
   params["name"] = raw_name;
   params["arguments"] = args.is_object() ? args : json::value::make_object();
-  auto r = call_method("tools/call", std::move(params), cancel, deadline);
+  auto r = call_method("tools/call", std::move(params), cancel, deadline,
+                       caller);
   if (r.find("error") != nullptr)
     return r;
   auto res = r.find("result");
@@ -455,7 +360,8 @@ json::value mcp_session::call_tool(const std::string& raw_name,
 json::value mcp_session::call_method(const std::string& method,
                                      json::value params,
                                      const std::atomic<bool>* cancel,
-                                     clock::time_point deadline) {
+                                     clock::time_point deadline,
+                                     const mcp_caller* caller) {
   std::string what = method == "tools/call"
                        ? "Tool '" + params.get_string("name", "") + "'"
                        : method;
@@ -484,10 +390,48 @@ json::value mcp_session::call_method(const std::string& method,
   }
   // Counted from here: the call owns the server (upkeep leaves it alone).
   ++active_;
-  struct dec {
-    std::atomic<int>& n;
-    ~dec() { --n; }
-  } d{active_};
+  // The caller is known while the call runs: an elicitation the server
+  // sends meanwhile goes to its session, and ends with the call.
+  uint64_t token;
+  {
+    std::lock_guard<std::mutex> guard{mtx_};
+    token = next_caller_++;
+    callers_.emplace_back(token, caller != nullptr ? *caller : mcp_caller{});
+  }
+  struct done {
+    mcp_session& s;
+    uint64_t token;
+    ~done() {
+      std::lock_guard<std::mutex> guard{s.mtx_};
+      s.callers_.erase(std::remove_if(s.callers_.begin(), s.callers_.end(),
+                                      [&](const auto& c) {
+                                        return c.first == token;
+                                      }),
+                       s.callers_.end());
+      for (auto& e : s.elicitations_)
+        if (e->caller == token)
+          e->stop = true;
+      --s.active_;
+    }
+  } d{*this, token};
+  bool expired = false;
+  auto r = call_once(method, params, cancel, deadline, what, &expired);
+  if (expired) {
+    // HTTP 404: the server forgot the session before it saw this call.
+    // A new session is initialized and the call sent once more.
+    MIBYAN_LOG(info, "mcp", s_.name << ": the server's session expired; "
+                                       "initializing a new one");
+    r = call_once(method, params, cancel, deadline, what, &expired);
+  }
+  return r;
+}
+
+json::value mcp_session::call_once(const std::string& method,
+                                   const json::value& params,
+                                   const std::atomic<bool>* cancel,
+                                   clock::time_point deadline,
+                                   const std::string& what, bool* expired) {
+  *expired = false;
   bool need_connect;
   {
     std::lock_guard<std::mutex> guard{mtx_};
@@ -507,11 +451,14 @@ json::value mcp_session::call_method(const std::string& method,
   auto timeout = milliseconds{s_.timeout * 1000};
   if (deadline > now && deadline - now < timeout)
     timeout = std::chrono::duration_cast<milliseconds>(deadline - now);
-  auto r = request(method, std::move(params), timeout, cancel);
+  auto r = request(method, params, timeout, cancel);
+  bool gone = !r && r.code == status_code::unavailable
+              && r.error.find(mcp_session_expired_reason) != std::string::npos;
   {
     std::lock_guard<std::mutex> guard{mtx_};
     last_used_ = clock::now();
-    if (r || r.code == status_code::internal || r.code == status_code::cancelled)
+    if (r || r.code == status_code::internal || r.code == status_code::cancelled
+        || gone)
       breaker_.on_success(); // the server answered (or we stopped waiting)
     else
       breaker_.on_failure();
@@ -519,6 +466,11 @@ json::value mcp_session::call_method(const std::string& method,
   if (!r) {
     if (r.code == status_code::unavailable)
       disconnect(r.error); // a crash: the next call starts the server again
+    if (gone) {
+      *expired = true;
+      return error_result("MCP server '" + s_.name + "' ended its session ("
+                          + r.error + ").");
+    }
     return error_for_failure(what, r.get_status());
   }
   json::value out;
@@ -559,14 +511,17 @@ void mcp_session::close() {
     if (state_ == state::closed && !transport_)
       return;
   }
-  disconnect("shutdown");
   {
     std::lock_guard<std::mutex> guard{mtx_};
     state_ = state::closed;
+    for (auto& e : elicitations_)
+      e->stop = true;
   }
-  // Sampling threads capture `this`; they end within their timeout.
+  disconnect("shutdown");
+  // Helper threads capture `this`: sampling ends within its timeout,
+  // elicitation when told to stop, a refresh when its requests fail.
   auto limit = clock::now() + std::chrono::seconds{s_.sampling.timeout + 2};
-  while (sampling_threads_.load() > 0 && clock::now() < limit)
+  while (helper_threads_.load() > 0 && clock::now() < limit)
     std::this_thread::sleep_for(milliseconds{10});
 }
 
@@ -578,6 +533,11 @@ mcp_session::state mcp_session::current_state() const {
 std::vector<mcp_tool_info> mcp_session::tools() const {
   std::lock_guard<std::mutex> guard{mtx_};
   return tools_;
+}
+
+std::string mcp_session::protocol_version() const {
+  std::lock_guard<std::mutex> guard{mtx_};
+  return version_;
 }
 
 bool mcp_session::has_resources() const {

@@ -14,8 +14,12 @@
 // - Calls are serialised by a per-server call lock unless the server has
 //   `supports_parallel_tool_calls`.
 // - Transport callbacks only fill replies and wake waiters; requests the
-//   server sends (ping, roots/list, sampling/createMessage) are answered
-//   from the callback, sampling on a thread of its own.
+//   server sends (ping, roots/list) are answered from the callback,
+//   sampling/createMessage and elicitation/create on a thread of their
+//   own (tools/mcp/mcp_session_serve.cpp).
+// - notifications/tools/list_changed re-lists the tools on a thread of its
+//   own (coalesced) and then calls the tools-changed handler, which
+//   re-registers them (mcp_manager).
 // - The transport is closed outside the state lock (its reader thread may
 //   be waiting for that lock in a callback).
 #pragma once
@@ -44,7 +48,46 @@ struct options;
 class http_client;
 
 /// The protocol version Mibyan asks for.
-constexpr const char* mcp_protocol_version = "2025-06-18";
+constexpr const char* mcp_protocol_version = "2025-11-25";
+
+/// Whether Mibyan speaks protocol version `v` a server answered with:
+/// 2025-11-25, 2025-06-18, 2025-03-26 and 2024-11-05 (legacy SSE servers).
+bool mcp_version_supported(const std::string& v);
+
+/// Who makes a call: the Mibyan session (for elicitation) and its working
+/// directory.
+struct mcp_caller {
+  std::string session_id;
+  std::string cwd;
+};
+
+/// A server's `elicitation/create` in form mode (docs/mcp.md,
+/// "Elicitation").
+struct mcp_elicitation_request {
+  std::string server;
+  /// The Mibyan session whose call to this server is running ("" when
+  /// none is: the request came outside a call).
+  std::string session_id;
+  std::string message;
+  /// requestedSchema: an object of primitive properties.
+  json::value schema;
+  /// How long the answer may take.
+  std::chrono::milliseconds timeout{0};
+  /// Turns true when the call that caused the request ends or the server
+  /// connection closes: stop asking and answer "cancel". Never null.
+  const std::atomic<bool>* cancelled = nullptr;
+};
+
+/// Answers an elicitation: an ElicitResult object {"action": "accept" |
+/// "decline" | "cancel", "content": {...} with accept}. Runs on a thread
+/// of its own; must honour `timeout` and `*cancelled`. The session applies
+/// the schema's defaults to an accepted content and checks it.
+using mcp_elicitation_fn =
+  std::function<json::value(const mcp_elicitation_request&)>;
+
+/// The client's roots: absolute directories, sent as file:// URIs. Called
+/// on the transport's thread: quick, no blocking.
+using mcp_roots_fn = std::function<std::vector<std::string>()>;
 
 /// One tool of a server's catalog.
 struct mcp_tool_info {
@@ -88,16 +131,20 @@ public:
   /// One tool call as a tool result object (docs/mcp.md, "Results"):
   /// breaker, (re)connect, call lock, timeout = min(config timeout,
   /// `deadline`), cancellation, result mapping. Never throws.
+  /// A call that finds the server's session expired (HTTP 404) connects
+  /// afresh and is sent once more (nothing of it ran).
   json::value call_tool(const std::string& raw_name, const json::value& args,
                         const std::atomic<bool>* cancel,
                         std::chrono::steady_clock::time_point deadline,
-                        const std::string& media_dir);
+                        const std::string& media_dir,
+                        const mcp_caller* caller = nullptr);
 
   /// Like call_tool for the utility tools: `method` with `params`, the
   /// result rendered as {"result": <result>}.
   json::value call_method(const std::string& method, json::value params,
                           const std::atomic<bool>* cancel,
-                          std::chrono::steady_clock::time_point deadline);
+                          std::chrono::steady_clock::time_point deadline,
+                          const mcp_caller* caller = nullptr);
 
   /// A `ping` round trip; fails like request().
   status ping(std::chrono::milliseconds timeout);
@@ -110,12 +157,25 @@ public:
   void close();
 
   void set_sampling_handler(mcp_sampling_fn fn);
+  /// Without a handler every elicitation is declined.
+  void set_elicitation_handler(mcp_elicitation_fn fn);
+  /// Without a provider the roots are the process's working directory.
+  void set_roots_provider(mcp_roots_fn fn);
+  /// Tells a connected server that the roots changed
+  /// (notifications/roots/list_changed); it asks roots/list again.
+  void notify_roots_changed();
+  /// Called (on a session thread) after the catalog changed: a
+  /// list_changed re-listing or a reconnection brought a different tool
+  /// list. Quick; it may read tools().
+  void set_tools_changed_handler(std::function<void()> fn);
 
   // -- observers (thread-safe snapshots) -------------------------------------
 
   state current_state() const;
   static const char* state_name(state s);
   std::vector<mcp_tool_info> tools() const;
+  /// The protocol version of the current connection ("" before one).
+  std::string protocol_version() const;
   bool has_resources() const;
   bool has_prompts() const;
   std::string last_error() const;
@@ -146,8 +206,23 @@ private:
   void answer(uint64_t gen, const json::value& id, json::value result,
               const json::value* error = nullptr);
   void serve_sampling(uint64_t gen, json::value id, json::value params);
-  status send_locked_free(const std::string& text);
+  void serve_elicitation(uint64_t gen, json::value id, json::value params);
+  json::value roots_result() const;
+  void schedule_refresh();
+  void refresh_loop();
+  void tools_changed_from(const std::vector<mcp_tool_info>& before);
+  result<std::vector<mcp_tool_info>>
+  list_tools(std::chrono::steady_clock::time_point deadline);
   status handshake(std::chrono::steady_clock::time_point deadline);
+  json::value call_once(const std::string& method, const json::value& params,
+                        const std::atomic<bool>* cancel,
+                        std::chrono::steady_clock::time_point deadline,
+                        const std::string& what, bool* expired);
+  // The elicitations running for the caller `token` (0: none).
+  struct elicit_slot {
+    uint64_t caller = 0;
+    std::atomic<bool> stop{false};
+  };
   json::value error_for_failure(const std::string& what,
                                 const status& st) const;
 
@@ -172,12 +247,22 @@ private:
   std::chrono::steady_clock::time_point connected_at_{};
   mcp_sampling_fn sampling_;
   std::deque<std::chrono::steady_clock::time_point> sampling_times_;
+  mcp_elicitation_fn elicitation_;
+  mcp_roots_fn roots_;
+  std::function<void()> tools_changed_fn_;
+  std::string version_;
+  // The calls running now, oldest first: token -> caller.
+  std::vector<std::pair<uint64_t, mcp_caller>> callers_;
+  uint64_t next_caller_ = 1;
+  std::vector<std::shared_ptr<elicit_slot>> elicitations_;
+  bool refreshing_ = false;
+  bool refresh_again_ = false;
 
   std::mutex connect_mtx_; // one connect at a time
   std::timed_mutex call_mtx_; // sequential servers: one call at a time
   std::atomic<int> active_{0};
   std::atomic<bool> tools_changed_{false};
-  std::atomic<int> sampling_threads_{0};
+  std::atomic<int> helper_threads_{0}; // sampling, elicitation, refresh
 };
 
 } // namespace mibyan

@@ -38,6 +38,13 @@ public:
   std::string description() const override { return description_; }
   json::value schema() const override { return schema_; }
   const std::string& server() const { return session_->config().name; }
+  /// Whether `other` shows the model the same tool.
+  bool same_as(const mcp_tool& other) const {
+    return kind_ == other.kind_ && name_ == other.name_ && raw_ == other.raw_
+           && description_ == other.description_
+           && schema_.dump() == other.schema_.dump()
+           && session_ == other.session_;
+  }
 
   std::chrono::milliseconds deadline(const json::value&,
                                      const options&) const override {
@@ -56,29 +63,30 @@ public:
                       ? clock::now() + std::chrono::seconds{
                           session_->config().timeout}
                       : ctx.deadline;
+    mcp_caller caller{ctx.session_id, ctx.cwd};
     switch (kind_) {
       case mcp_kind::tool:
         return session_->call_tool(raw_, args, ctx.cancelled, deadline,
-                                   ctx.home + "/cache/mcp-media");
+                                   ctx.home + "/cache/mcp-media", &caller);
       case mcp_kind::list_resources: {
         json::value p = json::value::make_object();
         if (auto c = args.find("cursor"); c != nullptr && c->is_string())
           p["cursor"] = *c;
         return session_->call_method("resources/list", std::move(p),
-                                     ctx.cancelled, deadline);
+                                     ctx.cancelled, deadline, &caller);
       }
       case mcp_kind::read_resource: {
         json::value p;
         p["uri"] = args.get_string("uri", "");
         return session_->call_method("resources/read", std::move(p),
-                                     ctx.cancelled, deadline);
+                                     ctx.cancelled, deadline, &caller);
       }
       case mcp_kind::list_prompts: {
         json::value p = json::value::make_object();
         if (auto c = args.find("cursor"); c != nullptr && c->is_string())
           p["cursor"] = *c;
         return session_->call_method("prompts/list", std::move(p),
-                                     ctx.cancelled, deadline);
+                                     ctx.cancelled, deadline, &caller);
       }
       case mcp_kind::get_prompt: {
         json::value p;
@@ -86,7 +94,7 @@ public:
         if (auto a = args.find("arguments"); a != nullptr && a->is_object())
           p["arguments"] = *a;
         return session_->call_method("prompts/get", std::move(p),
-                                     ctx.cancelled, deadline);
+                                     ctx.cancelled, deadline, &caller);
       }
     }
     return error_result("unknown MCP tool kind");
@@ -196,7 +204,8 @@ bool mcp_read_schema_cache(const std::string& path,
 }
 
 mcp_manager::mcp_manager(const options& cfg, http_client* http)
-  : cfg_(cfg), http_(http) {
+  : cfg_(cfg), http_(http), link_(std::make_shared<link>()) {
+  link_->self = this;
   for (auto& s : cfg.mcp_servers)
     if (s.enabled)
       sessions_.push_back(std::make_shared<mcp_session>(s, cfg, http));
@@ -259,75 +268,117 @@ void mcp_manager::start() {
       connect_ms_[sessions_[i]->config().name] = ms[i];
 }
 
-std::vector<std::string> mcp_manager::register_tools(tool_registry& reg) {
-  std::vector<std::string> warnings;
+// The registry tools of `s` into `out` (names into `names`). A name that
+// collides with a built-in tool, with another server's tool in `reg` or
+// with one already in `out`, or that is too long, is left out with a
+// warning.
+void mcp_manager::collect(const std::shared_ptr<mcp_session>& s,
+                          const tool_registry& reg,
+                          std::vector<std::unique_ptr<tool>>& out,
+                          std::vector<std::string>& names,
+                          std::vector<std::string>& warnings) const {
   auto warn = [&](std::string w) {
     MIBYAN_LOG(warning, "mcp", w);
     warnings.push_back(std::move(w));
   };
-  registered_.clear();
-  auto add = [&](const std::shared_ptr<mcp_session>& s, mcp_kind kind,
-                 const std::string& raw, std::string description,
-                 json::value schema) {
-    const auto& server = s->config().name;
+  const auto& c = s->config();
+  auto add = [&](mcp_kind kind, const std::string& raw,
+                 std::string description, json::value schema) {
+    const auto& server = c.name;
     auto name = mcp_tool_name(server, raw);
     if (name.size() > mcp_max_tool_name) {
       warn("MCP tool '" + raw + "' of server '" + server + "' skipped: '"
            + name + "' is longer than 64 characters");
       return;
     }
+    if (std::find(names.begin(), names.end(), name) != names.end()) {
+      warn("MCP tool '" + name + "' of server '" + server
+           + "' rejected: the name collides with a tool of server '"
+           + server + "' after sanitising");
+      return;
+    }
     if (auto existing = reg.find(name)) {
-      if (auto other = dynamic_cast<const mcp_tool*>(existing))
+      auto other = dynamic_cast<const mcp_tool*>(existing);
+      if (other == nullptr) {
+        warn("MCP tool '" + raw + "' of server '" + server + "' skipped: '"
+             + name + "' is a built-in tool");
+        return;
+      }
+      if (other->server() != server) {
         warn("MCP tool '" + name + "' of server '" + server
              + "' rejected: the name collides with a tool of server '"
              + other->server() + "' after sanitising");
-      else
-        warn("MCP tool '" + raw + "' of server '" + server
-             + "' skipped: '" + name + "' is a built-in tool");
-      return;
+        return;
+      }
+      // This server's own tool: replaced (a re-registration).
     }
-    reg.add(std::make_unique<mcp_tool>(s, kind, name, raw,
-                                       std::move(description),
-                                       std::move(schema)));
-    registered_[server].push_back(name);
+    out.push_back(std::make_unique<mcp_tool>(s, kind, name, raw,
+                                             std::move(description),
+                                             std::move(schema)));
+    names.push_back(name);
   };
+  for (auto& t : s->tools()) {
+    if (!mcp_tool_admitted(c, t.name))
+      continue;
+    auto desc = t.description.empty()
+                  ? "MCP tool " + t.name + " from " + c.name
+                  : t.description;
+    add(mcp_kind::tool, t.name, std::move(desc),
+        mcp_normalize_schema(t.input_schema.is_null() ? nullptr
+                                                      : &t.input_schema));
+  }
+  if (c.resources && s->has_resources()) {
+    add(mcp_kind::list_resources, "list_resources",
+        "List the resources of MCP server " + c.name
+          + " (pass `cursor` for the next page).",
+        object_schema({{"cursor", "Pagination cursor from a previous "
+                                  "call"}},
+                      {}));
+    add(mcp_kind::read_resource, "read_resource",
+        "Read one resource of MCP server " + c.name + " by its URI.",
+        object_schema({{"uri", "The resource URI"}}, {"uri"}));
+  }
+  if (c.prompts && s->has_prompts()) {
+    add(mcp_kind::list_prompts, "list_prompts",
+        "List the prompts of MCP server " + c.name + ".",
+        object_schema({{"cursor", "Pagination cursor from a previous "
+                                  "call"}},
+                      {}));
+    auto schema = object_schema({{"name", "The prompt name"}}, {"name"});
+    schema["properties"]["arguments"]
+      = schema_property("object", "The prompt's arguments (strings)");
+    add(mcp_kind::get_prompt, "get_prompt",
+        "Get one prompt of MCP server " + c.name + " with arguments.",
+        std::move(schema));
+  }
+}
+
+std::vector<std::string> mcp_manager::register_tools(tool_registry& reg) {
+  std::vector<std::string> warnings;
+  std::lock_guard<std::mutex> guard{link_->mtx};
+  registered_.clear();
   for (auto& s : sessions_) {
-    const auto& c = s->config();
-    registered_[c.name]; // listed even without tools
-    for (auto& t : s->tools()) {
-      if (!mcp_tool_admitted(c, t.name))
-        continue;
-      auto desc = t.description.empty()
-                    ? "MCP tool " + t.name + " from " + c.name
-                    : t.description;
-      add(s, mcp_kind::tool, t.name, std::move(desc),
-          mcp_normalize_schema(t.input_schema.is_null() ? nullptr
-                                                        : &t.input_schema));
-    }
-    if (c.resources && s->has_resources()) {
-      add(s, mcp_kind::list_resources, "list_resources",
-          "List the resources of MCP server " + c.name
-            + " (pass `cursor` for the next page).",
-          object_schema({{"cursor", "Pagination cursor from a previous "
-                                    "call"}},
-                        {}));
-      add(s, mcp_kind::read_resource, "read_resource",
-          "Read one resource of MCP server " + c.name + " by its URI.",
-          object_schema({{"uri", "The resource URI"}}, {"uri"}));
-    }
-    if (c.prompts && s->has_prompts()) {
-      add(s, mcp_kind::list_prompts, "list_prompts",
-          "List the prompts of MCP server " + c.name + ".",
-          object_schema({{"cursor", "Pagination cursor from a previous "
-                                    "call"}},
-                        {}));
-      auto schema = object_schema({{"name", "The prompt name"}}, {"name"});
-      schema["properties"]["arguments"]
-        = schema_property("object", "The prompt's arguments (strings)");
-      add(s, mcp_kind::get_prompt, "get_prompt",
-          "Get one prompt of MCP server " + c.name + " with arguments.",
-          std::move(schema));
-    }
+    std::vector<std::unique_ptr<tool>> fresh;
+    auto& names = registered_[s->config().name]; // listed even without tools
+    collect(s, reg, fresh, names, warnings);
+    for (auto& t : fresh)
+      reg.add(std::move(t));
+  }
+  reg_ = &reg;
+  // A server's tools/list_changed (or a reconnection with other tools)
+  // re-registers its tools (docs/mcp.md, "Tool list changes").
+  for (auto& s : sessions_) {
+    std::weak_ptr<link> weak = link_;
+    std::weak_ptr<mcp_session> ws = s;
+    s->set_tools_changed_handler([weak, ws] {
+      auto l = weak.lock();
+      auto session = ws.lock();
+      if (!l || !session)
+        return;
+      std::lock_guard<std::mutex> g{l->mtx};
+      if (l->self != nullptr)
+        l->self->reregister(session);
+    });
   }
   // Script stubs from the same schemas (execute_code, mcp_in_scripts).
   script_specs_.clear();
@@ -353,12 +404,59 @@ std::vector<std::string> mcp_manager::register_tools(tool_registry& reg) {
   return warnings;
 }
 
+void mcp_manager::reregister(const std::shared_ptr<mcp_session>& s) {
+  // link_->mtx is held.
+  if (reg_ == nullptr)
+    return;
+  const auto& server = s->config().name;
+  std::vector<std::unique_ptr<tool>> fresh;
+  std::vector<std::string> names, warnings;
+  collect(s, *reg_, fresh, names, warnings);
+  // A tool that did not change stays the same object.
+  std::vector<std::string> kept;
+  fresh.erase(std::remove_if(fresh.begin(), fresh.end(),
+                             [&](const std::unique_ptr<tool>& t) {
+                               auto old = dynamic_cast<const mcp_tool*>(
+                                 reg_->find(t->name()));
+                               auto now = static_cast<const mcp_tool*>(
+                                 t.get());
+                               if (old == nullptr || !old->same_as(*now))
+                                 return false;
+                               kept.push_back(t->name());
+                               return true;
+                             }),
+              fresh.end());
+  auto added = fresh.size();
+  reg_->replace(
+    [&](const tool& t) {
+      auto m = dynamic_cast<const mcp_tool*>(&t);
+      return m != nullptr && m->server() == server
+             && std::find(kept.begin(), kept.end(), t.name()) == kept.end();
+    },
+    std::move(fresh));
+  auto& old = registered_[server];
+  size_t removed = 0;
+  for (auto& n : old)
+    if (std::find(names.begin(), names.end(), n) == names.end())
+      ++removed;
+  old = names;
+  MIBYAN_LOG(info, "mcp", "server '" << server << "': tools re-registered ("
+                                     << names.size() << " tools, " << added
+                                     << " new or changed, " << removed
+                                     << " removed)");
+  if (!mcp_write_schema_cache(cache_path(cfg_.home, server), *s))
+    MIBYAN_LOG(warning, "mcp", "cannot write the schema cache of '"
+                                 << server << "'");
+}
+
 std::map<std::string, std::vector<std::string>>
 mcp_manager::server_tools() const {
+  std::lock_guard<std::mutex> guard{link_->mtx};
   return registered_;
 }
 
 std::vector<script_tool_spec> mcp_manager::script_specs() const {
+  std::lock_guard<std::mutex> guard{link_->mtx};
   return script_specs_;
 }
 
@@ -399,8 +497,11 @@ std::vector<mcp_server_report> mcp_manager::report() const {
           }
         }
     }
-    if (auto i = registered_.find(c.name); i != registered_.end())
-      r.tools = i->second;
+    {
+      std::lock_guard<std::mutex> guard{link_->mtx};
+      if (auto i = registered_.find(c.name); i != registered_.end())
+        r.tools = i->second;
+    }
     if (auto i = connect_ms_.find(c.name); i != connect_ms_.end())
       r.connect_ms = i->second;
     out.push_back(std::move(r));
@@ -413,7 +514,23 @@ void mcp_manager::set_sampling_handler(mcp_sampling_fn fn) {
     s->set_sampling_handler(fn);
 }
 
+void mcp_manager::set_elicitation_handler(mcp_elicitation_fn fn) {
+  for (auto& s : sessions_)
+    s->set_elicitation_handler(fn);
+}
+
+void mcp_manager::set_roots_provider(mcp_roots_fn fn) {
+  for (auto& s : sessions_)
+    s->set_roots_provider(fn);
+}
+
 void mcp_manager::shutdown() {
+  {
+    // No re-registration from now on (a running one finishes first).
+    std::lock_guard<std::mutex> guard{link_->mtx};
+    link_->self = nullptr;
+    reg_ = nullptr;
+  }
   std::vector<std::thread> threads;
   for (auto& s : sessions_)
     threads.emplace_back([s] { s->close(); });

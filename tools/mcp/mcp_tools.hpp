@@ -6,6 +6,12 @@
 // registers every admitted tool as `mcp__<server>__<tool>` plus the
 // resource/prompt utility tools.
 //
+// A server's notifications/tools/list_changed (or a reconnection that
+// brings another catalog) re-registers that server's tools in the
+// registry given to register_tools, in one atomic registry change: a turn
+// already running keeps the tool list it started with, the next one sees
+// the new list. Script stubs (execute_code) keep the start-up list.
+//
 // Threads: start() blocks its caller for at most the largest
 // connect_timeout (servers connect concurrently on threads of their own).
 // Everything else is thread-safe and returns promptly, except shutdown()
@@ -15,6 +21,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -49,7 +56,9 @@ public:
   /// (with the server's stderr tail) and never block the other servers.
   void start();
 
-  /// Registers the tools of every server that has a catalog into `reg`.
+  /// Registers the tools of every server that has a catalog into `reg`,
+  /// which must outlive this manager's shutdown() (later changes of a
+  /// server's catalog are registered there too).
   /// A name that collides with a built-in tool is skipped, one that
   /// collides with another server's tool is rejected (fails closed), a
   /// name longer than 64 characters is rejected; each case adds a warning
@@ -72,6 +81,10 @@ public:
 
   /// Installs the sampling handler on every session.
   void set_sampling_handler(mcp_sampling_fn fn);
+  /// Installs the elicitation handler on every session.
+  void set_elicitation_handler(mcp_elicitation_fn fn);
+  /// Installs the roots provider on every session.
+  void set_roots_provider(mcp_roots_fn fn);
 
   /// Closes every session (kills stdio process groups). Idempotent.
   void shutdown();
@@ -81,8 +94,21 @@ public:
                                 const std::string& server);
 
 private:
+  // What the sessions' tools-changed handlers reach: null after shutdown.
+  struct link {
+    std::mutex mtx; // also guards reg_, registered_, script_specs_
+    mcp_manager* self = nullptr;
+  };
+  void collect(const std::shared_ptr<mcp_session>& s, const tool_registry& reg,
+               std::vector<std::unique_ptr<tool>>& out,
+               std::vector<std::string>& names,
+               std::vector<std::string>& warnings) const;
+  void reregister(const std::shared_ptr<mcp_session>& s);
+
   const options& cfg_;
   http_client* http_;
+  std::shared_ptr<link> link_;
+  tool_registry* reg_ = nullptr;
   std::vector<std::shared_ptr<mcp_session>> sessions_;
   std::map<std::string, double> connect_ms_;
   std::map<std::string, std::vector<std::string>> registered_;
