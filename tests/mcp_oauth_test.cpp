@@ -99,7 +99,6 @@ struct fixture {
   test::oauth_test_server as;
   test::temp_dir home;
   std::map<std::string, std::string> env;
-  std::string extra_oauth;
 
   fixture() {
     env["MIBYAN_HOME"] = home.path();
@@ -732,6 +731,7 @@ BOOST_AUTO_TEST_CASE(serve_shows_needs_login_until_a_login) {
   BOOST_TEST_CONTEXT(ok) {
     BOOST_CHECK_EQUAL(sv::status_of(ok), 200);
     BOOST_TEST(sv::body_of(ok).get_string("state", "") == "connected");
+    BOOST_TEST(contains(sv::body_of(ok)["tools"].dump(), "mcp__secure__add"));
   }
   auto rec = load_mcp_token(mcp_token_path(f.home.path(), "secure"));
   BOOST_REQUIRE(rec.ok());
