@@ -31,4 +31,35 @@ std::string base64_decode(std::string_view in) {
   return out;
 }
 
+std::string base64_encode(std::string_view in) {
+  static const char a[] =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  out.reserve((in.size() + 2) / 3 * 4);
+  auto byte = [&](size_t k) {
+    return static_cast<unsigned>(static_cast<unsigned char>(in[k]));
+  };
+  size_t i = 0;
+  for (; i + 2 < in.size(); i += 3) {
+    unsigned v = (byte(i) << 16) | (byte(i + 1) << 8) | byte(i + 2);
+    out += a[(v >> 18) & 63];
+    out += a[(v >> 12) & 63];
+    out += a[(v >> 6) & 63];
+    out += a[v & 63];
+  }
+  if (in.size() - i == 1) {
+    unsigned v = byte(i) << 16;
+    out += a[(v >> 18) & 63];
+    out += a[(v >> 12) & 63];
+    out += "==";
+  } else if (in.size() - i == 2) {
+    unsigned v = (byte(i) << 16) | (byte(i + 1) << 8);
+    out += a[(v >> 18) & 63];
+    out += a[(v >> 12) & 63];
+    out += a[(v >> 6) & 63];
+    out += '=';
+  }
+  return out;
+}
+
 } // namespace mibyan

@@ -17,4 +17,8 @@ namespace mibyan {
 /// whole byte are dropped, so any input gives some output.
 std::string base64_decode(std::string_view in);
 
+/// Encodes `in` in the standard alphabet with padding (RFC 4648 §4), e.g.
+/// for HTTP Basic credentials.
+std::string base64_encode(std::string_view in);
+
 } // namespace mibyan

@@ -30,4 +30,20 @@ bool redactor_slot::update(
   return true;
 }
 
+bool redactor_slot::add_literal(const std::string& name,
+                                const std::string& value) {
+  if (value.size() < min_secret_value_length)
+    return false;
+  std::lock_guard<std::mutex> guard{mtx_};
+  for (auto& [n, v] : literals_)
+    if (v == value)
+      return false;
+  literals_.emplace_back(name, value);
+  all_.push_back(std::make_unique<const redactor>(
+    redactor::from_environment(current_environment(), env_file_,
+                                 literals_)));
+  current_.store(all_.back().get(), std::memory_order_release);
+  return true;
+}
+
 } // namespace mibyan

@@ -45,10 +45,16 @@ public:
   /// nothing. Returns whether the redactor was replaced.
   bool update(const std::map<std::string, std::string>& env_file);
 
+  /// Adds a literal secret learnt while running (an OAuth token of an MCP
+  /// server, docs/mcp.md "Authorization") and builds a new redactor that
+  /// knows it, unless the value is known already or shorter than
+  /// min_secret_value_length. Returns whether the redactor was replaced.
+  bool add_literal(const std::string& name, const std::string& value);
+
 private:
   std::mutex mtx_;
   std::map<std::string, std::string> env_file_;
-  const std::vector<std::pair<std::string, std::string>> literals_;
+  std::vector<std::pair<std::string, std::string>> literals_;
   std::vector<std::unique_ptr<const redactor>> all_;
   std::atomic<const redactor*> current_{nullptr};
 };

@@ -1,5 +1,6 @@
-// `mibyan mcp list [--json]`, `mibyan mcp test NAME` and `mibyan mcp serve`
-// (cli/mcp_serve_command.cpp) (docs/mcp.md).
+// `mibyan mcp list [--json]`, `mibyan mcp test NAME`, `mibyan mcp serve`
+// (cli/mcp_serve_command.cpp) and `mibyan mcp login/logout NAME`
+// (cli/mcp_login.cpp) (docs/mcp.md).
 #include "cli/commands.hpp"
 
 #include <chrono>
@@ -8,6 +9,7 @@
 
 #include "base/http_client.hpp"
 #include "base/json.hpp"
+#include "cli/mcp_login.hpp"
 #include "config/options.hpp"
 #include "tools/mcp/mcp_tools.hpp"
 #include "tools/registry.hpp"
@@ -80,7 +82,7 @@ int mcp_list(const options& opts, bool as_json) {
   }
   mgr.shutdown();
   for (auto& r : rep)
-    if (r.state == "failed")
+    if (r.state == "failed" || r.state == "needs_login")
       return 1;
   return 0;
 }
@@ -142,6 +144,13 @@ int mcp_command(const std::vector<std::string>& args,
                 const global_flags& flags) {
   if (!args.empty() && args[0] == "serve")
     return mcp_serve_command({args.begin() + 1, args.end()}, flags);
+  if (!args.empty() && (args[0] == "login" || args[0] == "logout")) {
+    options opts;
+    if (!load_config_or_report(flags, opts))
+      return 2;
+    std::vector<std::string> rest(args.begin() + 1, args.end());
+    return args[0] == "login" ? mcp_login(opts, rest) : mcp_logout(opts, rest);
+  }
   bool as_json = false;
   std::vector<std::string> pos;
   for (auto& a : args) {
@@ -154,7 +163,8 @@ int mcp_command(const std::vector<std::string>& args,
       || (pos[0] == "test" && pos.size() != 2)
       || (pos[0] != "list" && pos[0] != "test")) {
     std::cerr << "usage: mibyan mcp list [--json] | mibyan mcp test NAME | "
-                 "mibyan mcp serve [--listen HOST:PORT] [--toolsets a,b]\n";
+                 "mibyan mcp serve [--listen HOST:PORT] [--toolsets a,b] | "
+                 "mibyan mcp login NAME | mibyan mcp logout NAME\n";
     return 2;
   }
   options opts;

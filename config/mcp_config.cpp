@@ -167,6 +167,50 @@ std::string parse_sampling(const YAML::Node& n, mcp_sampling_options& s,
   return {};
 }
 
+// `oauth:` is a mapping, or a boolean (`oauth: false` turns it off).
+std::string parse_oauth(const YAML::Node& n, mcp_oauth_options& o, ctx& c) {
+  if (n.IsNull())
+    return {};
+  if (auto b = boolish(n)) {
+    o.enabled = *b;
+    return {};
+  }
+  if (!n.IsMap())
+    return c.where + ".oauth: expected a mapping, got " + describe(n);
+  ctx oc{c.where + ".oauth", c.warnings};
+  for (const auto& kv : n) {
+    auto key = kv.first.as<std::string>();
+    const auto& v = kv.second;
+    std::string err;
+    if (key == "enabled")
+      set_bool(v, o.enabled, key, oc);
+    else if (key == "client_id")
+      err = set_string(v, o.client_id, key, oc);
+    else if (key == "client_secret") {
+      err = set_string(v, o.client_secret, key, oc);
+      // A secret lives in the environment or .env, never in config.yaml.
+      if (err.empty() && !o.client_secret.empty()
+          && (o.client_secret.rfind("${", 0) != 0
+              || o.client_secret.back() != '}'))
+        err = oc.where + ".client_secret: must be a ${NAME} or ${env:NAME} "
+                         "reference to the environment or $MIBYAN_HOME/.env, "
+                         "not the secret itself";
+    } else if (key == "redirect_port")
+      err = set_int(v, o.redirect_port, key, 0, 65535, oc);
+    else if (key == "scope")
+      err = set_string(v, o.scope, key, oc);
+    else if (key == "request_timeout")
+      err = set_int(v, o.request_timeout, key, 1, 600, oc);
+    else
+      err = oc.where + ": unknown key '" + key
+            + "' (known: enabled, client_id, client_secret, redirect_port, "
+              "scope, request_timeout)";
+    if (!err.empty())
+      return err;
+  }
+  return {};
+}
+
 std::string parse_tools(const YAML::Node& n, mcp_server_options& s, ctx& c) {
   if (n.IsNull())
     return {};
@@ -276,7 +320,16 @@ std::string parse_server(const std::string& name, const YAML::Node& n,
       } else {
         set_bool(v, s.roots, key, c);
       }
-    } else if (key == "auth" || key == "oauth" || key == "ssl_verify"
+    }
+    else if (key == "oauth")
+      err = parse_oauth(v, s.oauth, c);
+    else if (key == "auth") {
+      // `auth: oauth` (the reference system's spelling) is the default.
+      if (!v.IsScalar() || (v.Scalar() != "oauth" && v.Scalar() != "none"))
+        err = c.where + ".auth: expected oauth or none";
+      else if (v.Scalar() == "none")
+        s.oauth.enabled = false;
+    } else if (key == "ssl_verify"
              || key == "client_cert" || key == "client_key"
              || key == "skip_preflight")
       warnings.push_back(c.where + "." + key
@@ -287,7 +340,7 @@ std::string parse_server(const std::string& name, const YAML::Node& n,
               "transport, timeout, connect_timeout, keepalive_interval, "
               "idle_timeout_seconds, max_lifetime_seconds, lifecycle, lazy, "
               "supports_parallel_tool_calls, tools, max_message_bytes, "
-              "sampling, roots, elicitation)";
+              "sampling, roots, elicitation, oauth, auth)";
     if (!err.empty())
       return err;
   }

@@ -30,6 +30,31 @@ struct mcp_sampling_options {
   std::vector<std::string> allowed_models;
 };
 
+/// `mcp_servers.<name>.oauth`: OAuth 2.1 authorization of an HTTP server
+/// (docs/mcp.md, "Authorization"). Without a pre-registered client the
+/// client registers itself dynamically (RFC 7591) when the authorization
+/// server offers it.
+struct mcp_oauth_options {
+  /// Run the authorization flow when the server answers 401 (false: a 401
+  /// is an ordinary failure, as with a static Authorization header).
+  bool enabled = true;
+  /// A pre-registered client ("" = dynamic registration). An https URL
+  /// with a path is used as a Client ID Metadata Document client id.
+  std::string client_id;
+  /// The client secret as a `${NAME}` / `${env:NAME}` reference into the
+  /// environment or $MIBYAN_HOME/.env ("" = a public client). A literal is
+  /// refused by the config reader.
+  std::string client_secret;
+  /// Port of the loopback redirect listener of `mibyan mcp login`
+  /// (0 = a free port; a pre-registered client usually needs a fixed one).
+  int64_t redirect_port = 0;
+  /// Scopes to ask for ("" = from WWW-Authenticate, else the resource
+  /// metadata's scopes_supported).
+  std::string scope;
+  /// Seconds for each metadata, registration and token request.
+  int64_t request_timeout = 30;
+};
+
 /// One entry of `mcp_servers`.
 struct mcp_server_options {
   /// The key under `mcp_servers` (the raw server name).
@@ -81,6 +106,7 @@ struct mcp_server_options {
   /// Offer form-mode `elicitation`: the server's questions go to the
   /// calling session's user (docs/mcp.md, "Elicitation").
   bool elicitation = true;
+  mcp_oauth_options oauth;
 };
 
 } // namespace mibyan

@@ -7,6 +7,8 @@
 #include "actors/mcp_server.hpp"
 #include "actors/services.hpp"
 #include "base/log.hpp"
+#include "base/redact_slot.hpp"
+#include "tools/mcp/mcp_oauth_client.hpp"
 #include "runtime/runtime_impl.hpp"
 #include "tools/agent/agent_tool_state.hpp"
 #include "tools/mcp/mcp_elicitation.hpp"
@@ -18,6 +20,15 @@ void start_mcp(runtime_services& svc,
                std::vector<script_tool_spec>& script_host_tools) {
   if (svc.cfg.mcp_servers.empty())
     return;
+  // OAuth tokens of HTTP servers join the redactor as soon as they are
+  // loaded or obtained (docs/mcp.md, "Authorization").
+  if (svc.redact)
+    mcp_oauth_client::set_secret_sink(
+      [slot = std::weak_ptr<redactor_slot>(svc.redact)](
+        const std::string& name, const std::string& value) {
+        if (auto s = slot.lock())
+          s->add_literal(name, value);
+      });
   svc.mcp = std::make_shared<mcp_manager>(svc.cfg, svc.http.get());
   // Roots: the runtime's working directory (a server's `roots` list
   // replaces it). Elicitation: the calling session's clarify channel (the

@@ -1,5 +1,7 @@
 #include "tools/mcp/mcp_tools.hpp"
 
+#include "tools/mcp/mcp_oauth_client.hpp"
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -484,6 +486,16 @@ std::vector<mcp_server_report> mcp_manager::report() const {
       if (st == mcp_session::state::idle && c.lazy && !s->tools().empty())
         r.state = "lazy";
       r.error = s->last_error();
+      // An HTTP server that wants an OAuth login it has not had
+      // (docs/mcp.md, "Authorization").
+      if (st != mcp_session::state::connected)
+        if (auto o = mcp_oauth_find(cfg_.home, c.name)) {
+          auto why = o->login_needed();
+          if (!why.empty()) {
+            r.state = "needs_login";
+            r.error = why;
+          }
+        }
     }
     {
       std::lock_guard<std::mutex> guard{link_->mtx};

@@ -39,7 +39,7 @@ struct mcp_server_report {
   std::string name;
   std::string transport;
   std::string state;        // idle, connecting, connected, failed, closed,
-                            // disabled, lazy
+                            // disabled, lazy, needs_login (OAuth)
   std::string error;        // why it failed (stderr tail included)
   std::vector<std::string> tools;  // registered names
   double connect_ms = -1;   // start-up connect duration, -1 if none

@@ -4,6 +4,7 @@
 #include "config/mcp_config.hpp"
 #include "config/options.hpp"
 #include "tools/mcp/mcp_http.hpp"
+#include "tools/mcp/mcp_oauth_client.hpp"
 #include "tools/mcp/mcp_stdio.hpp"
 
 namespace mibyan {
@@ -67,6 +68,15 @@ std::unique_ptr<mcp_transport> make_mcp_transport(const mcp_server_options& s,
   hs.sse = s.transport == "sse";
   hs.connect_timeout = std::chrono::seconds{s.connect_timeout};
   hs.max_message_bytes = static_cast<size_t>(s.max_message_bytes);
+  if (mcp_oauth_applies(s)) {
+    // OAuth (docs/mcp.md, "Authorization"): one client per server and
+    // process, shared by its connections; it outlives them.
+    auto oauth = mcp_oauth_for(s, cfg);
+    hs.auth.bearer = [oauth] { return oauth->bearer(); };
+    hs.auth.on_unauthorized = [oauth](int status, const std::string& h) {
+      return oauth->on_unauthorized(status, h);
+    };
+  }
   return make_mcp_http_transport(std::move(hs), *http);
 }
 

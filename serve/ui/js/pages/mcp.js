@@ -37,7 +37,9 @@ export async function render(root) {
     body.appendChild(table([
       { label: "Server", value: (s) => h("span.mono", String(s.name ?? "")) },
       { label: "Transport", value: (s) => h("span.small", String(s.transport || "–")) },
-      { label: "State", value: (s) => badge(String(s.state || "–"), stateKind(s.state)) },
+      // needs_login: an HTTP server waits for `mibyan mcp login NAME` (OAuth,
+      // docs/mcp.md "Authorization"); the last error says so.
+      { label: "State", value: (s) => badge(String(s.state || "–"), s.state === "needs_login" ? "warn" : stateKind(s.state)) },
       { label: "Tools", value: (s) => {
           const tools = Array.isArray(s.tools) ? s.tools.map(String) : [];
           if (!tools.length) return h("span.muted", "none");
