@@ -32,6 +32,7 @@
 #include "base/log.hpp"
 #include "base/private_file.hpp"
 #include "base/runtime_metrics.hpp"
+#include "kernels/script_catalog.hpp"
 #include "tools/argument_limit.hpp"
 
 namespace fs = std::filesystem;
@@ -333,6 +334,32 @@ void write_cell_line(kernel_broker* self, const std::string& text) {
   }
 }
 
+// Before a cell: when the script catalog moved on since this kernel's stub
+// was written, the new `mibyan_tools` goes into the staging dir and the
+// allow-list follows; true when the runner must load it again. A failed
+// write keeps the old set (tried again before the next cell).
+bool refresh_script_tools(kernel_broker* self) {
+  auto& st = self->state;
+  if (!st.svc->scripts || st.opts.stub_generation == 0)
+    return false;
+  auto snap = st.svc->scripts->current();
+  if (snap->generation == st.opts.stub_generation)
+    return false;
+  // A few KiB, only after a tool list change.
+  auto err = write_private_file(st.opts.proc.staging_dir + "/mibyan_tools.py",
+                                snap->stub);
+  if (!err.empty()) {
+    MIBYAN_LOG(warning, "kernel", "pid " << st.opts.proc.pid
+               << ": cannot write the new mibyan_tools: " << err);
+    return false;
+  }
+  st.opts.tools = snap->names;
+  st.opts.stub_generation = snap->generation;
+  MIBYAN_LOG(debug, "kernel", "pid " << st.opts.proc.pid
+             << ": script tools now at generation " << snap->generation);
+  return true;
+}
+
 void start_next(kernel_broker* self) {
   auto& st = self->state;
   if (st.cell || st.queue.empty() || st.dead || !st.ready)
@@ -352,6 +379,8 @@ void start_next(kernel_broker* self) {
   line["id"] = cell->id;
   line["code"] = cell->cell.code;
   line["timeout"] = static_cast<double>(cell->cell.timeout_ms) / 1000.0;
+  if (refresh_script_tools(self))
+    line["reload_tools"] = true;
   auto text = line.dump() + "\n";
   auto timeout = std::chrono::milliseconds(cell->cell.timeout_ms);
   close_rpc_conns(self);
@@ -456,6 +485,33 @@ caf::behavior kernel_impl(kernel_broker* self, services_ptr svc,
       // answered by its deadline or cancelled with its cell.
       if (auto c = self->state.calls.take(seq))
         write_conn(self, c->conn, encode_rpc_response(c->id, result_json));
+    },
+    [=](interrupt_atom, interrupt_request& req) {
+      // One call (runtime::cancel_call): its running cell kills the kernel
+      // like an interrupt; a queued one is dropped; others go on.
+      auto& s = self->state;
+      if (s.cell && s.cell->cell.call_id == req.call_id) {
+        MIBYAN_LOG(info, "kernel", "pid " << s.opts.proc.pid
+                   << " interrupted (call " << req.call_id << "): "
+                   << req.reason);
+        kill_kernel(self, cell_status::interrupted, std::move(req.reason));
+        return;
+      }
+      for (auto i = s.queue.begin(); i != s.queue.end(); ++i) {
+        if (i->cell.call_id != req.call_id)
+          continue;
+        auto p = std::move(*i);
+        s.queue.erase(i);
+        json::value r;
+        r["status"] = "interrupted";
+        r["error"] = "The cell was cancelled before it ran: " + req.reason;
+        r["tool_calls_made"] = 0;
+        r["duration_seconds"] = 0;
+        // Cancelled by its caller; the kernel goes on with the others.
+        s.answer(p.rp, tool_response{p.cell.call_id, "execute_code", r.dump(),
+                                     0, true, false});
+        return;
+      }
     },
     [=](interrupt_atom, std::string& reason) {
       auto& s = self->state;

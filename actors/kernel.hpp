@@ -16,6 +16,9 @@
 //       the kernel's use through `kernel_usage`.
 //   (interrupt_atom, std::string reason)
 //       Kills the kernel; the running cell answers "interrupted".
+//   (interrupt_atom, interrupt_request) with a call id
+//       The same when the running cell is that call's; a queued cell of
+//       that call is answered "interrupted" without running; else nothing.
 //   exit (any reason)
 //       Kills the process group and removes the staging dir.
 //
@@ -83,6 +86,10 @@ struct kernel_actor_options {
   kernel_process proc;
   /// Tools the stub offers (the allow-list).
   std::vector<std::string> tools;
+  /// The script catalog's generation the stub was written from (0: no
+  /// catalog; the stub never changes). A newer one is written into the
+  /// staging dir, and `tools` replaced, before the next cell.
+  uint64_t stub_generation = 0;
   /// "session" for persistent kernels.
   std::string mode = "session";
   /// Seconds between SIGTERM and SIGKILL.

@@ -15,6 +15,7 @@
 #include "base/host_hardening.hpp"
 #include "base/log.hpp"
 #include "base/runtime_metrics.hpp"
+#include "kernels/script_catalog.hpp"
 #include "tools/script_sandbox.hpp"
 
 namespace mibyan {
@@ -131,13 +132,18 @@ caf::actor start_kernel(registry_pointer self, const kernel_shape& shape,
   if (resolved)
     *resolved = so.python;
   so.cwd = shape.cwd;
-  so.tools = st.tools;
+  // The script tools as they are now (an MCP server's tools may have
+  // changed since start-up); the kernel key keeps the start-up set.
+  std::shared_ptr<const script_catalog::snapshot> scripts;
+  if (st.svc->scripts)
+    scripts = st.svc->scripts->current();
+  so.tools = scripts ? scripts->names : st.tools;
   so.inherited_env = current_environment();
   so.passthrough = st.svc->cfg.terminal.env_passthrough;
   so.passthrough.insert(so.passthrough.end(), shape.skill_env.begin(),
                         shape.skill_env.end());
   so.rpc_timeout = static_cast<double>(st.svc->cfg.code_execution.timeout);
-  so.specs = st.svc->script_tools;
+  so.specs = scripts ? scripts->specs : st.svc->script_tools;
   std::string isolation_error;
   so.bwrap = script_sandbox_bwrap(st.svc->cfg, &isolation_error);
   if (!isolation_error.empty()) {
@@ -170,7 +176,8 @@ caf::actor start_kernel(registry_pointer self, const kernel_shape& shape,
   auto pid = proc.pid;
   auto sandboxed = proc.sandboxed;
   ko.proc = std::move(proc);
-  ko.tools = st.tools;
+  ko.tools = so.tools;
+  ko.stub_generation = scripts ? scripts->generation : 0;
   ko.kill_grace_seconds = st.svc->cfg.terminal.kill_grace;
   ko.usage = std::make_shared<kernel_usage>();
   ko.usage->pid = pid;
@@ -539,8 +546,15 @@ registry_behavior(registry_pointer self,
       auto reason = req.reason.empty() ? std::string{"user sent a new message"}
                                        : req.reason;
       for (auto& [key, rec] : s.kernels)
-        if (rec.owner == req.session_id && rec.attached() > 0)
-          caf::anon_send(rec.handle, interrupt_atom_v, reason);
+        if (rec.owner == req.session_id && rec.attached() > 0) {
+          if (req.call_id.empty()) {
+            caf::anon_send(rec.handle, interrupt_atom_v, reason);
+          } else {
+            // One call: the kernel stops it only when the cell is its.
+            req.reason = reason;
+            caf::anon_send(rec.handle, interrupt_atom_v, req);
+          }
+        }
     },
     [=](dispose_atom, std::string& owner) {
       auto& s = self->state;

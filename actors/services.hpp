@@ -21,6 +21,9 @@
 
 namespace mibyan {
 
+class script_catalog;
+
+
 class http_client;
 class redactor_slot;
 class process_registry;
@@ -44,6 +47,12 @@ struct runtime_services {
   /// host tools registered with `allow_in_scripts` (docs/embedding.md) and
   /// the MCP tools. Their names are in `tools` too.
   std::vector<script_tool_spec> script_tools;
+  /// The same set as it changes at run time (an MCP server's
+  /// tools/list_changed with code_execution.mcp_in_scripts): new kernels
+  /// start with its current snapshot, running kernels take a newer one
+  /// before their next cell. `script_tools` stays the start-up set (the
+  /// kernel key). Null in unit tests that build services by hand.
+  std::shared_ptr<script_catalog> scripts;
   /// The approval gate (docs/approvals.md); set by the runtime.
   std::unique_ptr<approval_service> approvals;
   /// The MCP servers (docs/mcp.md); null without `mcp_servers`. Its

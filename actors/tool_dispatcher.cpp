@@ -15,9 +15,11 @@ namespace mibyan {
 namespace {
 
 struct dispatcher_state {
-  // Running invocations per session, for interrupts.
+  // Running invocations per session, for interrupts, and the call id of
+  // each (per-call cancellation).
   std::map<std::string, std::set<caf::actor>> running;
   std::map<caf::actor_addr, std::string> session_of;
+  std::map<caf::actor_addr, std::string> call_of;
   tool_dispatcher_actor code_exec;
   static const char* name;
 };
@@ -45,6 +47,7 @@ dispatcher(tool_dispatcher_actor::stateful_pointer<dispatcher_state> self,
         st.running.erase(j);
     }
     st.session_of.erase(i);
+    st.call_of.erase(dm.source);
   });
   return {
     [=](invoke_atom, tool_request& req) -> caf::result<tool_response> {
@@ -57,14 +60,21 @@ dispatcher(tool_dispatcher_actor::stateful_pointer<dispatcher_state> self,
       auto inv = spawn_tool_invocation(self, svc);
       st.running[req.session_id].insert(inv);
       st.session_of.emplace(inv.address(), req.session_id);
+      st.call_of.emplace(inv.address(), req.call_id);
       return self->delegate(caf::actor_cast<tool_invoker_actor>(inv),
                             invoke_atom_v, std::move(req));
     },
     [=](interrupt_atom, interrupt_request& req) {
       auto& st = self->state;
       if (auto i = st.running.find(req.session_id); i != st.running.end())
-        for (auto& inv : i->second)
+        for (auto& inv : i->second) {
+          if (!req.call_id.empty()) {
+            auto c = st.call_of.find(inv.address());
+            if (c == st.call_of.end() || c->second != req.call_id)
+              continue; // another call of the session: it goes on
+          }
           caf::anon_send(inv, interrupt_atom_v, req.reason);
+        }
       if (st.code_exec)
         caf::anon_send(st.code_exec, interrupt_atom_v, req);
     },

@@ -11,7 +11,8 @@
 //       during shutdown.
 //   (interrupt_atom, interrupt_request)
 //       Cancels every running call of that session (each answers with a
-//       "cancelled" result) and forwards to the code-execution backend.
+//       "cancelled" result), or with `call_id` only the calls with that id,
+//       and forwards to the code-execution backend.
 #pragma once
 
 #include <optional>

@@ -393,6 +393,8 @@ class Kernel(object):
         self.err_fd = err_fd          # private dup of the original fd 2
         self.cmd_file = cmd_file      # private reader of the original fd 0
         self.execution_count = 0
+        self.stub_path = ""           # mibyan_tools, loaded again on request
+        self.reload_tools = False     # set by parse_line for the next cell
         self.pid = os.getpid()
         self.main = types.ModuleType("__main__")
         self.main.__dict__["__builtins__"] = builtins
@@ -529,6 +531,7 @@ class Kernel(object):
         code = req.get("code")
         if not isinstance(code, str):
             return cell_id, None, None, "'code' must be a string"
+        self.reload_tools = req.get("reload_tools") is True
         timeout = req.get("timeout")
         if timeout is not None:
             if (isinstance(timeout, bool)
@@ -659,6 +662,12 @@ class Kernel(object):
             if error is not None:
                 self.protocol_error(cell_id, error)
                 continue
+            if self.reload_tools:
+                # The tool set changed: the module's contents are replaced
+                # in place, so `import mibyan_tools` bindings of earlier
+                # cells see the new set too.
+                self.reload_tools = False
+                _reload_stub(self.stub_path, self.err_fd)
             code_or_none = self.run_cell(cell_id, code, timeout)
             if code_or_none is not None:
                 return code_or_none
@@ -809,6 +818,35 @@ def _load_stub(path, err_fd):
             pass
 
 
+def _reload_stub(path, err_fd):
+    module = sys.modules.get("mibyan_tools")
+    if module is None:
+        _load_stub(path, err_fd)
+        return
+    try:
+        import importlib.util
+        spec = importlib.util.spec_from_file_location("mibyan_tools", path)
+        if spec is None or spec.loader is None:
+            raise ImportError("no loader for %r" % path)
+        fresh = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(fresh)
+    except BaseException as e:
+        msg = "mibyan kernel: cannot reload mibyan_tools from %s: %r\n" % (
+            path, e)
+        try:
+            _write_all(err_fd, msg.encode("utf-8", "replace"))
+        except OSError:
+            pass
+        return
+    keep = {"__name__", "__loader__", "__spec__", "__file__", "__package__"}
+    for name in list(module.__dict__):
+        if name not in keep:
+            del module.__dict__[name]
+    for name, value in fresh.__dict__.items():
+        if name not in keep:
+            module.__dict__[name] = value
+
+
 def _read_sentinel(value):
     """Reads the reply sentinel from the inherited pipe named by `value`
     (until end of file) and closes it. The sentinel never travels in the
@@ -874,6 +912,7 @@ def main():
     fflush = _find_fflush()
     gc.freeze()
     kernel = Kernel(sentinel, frame_fd, err_fd, cmd_file)
+    kernel.stub_path = stub_path
     kernel._libc_fflush = fflush
     sys.modules["__main__"] = kernel.main
     sys.stdout, sys.stderr = kernel.idle_out, kernel.idle_err

@@ -65,6 +65,17 @@ struct mcp_backend {
   /// Interrupts the running calls (and execute_code cells) of a session.
   std::function<void(const std::string& session_id, const std::string& why)>
     interrupt;
+  /// Cancels one call of a session (the call_id of its mcp_tool_call);
+  /// the session's other calls go on. Empty: `interrupt` is used.
+  std::function<void(const std::string& session_id,
+                     const std::string& call_id, const std::string& why)>
+    cancel_call;
+  /// Calls `fn` after every change of the runtime's tool registry (an MCP
+  /// server's tools/list_changed, ...), on the changing thread: quick, no
+  /// blocking. Returns an id for unwatch_tools. Empty: the core only polls.
+  std::function<uint64_t(std::function<void()>)> watch_tools;
+  /// Stops the calls of a watch_tools id; waits for a running one.
+  std::function<void(uint64_t)> unwatch_tools;
   /// Ends a Mibyan session: its kernels go, its stored history stays.
   std::function<void(const std::string& session_id)> close_session;
   /// Installs the approval and clarify channels of a session (empty

@@ -27,6 +27,8 @@ struct mcp_running_call {
   int64_t beats = 0;
   /// The client cancelled or went away: no response is sent.
   bool abandoned = false;
+  /// The runtime call id (mcp_tool_call::call_id), for per-call cancel.
+  std::string call_id;
 };
 
 /// One request of ours waiting for the client's answer.
@@ -66,6 +68,10 @@ struct mcp_server_core::impl {
   mutable std::mutex mtx;
   std::map<std::string, session_ptr> sessions;
   bool stopping = false;
+  /// The tool registry changed (watch_tools): the ticker checks the
+  /// offered list at once instead of at its next interval.
+  bool tools_dirty = false;
+  uint64_t tools_watch = 0; // 0: none
   std::condition_variable tick_cv;
   std::thread ticker;
   std::atomic<uint64_t> call_counter{0};

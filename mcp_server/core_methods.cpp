@@ -174,6 +174,7 @@ void mcp_server_core::impl::call_tool(const session_ptr& s,
     return;
   }
   auto c = std::make_shared<mcp_running_call>();
+  c->call_id = "mcp_" + std::to_string(++call_counter); // before it is found
   c->id = id;
   c->tool = tool;
   c->started = c->last_beat = steady::now();
@@ -200,7 +201,7 @@ void mcp_server_core::impl::call_tool(const session_ptr& s,
   }
   mcp_tool_call call;
   call.session_id = s->mibyan_id;
-  call.call_id = "mcp_" + std::to_string(++call_counter);
+  call.call_id = c->call_id;
   call.tool = tool;
   call.args_json = args != nullptr && args->is_object() ? args->dump() : "{}";
   log_to_client(s, 0, "tools/call " + tool + " started", id);

@@ -65,6 +65,14 @@ mcp_backend runtime_mcp_backend(runtime& rt, std::vector<std::string> toolsets,
   b.interrupt = [r](const std::string& sid, const std::string& why) {
     r->interrupt(sid, why);
   };
+  b.cancel_call = [r](const std::string& sid, const std::string& call_id,
+                      const std::string& why) {
+    r->cancel_call(sid, call_id, why);
+  };
+  b.watch_tools = [r](std::function<void()> fn) {
+    return r->tools().subscribe(std::move(fn));
+  };
+  b.unwatch_tools = [r](uint64_t id) { r->tools().unsubscribe(id); };
   b.close_session = [r](const std::string& sid) { r->close_session(sid); };
   b.set_channels = [r](const std::string& sid, approval_callback approve,
                        clarify_callback clarify) {

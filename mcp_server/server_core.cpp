@@ -68,6 +68,18 @@ mcp_server_core::create(mcp_backend backend, mcp_core_settings settings) {
   // The list the first list_changed check compares with.
   bool changed = false;
   (void)core->p_->current_tools(&changed);
+  // Event-driven: a registry change wakes the ticker, which compares the
+  // offered list at once (the interval check stays for toolset changes).
+  if (core->p_->backend.watch_tools) {
+    auto* p = core->p_.get();
+    core->p_->tools_watch = core->p_->backend.watch_tools([p] {
+      {
+        std::lock_guard<std::mutex> g{p->mtx};
+        p->tools_dirty = true;
+      }
+      p->tick_cv.notify_all();
+    });
+  }
   std::weak_ptr<mcp_server_core> weak = core;
   core->p_->ticker = std::thread([weak, p = core->p_.get()] {
     p->tick_loop(weak);
@@ -80,6 +92,15 @@ mcp_server_core::~mcp_server_core() {
 }
 
 void mcp_server_core::shutdown() {
+  // First: no registry callback may reach this core any more (waits for
+  // one running now; it takes p_->mtx, which is not held here).
+  uint64_t watch = 0;
+  {
+    std::lock_guard<std::mutex> g{p_->mtx};
+    std::swap(watch, p_->tools_watch);
+  }
+  if (watch != 0 && p_->backend.unwatch_tools)
+    p_->backend.unwatch_tools(watch);
   {
     std::lock_guard<std::mutex> g{p_->mtx};
     if (p_->stopping)
@@ -655,19 +676,24 @@ void mcp_server_core::impl::cancel(const std::shared_ptr<session>& s,
                                    const json::value& id,
                                    const std::string& why) {
   bool found = false;
+  std::string call_id;
   {
     std::lock_guard<std::mutex> g{s->mtx};
     auto i = s->calls.find(id.dump());
     if (i != s->calls.end() && !i->second->abandoned) {
       i->second->abandoned = true;
       found = true;
+      call_id = i->second->call_id;
     }
   }
   if (!found)
     return; // finished already, or never a call: nothing to do
   MIBYAN_LOG(info, "mcp-serve", "session " << s->id << ": request "
                                            << id.dump() << " " << why);
-  if (backend.interrupt)
+  // Only this call: the session's other calls go on.
+  if (backend.cancel_call && !call_id.empty())
+    backend.cancel_call(s->mibyan_id, call_id, why);
+  else if (backend.interrupt)
     backend.interrupt(s->mibyan_id, why);
 }
 
@@ -685,18 +711,21 @@ void mcp_server_core::impl::tick_loop(std::weak_ptr<mcp_server_core> weak) {
   step = std::max(step, std::chrono::milliseconds(10));
   auto last_list = steady::now();
   for (;;) {
+    bool dirty = false;
     {
       std::unique_lock<std::mutex> lk{mtx};
-      tick_cv.wait_for(lk, step, [this] { return stopping; });
+      tick_cv.wait_for(lk, step, [this] { return stopping || tools_dirty; });
       if (stopping)
         return;
+      dirty = tools_dirty;
+      tools_dirty = false;
     }
     auto core = weak.lock();
     if (!core)
       return;
     auto now = steady::now();
     heartbeats(now);
-    if (now - last_list >= cfg.list_check_interval) {
+    if (dirty || now - last_list >= cfg.list_check_interval) {
       last_list = now;
       check_tool_list();
     }

@@ -30,8 +30,9 @@ void start_mcp(runtime_services& svc,
           s->add_literal(name, value);
       });
   svc.mcp = std::make_shared<mcp_manager>(svc.cfg, svc.http.get());
-  // Roots: the runtime's working directory (a server's `roots` list
-  // replaces it). Elicitation: the calling session's clarify channel (the
+  // Roots: the working directory of the session whose call is in flight
+  // (mcp_session::roots_result), else the runtime's working directory; a
+  // server's `roots` list replaces both. Elicitation: the calling session's clarify channel (the
   // chat, the pending registry behind the dashboard, an ACP or MCP-serve
   // client), one question per field; declined where the session has none
   // (serve without clarify.http, batch, cron).

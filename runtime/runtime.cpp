@@ -34,6 +34,7 @@
 #include "base/credential_vault.hpp"
 #include "base/host_hardening.hpp"
 #include "base/state_dir.hpp"
+#include "kernels/script_catalog.hpp"
 #include "kernels/stub_generator.hpp"
 #include "tools/agent/delegate_task.hpp"
 #include "tools/execute_code.hpp"
@@ -298,9 +299,14 @@ make_services(options opts, std::vector<std::unique_ptr<tool>> extra_tools,
     return nullptr;
   }
   std::vector<script_tool_spec> script_tools = std::move(*specs);
-  start_mcp(*svc, script_host_tools); // docs/mcp.md
   for (auto& h : script_host_tools)
     script_tools.push_back(std::move(h));
+  auto without_mcp = script_tools; // what a tool list change keeps
+  std::vector<script_tool_spec> mcp_specs;
+  start_mcp(*svc, mcp_specs); // docs/mcp.md
+  for (auto& h : mcp_specs)
+    script_tools.push_back(std::move(h));
+  svc->scripts = std::make_shared<script_catalog>(script_tools);
   {
     std::vector<std::string> in_scripts;
     for (auto& s : script_tools)
@@ -309,9 +315,29 @@ make_services(options opts, std::vector<std::unique_ptr<tool>> extra_tools,
     in_scripts.erase(std::unique(in_scripts.begin(), in_scripts.end()),
                      in_scripts.end());
     svc->tools.add(make_execute_code_tool(svc->cfg, std::move(in_scripts),
-                                          script_tools));
+                                          script_tools, svc->scripts));
   }
   svc->script_tools = std::move(script_tools);
+  if (svc->mcp && svc->cfg.code_execution.mcp_in_scripts) {
+    // An MCP server's tool list changes reach the scripts: the catalog
+    // is rebuilt from the registry (on the re-registering thread; the
+    // registry is only read), and kernels take it before their next cell
+    // (docs/mcp.md, "In scripts").
+    std::weak_ptr<script_catalog> weak = svc->scripts;
+    const tool_registry* reg = &svc->tools;
+    svc->tools.subscribe([weak, reg, without_mcp] {
+      auto catalog = weak.lock();
+      if (!catalog)
+        return;
+      auto all = without_mcp;
+      for (auto& s : mcp_script_specs(*reg))
+        all.push_back(std::move(s));
+      if (catalog->update(std::move(all)))
+        MIBYAN_LOG(info, "mcp", "execute_code stubs follow the changed MCP "
+                                "tools (generation "
+                                  << catalog->current()->generation << ")");
+    });
+  }
   return svc;
 }
 
@@ -529,6 +555,17 @@ void runtime::interrupt(const std::string& session_id,
   }
   // A call waiting for an approval or an answer stops waiting now.
   impl_->pending->cancel_session(session_id);
+}
+
+void runtime::cancel_call(const std::string& session_id,
+                          const std::string& call_id,
+                          const std::string& reason) {
+  if (call_id.empty())
+    return; // an empty id would mean the whole session
+  std::lock_guard<std::mutex> guard{impl_->mtx};
+  if (impl_->dispatcher)
+    caf::anon_send(impl_->dispatcher, interrupt_atom_v,
+                   interrupt_request{session_id, reason, call_id});
 }
 
 void runtime::close_session(const std::string& session_id) {

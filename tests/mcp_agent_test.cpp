@@ -176,6 +176,64 @@ BOOST_FIXTURE_TEST_CASE(script_calls_an_mcp_tool_when_allowed, fixture) {
              last_tool_result());
 }
 
+// With mcp_in_scripts, a server's tool list change reaches the scripts
+// without a restart: the next cell of a running kernel (its state kept)
+// and every new kernel see the new stubs, and the kernel's allow-list
+// takes new tools and refuses removed ones.
+BOOST_FIXTURE_TEST_CASE(script_stubs_follow_tool_list_changes, fixture) {
+  start(true, false, 0, "", {test::misbehaving_stdio("grow", "bad")});
+  int n = 0;
+  auto call = [&](const std::string& session, const std::string& tool,
+                  const std::string& args) {
+    tool_call_request req;
+    req.session_id = session;
+    req.call_id = "c" + std::to_string(++n);
+    req.tool = tool;
+    req.args_json = args;
+    return rt->call_tool(req).result_json;
+  };
+  auto cell = [&](const std::string& session, const std::string& code) {
+    return call(session, "execute_code", code_args(code).dump());
+  };
+  auto stubs_list = [&](const std::string& name) {
+    return contains(rt->tools().find("execute_code")->description(), name);
+  };
+  auto out = cell("s1", "import mibyan_tools\n"
+                        "from mibyan_tools import mcp\n"
+                        "kept = 41\n"
+                        "print(hasattr(mcp.bad, 'fresh'), "
+                        "hasattr(mcp.bad, 'echo'))\n");
+  BOOST_TEST(contains(out, "False True"), out);
+  BOOST_TEST(!stubs_list("mcp.bad.fresh"));
+
+  call("s1", "mcp__bad__grow", "{}");
+  BOOST_REQUIRE(eventually([&] { return stubs_list("mcp.bad.fresh"); }));
+  // The running kernel's next cell: the new tool, the state kept, and the
+  // module bound in an earlier cell sees it too.
+  out = cell("s1", "from mibyan_tools import mcp\n"
+                   "print(mcp.bad.fresh(text='new'))\n"
+                   "print(hasattr(mibyan_tools.mcp.bad, 'fresh'), kept + 1)\n");
+  BOOST_TEST(contains(out, "echo: new"), out);
+  BOOST_TEST(contains(out, "True 42"), out);
+  // A new kernel (another session) starts with it.
+  out = cell("s2", "from mibyan_tools import mcp\n"
+                   "print(mcp.bad.fresh(text='two'))\n");
+  BOOST_TEST(contains(out, "echo: two"), out);
+
+  // A removed tool leaves the stubs, and the allow-list refuses it.
+  call("s1", "mcp__bad__shrink", "{}");
+  BOOST_REQUIRE(eventually([&] { return !stubs_list("mcp.bad.echo"); }));
+  out = cell("s1", "print(hasattr(mibyan_tools.mcp.bad, 'echo'))\n"
+                   "try:\n"
+                   "    print(mibyan_tools._call('mcp__bad__echo', "
+                   "{'text': 'old'}))\n"
+                   "except Exception as e:\n"
+                   "    print('refused:', e)\n");
+  BOOST_TEST(contains(out, "False"), out);
+  BOOST_TEST(contains(out, "not available in execute_code"), out);
+  BOOST_TEST(!contains(out, "echo: old"), out);
+}
+
 BOOST_FIXTURE_TEST_CASE(scripts_get_no_mcp_by_default, fixture) {
   start(false);
   script(test::completion(

@@ -122,7 +122,51 @@ void exercise(mcp_server_options sc) {
   mgr.shutdown();
 }
 
+// Roots follow the session whose call is in flight: two sessions with
+// their own working directories each see their own directory through the
+// server's get-roots-list (server-everything caches the roots and asks
+// again on notifications/roots/list_changed, which the client sends when
+// the caller's roots differ from its last answer).
+void roots_per_session(mcp_server_options sc) {
+  test::temp_dir home, dir_a, dir_b;
+  options cfg;
+  cfg.home = home.path();
+  http_client http;
+  sc.name = "everything";
+  cfg.mcp_servers = {sc};
+  mcp_manager mgr{cfg, &http};
+  mgr.set_roots_provider([&] { return std::vector<std::string>{home.path()}; });
+  mgr.start();
+  auto s = mgr.find("everything");
+  BOOST_REQUIRE_MESSAGE((s->current_state() == mcp_session::state::connected),
+                        s->last_error());
+  auto roots_of = [&](const std::string& session, const std::string& cwd) {
+    mcp_caller caller{session, cwd};
+    return s->call_tool("get-roots-list", json::value::make_object(), nullptr,
+                        clock_type::now() + 60s, home / "media", &caller)
+      .dump();
+  };
+  auto a = roots_of("session-a", dir_a.path());
+  BOOST_TEST(contains(a, "file://" + dir_a.path()), a);
+  BOOST_TEST(!contains(a, "file://" + home.path()), a);
+  auto b = roots_of("session-b", dir_b.path());
+  BOOST_TEST(contains(b, "file://" + dir_b.path()), b);
+  BOOST_TEST(!contains(b, "file://" + dir_a.path()), b);
+  a = roots_of("session-a", dir_a.path());
+  BOOST_TEST(contains(a, "file://" + dir_a.path()), a);
+  // A call without a working directory: the provider's roots.
+  auto none = roots_of("session-c", "");
+  BOOST_TEST(contains(none, "file://" + home.path()), none);
+  mgr.shutdown();
+}
+
 } // namespace
+
+// (stdio only: server-everything's HTTP mode sends its roots/list on the
+// GET stream, which a request can race at the session's start.)
+BOOST_AUTO_TEST_CASE(roots_follow_the_calling_session_stdio) {
+  roots_per_session(test::everything_stdio());
+}
 
 BOOST_AUTO_TEST_CASE(stdio) {
   exercise(test::everything_stdio());

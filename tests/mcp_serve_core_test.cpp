@@ -91,6 +91,13 @@ struct fake {
   approval_callback approve;
   clarify_callback clarify;
   bool channels_set = false;
+  // Opt-in hooks: per-call cancel and registry watching.
+  bool per_call = false;
+  bool watchable = false;
+  std::vector<std::string> cancelled_calls; // "session/call_id"
+  std::vector<std::string> call_ids;        // of the slow calls, in order
+  std::function<void()> on_tools_changed;
+  int unwatched = 0;
 
   mcp_backend backend() {
     mcp_backend b;
@@ -117,9 +124,29 @@ struct fake {
         done({R"({"error":"it failed"})", false});
       } else {
         std::lock_guard<std::mutex> g{m};
+        call_ids.push_back(c.call_id);
         slow_calls.push_back(std::move(done));
       }
     };
+    if (per_call)
+      b.cancel_call = [this](const std::string& sid, const std::string& call,
+                             const std::string&) {
+        std::lock_guard<std::mutex> g{m};
+        cancelled_calls.push_back(sid + "/" + call);
+      };
+    if (watchable) {
+      b.watch_tools = [this](std::function<void()> fn) -> uint64_t {
+        std::lock_guard<std::mutex> g{m};
+        on_tools_changed = std::move(fn);
+        return 7;
+      };
+      b.unwatch_tools = [this](uint64_t id) {
+        std::lock_guard<std::mutex> g{m};
+        if (id == 7)
+          ++unwatched;
+        on_tools_changed = nullptr;
+      };
+    }
     b.interrupt = [this](const std::string& sid, const std::string&) {
       std::vector<std::function<void(mcp_tool_answer)>> calls;
       {
@@ -176,13 +203,17 @@ struct fixture {
   std::shared_ptr<mcp_server_core> core;
   std::shared_ptr<mcp_server_core::session> s;
 
-  explicit fixture(size_t page = 2) {
+  explicit fixture(size_t page = 2, bool per_call = false,
+                   bool watchable = false,
+                   milliseconds list_check = milliseconds(20)) {
     mcp_core_settings cs;
     cs.page_size = page;
     cs.version = "test";
     cs.max_message_bytes = 4096;
     cs.progress_interval = milliseconds(20);
-    cs.list_check_interval = milliseconds(20);
+    cs.list_check_interval = list_check;
+    be.per_call = per_call;
+    be.watchable = watchable;
     core = mcp_server_core::create(be.backend(), cs);
     s = core->open_session(box.sink());
   }
@@ -376,6 +407,63 @@ BOOST_AUTO_TEST_CASE(list_changed_when_the_offered_tools_change) {
   BOOST_CHECK_EQUAL(r.find("result")->find("tools")->as_array()[1].get_string(
                       "name"),
                     "new_tool");
+}
+
+// Event-driven: with the interval check out of reach (an hour), a
+// registry change (watch_tools) alone brings the list_changed.
+BOOST_AUTO_TEST_CASE(list_changed_follows_a_registry_change_at_once) {
+  {
+    fixture f{2, false, true, milliseconds(3600 * 1000)};
+    f.init();
+    std::function<void()> changed;
+    {
+      std::lock_guard<std::mutex> g{f.be.m};
+      f.be.names.push_back("new_tool");
+      changed = f.be.on_tools_changed;
+    }
+    BOOST_REQUIRE(changed);
+    changed();
+    BOOST_CHECK(f.box
+                  .wait_for([](const json::value& x) {
+                    return x.get_string("method")
+                           == "notifications/tools/list_changed";
+                  })
+                  .is_object());
+    f.core->shutdown();
+    std::lock_guard<std::mutex> g{f.be.m};
+    BOOST_CHECK_EQUAL(f.be.unwatched, 1); // no callback after shutdown
+  }
+}
+
+// notifications/cancelled cancels that call only (backend.cancel_call with
+// its call id); the session's other call answers normally.
+BOOST_AUTO_TEST_CASE(cancelled_stops_only_that_call) {
+  fixture f{2, true};
+  f.init();
+  f.send(R"({"jsonrpc":"2.0","id":40,"method":"tools/call","params":{"name":"slow","arguments":{}}})");
+  f.send(R"({"jsonrpc":"2.0","id":41,"method":"tools/call","params":{"name":"slow","arguments":{}}})");
+  BOOST_REQUIRE(eventually([&] { return f.be.slow_waiting() == 2u; }));
+  std::string first;
+  {
+    std::lock_guard<std::mutex> g{f.be.m};
+    first = f.be.call_ids.at(0);
+  }
+  f.send(R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":40,"reason":"no"}})");
+  BOOST_REQUIRE(eventually([&] {
+    std::lock_guard<std::mutex> g{f.be.m};
+    return !f.be.cancelled_calls.empty();
+  }));
+  {
+    std::lock_guard<std::mutex> g{f.be.m};
+    BOOST_CHECK_EQUAL(f.be.cancelled_calls.size(), 1u);
+    BOOST_CHECK(f.be.cancelled_calls.front().find("/" + first)
+                != std::string::npos);
+    BOOST_CHECK(f.be.interrupts.empty()); // not the whole session
+  }
+  f.be.release_slow();
+  auto r = f.box.response(41);
+  BOOST_CHECK(r.find("result"));
+  BOOST_CHECK(!f.box.has_response(40)); // the cancelled one stays silent
 }
 
 BOOST_AUTO_TEST_CASE(logging_set_level_filters_messages) {

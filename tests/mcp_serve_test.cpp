@@ -107,7 +107,15 @@ struct stdio_server {
   int out_fd = -1;
   std::string out;
 
-  stdio_server(const std::string& home, const std::string& cwd) {
+  stdio_server(const std::string& home, const std::string& cwd,
+               std::vector<std::string> extra = {}) {
+    std::vector<std::string> argv{"mibyan", "mcp", "serve"};
+    for (auto& a : extra)
+      argv.push_back(a);
+    std::vector<char*> args;
+    for (auto& a : argv)
+      args.push_back(a.data());
+    args.push_back(nullptr);
     int a[2], b[2];
     BOOST_REQUIRE(::pipe(a) == 0 && ::pipe(b) == 0);
     pid = ::fork();
@@ -119,8 +127,7 @@ struct stdio_server {
       ::dup2(b[1], 1);
       ::close(a[1]);
       ::close(b[0]);
-      ::execl(test::mibyan_binary().c_str(), "mibyan", "mcp", "serve",
-              static_cast<char*>(nullptr));
+      ::execv(test::mibyan_binary().c_str(), args.data());
       ::_exit(127);
     }
     ::close(a[0]);
@@ -693,6 +700,56 @@ BOOST_AUTO_TEST_CASE(stdio_client_leaving_mid_call_ends_cleanly) {
   // The initialize response, and nothing for the abandoned call.
   BOOST_CHECK(contains(srv.out, "\"id\":1"));
   BOOST_CHECK(!contains(srv.out, "\"id\":2"));
+}
+
+// A configured MCP server whose tool list changes at run time: the
+// runtime re-registers its tools, the registry change reaches `mibyan mcp
+// serve` (watch_tools), which tells its own client with
+// notifications/tools/list_changed; the next tools/list has the new tool.
+BOOST_AUTO_TEST_CASE(list_changed_of_a_configured_mcp_server_reaches_the_client) {
+  home.write("config.yaml",
+             "mcp_servers:\n  bad:\n    command: python3\n    args: [\""
+               + test::test_source_dir()
+               + "/support/mcp_misbehaving_server.py\", grow]\n");
+  stdio_server srv{home.path(), work.path(), {"--page-size", "1000"}};
+  srv.send(init_body + "\n"
+    R"({"jsonrpc":"2.0","method":"notifications/initialized"})" "\n"
+    R"({"jsonrpc":"2.0","id":2,"method":"tools/list"})" "\n");
+  BOOST_REQUIRE_MESSAGE(srv.wait_for("\"id\":2,"), srv.out);
+  BOOST_REQUIRE_MESSAGE(contains(srv.out, "mcp__bad__grow"), srv.out);
+  BOOST_CHECK(!contains(srv.out, "mcp__bad__fresh"));
+  srv.send(R"({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"mcp__bad__grow","arguments":{}}})" "\n");
+  BOOST_REQUIRE_MESSAGE(srv.wait_for("notifications/tools/list_changed"),
+                        srv.out);
+  BOOST_REQUIRE(srv.wait_for("\"id\":3,"));
+  srv.send(R"({"jsonrpc":"2.0","id":4,"method":"tools/list"})" "\n");
+  BOOST_REQUIRE_MESSAGE(srv.wait_for("\"id\":4,"), srv.out);
+  auto listed = srv.out.substr(srv.out.find("\"id\":4,"));
+  BOOST_CHECK_MESSAGE(contains(listed, "mcp__bad__fresh"), listed);
+  BOOST_CHECK_EQUAL(srv.finish(), 0);
+}
+
+// notifications/cancelled stops that call only: another call of the same
+// MCP session running at the same time completes.
+BOOST_AUTO_TEST_CASE(cancelling_one_call_leaves_the_others_of_the_session) {
+  stdio_server srv{home.path(), work.path()};
+  srv.send(init_body + "\n"
+    R"({"jsonrpc":"2.0","method":"notifications/initialized"})" "\n"
+    R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"terminal","arguments":{"command":"sleep 57.625","timeout":120}}})" "\n"
+    R"x({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"terminal","arguments":{"command":"while [ ! -f go.flag ]; do sleep 0.0625; done; echo survivor-$((6*7))","timeout":120}}})x" "\n");
+  BOOST_REQUIRE(eventually([] { return running("sleep [5]7.625"); }));
+  BOOST_REQUIRE(eventually([] { return running("go[.]flag"); }));
+  srv.send(R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2,"reason":"changed my mind"}})" "\n");
+  BOOST_CHECK(eventually([] { return !running("sleep [5]7.625"); }));
+  // The other call is still running; now it may finish.
+  BOOST_CHECK(running("go[.]flag"));
+  work.write("go.flag", "");
+  BOOST_REQUIRE_MESSAGE(srv.wait_for("\"id\":3,\"result\""), srv.out);
+  BOOST_CHECK_MESSAGE(contains(srv.out, "survivor-42"), srv.out);
+  BOOST_CHECK_MESSAGE(!contains(srv.out, "interrupted"), srv.out);
+  BOOST_CHECK_EQUAL(srv.finish(), 0);
+  // No response for the cancelled request.
+  BOOST_CHECK_MESSAGE(!contains(srv.out, "\"id\":2,"), srv.out);
 }
 
 BOOST_AUTO_TEST_CASE(stdio_sigterm_mid_call_ends_cleanly) {

@@ -12,14 +12,23 @@ namespace {
 class execute_code_tool final : public tool {
 public:
   execute_code_tool(const options& cfg, std::vector<std::string> tools,
-                    std::vector<script_tool_spec> specs)
-    : cfg_(cfg), tools_(std::move(tools)), specs_(std::move(specs)) {}
+                    std::vector<script_tool_spec> specs,
+                    std::shared_ptr<const script_catalog> catalog)
+    : cfg_(cfg), tools_(std::move(tools)), specs_(std::move(specs)),
+      catalog_(std::move(catalog)) {}
 
   const char* name() const override { return "execute_code"; }
   const char* toolset() const override { return "code_execution"; }
   bool parallel_safe() const override { return false; }
 
   std::string description() const override {
+    // The catalog's current set when there is one (it follows MCP tool
+    // list changes), else the set given at construction.
+    std::shared_ptr<const script_catalog::snapshot> snap;
+    if (catalog_)
+      snap = catalog_->current();
+    const auto& tools_ = snap ? snap->names : this->tools_;
+    const auto& specs_ = snap ? snap->specs : this->specs_;
     auto& ce = cfg_.code_execution;
     std::string d
       = "Run a Python script that calls tools as functions. Use it for 3 or "
@@ -98,15 +107,18 @@ private:
   const options& cfg_;
   std::vector<std::string> tools_;
   std::vector<script_tool_spec> specs_;
+  std::shared_ptr<const script_catalog> catalog_;
 };
 
 } // namespace
 
 std::unique_ptr<tool> make_execute_code_tool(
   const options& cfg, std::vector<std::string> tools,
-  std::vector<script_tool_spec> specs) {
+  std::vector<script_tool_spec> specs,
+  std::shared_ptr<const script_catalog> catalog) {
   return std::make_unique<execute_code_tool>(cfg, std::move(tools),
-                                             std::move(specs));
+                                             std::move(specs),
+                                             std::move(catalog));
 }
 
 } // namespace mibyan

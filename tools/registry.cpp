@@ -22,23 +22,54 @@ void tool_registry::add_locked(std::unique_ptr<tool> t) {
 }
 
 void tool_registry::add(std::unique_ptr<tool> t) {
-  std::unique_lock<std::shared_mutex> guard{mtx_};
-  add_locked(std::move(t));
+  {
+    std::unique_lock<std::shared_mutex> guard{mtx_};
+    add_locked(std::move(t));
+  }
+  changed();
+}
+
+void tool_registry::changed() {
+  generation_.fetch_add(1);
+  std::lock_guard<std::mutex> guard{observers_.mtx};
+  for (auto& [id, fn] : observers_.list)
+    if (fn)
+      fn();
+}
+
+uint64_t tool_registry::generation() const { return generation_.load(); }
+
+uint64_t tool_registry::subscribe(std::function<void()> fn) const {
+  std::lock_guard<std::mutex> guard{observers_.mtx};
+  auto id = observers_.next++;
+  observers_.list.emplace_back(id, std::move(fn));
+  return id;
+}
+
+void tool_registry::unsubscribe(uint64_t id) const {
+  std::lock_guard<std::mutex> guard{observers_.mtx};
+  auto& l = observers_.list;
+  l.erase(std::remove_if(l.begin(), l.end(),
+                         [id](const auto& e) { return e.first == id; }),
+          l.end());
 }
 
 void tool_registry::replace(const std::function<bool(const tool&)>& drop,
                             std::vector<std::unique_ptr<tool>> fresh) {
-  std::unique_lock<std::shared_mutex> guard{mtx_};
-  for (auto i = tools_.begin(); i != tools_.end();) {
-    if (drop(**i)) {
-      retired_.push_back(std::move(*i));
-      i = tools_.erase(i);
-    } else {
-      ++i;
+  {
+    std::unique_lock<std::shared_mutex> guard{mtx_};
+    for (auto i = tools_.begin(); i != tools_.end();) {
+      if (drop(**i)) {
+        retired_.push_back(std::move(*i));
+        i = tools_.erase(i);
+      } else {
+        ++i;
+      }
     }
+    for (auto& t : fresh)
+      add_locked(std::move(t));
   }
-  for (auto& t : fresh)
-    add_locked(std::move(t));
+  changed();
 }
 
 const tool* tool_registry::find(std::string_view name) const {

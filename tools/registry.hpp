@@ -11,8 +11,11 @@
 // a tool that was just replaced finishes on it).
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <shared_mutex>
 #include <string>
 #include <string_view>
@@ -49,9 +52,31 @@ public:
   /// [{"type":"function","function":{"name","description","parameters"}}].
   json::value function_specs() const;
 
+  /// Counts the changes (add, replace) since construction.
+  uint64_t generation() const;
+
+  /// Calls `fn` after every later change, on the changing thread, after
+  /// the registry's lock is released (it may read the registry). The
+  /// changing thread may hold its own locks (mcp_manager re-registers
+  /// under its own): `fn` must be quick and must not call back into who
+  /// changed the registry - hand longer work to a thread of its own.
+  /// Returns an id for unsubscribe. Const: observing is not changing.
+  uint64_t subscribe(std::function<void()> fn) const;
+  /// Stops the calls of `id`; returns after a call running on another
+  /// thread has finished (never call it from inside `fn`).
+  void unsubscribe(uint64_t id) const;
+
 private:
   void add_locked(std::unique_ptr<tool> t);
+  void changed();
 
+  struct observers {
+    std::mutex mtx; // held while calling: unsubscribe waits for a call
+    uint64_t next = 1;
+    std::vector<std::pair<uint64_t, std::function<void()>>> list;
+  };
+  mutable observers observers_;
+  std::atomic<uint64_t> generation_{0};
   mutable std::shared_mutex mtx_;
   std::vector<std::unique_ptr<tool>> tools_;
   std::vector<std::unique_ptr<tool>> retired_; // see the file comment

@@ -220,6 +220,15 @@ public:
   /// tools) and running calls (and execute_code cells) of `session_id`.
   void interrupt(const std::string& session_id, const std::string& reason);
 
+  /// Cancels one running call of `session_id`, the one started with
+  /// `tool_call_request::call_id == call_id`: it answers with a
+  /// "cancelled" result (an execute_code cell: its kernel is killed when
+  /// the cell runs, a queued cell is dropped); the session's other calls
+  /// and its turn go on. Nothing happens when no such call runs. Never
+  /// blocks; any thread.
+  void cancel_call(const std::string& session_id, const std::string& call_id,
+                   const std::string& reason);
+
   /// Ends a session: kills its execute_code kernels (and those of its
   /// subagents, owners "<session_id>::child::<id>") and drops its
   /// conversation (a turn still running fails; the next turn reloads the

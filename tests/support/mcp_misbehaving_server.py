@@ -11,7 +11,8 @@ misbehaviour:
   stderr_flood  writes ~20 MiB to stderr during every tools/call
   deaf_ping     never answers `ping`
   grow          a correct server whose tool `grow` adds the tool `fresh`
-                and sends notifications/tools/list_changed before its reply
+                and sends notifications/tools/list_changed before its reply;
+                its tool `shrink` removes `echo` the same way
 """
 import json
 import sys
@@ -28,6 +29,7 @@ TOOLS = [
 
 
 GROWN = []
+SHRUNK = []
 
 
 def send(msg):
@@ -59,9 +61,15 @@ for line in sys.stdin:
     elif method == "tools/list":
         tools = list(TOOLS)
         if MODE == "grow":
+            if SHRUNK:
+                tools = [t for t in tools if t["name"] != "echo"]
             tools.append({"name": "grow", "description": "Adds `fresh`."})
+            tools.append({"name": "shrink", "description": "Drops `echo`."})
             if GROWN:
-                tools.append({"name": "fresh", "description": "Added later."})
+                tools.append({"name": "fresh", "description": "Added later.",
+                              "inputSchema": {
+                                  "type": "object",
+                                  "properties": {"text": {"type": "string"}}}})
         reply(rid, {"tools": tools})
     elif method == "ping":
         if MODE != "deaf_ping":
@@ -78,6 +86,11 @@ for line in sys.stdin:
             reply(rid, {"content": [{"type": "text", "text": "y" * (4 << 20)}]})
         elif MODE == "id_mismatch":
             reply(rid + 1000, {"content": [{"type": "text", "text": "lost"}]})
+        elif name == "shrink":
+            SHRUNK.append(True)
+            send({"jsonrpc": "2.0",
+                  "method": "notifications/tools/list_changed"})
+            reply(rid, {"content": [{"type": "text", "text": "shrunk"}]})
         elif name == "grow":
             GROWN.append(True)
             send({"jsonrpc": "2.0",

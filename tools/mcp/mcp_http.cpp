@@ -87,6 +87,7 @@ struct exchange {
   int failures = 0;          // failed (re)connections in a row
   bool auth_retried = false; // on_unauthorized said "try again" once
   bool unreachable = false;  // the last attempt got no HTTP response
+  bool undelivered = false;  // counted in undelivered_ until its POST ends
 };
 
 // The response of one transfer.
@@ -132,9 +133,15 @@ public:
       if (id != nullptr && method != nullptr)
         x->request_id = id->dump();
     }
+    if (x->request_id.empty()) {
+      x->undelivered = true;
+      undelivered_.fetch_add(1);
+    }
     submit_post(x);
     return {};
   }
+
+  int undelivered() const override { return undelivered_.load(); }
 
   void set_protocol_version(const std::string& v) override {
     std::lock_guard<std::mutex> guard{mtx_};
@@ -320,6 +327,10 @@ private:
     cb.on_done = [this, x, rx](const http_response_summary& sum) {
       callback_guard last{pending_callbacks_};
       untrack(sum.id);
+      if (x->undelivered) {
+        x->undelivered = false;
+        undelivered_.fetch_sub(1);
+      }
       if (!closing_)
         post_done(x, *rx, sum);
     };
@@ -696,6 +707,7 @@ private:
   bool stream_done_ = false;
   std::string stream_error_;
   std::set<http_request_id> inflight_;
+  std::atomic<int> undelivered_{0}; // see mcp_transport::undelivered
 
   std::atomic<http_request_id> stream_id_{0};
   std::atomic<int> pending_callbacks_{0};

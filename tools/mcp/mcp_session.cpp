@@ -80,6 +80,8 @@ status mcp_session::connect() {
     old = std::move(transport_);
     state_ = state::connecting;
     gen = ++gen_;
+    roots_asked_ = false; // a new connection asks afresh
+    roots_sent_.clear();
   }
   if (old)
     old->close();
@@ -414,6 +416,8 @@ json::value mcp_session::call_method(const std::string& method,
       --s.active_;
     }
   } d{*this, token};
+  if (caller != nullptr)
+    sync_roots(*caller, cancel, deadline);
   bool expired = false;
   auto r = call_once(method, params, cancel, deadline, what, &expired);
   if (expired) {

@@ -85,8 +85,10 @@ struct mcp_elicitation_request {
 using mcp_elicitation_fn =
   std::function<json::value(const mcp_elicitation_request&)>;
 
-/// The client's roots: absolute directories, sent as file:// URIs. Called
-/// on the transport's thread: quick, no blocking.
+/// The client's roots outside a call (or for a call without a working
+/// directory): absolute directories, sent as file:// URIs. A call's own
+/// `mcp_caller::cwd` comes first. Called on the transport's thread: quick,
+/// no blocking.
 using mcp_roots_fn = std::function<std::vector<std::string>()>;
 
 /// One tool of a server's catalog.
@@ -207,7 +209,16 @@ private:
               const json::value* error = nullptr);
   void serve_sampling(uint64_t gen, json::value id, json::value params);
   void serve_elicitation(uint64_t gen, json::value id, json::value params);
-  json::value roots_result() const;
+  json::value roots_result();
+  // The roots a call of `caller` sees: the configured list, else the
+  // caller's working directory, else the provider's (process cwd).
+  std::vector<std::string> roots_for(const mcp_caller* caller) const;
+  // Before a call: when the server asked roots/list on this connection
+  // and the caller's roots differ from the last answer, sends
+  // notifications/roots/list_changed and waits (at most 2 s, the deadline
+  // or an interrupt) for the server to ask again.
+  void sync_roots(const mcp_caller& caller, const std::atomic<bool>* cancel,
+                  std::chrono::steady_clock::time_point deadline);
   void schedule_refresh();
   void refresh_loop();
   void tools_changed_from(const std::vector<mcp_tool_info>& before);
@@ -253,6 +264,11 @@ private:
   std::string version_;
   // The calls running now, oldest first: token -> caller.
   std::vector<std::pair<uint64_t, mcp_caller>> callers_;
+  // Roots on the current connection: whether the server asked, what it
+  // was told last, and how many answers it got (wakes sync_roots).
+  bool roots_asked_ = false;
+  std::vector<std::string> roots_sent_;
+  uint64_t roots_answers_ = 0;
   uint64_t next_caller_ = 1;
   std::vector<std::shared_ptr<elicit_slot>> elicitations_;
   bool refreshing_ = false;

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <optional>
 #include <thread>
 
 #include "base/log.hpp"
@@ -70,23 +71,43 @@ void mcp_session::set_tools_changed_handler(std::function<void()> fn) {
   tools_changed_fn_ = std::move(fn);
 }
 
-json::value mcp_session::roots_result() const {
+std::vector<std::string>
+mcp_session::roots_for(const mcp_caller* caller) const {
+  if (!s_.root_dirs.empty())
+    return s_.root_dirs;
+  if (caller != nullptr && !caller->cwd.empty() && caller->cwd[0] == '/')
+    return {caller->cwd};
   mcp_roots_fn fn;
   {
     std::lock_guard<std::mutex> guard{mtx_};
     fn = roots_;
   }
-  std::vector<std::string> dirs;
-  if (!s_.root_dirs.empty()) {
-    dirs = s_.root_dirs;
-  } else if (fn) {
-    dirs = fn();
-  } else {
-    std::error_code ec;
-    auto cwd = std::filesystem::current_path(ec);
-    if (!ec)
-      dirs.push_back(cwd.string());
+  if (fn)
+    return fn();
+  std::error_code ec;
+  auto cwd = std::filesystem::current_path(ec);
+  if (ec)
+    return {};
+  return {cwd.string()};
+}
+
+json::value mcp_session::roots_result() {
+  // The session whose call is in flight (the newest one, as for
+  // elicitation); outside a call the provider's directories.
+  std::optional<mcp_caller> newest;
+  {
+    std::lock_guard<std::mutex> guard{mtx_};
+    if (!callers_.empty())
+      newest = callers_.back().second;
   }
+  auto dirs = roots_for(newest ? &*newest : nullptr);
+  {
+    std::lock_guard<std::mutex> guard{mtx_};
+    roots_asked_ = true;
+    roots_sent_ = dirs;
+    ++roots_answers_;
+  }
+  cv_.notify_all();
   json::value list = json::value::make_array();
   for (auto& d : dirs) {
     if (d.empty() || d[0] != '/')
@@ -100,6 +121,40 @@ json::value mcp_session::roots_result() const {
   json::value r;
   r["roots"] = std::move(list);
   return r;
+}
+
+void mcp_session::sync_roots(const mcp_caller& caller,
+                             const std::atomic<bool>* cancel,
+                             clock::time_point deadline) {
+  if (!s_.roots || !s_.root_dirs.empty())
+    return; // no roots, or the same configured list for every session
+  auto dirs = roots_for(&caller);
+  uint64_t answers;
+  {
+    std::lock_guard<std::mutex> guard{mtx_};
+    if (!roots_asked_ || state_ != state::connected || dirs == roots_sent_)
+      return;
+    answers = roots_answers_;
+  }
+  MIBYAN_LOG(debug, "mcp", s_.name << ": roots changed for session '"
+                                   << caller.session_id
+                                   << "'; notifying the server");
+  notify_roots_changed();
+  // A server that caches the roots (as server-everything does) asks again
+  // on the notification; the call goes out once it has its answer.
+  auto until = std::min(deadline, clock::now() + std::chrono::seconds{2});
+  // Over HTTP the answer is a POST of its own: the call waits until the
+  // server accepted it too.
+  std::unique_lock<std::mutex> lock{mtx_};
+  while ((roots_answers_ == answers
+          || (transport_ && transport_->undelivered() > 0))
+         && state_ == state::connected
+         && (cancel == nullptr || !cancel->load())) {
+    if (cv_.wait_until(lock, std::min(until, clock::now() + milliseconds{10}))
+          == std::cv_status::timeout
+        && clock::now() >= until)
+      break;
+  }
 }
 
 void mcp_session::notify_roots_changed() {

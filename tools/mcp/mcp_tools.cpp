@@ -381,27 +381,34 @@ std::vector<std::string> mcp_manager::register_tools(tool_registry& reg) {
     });
   }
   // Script stubs from the same schemas (execute_code, mcp_in_scripts).
-  script_specs_.clear();
-  for (auto& [server, names] : registered_) {
-    for (auto& n : names) {
-      auto t = dynamic_cast<const mcp_tool*>(reg.find(n));
-      if (t == nullptr)
-        continue;
-      script_tool_spec spec;
-      std::string err;
-      if (!make_script_tool_spec(n, t->description(), t->schema(), &spec,
-                                 &err)) {
-        // Keyword-only use (**args) still works: drop the signature.
-        spec.name = n;
-        spec.params.clear();
-        spec.doc = "MCP tool " + n;
-      }
-      spec.mcp_server = mcp_sanitize(server);
-      spec.mcp_tool = n.substr(("mcp__" + mcp_sanitize(server) + "__").size());
-      script_specs_.push_back(std::move(spec));
-    }
-  }
+  script_specs_ = mcp_script_specs(reg);
   return warnings;
+}
+
+std::vector<script_tool_spec> mcp_script_specs(const tool_registry& reg) {
+  std::vector<script_tool_spec> out;
+  for (auto* t : reg.all()) {
+    auto m = dynamic_cast<const mcp_tool*>(t);
+    if (m == nullptr)
+      continue;
+    std::string n = m->name();
+    auto prefix = "mcp__" + mcp_sanitize(m->server()) + "__";
+    if (n.rfind(prefix, 0) != 0)
+      continue;
+    script_tool_spec spec;
+    std::string err;
+    if (!make_script_tool_spec(n, m->description(), m->schema(), &spec,
+                               &err)) {
+      // Keyword-only use (**args) still works: drop the signature.
+      spec.name = n;
+      spec.params.clear();
+      spec.doc = "MCP tool " + n;
+    }
+    spec.mcp_server = mcp_sanitize(m->server());
+    spec.mcp_tool = n.substr(prefix.size());
+    out.push_back(std::move(spec));
+  }
+  return out;
 }
 
 void mcp_manager::reregister(const std::shared_ptr<mcp_session>& s) {
@@ -440,6 +447,7 @@ void mcp_manager::reregister(const std::shared_ptr<mcp_session>& s) {
     if (std::find(names.begin(), names.end(), n) == names.end())
       ++removed;
   old = names;
+  script_specs_ = mcp_script_specs(*reg_);
   MIBYAN_LOG(info, "mcp", "server '" << server << "': tools re-registered ("
                                      << names.size() << " tools, " << added
                                      << " new or changed, " << removed

@@ -10,7 +10,8 @@
 // brings another catalog) re-registers that server's tools in the
 // registry given to register_tools, in one atomic registry change: a turn
 // already running keeps the tool list it started with, the next one sees
-// the new list. Script stubs (execute_code) keep the start-up list.
+// the new list. The runtime follows the registry's changes into the
+// execute_code stubs (kernels/script_catalog.hpp).
 //
 // Threads: start() blocks its caller for at most the largest
 // connect_timeout (servers connect concurrently on threads of their own).
@@ -71,8 +72,7 @@ public:
   std::map<std::string, std::vector<std::string>> server_tools() const;
 
   /// Stub specs of the registered MCP tools for execute_code scripts
-  /// (`mibyan_tools.mcp.<server>.<tool>`); tools whose schema cannot be
-  /// rendered as a Python signature are left out with a warning.
+  /// (mcp_script_specs of the registry, as of the last registration).
   std::vector<script_tool_spec> script_specs() const;
 
   std::shared_ptr<mcp_session> find(const std::string& server) const;
@@ -114,6 +114,11 @@ private:
   std::map<std::string, std::vector<std::string>> registered_;
   std::vector<script_tool_spec> script_specs_;
 };
+
+/// Stub specs of the MCP tools registered in `reg` now, sorted by name
+/// (`mibyan_tools.mcp.<server>.<tool>`); a schema that cannot be rendered
+/// as a Python signature gives a keyword-only stub. Any thread.
+std::vector<script_tool_spec> mcp_script_specs(const tool_registry& reg);
 
 /// Writes / reads the schema cache of `session` (tools + capabilities,
 /// keyed by a fingerprint of the server's command/url). read returns false

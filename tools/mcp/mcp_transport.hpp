@@ -63,6 +63,11 @@ public:
 
   /// The child's pid (= process group) or -1.
   virtual int pid() const { return -1; }
+
+  /// Messages without a reply of their own (responses, notifications)
+  /// sent but not yet accepted by the server: HTTP counts their POSTs in
+  /// flight; stdio writes in order and has none.
+  virtual int undelivered() const { return 0; }
 };
 
 /// Builds the transport `s.transport` names. `cfg` resolves ${VAR}
