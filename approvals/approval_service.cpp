@@ -117,13 +117,16 @@ std::set<std::string> approval_service::session_keys(
   return st.keys;
 }
 
-std::pair<approval_callback, approval_context>
+session_channel
 approval_service::channel_for(const std::string& session) const {
   if (!session.empty())
     if (auto ch = channels_->find(session))
-      return {std::move(ch->approval), ch->context};
+      return std::move(*ch);
   std::lock_guard<std::mutex> guard{mtx_};
-  return {callback_, context_};
+  session_channel ch;
+  ch.approval = callback_;
+  ch.context = context_;
+  return ch;
 }
 
 std::string approval_service::context_key(approval_context c) const {
@@ -268,7 +271,9 @@ approval_verdict approval_service::flagged(const std::string& command,
                                            const std::vector<std::string>& keys,
                                            const approval_call& call) {
   auto desc = join_descriptions(keys);
-  auto [cb, context] = channel_for(call.session_id);
+  auto channel = channel_for(call.session_id);
+  auto& cb = channel.approval;
+  auto context = channel.context;
   decltype(hooks_.guardian) guardian;
   {
     std::lock_guard<std::mutex> guard{mtx_};
@@ -396,7 +401,7 @@ approval_verdict approval_service::ask_human(
 }
 
 approval_verdict approval_service::check_script(const approval_call& call) {
-  auto [cb, context] = channel_for(call.session_id);
+  auto channel = channel_for(call.session_id);
   std::lock_guard<std::mutex> guard{mtx_};
   const auto& a = cfg_.approvals;
   auto it = sessions_.find(call.session_id);
@@ -415,10 +420,11 @@ approval_verdict approval_service::check_script(const approval_call& call) {
     return approved();
   // An interactive channel: the script runs; its terminal calls are
   // checked one by one through the cell authority.
-  if (cb || context_approves(context))
+  if (channel.approval || channel.approve_scripts
+      || context_approves(channel.context))
     return approved();
   metrics::count_approval("no_channel");
-  return blocked(script_blocked_message(context_key(context)),
+  return blocked(script_blocked_message(context_key(channel.context)),
                  "execute_code");
 }
 

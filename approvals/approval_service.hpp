@@ -137,8 +137,7 @@ private:
   bool context_approves(approval_context c) const;
   /// The channel and context for `session` (its own channels, else the
   /// runtime-wide ones). Takes the lock itself.
-  std::pair<approval_callback, approval_context>
-  channel_for(const std::string& session) const;
+  session_channel channel_for(const std::string& session) const;
   std::string with_breaker(const std::string& session, std::string message);
   approval_verdict flagged(const std::string& command,
                            const std::vector<std::string>& keys,

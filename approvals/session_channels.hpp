@@ -28,6 +28,10 @@ struct session_channel {
   approval_callback approval;
   approval_context context = approval_context::unattended;
   clarify_callback clarify;
+  /// The host approved this session's execute_code scripts as a whole (a
+  /// script a person wrote and scheduled): the whole-script guard lets
+  /// them run; each command they run is still checked.
+  bool approve_scripts = false;
 };
 
 class session_channel_table {

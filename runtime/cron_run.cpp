@@ -371,13 +371,13 @@ void launch_script(cron_sched_state& st, const run_ptr& c) {
   self->request(writer, caf::infinite, create_atom_v, meta)
     .then(
       [self, c, writer, dispatcher, &h](std::string&) {
-        c->rt->set_session_channels(c->sid, run_channels(h));
-        // A person wrote this script and scheduled it: its run is approved
-        // as theirs (everything but hardline commands and deny rules, as a
-        // session's /yolo). A script the model scheduled (created_by agent)
-        // follows approvals.cron_mode like any run.
-        if (c->s.job.created_by != "agent")
-          c->rt->set_session_yolo(c->sid, true);
+        // A person wrote this script and scheduled it: the script as a
+        // whole is approved as theirs, and each command it runs still
+        // follows approvals.cron_mode. A script the model scheduled
+        // (created_by agent) needs cron_mode for the script as well.
+        auto ch = run_channels(h);
+        ch.approve_scripts = c->s.job.created_by != "agent";
+        c->rt->set_session_channels(c->sid, std::move(ch));
         json::value a;
         a["code"] = c->s.job.script;
         auto args = a.dump();

@@ -622,7 +622,7 @@ void runtime::set_session_channels(const std::string& session_id,
                                    session_channels ch) {
   impl_->svc->approvals->channels()->set(
     session_id, session_channel{std::move(ch.approval), ch.context,
-                                std::move(ch.clarify)});
+                                std::move(ch.clarify), ch.approve_scripts});
 }
 
 void runtime::clear_session_channels(const std::string& session_id) {

@@ -6,6 +6,8 @@
 #define BOOST_TEST_MODULE cron_runner_test
 #include <boost/test/unit_test.hpp>
 
+#include <fstream>
+
 #include <atomic>
 #include <filesystem>
 
@@ -332,6 +334,44 @@ BOOST_FIXTURE_TEST_CASE(script_job_output_without_a_model_call, cron_fixture) {
   auto rb = wait_runs(bad.id, 1, 120).front();
   BOOST_CHECK_MESSAGE(rb.status == "error", run_text(rb));
   BOOST_CHECK(contains(rb.error, "nope"));
+}
+
+BOOST_FIXTURE_TEST_CASE(a_persons_script_runs_but_its_commands_follow_cron_mode,
+                        cron_fixture) {
+  start_all(cron_options());
+  auto dir = home / "keep";
+  fs::create_directories(dir);
+  { std::ofstream{dir + "/canary"} << "alive"; }
+  // A person's script job: the script runs; its dangerous command is
+  // refused under approvals.cron_mode: deny, and the canary stays.
+  auto code = "from mibyan_tools import terminal\n"
+              "r = terminal(command='rm -rf " + dir
+              + "')\nprint('ran', 'BLOCKED' in str(r) or 'denied' in "
+                "str(r).lower())";
+  json::value def;
+  def["schedule"] = "every 1h";
+  def["name"] = "cleanup";
+  def["script"] = code;
+  auto j = add(def.dump());
+  advance(std::chrono::hours(1));
+  auto r = wait_runs(j.id, 1, 120).front();
+  BOOST_CHECK_MESSAGE(contains(r.result, "ran True"), run_text(r));
+  BOOST_CHECK(fs::exists(dir + "/canary"));
+  // The same script scheduled by the model: under cron_mode deny the whole
+  // script is refused before it runs.
+  auto parsed = json::parse(def.dump());
+  auto agent_def = cron_job_from_json(*parsed.v, "UTC");
+  BOOST_REQUIRE(agent_def);
+  agent_def->name = "agent cleanup";
+  agent_def->created_by = "agent";
+  auto aj = svc().add(std::move(*agent_def));
+  BOOST_REQUIRE_MESSAGE(aj, aj.error);
+  advance(std::chrono::hours(1));
+  auto ar = wait_runs(aj->id, 1, 120).front();
+  BOOST_CHECK_MESSAGE(!contains(ar.result, "ran"), run_text(ar));
+  BOOST_CHECK_MESSAGE(contains(ar.result + ar.error, "approvals.cron_mode"),
+                      run_text(ar));
+  BOOST_CHECK(fs::exists(dir + "/canary"));
 }
 
 BOOST_FIXTURE_TEST_CASE(a_vanished_cwd_is_a_clear_error, cron_fixture) {

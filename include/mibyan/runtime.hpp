@@ -144,6 +144,10 @@ struct session_channels {
   /// Answers this session's clarify questions; empty: clarify is
   /// unavailable in this session. Not serialised with other sessions.
   clarify_callback clarify;
+  /// The host approved this session's execute_code scripts as a whole
+  /// (e.g. a script a person wrote and scheduled): the whole-script guard
+  /// lets them run, and each command a script runs is still checked.
+  bool approve_scripts = false;
 };
 
 /// The answer to a turn_call.
