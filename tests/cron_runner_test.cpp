@@ -23,6 +23,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
+const std::string hour_job_prefix
+  = R"({"schedule":"every 1h","name":"hourly report",)";
+
 struct cron_fixture : agent_fixture {
   /// The injected clock (Unix ms); starts at the real time, so one-shot
   /// and ISO schedules make sense.
@@ -109,10 +112,19 @@ struct cron_fixture : agent_fixture {
   std::string run_text(const cron_run& r) {
     return "status=" + r.status + " error=" + r.error + " result=" + r.result;
   }
-};
 
-const std::string hour_job_prefix
-  = R"({"schedule":"every 1h","name":"hourly report",)";
+  /// Makes the directory `victim`, scripts a turn that runs `rm -rf` on it
+  /// and then answers `reply`, and adds an hourly "clean up" job made due.
+  cron_job due_cleanup_job(const std::string& victim, const std::string& reply) {
+    fs::create_directories(victim + "/sub");
+    script(chat_completion("", {{"c1", "terminal",
+                                 one_arg("command", "rm -rf " + victim)}}));
+    script(chat_completion(reply));
+    auto j = add(hour_job_prefix + R"("prompt":"clean up"})");
+    advance(std::chrono::hours(1));
+    return j;
+  }
+};
 
 } // namespace
 
@@ -151,12 +163,7 @@ BOOST_FIXTURE_TEST_CASE(a_dangerous_command_is_denied_by_default_with_the_reason
                         cron_fixture) {
   start_all(cron_options());
   auto victim = home / "victim";
-  fs::create_directories(victim + "/sub");
-  script(chat_completion("", {{"c1", "terminal",
-                               one_arg("command", "rm -rf " + victim)}}));
-  script(chat_completion("could not clean up"));
-  auto j = add(hour_job_prefix + R"("prompt":"clean up"})");
-  advance(std::chrono::hours(1));
+  auto j = due_cleanup_job(victim, "could not clean up");
   auto r = wait_runs(j.id, 1).front();
   BOOST_CHECK(fs::exists(victim));
   BOOST_CHECK_MESSAGE(contains(r.error, "approvals.cron_mode"), run_text(r));
@@ -174,12 +181,7 @@ BOOST_FIXTURE_TEST_CASE(cron_mode_approve_allows_but_hardline_never,
   o.approvals.cron_mode = "approve";
   start_all(std::move(o));
   auto victim = home / "victim";
-  fs::create_directories(victim + "/sub");
-  script(chat_completion("", {{"c1", "terminal",
-                               one_arg("command", "rm -rf " + victim)}}));
-  script(chat_completion("cleaned"));
-  auto j = add(hour_job_prefix + R"("prompt":"clean up"})");
-  advance(std::chrono::hours(1));
+  auto j = due_cleanup_job(victim, "cleaned");
   auto r = wait_runs(j.id, 1).front();
   BOOST_CHECK_MESSAGE(r.status == "ok", run_text(r));
   BOOST_CHECK(!fs::exists(victim));
@@ -500,12 +502,7 @@ BOOST_FIXTURE_TEST_CASE(with_cron_approvals_http_a_run_waits_for_the_dashboard,
   o.cron.approvals = "http";
   start_all(std::move(o));
   auto victim = home / "victim";
-  fs::create_directories(victim + "/sub");
-  script(chat_completion("", {{"c1", "terminal",
-                               one_arg("command", "rm -rf " + victim)}}));
-  script(chat_completion("cleaned after approval"));
-  auto j = add(hour_job_prefix + R"("prompt":"clean up"})");
-  advance(std::chrono::hours(1));
+  auto j = due_cleanup_job(victim, "cleaned after approval");
   // The command waits in the pending registry (what the console lists).
   BOOST_REQUIRE(wait_for(
     [&] { return rt->pending_requests(pending_kind::approval).size() == 1; },
