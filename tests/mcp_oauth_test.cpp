@@ -139,16 +139,19 @@ struct fixture {
     return test::run_mibyan(args, po);
   }
 
+  /// Calls `tool` on session `s` with `args` (JSON text), 30 s deadline.
+  json::value call(mcp_session& s, const std::string& tool,
+                   const char* args) {
+    return s.call_tool(tool, *json::parse(args).v, nullptr,
+                       clock_type::now() + 30s, home / "media");
+  }
+
   options load() const {
     auto r = load_options(home.path());
     BOOST_REQUIRE_MESSAGE(r.ok(), r.error);
     return r.opts;
   }
 };
-
-json::value args_of(const char* text) {
-  return *json::parse(text).v;
-}
 
 json::value server_entry(const std::string& list_json) {
   auto doc = json::parse(list_json);
@@ -371,11 +374,9 @@ BOOST_FIXTURE_TEST_CASE(login_with_dynamic_registration_then_tools, fixture) {
     BOOST_REQUIRE(s);
     BOOST_REQUIRE_MESSAGE(s->current_state() == mcp_session::state::connected,
                           s->last_error());
-    auto r = s->call_tool("add", args_of(R"({"a":2,"b":3})"), nullptr,
-                          clock_type::now() + 30s, home / "media");
+    auto r = call(*s, "add", R"({"a":2,"b":3})");
     BOOST_TEST(r.get_string("result", "") == "5", r.dump());
-    auto echoed = s->call_tool("echo_token", args_of("{}"), nullptr,
-                               clock_type::now() + 30s, home / "media");
+    auto echoed = call(*s, "echo_token", "{}");
     auto text = echoed.get_string("result", "");
     BOOST_TEST(contains(text, rec.access_token), echoed.dump());
     std::vector<redactor::secret> secrets;
@@ -424,8 +425,7 @@ BOOST_FIXTURE_TEST_CASE(refused_token_is_refreshed_transparently, fixture) {
                         s->last_error());
   // The server now treats the access token as expired.
   as.configure(R"({"revoked":[")" + first.access_token + R"("]})");
-  auto r = s->call_tool("add", args_of(R"({"a":40,"b":2})"), nullptr,
-                        clock_type::now() + 30s, home / "media");
+  auto r = call(*s, "add", R"({"a":40,"b":2})");
   BOOST_TEST(r.get_string("result", "") == "42", r.dump());
   auto second = record();
   BOOST_TEST(second.access_token != first.access_token);
@@ -459,8 +459,7 @@ BOOST_FIXTURE_TEST_CASE(expired_token_is_refreshed_transparently, fixture) {
   auto s = mgr.find("secure");
   BOOST_REQUIRE_MESSAGE(s->current_state() == mcp_session::state::connected,
                         s->last_error());
-  auto r = s->call_tool("add", args_of(R"({"a":1,"b":1})"), nullptr,
-                        clock_type::now() + 30s, home / "media");
+  auto r = call(*s, "add", R"({"a":1,"b":1})");
   BOOST_TEST(r.get_string("result", "") == "2", r.dump());
   BOOST_TEST(record().access_token != first.access_token);
   BOOST_TEST(record().expires_at > first.expires_at);
@@ -493,8 +492,7 @@ BOOST_FIXTURE_TEST_CASE(token_is_refreshed_before_its_expiry, fixture) {
   BOOST_TEST(record().access_token != first.access_token);
   auto st = as.state();
   BOOST_TEST(st.get_int("mcp_unauthorized", -1) == refused_before, st.dump());
-  auto r = s->call_tool("add", args_of(R"({"a":2,"b":2})"), nullptr,
-                        clock_type::now() + 30s, home / "media");
+  auto r = call(*s, "add", R"({"a":2,"b":2})");
   BOOST_TEST(r.get_string("result", "") == "4", r.dump());
   mgr.shutdown();
 }
@@ -512,8 +510,7 @@ BOOST_FIXTURE_TEST_CASE(refused_refresh_means_needs_login, fixture) {
     BOOST_REQUIRE(s->current_state() == mcp_session::state::connected);
     as.configure(R"({"refresh_fails": true, "revoked":[")"
                  + first.access_token + R"("]})");
-    auto r = s->call_tool("add", args_of(R"({"a":1,"b":1})"), nullptr,
-                          clock_type::now() + 30s, home / "media");
+    auto r = call(*s, "add", R"({"a":1,"b":1})");
     BOOST_TEST(r.find("error") != nullptr, r.dump());
     auto oauth = mcp_oauth_find(home.path(), "secure");
     BOOST_REQUIRE(oauth);
@@ -590,16 +587,14 @@ BOOST_FIXTURE_TEST_CASE(insufficient_scope_steps_up, fixture) {
     mgr.start();
     auto s = mgr.find("secure");
     BOOST_REQUIRE(s->current_state() == mcp_session::state::connected);
-    auto r = s->call_tool("admin_op", args_of("{}"), nullptr,
-                          clock_type::now() + 30s, home / "media");
+    auto r = call(*s, "admin_op", "{}");
     BOOST_TEST(r.find("error") != nullptr, r.dump());
     BOOST_TEST(contains(r.dump(), "insufficient_scope"), r.dump());
     auto why = mcp_oauth_find(home.path(), "secure")->login_needed();
     BOOST_TEST(contains(why, "mcp:admin"), why);
     BOOST_TEST(contains(why, "mibyan mcp login secure"), why);
     // Other tools keep working with the current token.
-    auto ok = s->call_tool("add", args_of(R"({"a":1,"b":2})"), nullptr,
-                           clock_type::now() + 30s, home / "media");
+    auto ok = call(*s, "add", R"({"a":1,"b":2})");
     BOOST_TEST(ok.get_string("result", "") == "3", ok.dump());
     mgr.shutdown();
   }
@@ -616,8 +611,7 @@ BOOST_FIXTURE_TEST_CASE(insufficient_scope_steps_up, fixture) {
   mcp_manager mgr{cfg, &http};
   mgr.start();
   auto s = mgr.find("secure");
-  auto r = s->call_tool("admin_op", args_of("{}"), nullptr,
-                        clock_type::now() + 30s, home / "media");
+  auto r = call(*s, "admin_op", "{}");
   BOOST_TEST(r.get_string("result", "") == "admin done", r.dump());
   mgr.shutdown();
 }
