@@ -153,6 +153,19 @@ struct fixture {
   }
 };
 
+// An MCP manager for `cfg`, started (its servers connected or failed).
+struct started_manager {
+  options cfg;
+  http_client http;
+  mcp_manager mgr{cfg, &http};
+
+  explicit started_manager(options o) : cfg(std::move(o)) { mgr.start(); }
+  std::shared_ptr<mcp_session> find(const std::string& server) const {
+    return mgr.find(server);
+  }
+  void shutdown() { mgr.shutdown(); }
+};
+
 json::value server_entry(const std::string& list_json) {
   auto doc = json::parse(list_json);
   BOOST_REQUIRE_MESSAGE(doc, list_json);
@@ -366,10 +379,7 @@ BOOST_FIXTURE_TEST_CASE(login_with_dynamic_registration_then_tools, fixture) {
       learnt.emplace_back(n, v);
     });
   {
-    auto cfg = load();
-    http_client http;
-    mcp_manager mgr{cfg, &http};
-    mgr.start();
+    started_manager mgr{load()};
     auto s = mgr.find("secure");
     BOOST_REQUIRE(s);
     BOOST_REQUIRE_MESSAGE(s->current_state() == mcp_session::state::connected,
@@ -416,10 +426,7 @@ BOOST_FIXTURE_TEST_CASE(refused_token_is_refreshed_transparently, fixture) {
   auto o = login();
   BOOST_REQUIRE_MESSAGE(o.exit_code == 0, o.out + o.err);
   auto first = record();
-  auto cfg = load();
-  http_client http;
-  mcp_manager mgr{cfg, &http};
-  mgr.start();
+  started_manager mgr{load()};
   auto s = mgr.find("secure");
   BOOST_REQUIRE_MESSAGE(s->current_state() == mcp_session::state::connected,
                         s->last_error());
@@ -452,10 +459,7 @@ BOOST_FIXTURE_TEST_CASE(expired_token_is_refreshed_transparently, fixture) {
   while (std::time(nullptr) <= first.expires_at && clock_type::now() < limit)
     std::this_thread::sleep_for(50ms);
   as.configure(R"({"access_ttl": 3600})");
-  auto cfg = load();
-  http_client http;
-  mcp_manager mgr{cfg, &http};
-  mgr.start(); // initialize gets a 401, refreshes, succeeds
+  started_manager mgr{load()}; // initialize gets a 401, refreshes, succeeds
   auto s = mgr.find("secure");
   BOOST_REQUIRE_MESSAGE(s->current_state() == mcp_session::state::connected,
                         s->last_error());
@@ -475,10 +479,7 @@ BOOST_FIXTURE_TEST_CASE(token_is_refreshed_before_its_expiry, fixture) {
   BOOST_TEST(!first.refresh_due(first.obtained_at));
   BOOST_TEST(first.refresh_due(first.expires_at - 3));
   auto refused_before = as.state().get_int("mcp_unauthorized", -1); // probe
-  auto cfg = load();
-  http_client http;
-  mcp_manager mgr{cfg, &http};
-  mgr.start();
+  started_manager mgr{load()};
   auto s = mgr.find("secure");
   BOOST_REQUIRE_MESSAGE(s->current_state() == mcp_session::state::connected,
                         s->last_error());
@@ -502,10 +503,7 @@ BOOST_FIXTURE_TEST_CASE(refused_refresh_means_needs_login, fixture) {
   BOOST_REQUIRE_MESSAGE(o.exit_code == 0, o.out + o.err);
   auto first = record();
   {
-    auto cfg = load();
-    http_client http;
-    mcp_manager mgr{cfg, &http};
-    mgr.start();
+    started_manager mgr{load()};
     auto s = mgr.find("secure");
     BOOST_REQUIRE(s->current_state() == mcp_session::state::connected);
     as.configure(R"({"refresh_fails": true, "revoked":[")"
@@ -581,10 +579,7 @@ BOOST_FIXTURE_TEST_CASE(insufficient_scope_steps_up, fixture) {
   auto o = login();
   BOOST_REQUIRE_MESSAGE(o.exit_code == 0, o.out + o.err);
   {
-    auto cfg = load();
-    http_client http;
-    mcp_manager mgr{cfg, &http};
-    mgr.start();
+    started_manager mgr{load()};
     auto s = mgr.find("secure");
     BOOST_REQUIRE(s->current_state() == mcp_session::state::connected);
     auto r = call(*s, "admin_op", "{}");
@@ -606,10 +601,7 @@ BOOST_FIXTURE_TEST_CASE(insufficient_scope_steps_up, fixture) {
   BOOST_TEST(contains(scope, "mcp:admin"), scope);
   BOOST_TEST(contains(scope, "mcp:read"), scope);
   BOOST_TEST(record().step_up_scope.empty());
-  auto cfg = load();
-  http_client http;
-  mcp_manager mgr{cfg, &http};
-  mgr.start();
+  started_manager mgr{load()};
   auto s = mgr.find("secure");
   auto r = call(*s, "admin_op", "{}");
   BOOST_TEST(r.get_string("result", "") == "admin done", r.dump());
