@@ -113,6 +113,15 @@ struct cron_fixture : agent_fixture {
     return "status=" + r.status + " error=" + r.error + " result=" + r.result;
   }
 
+  /// Adds an hourly "report" job delivered to the webhook `path` of the
+  /// scripted server, made due.
+  cron_job due_webhook_job(const std::string& path) {
+    auto j = add(hour_job_prefix + R"("prompt":"report","deliver":["webhook:)"
+                 + server.url(path) + R"("]})");
+    advance(std::chrono::hours(1));
+    return j;
+  }
+
   /// Makes the directory `victim`, scripts a turn that runs `rm -rf` on it
   /// and then answers `reply`, and adds an hourly "clean up" job made due.
   cron_job due_cleanup_job(const std::string& victim, const std::string& reply) {
@@ -238,9 +247,7 @@ BOOST_FIXTURE_TEST_CASE(webhook_that_fails_then_succeeds_is_delivered,
   server.script(R"({"path":"/hook","status":500,"body":"busy"})");
   server.script(R"({"path":"/hook","status":200,"body":"ok"})");
   script(chat_completion("hook answer"));
-  auto j = add(hour_job_prefix + R"("prompt":"report","deliver":["webhook:)"
-               + server.url("/hook") + R"("]})");
-  advance(std::chrono::hours(1));
+  auto j = due_webhook_job("/hook");
   auto r = wait_runs(j.id, 1).front();
   BOOST_CHECK_MESSAGE(r.status == "ok", run_text(r));
   auto log = json::parse(server.requests());
@@ -269,9 +276,7 @@ BOOST_FIXTURE_TEST_CASE(webhook_that_hangs_is_delivery_failed_answer_kept,
   start_all(std::move(o));
   server.script(R"({"path":"/hang","status":200,"delay_ms":20000,"times":5})");
   script(chat_completion("kept answer"));
-  auto j = add(hour_job_prefix + R"("prompt":"report","deliver":["webhook:)"
-               + server.url("/hang") + R"("]})");
-  advance(std::chrono::hours(1));
+  auto j = due_webhook_job("/hang");
   auto r = wait_runs(j.id, 1).front();
   BOOST_CHECK_MESSAGE(r.status == "delivery_failed", run_text(r));
   BOOST_CHECK_EQUAL(r.result, "kept answer");
@@ -290,9 +295,7 @@ BOOST_FIXTURE_TEST_CASE(a_private_webhook_is_refused_by_the_url_guard,
   o.cron.allow_private_webhooks = false;
   start_all(std::move(o));
   script(chat_completion("guarded answer"));
-  auto j = add(hour_job_prefix + R"("prompt":"report","deliver":["webhook:)"
-               + server.url("/hook") + R"("]})");
-  advance(std::chrono::hours(1));
+  auto j = due_webhook_job("/hook");
   auto r = wait_runs(j.id, 1).front();
   BOOST_CHECK_MESSAGE(r.status == "delivery_failed", run_text(r));
   BOOST_CHECK(contains(r.error, "allow_private_webhooks"));
