@@ -395,14 +395,19 @@ void acp_agent::set_mode(const json::value& id, const json::value& params) {
     s->mode = mode;
     rsid = s->runtime_id;
   }
-  rt_.set_session_yolo(rsid, mode == "yolo");
   // The update first: a client sees the new mode by the time its request
   // resolves.
+  announce_mode(*s, rsid, mode);
+  conn_.reply(id, json::value::make_object());
+}
+
+void acp_agent::announce_mode(const acp_session& s, const std::string& rsid,
+                              const std::string& mode) {
+  rt_.set_session_yolo(rsid, mode == "yolo");
   json::value u;
   u["sessionUpdate"] = "current_mode_update";
   u["currentModeId"] = mode;
-  update(s->id, std::move(u));
-  conn_.reply(id, json::value::make_object());
+  update(s.id, std::move(u));
 }
 
 void acp_agent::cancel(const json::value& params) {

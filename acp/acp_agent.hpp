@@ -98,6 +98,10 @@ private:
   bool run_command(const session_ptr& s, const json::value& id,
                    const std::string& text);
   void update(const std::string& sid, json::value u);
+  /// Applies the mode `s` now has (`mode`, runtime session `rsid`): sets
+  /// the runtime's session yolo flag and sends current_mode_update.
+  void announce_mode(const acp_session& s, const std::string& rsid,
+                     const std::string& mode);
   void replay_history(const acp_session& s);
 
   runtime& rt_;

@@ -95,11 +95,7 @@ bool acp_agent::run_command(const session_ptr& s, const json::value& id,
       mode = s->mode;
       rsid = s->runtime_id;
     }
-    rt_.set_session_yolo(rsid, mode == "yolo");
-    json::value u;
-    u["sessionUpdate"] = "current_mode_update";
-    u["currentModeId"] = mode;
-    update(s->id, std::move(u));
+    announce_mode(*s, rsid, mode);
     answer = mode == "yolo" ? "Yolo mode: flagged commands run without asking."
                             : "Ask mode: flagged commands ask for permission.";
   } else {

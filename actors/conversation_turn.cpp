@@ -391,6 +391,18 @@ void start_next(conv_pointer self) {
   // docs/tools.md, "Toolsets" (the runtime checked the names already).
   auto offered = offered_tool_names(st.deps.svc->toolsets.get(),
                                     st.deps.svc->tools, cfg, req.toolsets);
+  // Adds one tool's function spec to the request and to the valid names.
+  auto offer = [&](const auto& tl) {
+    json::value fn;
+    fn["name"] = tl.name();
+    fn["description"] = tl.description();
+    fn["parameters"] = tl.schema();
+    json::value spec;
+    spec["type"] = "function";
+    spec["function"] = std::move(fn);
+    tools.push_back(std::move(spec));
+    tt.valid.insert(tl.name());
+  };
   for (auto tl : st.deps.svc->tools.all()) {
     if (!offered
         || !std::binary_search(offered->begin(), offered->end(),
@@ -400,15 +412,7 @@ void start_next(conv_pointer self) {
                   tl->name())
         != req.blocked_tools.end())
       continue;
-    json::value fn;
-    fn["name"] = tl->name();
-    fn["description"] = tl->description();
-    fn["parameters"] = tl->schema();
-    json::value spec;
-    spec["type"] = "function";
-    spec["function"] = std::move(fn);
-    tools.push_back(std::move(spec));
-    tt.valid.insert(tl->name());
+    offer(*tl);
   }
   // The session's own tools (agent_tool_state::session_tools: MCP servers
   // an ACP client started for it), whatever the toolsets.
@@ -420,15 +424,7 @@ void start_next(conv_pointer self) {
                          tl->name())
                  != req.blocked_tools.end())
           continue;
-        json::value fn;
-        fn["name"] = tl->name();
-        fn["description"] = tl->description();
-        fn["parameters"] = tl->schema();
-        json::value spec;
-        spec["type"] = "function";
-        spec["function"] = std::move(fn);
-        tools.push_back(std::move(spec));
-        tt.valid.insert(tl->name());
+        offer(*tl);
       }
   if (!tt.valid.empty())
     tt.tools_json = tools.dump();

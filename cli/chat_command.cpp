@@ -1,5 +1,6 @@
 // `mibyan chat`: an interactive conversation, one agent turn per input line.
 #include "cli/commands.hpp"
+#include "base/ascii_text.hpp"
 #include "cli/approval_prompt.hpp"
 #include "cli/clarify_prompt.hpp"
 #include "cli/interrupt_watcher.hpp"
@@ -45,13 +46,6 @@ void chat_help() {
                "  /help   show this list\n"
                "Ctrl-C interrupts the running turn.\n"
             << std::flush;
-}
-
-std::string trim(const std::string& s) {
-  auto b = s.find_first_not_of(" \t\r\n");
-  if (b == std::string::npos)
-    return {};
-  return s.substr(b, s.find_last_not_of(" \t\r\n") - b + 1);
 }
 
 // What the SIGINT watcher needs to know about the main loop. Guarded by
@@ -187,7 +181,7 @@ int chat_command(const std::vector<std::string>& args,
     }
     if (!std::getline(std::cin, line))
       break;
-    auto text = trim(line);
+    auto text = trim_space(line);
     if (text.empty())
       continue;
     if (text == "/exit" || text == "/quit")

@@ -42,6 +42,14 @@ void cron_engine::unschedule(entry& e) {
   e.wake_ms = 0;
 }
 
+void cron_engine::leave_waiting(entry& e) {
+  if (!e.waiting)
+    return;
+  e.waiting = false;
+  waiting_.erase(std::remove(waiting_.begin(), waiting_.end(), e.job.id),
+                 waiting_.end());
+}
+
 void cron_engine::reschedule(entry& e) {
   unschedule(e);
   if (e.waiting || !e.job.enabled || e.job.paused || !e.sched)
@@ -398,11 +406,7 @@ result<cron_changes> cron_engine::finished(const std::string& run_id,
                            + std::to_string(e.job.consecutive_failures)
                            + " consecutive failures: " + last;
       e.job.next_run_ms = 0;
-      if (e.waiting) {
-        e.waiting = false;
-        waiting_.erase(std::remove(waiting_.begin(), waiting_.end(), e.job.id),
-                       waiting_.end());
-      }
+      leave_waiting(e);
     }
   }
   if (final && e.sched && e.sched->one_shot() && e.job.next_run_ms == 0
@@ -534,9 +538,7 @@ result<cron_changes> cron_engine::remove(const std::string& id) {
   if (it == jobs_.end())
     return R{unknown_job(id)};
   unschedule(it->second);
-  if (it->second.waiting)
-    waiting_.erase(std::remove(waiting_.begin(), waiting_.end(), id),
-                   waiting_.end());
+  leave_waiting(it->second);
   jobs_.erase(it);
   cron_changes ch;
   ch.deleted_jobs.push_back(id);
@@ -559,11 +561,7 @@ result<cron_changes> cron_engine::pause(const std::string& id,
   e.job.retry_at_ms = 0;
   e.job.retry_attempt = 0;
   e.job.updated_ms = cron_ms(now());
-  if (e.waiting) {
-    e.waiting = false;
-    waiting_.erase(std::remove(waiting_.begin(), waiting_.end(), id),
-                   waiting_.end());
-  }
+  leave_waiting(e);
   reschedule(e);
   ch.jobs.push_back(e.job);
   return ch;

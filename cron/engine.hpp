@@ -218,6 +218,8 @@ private:
   void note_time(cron_time t);
   void reschedule(entry& e);
   void unschedule(entry& e);
+  // Takes e out of the waiting queue (no-op when it is not waiting).
+  void leave_waiting(entry& e);
   int64_t next_slot_after(entry& e, int64_t after_ms) const;
   void queue(entry& e, const char* trigger, int64_t slot_ms);
   cron_run new_run(const entry& e, const char* trigger, int64_t slot_ms,

@@ -8,6 +8,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/strand.hpp>
 
+#include "base/ascii_text.hpp"
 #include "base/log.hpp"
 
 namespace mibyan {
@@ -18,16 +19,10 @@ using tcp = net::ip::tcp;
 
 namespace {
 
-std::string lower(std::string s) {
-  for (auto& c : s)
-    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
 // "scheme://host[:port][/...]" -> host and "host:port" (lower case).
 bool origin_host(const std::string& origin, std::string& host,
                  std::string& host_port) {
-  auto o = lower(origin);
+  auto o = ascii_lower(origin);
   auto sep = o.find("://");
   if (sep == std::string::npos)
     return false;
@@ -55,10 +50,10 @@ bool mcp_http_server::impl::origin_allowed(const std::string& origin) const {
     return false; // "null" (sandboxed pages, files) and garbage
   if (host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0)
     return true;
-  if (host == lower(cfg.host) && cfg.host != "0.0.0.0" && cfg.host != "::")
+  if (host == ascii_lower(cfg.host) && cfg.host != "0.0.0.0" && cfg.host != "::")
     return true;
   for (auto& a : cfg.allowed_hosts) {
-    auto x = lower(a);
+    auto x = ascii_lower(a);
     if (x == host || x == host_port)
       return true;
   }

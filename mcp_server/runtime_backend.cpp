@@ -3,6 +3,7 @@
 
 #include <ctime>
 
+#include "base/utc_time.hpp"
 #include "storage/session_json.hpp"
 #include "storage/session_store.hpp"
 #include "tools/registry.hpp"
@@ -15,12 +16,7 @@ namespace {
 std::string iso_utc(int64_t ms) {
   if (ms <= 0)
     return {};
-  std::time_t t = static_cast<std::time_t>(ms / 1000);
-  std::tm tm{};
-  ::gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
+  return iso_utc_from_ms(ms);
 }
 
 } // namespace

@@ -13,6 +13,7 @@
 
 #include "base/http_client.hpp"
 #include "base/json.hpp"
+#include "base/utc_time.hpp"
 #include "config/options.hpp"
 
 namespace fs = std::filesystem;
@@ -60,15 +61,6 @@ result<delivery_target> parse_delivery_target(const std::string& text) {
                              "webhook:URL");
 }
 
-std::string iso_utc(int64_t ms) {
-  std::time_t t = static_cast<std::time_t>(ms / 1000);
-  std::tm tm{};
-  ::gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
 std::string webhook_body(const delivery_payload& p) {
   json::value v;
   v["job"]["id"] = p.job_id;
@@ -77,10 +69,10 @@ std::string webhook_body(const delivery_payload& p) {
   v["status"] = p.status;
   v["answer"] = p.answer;
   v["session_id"] = p.session_id;
-  v["scheduled_for"] = p.scheduled_for_ms > 0 ? json::value{iso_utc(
+  v["scheduled_for"] = p.scheduled_for_ms > 0 ? json::value{iso_utc_from_ms(
                                                   p.scheduled_for_ms)}
                                               : json::value{};
-  v["finished_at"] = iso_utc(p.finished_at_ms);
+  v["finished_at"] = iso_utc_from_ms(p.finished_at_ms);
   return v.dump();
 }
 
@@ -140,7 +132,7 @@ status deliver_to_file(const std::string& path, const std::string& base_dir,
                                + ec.message());
   }
   std::string text = "## " + p.job_name + " (" + p.job_id + ") · run "
-                     + p.run_id + " · " + iso_utc(p.finished_at_ms) + " · "
+                     + p.run_id + " · " + iso_utc_from_ms(p.finished_at_ms) + " · "
                      + p.status + "\n\n" + p.answer;
   if (text.empty() || text.back() != '\n')
     text += '\n';

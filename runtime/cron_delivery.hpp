@@ -65,9 +65,6 @@ struct delivery_payload {
 ///  "scheduled_for","finished_at"} with the times in ISO 8601 UTC.
 std::string webhook_body(const delivery_payload& p);
 
-/// "2026-12-06T07:00:00Z" for Unix milliseconds `ms`.
-std::string iso_utc(int64_t ms);
-
 /// Set to stop waits between webhook attempts (the runtime is stopping).
 /// Thread-safe.
 class delivery_stop {

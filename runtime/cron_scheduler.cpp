@@ -12,6 +12,7 @@
 
 #include "actors/outside_spawn.hpp"
 #include "base/log.hpp"
+#include "base/utc_time.hpp"
 #include "storage/session_id.hpp"
 #include "storage/session_store.hpp"
 
@@ -51,7 +52,7 @@ bool try_activate(cron_sched_state& st) {
   auto& h = *st.host;
   auto holder = "pid " + std::to_string(::getpid())
                 + (h.opts.holder.empty() ? "" : " " + h.opts.holder)
-                + " since " + iso_utc(cron_ms(system_now()));
+                + " since " + iso_utc_from_ms(cron_ms(system_now()));
   auto lease = cron_lease::try_acquire(h.store_dir, holder);
   if (!lease) {
     if (lease.code != status_code::unavailable)

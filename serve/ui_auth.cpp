@@ -7,18 +7,13 @@
 #include <cctype>
 #include <chrono>
 
+#include "base/ascii_text.hpp"
 #include "base/crypto.hpp"
 #include "base/json.hpp"
 
 namespace mibyan::serve {
 
 namespace {
-
-std::string lower(std::string s) {
-  for (auto& c : s)
-    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
 
 // Splits "name[:port]" / "[v6][:port]" into a lower-case name (brackets
 // removed) and a port (-1 when absent, -2 when malformed).
@@ -44,7 +39,7 @@ void split_host(const std::string& text, std::string& name, long& port) {
     if (colon != std::string::npos)
       rest = text.substr(colon);
   }
-  name = lower(name);
+  name = ascii_lower(name);
   if (!rest.empty()) {
     auto digits = rest.substr(1);
     if (digits.empty() || digits.size() > 5
@@ -155,7 +150,7 @@ bool ui_auth::origin_ok(const std::string& origin) const {
   auto host = origin.substr(sep + 3);
   if (auto slash = host.find('/'); slash != std::string::npos)
     host.resize(slash);
-  auto scheme = lower(origin.substr(0, sep));
+  auto scheme = ascii_lower(origin.substr(0, sep));
   std::string name;
   long port = -1;
   split_host(host, name, port);
@@ -235,7 +230,7 @@ std::string ui_auth::make_cookie(const std::string& value, int64_t max_age,
 bool ui_auth::bearer_given(const ui_request& r, std::string& given) const {
   const std::string prefix = "bearer ";
   if (r.authorization.size() < prefix.size()
-      || lower(r.authorization.substr(0, prefix.size())) != prefix)
+      || ascii_lower(r.authorization.substr(0, prefix.size())) != prefix)
     return false;
   given = r.authorization.substr(prefix.size());
   return true;

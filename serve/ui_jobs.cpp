@@ -21,18 +21,6 @@ constexpr size_t delivered_shown = 20;
 constexpr int64_t runs_default = 20;
 constexpr int64_t runs_max = 200;
 
-ops_response ok_json(std::string body) {
-  ops_response r;
-  r.body = std::move(body);
-  return r;
-}
-
-ops_response method_not_allowed(const ops_request& req) {
-  return ops_error(405,
-                   "method " + req.method + " is not allowed on " + req.path,
-                   "method_not_allowed");
-}
-
 // A verb's error as an HTTP answer. `run`: the verb was run_now, whose
 // unavailable means the job's run is going or queued (elsewhere it means
 // the store or the scheduler of another process is not answering).
@@ -101,7 +89,7 @@ ops_response list_jobs(cron_service& jobs) {
   v["data"] = std::move(data);
   v["damaged"] = std::move(damaged);
   v["scheduler"] = std::move(sched);
-  return ok_json(v.dump());
+  return ops_json(v.dump());
 }
 
 ops_response show_job(cron_service& jobs, const std::string& id) {
@@ -127,7 +115,7 @@ ops_response show_job(cron_service& jobs, const std::string& id) {
   json::value v;
   v["job"] = cron_job_view(*j);
   v["delivered"] = std::move(delivered);
-  return ok_json(v.dump());
+  return ops_json(v.dump());
 }
 
 ops_response list_runs(cron_service& jobs, const std::string& id,
@@ -149,7 +137,7 @@ ops_response list_runs(cron_service& jobs, const std::string& id,
   v["next_offset"] = more ? json::value{offset + static_cast<int64_t>(
                                                    runs->size())}
                           : json::value{};
-  return ok_json(v.dump());
+  return ops_json(v.dump());
 }
 
 ops_response act(cron_service& jobs, const std::string& id,
@@ -160,7 +148,7 @@ ops_response act(cron_service& jobs, const std::string& id,
       return verb_error(id, st.code, st.error);
     v["id"] = id;
     v["deleted"] = true;
-    return ok_json(v.dump());
+    return ops_json(v.dump());
   }
   if (verb == "run") {
     if (auto known = jobs.get(id); !known)
@@ -181,7 +169,7 @@ ops_response act(cron_service& jobs, const std::string& id,
   v["job"] = cron_job_view(*r);
   if (verb == "run")
     v["queued"] = true;
-  return ok_json(v.dump());
+  return ops_json(v.dump());
 }
 
 } // namespace
@@ -215,13 +203,13 @@ void answer_ui_jobs(runtime& rt, const ops_request& req, ops_done done) {
   int64_t limit = runs_default, offset = 0;
   if (id.empty()) {
     if (!get)
-      return done(method_not_allowed(req));
+      return done(ops_method_not_allowed(req));
   } else if (verb.empty()) {
     if (!get && !del)
-      return done(method_not_allowed(req));
+      return done(ops_method_not_allowed(req));
   } else if (verb == "runs") {
     if (!get)
-      return done(method_not_allowed(req));
+      return done(ops_method_not_allowed(req));
     for (auto [name, min, max, out] :
          {std::tuple{"limit", int64_t{1}, runs_max, &limit},
           std::tuple{"offset", int64_t{0}, int64_t{1000000}, &offset}})
@@ -229,7 +217,7 @@ void answer_ui_jobs(runtime& rt, const ops_request& req, ops_done done) {
           !err.empty())
         return done(ops_error(400, err, "bad_parameter"));
   } else if (!post) {
-    return done(method_not_allowed(req));
+    return done(ops_method_not_allowed(req));
   }
   auto jobs = cron_of(rt);
   auto work = [jobs, id, verb, del, limit, offset, done] {

@@ -16,18 +16,6 @@ namespace mibyan::serve {
 
 namespace {
 
-ops_response ok_json(std::string body) {
-  ops_response r;
-  r.body = std::move(body);
-  return r;
-}
-
-ops_response method_not_allowed(const ops_request& req) {
-  return ops_error(405,
-                  "method " + req.method + " is not allowed on " + req.path,
-                  "method_not_allowed");
-}
-
 ops_response no_endpoint(const std::string& path) {
   return ops_error(404, "no such endpoint: " + path, "not_found");
 }
@@ -67,7 +55,7 @@ void live_turns(runtime& rt, const ops_done& done) {
     body += turn_event_hub::turn_json(t);
   }
   body += "]}";
-  done(ok_json(std::move(body)));
+  done(ops_json(std::move(body)));
 }
 
 void live_interrupt(runtime& rt, const std::string& sid, const ops_done& done) {
@@ -82,7 +70,7 @@ void live_interrupt(runtime& rt, const std::string& sid, const ops_done& done) {
   json::value v;
   v["session_id"] = sid;
   v["interrupted"] = true;
-  done(ok_json(v.dump()));
+  done(ops_json(v.dump()));
 }
 
 // -- kernels ----------------------------------------------------------------
@@ -114,7 +102,7 @@ void kernels_list(runtime& rt, const ui_ops_hooks& hooks,
       data.push_back(kernel_json(k, node));
     json::value v;
     v["data"] = std::move(data);
-    done(ok_json(v.dump()));
+    done(ops_json(v.dump()));
   });
 }
 
@@ -169,7 +157,7 @@ void kernel_action(runtime& rt, const std::string& sid,
     }
     MIBYAN_LOG(info, "serve", "kernel " << verb << " of " << sid
                                         << " from the operator console");
-    done(ok_json(v.dump()));
+    done(ops_json(v.dump()));
   });
 }
 
@@ -194,7 +182,7 @@ void mcp_list(runtime& rt, const ops_done& done) {
     data.push_back(mcp_json(r));
   json::value v;
   v["data"] = std::move(data);
-  done(ok_json(v.dump()));
+  done(ops_json(v.dump()));
 }
 
 void mcp_reconnect(runtime& rt, const std::string& name, const ops_done& done) {
@@ -222,7 +210,7 @@ void mcp_reconnect(runtime& rt, const std::string& name, const ops_done& done) {
                     "mcp_reconnect_failed"));
       return;
     }
-    done(ok_json(v.dump()));
+    done(ops_json(v.dump()));
   };
   if (!run_blocking(rt, job))
     done(ops_error(503, "the runtime is shutting down",
@@ -230,6 +218,18 @@ void mcp_reconnect(runtime& rt, const std::string& name, const ops_done& done) {
 }
 
 } // namespace
+
+ops_response ops_json(std::string body) {
+  ops_response r;
+  r.body = std::move(body);
+  return r;
+}
+
+ops_response ops_method_not_allowed(const ops_request& req) {
+  return ops_error(405,
+                   "method " + req.method + " is not allowed on " + req.path,
+                   "method_not_allowed");
+}
 
 ops_response ops_error(int status, const std::string& message,
                      const std::string& code) {
@@ -265,46 +265,46 @@ void answer_ui_ops(runtime& rt, const ui_ops_hooks& hooks,
   std::string id, verb;
   if (path == "/ui/api/live/turns") {
     if (!get)
-      return done(method_not_allowed(req));
+      return done(ops_method_not_allowed(req));
     return live_turns(rt, done);
   }
   if (split_id_verb(path, "/ui/api/live/", id, verb) && verb == "interrupt") {
     if (!post)
-      return done(method_not_allowed(req));
+      return done(ops_method_not_allowed(req));
     if (!valid_session_id(id))
       return done(ops_error(400, "malformed session id", "bad_session_id"));
     return live_interrupt(rt, id, done);
   }
   if (path == "/ui/api/kernels") {
     if (!get)
-      return done(method_not_allowed(req));
+      return done(ops_method_not_allowed(req));
     return kernels_list(rt, hooks, done);
   }
   if (split_id_verb(path, "/ui/api/kernels/", id, verb)
       && (verb == "reset" || verb == "stop")) {
     if (!post)
-      return done(method_not_allowed(req));
+      return done(ops_method_not_allowed(req));
     if (!valid_session_id(id))
       return done(ops_error(400, "malformed session id", "bad_session_id"));
     return kernel_action(rt, id, verb, done);
   }
   if (path == "/ui/api/cluster") {
     if (!get)
-      return done(method_not_allowed(req));
+      return done(ops_method_not_allowed(req));
     if (!hooks.cluster)
-      return done(ok_json(R"({"enabled":false})"));
+      return done(ops_json(R"({"enabled":false})"));
     return hooks.cluster([done](std::string body) {
-      done(ok_json(std::move(body)));
+      done(ops_json(std::move(body)));
     });
   }
   if (path == "/ui/api/mcp") {
     if (!get)
-      return done(method_not_allowed(req));
+      return done(ops_method_not_allowed(req));
     return mcp_list(rt, done);
   }
   if (split_id_verb(path, "/ui/api/mcp/", id, verb) && verb == "reconnect") {
     if (!post)
-      return done(method_not_allowed(req));
+      return done(ops_method_not_allowed(req));
     if (id.empty() || id.size() > 128)
       return done(ops_error(400, "malformed server name", "bad_server_name"));
     return mcp_reconnect(rt, id, done);

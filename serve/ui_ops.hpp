@@ -123,4 +123,10 @@ void answer_ui_store(runtime& rt, const ops_request& req, ops_done done);
 ops_response ops_error(int status, const std::string& message,
                      const std::string& code);
 
+/// A 200 answer with the JSON text `body`.
+ops_response ops_json(std::string body);
+
+/// The 405 answer for a method `req.path` does not take.
+ops_response ops_method_not_allowed(const ops_request& req);
+
 } // namespace mibyan::serve

@@ -21,6 +21,7 @@
 #include "base/subprocess.hpp"
 #include "tests/support/http_server.hpp"
 #include "tests/support/mcp_servers.hpp"
+#include "tests/support/missing_peer.hpp"
 #include "tests/support/paths.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/scripted_replies.hpp"
@@ -44,12 +45,7 @@ struct npm_presence {
                 "tests/node/node_modules";
     if (missing.empty())
       return;
-    const char* req = std::getenv("MIBYAN_REQUIRE_TEST_DATA");
-    bool required = req != nullptr && std::string{req} == "1";
-    std::fprintf(stderr, "%s: %s; run scripts/install-test-deps.sh\n",
-                 required ? "FAILED" : "SKIPPED", missing.c_str());
-    std::fflush(stderr);
-    std::_Exit(required ? 1 : 77);
+    test::exit_missing_peer(missing + "; run scripts/install-test-deps.sh");
   }
 };
 BOOST_TEST_GLOBAL_FIXTURE(npm_presence);

@@ -110,6 +110,15 @@ struct shared_home_cluster : cluster_fixture {
     }
     BOOST_FAIL("the jobs did not all run");
   }
+
+  // Checks that each job of `ids` has exactly one run, and that it ended.
+  void check_ran_once(const std::vector<std::string>& ids) {
+    for (auto& id : ids) {
+      size_t all = 0;
+      BOOST_CHECK_EQUAL(ended_runs(id, &all), 1u);
+      BOOST_CHECK_EQUAL(all, 1u);
+    }
+  }
 };
 
 } // namespace
@@ -138,11 +147,7 @@ BOOST_FIXTURE_TEST_CASE(two_gateways_on_one_store_fire_each_job_once,
   wait_fired(ids);
   // Give a second scheduler every chance to fire them too.
   std::this_thread::sleep_for(seconds{3});
-  for (auto& id : ids) {
-    size_t all = 0;
-    BOOST_CHECK_EQUAL(ended_runs(id, &all), 1u);
-    BOOST_CHECK_EQUAL(all, 1u);
-  }
+  check_ran_once(ids);
   BOOST_CHECK_EQUAL(chat_requests(), 4u);
   // The holder dies: the other gateway takes over and fires what comes.
   auto& dead = contains(first, "node " + a->id) ? a : b;
@@ -152,11 +157,7 @@ BOOST_FIXTURE_TEST_CASE(two_gateways_on_one_store_fire_each_job_once,
                                 add_one_shot("six", 3)};
   wait_fired(more);
   std::this_thread::sleep_for(seconds{2});
-  for (auto& id : more) {
-    size_t all = 0;
-    BOOST_CHECK_EQUAL(ended_runs(id, &all), 1u);
-    BOOST_CHECK_EQUAL(all, 1u);
-  }
+  check_ran_once(more);
   BOOST_CHECK_EQUAL(chat_requests(), 6u);
   BOOST_CHECK_MESSAGE(contains(holder(), "node " + alive->id),
                       "holder: " << holder());

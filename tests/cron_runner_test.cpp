@@ -23,6 +23,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
+const std::string hour_job_prefix
+  = R"({"schedule":"every 1h","name":"hourly report",)";
+
 struct cron_fixture : agent_fixture {
   /// The injected clock (Unix ms); starts at the real time, so one-shot
   /// and ISO schedules make sense.
@@ -109,10 +112,28 @@ struct cron_fixture : agent_fixture {
   std::string run_text(const cron_run& r) {
     return "status=" + r.status + " error=" + r.error + " result=" + r.result;
   }
-};
 
-const std::string hour_job_prefix
-  = R"({"schedule":"every 1h","name":"hourly report",)";
+  /// Adds an hourly "report" job delivered to the webhook `path` of the
+  /// scripted server, made due.
+  cron_job due_webhook_job(const std::string& path) {
+    auto j = add(hour_job_prefix + R"("prompt":"report","deliver":["webhook:)"
+                 + server.url(path) + R"("]})");
+    advance(std::chrono::hours(1));
+    return j;
+  }
+
+  /// Makes the directory `victim`, scripts a turn that runs `rm -rf` on it
+  /// and then answers `reply`, and adds an hourly "clean up" job made due.
+  cron_job due_cleanup_job(const std::string& victim, const std::string& reply) {
+    fs::create_directories(victim + "/sub");
+    script(chat_completion("", {{"c1", "terminal",
+                                 one_arg("command", "rm -rf " + victim)}}));
+    script(chat_completion(reply));
+    auto j = add(hour_job_prefix + R"("prompt":"clean up"})");
+    advance(std::chrono::hours(1));
+    return j;
+  }
+};
 
 } // namespace
 
@@ -151,12 +172,7 @@ BOOST_FIXTURE_TEST_CASE(a_dangerous_command_is_denied_by_default_with_the_reason
                         cron_fixture) {
   start_all(cron_options());
   auto victim = home / "victim";
-  fs::create_directories(victim + "/sub");
-  script(chat_completion("", {{"c1", "terminal",
-                               one_arg("command", "rm -rf " + victim)}}));
-  script(chat_completion("could not clean up"));
-  auto j = add(hour_job_prefix + R"("prompt":"clean up"})");
-  advance(std::chrono::hours(1));
+  auto j = due_cleanup_job(victim, "could not clean up");
   auto r = wait_runs(j.id, 1).front();
   BOOST_CHECK(fs::exists(victim));
   BOOST_CHECK_MESSAGE(contains(r.error, "approvals.cron_mode"), run_text(r));
@@ -174,12 +190,7 @@ BOOST_FIXTURE_TEST_CASE(cron_mode_approve_allows_but_hardline_never,
   o.approvals.cron_mode = "approve";
   start_all(std::move(o));
   auto victim = home / "victim";
-  fs::create_directories(victim + "/sub");
-  script(chat_completion("", {{"c1", "terminal",
-                               one_arg("command", "rm -rf " + victim)}}));
-  script(chat_completion("cleaned"));
-  auto j = add(hour_job_prefix + R"("prompt":"clean up"})");
-  advance(std::chrono::hours(1));
+  auto j = due_cleanup_job(victim, "cleaned");
   auto r = wait_runs(j.id, 1).front();
   BOOST_CHECK_MESSAGE(r.status == "ok", run_text(r));
   BOOST_CHECK(!fs::exists(victim));
@@ -236,9 +247,7 @@ BOOST_FIXTURE_TEST_CASE(webhook_that_fails_then_succeeds_is_delivered,
   server.script(R"({"path":"/hook","status":500,"body":"busy"})");
   server.script(R"({"path":"/hook","status":200,"body":"ok"})");
   script(chat_completion("hook answer"));
-  auto j = add(hour_job_prefix + R"("prompt":"report","deliver":["webhook:)"
-               + server.url("/hook") + R"("]})");
-  advance(std::chrono::hours(1));
+  auto j = due_webhook_job("/hook");
   auto r = wait_runs(j.id, 1).front();
   BOOST_CHECK_MESSAGE(r.status == "ok", run_text(r));
   auto log = json::parse(server.requests());
@@ -267,9 +276,7 @@ BOOST_FIXTURE_TEST_CASE(webhook_that_hangs_is_delivery_failed_answer_kept,
   start_all(std::move(o));
   server.script(R"({"path":"/hang","status":200,"delay_ms":20000,"times":5})");
   script(chat_completion("kept answer"));
-  auto j = add(hour_job_prefix + R"("prompt":"report","deliver":["webhook:)"
-               + server.url("/hang") + R"("]})");
-  advance(std::chrono::hours(1));
+  auto j = due_webhook_job("/hang");
   auto r = wait_runs(j.id, 1).front();
   BOOST_CHECK_MESSAGE(r.status == "delivery_failed", run_text(r));
   BOOST_CHECK_EQUAL(r.result, "kept answer");
@@ -288,9 +295,7 @@ BOOST_FIXTURE_TEST_CASE(a_private_webhook_is_refused_by_the_url_guard,
   o.cron.allow_private_webhooks = false;
   start_all(std::move(o));
   script(chat_completion("guarded answer"));
-  auto j = add(hour_job_prefix + R"("prompt":"report","deliver":["webhook:)"
-               + server.url("/hook") + R"("]})");
-  advance(std::chrono::hours(1));
+  auto j = due_webhook_job("/hook");
   auto r = wait_runs(j.id, 1).front();
   BOOST_CHECK_MESSAGE(r.status == "delivery_failed", run_text(r));
   BOOST_CHECK(contains(r.error, "allow_private_webhooks"));
@@ -500,12 +505,7 @@ BOOST_FIXTURE_TEST_CASE(with_cron_approvals_http_a_run_waits_for_the_dashboard,
   o.cron.approvals = "http";
   start_all(std::move(o));
   auto victim = home / "victim";
-  fs::create_directories(victim + "/sub");
-  script(chat_completion("", {{"c1", "terminal",
-                               one_arg("command", "rm -rf " + victim)}}));
-  script(chat_completion("cleaned after approval"));
-  auto j = add(hour_job_prefix + R"("prompt":"clean up"})");
-  advance(std::chrono::hours(1));
+  auto j = due_cleanup_job(victim, "cleaned after approval");
   // The command waits in the pending registry (what the console lists).
   BOOST_REQUIRE(wait_for(
     [&] { return rt->pending_requests(pending_kind::approval).size() == 1; },

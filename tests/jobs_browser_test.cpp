@@ -19,6 +19,7 @@
 #include <set>
 #include <unistd.h>
 
+#include "tests/support/browser_check.hpp"
 #include "tests/support/serve_fixture.hpp"
 
 using namespace mibyan;
@@ -26,37 +27,7 @@ using namespace mibyan::test::serving;
 
 namespace {
 
-std::string chromium_path() {
-  const char* env = std::getenv("MIBYAN_TEST_CHROMIUM");
-  return env != nullptr && *env != '\0' ? env : "/usr/bin/chromium";
-}
-
-// Runs before any test case: no browser, no suite (exit 77, reported as
-// skipped, never as passed).
-struct chromium_presence {
-  chromium_presence() {
-    auto path = chromium_path();
-    if (::access(path.c_str(), X_OK) == 0)
-      return;
-    // CI always installs the browser: there a missing one is a failure.
-    if (const char* req = std::getenv("MIBYAN_REQUIRE_TEST_DATA");
-        req != nullptr && std::string{req} == "1") {
-      std::fprintf(stderr,
-                   "FAILED: no Chromium at %s and MIBYAN_REQUIRE_TEST_DATA=1 "
-                   "(scripts/install-test-deps.sh installs it)\n",
-                   path.c_str());
-      std::fflush(stderr);
-      std::_Exit(1);
-    }
-    std::fprintf(stderr,
-                 "SKIPPED: no Chromium at %s (install Debian's `chromium` "
-                 "package with scripts/install-test-deps.sh, or set "
-                 "MIBYAN_TEST_CHROMIUM)\n",
-                 path.c_str());
-    std::fflush(stderr);
-    std::_Exit(77);
-  }
-};
+using test::chromium_presence;
 BOOST_TEST_GLOBAL_FIXTURE(chromium_presence);
 
 std::string add_job(const std::string& home, std::vector<std::string> args) {
@@ -77,11 +48,7 @@ std::string add_job(const std::string& home, std::vector<std::string> args) {
 BOOST_FIXTURE_TEST_SUITE(jobs_browser, fixture)
 
 BOOST_AUTO_TEST_CASE(jobs_page_in_headless_chromium) {
-  auto node_dir = test::test_source_dir() + "/node";
-  BOOST_REQUIRE_MESSAGE(
-    std::filesystem::exists(node_dir + "/node_modules/puppeteer-core/package.json"),
-    "puppeteer-core is not installed in tests/node/node_modules: run "
-    "scripts/install-test-deps.sh (needs npm registry access)");
+  auto node_dir = test::browser_node_dir();
   key = "jobs-browser-test-key-41c9";
   auto config = "model:\n  provider: custom\n  default: m\n  base_url: "
                 + provider.url("/v1") + "\n";
@@ -102,7 +69,7 @@ BOOST_AUTO_TEST_CASE(jobs_page_in_headless_chromium) {
   o.env["PROVIDER_URL"] = provider.url("");
   o.env["JOB_ID"] = job;
   o.env["OTHER_ID"] = other;
-  o.env["CHROMIUM"] = chromium_path();
+  o.env["CHROMIUM"] = test::chromium_path();
   o.env["REPORT_PATH"] = report_path;
   if (const char* shots = std::getenv("MIBYAN_DASHBOARD_SCREENSHOTS"))
     o.env["SCREENSHOT_DIR"] = shots;
@@ -113,22 +80,9 @@ BOOST_AUTO_TEST_CASE(jobs_page_in_headless_chromium) {
   BOOST_CHECK_MESSAGE(r.exit_code == 0 && contains(r.out, "OK jobs"),
                       "jobs_browser.mjs failed (" << r.exit_code << "):\n"
                         << r.out << r.err << "\nserve stderr (tail):\n"
-                        << [&] {
-                             auto e = test::slurp(sp->err_path);
-                             return e.size() > 6000 ? e.substr(e.size() - 6000) : e;
-                           }());
-  auto parsed = json::parse(test::slurp(report_path));
-  BOOST_REQUIRE_MESSAGE(parsed && parsed.v->is_object(),
-                        "no JSON report at " << report_path);
-  std::set<std::string> steps;
-  auto* step_list = parsed.v->find("steps");
-  BOOST_REQUIRE(step_list && step_list->is_array());
-  for (const auto& s : step_list->as_array()) {
-    steps.insert(s.get_string("name"));
-    BOOST_CHECK_MESSAGE(s.get_bool("ok", false),
-                        "step '" << s.get_string("name") << "' failed: "
-                                 << s.get_string("error"));
-  }
+                        << test::log_tail(sp->err_path));
+  auto rep = test::browser_report(report_path);
+  auto steps = test::checked_steps(rep);
   for (auto want : {"log in and open the Jobs page from the navigation",
                     "the list shows each job's schedule, next run and state",
                     "pause and resume a job from the list",

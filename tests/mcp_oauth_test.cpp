@@ -139,6 +139,13 @@ struct fixture {
     return test::run_mibyan(args, po);
   }
 
+  /// Calls `tool` on session `s` with `args` (JSON text), 30 s deadline.
+  json::value call(mcp_session& s, const std::string& tool,
+                   const char* args) {
+    return s.call_tool(tool, *json::parse(args).v, nullptr,
+                       clock_type::now() + 30s, home / "media");
+  }
+
   options load() const {
     auto r = load_options(home.path());
     BOOST_REQUIRE_MESSAGE(r.ok(), r.error);
@@ -146,9 +153,18 @@ struct fixture {
   }
 };
 
-json::value args_of(const char* text) {
-  return *json::parse(text).v;
-}
+// An MCP manager for `cfg`, started (its servers connected or failed).
+struct started_manager {
+  options cfg;
+  http_client http;
+  mcp_manager mgr{cfg, &http};
+
+  explicit started_manager(options o) : cfg(std::move(o)) { mgr.start(); }
+  std::shared_ptr<mcp_session> find(const std::string& server) const {
+    return mgr.find(server);
+  }
+  void shutdown() { mgr.shutdown(); }
+};
 
 json::value server_entry(const std::string& list_json) {
   auto doc = json::parse(list_json);
@@ -363,19 +379,14 @@ BOOST_FIXTURE_TEST_CASE(login_with_dynamic_registration_then_tools, fixture) {
       learnt.emplace_back(n, v);
     });
   {
-    auto cfg = load();
-    http_client http;
-    mcp_manager mgr{cfg, &http};
-    mgr.start();
+    started_manager mgr{load()};
     auto s = mgr.find("secure");
     BOOST_REQUIRE(s);
     BOOST_REQUIRE_MESSAGE(s->current_state() == mcp_session::state::connected,
                           s->last_error());
-    auto r = s->call_tool("add", args_of(R"({"a":2,"b":3})"), nullptr,
-                          clock_type::now() + 30s, home / "media");
+    auto r = call(*s, "add", R"({"a":2,"b":3})");
     BOOST_TEST(r.get_string("result", "") == "5", r.dump());
-    auto echoed = s->call_tool("echo_token", args_of("{}"), nullptr,
-                               clock_type::now() + 30s, home / "media");
+    auto echoed = call(*s, "echo_token", "{}");
     auto text = echoed.get_string("result", "");
     BOOST_TEST(contains(text, rec.access_token), echoed.dump());
     std::vector<redactor::secret> secrets;
@@ -415,17 +426,13 @@ BOOST_FIXTURE_TEST_CASE(refused_token_is_refreshed_transparently, fixture) {
   auto o = login();
   BOOST_REQUIRE_MESSAGE(o.exit_code == 0, o.out + o.err);
   auto first = record();
-  auto cfg = load();
-  http_client http;
-  mcp_manager mgr{cfg, &http};
-  mgr.start();
+  started_manager mgr{load()};
   auto s = mgr.find("secure");
   BOOST_REQUIRE_MESSAGE(s->current_state() == mcp_session::state::connected,
                         s->last_error());
   // The server now treats the access token as expired.
   as.configure(R"({"revoked":[")" + first.access_token + R"("]})");
-  auto r = s->call_tool("add", args_of(R"({"a":40,"b":2})"), nullptr,
-                        clock_type::now() + 30s, home / "media");
+  auto r = call(*s, "add", R"({"a":40,"b":2})");
   BOOST_TEST(r.get_string("result", "") == "42", r.dump());
   auto second = record();
   BOOST_TEST(second.access_token != first.access_token);
@@ -452,15 +459,11 @@ BOOST_FIXTURE_TEST_CASE(expired_token_is_refreshed_transparently, fixture) {
   while (std::time(nullptr) <= first.expires_at && clock_type::now() < limit)
     std::this_thread::sleep_for(50ms);
   as.configure(R"({"access_ttl": 3600})");
-  auto cfg = load();
-  http_client http;
-  mcp_manager mgr{cfg, &http};
-  mgr.start(); // initialize gets a 401, refreshes, succeeds
+  started_manager mgr{load()}; // initialize gets a 401, refreshes, succeeds
   auto s = mgr.find("secure");
   BOOST_REQUIRE_MESSAGE(s->current_state() == mcp_session::state::connected,
                         s->last_error());
-  auto r = s->call_tool("add", args_of(R"({"a":1,"b":1})"), nullptr,
-                        clock_type::now() + 30s, home / "media");
+  auto r = call(*s, "add", R"({"a":1,"b":1})");
   BOOST_TEST(r.get_string("result", "") == "2", r.dump());
   BOOST_TEST(record().access_token != first.access_token);
   BOOST_TEST(record().expires_at > first.expires_at);
@@ -476,10 +479,7 @@ BOOST_FIXTURE_TEST_CASE(token_is_refreshed_before_its_expiry, fixture) {
   BOOST_TEST(!first.refresh_due(first.obtained_at));
   BOOST_TEST(first.refresh_due(first.expires_at - 3));
   auto refused_before = as.state().get_int("mcp_unauthorized", -1); // probe
-  auto cfg = load();
-  http_client http;
-  mcp_manager mgr{cfg, &http};
-  mgr.start();
+  started_manager mgr{load()};
   auto s = mgr.find("secure");
   BOOST_REQUIRE_MESSAGE(s->current_state() == mcp_session::state::connected,
                         s->last_error());
@@ -493,8 +493,7 @@ BOOST_FIXTURE_TEST_CASE(token_is_refreshed_before_its_expiry, fixture) {
   BOOST_TEST(record().access_token != first.access_token);
   auto st = as.state();
   BOOST_TEST(st.get_int("mcp_unauthorized", -1) == refused_before, st.dump());
-  auto r = s->call_tool("add", args_of(R"({"a":2,"b":2})"), nullptr,
-                        clock_type::now() + 30s, home / "media");
+  auto r = call(*s, "add", R"({"a":2,"b":2})");
   BOOST_TEST(r.get_string("result", "") == "4", r.dump());
   mgr.shutdown();
 }
@@ -504,16 +503,12 @@ BOOST_FIXTURE_TEST_CASE(refused_refresh_means_needs_login, fixture) {
   BOOST_REQUIRE_MESSAGE(o.exit_code == 0, o.out + o.err);
   auto first = record();
   {
-    auto cfg = load();
-    http_client http;
-    mcp_manager mgr{cfg, &http};
-    mgr.start();
+    started_manager mgr{load()};
     auto s = mgr.find("secure");
     BOOST_REQUIRE(s->current_state() == mcp_session::state::connected);
     as.configure(R"({"refresh_fails": true, "revoked":[")"
                  + first.access_token + R"("]})");
-    auto r = s->call_tool("add", args_of(R"({"a":1,"b":1})"), nullptr,
-                          clock_type::now() + 30s, home / "media");
+    auto r = call(*s, "add", R"({"a":1,"b":1})");
     BOOST_TEST(r.find("error") != nullptr, r.dump());
     auto oauth = mcp_oauth_find(home.path(), "secure");
     BOOST_REQUIRE(oauth);
@@ -584,22 +579,17 @@ BOOST_FIXTURE_TEST_CASE(insufficient_scope_steps_up, fixture) {
   auto o = login();
   BOOST_REQUIRE_MESSAGE(o.exit_code == 0, o.out + o.err);
   {
-    auto cfg = load();
-    http_client http;
-    mcp_manager mgr{cfg, &http};
-    mgr.start();
+    started_manager mgr{load()};
     auto s = mgr.find("secure");
     BOOST_REQUIRE(s->current_state() == mcp_session::state::connected);
-    auto r = s->call_tool("admin_op", args_of("{}"), nullptr,
-                          clock_type::now() + 30s, home / "media");
+    auto r = call(*s, "admin_op", "{}");
     BOOST_TEST(r.find("error") != nullptr, r.dump());
     BOOST_TEST(contains(r.dump(), "insufficient_scope"), r.dump());
     auto why = mcp_oauth_find(home.path(), "secure")->login_needed();
     BOOST_TEST(contains(why, "mcp:admin"), why);
     BOOST_TEST(contains(why, "mibyan mcp login secure"), why);
     // Other tools keep working with the current token.
-    auto ok = s->call_tool("add", args_of(R"({"a":1,"b":2})"), nullptr,
-                           clock_type::now() + 30s, home / "media");
+    auto ok = call(*s, "add", R"({"a":1,"b":2})");
     BOOST_TEST(ok.get_string("result", "") == "3", ok.dump());
     mgr.shutdown();
   }
@@ -611,13 +601,9 @@ BOOST_FIXTURE_TEST_CASE(insufficient_scope_steps_up, fixture) {
   BOOST_TEST(contains(scope, "mcp:admin"), scope);
   BOOST_TEST(contains(scope, "mcp:read"), scope);
   BOOST_TEST(record().step_up_scope.empty());
-  auto cfg = load();
-  http_client http;
-  mcp_manager mgr{cfg, &http};
-  mgr.start();
+  started_manager mgr{load()};
   auto s = mgr.find("secure");
-  auto r = s->call_tool("admin_op", args_of("{}"), nullptr,
-                        clock_type::now() + 30s, home / "media");
+  auto r = call(*s, "admin_op", "{}");
   BOOST_TEST(r.get_string("result", "") == "admin done", r.dump());
   mgr.shutdown();
 }

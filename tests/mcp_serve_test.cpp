@@ -17,6 +17,7 @@
 
 #include "base/subprocess.hpp"
 #include "storage/session_store.hpp"
+#include "tests/support/missing_peer.hpp"
 #include "tests/support/serve_fixture.hpp"
 
 using namespace mibyan;
@@ -49,13 +50,8 @@ struct npm_presence {
                 "tests/node";
     if (missing.empty())
       return;
-    const char* req = std::getenv("MIBYAN_REQUIRE_TEST_DATA");
-    bool required = req != nullptr && std::string{req} == "1";
-    std::fprintf(stderr,
-                 "%s: %s; run scripts/install-test-deps.sh (docs/testing.md)\n",
-                 required ? "FAILED" : "SKIPPED", missing.c_str());
-    std::fflush(stderr);
-    std::_Exit(required ? 1 : 77);
+    test::exit_missing_peer(
+      missing + "; run scripts/install-test-deps.sh (docs/testing.md)");
   }
 };
 

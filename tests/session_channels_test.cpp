@@ -16,6 +16,7 @@
 #include "runtime/runtime.hpp"
 #include "storage/session_store.hpp"
 #include "tests/support/http_server.hpp"
+#include "tests/support/scripted_replies.hpp"
 #include "tests/support/temp_dir.hpp"
 
 using namespace mibyan;
@@ -27,19 +28,7 @@ bool contains(const std::string& s, const std::string& part) {
   return s.find(part) != std::string::npos;
 }
 
-std::string completion(const std::string& content) {
-  json::value body;
-  body["id"] = "c1";
-  body["model"] = "m";
-  json::value choice;
-  choice["index"] = 0;
-  choice["message"]["role"] = "assistant";
-  choice["message"]["content"] = content;
-  choice["finish_reason"] = "stop";
-  body["choices"] = json::value::make_array();
-  body["choices"].push_back(std::move(choice));
-  return body.dump();
-}
+using test::completion;
 
 struct fixture {
   test::http_server server;

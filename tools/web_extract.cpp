@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/ascii_text.hpp"
 #include "config/options.hpp"
 #include "tools/html/html_text.hpp"
 #include "base/private_file.hpp"
@@ -39,33 +40,21 @@ constexpr int64_t max_char_limit = 500000;
 
 enum class body_kind { html, text, binary };
 
-std::string lower(std::string s) {
-  for (auto& c : s)
-    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
-std::string trim(const std::string& s) {
-  auto b = s.find_first_not_of(" \t\r\n");
-  if (b == std::string::npos)
-    return {};
-  return s.substr(b, s.find_last_not_of(" \t\r\n") - b + 1);
-}
-
 // Returns the media type ("text/html") of a Content-Type value.
 std::string media_type(const std::string& content_type) {
-  return lower(trim(content_type.substr(0, content_type.find(';'))));
+  return ascii_lower(
+    trim_space(content_type.substr(0, content_type.find(';'))));
 }
 
 // Returns the lower-case charset parameter, or "".
 std::string charset_of(const std::string& content_type) {
-  auto ct = lower(content_type);
+  auto ct = ascii_lower(content_type);
   auto pos = ct.find("charset=");
   if (pos == std::string::npos)
     return {};
   auto v = ct.substr(pos + 8);
   v = v.substr(0, v.find(';'));
-  v = trim(v);
+  v = trim_space(v);
   if (v.size() >= 2 && (v.front() == '"' || v.front() == '\''))
     v = v.substr(1, v.size() - 2);
   return v;
@@ -86,7 +75,7 @@ body_kind classify(const std::string& mime, const std::string& body) {
   if (mime.empty()) {
     if (looks_binary(body))
       return body_kind::binary;
-    auto head = lower(body.substr(0, 1024));
+    auto head = ascii_lower(body.substr(0, 1024));
     auto start = head.find_first_not_of(" \t\r\n\xEF\xBB\xBF");
     if (start != std::string::npos
         && (head.compare(start, 9, "<!doctype") == 0
@@ -326,7 +315,7 @@ public:
         p.error = "not a string";
         continue;
       }
-      p.url = trim(list[i].as_string());
+      p.url = trim_space(list[i].as_string());
       if (p.url.size() > 8192) {
         p.url = p.url.substr(0, 200) + "...";
         p.error = "URL is longer than 8192 characters";
@@ -475,7 +464,7 @@ private:
     }
     res.body.clear();
     res.body.shrink_to_fit();
-    if (trim(text).empty()) {
+    if (trim_space(text).empty()) {
       p.error = "The page has no readable text content";
       return;
     }

@@ -20,6 +20,7 @@ import path from "node:path";
 import puppeteer from "puppeteer-core";
 import { check, control, providerRequests, reply as providerReply, script,
          streamed as providerStreamed } from "./scripted_provider.mjs";
+import { checkNoPageErrors, openRoute, runAndReport, runStep, watchPage } from "./browser_steps.mjs";
 
 const SERVE = process.env.SERVE_URL;
 const KEY = process.env.SERVE_KEY || "";
@@ -87,18 +88,8 @@ async function toolResultSeen(callId) {
 let browser, page;
 
 async function open(route, testid) {
-  // Hash navigation inside the one document: the cookie and the CSRF token
-  // stay, as when a person clicks the navigation.
-  await page.evaluate((r) => {
-    delete document.getElementById("main").dataset.ready;
-    if (location.hash === r) window.dispatchEvent(new HashChangeEvent("hashchange"));
-    else location.hash = r;
-  }, route);
   const pageName = testid || route.replace(/^#\//, "").split(/[/?]/)[0];
-  await page.waitForFunction((p) => {
-    const m = document.getElementById("main");
-    return m && m.dataset.ready === p && !m.hasAttribute("aria-busy");
-  }, { timeout: 30000 }, pageName);
+  await openRoute(page, route, pageName);
   if (!report.pages.includes(pageName)) report.pages.push(pageName);
 }
 
@@ -131,23 +122,16 @@ async function confirmDialog() {
 
 // -- steps -------------------------------------------------------------------
 
-async function step(name, fn) {
-  const t0 = Date.now();
+// A failed step saves a PNG of the page in FAILURE_DIR (when set).
+async function failureShot(name) {
+  if (!FAILURES || !page) return;
   try {
-    await fn();
-    report.steps.push({ name, ok: true, ms: Date.now() - t0 });
-    console.log("ok   " + name);
-  } catch (e) {
-    report.steps.push({ name, ok: false, error: String(e && e.stack || e), ms: Date.now() - t0 });
-    console.log("FAIL " + name + ": " + (e && e.message));
-    if (FAILURES && page) {
-      try {
-        fs.mkdirSync(FAILURES, { recursive: true });
-        await page.screenshot({ path: path.join(FAILURES, "failed-" + name.replace(/\W+/g, "-") + ".png") });
-      } catch (x) { /* best effort */ }
-    }
-  }
+    fs.mkdirSync(FAILURES, { recursive: true });
+    await page.screenshot({ path: path.join(FAILURES, "failed-" + name.replace(/\W+/g, "-") + ".png") });
+  } catch (x) { /* best effort */ }
 }
+
+const step = (name, fn) => runStep(report, name, fn, failureShot);
 
 const XSS_USER = 'Show me <script>window.__mibyanXss = "user"</script><img src="x" onerror="window.__mibyanXss = \'img\'"> please';
 const XSS_FILE_TEXT = '<script>window.__mibyanXss = "tool"</script>\n<b>not bold</b>\n';
@@ -204,13 +188,7 @@ async function main() {
   page = await browser.newPage();
   page.setDefaultTimeout(30000);
   await page.emulateMediaFeatures([{ name: "prefers-color-scheme", value: "light" }]);
-  await page.evaluateOnNewDocument(() => {
-    window.__cspViolations = [];
-    document.addEventListener("securitypolicyviolation", (e) =>
-      window.__cspViolations.push(e.violatedDirective + " " + e.blockedURI));
-  });
-  page.on("console", (m) => { if (m.type() === "error") report.console_errors.push(m.text()); });
-  page.on("pageerror", (e) => report.console_errors.push("pageerror: " + e.message));
+  await watchPage(page, report);
 
   await step("login page, then the key logs in", async () => {
     const res = await page.goto(UI, { waitUntil: "load" });
@@ -535,12 +513,7 @@ async function main() {
   });
 
   await step("no script error, no CSP violation, no injected script", async () => {
-    const violations = await page.evaluate(() => window.__cspViolations);
-    report.csp_violations = violations;
-    check(violations.length === 0, "CSP violations: " + violations.join("; "));
-    const errs = report.console_errors.filter((e) => !/status of (40[134]|409|429)/.test(e));
-    check(errs.length === 0, "console errors: " + errs.join("; "));
-    check((await page.evaluate(() => window.__mibyanXss)) === undefined, "no injected script ran");
+    await checkNoPageErrors(page, report);
   });
 
   await step("log out: the API refuses the old cookie", async () => {
@@ -551,15 +524,4 @@ async function main() {
   });
 }
 
-try {
-  await main();
-} catch (e) {
-  report.steps.push({ name: "setup", ok: false, error: String(e && e.stack || e) });
-  console.log("FAIL setup: " + (e && e.message));
-} finally {
-  if (browser) await browser.close().catch(() => {});
-  report.ok = report.steps.length > 0 && report.steps.every((s) => s.ok);
-  if (REPORT) fs.writeFileSync(REPORT, JSON.stringify(report, null, 2));
-  console.log(report.ok ? "OK dashboard" : "FAILED dashboard");
-  process.exit(report.ok ? 0 : 1);
-}
+await runAndReport(main, report, () => browser, REPORT, "dashboard");

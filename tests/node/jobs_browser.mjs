@@ -18,6 +18,7 @@ import fs from "node:fs";
 import path from "node:path";
 import puppeteer from "puppeteer-core";
 import { check, control, reply, script } from "./scripted_provider.mjs";
+import { checkNoPageErrors, openRoute, runAndReport, runStep, watchPage } from "./browser_steps.mjs";
 
 const SERVE = process.env.SERVE_URL;
 const KEY = process.env.SERVE_KEY || "";
@@ -32,29 +33,10 @@ const ANSWER = "JOBS-PAGE-ANSWER <b>not bold</b> <script>window.__mibyanXss = 'j
 const report = { ok: false, steps: [], pages: [], console_errors: [] };
 let browser, page;
 
-async function step(name, fn) {
-  const t0 = Date.now();
-  try {
-    await fn();
-    report.steps.push({ name, ok: true, ms: Date.now() - t0 });
-    console.log("ok   " + name);
-  } catch (e) {
-    report.steps.push({ name, ok: false, error: String(e && e.stack || e), ms: Date.now() - t0 });
-    console.log("FAIL " + name + ": " + (e && e.message));
-  }
-}
+const step = (name, fn) => runStep(report, name, fn);
 
 async function open(route) {
-  await page.evaluate((r) => {
-    delete document.getElementById("main").dataset.ready;
-    if (location.hash === r) window.dispatchEvent(new HashChangeEvent("hashchange"));
-    else location.hash = r;
-  }, route);
-  const name = route.replace(/^#\//, "").split(/[/?]/)[0];
-  await page.waitForFunction((p) => {
-    const m = document.getElementById("main");
-    return m && m.dataset.ready === p && !m.hasAttribute("aria-busy");
-  }, { timeout: 30000 }, name);
+  await openRoute(page, route, route.replace(/^#\//, "").split(/[/?]/)[0]);
   if (!report.pages.includes(route)) report.pages.push(route);
 }
 
@@ -92,13 +74,7 @@ async function main() {
   });
   page = await browser.newPage();
   page.setDefaultTimeout(30000);
-  await page.evaluateOnNewDocument(() => {
-    window.__cspViolations = [];
-    document.addEventListener("securitypolicyviolation", (e) =>
-      window.__cspViolations.push(e.violatedDirective + " " + e.blockedURI));
-  });
-  page.on("console", (m) => { if (m.type() === "error") report.console_errors.push(m.text()); });
-  page.on("pageerror", (e) => report.console_errors.push("pageerror: " + e.message));
+  await watchPage(page, report);
 
   await step("log in and open the Jobs page from the navigation", async () => {
     await page.goto(UI, { waitUntil: "load" });
@@ -184,23 +160,8 @@ async function main() {
   });
 
   await step("no script error, no CSP violation, no injected script", async () => {
-    const violations = await page.evaluate(() => window.__cspViolations);
-    check(violations.length === 0, "CSP violations: " + violations.join("; "));
-    const errs = report.console_errors.filter((e) => !/status of (40[134]|409|429)/.test(e));
-    check(errs.length === 0, "console errors: " + errs.join("; "));
-    check((await page.evaluate(() => window.__mibyanXss)) === undefined, "no injected script ran");
+    await checkNoPageErrors(page, report);
   });
 }
 
-try {
-  await main();
-} catch (e) {
-  report.steps.push({ name: "setup", ok: false, error: String(e && e.stack || e) });
-  console.log("FAIL setup: " + (e && e.message));
-} finally {
-  if (browser) await browser.close().catch(() => {});
-  report.ok = report.steps.length > 0 && report.steps.every((s) => s.ok);
-  if (REPORT) fs.writeFileSync(REPORT, JSON.stringify(report, null, 2));
-  console.log(report.ok ? "OK jobs" : "FAILED jobs");
-  process.exit(report.ok ? 0 : 1);
-}
+await runAndReport(main, report, () => browser, REPORT, "jobs");

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "base/subprocess.hpp"
+#include "tests/support/missing_peer.hpp"
 #include "tests/support/paths.hpp"
 
 extern char** environ;
@@ -37,13 +38,8 @@ mcp_npm_presence::mcp_npm_presence() {
                 + " is not installed in tests/node/node_modules";
   if (missing.empty())
     return;
-  const char* req = std::getenv("MIBYAN_REQUIRE_TEST_DATA");
-  bool required = req != nullptr && std::string{req} == "1";
-  std::fprintf(stderr,
-               "%s: %s; run scripts/install-test-deps.sh (docs/testing.md)\n",
-               required ? "FAILED" : "SKIPPED", missing.c_str());
-  std::fflush(stderr);
-  std::_Exit(required ? 1 : 77);
+  exit_missing_peer(missing
+                    + "; run scripts/install-test-deps.sh (docs/testing.md)");
 }
 
 mcp_server_options everything_stdio(const std::string& name) {

@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 
+#include "base/utc_time.hpp"
 #include "storage/session_store.hpp"
 #include "tools/agent/agent_tool_state.hpp"
 #include "tools/agent/agent_tools.hpp"
@@ -20,15 +21,6 @@ constexpr size_t shown_chars = 600;
 constexpr size_t context_messages = 5;
 constexpr size_t bookend = 3;
 constexpr size_t candidate_hits = 200;
-
-std::string when_text(int64_t ms) {
-  std::time_t t = static_cast<std::time_t>(ms / 1000);
-  std::tm tm{};
-  ::gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 std::string clip(const std::string& s) {
   if (s.size() <= shown_chars)
@@ -151,7 +143,7 @@ json::value discover(const session_store& store, const json::value& args,
     json::value r;
     r["session_id"] = h->session_id;
     r["title"] = info.title;
-    r["when"] = when_text(info.started_at_ms);
+    r["when"] = iso_utc_from_ms(info.started_at_ms);
     r["source"] = info.source;
     r["snippet"] = h->snippet;
     std::vector<const stored_message*> talk;
@@ -201,7 +193,7 @@ json::value scroll_or_read(const session_store& store, const json::value& args) 
   out["success"] = true;
   out["session_id"] = sid;
   out["title"] = info->title;
-  out["when"] = when_text(info->started_at_ms);
+  out["when"] = iso_utc_from_ms(info->started_at_ms);
   out["total_messages"] = static_cast<int64_t>(all.size());
   json::value list = json::value::make_array();
   if (auto around = args.find("around_message_id"); around && !around->is_null()) {
@@ -256,7 +248,7 @@ json::value browse(const session_store& store, const json::value& args,
     json::value r;
     r["session_id"] = s.id;
     r["title"] = s.title;
-    r["when"] = when_text(s.started_at_ms);
+    r["when"] = iso_utc_from_ms(s.started_at_ms);
     r["source"] = s.source;
     r["message_count"] = s.message_count;
     results.push_back(std::move(r));

@@ -5,22 +5,11 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "base/ascii_text.hpp"
+
 namespace mibyan {
 
 namespace {
-
-std::string lower(std::string s) {
-  for (auto& c : s)
-    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
-std::string trim(const std::string& s) {
-  auto b = s.find_first_not_of(" \t\r\n");
-  if (b == std::string::npos)
-    return {};
-  return s.substr(b, s.find_last_not_of(" \t\r\n") - b + 1);
-}
 
 // Values and labels of an enum description: `enum` (+ legacy `enumNames`),
 // `oneOf`/`anyOf` of {const, title}.
@@ -60,9 +49,9 @@ bool read_enum(const json::value& s, mcp_form_field& f) {
 // Index of `text` among the field's values or labels (case-insensitive),
 // or a 1-based number; -1 when none matches.
 int pick(const mcp_form_field& f, const std::string& text) {
-  auto t = lower(trim(text));
+  auto t = ascii_lower(trim_space(text));
   for (size_t i = 0; i < f.values.size(); ++i)
-    if (lower(f.values[i]) == t || lower(f.labels[i]) == t)
+    if (ascii_lower(f.values[i]) == t || ascii_lower(f.labels[i]) == t)
       return static_cast<int>(i);
   if (!t.empty() && t.size() <= 3
       && t.find_first_not_of("0123456789") == std::string::npos) {
@@ -257,12 +246,12 @@ result<json::value> mcp_complete_form(const std::vector<mcp_form_field>& fields,
 result<json::value> mcp_form_value(const mcp_form_field& f,
                                    const std::string& text) {
   using R = result<json::value>;
-  auto t = trim(text);
+  auto t = trim_space(text);
   if (t.empty())
     return R::failure(status_code::invalid_argument, "no value");
   json::value v;
   if (f.type == "boolean") {
-    auto l = lower(t);
+    auto l = ascii_lower(t);
     if (l == "yes" || l == "y" || l == "true" || l == "1")
       v = true;
     else if (l == "no" || l == "n" || l == "false" || l == "0")
@@ -284,7 +273,7 @@ result<json::value> mcp_form_value(const mcp_form_field& f,
     size_t from = 0;
     while (from <= t.size()) {
       auto comma = t.find(',', from);
-      auto part = trim(t.substr(from, comma == std::string::npos
+      auto part = trim_space(t.substr(from, comma == std::string::npos
                                         ? std::string::npos
                                         : comma - from));
       if (!part.empty()) {
@@ -332,7 +321,7 @@ json::value mcp_elicit_by_questions(const mcp_elicitation_request& r,
                                   : "\nIt wants: " + names + ".")
                + "\nAnswer accept to fill it in, decline to refuse.";
   p.choices = {"accept", "decline", "cancel"};
-  auto first = lower(trim(ask(p)));
+  auto first = ascii_lower(trim_space(ask(p)));
   if (stopped() || first.empty() || first == "cancel" || first == "3")
     return mcp_elicit_result("cancel");
   if (first == "decline" || first == "no" || first == "n" || first == "2")
@@ -377,7 +366,7 @@ json::value mcp_elicit_by_questions(const mcp_elicitation_request& r,
     else
       q.question += "\nRequired.";
     for (int attempt = 0;; ++attempt) {
-      auto answer = trim(ask(q));
+      auto answer = trim_space(ask(q));
       if (stopped())
         return mcp_elicit_result("cancel");
       if (answer == "-")

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cctype>
 #include <set>
+#include <optional>
 #include <sstream>
+#include <utility>
 
 #include "base/crypto.hpp"
 #include "base/url_guard.hpp"
@@ -306,15 +308,29 @@ bool resource_matches(std::string_view resource, std::string_view server_url) {
          && sp[rp.size()] == '/';
 }
 
-std::vector<std::string> protected_resource_metadata_urls(
-  std::string_view server_url) {
-  auto u = parse_oauth_url(server_url);
+namespace {
+
+// The scheme://authority of `url` and its path without trailing slashes;
+// nullopt when `url` does not parse.
+std::optional<std::pair<std::string, std::string>>
+origin_and_path(std::string_view url) {
+  auto u = parse_oauth_url(url);
   if (!u)
-    return {};
-  auto origin = u->scheme + "://" + u->authority;
+    return std::nullopt;
   auto path = u->path;
   while (!path.empty() && path.back() == '/')
     path.pop_back();
+  return std::make_pair(u->scheme + "://" + u->authority, std::move(path));
+}
+
+} // namespace
+
+std::vector<std::string> protected_resource_metadata_urls(
+  std::string_view server_url) {
+  auto op = origin_and_path(server_url);
+  if (!op)
+    return {};
+  auto& [origin, path] = *op;
   std::vector<std::string> out;
   if (!path.empty())
     out.push_back(origin + "/.well-known/oauth-protected-resource" + path);
@@ -324,13 +340,10 @@ std::vector<std::string> protected_resource_metadata_urls(
 
 std::vector<std::string> authorization_server_metadata_urls(
   std::string_view issuer) {
-  auto u = parse_oauth_url(issuer);
-  if (!u)
+  auto op = origin_and_path(issuer);
+  if (!op)
     return {};
-  auto origin = u->scheme + "://" + u->authority;
-  auto path = u->path;
-  while (!path.empty() && path.back() == '/')
-    path.pop_back();
+  auto& [origin, path] = *op;
   if (path.empty())
     return {origin + "/.well-known/oauth-authorization-server",
             origin + "/.well-known/openid-configuration"};

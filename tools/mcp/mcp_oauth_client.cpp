@@ -40,15 +40,6 @@ bool iequal(std::string_view a, std::string_view b) {
   return true;
 }
 
-// A short, log-safe excerpt of a server's error body.
-std::string excerpt(const std::string& body) {
-  std::string out = body.substr(0, 200);
-  for (auto& c : out)
-    if (static_cast<unsigned char>(c) < 0x20)
-      c = ' ';
-  return out;
-}
-
 std::string file_stamp(const std::string& path) {
   struct stat st;
   if (::stat(path.c_str(), &st) != 0)
@@ -59,6 +50,14 @@ std::string file_stamp(const std::string& path) {
 }
 
 } // namespace
+
+std::string oauth_body_excerpt(const std::string& body) {
+  std::string out = body.substr(0, 200);
+  for (auto& c : out)
+    if (static_cast<unsigned char>(c) < 0x20)
+      c = ' ';
+  return out;
+}
 
 void mcp_oauth_client::set_secret_sink(secret_sink s) {
   std::lock_guard<std::mutex> guard{sink_mtx};
@@ -280,7 +279,7 @@ result<json::value> mcp_oauth_client::token_request(
         err += ": " + desc;
     }
     if (err.empty())
-      err = excerpt(resp->body);
+      err = oauth_body_excerpt(resp->body);
     return result<json::value>::failure(
       resp->status >= 500 ? status_code::unavailable
                           : status_code::permission_denied,

@@ -223,4 +223,8 @@ std::shared_ptr<mcp_oauth_client> mcp_oauth_find(const std::string& home,
 /// `oauth.enabled` and no Authorization header of its own.
 bool mcp_oauth_applies(const mcp_server_options& s);
 
+/// A short, log-safe excerpt of a server's error body: its first 200 bytes,
+/// control characters as spaces.
+std::string oauth_body_excerpt(const std::string& body);
+
 } // namespace mibyan

@@ -30,14 +30,6 @@ std::vector<std::string> string_list(const json::value* v) {
   return out;
 }
 
-// A short, log-safe excerpt of a server's error body.
-std::string excerpt(const std::string& body) {
-  std::string out = body.substr(0, 200);
-  for (auto& c : out)
-    if (static_cast<unsigned char>(c) < 0x20)
-      c = ' ';
-  return out;
-}
 
 } // namespace
 
@@ -251,7 +243,7 @@ mcp_oauth_client::begin(const mcp_oauth_discovery& d,
         status_code::unavailable,
         "dynamic client registration at " + d.registration_endpoint
           + " failed: HTTP " + std::to_string(resp->status) + " "
-          + excerpt(resp->body));
+          + oauth_body_excerpt(resp->body));
     r.client_id = parsed.v->get_string("client_id", "");
     r.client_secret = parsed.v->get_string("client_secret", "");
     r.token_auth_method = parsed.v->get_string("token_endpoint_auth_method",
