@@ -209,7 +209,10 @@ private:
               const json::value* error = nullptr);
   void serve_sampling(uint64_t gen, json::value id, json::value params);
   void serve_elicitation(uint64_t gen, json::value id, json::value params);
-  json::value roots_result();
+  // The answer to roots/list; `sent` gets the directories it names.
+  json::value roots_result(std::vector<std::string>* sent);
+  // Records an answer written to the server and wakes sync_roots.
+  void roots_answered(std::vector<std::string> dirs);
   // The roots a call of `caller` sees: the configured list, else the
   // caller's working directory, else the provider's (process cwd).
   std::vector<std::string> roots_for(const mcp_caller* caller) const;

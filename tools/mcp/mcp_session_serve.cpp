@@ -91,7 +91,7 @@ mcp_session::roots_for(const mcp_caller* caller) const {
   return {cwd.string()};
 }
 
-json::value mcp_session::roots_result() {
+json::value mcp_session::roots_result(std::vector<std::string>* sent) {
   // The session whose call is in flight (the newest one, as for
   // elicitation); outside a call the provider's directories.
   std::optional<mcp_caller> newest;
@@ -101,13 +101,6 @@ json::value mcp_session::roots_result() {
       newest = callers_.back().second;
   }
   auto dirs = roots_for(newest ? &*newest : nullptr);
-  {
-    std::lock_guard<std::mutex> guard{mtx_};
-    roots_asked_ = true;
-    roots_sent_ = dirs;
-    ++roots_answers_;
-  }
-  cv_.notify_all();
   json::value list = json::value::make_array();
   for (auto& d : dirs) {
     if (d.empty() || d[0] != '/')
@@ -120,7 +113,19 @@ json::value mcp_session::roots_result() {
   }
   json::value r;
   r["roots"] = std::move(list);
+  if (sent != nullptr)
+    *sent = std::move(dirs);
   return r;
+}
+
+void mcp_session::roots_answered(std::vector<std::string> dirs) {
+  {
+    std::lock_guard<std::mutex> guard{mtx_};
+    roots_asked_ = true;
+    roots_sent_ = std::move(dirs);
+    ++roots_answers_;
+  }
+  cv_.notify_all();
 }
 
 void mcp_session::sync_roots(const mcp_caller& caller,
@@ -283,7 +288,11 @@ void mcp_session::on_one(uint64_t gen, mcp_incoming msg) {
       if (msg.method == "ping") {
         answer(gen, msg.id, json::value::make_object());
       } else if (msg.method == "roots/list" && s_.roots) {
-        answer(gen, msg.id, roots_result());
+        // Counted once written: sync_roots sends the waiting call only
+        // after the answer, so the server reads them in that order.
+        std::vector<std::string> dirs;
+        answer(gen, msg.id, roots_result(&dirs));
+        roots_answered(std::move(dirs));
       } else if (msg.method == "sampling/createMessage"
                  && s_.sampling.enabled) {
         serve_sampling(gen, msg.id, std::move(msg.params));
