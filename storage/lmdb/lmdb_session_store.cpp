@@ -1,6 +1,6 @@
-// The session store: opening, schema migration and the clock. The
-// operations live in session_store_{sessions,messages,search}.cpp.
-#include "storage/session_store.hpp"
+// The LMDB session store: opening, schema migration, the clock and the
+// small accessors. The operations live in lmdb_store_*.cpp.
+#include "storage/lmdb/lmdb_session_store.hpp"
 
 #include "storage/session_id.hpp"
 
@@ -14,9 +14,9 @@
 
 #include "base/json.hpp"
 #include "storage/byte_codec.hpp"
-#include "storage/session_store_detail.hpp"
-#include "storage/schema_lock.hpp"
-#include "storage/space_reserve.hpp"
+#include "storage/lmdb/lmdb_store_detail.hpp"
+#include "storage/lmdb/schema_lock.hpp"
+#include "storage/lmdb/space_reserve.hpp"
 
 namespace mibyan {
 
@@ -24,13 +24,9 @@ using namespace store_detail;
 
 // -- open and migrate ---------------------------------------------------------
 
-std::string session_store::default_dir(const std::string& home) {
-  return home + "/sessions";
-}
-
-store_result<std::unique_ptr<session_store>>
-session_store::open(session_store_options opts) {
-  using result = store_result<std::unique_ptr<session_store>>;
+store_result<std::unique_ptr<lmdb_session_store>>
+lmdb_session_store::open(session_store_options opts) {
+  using result = store_result<std::unique_ptr<lmdb_session_store>>;
   lmdb_options lo;
   lo.dir = opts.dir;
   lo.read_only = opts.read_only;
@@ -38,7 +34,7 @@ session_store::open(session_store_options opts) {
   auto env = lmdb_env::open(lo);
   if (!env)
     return result::failure(env.code, "open session store: " + env.error);
-  std::unique_ptr<session_store> self{new session_store};
+  std::unique_ptr<lmdb_session_store> self{new lmdb_session_store};
   self->opts_ = std::move(opts);
   self->env_ = std::move(*env);
   if (auto st = self->open_databases(); !st)
@@ -51,7 +47,7 @@ session_store::open(session_store_options opts) {
   return result{std::move(self)};
 }
 
-store_status session_store::open_databases() {
+store_status lmdb_session_store::open_databases() {
   const bool ro = opts_.read_only;
   const unsigned create = ro ? 0u : unsigned{MDB_CREATE};
   struct named {
@@ -116,7 +112,7 @@ store_status session_store::open_databases() {
         error = "open database responses";
         return rc;
       }
-      // And for scheduled jobs (storage/session_store_cron.cpp).
+      // And for scheduled jobs (storage/lmdb/lmdb_store_cron.cpp).
       rc = mdb_dbi_open(txn, "cron_jobs", create, &cron_jobs_);
       if (rc == 0)
         rc = mdb_dbi_open(txn, "cron_runs", create, &cron_runs_);
@@ -142,7 +138,7 @@ store_status session_store::open_databases() {
     "open session store");
 }
 
-store_status session_store::read_version(int& found) const {
+store_status lmdb_session_store::read_version(int& found) const {
   found = 0;
   return env_->read(
     [&](MDB_txn* txn, std::string& error) {
@@ -162,7 +158,7 @@ store_status session_store::read_version(int& found) const {
     "open session store: read schema version");
 }
 
-store_status session_store::migrate() {
+store_status lmdb_session_store::migrate() {
   int found = 0;
   if (auto st = read_version(found); !st)
     return st;
@@ -178,7 +174,7 @@ store_status session_store::migrate() {
   if (opts_.read_only || found == schema_version_current)
     return {};
   // One process migrates; the others wait here and then find the version
-  // it recorded (storage/schema_lock.hpp).
+  // it recorded (storage/lmdb/schema_lock.hpp).
   auto lock = schema_lock::acquire(env_->dir());
   if (!lock)
     return store_status::failure(lock.code,
@@ -220,7 +216,40 @@ store_status session_store::migrate() {
   return {};
 }
 
-int64_t session_store::now() const {
+const char* lmdb_session_store::backend() const {
+  return "lmdb";
+}
+
+int lmdb_session_store::schema_version() const {
+  return schema_version_;
+}
+
+store_stats lmdb_session_store::stats() const {
+  store_stats st;
+  st.used_bytes = env_->used_bytes();
+  st.disk_bytes = env_->disk_bytes();
+  return st;
+}
+
+void lmdb_session_store::add_delete_hook(delete_hook hook) {
+  std::lock_guard<std::mutex> lock{hooks_mutex_};
+  delete_hooks_.push_back(std::move(hook));
+}
+
+int lmdb_session_store::run_delete_hooks(MDB_txn* txn, const std::string& id,
+                                         std::string& error) {
+  std::vector<delete_hook> hooks;
+  {
+    std::lock_guard<std::mutex> lock{hooks_mutex_};
+    hooks = delete_hooks_;
+  }
+  for (auto& h : hooks)
+    if (int rc = h(txn, id, error); rc != 0)
+      return rc;
+  return 0;
+}
+
+int64_t lmdb_session_store::now() const {
   if (opts_.now_ms)
     return opts_.now_ms();
   using namespace std::chrono;

@@ -1,0 +1,111 @@
+// The session-store interface's non-virtual parts and the backend
+// registry behind open_session_store (storage/store_backend.hpp).
+#include "storage/session_store.hpp"
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+
+#include "base/json.hpp"
+#include "storage/store_backend.hpp"
+
+namespace mibyan {
+
+namespace {
+
+struct backend_registry {
+  std::mutex mutex;
+  std::map<std::string, store_backend_opener> openers;
+};
+
+backend_registry& registry() {
+  static backend_registry r;
+  return r;
+}
+
+// Registers the built-in backends once, before the first lookup.
+void ensure_builtins() {
+  static std::once_flag once;
+  std::call_once(once, [] { register_builtin_store_backends(); });
+}
+
+std::string join_names(const std::vector<std::string>& names) {
+  std::string out;
+  for (auto& n : names)
+    out += (out.empty() ? "" : ", ") + n;
+  return out.empty() ? std::string{"none"} : out;
+}
+
+} // namespace
+
+void register_store_backend(const std::string& name,
+                            store_backend_opener open) {
+  auto& r = registry();
+  std::lock_guard<std::mutex> lock{r.mutex};
+  if (open)
+    r.openers[name] = std::move(open);
+  else
+    r.openers.erase(name);
+}
+
+std::vector<std::string> store_backend_names() {
+  ensure_builtins();
+  auto& r = registry();
+  std::lock_guard<std::mutex> lock{r.mutex};
+  std::vector<std::string> out;
+  for (auto& [name, fn] : r.openers)
+    out.push_back(name);
+  return out;
+}
+
+const std::vector<std::string>& known_store_backends() {
+  static const std::vector<std::string> names{"lmdb", "postgres"};
+  return names;
+}
+
+session_store::~session_store() = default;
+
+std::string session_store::default_dir(const std::string& home) {
+  return home + "/sessions";
+}
+
+store_result<std::unique_ptr<session_store>>
+session_store::open(session_store_options opts) {
+  return open_session_store(opts);
+}
+
+store_result<std::unique_ptr<session_store>>
+open_session_store(const session_store_options& opts) {
+  using result = store_result<std::unique_ptr<session_store>>;
+  ensure_builtins();
+  store_backend_opener open;
+  {
+    auto& r = registry();
+    std::lock_guard<std::mutex> lock{r.mutex};
+    if (auto it = r.openers.find(opts.backend); it != r.openers.end())
+      open = it->second;
+  }
+  if (!open) {
+    auto& known = known_store_backends();
+    auto name = json::sanitize_utf8(opts.backend.substr(0, 64));
+    if (std::find(known.begin(), known.end(), opts.backend) == known.end())
+      return result::failure(status_code::config_invalid,
+                             "open session store: storage.backend '" + name
+                               + "' is unknown; use one of "
+                               + join_names(known));
+    std::string what = name == "postgres" ? "PostgreSQL" : name;
+    return result::failure(status_code::config_invalid,
+                           "open session store: storage.backend '" + name
+                             + "': this build has no " + what
+                             + " backend (it has "
+                             + join_names(store_backend_names()) + ")");
+  }
+  auto opened = open(opts);
+  if (opened && !*opened)
+    return result::failure(status_code::internal,
+                           "open session store: backend '" + opts.backend
+                             + "' returned no store");
+  return opened;
+}
+
+} // namespace mibyan
