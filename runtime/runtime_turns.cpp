@@ -31,11 +31,12 @@
 #include "base/runtime_metrics.hpp"
 #include "config/env_reload.hpp"
 #include "runtime/runtime_impl.hpp"
+#include "runtime/session_prompt.hpp"
 #include "runtime/turn_events.hpp"
 #include "providers/openai_messages.hpp"
+#include "storage/session_id.hpp"
 #include "storage/session_store.hpp"
 #include "storage/trajectory.hpp"
-#include "tools/agent/memory_store.hpp"
 #include "tools/toolsets.hpp"
 
 namespace mibyan {
@@ -52,10 +53,10 @@ struct prepared_turn {
   std::vector<chat_message> seed;
   /// The request, without its sink.
   turn_request req;
-  /// No conversation of the session ran yet: it starts with this memory
-  /// snapshot in its system prompt.
+  /// No conversation of the session ran yet: it starts with this system
+  /// prompt (runtime/session_prompt.hpp).
   bool fresh = false;
-  std::string memory_snapshot;
+  session_prompt prompt;
 };
 
 // Validates `call` and resolves its provider connection (the synchronous,
@@ -95,9 +96,17 @@ bool prepare_turn(runtime::impl& p, const turn_call& call, prepared_turn& t,
     return fail("the session store is unavailable: " + p.store_error, false);
   // The session row must exist before the conversation loads it.
   out.session_id = call.session_id;
-  if (call.session_id.empty() || !p.store->get_session(call.session_id)) {
+  auto existing = call.session_id.empty()
+                    ? store_result<session_info>::failure(
+                      status_code::not_found, "new session")
+                    : p.store->get_session(call.session_id);
+  if (!existing) {
     t.create = true;
-    t.meta.id = call.session_id;
+    // The id is fixed now: the session's system prompt is stored under it
+    // before the session row is created.
+    if (out.session_id.empty())
+      out.session_id = new_session_id();
+    t.meta.id = out.session_id;
     t.meta.source = call.source;
     t.meta.model = settings.main.endpoint.model;
     t.meta.provider = settings.main.endpoint.provider;
@@ -137,14 +146,28 @@ bool prepare_turn(runtime::impl& p, const turn_call& call, prepared_turn& t,
   t.req.text = call.prompt;
   t.req.max_iterations = call.max_iterations;
   t.req.toolsets = call.toolsets;
-  // The frozen memory snapshot of a conversation that starts now
-  // (docs/tools.md, "memory"); read here, on the caller's thread.
+  // The frozen system prompt of a conversation that starts now: the
+  // session's stored one, else a new one with the context files and the
+  // memory snapshot (docs/agent_loop.md); read here, on the caller's
+  // thread.
   {
     std::lock_guard<std::mutex> guard{p.mtx};
     t.fresh = p.conversations.count(out.session_id) == 0;
   }
-  if (t.fresh)
-    t.memory_snapshot = memory_prompt_snapshot(p.svc->cfg.home, p.svc->cfg);
+  if (t.fresh) {
+    session_prompt_request pr;
+    pr.session_id = out.session_id;
+    pr.exists = !t.create;
+    if (existing) {
+      pr.cwd = existing->cwd.empty() ? p.svc->default_cwd : existing->cwd;
+      pr.message_count = existing->message_count;
+    } else {
+      pr.cwd = t.meta.cwd;
+    }
+    t.prompt = resolve_session_prompt(p.svc->cfg, p.store.get(),
+                                      p.prompts.get(), pr,
+                                      &build_system_prompt);
+  }
   t.req.stream = call.stream;
   t.req.model = ep.model;
   t.req.provider_name = ep.provider;
@@ -155,7 +178,7 @@ bool prepare_turn(runtime::impl& p, const turn_call& call, prepared_turn& t,
 // The conversation of `sid`, spawned on first use; invalid once the
 // runtime is shutting down.
 conversation_actor conversation_for(runtime::impl& p, const std::string& sid,
-                                    const std::string& memory_snapshot) {
+                                    session_prompt& prompt) {
   std::lock_guard<std::mutex> guard{p.mtx};
   if (p.closing)
     return {};
@@ -163,7 +186,11 @@ conversation_actor conversation_for(runtime::impl& p, const std::string& sid,
   if (!c) {
     conversation_deps deps{p.svc, p.dispatcher, p.writer, p.store,
                            p.store_error, sid, p.kernels,
-                           /*depth=*/0, memory_snapshot};
+                           /*depth=*/0, /*memory_snapshot=*/{}};
+    deps.frozen_prompt = std::move(prompt.text);
+    deps.prompt_hash = prompt.hash;
+    deps.prompt_notice = prompt.notice();
+    deps.prompts = p.prompts;
     c = spawn_conversation(*p.sys, std::move(deps));
   }
   return c;
@@ -297,7 +324,7 @@ void finish_turn(caf::event_based_actor* self, std::shared_ptr<turn_job> job) {
 
 void send_turn(caf::event_based_actor* self, std::shared_ptr<turn_job> job) {
   auto conv = conversation_for(*job->p, job->out.session_id,
-                               job->t.memory_snapshot);
+                               job->t.prompt);
   if (!conv) {
     job->out.error = "the runtime is shutting down";
     finish_turn(self, job);
@@ -358,6 +385,33 @@ void seed_history(caf::event_based_actor* self,
             });
 }
 
+// Stores the system prompt of a session just created (on the blocking
+// pool: it is a store write), then seeds its history. A failure is a
+// warning shown with the turn; the turn goes on.
+void store_new_prompt(caf::event_based_actor* self,
+                      std::shared_ptr<turn_job> job) {
+  auto prompts = job->p->prompts;
+  auto* pool = job->svc->pool.get();
+  if (!job->t.fresh || !prompts || pool == nullptr
+      || !job->t.prompt.hash.empty()) {
+    seed_history(self, job);
+    return;
+  }
+  auto hdl = caf::actor_cast<caf::actor>(self);
+  auto sid = job->out.session_id;
+  // The pool job works on its own copy; the reply carries the hash or
+  // the error back to the driver.
+  // The store is held too: the prompt store lives on its environment.
+  bool queued = pool->submit([prompts, store = job->p->store, sid,
+                              text = job->t.prompt.text, hdl] {
+    auto h = prompts->put(sid, text);
+    caf::anon_send(hdl, done_atom_v, h ? *h : std::string{},
+                   h ? std::string{} : h.error);
+  });
+  if (!queued)
+    seed_history(self, job);
+}
+
 // The driver of one turn: creates the session row if needed, sends the
 // turn, forwards the conversation's deltas and tool events to the call's
 // callbacks (they arrive before the answer: one sender, one mailbox) and
@@ -369,7 +423,7 @@ caf::behavior turn_driver(caf::event_based_actor* self,
       .then(
         [self, job](std::string& id) {
           job->out.session_id = std::move(id);
-          seed_history(self, job);
+          store_new_prompt(self, job);
         },
         [self, job](caf::error& e) {
           auto& sid = job->out.session_id;
@@ -385,6 +439,19 @@ caf::behavior turn_driver(caf::event_based_actor* self,
     send_turn(self, job);
   }
   return {
+    [self, job](done_atom, std::string& hash, std::string& error) {
+      job->t.prompt.hash = std::move(hash);
+      if (!error.empty()) {
+        job->t.prompt.warnings.push_back(
+          "the system prompt could not be stored (" + error
+          + "); a resume will rebuild it");
+        MIBYAN_LOG(warning, "runtime", "session " << job->out.session_id
+                                                  << ": "
+                                                  << job->t.prompt.warnings
+                                                       .back());
+      }
+      seed_history(self, job);
+    },
     [job](delta_atom, const std::string&, const std::string& kind,
           const std::string& text) {
       bool tool_event = kind == "tool_start" || kind == "tool_end";

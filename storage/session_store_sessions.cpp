@@ -16,6 +16,7 @@
 
 #include "base/json.hpp"
 #include "storage/byte_codec.hpp"
+#include "storage/lmdb_prompt_store.hpp"
 #include "storage/session_store_detail.hpp"
 #include "storage/space_reserve.hpp"
 
@@ -453,6 +454,9 @@ store_status session_store::delete_session_txn(const std::string& id) {
         }
       }
       if ((rc = delete_responses_of(txn, id, error)) != 0)
+        return rc;
+      // The session's stored system prompt (storage/prompt_store.hpp).
+      if ((rc = drop_prompt_reference_txn(txn, id, error)) != 0)
         return rc;
       if ((rc = lmdb_env::del(txn, sessions_, id)) != 0)
         error = "delete session row";
