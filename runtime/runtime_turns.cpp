@@ -32,6 +32,7 @@
 #include "config/env_reload.hpp"
 #include "runtime/runtime_impl.hpp"
 #include "runtime/session_prompt.hpp"
+#include "storage/prompt_store.hpp"
 #include "runtime/turn_events.hpp"
 #include "providers/openai_messages.hpp"
 #include "storage/session_id.hpp"
@@ -392,8 +393,11 @@ void store_new_prompt(caf::event_based_actor* self,
                       std::shared_ptr<turn_job> job) {
   auto prompts = job->p->prompts;
   auto* pool = job->svc->pool.get();
+  // A stateless serve request's session is deleted after its turn and
+  // never resumed: its prompt is not worth a store write.
   if (!job->t.fresh || !prompts || pool == nullptr
-      || !job->t.prompt.hash.empty()) {
+      || !job->t.prompt.hash.empty()
+      || job->call.source == "api-stateless") {
     seed_history(self, job);
     return;
   }
@@ -455,7 +459,8 @@ caf::behavior turn_driver(caf::event_based_actor* self,
     [job](delta_atom, const std::string&, const std::string& kind,
           const std::string& text) {
       bool tool_event = kind == "tool_start" || kind == "tool_end";
-      if (job->events->active()) {
+      // The prompt's notice is for the caller only, not the live view.
+      if (job->events->active() && kind != "context") {
         if (tool_event)
           job->events->tool(job->event_sid, kind, text);
         else

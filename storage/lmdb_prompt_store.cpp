@@ -113,6 +113,22 @@ store_result<std::unique_ptr<lmdb_prompt_store>>
 lmdb_prompt_store::open(lmdb_env& env) {
   std::unique_ptr<lmdb_prompt_store> s{new lmdb_prompt_store(env)};
   auto* p = s.get();
+  // The usual case, the databases exist: a read transaction opens them,
+  // so a start costs no write (and no fsync).
+  {
+    MDB_txn* txn = nullptr;
+    if (mdb_txn_begin(env.raw(), nullptr, MDB_RDONLY, &txn) == 0) {
+      dbis d;
+      if (open_by_name(txn, d) == 0 && mdb_txn_commit(txn) == 0) {
+        p->prompts_ = d.prompts;
+        p->session_prompts_ = d.session_prompts;
+        p->refs_ = d.refs;
+        p->present_ = true;
+        return store_result<std::unique_ptr<lmdb_prompt_store>>{std::move(s)};
+      }
+      mdb_txn_abort(txn);
+    }
+  }
   unsigned create = env.read_only() ? 0 : MDB_CREATE;
   auto st = env.setup(
     [&](MDB_txn* txn, std::string& error) {
@@ -272,10 +288,54 @@ store_result<size_t> lmdb_prompt_store::collect() {
   if (!present_)
     return store_result<size_t>{size_t{0}};
   dbis d{prompts_, session_prompts_, refs_};
+  // A read transaction first: a store with nothing to collect (the usual
+  // case at start-up) costs no write.
+  bool any = false;
+  auto seen = env_.read(
+    [&](MDB_txn* txn, std::string& error) {
+      MDB_dbi sessions = 0;
+      int rc = mdb_dbi_open(txn, "sessions", 0, &sessions);
+      if (rc == 0)
+        rc = scan_prefix(txn, d.session_prompts, "",
+                         [&](std::string_view k, std::string_view) {
+                           std::string_view row;
+                           int r = lmdb_env::get(txn, sessions, k, row);
+                           any = any || r == MDB_NOTFOUND;
+                           return r == MDB_NOTFOUND ? 1 : r;
+                         });
+      else if (rc == MDB_NOTFOUND)
+        rc = 0;
+      if (rc == 1)
+        rc = 0;
+      if (rc == 0 && !any)
+        rc = scan_prefix(txn, d.prompts, "",
+                         [&](std::string_view k, std::string_view) {
+                           int r = 0;
+                           any = !has_refs(txn, d, k, r);
+                           return r != 0 ? r : (any ? 1 : 0);
+                         });
+      if (rc == 1)
+        rc = 0;
+      if (rc != 0)
+        error = "look for unreferenced prompts";
+      return rc;
+    },
+    "collect prompts");
+  if (!seen)
+    return seen;
+  if (!any)
+    return store_result<size_t>{size_t{0}};
   size_t removed = 0;
   auto st = env_.write(
     [&](MDB_txn* txn, std::string& error) {
       removed = 0;
+      // Prompts removed in all: by dropping a leftover reference (its
+      // last) or as unreferenced.
+      MDB_stat before{};
+      if (int rc = mdb_stat(txn, d.prompts, &before); rc != 0) {
+        error = "count the prompts";
+        return rc;
+      }
       MDB_dbi sessions = 0;
       int rc = mdb_dbi_open(txn, "sessions", 0, &sessions);
       bool check_sessions = rc == 0;
@@ -319,8 +379,13 @@ store_result<size_t> lmdb_prompt_store::collect() {
           error = "delete an unreferenced prompt";
           return rc;
         }
-        ++removed;
       }
+      MDB_stat after{};
+      if ((rc = mdb_stat(txn, d.prompts, &after)) != 0) {
+        error = "count the prompts";
+        return rc;
+      }
+      removed = static_cast<size_t>(before.ms_entries - after.ms_entries);
       return 0;
     },
     "collect prompts");

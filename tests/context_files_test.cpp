@@ -28,6 +28,17 @@ namespace fs = std::filesystem;
 
 namespace {
 
+} // namespace
+
+namespace mibyan {
+// Lets Boost.Test print a status code in a failed comparison.
+inline std::ostream& operator<<(std::ostream& os, status_code c) {
+  return os << to_string(c);
+}
+} // namespace mibyan
+
+namespace {
+
 bool contains(const std::string& s, const std::string& part) {
   return s.find(part) != std::string::npos;
 }
