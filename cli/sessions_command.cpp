@@ -11,7 +11,7 @@
 #include "storage/result_spill.hpp"
 #include "cli/session_chain.hpp"
 #include "storage/session_json.hpp"
-#include "storage/lmdb_prompt_store.hpp"
+#include "storage/prompt_store.hpp"
 #include "storage/session_store.hpp"
 
 namespace mibyan::cli {
@@ -49,7 +49,7 @@ std::string one_line(std::string s, size_t max) {
 // `sessions show --prompt ID`: the system prompt the session started with,
 // byte for byte (docs/agent_loop.md, "The frozen system prompt").
 int print_stored_prompt(session_store& store, const std::string& id) {
-  auto prompts = lmdb_prompt_store::open(store.env());
+  auto prompts = open_prompt_store(store);
   if (!prompts) {
     std::cerr << "mibyan sessions: " << prompts.error << "\n";
     return 1;
@@ -243,7 +243,12 @@ int sessions_command(const std::vector<std::string>& args,
     }
     return 0;
   }
-  // delete
+  // delete. With the prompt store open, the delete drops the session's
+  // stored system prompt in its own transaction (storage/prompt_store.hpp).
+  auto prompts = open_prompt_store(store);
+  if (!prompts)
+    std::cerr << "mibyan sessions: warning: " << prompts.error
+              << " (the session's stored prompt is collected later)\n";
   if (auto st = store.delete_session(arg); !st) {
     std::cerr << "mibyan sessions: " << st.error << "\n";
     return 1;

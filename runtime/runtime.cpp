@@ -38,7 +38,7 @@
 #include "kernels/stub_generator.hpp"
 #include "tools/agent/delegate_task.hpp"
 #include "tools/execute_code.hpp"
-#include "storage/lmdb_prompt_store.hpp"
+#include "storage/prompt_store.hpp"
 #include "storage/session_store.hpp"
 #include "tools/agent/agent_tools.hpp"
 #include "tools/read_tracker.hpp"
@@ -425,7 +425,7 @@ bool wire_runtime(runtime::impl& p, std::string* error) {
     auto opened = session_store::open(std::move(so));
     if (opened) {
       p.store = std::shared_ptr<session_store>(std::move(*opened));
-      if (auto prompts = lmdb_prompt_store::open(p.store->env())) {
+      if (auto prompts = open_prompt_store(*p.store)) {
         p.prompts = std::shared_ptr<prompt_store>(std::move(*prompts));
         // Leftovers of a crash (docs/storage.md, "Stored system
         // prompts"), off the caller's thread.

@@ -128,9 +128,11 @@ session_prompt resolve_session_prompt(
         "the one the session started with");
   else if (req.exists && req.message_count > 0)
     out.warnings.push_back(
-      "session " + req.session_id
-      + " has no stored system prompt (it was started by an older version "
-        "of Mibyan); it was rebuilt from the current files");
+      "session " + req.session_id + " has no stored system prompt ("
+      + (prompts == nullptr
+           ? std::string{"this session store keeps none"}
+           : std::string{"it was started by an older version of Mibyan"})
+      + "); it was rebuilt from the current files");
   for (auto& w : out.warnings)
     MIBYAN_LOG(warning, "runtime", "session " << req.session_id << ": " << w);
   if (prompts != nullptr && req.exists)

@@ -9,10 +9,11 @@
 // Lifetime: a prompt lives while a session references it. Changing or
 // dropping a session's reference deletes the prompt in the same
 // transaction when it was the last reference; deleting a session drops its
-// reference (the LMDB session store calls the implementation's hook inside
-// its delete transaction). `collect` removes what a crash or an older
-// build may have left: references of sessions that no longer exist and
-// prompts nothing references.
+// reference inside its delete transaction (the LMDB implementation
+// registers a delete hook on the session store when it is opened).
+// `collect` removes what a crash, or a delete through a store on which no
+// prompt store was opened, may have left: references of sessions that no
+// longer exist and prompts nothing references.
 //
 // Thread safety: every member may be called from any thread; each call is
 // one transaction, committed (fsync'd) before a write returns. Calls block
@@ -21,11 +22,14 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <string>
 
 #include "storage/store_result.hpp"
 
 namespace mibyan {
+
+class session_store;
 
 class prompt_store {
 public:
@@ -66,5 +70,12 @@ public:
   /// Stored prompts (for tests and `verify`).
   virtual store_result<size_t> count() const = 0;
 };
+
+/// The prompt store of `store`'s backend, on the same storage (`store`
+/// must outlive it); for LMDB storage/lmdb/lmdb_prompt_store.hpp. Open it
+/// while setting up. Errors: the backend keeps no prompts
+/// (status_code::unavailable), or its storage refuses.
+store_result<std::unique_ptr<prompt_store>>
+open_prompt_store(session_store& store);
 
 } // namespace mibyan

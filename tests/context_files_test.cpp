@@ -17,8 +17,8 @@
 #include "agent/tool_output_pruning.hpp"
 #include "base/crypto.hpp"
 #include "cron/prompt_scan.hpp"
-#include "storage/lmdb_env.hpp"
-#include "storage/lmdb_prompt_store.hpp"
+#include "storage/lmdb/lmdb_inspect.hpp"
+#include "storage/prompt_store.hpp"
 #include "storage/session_store.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -298,14 +298,14 @@ namespace {
 struct store_fixture {
   temp_dir dir;
   std::unique_ptr<session_store> store;
-  std::unique_ptr<lmdb_prompt_store> prompts;
+  std::unique_ptr<prompt_store> prompts;
   store_fixture() {
     session_store_options so;
     so.dir = dir / "sessions";
     auto s = session_store::open(so);
     BOOST_REQUIRE_MESSAGE(s, s.error);
     store = std::move(*s);
-    auto p = lmdb_prompt_store::open(store->env());
+    auto p = open_prompt_store(*store);
     BOOST_REQUIRE_MESSAGE(p, p.error);
     prompts = std::move(*p);
   }
@@ -377,14 +377,9 @@ BOOST_FIXTURE_TEST_CASE(a_damaged_prompt_is_reported, store_fixture) {
   session("s");
   auto h = prompts->put("s", "original");
   BOOST_REQUIRE(h);
-  auto st = store->env().write(
-    [&](MDB_txn* txn, std::string&) {
-      MDB_dbi dbi = 0;
-      int rc = mdb_dbi_open(txn, "prompts", 0, &dbi);
-      return rc != 0 ? rc
-                     : lmdb_env::put(txn, dbi, *h, std::string{"\x01tampered"});
-    },
-    "tamper");
+  auto st = lmdb_inspect::write(
+    *store, {{lmdb_inspect::change::kind::put, "prompts", *h,
+              std::string{"\x01tampered"}}});
   BOOST_REQUIRE(st);
   BOOST_CHECK_EQUAL(prompts->get(*h).code, status_code::data_corrupt);
 }

@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "base/json.hpp"
-#include "storage/lmdb_env.hpp"
-#include "storage/lmdb_prompt_store.hpp"
+#include "storage/lmdb/lmdb_inspect.hpp"
+#include "storage/prompt_store.hpp"
 #include "storage/session_store.hpp"
 #include "tests/support/agent_fixture.hpp"
 #include "tests/support/http_server.hpp"
@@ -218,17 +218,12 @@ BOOST_AUTO_TEST_CASE(a_missing_stored_prompt_is_rebuilt_with_a_warning) {
   {
     // The prompt record disappears (damage, an older copy of the store).
     auto store = open_store();
-    auto prompts = lmdb_prompt_store::open(store->env());
+    auto prompts = open_prompt_store(*store);
     BOOST_REQUIRE(prompts);
     auto hash = (*prompts)->hash_of("lost-1");
     BOOST_REQUIRE(hash);
-    auto st = store->env().write(
-      [&](MDB_txn* txn, std::string&) {
-        MDB_dbi dbi = 0;
-        int rc = mdb_dbi_open(txn, "prompts", 0, &dbi);
-        return rc != 0 ? rc : lmdb_env::del(txn, dbi, *hash);
-      },
-      "lose the prompt");
+    auto st = lmdb_inspect::write(
+      *store, {{lmdb_inspect::change::kind::del, "prompts", *hash, {}}});
     BOOST_REQUIRE(st);
   }
   home.write("memories/MEMORY.md", "remember the number 42");
@@ -276,14 +271,14 @@ BOOST_AUTO_TEST_CASE(deleting_the_session_drops_its_prompt) {
   BOOST_REQUIRE_MESSAGE(r.exit_code == 0, r.err);
   {
     auto store = open_store();
-    auto prompts = lmdb_prompt_store::open(store->env());
+    auto prompts = open_prompt_store(*store);
     BOOST_REQUIRE(prompts);
     BOOST_CHECK_EQUAL(*(*prompts)->count(), 1u);
   }
   auto d = test::run_mibyan({"sessions", "delete", "gone-1"}, env());
   BOOST_REQUIRE_MESSAGE(d.exit_code == 0, d.err);
   auto store = open_store();
-  auto prompts = lmdb_prompt_store::open(store->env());
+  auto prompts = open_prompt_store(*store);
   BOOST_REQUIRE(prompts);
   BOOST_CHECK_EQUAL(*(*prompts)->count(), 0u);
 }

@@ -1,14 +1,39 @@
-#include "storage/lmdb_prompt_store.hpp"
+#include "storage/lmdb/lmdb_prompt_store.hpp"
 
 #include <vector>
 
+#include <lmdb.h>
+
 #include "base/crypto.hpp"
-#include "storage/lmdb_env.hpp"
-#include "storage/session_store_detail.hpp"
+#include "storage/lmdb/lmdb_env.hpp"
+#include "storage/lmdb/lmdb_session_store.hpp"
+#include "storage/lmdb/lmdb_store_detail.hpp"
 
 namespace mibyan {
 
 namespace {
+
+class lmdb_prompt_store final : public prompt_store {
+public:
+  explicit lmdb_prompt_store(lmdb_env& env) : env_(env) {}
+
+  store_result<std::string> put(const std::string& session_id,
+                                const std::string& text) override;
+  store_status reference(const std::string& session_id,
+                         const std::string& hash) override;
+  store_result<std::string>
+  hash_of(const std::string& session_id) const override;
+  store_result<std::string> get(const std::string& hash) const override;
+  store_status drop(const std::string& session_id) override;
+  store_result<size_t> collect() override;
+  store_result<size_t> count() const override;
+
+  lmdb_env& env_;
+  bool present_ = false; // false: a read-only store without the databases
+  MDB_dbi prompts_ = 0;
+  MDB_dbi session_prompts_ = 0;
+  MDB_dbi refs_ = 0;
+};
 
 using store_detail::scan_prefix;
 
@@ -108,50 +133,6 @@ int open_by_name(MDB_txn* txn, dbis& d) {
 }
 
 } // namespace
-
-store_result<std::unique_ptr<lmdb_prompt_store>>
-lmdb_prompt_store::open(lmdb_env& env) {
-  std::unique_ptr<lmdb_prompt_store> s{new lmdb_prompt_store(env)};
-  auto* p = s.get();
-  // The usual case, the databases exist: a read transaction opens them,
-  // so a start costs no write (and no fsync).
-  {
-    MDB_txn* txn = nullptr;
-    if (mdb_txn_begin(env.raw(), nullptr, MDB_RDONLY, &txn) == 0) {
-      dbis d;
-      if (open_by_name(txn, d) == 0 && mdb_txn_commit(txn) == 0) {
-        p->prompts_ = d.prompts;
-        p->session_prompts_ = d.session_prompts;
-        p->refs_ = d.refs;
-        p->present_ = true;
-        return store_result<std::unique_ptr<lmdb_prompt_store>>{std::move(s)};
-      }
-      mdb_txn_abort(txn);
-    }
-  }
-  unsigned create = env.read_only() ? 0 : MDB_CREATE;
-  auto st = env.setup(
-    [&](MDB_txn* txn, std::string& error) {
-      int rc = mdb_dbi_open(txn, "prompts", create, &p->prompts_);
-      if (rc == MDB_NOTFOUND && create == 0)
-        return 0; // a read-only store written before prompts were stored
-      if (rc == 0)
-        rc = mdb_dbi_open(txn, "session_prompts", create,
-                          &p->session_prompts_);
-      if (rc == 0)
-        rc = mdb_dbi_open(txn, "prompt_refs", create, &p->refs_);
-      if (rc != 0) {
-        error = "open the prompt databases";
-        return rc;
-      }
-      p->present_ = true;
-      return 0;
-    },
-    "open prompt store");
-  if (!st)
-    return st;
-  return store_result<std::unique_ptr<lmdb_prompt_store>>{std::move(s)};
-}
 
 store_result<std::string> lmdb_prompt_store::put(const std::string& sid,
                                                  const std::string& text) {
@@ -406,17 +387,59 @@ store_result<size_t> lmdb_prompt_store::count() const {
   return store_result<size_t>{static_cast<size_t>(ms.ms_entries)};
 }
 
-int drop_prompt_reference_txn(MDB_txn* txn, const std::string& sid,
-                              std::string& error) {
-  dbis d;
-  int rc = open_by_name(txn, d);
-  if (rc == MDB_NOTFOUND)
-    return 0; // a store without prompt databases
-  if (rc != 0) {
-    error = "open the prompt databases";
-    return rc;
+store_result<std::unique_ptr<prompt_store>>
+open_lmdb_prompt_store(lmdb_session_store& store) {
+  auto& env = store.env();
+  auto s = std::make_unique<lmdb_prompt_store>(env);
+  auto* p = s.get();
+  auto opened = [&]() -> store_status {
+    // The usual case, the databases exist: a read transaction opens them,
+    // so a start costs no write (and no fsync).
+    MDB_txn* txn = nullptr;
+    if (mdb_txn_begin(env.raw(), nullptr, MDB_RDONLY, &txn) == 0) {
+      dbis d;
+      if (open_by_name(txn, d) == 0 && mdb_txn_commit(txn) == 0) {
+        p->prompts_ = d.prompts;
+        p->session_prompts_ = d.session_prompts;
+        p->refs_ = d.refs;
+        p->present_ = true;
+        return {};
+      }
+      mdb_txn_abort(txn);
+    }
+    unsigned create = env.read_only() ? 0 : MDB_CREATE;
+    return env.setup(
+      [&](MDB_txn* txn, std::string& error) {
+        int rc = mdb_dbi_open(txn, "prompts", create, &p->prompts_);
+        if (rc == MDB_NOTFOUND && create == 0)
+          return 0; // a read-only store written before prompts were stored
+        if (rc == 0)
+          rc = mdb_dbi_open(txn, "session_prompts", create,
+                            &p->session_prompts_);
+        if (rc == 0)
+          rc = mdb_dbi_open(txn, "prompt_refs", create, &p->refs_);
+        if (rc != 0) {
+          error = "open the prompt databases";
+          return rc;
+        }
+        p->present_ = true;
+        return 0;
+      },
+      "open prompt store");
+  }();
+  if (!opened)
+    return opened;
+  if (p->present_) {
+    dbis d{p->prompts_, p->session_prompts_, p->refs_};
+    // The hook holds the handles, not the prompt store: it stays valid
+    // however long the session store lives.
+    store.add_delete_hook(
+      [d](MDB_txn* txn, const std::string& id, std::string& error) {
+        return unref_txn(txn, d, id, error);
+      });
   }
-  return unref_txn(txn, d, sid, error);
+  return store_result<std::unique_ptr<prompt_store>>{
+    std::unique_ptr<prompt_store>{std::move(s)}};
 }
 
 } // namespace mibyan
