@@ -35,7 +35,6 @@
 #include "storage/prompt_store.hpp"
 #include "runtime/turn_events.hpp"
 #include "providers/openai_messages.hpp"
-#include "storage/session_id.hpp"
 #include "storage/session_store.hpp"
 #include "storage/trajectory.hpp"
 #include "tools/toolsets.hpp"
@@ -54,10 +53,12 @@ struct prepared_turn {
   std::vector<chat_message> seed;
   /// The request, without its sink.
   turn_request req;
-  /// No conversation of the session ran yet: it starts with this system
-  /// prompt (runtime/session_prompt.hpp).
+  /// No conversation of the session ran yet: it starts with the system
+  /// prompt resolved for `prompt_req` (runtime/session_prompt.hpp) on the
+  /// blocking pool, into `prompt`.
   bool fresh = false;
-  session_prompt prompt;
+  session_prompt_request prompt_req;
+  std::shared_ptr<session_prompt> prompt;
 };
 
 // Validates `call` and resolves its provider connection (the synchronous,
@@ -103,11 +104,7 @@ bool prepare_turn(runtime::impl& p, const turn_call& call, prepared_turn& t,
                     : p.store->get_session(call.session_id);
   if (!existing) {
     t.create = true;
-    // The id is fixed now: the session's system prompt is stored under it
-    // before the session row is created.
-    if (out.session_id.empty())
-      out.session_id = new_session_id();
-    t.meta.id = out.session_id;
+    t.meta.id = call.session_id;
     t.meta.source = call.source;
     t.meta.model = settings.main.endpoint.model;
     t.meta.provider = settings.main.endpoint.provider;
@@ -147,17 +144,16 @@ bool prepare_turn(runtime::impl& p, const turn_call& call, prepared_turn& t,
   t.req.text = call.prompt;
   t.req.max_iterations = call.max_iterations;
   t.req.toolsets = call.toolsets;
-  // The frozen system prompt of a conversation that starts now: the
+  // A conversation that starts now gets its frozen system prompt: the
   // session's stored one, else a new one with the context files and the
-  // memory snapshot (docs/agent_loop.md); read here, on the caller's
-  // thread.
+  // memory snapshot (docs/agent_loop.md). Resolved by the driver on the
+  // blocking pool: it reads files and may write the store.
   {
     std::lock_guard<std::mutex> guard{p.mtx};
     t.fresh = p.conversations.count(out.session_id) == 0;
   }
   if (t.fresh) {
-    session_prompt_request pr;
-    pr.session_id = out.session_id;
+    auto& pr = t.prompt_req;
     pr.exists = !t.create;
     if (existing) {
       pr.cwd = existing->cwd.empty() ? p.svc->default_cwd : existing->cwd;
@@ -165,9 +161,9 @@ bool prepare_turn(runtime::impl& p, const turn_call& call, prepared_turn& t,
     } else {
       pr.cwd = t.meta.cwd;
     }
-    t.prompt = resolve_session_prompt(p.svc->cfg, p.store.get(),
-                                      p.prompts.get(), pr,
-                                      &build_system_prompt);
+    // A stateless serve request's session is deleted after its turn and
+    // never resumed: its prompt is not worth a store write.
+    pr.store = call.source != "api-stateless";
   }
   t.req.stream = call.stream;
   t.req.model = ep.model;
@@ -179,7 +175,7 @@ bool prepare_turn(runtime::impl& p, const turn_call& call, prepared_turn& t,
 // The conversation of `sid`, spawned on first use; invalid once the
 // runtime is shutting down.
 conversation_actor conversation_for(runtime::impl& p, const std::string& sid,
-                                    session_prompt& prompt) {
+                                    session_prompt* prompt) {
   std::lock_guard<std::mutex> guard{p.mtx};
   if (p.closing)
     return {};
@@ -188,9 +184,11 @@ conversation_actor conversation_for(runtime::impl& p, const std::string& sid,
     conversation_deps deps{p.svc, p.dispatcher, p.writer, p.store,
                            p.store_error, sid, p.kernels,
                            /*depth=*/0, /*memory_snapshot=*/{}};
-    deps.frozen_prompt = std::move(prompt.text);
-    deps.prompt_hash = prompt.hash;
-    deps.prompt_notice = prompt.notice();
+    if (prompt != nullptr) {
+      deps.frozen_prompt = std::move(prompt->text);
+      deps.prompt_hash = prompt->hash;
+      deps.prompt_notice = prompt->notice();
+    }
     deps.prompts = p.prompts;
     c = spawn_conversation(*p.sys, std::move(deps));
   }
@@ -325,7 +323,7 @@ void finish_turn(caf::event_based_actor* self, std::shared_ptr<turn_job> job) {
 
 void send_turn(caf::event_based_actor* self, std::shared_ptr<turn_job> job) {
   auto conv = conversation_for(*job->p, job->out.session_id,
-                               job->t.prompt);
+                               job->t.prompt.get());
   if (!conv) {
     job->out.error = "the runtime is shutting down";
     finish_turn(self, job);
@@ -386,34 +384,34 @@ void seed_history(caf::event_based_actor* self,
             });
 }
 
-// Stores the system prompt of a session just created (on the blocking
-// pool: it is a store write), then seeds its history. A failure is a
-// warning shown with the turn; the turn goes on.
-void store_new_prompt(caf::event_based_actor* self,
-                      std::shared_ptr<turn_job> job) {
-  auto prompts = job->p->prompts;
+// Resolves the system prompt of a conversation that starts with this turn
+// (runtime/session_prompt.hpp) on the blocking pool, once the session row
+// exists, then seeds the history. The pool job owns `job->t.prompt` until
+// its (done_atom) arrives; nothing else touches it meanwhile.
+void resolve_prompt(caf::event_based_actor* self,
+                    std::shared_ptr<turn_job> job) {
   auto* pool = job->svc->pool.get();
-  // A stateless serve request's session is deleted after its turn and
-  // never resumed: its prompt is not worth a store write.
-  if (!job->t.fresh || !prompts || pool == nullptr
-      || !job->t.prompt.hash.empty()
-      || job->call.source == "api-stateless") {
+  if (!job->t.fresh || pool == nullptr) {
     seed_history(self, job);
     return;
   }
-  auto hdl = caf::actor_cast<caf::actor>(self);
-  auto sid = job->out.session_id;
-  // The pool job works on its own copy; the reply carries the hash or
-  // the error back to the driver.
+  auto slot = std::make_shared<session_prompt>();
+  job->t.prompt = slot;
+  auto req = job->t.prompt_req;
+  req.session_id = job->out.session_id;
   // The store is held too: the prompt store lives on its environment.
-  bool queued = pool->submit([prompts, store = job->p->store, sid,
-                              text = job->t.prompt.text, hdl] {
-    auto h = prompts->put(sid, text);
-    caf::anon_send(hdl, done_atom_v, h ? *h : std::string{},
-                   h ? std::string{} : h.error);
-  });
-  if (!queued)
+  auto work = [slot, req, svc = job->svc, store = job->p->store,
+               prompts = job->p->prompts,
+               hdl = caf::actor_cast<caf::actor>(self)] {
+    *slot = resolve_session_prompt(svc->cfg, store.get(), prompts.get(), req,
+                                   &build_system_prompt);
+    caf::anon_send(hdl, done_atom_v);
+  };
+  if (!pool->submit(std::move(work))) {
+    // The runtime is shutting down: the conversation builds a plain one.
+    job->t.prompt.reset();
     seed_history(self, job);
+  }
 }
 
 // The driver of one turn: creates the session row if needed, sends the
@@ -427,12 +425,12 @@ caf::behavior turn_driver(caf::event_based_actor* self,
       .then(
         [self, job](std::string& id) {
           job->out.session_id = std::move(id);
-          store_new_prompt(self, job);
+          resolve_prompt(self, job);
         },
         [self, job](caf::error& e) {
           auto& sid = job->out.session_id;
           if (!sid.empty() && job->p->store->get_session(sid)) {
-            send_turn(self, job);
+            resolve_prompt(self, job);
             return;
           }
           job->out.error = "cannot create session: "
@@ -440,22 +438,10 @@ caf::behavior turn_driver(caf::event_based_actor* self,
           finish_turn(self, job);
         });
   } else {
-    send_turn(self, job);
+    resolve_prompt(self, job);
   }
   return {
-    [self, job](done_atom, std::string& hash, std::string& error) {
-      job->t.prompt.hash = std::move(hash);
-      if (!error.empty()) {
-        job->t.prompt.warnings.push_back(
-          "the system prompt could not be stored (" + error
-          + "); a resume will rebuild it");
-        MIBYAN_LOG(warning, "runtime", "session " << job->out.session_id
-                                                  << ": "
-                                                  << job->t.prompt.warnings
-                                                       .back());
-      }
-      seed_history(self, job);
-    },
+    [self, job](done_atom) { seed_history(self, job); },
     [job](delta_atom, const std::string&, const std::string& kind,
           const std::string& text) {
       bool tool_event = kind == "tool_start" || kind == "tool_end";

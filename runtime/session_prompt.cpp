@@ -135,7 +135,7 @@ session_prompt resolve_session_prompt(
       + "); it was rebuilt from the current files");
   for (auto& w : out.warnings)
     MIBYAN_LOG(warning, "runtime", "session " << req.session_id << ": " << w);
-  if (prompts != nullptr && req.exists)
+  if (prompts != nullptr && req.store)
     store_session_prompt(*prompts, req.session_id, out);
   return out;
 }

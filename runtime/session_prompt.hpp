@@ -46,15 +46,15 @@ struct session_prompt_request {
   /// The session row exists (a resume) and has `message_count` messages.
   bool exists = false;
   int64_t message_count = 0;
+  /// Store a new prompt for the session (its row must exist).
+  bool store = true;
 };
 
 /// See the file comment. `store` and `prompts` may be null (nothing is
 /// replayed or stored). `base_prompt(cwd)` is the fixed part
-/// (actors/conversation.hpp's build_system_prompt). A new prompt of an
-/// existing session is stored here; one of a session not created yet is
-/// not (`hash` stays ""): the caller stores it with store_session_prompt
-/// once the session row exists, so that `prompt_store::collect` never
-/// takes it for a leftover.
+/// (actors/conversation.hpp's build_system_prompt). A new prompt is
+/// stored when `req.store`; call this once the session row exists, so
+/// that `prompt_store::collect` never takes the reference for a leftover.
 session_prompt resolve_session_prompt(
   const options& cfg, session_store* store, prompt_store* prompts,
   const session_prompt_request& req,
