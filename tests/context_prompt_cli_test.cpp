@@ -246,6 +246,21 @@ BOOST_AUTO_TEST_CASE(a_missing_stored_prompt_is_rebuilt_with_a_warning) {
                                 env());
   BOOST_CHECK_EQUAL(shown.exit_code, 0);
   BOOST_CHECK(shown.out == sys);
+  // A session without any reference (started by an older version) is
+  // rebuilt with a warning of its own.
+  {
+    auto store = open_store();
+    BOOST_REQUIRE(lmdb_inspect::write(
+      *store, {{lmdb_inspect::change::kind::del, "session_prompts", "lost-1",
+                {}}}));
+  }
+  script(completion("third"));
+  r = run("third", "lost-1");
+  BOOST_REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  BOOST_CHECK_MESSAGE(contains(r.err, "warning: session lost-1 has no stored "
+                                      "system prompt (it was started by an "
+                                      "older version"),
+                      r.err);
 }
 
 BOOST_AUTO_TEST_CASE(chat_shows_which_files_were_loaded) {
