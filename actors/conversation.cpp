@@ -8,6 +8,7 @@
 #include "agent/history_repair.hpp"
 #include "base/log.hpp"
 #include "storage/session_store.hpp"
+#include "tools/file_checkpointer.hpp"
 
 namespace mibyan {
 
@@ -47,6 +48,11 @@ conversation_behavior(conv_pointer self, conversation_deps deps) {
   }
   st.system_prompt = build_system_prompt(st.cwd);
   st.tool_session = st.deps.session_id;
+  // Rollback markers posted before this conversation existed are in the
+  // stored history just loaded (docs/checkpoints.md).
+  if (st.deps.svc->agent_tools && st.deps.svc->agent_tools->checkpoints)
+    (void)st.deps.svc->agent_tools->checkpoints->take_notes(
+      st.deps.session_id);
   if (!st.deps.memory_snapshot.empty())
     st.system_prompt += "\n\n" + st.deps.memory_snapshot;
   return {

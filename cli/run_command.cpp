@@ -30,8 +30,11 @@ void usage() {
     << "usage: mibyan run [--provider P] [--model M] [--base-url URL]\n"
        "                  [--api-key K] [--session ID] [--toolsets a,b]\n"
        "                  [--max-iterations N] [--json]\n"
-       "                  [--save-trajectory] [--connect HOST:PORT] PROMPT\n"
+       "                  [--save-trajectory] [--connect HOST:PORT]\n"
+       "                  [--checkpoints] PROMPT\n"
        "  Runs one turn of the agent and prints the final answer.\n"
+       "  --checkpoints snapshots files before the agent changes them\n"
+       "  (mibyan checkpoints; docs/checkpoints.md).\n"
        "  --session ID continues (or creates) that session; without it a\n"
        "  new session is created and its id printed on stderr.\n";
 }
@@ -44,6 +47,7 @@ int run_command(const std::vector<std::string>& args,
   turn_call call;
   call.source = "cli";
   bool as_json = false;
+  bool checkpoints = false;
   std::string connect;
   std::vector<std::string> positional;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -61,6 +65,8 @@ int run_command(const std::vector<std::string>& args,
       connect = args[++i];
     } else if (a == "--save-trajectory") {
       call.save_trajectory = true;
+    } else if (a == "--checkpoints") {
+      checkpoints = true;
     } else if (a == "-h" || a == "--help") {
       usage();
       return 0;
@@ -100,6 +106,8 @@ int run_command(const std::vector<std::string>& args,
   options opts;
   if (!load_config_or_report(flags, opts))
     return 2;
+  if (checkpoints)
+    opts.checkpoints.enabled = true;
   bool live = !as_json && ::isatty(1) == 1;
   // On a terminal, log lines go to $MIBYAN_HOME/logs/run.log instead of
   // between the lines of the answer.

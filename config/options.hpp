@@ -414,6 +414,25 @@ struct cron_options {
   bool allow_private_webhooks = false;
 };
 
+/// Section `checkpoints`: file checkpoints before the agent's writes and
+/// destructive commands, and rollback (docs/checkpoints.md).
+struct checkpoints_options {
+  /// Snapshot before the first write_file/patch in a project in a turn and
+  /// before destructive terminal commands (`--checkpoints` on run/chat).
+  bool enabled = false;
+  /// Files larger than this many MiB are left out of a snapshot.
+  int64_t max_file_mb = 10;
+  /// Checkpoints kept per project (older ones are pruned).
+  int64_t keep = 50;
+  /// Checkpoints older than this many days are pruned (0 = no age limit).
+  int64_t max_age_days = 7;
+  /// Files a snapshot takes at most; a larger tree is refused whole.
+  int64_t max_files = 50000;
+  /// When a snapshot fails: "continue" (the write goes ahead, the result
+  /// carries a warning) or "block" (the tool call fails, nothing written).
+  std::string on_failure = "continue";
+};
+
 /// The whole effective configuration plus where it came from.
 struct options {
   model_options model;
@@ -460,6 +479,7 @@ struct options {
   skills_options skills;
   cluster_options cluster;
   cron_options cron;
+  checkpoints_options checkpoints;
 };
 
 } // namespace mibyan
