@@ -293,6 +293,23 @@ std::string write_stat_cache(const std::string& path, const stat_cache& c) {
   return {};
 }
 
+bool stat_entry(const std::string& path, disk_entry& out) {
+  struct stat st;
+  if (::lstat(path.c_str(), &st) != 0)
+    return false;
+  if (S_ISLNK(st.st_mode))
+    out.mode = mode_link;
+  else if (S_ISREG(st.st_mode))
+    out.mode = (st.st_mode & 0111) ? mode_exec : mode_file;
+  else
+    return false;
+  out.size = static_cast<uint64_t>(st.st_size);
+  out.mtime_ns = int64_t{st.st_mtim.tv_sec} * 1'000'000'000 + st.st_mtim.tv_nsec;
+  out.ctime_ns = int64_t{st.st_ctim.tv_sec} * 1'000'000'000 + st.st_ctim.tv_nsec;
+  out.ino = static_cast<uint64_t>(st.st_ino);
+  return true;
+}
+
 bool same_stat(const disk_entry& a, const disk_entry& b) {
   return a.mode == b.mode && a.size == b.size && a.mtime_ns == b.mtime_ns
          && a.ctime_ns == b.ctime_ns && a.ino == b.ino;

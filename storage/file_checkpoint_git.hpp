@@ -45,7 +45,7 @@ struct disk_entry {
 /// The blob ids of files as they were when last snapshotted, keyed by
 /// project-relative path: a file whose mode, size, mtime, ctime and inode
 /// are unchanged is not read again (git's index does the same). Entries
-/// whose mtime is within 2 s of the snapshot are not cached ("racily
+/// whose mtime is within 100 ms of the snapshot are not cached ("racily
 /// clean": a write in the same tick would go unseen).
 struct stat_cache_entry {
   disk_entry e;
@@ -57,6 +57,9 @@ using stat_cache = std::map<std::string, stat_cache_entry>;
 stat_cache read_stat_cache(const std::string& path);
 /// Writes `c` to `path` atomically; "" or the error.
 std::string write_stat_cache(const std::string& path, const stat_cache& c);
+/// lstat of `path` as a disk_entry; false when it is missing or neither a
+/// regular file nor a link.
+bool stat_entry(const std::string& path, disk_entry& out);
 /// Whether `a` (the cache) still describes `b` (the disk).
 bool same_stat(const disk_entry& a, const disk_entry& b);
 

@@ -67,6 +67,19 @@ bool same(const disk_state& d, const tree_entry& t) {
   return git_oid_equal(&id, &t.id) != 0;
 }
 
+// Whether `rel` is as in the snapshot by the stat cache alone (no read):
+// the cache saw this very file (same stat) with the snapshot's blob.
+bool unchanged_by_stat(const std::string& root, const std::string& rel,
+                       const tree_entry& t, const stat_cache& cache) {
+  auto c = cache.find(rel);
+  if (c == cache.end() || git_oid_equal(&c->second.id, &t.id) == 0
+      || !parents_are_dirs(root, rel))
+    return false;
+  disk_entry now;
+  return stat_entry(root + "/" + rel, now) && same_stat(c->second.e, now)
+         && now.mode == t.mode;
+}
+
 result<std::string> blob_text(git_repository* repo, const tree_entry& t,
                               const std::string& rel) {
   git_blob* blob = nullptr;
@@ -115,8 +128,11 @@ result<std::string> file_checkpoint_store::diff(const std::string& project,
     paths.insert(rel);
   std::string out;
   git_diff_options opts = GIT_DIFF_OPTIONS_INIT;
+  auto cache = read_stat_cache(dir_ + "/projects/" + m->key + ".stat");
   for (auto& rel : paths) {
     auto t = tree->find(rel);
+    if (t != tree->end() && unchanged_by_stat(project, rel, t->second, cache))
+      continue;
     auto d = disk_at(project, rel, limits_.max_file_bytes);
     if (t != tree->end() && same(d, t->second))
       continue;
@@ -260,9 +276,11 @@ file_checkpoint_store::restore(const std::string& project, int64_t number,
     else
       rep.deleted.push_back(rel);
   }
+  auto cache = read_stat_cache(dir_ + "/projects/" + m->key + ".stat");
   for (auto& rel : paths) {
     auto t = tree->find(rel);
-    if (t == tree->end())
+    if (t == tree->end()
+        || unchanged_by_stat(project, rel, t->second, cache))
       continue;
     auto d = disk_at(project, rel, limits_.max_file_bytes);
     if (same(d, t->second))
@@ -281,7 +299,7 @@ file_checkpoint_store::restore(const std::string& project, int64_t number,
   // What differs but was left alone.
   if (only.empty() && !opts.all)
     for (auto& [rel, t] : *tree) {
-      if (paths.count(rel))
+      if (paths.count(rel) || unchanged_by_stat(project, rel, t, cache))
         continue;
       auto d = disk_at(project, rel, limits_.max_file_bytes);
       if (!same(d, t))

@@ -431,7 +431,9 @@ file_checkpoint_store::snapshot(const snapshot_request& req) {
     git_odb* o;
     ~odb_free() { git_odb_free(o); }
   } free_odb{odb};
-  const int64_t racy_ns = (now_ms() - 2000) * 1'000'000;
+  // A file changed within the file system's timestamp tick of this
+  // snapshot could change again unseen: such entries are not cached.
+  const int64_t racy_ns = (now_ms() - 100) * 1'000'000;
   for (auto& [rel, e] : walk.files) {
     git_index_entry ie{};
     ie.mode = e.mode;
@@ -450,11 +452,18 @@ file_checkpoint_store::snapshot(const snapshot_request& req) {
         continue;
       }
       ie.file_size = static_cast<uint32_t>(content->size());
-      if (int rc = git_blob_create_from_buffer(&ie.id, repo_, content->data(),
-                                               content->size());
-          rc != 0)
-        return R{git_failure("writing " + rel + " into the checkpoint store",
-                             rc)};
+      // Hash first: writing an object the store has costs a file write
+      // (libgit2 freshens it), hashing and a lookup do not.
+      if (git_odb_hash(&ie.id, content->data(), content->size(),
+                       GIT_OBJECT_BLOB)
+            != 0
+          || !git_odb_exists(odb, &ie.id))
+        if (int rc = git_odb_write(&ie.id, odb, content->data(),
+                                   content->size(), GIT_OBJECT_BLOB);
+            rc != 0)
+          return R{git_failure("writing " + rel
+                                 + " into the checkpoint store",
+                               rc)};
     }
     if (e.mtime_ns < racy_ns && e.ctime_ns < racy_ns)
       next_cache[rel] = stat_cache_entry{e, ie.id};

@@ -12,6 +12,8 @@
 //   projects/<key>.json the project's checkpoint records (number, time,
 //                       session, turn, tool, tree, the files the agent
 //                       wrote after it, what the snapshot left out)
+//   projects/<key>.stat the stat cache of the last snapshot (file stat ->
+//                       blob id), so unchanged files are not read again
 //   lock                flock(2) taken by every change, across processes
 // <key> = the first 20 hex digits of the git hash of the project path.
 //
