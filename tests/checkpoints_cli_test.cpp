@@ -339,6 +339,36 @@ BOOST_AUTO_TEST_CASE(chat_rollback_undoes_the_last_turn) {
   BOOST_TEST(contains(r.err, "usage: /rollback"), r.err);
 }
 
+BOOST_AUTO_TEST_CASE(chat_rollback_to_a_numbered_checkpoint_with_all) {
+  proj_dir.write("a.txt", "alpha\n");
+  proj_dir.write("b.txt", "beta\n");
+  script(completion("", "patch",
+                    args_json({{"path", "a.txt"},
+                               {"old_string", "alpha"},
+                               {"new_string", "ALPHA"}})));
+  script(completion("edited"));
+  auto a = agent("chat");
+  a.insert(a.end(), {"--checkpoints", "--session", "c2"});
+  auto r = test::run_mibyan(a, env("change alpha\n"));
+  BOOST_REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  BOOST_TEST(proj_dir.read("a.txt") == "ALPHA\n");
+  proj_dir.write("b.txt", "beta by the user\n");
+  // A resumed chat rolls back checkpoint 1 with --all: the user's edit
+  // goes too. No model call is made.
+  r = test::run_mibyan(a, env("/rollback 1 --all\n"));
+  BOOST_REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  BOOST_TEST(contains(r.out, "restored a.txt"), r.out);
+  BOOST_TEST(contains(r.out, "restored b.txt"), r.out);
+  BOOST_TEST(proj_dir.read("a.txt") == "alpha\n");
+  BOOST_TEST(proj_dir.read("b.txt") == "beta\n");
+  BOOST_TEST(requests().size() == 2u);
+  auto msgs = messages("c2");
+  BOOST_REQUIRE(!msgs.empty());
+  BOOST_TEST(msgs.back().message.content.rfind(marker, 0) == 0u);
+  r = test::run_mibyan(a, env("/rollback 7\n"));
+  BOOST_TEST(contains(r.err, "no checkpoint 7"), r.err);
+}
+
 BOOST_AUTO_TEST_CASE(a_full_checkpoint_disk_warns_or_blocks) {
   fs::create_directories(home / "checkpoints");
   test::tmpfs_mount tiny{home / "checkpoints", 96 * 1024};
