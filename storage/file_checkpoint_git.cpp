@@ -111,7 +111,6 @@ walk_result walk_project(git_repository* repo, const std::string& root,
     return ig == 1;
   };
   size_t oversize = 0;
-  size_t unreadable = 0;
   auto stamp = [](const struct stat& st, uint32_t mode) {
     disk_entry e;
     e.mode = mode;
@@ -128,11 +127,6 @@ walk_result walk_project(git_repository* repo, const std::string& root,
       if (static_cast<uint64_t>(st.st_size) > limits.max_file_bytes) {
         out.skipped.push_back(rel);
         ++oversize;
-        return;
-      }
-      if (::access((root + "/" + rel).c_str(), R_OK) != 0) {
-        out.skipped.push_back(rel);
-        ++unreadable;
         return;
       }
       out.files[rel] = stamp(st, (st.st_mode & 0111) ? mode_exec : mode_file);
@@ -198,9 +192,6 @@ walk_result walk_project(git_repository* repo, const std::string& root,
     out.warnings.push_back(std::to_string(oversize) + " file(s) over "
                            + std::to_string(limits.max_file_bytes >> 20)
                            + " MiB left out of the checkpoint");
-  if (unreadable > 0)
-    out.warnings.push_back(std::to_string(unreadable)
-                           + " unreadable file(s) left out of the checkpoint");
   return out;
 }
 
