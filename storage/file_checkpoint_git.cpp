@@ -96,6 +96,58 @@ bool parents_are_dirs(const std::string& root, const std::string& rel) {
   }
 }
 
+namespace {
+
+// The whole tree through libgit2's status walk (untracked files against
+// the shadow repository's empty index), which keeps the ignore rules of
+// each directory while it walks instead of loading them per path. Nested
+// repositories come back as "dir/" and go onto `stack` for the plain walk.
+// False when libgit2 could not list the tree (an unreadable directory):
+// the caller walks it itself and says what it could not read.
+template <class Visit>
+bool list_untracked(git_repository* repo, const std::string& root,
+                    const file_checkpoint_limits& limits, walk_result& out,
+                    Visit& visit_file, std::vector<std::string>& stack) {
+  git_status_options so = GIT_STATUS_OPTIONS_INIT;
+  so.show = GIT_STATUS_SHOW_WORKDIR_ONLY;
+  so.flags = GIT_STATUS_OPT_INCLUDE_UNTRACKED
+             | GIT_STATUS_OPT_RECURSE_UNTRACKED_DIRS
+             | GIT_STATUS_OPT_EXCLUDE_SUBMODULES;
+  git_status_list* list = nullptr;
+  if (git_status_list_new(&list, repo, &so) != 0)
+    return false;
+  size_t n = git_status_list_entrycount(list);
+  for (size_t i = 0; i < n && !out.too_many; ++i) {
+    const git_status_entry* e = git_status_byindex(list, i);
+    if (e == nullptr || e->index_to_workdir == nullptr
+        || e->index_to_workdir->new_file.path == nullptr)
+      continue;
+    std::string rel = e->index_to_workdir->new_file.path;
+    if (!rel.empty() && rel.back() == '/') {
+      rel.pop_back();
+      stack.push_back(rel); // a nested repository: walked apart
+      continue;
+    }
+    auto base = rel.substr(rel.rfind('/') == std::string::npos
+                             ? 0
+                             : rel.rfind('/') + 1);
+    if (base == ".git" || rel.rfind(".git/", 0) == 0
+        || rel.find("/.git/") != std::string::npos
+        || !parents_are_dirs(root, rel))
+      continue;
+    struct stat st;
+    if (::lstat((root + "/" + rel).c_str(), &st) != 0)
+      continue;
+    visit_file(rel, st);
+    if (out.files.size() > limits.max_files)
+      out.too_many = true;
+  }
+  git_status_list_free(list);
+  return true;
+}
+
+} // namespace
+
 walk_result walk_project(git_repository* repo, const std::string& root,
                          const file_checkpoint_limits& limits,
                          const std::string& only) {
@@ -147,7 +199,7 @@ walk_result walk_project(git_repository* repo, const std::string& root,
     if (ignored(only, true))
       return out;
     stack.push_back(only);
-  } else {
+  } else if (!list_untracked(repo, root, limits, out, visit_file, stack)) {
     stack.push_back("");
   }
   while (!stack.empty() && !out.too_many) {

@@ -515,7 +515,7 @@ file_checkpoint_store::snapshot(const snapshot_request& req) {
   git_reference_free(ref);
   m->next = c.number + 1;
   m->checkpoints.push_back(c);
-  if (auto st2 = prune_project(*m, out.warnings); !st2)
+  if (auto st2 = prune_project(*m, out.warnings, limits_.keep / 10); !st2)
     out.warnings.push_back("pruning old checkpoints failed: " + st2.error);
   if (auto ws = write_meta(*m); !ws)
     return R{ws};
@@ -526,7 +526,8 @@ file_checkpoint_store::snapshot(const snapshot_request& req) {
 }
 
 status file_checkpoint_store::prune_project(meta& m,
-                                            std::vector<std::string>& warnings) {
+                                            std::vector<std::string>& warnings,
+                                            size_t slack) {
   auto now = now_ms();
   std::vector<file_checkpoint> kept;
   size_t n = m.checkpoints.size();
@@ -539,7 +540,9 @@ status file_checkpoint_store::prune_project(meta& m,
       continue;
     kept.push_back(c);
   }
-  if (kept.size() == m.checkpoints.size())
+  // Pruning re-chains the kept commits and sweeps the objects: after a
+  // snapshot it waits until more than `slack` checkpoints are due.
+  if (m.checkpoints.size() - kept.size() <= slack)
     return {};
   // Rebuild the chain from the kept checkpoints (same trees, new commits).
   git_commit* parent = nullptr;
@@ -599,15 +602,19 @@ status file_checkpoint_store::collect_garbage() {
         git_commit_free(commit);
         return git_failure("reading the tree of " + h, rc);
       }
-      live.insert(hex(*git_tree_id(tree)));
-      git_tree_walk(
-        tree, GIT_TREEWALK_PRE,
-        [](const char*, const git_tree_entry* e, void* payload) -> int {
-          static_cast<std::set<std::string>*>(payload)->insert(
-            hex(*git_tree_entry_id(e)));
-          return 0;
-        },
-        &live);
+      // A tree seen before (checkpoints share most of theirs) is not
+      // walked again: the cost follows the distinct objects.
+      if (live.insert(hex(*git_tree_id(tree))).second)
+        git_tree_walk(
+          tree, GIT_TREEWALK_PRE,
+          [](const char*, const git_tree_entry* e, void* payload) -> int {
+            bool fresh = static_cast<std::set<std::string>*>(payload)
+                           ->insert(hex(*git_tree_entry_id(e)))
+                           .second;
+            return !fresh && git_tree_entry_type(e) == GIT_OBJECT_TREE ? 1
+                                                                       : 0;
+          },
+          &live);
       git_tree_free(tree);
       bool more = git_commit_parentcount(commit) > 0;
       if (more)
@@ -766,7 +773,7 @@ result<size_t> file_checkpoint_store::prune() {
       return R{m.get_status()};
     auto before = m->checkpoints.size();
     std::vector<std::string> warnings;
-    if (auto st = prune_project(*m, warnings); !st)
+    if (auto st = prune_project(*m, warnings, 0); !st)
       return R{st};
     if (m->checkpoints.size() != before) {
       removed += before - m->checkpoints.size();

@@ -53,7 +53,8 @@ struct file_checkpoint_limits {
   uint64_t max_file_bytes = uint64_t{10} << 20;
   /// A tree with more files is not snapshotted.
   size_t max_files = 50000;
-  /// Checkpoints kept per project; older ones are pruned after a snapshot.
+  /// Checkpoints kept per project; older ones are pruned after a snapshot
+  /// once more than keep / 10 are due (prune() prunes at once).
   size_t keep = 50;
   /// Checkpoints older than this are pruned (0 = no age limit).
   int64_t max_age_ms = int64_t{7} * 86'400'000;
@@ -210,7 +211,8 @@ private:
   result<meta> read_meta(const std::string& project) const;
   status write_meta(const meta& m) const;
   std::string key_of(const std::string& project) const;
-  status prune_project(meta& m, std::vector<std::string>& warnings);
+  status prune_project(meta& m, std::vector<std::string>& warnings,
+                       size_t slack);
   status collect_garbage();
 
   std::string dir_;
