@@ -440,7 +440,8 @@ file_checkpoint_store::snapshot(const snapshot_request& req) {
     ie.path = rel.c_str();
     auto cached = cache.find(rel);
     if (cached != cache.end() && same_stat(cached->second.e, e)
-        && git_odb_exists(odb, &cached->second.id)) {
+        && git_odb_exists_ext(odb, &cached->second.id,
+                              GIT_ODB_LOOKUP_NO_REFRESH)) {
       ie.id = cached->second.id;
       ie.file_size = static_cast<uint32_t>(e.size);
     } else {
@@ -457,7 +458,7 @@ file_checkpoint_store::snapshot(const snapshot_request& req) {
       if (git_odb_hash(&ie.id, content->data(), content->size(),
                        GIT_OBJECT_BLOB)
             != 0
-          || !git_odb_exists(odb, &ie.id))
+          || !git_odb_exists_ext(odb, &ie.id, GIT_ODB_LOOKUP_NO_REFRESH))
         if (int rc = git_odb_write(&ie.id, odb, content->data(),
                                    content->size(), GIT_OBJECT_BLOB);
             rc != 0)
