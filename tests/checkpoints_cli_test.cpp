@@ -220,6 +220,42 @@ BOOST_AUTO_TEST_CASE(a_patch_is_rolled_back_and_the_users_edit_kept) {
   BOOST_TEST(contains(bad.err, "no checkpoint 42"), bad.err);
 }
 
+BOOST_AUTO_TEST_CASE(writes_of_one_turn_share_one_checkpoint) {
+  proj_dir.write("a.txt", "a0\n");
+  proj_dir.write("b.txt", "b0\n");
+  test::temp_dir other;
+  auto other_path = fs::canonical(other.path()).string();
+  other.write("o.txt", "o0\n");
+  // Three writes in one turn, two of them in this project and one in
+  // another directory: one checkpoint per project.
+  script(completion("", "write_file",
+                    args_json({{"path", "a.txt"}, {"content", "a1\n"}})));
+  script(completion("", "patch",
+                    args_json({{"path", "b.txt"},
+                               {"old_string", "b0"},
+                               {"new_string", "b1"}})));
+  script(completion("", "write_file",
+                    args_json({{"path", other_path + "/o.txt"},
+                               {"content", "o1\n"}})));
+  script(completion("done"));
+  auto r = run("three writes", "s7");
+  BOOST_REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  BOOST_TEST(proj_dir.read("b.txt") == "b1\n");
+  auto l = listed();
+  BOOST_REQUIRE_EQUAL(l.size(), 1u);
+  BOOST_TEST(l.as_array()[0].find("agent_files")->dump()
+             == "[\"a.txt\",\"b.txt\"]");
+  auto all = cp({"list", "--all-projects", "--json"});
+  BOOST_REQUIRE_MESSAGE(all.exit_code == 0, all.err);
+  BOOST_TEST(contains(all.out, other_path), all.out);
+  // Undoing the session's last turn restores both projects.
+  auto rs = cp({"restore", "--session", "s7"});
+  BOOST_REQUIRE_MESSAGE(rs.exit_code == 0, rs.err);
+  BOOST_TEST(proj_dir.read("a.txt") == "a0\n");
+  BOOST_TEST(proj_dir.read("b.txt") == "b0\n");
+  BOOST_TEST(other.read("o.txt") == "o0\n");
+}
+
 BOOST_AUTO_TEST_CASE(restore_all_and_one_file) {
   proj_dir.write("a.txt", "a0\n");
   proj_dir.write("b.txt", "b0\n");

@@ -103,6 +103,7 @@ checkpoint_guard file_checkpointer::take(
   // This turn's checkpoint of the project, if one was taken.
   std::string key;
   int64_t turn = 0;
+  int64_t taken = -1; // -1: none yet this turn
   {
     std::lock_guard<std::mutex> guard{mtx_};
     auto i = turns_.find(ctx.session_id);
@@ -120,16 +121,18 @@ checkpoint_guard file_checkpointer::take(
       turns_[key].turn = 0;
     }
     auto& t = turns_[key];
-    if (auto j = t.taken.find(project); j != t.taken.end()) {
-      if (j->second <= 0)
-        return g; // the snapshot failed earlier this turn: said then
-      auto st = store(*ctx.cfg);
-      if (st && !agent_files.empty())
-        if (auto a = (*st)->add_agent_files(project, j->second, agent_files);
-            !a)
+    if (auto j = t.taken.find(project); j != t.taken.end())
+      taken = j->second;
+  }
+  // (store() takes mtx_ itself: never called with it held.)
+  if (taken == 0)
+    return g; // the snapshot failed earlier this turn: said then
+  if (taken > 0) {
+    if (!agent_files.empty())
+      if (auto st = store(*ctx.cfg); st)
+        if (auto a = (*st)->add_agent_files(project, taken, agent_files); !a)
           MIBYAN_LOG(warning, "checkpoints", a.error);
-      return g;
-    }
+    return g;
   }
   auto st = store(*ctx.cfg);
   if (!st) {
