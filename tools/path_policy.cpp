@@ -1,10 +1,17 @@
 #include "tools/path_policy.hpp"
 
+#include <cerrno>
+#include <chrono>
 #include <cstdlib>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
 #include <filesystem>
 #include <vector>
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "base/credential_paths.hpp"
 #include "tools/file_io.hpp"
@@ -160,8 +167,195 @@ bool dir_holds_inode(const std::string& dir, const struct stat& st,
   return false;
 }
 
-bool matches(const target& t, const guard& g) {
-  for (auto& gf : forms_of(g.path)) {
+// A guard with what matching needs resolved: its lexical and canonical
+// forms and, for a file, its device and inode (when it exists).
+struct resolved_guard {
+  guard g;
+  std::vector<std::string> forms;
+  bool have_inode = false;
+  struct stat st {};
+};
+
+// What a directory entry was when a guard list was resolved through it.
+// A name created, removed, replaced or re-linked gets another error, inode
+// or mode (a symlink is never changed in place: a new target is a new
+// inode; its ctime also guards against a reused inode number).
+struct entry_stamp {
+  std::string path;
+  int err = 0; // errno of lstat(), 0 when the entry exists
+  dev_t dev = 0;
+  ino_t ino = 0;
+  mode_t mode = 0;
+  struct timespec ctime {}; // symlinks only
+  // For a directory whose listing is read (the profiles root): its mtime,
+  // which any entry created or removed in it changes.
+  bool listing = false;
+  struct timespec mtime {};
+
+  bool operator==(const entry_stamp& o) const {
+    return err == o.err && dev == o.dev && ino == o.ino && mode == o.mode
+           && ctime.tv_sec == o.ctime.tv_sec && ctime.tv_nsec == o.ctime.tv_nsec
+           && mtime.tv_sec == o.mtime.tv_sec && mtime.tv_nsec == o.mtime.tv_nsec;
+  }
+};
+
+entry_stamp stamp_of(const std::string& path, bool listing) {
+  entry_stamp e;
+  e.path = path;
+  e.listing = listing;
+  struct stat st;
+  if ((listing ? ::stat(path.c_str(), &st) : ::lstat(path.c_str(), &st))
+      != 0) {
+    e.err = errno;
+    return e;
+  }
+  e.dev = st.st_dev;
+  e.ino = st.st_ino;
+  e.mode = st.st_mode;
+  if (S_ISLNK(st.st_mode))
+    e.ctime = st.st_ctim;
+  if (listing)
+    e.mtime = st.st_mtim;
+  return e;
+}
+
+// Adds every directory entry that resolving the absolute path `p` looks
+// up, following each symlink hop (the hops' own entries too): what `p`
+// leads to, and whether it exists, is decided by exactly these entries.
+// Stops at a missing name (creating it is a change of that entry).
+void add_lookups(const std::string& p, std::set<std::string>& out,
+                 int hops = 0) {
+  std::string cur = "/";
+  size_t pos = 0;
+  while (pos < p.size()) {
+    auto end = p.find('/', pos);
+    if (end == std::string::npos)
+      end = p.size();
+    std::string comp = p.substr(pos, end - pos);
+    pos = end + 1;
+    if (comp.empty() || comp == ".")
+      continue;
+    if (comp == "..") {
+      auto slash = cur.rfind('/');
+      cur = slash == 0 || slash == std::string::npos ? "/"
+                                                     : cur.substr(0, slash);
+      continue;
+    }
+    std::string next = cur == "/" ? "/" + comp : cur + "/" + comp;
+    out.insert(next);
+    struct stat st;
+    if (::lstat(next.c_str(), &st) != 0)
+      return;
+    if (S_ISLNK(st.st_mode)) {
+      if (hops >= 40)
+        return; // a loop: resolution fails the same way each time
+      char buf[4096];
+      auto n = ::readlink(next.c_str(), buf, sizeof buf - 1);
+      if (n <= 0)
+        return;
+      std::string link{buf, static_cast<size_t>(n)};
+      std::string rest = pos < p.size() ? p.substr(pos) : std::string{};
+      std::string resolved = link[0] == '/' ? link : cur + "/" + link;
+      if (!rest.empty())
+        resolved += "/" + rest;
+      add_lookups(resolved, out, hops + 1);
+      return;
+    }
+    cur = next;
+  }
+}
+
+// The guards of one (home, direction, environment), resolved once, and
+// the stamps of the entries that decided them. Immutable once built.
+struct guard_set {
+  std::vector<resolved_guard> guards;
+  std::vector<entry_stamp> stamps;
+  // The profiles root changed so recently that a later change could carry
+  // the same mtime (coarse file-system clocks): not reusable.
+  bool reusable = false;
+};
+
+// A listing changed within this window of building a set makes the set
+// single-use; a file-system clock tick is far below it.
+constexpr auto stamp_margin = std::chrono::seconds(2);
+
+std::shared_ptr<const guard_set> build_guard_set(
+  const std::string& mibyan_home, bool for_write) {
+  auto set = std::make_shared<guard_set>();
+  std::set<std::string> entries;
+  auto root = profiles_root(mibyan_home);
+  add_lookups(root, entries);
+  for (auto& g : guards_for(mibyan_home, for_write)) {
+    resolved_guard r;
+    r.g = g;
+    r.forms = forms_of(g.path);
+    add_lookups(g.path, entries);
+    if (!g.is_dir)
+      r.have_inode = ::stat(g.path.c_str(), &r.st) == 0;
+    set->guards.push_back(std::move(r));
+  }
+  for (auto& e : entries)
+    set->stamps.push_back(stamp_of(e, false));
+  // The listing of the profiles root names the profiles (mibyan_homes).
+  set->stamps.push_back(stamp_of(root, true));
+  auto& listing = set->stamps.back();
+  auto now = std::chrono::system_clock::now();
+  auto changed = std::chrono::system_clock::time_point{
+    std::chrono::duration_cast<std::chrono::system_clock::duration>(
+      std::chrono::seconds(listing.mtime.tv_sec)
+      + std::chrono::nanoseconds(listing.mtime.tv_nsec))};
+  set->reusable = listing.err != 0 || changed + stamp_margin <= now;
+  return set;
+}
+
+// Whether no stamped entry changed since `set` was built.
+bool still_valid(const guard_set& set) {
+  if (!set.reusable)
+    return false;
+  for (auto& s : set.stamps)
+    if (!(stamp_of(s.path, s.listing) == s))
+      return false;
+  return true;
+}
+
+// The resolved guards for this call: reused while the entries that
+// decided them are unchanged (one lstat each), rebuilt otherwise. Keyed by
+// everything guards_for reads besides the file system: the home, the
+// direction and the environment variables. Thread-safe.
+std::shared_ptr<const guard_set> guards_cached(const std::string& mibyan_home,
+                                               bool for_write) {
+  static std::mutex mtx;
+  static std::map<std::string, std::shared_ptr<const guard_set>> cache;
+  auto env = [](const char* n) {
+    const char* v = std::getenv(n);
+    return std::string{v ? v : ""};
+  };
+  std::string key = mibyan_home;
+  key += '\0';
+  key += for_write ? 'w' : 'r';
+  for (const char* n : {"HOME", "MIBYAN_ENV", "MIBYAN_CONFIG"}) {
+    key += '\0';
+    key += env(n);
+  }
+  std::shared_ptr<const guard_set> set;
+  {
+    std::lock_guard<std::mutex> lock{mtx};
+    if (auto i = cache.find(key); i != cache.end())
+      set = i->second;
+  }
+  if (set && still_valid(*set))
+    return set;
+  set = build_guard_set(mibyan_home, for_write);
+  std::lock_guard<std::mutex> lock{mtx};
+  if (cache.size() >= 16 && cache.count(key) == 0)
+    cache.clear(); // bounded: a process serves a few homes
+  cache[key] = set;
+  return set;
+}
+
+bool matches(const target& t, const resolved_guard& r) {
+  const guard& g = r.g;
+  for (auto& gf : r.forms) {
     for (auto& tf : t.forms) {
       if (!g.is_dir && tf == gf)
         return true;
@@ -172,10 +366,8 @@ bool matches(const target& t, const guard& g) {
   }
   if (!t.stat_ok)
     return false;
-  if (!g.is_dir) {
-    struct stat gst;
-    return ::stat(g.path.c_str(), &gst) == 0 && same_inode(gst, t.st);
-  }
+  if (!g.is_dir)
+    return r.have_inode && same_inode(r.st, t.st);
   // A second name of a file inside a protected directory.
   if (S_ISREG(t.st.st_mode) && t.st.st_nlink > 1)
     return dir_holds_inode(g.path, t.st, g.read_filter);
@@ -200,9 +392,10 @@ std::optional<std::string> refusal(const std::string& abs_path,
                  + ": it is a device or kernel interface, not a file. The "
                    "file tools never write under /dev, /proc or /sys.";
   t.stat_ok = ::stat(abs_path.c_str(), &t.st) == 0;
-  for (auto& g : guards_for(mibyan_home, for_write))
-    if (matches(t, g))
-      return refusal_text(abs_path, g.what, for_write);
+  auto set = guards_cached(mibyan_home, for_write);
+  for (auto& r : set->guards)
+    if (matches(t, r))
+      return refusal_text(abs_path, r.g.what, for_write);
   return std::nullopt;
 }
 

@@ -14,8 +14,17 @@
 //   or it is a regular file with more than one link whose device and inode
 //   match a file inside the directory.
 //
-// Thread-safe (no shared state); never throws. Reads the environment
-// (`HOME`, `MIBYAN_ENV`, `MIBYAN_CONFIG`) and stats files on each call.
+// Thread-safe; never throws. The protected paths of a home (their forms and
+// the inodes of the protected files) are resolved once and cached per
+// (home, read or write, `HOME`, `MIBYAN_ENV`, `MIBYAN_CONFIG`); a call
+// reuses them after one lstat() of each directory entry their resolution
+// looked up (every symlink hop included) shows the same error, device,
+// inode and mode (and ctime for a symlink) - a name created, removed,
+// replaced or re-linked differs - and the profiles root's mtime is
+// unchanged. A set built within 2 s of a change of that listing is used
+// once (coarse file-system timestamps). Per call, unchanged: the target's
+// lexical and symlink-resolved forms, its stat (hard links), and the
+// bounded search of a protected directory for a multiply-linked file.
 #pragma once
 
 #include <cstdint>
