@@ -265,10 +265,8 @@ void add_lookups(const std::string& p, std::set<std::string>& out,
   }
 }
 
-// The guards of one (home, direction, environment), resolved once, and
-// the stamps of the entries that decided them. Immutable once built.
-struct guard_set {
-  std::vector<resolved_guard> guards;
+// The stamps of the entries that decided a resolved set of paths.
+struct stamped {
   std::vector<entry_stamp> stamps;
   // The profiles root changed so recently that a later change could carry
   // the same mtime (coarse file-system clocks): not reusable.
@@ -279,37 +277,24 @@ struct guard_set {
 // single-use; a file-system clock tick is far below it.
 constexpr auto stamp_margin = std::chrono::seconds(2);
 
-std::shared_ptr<const guard_set> build_guard_set(
-  const std::string& mibyan_home, bool for_write) {
-  auto set = std::make_shared<guard_set>();
-  std::set<std::string> entries;
-  auto root = profiles_root(mibyan_home);
-  add_lookups(root, entries);
-  for (auto& g : guards_for(mibyan_home, for_write)) {
-    resolved_guard r;
-    r.g = g;
-    r.forms = forms_of(g.path);
-    add_lookups(g.path, entries);
-    if (!g.is_dir)
-      r.have_inode = ::stat(g.path.c_str(), &r.st) == 0;
-    set->guards.push_back(std::move(r));
-  }
+// Stamps `entries` and the listing of the profiles root of `mibyan_home`.
+void stamp_all(stamped& out, const std::set<std::string>& entries,
+               const std::string& mibyan_home) {
   for (auto& e : entries)
-    set->stamps.push_back(stamp_of(e, false));
+    out.stamps.push_back(stamp_of(e, false));
   // The listing of the profiles root names the profiles (mibyan_homes).
-  set->stamps.push_back(stamp_of(root, true));
-  auto& listing = set->stamps.back();
+  out.stamps.push_back(stamp_of(profiles_root(mibyan_home), true));
+  auto& listing = out.stamps.back();
   auto now = std::chrono::system_clock::now();
   auto changed = std::chrono::system_clock::time_point{
     std::chrono::duration_cast<std::chrono::system_clock::duration>(
       std::chrono::seconds(listing.mtime.tv_sec)
       + std::chrono::nanoseconds(listing.mtime.tv_nsec))};
-  set->reusable = listing.err != 0 || changed + stamp_margin <= now;
-  return set;
+  out.reusable = listing.err != 0 || changed + stamp_margin <= now;
 }
 
 // Whether no stamped entry changed since `set` was built.
-bool still_valid(const guard_set& set) {
+bool still_valid(const stamped& set) {
   if (!set.reusable)
     return false;
   for (auto& s : set.stamps)
@@ -318,26 +303,28 @@ bool still_valid(const guard_set& set) {
   return true;
 }
 
-// The resolved guards for this call: reused while the entries that
-// decided them are unchanged (one lstat each), rebuilt otherwise. Keyed by
-// everything guards_for reads besides the file system: the home, the
-// direction and the environment variables. Thread-safe.
-std::shared_ptr<const guard_set> guards_cached(const std::string& mibyan_home,
-                                               bool for_write) {
+// A resolved set for (what, home) under the current environment: reused
+// while the entries that decided it are unchanged (one lstat each), built
+// by `build` otherwise. Keyed by everything the builders read besides the
+// file system: the home, `what` and the environment variables.
+// Thread-safe; `Set` derives from `stamped` and is immutable once built.
+template <class Set, class Build>
+std::shared_ptr<const Set> cached(char what, const std::string& mibyan_home,
+                                  Build build) {
   static std::mutex mtx;
-  static std::map<std::string, std::shared_ptr<const guard_set>> cache;
+  static std::map<std::string, std::shared_ptr<const Set>> cache;
   auto env = [](const char* n) {
     const char* v = std::getenv(n);
     return std::string{v ? v : ""};
   };
   std::string key = mibyan_home;
   key += '\0';
-  key += for_write ? 'w' : 'r';
+  key += what;
   for (const char* n : {"HOME", "MIBYAN_ENV", "MIBYAN_CONFIG"}) {
     key += '\0';
     key += env(n);
   }
-  std::shared_ptr<const guard_set> set;
+  std::shared_ptr<const Set> set;
   {
     std::lock_guard<std::mutex> lock{mtx};
     if (auto i = cache.find(key); i != cache.end())
@@ -345,12 +332,71 @@ std::shared_ptr<const guard_set> guards_cached(const std::string& mibyan_home,
   }
   if (set && still_valid(*set))
     return set;
-  set = build_guard_set(mibyan_home, for_write);
+  set = build();
   std::lock_guard<std::mutex> lock{mtx};
   if (cache.size() >= 16 && cache.count(key) == 0)
     cache.clear(); // bounded: a process serves a few homes
   cache[key] = set;
   return set;
+}
+
+// The guards of one (home, direction, environment), resolved.
+struct guard_set : stamped {
+  std::vector<resolved_guard> guards;
+};
+
+std::shared_ptr<const guard_set> guards_cached(const std::string& mibyan_home,
+                                               bool for_write) {
+  return cached<guard_set>(for_write ? 'w' : 'r', mibyan_home, [&] {
+    auto set = std::make_shared<guard_set>();
+    std::set<std::string> entries;
+    add_lookups(profiles_root(mibyan_home), entries);
+    for (auto& g : guards_for(mibyan_home, for_write)) {
+      resolved_guard r;
+      r.g = g;
+      r.forms = forms_of(g.path);
+      add_lookups(g.path, entries);
+      if (!g.is_dir)
+        r.have_inode = ::stat(g.path.c_str(), &r.st) == 0;
+      set->guards.push_back(std::move(r));
+    }
+    stamp_all(*set, entries, mibyan_home);
+    return set;
+  });
+}
+
+// The paths write_approval_key and cross_profile_refusal compare against,
+// each as its lexical and symlink-resolved forms.
+struct write_paths : stamped {
+  std::vector<std::vector<std::string>> startup_files, startup_dirs,
+    agent_dirs;
+  std::vector<std::string> root_forms, home_forms;
+};
+
+std::shared_ptr<const write_paths> write_paths_cached(
+  const std::string& mibyan_home) {
+  return cached<write_paths>('a', mibyan_home, [&] {
+    auto set = std::make_shared<write_paths>();
+    std::set<std::string> entries;
+    auto resolve = [&](const std::string& p) {
+      add_lookups(p, entries);
+      return forms_of(p);
+    };
+    auto home = user_home();
+    for (auto& f : startup_files(home))
+      set->startup_files.push_back(resolve(f));
+    for (auto& d : startup_dirs(home))
+      set->startup_dirs.push_back(resolve(d));
+    auto root = profiles_root(mibyan_home);
+    add_lookups(root, entries);
+    for (auto& h : mibyan_homes(mibyan_home))
+      for (const char* sub : {"/skills", "/memories"})
+        set->agent_dirs.push_back(resolve(h + sub));
+    set->root_forms = resolve(root);
+    set->home_forms = resolve(mibyan_home);
+    stamp_all(*set, entries, mibyan_home);
+    return set;
+  });
 }
 
 bool matches(const target& t, const resolved_guard& r) {
@@ -445,20 +491,20 @@ const char* const agent_state_write_key = "write to Mibyan's skills or memories"
 std::optional<std::string> write_approval_key(const std::string& abs_path,
                                               const std::string& mibyan_home) {
   auto forms = forms_of(abs_path);
-  auto home = user_home();
   auto in = [&](const std::string& dir) {
     for (auto& f : forms)
       if (f == dir || under(f, dir))
         return true;
     return false;
   };
-  for (auto& f : startup_files(home))
-    for (auto& ff : forms_of(f))
-      if (in(ff))
+  auto paths = write_paths_cached(mibyan_home);
+  for (auto& ff : paths->startup_files)
+    for (auto& f : ff)
+      if (in(f))
         return std::string{system_write_key};
-  for (auto& d : startup_dirs(home))
-    for (auto& dd : forms_of(d))
-      if (in(dd))
+  for (auto& dd : paths->startup_dirs)
+    for (auto& d : dd)
+      if (in(d))
         return std::string{system_write_key};
   // The system's configuration (cron, sudoers, passwd, shadow,
   // ld.so.preload, systemd units, profile.d, ...), the other unit and
@@ -469,19 +515,18 @@ std::optional<std::string> write_approval_key(const std::string& abs_path,
                         "/boot"})
     if (in(d))
       return std::string{system_write_key};
-  for (auto& h : mibyan_homes(mibyan_home))
-    for (const char* sub : {"/skills", "/memories"})
-      for (auto& hh : forms_of(h + sub))
-        if (in(hh))
-          return std::string{agent_state_write_key};
+  for (auto& hh : paths->agent_dirs)
+    for (auto& h : hh)
+      if (in(h))
+        return std::string{agent_state_write_key};
   return std::nullopt;
 }
 
 std::optional<std::string> cross_profile_refusal(
   const std::string& abs_path, const std::string& mibyan_home) {
-  auto root = profiles_root(mibyan_home);
-  auto roots = forms_of(root);
-  auto homes = forms_of(mibyan_home);
+  auto paths = write_paths_cached(mibyan_home);
+  auto& roots = paths->root_forms;
+  auto& homes = paths->home_forms;
   for (auto& p : forms_of(abs_path)) {
     for (auto& r : roots) {
       if (!under(p, r))

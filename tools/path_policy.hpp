@@ -15,7 +15,8 @@
 //   match a file inside the directory.
 //
 // Thread-safe; never throws. The protected paths of a home (their forms and
-// the inodes of the protected files) are resolved once and cached per
+// the inodes of the protected files), and the paths write_approval_key and
+// cross_profile_refusal compare against, are resolved once and cached per
 // (home, read or write, `HOME`, `MIBYAN_ENV`, `MIBYAN_CONFIG`); a call
 // reuses them after one lstat() of each directory entry their resolution
 // looked up (every symlink hop included) shows the same error, device,
