@@ -265,41 +265,94 @@ void add_lookups(const std::string& p, std::set<std::string>& out,
   }
 }
 
+// The entries of one directory that decided a resolved set, and the
+// directory's own stamp: while its inode, mtime and ctime are unchanged
+// no entry in it was created, removed, renamed or replaced, so its
+// entries need no lstat of their own - unless it changed too recently to
+// trust its timestamps (coarse file-system clocks), then they are checked.
+struct dir_group {
+  entry_stamp dir;
+  bool settled = false;
+  std::vector<entry_stamp> entries;
+};
+
 // The stamps of the entries that decided a resolved set of paths.
 struct stamped {
-  std::vector<entry_stamp> stamps;
+  std::vector<dir_group> groups;
+  entry_stamp listing; // the profiles root (mibyan_homes reads it)
   // The profiles root changed so recently that a later change could carry
-  // the same mtime (coarse file-system clocks): not reusable.
+  // the same mtime: not reusable.
   bool reusable = false;
 };
 
-// A listing changed within this window of building a set makes the set
-// single-use; a file-system clock tick is far below it.
+// A directory changed within this window of building a set is not
+// trusted by its timestamps; a file-system clock tick is far below it.
 constexpr auto stamp_margin = std::chrono::seconds(2);
 
-// Stamps `entries` and the listing of the profiles root of `mibyan_home`.
-void stamp_all(stamped& out, const std::set<std::string>& entries,
-               const std::string& mibyan_home) {
-  for (auto& e : entries)
-    out.stamps.push_back(stamp_of(e, false));
-  // The listing of the profiles root names the profiles (mibyan_homes).
-  out.stamps.push_back(stamp_of(profiles_root(mibyan_home), true));
-  auto& listing = out.stamps.back();
-  auto now = std::chrono::system_clock::now();
-  auto changed = std::chrono::system_clock::time_point{
+bool changed_within_margin(const struct timespec& ts,
+                           std::chrono::system_clock::time_point now) {
+  auto t = std::chrono::system_clock::time_point{
     std::chrono::duration_cast<std::chrono::system_clock::duration>(
-      std::chrono::seconds(listing.mtime.tv_sec)
-      + std::chrono::nanoseconds(listing.mtime.tv_nsec))};
-  out.reusable = listing.err != 0 || changed + stamp_margin <= now;
+      std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec))};
+  return t + stamp_margin > now;
 }
 
-// Whether no stamped entry changed since `set` was built.
+// A directory's stamp: its inode, mode, mtime and ctime (one stat).
+entry_stamp dir_stamp_of(const std::string& dir) {
+  entry_stamp e;
+  e.path = dir;
+  e.listing = true;
+  struct stat st;
+  if (::stat(dir.c_str(), &st) != 0) {
+    e.err = errno;
+    return e;
+  }
+  e.dev = st.st_dev;
+  e.ino = st.st_ino;
+  e.mode = st.st_mode;
+  e.mtime = st.st_mtim;
+  e.ctime = st.st_ctim;
+  return e;
+}
+
+// Stamps `entries` (grouped by directory) and the listing of the profiles
+// root of `mibyan_home`.
+void stamp_all(stamped& out, const std::set<std::string>& entries,
+               const std::string& mibyan_home) {
+  auto now = std::chrono::system_clock::now();
+  std::map<std::string, std::vector<std::string>> by_dir;
+  for (auto& e : entries) {
+    auto slash = e.rfind('/');
+    by_dir[slash == 0 ? "/" : e.substr(0, slash)].push_back(e);
+  }
+  for (auto& [dir, names] : by_dir) {
+    dir_group g;
+    g.dir = dir_stamp_of(dir);
+    g.settled = g.dir.err == 0 && !changed_within_margin(g.dir.mtime, now)
+                && !changed_within_margin(g.dir.ctime, now);
+    for (auto& n : names)
+      g.entries.push_back(stamp_of(n, false));
+    out.groups.push_back(std::move(g));
+  }
+  out.listing = stamp_of(profiles_root(mibyan_home), true);
+  out.reusable = out.listing.err != 0
+                 || !changed_within_margin(out.listing.mtime, now);
+}
+
+// Whether no stamped entry changed since `set` was built: one stat per
+// directory, plus one lstat per entry of a directory that changed.
 bool still_valid(const stamped& set) {
   if (!set.reusable)
     return false;
-  for (auto& s : set.stamps)
-    if (!(stamp_of(s.path, s.listing) == s))
-      return false;
+  if (!(stamp_of(set.listing.path, true) == set.listing))
+    return false;
+  for (auto& g : set.groups) {
+    if (g.settled && dir_stamp_of(g.dir.path) == g.dir)
+      continue;
+    for (auto& e : g.entries)
+      if (!(stamp_of(e.path, false) == e))
+        return false;
+  }
   return true;
 }
 
