@@ -3,7 +3,11 @@
 // 1. per-call overhead of an in-script tool call (1,000 no-op calls in one
 //    cell) vs. a Python newline-JSON echo server and client over a Unix
 //    socket (bench/echo_server.py), and vs. the real stub against that
-//    server (which isolates the C++ broker);
+//    server (which isolates the C++ broker); in the same run, real
+//    built-in tools from a script (read_file of a 1-line file, patch of a
+//    1-line file - on MIBYAN_BENCH_TMPFS too when set), a no-op through the
+//    blocking pool, and the bare costs of spawning an event-based actor
+//    with one request and of one blocking-pool hand-off;
 // 2. warm cell round trip (`pass` on a warm kernel) vs. a direct in-process
 //    tool call through the same runtime, plus a Python pipe echo, and a
 //    split of the direct call (dispatch_tool, one blocking-pool hop, the
@@ -454,8 +458,10 @@ void per_call_overhead(bench_env& env, runtime& rt, int reps) {
   // A small edit through the blocking pool: patch (replace mode) of a
   // one-line file, flipping one word back and forth so every call edits.
   // patch writes durably (the file and its directory are fsynced), so the
-  // row is measured on the bench's directory and, when there is one, on
-  // tmpfs (/dev/shm), where fsync costs nothing: the gap is the disk.
+  // row is measured on the bench's directory and, when MIBYAN_BENCH_TMPFS
+  // names a tmpfs directory the file tools may write (not under /dev:
+  // they refuse it), there too, where fsync costs nothing: the gap is the
+  // disk.
   auto patch_run = [&](const fs::path& dir) {
     auto edited = (dir / "edit.txt").string();
     std::ofstream(edited) << "alpha\n";
@@ -472,8 +478,9 @@ void per_call_overhead(bench_env& env, runtime& rt, int reps) {
     return number_in(exec(rt, "overhead", patch_code).output);
   };
   std::error_code shm_ec;
-  fs::path shm_dir = fs::path{"/dev/shm"} / env.tmp.filename();
-  bool have_shm = fs::is_directory("/dev/shm", shm_ec)
+  const char* tmpfs = std::getenv("MIBYAN_BENCH_TMPFS");
+  fs::path shm_dir = fs::path{tmpfs ? tmpfs : ""} / env.tmp.filename();
+  bool have_shm = tmpfs != nullptr && *tmpfs != '\0'
                   && fs::create_directories(shm_dir, shm_ec);
   std::vector<double> patch_us, patch_shm_us;
   for (int i = 0; i < reps; ++i) {
