@@ -3,7 +3,11 @@
 // 1. per-call overhead of an in-script tool call (1,000 no-op calls in one
 //    cell) vs. a Python newline-JSON echo server and client over a Unix
 //    socket (bench/echo_server.py), and vs. the real stub against that
-//    server (which isolates the C++ broker);
+//    server (which isolates the C++ broker); in the same run, real
+//    built-in tools from a script (read_file of a 1-line file, patch of a
+//    1-line file - on MIBYAN_BENCH_TMPFS too when set), a no-op through the
+//    blocking pool, and the bare costs of spawning an event-based actor
+//    with one request and of one blocking-pool hand-off;
 // 2. warm cell round trip (`pass` on a warm kernel) vs. a direct in-process
 //    tool call through the same runtime, plus a Python pipe echo, and a
 //    split of the direct call (dispatch_tool, one blocking-pool hop, the
@@ -51,6 +55,8 @@
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include "caf/all.hpp"
 
 #include "config/options.hpp"
 #include "kernels/kernel_process.hpp"
@@ -346,6 +352,52 @@ void add_row(std::string metric, double ours, double base, std::string unit,
 
 // -- sections -----------------------------------------------------------------
 
+// What an invocation actor and a pool hop cost by themselves, in this
+// process and run: (a) spawning an event-based CAF actor that answers one
+// request and quits, request and reply included, from a blocking caller;
+// (b) one blocking_pool hand-off and back (submit, the job fulfils a
+// promise the caller waits on). Per operation, median of 5 blocks of 2,000.
+struct actor_costs {
+  double spawn_request_us = 0;
+  double pool_round_trip_us = 0;
+};
+
+actor_costs measure_actor_costs() {
+  caf::actor_system_config cfg;
+  // The runtime's scheduler settings (runtime/runtime.cpp).
+  cfg.set("scheduler.max-threads", size_t{2});
+  cfg.set("scheduler.policy", caf::atom("sharing"));
+  caf::actor_system sys{cfg};
+  caf::scoped_actor self{sys};
+  constexpr int n = 2000;
+  std::vector<double> spawn_blocks, pool_blocks;
+  blocking_pool pool{1};
+  for (int block = 0; block < 5; ++block) {
+    auto t0 = clock_type::now();
+    for (int i = 0; i < n; ++i) {
+      auto a = sys.spawn([](caf::event_based_actor* me) -> caf::behavior {
+        return {[me](int x) {
+          me->quit();
+          return x + 1;
+        }};
+      });
+      self->request(a, caf::infinite, i)
+        .receive([](int) {}, [](caf::error&) { die("actor request failed"); });
+    }
+    spawn_blocks.push_back(ms_since(t0) * 1000.0 / n);
+    t0 = clock_type::now();
+    for (int i = 0; i < n; ++i) {
+      std::promise<int> done;
+      auto f = done.get_future();
+      if (!pool.submit([&done, i] { done.set_value(i); }))
+        die("pool refused a job");
+      f.get();
+    }
+    pool_blocks.push_back(ms_since(t0) * 1000.0 / n);
+  }
+  return {median(spawn_blocks), median(pool_blocks)};
+}
+
 void per_call_overhead(bench_env& env, runtime& rt, int reps) {
   std::printf("\n## 1. Per-call overhead (1,000 no-op calls in one cell)\n");
   auto stub_path = (env.tmp / "mibyan_tools_bench_stub.py").string();
@@ -403,22 +455,78 @@ void per_call_overhead(bench_env& env, runtime& rt, int reps) {
   std::vector<double> read_us;
   for (int i = 0; i < reps; ++i)
     read_us.push_back(number_in(exec(rt, "overhead", read_code).output));
+  // A small edit through the blocking pool: patch (replace mode) of a
+  // one-line file, flipping one word back and forth so every call edits.
+  // patch writes durably (the file and its directory are fsynced), so the
+  // row is measured on the bench's directory and, when MIBYAN_BENCH_TMPFS
+  // names a tmpfs directory the file tools may write (not under /dev:
+  // they refuse it), there too, where fsync costs nothing: the gap is the
+  // disk.
+  auto patch_run = [&](const fs::path& dir) {
+    auto edited = (dir / "edit.txt").string();
+    std::ofstream(edited) << "alpha\n";
+    const std::string patch_code
+      = "import time\n"
+        "from mibyan_tools import patch\n"
+        "p = '" + edited + "'\n"
+        "t = time.perf_counter()\n"
+        "for i in range(500):\n"
+        "    a, b = ('alpha', 'beta') if i % 2 == 0 else ('beta', 'alpha')\n"
+        "    r = patch(path=p, old_string=a, new_string=b)\n"
+        "    assert 'error' not in r, r\n"
+        "print((time.perf_counter() - t) * 1e6 / 500)\n";
+    return number_in(exec(rt, "overhead", patch_code).output);
+  };
+  std::error_code shm_ec;
+  const char* tmpfs = std::getenv("MIBYAN_BENCH_TMPFS");
+  fs::path shm_dir = fs::path{tmpfs ? tmpfs : ""} / env.tmp.filename();
+  bool have_shm = tmpfs != nullptr && *tmpfs != '\0'
+                  && fs::create_directories(shm_dir, shm_ec);
+  std::vector<double> patch_us, patch_shm_us;
+  for (int i = 0; i < reps; ++i) {
+    patch_us.push_back(patch_run(env.tmp));
+    if (have_shm)
+      patch_shm_us.push_back(patch_run(shm_dir));
+  }
+  if (have_shm)
+    fs::remove_all(shm_dir, shm_ec);
+  std::printf("ours, patch us/call (tmpfs):    %s\n",
+              list(patch_shm_us).c_str());
+  std::printf("ours, patch us/call (pool):     %s\n", list(patch_us).c_str());
   std::printf("ours, pool no-op us/call:       %s\n", list(pool_us).c_str());
   std::printf("ours, read_file us/call (pool): %s\n", list(read_us).c_str());
   std::printf("ours, in-script us/call:        %s\n", list(in_script).c_str());
   std::printf("ours, cell wall / 1000 (us):    %s\n", list(wall).c_str());
   std::printf("floor (plain client, py echo):  %s\n", list(plain).c_str());
   std::printf("stub client vs. py echo server: %s\n", list(stub).c_str());
+  auto costs = measure_actor_costs();
+  std::printf("spawn event-based actor + request/reply: %.2f us\n",
+              costs.spawn_request_us);
+  std::printf("blocking pool hand-off and back:          %.2f us\n",
+              costs.pool_round_trip_us);
   auto floor = median(plain);
+  add_row("spawn an event-based actor + one request", costs.spawn_request_us,
+          floor, "us", "py echo floor", "info: invocation actor cost");
+  add_row("blocking pool hand-off and back (no tool)",
+          costs.pool_round_trip_us, floor, "us", "py echo floor",
+          "info: pool hop cost");
   add_row("no-op call, in-script", median(in_script), floor, "us",
           "py echo floor", "<= 1.25x floor",
           median(in_script) <= 1.25 * floor);
   add_row("no-op call, cell wall/1000", median(wall), floor, "us",
           "py echo floor", "info");
   add_row("no-op call via the blocking pool, in-script", median(pool_us),
-          floor, "us", "py echo floor", "info");
+          floor, "us", "py echo floor", "<= 1.25x floor",
+          median(pool_us) <= 1.25 * floor);
   add_row("read_file of a 1-line file, in-script (blocking pool)",
-          median(read_us), floor, "us", "py echo floor", "info");
+          median(read_us), floor, "us", "py echo floor", "<= 1.25x floor",
+          median(read_us) <= 1.25 * floor);
+  add_row("patch of a 1-line file on disk, in-script (2 fsyncs)",
+          median(patch_us), floor, "us", "py echo floor", "info: disk");
+  if (have_shm)
+    add_row("patch of a 1-line file on tmpfs, in-script (blocking pool)",
+            median(patch_shm_us), floor, "us", "py echo floor",
+            "<= 2x floor", median(patch_shm_us) <= 2 * floor);
   add_row("stub client vs py echo (no broker)", median(stub), floor, "us",
           "py echo floor", "info");
   add_row("no-op call, in-script vs stub+py echo", median(in_script),

@@ -9,6 +9,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 
 #include <sys/stat.h>
 
@@ -250,6 +251,27 @@ BOOST_AUTO_TEST_CASE(system_and_agent_state_paths_need_approval) {
   BOOST_TEST(!error_of(r).empty(), r.dump());
   BOOST_TEST(prompts.size() == 2u);
   BOOST_TEST(!write_approval_key(work + "/x.txt", mibyan_home));
+}
+
+// The paths the approval keys compare against are cached per home
+// (tools/path_policy.hpp): a skills directory or start-up file that appears
+// through a symlink after a check is classified all the same.
+BOOST_AUTO_TEST_CASE(approval_keys_follow_links_made_after_a_check) {
+  BOOST_TEST(!write_approval_key(work + "/sk/x/SKILL.md", mibyan_home));
+  BOOST_TEST(!write_approval_key(work + "/dots/.bashrc", mibyan_home));
+  fs::create_directories(work + "/sk");
+  fs::create_directories(mibyan_home);
+  fs::create_directory_symlink(work + "/sk", mibyan_home + "/skills");
+  BOOST_TEST(write_approval_key(work + "/sk/x/SKILL.md", mibyan_home)
+               .value_or("") == agent_state_write_key);
+  // ~/.bashrc becomes a link into the work tree: writing its target is
+  // writing the start-up file.
+  fs::create_directories(work + "/dots");
+  { std::ofstream(work + "/dots/.bashrc") << "# rc\n"; }
+  fs::remove(home + "/.bashrc");
+  fs::create_symlink(work + "/dots/.bashrc", home + "/.bashrc");
+  BOOST_TEST(write_approval_key(work + "/dots/.bashrc", mibyan_home)
+               .value_or("") == system_write_key);
 }
 
 BOOST_AUTO_TEST_CASE(devices_and_kernel_interfaces_are_never_written) {

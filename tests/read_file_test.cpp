@@ -586,6 +586,48 @@ BOOST_AUTO_TEST_CASE(mibyan_env_file_and_session_store_are_refused) {
   BOOST_TEST(contains(error_of(r), "Access denied"));
 }
 
+// The resolved protected paths are cached per home (tools/path_policy.hpp):
+// secrets that appear, and links that move, after the cache was filled must
+// be refused all the same.
+BOOST_AUTO_TEST_CASE(secrets_appearing_after_a_cached_check_are_refused) {
+  // A new file each time: a re-read of the same window gets a stub.
+  int warmed = 0;
+  auto warm = [&](const tool_context& c) {
+    auto name = "plain" + std::to_string(++warmed) + ".txt";
+    put(name, "plain\n");
+    auto r = call_with(c, "read_file", obj({{"path", name}}));
+    BOOST_TEST(r.get_string("content") == "1|plain");
+  };
+  warm(ctx);
+  dir.write("home/.mibyan/profiles/late/.env", "K=sk-late\n");
+  auto r = call("read_file", R"({"path":"~/.mibyan/profiles/late/.env"})");
+  BOOST_TEST(contains(error_of(r), "Access denied"));
+  warm(ctx);
+  dir.write("home/.netrc", "machine x password late\n");
+  BOOST_REQUIRE(::link((home + "/.netrc").c_str(),
+                       (work + "/netrc-copy.txt").c_str()) == 0);
+  r = call("read_file", R"({"path":"netrc-copy.txt"})");
+  BOOST_TEST(contains(error_of(r), "Access denied"));
+  BOOST_TEST(!contains(r.dump(), "password late"));
+  // A home reached through a symlink that is moved to another directory
+  // after the check: the new target's secrets are the protected ones.
+  auto a = dir / "home-a";
+  auto b = dir / "home-b";
+  fs::create_directories(a);
+  fs::create_directories(b);
+  dir.write("home-b/.env", "OPENAI_API_KEY=sk-moved\n");
+  auto link = dir / "moving-home";
+  fs::create_symlink(a, link);
+  auto c = ctx;
+  c.home = link;
+  warm(c);
+  fs::remove(link);
+  fs::create_symlink(b, link);
+  r = call_with(c, "read_file", obj({{"path", b + "/.env"}}));
+  BOOST_TEST(contains(error_of(r), "Access denied"));
+  BOOST_TEST(!contains(r.dump(), "sk-moved"));
+}
+
 BOOST_AUTO_TEST_CASE(cancelled_call_returns_early) {
   std::string big;
   for (int i = 0; i < 20000; ++i)

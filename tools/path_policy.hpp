@@ -14,8 +14,23 @@
 //   or it is a regular file with more than one link whose device and inode
 //   match a file inside the directory.
 //
-// Thread-safe (no shared state); never throws. Reads the environment
-// (`HOME`, `MIBYAN_ENV`, `MIBYAN_CONFIG`) and stats files on each call.
+// Thread-safe; never throws. The protected paths of a home (their forms and
+// the inodes of the protected files), and the paths write_approval_key and
+// cross_profile_refusal compare against, are resolved once and cached per
+// (home, read or write, `HOME`, `MIBYAN_ENV`, `MIBYAN_CONFIG`). A call
+// reuses them when nothing that decided them changed: every directory
+// entry their resolution looked up (each symlink hop included) still has
+// the same error, device, inode and mode (and ctime for a symlink) - a name
+// created, removed, replaced or re-linked differs - and the profiles
+// root's listing has the same mtime. Entries are checked per directory: a
+// directory whose inode, mtime and ctime are unchanged, and were older than
+// 2 s when the set was built, had no entry created, removed, renamed or
+// replaced (one stat for all of its entries); the entries of any other
+// directory get one lstat each. A listing changed within 2 s of building
+// is not trusted (coarse file-system timestamps): the set is used once.
+// Per call, unchanged: the target's lexical and symlink-resolved forms,
+// its stat (hard links), and the bounded search of a protected directory
+// for a multiply-linked file.
 #pragma once
 
 #include <cstdint>
