@@ -30,7 +30,7 @@ void usage() {
     << "usage: mibyan run [--provider P] [--model M] [--base-url URL]\n"
        "                  [--api-key K] [--session ID] [--toolsets a,b]\n"
        "                  [--max-iterations N] [--json]\n"
-       "                  [--save-trajectory] [--connect HOST:PORT] PROMPT\n"
+       "                  [--save-trajectory] [--connect HOST:PORT[,HOST:PORT...]] PROMPT\n"
        "  Runs one turn of the agent and prints the final answer.\n"
        "  --session ID continues (or creates) that session; without it a\n"
        "  new session is created and its id printed on stderr.\n";

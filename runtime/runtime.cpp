@@ -38,6 +38,8 @@
 #include "kernels/stub_generator.hpp"
 #include "tools/agent/delegate_task.hpp"
 #include "tools/execute_code.hpp"
+#include "runtime/session_lease_keeper.hpp"
+#include "storage/session_lease.hpp"
 #include "storage/session_store.hpp"
 #include "tools/agent/agent_tools.hpp"
 #include "tools/read_tracker.hpp"
@@ -124,6 +126,9 @@ runtime::impl::~impl() {
   // The scheduler first: it starts turns and reads the store.
   if (cron)
     stop_cron(*this);
+  // Then the lease keeper: turns waiting for a lease fail, held leases are
+  // released (runtime/session_lease_keeper.hpp).
+  keeper.reset();
   stopping = true;
   // Tool calls waiting for an answer go on with a deny at once.
   if (pending)
@@ -424,7 +429,14 @@ bool wire_runtime(runtime::impl& p, std::string* error) {
     auto opened = session_store::open(std::move(so));
     if (opened) {
       p.store = std::shared_ptr<session_store>(std::move(*opened));
-      p.writer = spawn_session_writer(*p.sys, p.store);
+      // Leases share the store's environment; opened here, during set-up.
+      if (auto leases = open_session_leases(*p.store))
+        p.leases = std::move(*leases);
+      else
+        MIBYAN_LOG(warning, "runtime", "session leases unavailable: "
+                                         << leases.error);
+      p.lease_tokens_held = std::make_shared<lease_tokens>();
+      p.writer = spawn_session_writer(*p.sys, p.store, p.lease_tokens_held);
       svc->agent_tools->store = p.store;
     } else {
       p.store_error = opened.error;
