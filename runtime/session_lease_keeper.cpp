@@ -23,7 +23,7 @@ using clock_type = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
 std::string lease_name(const std::string& session) {
-  return "session:" + session;
+  return session_lease_name(session);
 }
 
 } // namespace

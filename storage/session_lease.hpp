@@ -74,6 +74,10 @@ struct lease_attempt {
   lease_state current;
 };
 
+/// The lease name of a session's conversation ("session:" + id): the row
+/// store_write::fence is checked against.
+std::string session_lease_name(const std::string& session_id);
+
 /// The status code of a write refused by its fencing token:
 /// permission_denied, with a message starting with `fenced_prefix`.
 constexpr const char* fenced_prefix = "fenced: ";
@@ -142,10 +146,11 @@ private:
 };
 
 /// The lease store of `store`'s backend, sharing its environment or
-/// database. LMDB: opens (creating) the "leases" database; call it during
-/// set-up, before other threads open databases of the same environment.
-/// `now_ms` (null = the wall clock) is the clock of expiries. Errors: a
-/// read-only store, a backend without leases.
+/// database. LMDB: opens (creating) the "leases" database
+/// (storage/lmdb/lmdb_session_lease.hpp); call it during set-up, before
+/// other threads open databases of the same environment. `now_ms` (null =
+/// the wall clock) is the clock of expiries. Errors: a read-only store;
+/// unavailable for a backend without leases.
 result<std::shared_ptr<session_lease_store>>
 open_session_leases(session_store& store,
                     std::function<int64_t()> now_ms = nullptr);

@@ -4,8 +4,7 @@
 //   name      -> be64(token) be64(expires_at_ms) u8(flags: 1 = released)
 //                holder bytes
 // Names never start with '\0' (acquire refuses them).
-#include "storage/session_lease.hpp"
-#include "storage/session_lease_lmdb.hpp"
+#include "storage/lmdb/lmdb_session_lease.hpp"
 
 #include <chrono>
 #include <map>
@@ -13,8 +12,8 @@
 #include <vector>
 
 #include "storage/byte_codec.hpp"
-#include "storage/lmdb_env.hpp"
-#include "storage/session_store.hpp"
+#include "storage/lmdb/lmdb_env.hpp"
+#include "storage/lmdb/lmdb_session_store.hpp"
 
 namespace mibyan {
 
@@ -279,10 +278,6 @@ int64_t wall_ms() {
 
 } // namespace
 
-std::string session_lease_name(const std::string& session_id) {
-  return "session:" + session_id;
-}
-
 int lmdb_check_fence(MDB_txn* txn, const std::string& session_id,
                      uint64_t token, std::string& error) {
   MDB_dbi dbi = 0;
@@ -306,7 +301,8 @@ int lmdb_check_fence(MDB_txn* txn, const std::string& session_id,
 }
 
 result<std::shared_ptr<session_lease_store>>
-open_session_leases(session_store& store, std::function<int64_t()> now_ms) {
+open_lmdb_session_leases(lmdb_session_store& store,
+                         std::function<int64_t()> now_ms) {
   auto& env = store.env();
   if (env.read_only())
     return status::failure(status_code::permission_denied,
