@@ -189,7 +189,7 @@ result<std::string> mutate_elsewhere(session_store& store,
                                      const options& cfg,
                                      const json::value& verb) {
   auto lease = cron_lease::try_acquire(
-    store_dir, "pid " + std::to_string(::getpid()) + " (editing jobs)");
+    store, "pid " + std::to_string(::getpid()) + " (editing jobs)");
   if (lease) {
     auto r = apply_offline(store, cfg, verb);
     lease->reset();
@@ -197,7 +197,8 @@ result<std::string> mutate_elsewhere(session_store& store,
   }
   if (lease.code != status_code::unavailable)
     return result<std::string>{lease.get_status()};
-  auto reply = send_cron_request(store_dir, verb.get_string("op", ""), verb);
+  auto reply = send_cron_request(store_dir, verb.get_string("op", ""), verb,
+                                 &store);
   if (!reply)
     return result<std::string>{reply.get_status()};
   return reply_id(*reply);
@@ -276,7 +277,8 @@ public:
     cron_scheduler_info i;
     auto h = host_.lock();
     i.here = h && h->active;
-    i.holder = cron_lease::holder_of(store_dir_);
+    if (store_)
+      i.holder = cron_lease::holder_of(*store_);
     return i;
   }
 
