@@ -348,7 +348,7 @@ status start_cron_scheduler(runtime& rt, cron_scheduler_options opts) {
     return status::failure(status_code::unavailable,
                            "the session store is unavailable: "
                              + p.store_error);
-  std::lock_guard<std::mutex> g{h->mtx};
+  std::unique_lock<std::mutex> g{h->mtx};
   if (h->started)
     return {};
   h->rt = &rt;
@@ -368,6 +368,10 @@ status start_cron_scheduler(runtime& rt, cron_scheduler_options opts) {
     h->requests = std::move(*w);
   else
     MIBYAN_LOG(warning, "cron", w.error);
+  // Requests written between taking the lease (in spawn) and the watch
+  // (post takes the host's lock).
+  g.unlock();
+  h->post([](cron_sched_state& st) { serve_cron_requests(st); });
   return {};
 }
 
