@@ -52,6 +52,9 @@ struct runtime::impl {
   // one provider connection per distinct endpoint, created on first use.
   std::shared_ptr<session_store> store;
   std::string store_error;
+  /// The sessions' stored system prompts, on the store's environment
+  /// (null without a store).
+  std::shared_ptr<prompt_store> prompts;
   session_writer_actor writer;
   /// The store's leases (null when it has none) and the tokens this process
   /// holds, which the writer stamps into each write (storage/session_lease.hpp).
