@@ -154,11 +154,9 @@ void serve_cron_requests(cron_sched_state& st);
 /// another process and waits for its answer (JSON text of the reply
 /// object: {"ok":true,"job":...} or {"ok":false,"code":...,"error":...}).
 /// unavailable when nobody answers within cron_service::answer_timeout.
-/// `store` (may be null) names the scheduler in that error.
 result<json::value> send_cron_request(const std::string& store_dir,
                                       const std::string& op,
-                                      const json::value& args,
-                                      session_store* store = nullptr);
+                                      const json::value& args);
 
 /// Runs one verb against the engine (actor side of both paths): `op` is
 /// add|update|remove|pause|resume|run_now. `reply` gets {"ok":true,"id"}

@@ -88,8 +88,7 @@ std::optional<std::string> read_small(const fs::path& p) {
 
 result<json::value> send_cron_request(const std::string& store_dir,
                                       const std::string& op,
-                                      const json::value& args,
-                                      session_store* store) {
+                                      const json::value& args) {
   using R = result<json::value>;
   auto dir = requests_dir(store_dir);
   std::error_code ec;
@@ -123,7 +122,7 @@ result<json::value> send_cron_request(const std::string& store_dir,
   }
   // Not taken: withdraw it, so it is not applied after we gave up.
   bool withdrawn = ::unlink(req.c_str()) == 0;
-  auto who = store ? cron_lease::holder_of(*store) : std::string{};
+  auto who = cron_lease::holder_of(store_dir);
   return R::failure(status_code::unavailable,
                     "the scheduler of this store"
                       + (who.empty() ? std::string{} : " (" + who + ")")

@@ -189,7 +189,7 @@ result<std::string> mutate_elsewhere(session_store& store,
                                      const options& cfg,
                                      const json::value& verb) {
   auto lease = cron_lease::try_acquire(
-    store, "pid " + std::to_string(::getpid()) + " (editing jobs)");
+    store_dir, "pid " + std::to_string(::getpid()) + " (editing jobs)");
   if (lease) {
     auto r = apply_offline(store, cfg, verb);
     lease->reset();
@@ -197,8 +197,7 @@ result<std::string> mutate_elsewhere(session_store& store,
   }
   if (lease.code != status_code::unavailable)
     return result<std::string>{lease.get_status()};
-  auto reply = send_cron_request(store_dir, verb.get_string("op", ""), verb,
-                                 &store);
+  auto reply = send_cron_request(store_dir, verb.get_string("op", ""), verb);
   if (!reply)
     return result<std::string>{reply.get_status()};
   return reply_id(*reply);
@@ -277,8 +276,7 @@ public:
     cron_scheduler_info i;
     auto h = host_.lock();
     i.here = h && h->active;
-    if (store_)
-      i.holder = cron_lease::holder_of(*store_);
+    i.holder = cron_lease::holder_of(store_dir_);
     return i;
   }
 

@@ -97,9 +97,7 @@ struct shared_home_cluster : cluster_fixture {
     return n;
   }
 
-  std::string holder() {
-    return store ? cron_lease::holder_of(*store) : std::string{};
-  }
+  std::string holder() { return cron_lease::holder_of(session_store::default_dir(home)); }
 
   void wait_fired(const std::vector<std::string>& ids) {
     for (int i = 0; i < 600; ++i) {
