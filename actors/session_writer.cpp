@@ -6,6 +6,7 @@
 
 #include "actors/error_mapping.hpp"
 #include "base/log.hpp"
+#include "storage/session_lease.hpp"
 #include "storage/session_store.hpp"
 
 namespace mibyan {
@@ -31,6 +32,7 @@ struct pending_reply {
 
 struct writer_state {
   std::shared_ptr<session_store> store;
+  std::shared_ptr<lease_tokens> tokens;
   std::vector<store_write> writes;
   std::vector<pending_reply> replies;
   bool flush_queued = false;
@@ -88,6 +90,10 @@ writer_state::~writer_state() {
 // Queues `w` and schedules a flush behind the requests already waiting.
 void enqueue(writer_pointer self, store_write w, pending_reply r) {
   auto& st = self->state;
+  if (st.tokens && w.what != store_write::kind::create)
+    w.fence = st.tokens->of(w.what == store_write::kind::append
+                              ? w.append.session_id
+                              : w.session_id);
   st.writes.push_back(std::move(w));
   st.replies.push_back(std::move(r));
   if (st.writes.size() >= max_group) {
@@ -101,8 +107,10 @@ void enqueue(writer_pointer self, store_write w, pending_reply r) {
 }
 
 writer_impl_actor::behavior_type
-writer(writer_pointer self, std::shared_ptr<session_store> store) {
+writer(writer_pointer self, std::shared_ptr<session_store> store,
+       std::shared_ptr<lease_tokens> tokens) {
   self->state.store = std::move(store);
+  self->state.tokens = std::move(tokens);
   return {
     [=](create_atom, session_meta& m) -> caf::result<std::string> {
       store_write w;
@@ -165,9 +173,12 @@ writer(writer_pointer self, std::shared_ptr<session_store> store) {
 
 } // namespace
 
-session_writer_actor spawn_session_writer(caf::actor_system& sys,
-                                          std::shared_ptr<session_store> store) {
-  return sys.spawn<caf::detached>(writer, std::move(store));
+session_writer_actor
+spawn_session_writer(caf::actor_system& sys,
+                     std::shared_ptr<session_store> store,
+                     std::shared_ptr<lease_tokens> tokens) {
+  return sys.spawn<caf::detached>(writer, std::move(store),
+                                  std::move(tokens));
 }
 
 } // namespace mibyan

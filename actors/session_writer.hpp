@@ -32,6 +32,7 @@
 namespace mibyan {
 
 class session_store;
+class lease_tokens;
 
 using session_writer_actor = caf::typed_actor<
   caf::replies_to<create_atom, session_meta>::with<std::string>,
@@ -40,8 +41,13 @@ using session_writer_actor = caf::typed_actor<
   caf::replies_to<end_atom, std::string, std::string>::with<bool>>;
 
 /// Spawns the writer over `store` (shared with readers; must stay open for
-/// the writer's life).
-session_writer_actor spawn_session_writer(caf::actor_system& sys,
-                                          std::shared_ptr<session_store> store);
+/// the writer's life). With `tokens`, every append, usage and end write of a
+/// session whose lease this process holds carries its token
+/// (store_write::fence): a write of a conversation whose lease moved to
+/// another gateway fails with permission_denied ("fenced: ...").
+session_writer_actor
+spawn_session_writer(caf::actor_system& sys,
+                     std::shared_ptr<session_store> store,
+                     std::shared_ptr<lease_tokens> tokens = nullptr);
 
 } // namespace mibyan

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <optional>
 #include <unordered_set>
 #include <utility>
@@ -87,6 +88,43 @@ std::string canonical_arguments(const std::string& arguments) {
   if (!parsed)
     return arguments;
   return sort_keys(*parsed.v).dump();
+}
+
+std::string gateway_loss_result_text(const std::string& node) {
+  return "[Tool call interrupted by a gateway loss: gateway node " + node
+         + ", which ran this conversation, was lost while this call ran. "
+           "The call was not run again and its outcome is unknown: check "
+           "its effects before you repeat it.]";
+}
+
+std::vector<chat_message>
+unanswered_call_results(const std::vector<chat_message>& messages,
+                        const std::string& text) {
+  std::vector<chat_message> out;
+  size_t last = messages.size();
+  for (size_t i = messages.size(); i-- > 0;)
+    if (messages[i].role == "assistant" && !messages[i].tool_calls.empty()) {
+      last = i;
+      break;
+    }
+  if (last == messages.size())
+    return out;
+  std::set<std::string> answered;
+  for (size_t i = last + 1; i < messages.size(); ++i)
+    if (messages[i].role == "tool")
+      answered.insert(messages[i].tool_call_id);
+  for (auto& c : messages[last].tool_calls) {
+    if (c.id.empty() || answered.count(c.id) > 0)
+      continue;
+    answered.insert(c.id);
+    chat_message m;
+    m.role = "tool";
+    m.tool_call_id = c.id;
+    m.tool_name = c.name;
+    m.content = text;
+    out.push_back(std::move(m));
+  }
+  return out;
 }
 
 history_repair_stats repair_history(std::vector<chat_message>& messages) {

@@ -76,6 +76,19 @@ json::value sort_keys(const json::value& v);
 /// unchanged when it does not parse.
 std::string canonical_arguments(const std::string& arguments);
 
+/// The text of the result given to a tool call that a lost gateway left
+/// unanswered (docs/cluster.md, "Failover"): names the node, says the call
+/// was not run again and that its outcome is unknown.
+std::string gateway_loss_result_text(const std::string& node);
+
+/// Tool results (role tool, content `text`) for the calls of the last
+/// assistant message with tool calls that no later tool message answers,
+/// in the model's order; empty when every call is answered. For a session
+/// taken over from a lost gateway: its calls are reported, never re-run.
+std::vector<chat_message>
+unanswered_call_results(const std::vector<chat_message>& messages,
+                        const std::string& text);
+
 /// Repairs `messages` in place (see the file comment). Idempotent:
 /// repairing a repaired history changes nothing.
 history_repair_stats repair_history(std::vector<chat_message>& messages);

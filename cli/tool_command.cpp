@@ -37,7 +37,8 @@ void usage() {
                "  mibyan tool --list [--toolsets a,b]\n"
                "      the tools the model is offered (agent.toolsets and the "
                "disabled lists apply)\n"
-               "  --connect HOST:PORT runs the calls on a cluster "
+               "  --connect HOST:PORT[,HOST:PORT...] runs the calls on a "
+               "cluster; the next address takes over when a member is lost "
                "(docs/cluster.md)\n";
 }
 

@@ -73,34 +73,103 @@ cluster_client::cluster_client(std::unique_ptr<impl> p) : impl_(std::move(p)) {}
 
 cluster_client::~cluster_client() = default;
 
+namespace {
+
+std::unique_ptr<cluster_client::impl> make_system(const options& opts,
+                                                  std::string* error);
+bool connect_into(cluster_client::impl& p, const std::string& address,
+                  const options& opts, std::string* error, bool* refused);
+
+std::vector<std::string> split_addresses(const std::string& list) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= list.size()) {
+    auto comma = list.find(',', start);
+    auto part = list.substr(start, comma == std::string::npos
+                                     ? std::string::npos
+                                     : comma - start);
+    while (!part.empty() && part.front() == ' ')
+      part.erase(part.begin());
+    while (!part.empty() && part.back() == ' ')
+      part.pop_back();
+    if (!part.empty())
+      out.push_back(part);
+    if (comma == std::string::npos)
+      break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+} // namespace
+
 std::unique_ptr<cluster_client>
 cluster_client::connect(const std::string& address, const options& opts,
                         std::string* error, bool* refused) {
   if (refused)
     *refused = false;
-  std::string host;
-  uint16_t port = 0;
-  if (!split_host_port(address, host, port)) {
+  auto list = split_addresses(address);
+  if (list.empty()) {
     *error = "--connect expects HOST:PORT, got '" + address + "'";
     return nullptr;
   }
-  auto key = cluster_key(opts);
-  if (key.empty()) {
-    *error = "no cluster key: set MIBYAN_CLUSTER_KEY (or cluster.key in "
-             "config.yaml)";
-    if (refused)
-      *refused = true;
+  // One actor system for every attempt and every later fail-over: a
+  // system whose peer died may take long to stop, so it is kept.
+  auto p = make_system(opts, error);
+  if (!p)
     return nullptr;
+  std::string errors;
+  for (size_t i = 0; i < list.size(); ++i) {
+    std::string err;
+    bool ref = false;
+    if (connect_into(*p, list[i], opts, &err, &ref)) {
+      std::unique_ptr<cluster_client> c{new cluster_client(std::move(p))};
+      c->opts_ = opts;
+      c->addresses_ = list;
+      c->at_ = i;
+      return c;
+    }
+    if (ref || list.size() == 1) {
+      *error = err;
+      if (refused)
+        *refused = ref;
+      return nullptr;
+    }
+    errors += (errors.empty() ? "" : "; ") + err;
   }
-  auto p = std::make_unique<impl>();
+  *error = "no cluster member answered: " + errors;
+  return nullptr;
+}
+
+const std::string& cluster_client::current_address() const {
+  return addresses_[at_];
+}
+
+bool cluster_client::fail_over() {
+  for (size_t k = 1; k < addresses_.size(); ++k) {
+    auto i = (at_ + k) % addresses_.size();
+    std::string err;
+    bool ref = false;
+    if (!connect_into(*impl_, addresses_[i], opts_, &err, &ref))
+      continue;
+    at_ = i;
+    return true;
+  }
+  return false;
+}
+
+namespace {
+
+std::unique_ptr<cluster_client::impl> make_system(const options& opts,
+                                                  std::string* error) {
+  auto p = std::make_unique<cluster_client::impl>();
   configure_actor_system(p->cfg, nullptr);
   p->cfg.set("scheduler.max-threads", size_t{2});
   p->cfg.set("scheduler.policy", caf::atom("sharing"));
   p->cfg.set("middleman.app-identifiers",
              std::vector<std::string>{"mibyan-v1"});
   configure_cluster_transport(p->cfg, opts);
-  bool tls = !opts.cluster.tls_cert.empty();
-  if (tls) {
+  if (!opts.cluster.tls_cert.empty()) {
     p->cfg.load<caf::openssl::manager>();
     p->cfg.openssl_certificate = opts.cluster.tls_cert;
     p->cfg.openssl_key = opts.cluster.tls_key;
@@ -112,6 +181,36 @@ cluster_client::connect(const std::string& address, const options& opts,
     *error = std::string{"cannot start the actor system: "} + e.what();
     return nullptr;
   }
+  return p;
+}
+
+// Connects `p` (its system) to the member at `address` and authenticates;
+// on success `p` talks to it from now on.
+bool connect_into(cluster_client::impl& pi, const std::string& address,
+                  const options& opts, std::string* error, bool* refused) {
+  auto* p = &pi;
+  if (refused)
+    *refused = false;
+  std::string host;
+  uint16_t port = 0;
+  if (!split_host_port(address, host, port)) {
+    *error = "--connect expects HOST:PORT, got '" + address + "'";
+    return false;
+  }
+  auto key = cluster_key(opts);
+  if (key.empty()) {
+    *error = "no cluster key: set MIBYAN_CLUSTER_KEY (or cluster.key in "
+             "config.yaml)";
+    if (refused)
+      *refused = true;
+    return false;
+  }
+  bool tls = !opts.cluster.tls_cert.empty();
+  // A fresh blocking actor per connection (the old one watched the lost
+  // member).
+  p->self.reset();
+  p->member = nullptr;
+  p->lost = false;
   // A connection attempt can time out on a loaded machine (TLS).
   auto remote = tls ? caf::openssl::remote_actor(*p->sys, host, port)
                     : p->sys->middleman().remote_actor(host, port);
@@ -123,7 +222,7 @@ cluster_client::connect(const std::string& address, const options& opts,
   if (!remote) {
     *error = "cannot connect to " + address + ": "
              + p->sys->render(remote.error());
-    return nullptr;
+    return false;
   }
   p->member = *remote;
   p->self = std::make_unique<caf::scoped_actor>(*p->sys);
@@ -138,13 +237,13 @@ cluster_client::connect(const std::string& address, const options& opts,
               cluster_hello{my_id, "client", "", cluster_protocol_version,
                             digest, nonce})) {
     *error = "handshake with " + address + " failed: " + err;
-    return nullptr;
+    return false;
   }
   if (!c.refusal.empty()) {
     *error = c.refusal;
     if (refused)
       *refused = true;
-    return nullptr;
+    return false;
   }
   if (auto m = protocol_mismatch(my_id, cluster_protocol_version, digest,
                                  c.node_id, c.version, c.digest);
@@ -152,7 +251,7 @@ cluster_client::connect(const std::string& address, const options& opts,
     *error = m;
     if (refused)
       *refused = true;
-    return nullptr;
+    return false;
   }
   bool key_ok = proof_equal(c.proof,
                                     server_proof(key, nonce, c.node_id, my_id));
@@ -161,7 +260,7 @@ cluster_client::connect(const std::string& address, const options& opts,
               cluster_proof{my_id, client_proof(key, c.nonce, my_id,
                                                 c.node_id)})) {
     *error = "handshake with " + address + " failed: " + err;
-    return nullptr;
+    return false;
   }
   if (!key_ok || !w.refusal.empty()) {
     *error = !w.refusal.empty()
@@ -170,19 +269,21 @@ cluster_client::connect(const std::string& address, const options& opts,
                    + " could not prove the cluster key";
     if (refused)
       *refused = true;
-    return nullptr;
+    return false;
   }
   if (!w.member) {
     *error = "node " + c.node_id + " sent no member handle";
-    return nullptr;
+    return false;
   }
   // From here on the member itself (the front door only does handshakes).
   s->demonitor(p->member);
   p->member = w.member;
   s->monitor(p->member);
   p->member_id = c.node_id;
-  return std::unique_ptr<cluster_client>(new cluster_client(std::move(p)));
+  return true;
 }
+
+} // namespace
 
 tool_outcome cluster_client::call_tool(const tool_call_request& call) {
   tool_request req{call.session_id, call.call_id, call.tool, call.args_json,
@@ -190,7 +291,10 @@ tool_outcome cluster_client::call_tool(const tool_call_request& call) {
   tool_response res;
   std::string err;
   tool_outcome out;
-  if (impl_->ask(res, &err, invoke_atom_v, std::move(req))) {
+  bool ok = impl_->ask(res, &err, invoke_atom_v, req);
+  while (!ok && impl_->lost && fail_over())
+    ok = impl_->ask(res, &err, invoke_atom_v, req);
+  if (ok) {
     out.result_json = std::move(res.result_json);
     out.duration_us = res.duration_us;
     out.timed_out = res.timed_out;
@@ -202,7 +306,9 @@ tool_outcome cluster_client::call_tool(const tool_call_request& call) {
 
 std::vector<std::string> cluster_client::tool_names(std::string* error) {
   std::vector<std::string> names;
-  impl_->ask(names, error, tools_atom_v);
+  while (!impl_->ask(names, error, tools_atom_v) && impl_->lost
+         && fail_over())
+    error->clear();
   return names;
 }
 
@@ -220,7 +326,10 @@ turn_outcome cluster_client::run_turn(const turn_call& call) {
   std::string err;
   turn_outcome out;
   out.session_id = call.session_id;
-  if (!impl_->ask(r, &err, turn_atom_v, std::move(t))) {
+  bool ok = impl_->ask(r, &err, turn_atom_v, t);
+  while (!ok && impl_->lost && fail_over())
+    ok = impl_->ask(r, &err, turn_atom_v, t);
+  if (!ok) {
     out.error = "cluster error: " + err;
     return out;
   }
@@ -234,7 +343,10 @@ turn_outcome cluster_client::run_turn(const turn_call& call) {
 
 std::string cluster_client::members_json(std::string* error) {
   std::vector<member_info> members;
-  if (!impl_->ask(members, error, members_atom_v))
+  bool ok = impl_->ask(members, error, members_atom_v);
+  while (!ok && impl_->lost && fail_over())
+    ok = impl_->ask(members, error, members_atom_v);
+  if (!ok)
     return {};
   json::value out = json::value::make_array();
   for (auto& m : members) {

@@ -35,6 +35,7 @@
 #include "actors/tool_dispatcher.hpp"
 #include "config/options.hpp"
 #include "messages/type_ids.hpp"
+#include "runtime/session_lease_keeper.hpp"
 
 namespace mibyan {
 
@@ -67,7 +68,24 @@ std::string client_proof(const std::string& key, const std::string& nonce,
 void configure_cluster_transport(caf::actor_system_config& cfg,
                                  const options& opts);
 
-/// Fixed settings of one node.
+/// Turns this gateway forwarded to a lease holder and whose answer it
+/// awaits (cluster/leases.cpp): callbacks by id, answered once, on any
+/// thread. Shared by the runtime's forwarder and the member actor.
+class turn_forwards {
+public:
+  using callback = std::function<void(bool delivered, turn_outcome out)>;
+  uint64_t add(callback cb);
+  /// Runs and forgets the callback of `id` (nothing if already answered).
+  void finish(uint64_t id, bool delivered, turn_outcome out);
+  bool has(uint64_t id);
+  /// Answers every pending callback with error `why` (shutdown).
+  void fail_all(const std::string& why);
+
+private:
+  std::mutex mtx_;
+  std::map<uint64_t, callback> pending_;
+};
+
 /// Members by state (this node included) as of the member actor's last
 /// heartbeat tick: written by the actor, read by the metrics scrape
 /// (docs/metrics.md, mibyan_cluster_members).
@@ -100,6 +118,8 @@ struct cluster_settings {
   dashboard_handler dashboard;
   /// Where the member publishes its census (null: nowhere).
   std::shared_ptr<member_census> census;
+  /// Turns forwarded to lease holders (null: leases are not enabled).
+  std::shared_ptr<turn_forwards> forwards;
 };
 
 using steady = std::chrono::steady_clock;
@@ -177,6 +197,9 @@ struct cluster_state {
   /// Dashboard requests of clients being answered (dashboard.cpp).
   std::map<uint64_t, caf::typed_response_promise<dashboard_reply>> dashboards;
 
+  /// Forwarded turns in flight: id -> the gateway running it (leases.cpp).
+  std::map<uint64_t, std::string> forwarding;
+
   // Drain.
   bool drain_requested = false;
   steady::time_point drain_deadline;
@@ -237,6 +260,29 @@ caf::result<dashboard_reply> answer_dashboard(cluster_actor* self,
 
 /// The handler of request `id` is done (its callback's message).
 void dashboard_done(cluster_actor* self, uint64_t id, dashboard_reply r);
+
+// -- leases.cpp ------------------------------------------------------------
+
+/// Local message of the runtime's forwarder: forward a turn to `node`.
+using forward_turn_atom = caf::atom_constant<caf::atom("mb_fwdturn")>;
+constexpr auto forward_turn_atom_v = forward_turn_atom::value;
+
+/// The runtime's turn forwarder (runtime/session_lease_keeper.hpp): hands
+/// the turn to `member`, which sends it to the lease holder.
+turn_forwarder make_turn_forwarder(caf::actor member,
+                                   std::shared_ptr<turn_forwards> forwards);
+
+/// Sends forwarded turn `id` to gateway `node` (answered through the
+/// settings' forwards; not delivered when `node` is not a live gateway).
+void forward_turn(cluster_actor* self, const std::string& node,
+                  cluster_turn t, uint64_t id);
+
+/// Member `node` was lost: fails the turns forwarded to it and ends its
+/// session leases.
+void forwards_lost(cluster_actor* self, const std::string& node);
+
+/// Whether the current message comes from another member (not a client).
+bool from_peer_member(cluster_actor* self);
 
 // -- reconnect.cpp ---------------------------------------------------------
 

@@ -15,6 +15,7 @@
 #include "base/crypto.hpp"
 #include "cluster/node.hpp"
 #include "runtime/runtime.hpp"
+#include "runtime/session_lease_keeper.hpp"
 #include "tools/registry.hpp"
 
 namespace mibyan {
@@ -302,6 +303,7 @@ void mark_lost(cluster_actor* self, const std::string& id,
                                              << " lost: " << why);
   worker_lost(self, id, left ? "it left the cluster" : why);
   gateway_lost(self, id);
+  forwards_lost(self, id);
   if (!left)
     schedule_redial(self, id);
 }
@@ -666,14 +668,27 @@ caf::behavior cluster_member(cluster_actor* self, cluster_settings cfg,
       call.save_trajectory = t.save_trajectory;
       call.source = "cluster";
       auto me = caf::actor_cast<caf::actor>(self);
-      st.rt->run_turn_async(call, [me, id](turn_outcome o) {
+      auto answer = [me, id](turn_outcome o) {
         caf::anon_send(me, end_atom_v, id,
                        cluster_turn_result{std::move(o.result_json),
                                            std::move(o.session_id),
                                            std::move(o.error), o.config_error,
                                            std::move(o.trajectory_error)});
-      });
+      };
+      // A turn another gateway forwarded to this lease holder runs here
+      // (or waits for the lease); it is never forwarded again.
+      if (from_peer_member(self))
+        run_forwarded_turn(*st.rt, call, std::move(answer));
+      else
+        st.rt->run_turn_async(call, std::move(answer));
       return rp;
+    },
+    [self](forward_turn_atom, std::string& node, cluster_turn& t,
+           uint64_t id) {
+      const auto& s = self->current_sender();
+      if (s && s->node() != self->node())
+        return;
+      forward_turn(self, node, std::move(t), id);
     },
     // -- the operator console (dashboard.cpp) ----------------------------
     [self](dashboard_atom, dashboard_query& q)

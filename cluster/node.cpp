@@ -330,8 +330,22 @@ cluster_process::start(const node_args& a, options opts,
   ip->mm = tls ? caf::actor_cast<caf::actor>(
                    sys.openssl_manager().actor_handle())
                : caf::actor_cast<caf::actor>(sys.middleman().actor_handle());
+  // Several gateways over one store: turns take their session's lease
+  // (runtime/session_lease_keeper.hpp, cluster/leases.cpp).
+  if (is_gateway_role(s.role) && ri.leases)
+    s.forwards = std::make_shared<turn_forwards>();
   ip->member = sys.spawn(cluster_member, s, ip->rt.get(), ip->local,
                          ri.kernels, ip->mm);
+  if (s.forwards) {
+    lease_keeper_settings ks;
+    ks.holder = s.node_id;
+    ks.ttl_ms = s.failure_timeout_ms;
+    ks.wait_ms = std::max<int64_t>(60000, 20 * s.failure_timeout_ms);
+    ks.forward = make_turn_forwarder(ip->member, s.forwards);
+    if (auto st = enable_session_leases(*ip->rt, std::move(ks)); !st)
+      MIBYAN_LOG(warning, "cluster", "session leases not enabled: "
+                                       << st.error);
+  }
   {
     // From here on turns and runtime calls route through the cluster.
     std::lock_guard<std::mutex> guard{ri.mtx};

@@ -38,7 +38,9 @@
 #include "kernels/stub_generator.hpp"
 #include "tools/agent/delegate_task.hpp"
 #include "tools/execute_code.hpp"
+#include "runtime/session_lease_keeper.hpp"
 #include "storage/prompt_store.hpp"
+#include "storage/session_lease.hpp"
 #include "storage/session_store.hpp"
 #include "tools/agent/agent_tools.hpp"
 #include "tools/file_checkpointer.hpp"
@@ -127,6 +129,9 @@ runtime::impl::~impl() {
   // The scheduler first: it starts turns and reads the store.
   if (cron)
     stop_cron(*this);
+  // Then the lease keeper: turns waiting for a lease fail, held leases are
+  // released (runtime/session_lease_keeper.hpp).
+  keeper.reset();
   stopping = true;
   // Tool calls waiting for an answer go on with a deny at once.
   if (pending)
@@ -440,6 +445,13 @@ bool wire_runtime(runtime::impl& p, std::string* error) {
     }
     if (opened) {
       p.store = std::shared_ptr<session_store>(std::move(*opened));
+      // Leases share the store's environment; opened here, during set-up.
+      if (auto leases = open_session_leases(*p.store))
+        p.leases = std::move(*leases);
+      else
+        MIBYAN_LOG(warning, "runtime", "session leases unavailable: "
+                                         << leases.error);
+      p.lease_tokens_held = std::make_shared<lease_tokens>();
       if (auto prompts = open_prompt_store(*p.store)) {
         p.prompts = std::shared_ptr<prompt_store>(std::move(*prompts));
         // Leftovers of a crash (docs/storage.md, "Stored system
@@ -460,7 +472,7 @@ bool wire_runtime(runtime::impl& p, std::string* error) {
         MIBYAN_LOG(warning, "runtime",
                    "system prompts will not be stored: " << prompts.error);
       }
-      p.writer = spawn_session_writer(*p.sys, p.store);
+      p.writer = spawn_session_writer(*p.sys, p.store, p.lease_tokens_held);
       svc->agent_tools->store = p.store;
     } else {
       p.store_error = opened.error;

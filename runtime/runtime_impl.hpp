@@ -33,6 +33,9 @@ namespace mibyan {
 
 struct cron_host;
 class cron_service;
+class lease_tokens;
+class session_lease_store;
+class session_lease_keeper;
 
 struct runtime::impl {
   caf::actor_system_config cfg;
@@ -53,6 +56,13 @@ struct runtime::impl {
   /// (null without a store).
   std::shared_ptr<prompt_store> prompts;
   session_writer_actor writer;
+  /// The store's leases (null when it has none) and the tokens this process
+  /// holds, which the writer stamps into each write (storage/session_lease.hpp).
+  std::shared_ptr<session_lease_store> leases;
+  std::shared_ptr<lease_tokens> lease_tokens_held;
+  /// Set by a cluster gateway among several (runtime/session_lease_keeper.hpp):
+  /// every turn takes its session's lease first. Null otherwise.
+  std::shared_ptr<session_lease_keeper> keeper;
   std::mutex mtx; // guards conversations, providers, closing
   std::map<std::string, conversation_actor> conversations;
   std::map<std::string, provider_actor> providers;

@@ -30,11 +30,14 @@
 #include "base/redact_slot.hpp"
 #include "base/runtime_metrics.hpp"
 #include "config/env_reload.hpp"
+#include "agent/history_repair.hpp"
 #include "runtime/runtime_impl.hpp"
+#include "runtime/session_lease_keeper.hpp"
 #include "runtime/session_prompt.hpp"
 #include "storage/prompt_store.hpp"
 #include "runtime/turn_events.hpp"
 #include "providers/openai_messages.hpp"
+#include "storage/session_lease.hpp"
 #include "storage/session_store.hpp"
 #include "storage/trajectory.hpp"
 #include "tools/toolsets.hpp"
@@ -254,11 +257,23 @@ struct turn_job {
   std::shared_ptr<turn_event_hub> events;
   uint64_t event_token = 0;
   std::string event_sid;
+  /// The keeper that admitted this turn here (runtime/session_lease_keeper)
+  /// and the session whose lease it holds; told once when the turn ends.
+  /// Weak: the runtime owns the keeper, and a job may outlive it.
+  std::weak_ptr<session_lease_keeper> keeper;
+  std::string lease_sid;
+
+  void end_lease() {
+    if (auto k = keeper.lock())
+      k->finished(lease_sid);
+    keeper.reset();
+  }
 
   // `done` runs exactly once: a job dropped unanswered (the runtime was
   // destroyed while the turn ran, and its driver went with the actor
   // system) answers with an error (docs/embedding.md, "Callbacks").
   ~turn_job() {
+    end_lease();
     if (event_token != 0 && events)
       events->turn_ended(event_token, "error");
     if (!done)
@@ -292,6 +307,7 @@ std::string turn_outcome_name(const turn_outcome& out) {
 
 void finish_turn(caf::event_based_actor* self, std::shared_ptr<turn_job> job) {
   self->quit();
+  job->end_lease();
   if (job->event_token != 0) {
     auto& hub = *job->events;
     hub.turn_ended(job->event_token,
@@ -460,27 +476,179 @@ caf::behavior turn_driver(caf::event_based_actor* self,
   };
 }
 
-} // namespace
+// Forgets the cached conversation of `sid` (and the other ids it answers
+// to): the session was written under another lease token since it loaded
+// its history, so the next turn spawns one that loads it again.
+void drop_conversation(runtime::impl& p, const std::string& sid) {
+  std::lock_guard<std::mutex> guard{p.mtx};
+  auto it = p.conversations.find(sid);
+  if (it == p.conversations.end())
+    return;
+  auto conv = it->second;
+  for (auto i = p.conversations.begin(); i != p.conversations.end();)
+    i = i->second == conv ? p.conversations.erase(i) : std::next(i);
+  caf::anon_send_exit(conv, caf::exit_reason::user_shutdown);
+}
 
-void runtime::run_turn_async(const turn_call& call,
-                             std::function<void(turn_outcome)> done) {
+// A session taken over from a lost gateway: every tool call that gateway
+// persisted without a result gets one saying so (docs/cluster.md,
+// "Failover"), written under the new token before the turn runs, so the
+// model sees what happened and nothing is re-run silently. Blocking store
+// work: runs on the keeper's thread.
+status report_interrupted_calls(runtime::impl& p, const std::string& sid,
+                                uint64_t token, const std::string& lost) {
+  auto loaded = p.store->load_messages(sid);
+  if (!loaded)
+    return loaded.code == status_code::not_found ? status{}
+                                                 : loaded.get_status();
+  std::vector<chat_message> history;
+  history.reserve(loaded->size());
+  for (auto& m : *loaded)
+    history.push_back(std::move(m.message));
+  auto results = unanswered_call_results(history,
+                                         gateway_loss_result_text(lost));
+  if (results.empty())
+    return {};
+  std::vector<store_write> writes;
+  for (auto& r : results) {
+    store_write w;
+    w.what = store_write::kind::append;
+    w.append.session_id = sid;
+    w.append.message = std::move(r);
+    w.fence = token;
+    writes.push_back(std::move(w));
+  }
+  if (auto st = p.store->commit_group(writes); !st)
+    return st;
+  for (auto& w : writes)
+    if (!w.status.ok())
+      return w.status;
+  MIBYAN_LOG(warning, "cluster", "session " << sid << " taken over from lost "
+                                 "gateway " << lost << ": " << writes.size()
+                                 << " interrupted tool call(s) reported");
+  return {};
+}
+
+void start_driver(runtime::impl& p, std::shared_ptr<turn_job> job) {
+  outside_spawn_guard guard;
+  p.sys->spawn(turn_driver, job);
+}
+
+void fail_job(std::shared_ptr<turn_job> job, std::string error) {
+  metrics::count_turn_not_started();
+  auto done = std::move(job->done);
+  job->done = nullptr;
+  job->out.error = std::move(error);
+  done(std::move(job->out));
+}
+
+// Takes the session's lease before the turn runs (several gateways over one
+// store): runs it here, forwards it to the live holder, or fails it.
+void admit_turn(runtime::impl& p, std::shared_ptr<turn_job> job,
+                bool may_forward) {
+  auto owned = p.keeper;
+  if (!owned) {
+    fail_job(job, "the runtime is shutting down");
+    return;
+  }
+  // The decision runs on the keeper's own thread while it lives: a raw
+  // pointer, so no callback of its own ever holds it alive.
+  auto* keeper = owned.get();
+  std::weak_ptr<session_lease_keeper> weak = owned;
+  auto sid = job->out.session_id;
+  keeper->admit(sid, may_forward, [&p, job, keeper, weak,
+                                   sid](lease_admission a) mutable {
+    switch (a.what) {
+      case lease_admission::kind::fail:
+        fail_job(job, a.error.error);
+        return;
+      case lease_admission::kind::forward: {
+        auto& fwd = keeper->settings().forward;
+        fwd(a.node, job->call,
+            [&p, job](bool delivered, turn_outcome out) {
+              if (!delivered) {
+                // The holder is gone or unreachable: wait for its lease.
+                admit_turn(p, job, false);
+                return;
+              }
+              auto done = std::move(job->done);
+              job->done = nullptr;
+              done(std::move(out));
+            });
+        return;
+      }
+      case lease_admission::kind::run_here:
+        break;
+    }
+    job->keeper = weak;
+    job->lease_sid = sid;
+    if (a.took_over) {
+      if (auto st = report_interrupted_calls(p, sid, a.token,
+                                             a.previous_holder);
+          !st) {
+        fail_job(job, "store_unavailable: cannot take session '" + sid
+                        + "' over: " + st.error);
+        return;
+      }
+    }
+    // Another gateway may have created the session meanwhile.
+    auto existing = p.store->get_session(sid);
+    if (job->t.create && existing)
+      job->t.create = false;
+    if (a.new_token) {
+      // A conversation starts here again: it loads the history and
+      // resolves its system prompt as a fresh one does (prepare_turn).
+      drop_conversation(p, sid);
+      if (!job->t.fresh) {
+        job->t.fresh = true;
+        auto& pr = job->t.prompt_req;
+        pr.exists = !job->t.create;
+        if (existing) {
+          pr.cwd = existing->cwd.empty() ? p.svc->default_cwd
+                                         : existing->cwd;
+          pr.message_count = existing->message_count;
+        } else {
+          pr.cwd = job->t.meta.cwd;
+        }
+        pr.store = job->call.source != "api-stateless";
+      }
+    }
+    start_driver(p, job);
+  });
+}
+
+void run_turn_impl(runtime::impl& p, const turn_call& call,
+                   std::function<void(turn_outcome)> done, bool may_forward) {
   // Spawns (the conversation, its provider, the turn's driver) from the
   // caller's thread: an application's or a pool thread
   // (actors/outside_spawn.hpp).
   outside_spawn_guard guard;
   auto job = std::make_shared<turn_job>();
-  job->p = impl_.get();
-  job->svc = impl_->svc;
-  job->events = impl_->events;
-  if (!prepare_turn(*impl_, call, job->t, job->out)) {
+  job->p = &p;
+  job->svc = p.svc;
+  job->events = p.events;
+  if (!prepare_turn(p, call, job->t, job->out)) {
     metrics::count_turn_not_started();
     done(std::move(job->out));
     return;
   }
-  job->writer = impl_->writer;
+  job->writer = p.writer;
   job->call = call;
   job->done = std::move(done);
-  impl_->sys->spawn(turn_driver, job);
+  // A new session with a generated id is nobody else's yet: its first
+  // turn runs here; later turns name it and take its lease.
+  if (p.keeper && !call.session_id.empty()) {
+    admit_turn(p, job, may_forward);
+    return;
+  }
+  p.sys->spawn(turn_driver, job);
+}
+
+} // namespace
+
+void runtime::run_turn_async(const turn_call& call,
+                             std::function<void(turn_outcome)> done) {
+  run_turn_impl(*impl_, call, std::move(done), true);
 }
 
 turn_outcome runtime::run_turn(const turn_call& call) {
@@ -490,6 +658,30 @@ turn_outcome runtime::run_turn(const turn_call& call) {
     result->set_value(std::move(out));
   });
   return future.get();
+}
+
+status enable_session_leases(runtime& rt, lease_keeper_settings s) {
+  auto& p = runtime_access::of(rt);
+  if (!p.store)
+    return status::failure(status_code::unavailable,
+                           "the session store is unavailable: "
+                             + p.store_error);
+  if (!p.leases)
+    return status::failure(status_code::unavailable,
+                           "the session store has no leases");
+  p.keeper = std::make_shared<session_lease_keeper>(
+    p.leases, p.lease_tokens_held, std::move(s));
+  return {};
+}
+
+void run_forwarded_turn(runtime& rt, const turn_call& call,
+                        std::function<void(turn_outcome)> done) {
+  run_turn_impl(runtime_access::of(rt), call, std::move(done), false);
+}
+
+void session_holder_lost(runtime& rt, const std::string& node) {
+  if (auto k = runtime_access::of(rt).keeper)
+    k->holder_lost(node);
 }
 
 } // namespace mibyan

@@ -126,6 +126,11 @@ struct store_write {
   token_usage usage;
   int64_t api_calls = 1;
   std::string reason;
+  /// The writer's lease token of the session (kind::append, usage, end;
+  /// 0 = unfenced): the write is refused, permission_denied with a message
+  /// starting "fenced: ", when the session's lease (storage/session_lease.hpp)
+  /// has a newer token, checked inside the write's transaction.
+  uint64_t fence = 0;
   // -- outcome --
   /// This write's own result (ok once the group committed).
   store_status status;

@@ -3,6 +3,7 @@
 // docs/storage.md ("Group commit") states the guarantees.
 #include "storage/lmdb/lmdb_session_store.hpp"
 
+#include "storage/lmdb/lmdb_session_lease.hpp"
 #include "storage/lmdb/lmdb_store_detail.hpp"
 
 namespace mibyan {
@@ -73,6 +74,24 @@ store_status lmdb_session_store::commit_group(std::vector<store_write>& writes) 
         w.status = {};
         std::string why;
         int r = 0;
+        if (w.fence != 0 && w.what != store_write::kind::create) {
+          const auto& sid = w.what == store_write::kind::append
+                              ? w.append.session_id
+                              : w.session_id;
+          r = lmdb_check_fence(txn, sid, w.fence, why);
+          if (r == 1) {
+            // Refused by its fencing token: nothing of it is written.
+            w.status = store_status::failure(status_code::permission_denied,
+                                             std::string{op_name(w.what)}
+                                               + ": " + why);
+            continue;
+          }
+          if (r != 0) {
+            error = why;
+            rc = r;
+            break;
+          }
+        }
         switch (w.what) {
           case store_write::kind::create: {
             w.created = prepared[i];
