@@ -33,6 +33,7 @@ namespace mibyan {
 
 struct cron_host;
 class cron_service;
+class background_router;
 
 struct runtime::impl {
   caf::actor_system_config cfg;
@@ -76,6 +77,9 @@ struct runtime::impl {
   /// The scheduled jobs' scheduler and verbs (runtime/cron_internal.hpp),
   /// made on first use under mtx; stopped first by the destructor.
   std::shared_ptr<cron_host> cron;
+  /// Routes notify_on_complete process ends to conversations
+  /// (runtime/background.hpp); detached first by the destructor.
+  std::shared_ptr<background_router> background;
 
   ~impl();
   /// The actor behind call_tool_async (runtime/tool_call_facade.hpp); stopped
