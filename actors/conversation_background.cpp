@@ -277,11 +277,25 @@ void recover_background(conv_pointer self) {
     auto kids = store.list_children(sid);
     if (!kids)
       continue;
+    // A session this one continues keeps its own stored messages: a notice
+    // delivered there may be summarised away in the compacted history.
+    std::vector<chat_message> earlier;
+    bool earlier_loaded = sid == st.deps.session_id;
     for (auto& kid : *kids) {
       auto info = store.get_session(kid);
       if (!info || !is_background_child(*info))
         continue;
-      if (delivered(st.history, notice_marker("delegate", kid)))
+      auto marker = notice_marker("delegate", kid);
+      if (delivered(st.history, marker))
+        continue;
+      if (!earlier_loaded) {
+        earlier_loaded = true;
+        if (auto msgs = store.load_messages(sid))
+          for (auto& m : *msgs)
+            if (m.message.role == "user")
+              earlier.push_back(std::move(m.message));
+      }
+      if (delivered(earlier, marker))
         continue;
       auto status = stored_status(*info);
       if (status == "cancelled")
