@@ -220,6 +220,17 @@ int chat_command(const std::vector<std::string>& args,
   // Approvals: a terminal is the approval channel (docs/approvals.md).
   if (interactive)
     rt->set_approval_callback([&st, &activity](const approval_prompt& p) {
+      {
+        // A background subagent asking while no turn runs: the prompt's
+        // line reader owns the terminal, so nobody can answer here.
+        std::lock_guard<std::mutex> guard{st.mtx};
+        if (!st.busy) {
+          std::cout << "\r[background] a subagent's command needs approval "
+                       "while no turn runs; denied: "
+                    << p.command.substr(0, 120) << "\n> " << std::flush;
+          return approval_choice::deny;
+        }
+      }
       if (activity)
         activity->set_paused(true);
       auto choice = ask_on_terminal(p, st.mtx);
