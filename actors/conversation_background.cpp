@@ -35,7 +35,8 @@ namespace {
 constexpr size_t max_summary_chars = 6000;
 constexpr size_t max_goal_chars = 300;
 constexpr size_t max_headline_chars = 160;
-// Entries listed in one merged notice; the rest are counted.
+// Entries listed with their first line in one merged notice; the rest
+// with their marker only.
 constexpr size_t max_merged_entries = 50;
 
 // `s` cut to at most `max` bytes on a UTF-8 boundary, keeping the head
@@ -143,8 +144,12 @@ void merge_into(background_notice& a, const background_notice& b,
     merged_count = 1;
     a = std::move(m);
   }
+  // Every entry keeps its marker (a delivered marker is never delivered
+  // again, recover_background); past max_merged_entries without its line.
   if (merged_count < max_merged_entries)
     a.text += "\n" + entry(b);
+  else
+    a.text += "\n" + notice_marker(b.kind, b.id) + " " + b.status + "]";
   ++merged_count;
   a.headline = std::to_string(merged_count) + " background events";
 }
@@ -240,10 +245,7 @@ std::vector<chat_message> take_notices(conv_pointer self) {
                     "here, oldest first. delegate_task(action=\"status\", "
                     "id=...) gives a task's full summary.]\n"
                   + n.text;
-      if (entries > max_merged_entries)
-        m.content += "\n... and "
-                     + std::to_string(entries - max_merged_entries)
-                     + " more";
+
     } else {
       m.content = n.text;
     }

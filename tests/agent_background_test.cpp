@@ -98,10 +98,11 @@ struct fixture {
 
   // Queues `body` for the next request whose body contains `match`.
   void script(const std::string& match, const std::string& body,
-              const std::string& hold = {}, int status = 200) {
+              const std::string& hold = {}, int status = 200, int times = 1) {
     json::value s;
     s["path"] = "/v1/chat/completions";
     s["status"] = status;
+    s["times"] = times;
     s["body"] = body;
     s["match"] = match;
     if (!hold.empty())
@@ -738,6 +739,41 @@ BOOST_AUTO_TEST_CASE(child_inherits_skill_variables) {
   BOOST_REQUIRE_EQUAL(child.size(), 2u);
   auto out = tool_result(child[1], "call_1");
   BOOST_CHECK_MESSAGE(contains(out, "TOKEN-PRESENT"), out);
+}
+
+// Many children at once: one merged message keeps every task's marker,
+// so a later process delivers none of them again.
+BOOST_AUTO_TEST_CASE(many_children_are_merged_and_never_delivered_twice) {
+  write_config("delegation:\n  max_background_children: 64\n"
+               "  max_pending_notices: 2\n");
+  json::value many;
+  many["background"] = true;
+  many["tasks"] = json::value::make_array();
+  for (int i = 0; i < 55; ++i)
+    many["tasks"].push_back(json::value{"job number " + std::to_string(i)});
+  script("ASK-ONE", completion("", "delegate_task", many.dump()));
+  script(child_match, completion("child summary"), {}, 200, 55);
+  script("ASK-ONE", completion("all started"));
+  auto r1 = test::run_mibyan(run_args("bg-many", "ASK-ONE"), env());
+  BOOST_REQUIRE_MESSAGE(r1.exit_code == 0, r1.err);
+  BOOST_REQUIRE_EQUAL(background_children("bg-many").size(), 55u);
+  script("ASK-", completion("ok"), {}, 200, 2);
+  auto r2 = test::run_mibyan(run_args("bg-many", "ASK-TWO"), env());
+  BOOST_CHECK_EQUAL(r2.exit_code, 0);
+  auto two = requests_with("ASK-TWO");
+  BOOST_REQUIRE_EQUAL(two.size(), 1u);
+  auto last = last_user(two[0]);
+  BOOST_CHECK_EQUAL(count_of(last, "[background task bg-many::child::"), 55u);
+  BOOST_CHECK(contains(last, "[background: 54 events"));
+  BOOST_CHECK_EQUAL(count_of(last, "The background subagent you started"),
+                    1u);
+  auto r3 = test::run_mibyan(run_args("bg-many", "ASK-THREE"), env());
+  BOOST_CHECK_EQUAL(r3.exit_code, 0);
+  auto three = requests_with("ASK-THREE");
+  BOOST_REQUIRE_EQUAL(three.size(), 1u);
+  BOOST_CHECK_EQUAL(count_of(three[0]["messages"].dump(),
+                             "[background task bg-many::child::"),
+                    55u);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
