@@ -7,6 +7,7 @@
 #include "actors/conversation_internal.hpp"
 #include "agent/history_repair.hpp"
 #include "base/log.hpp"
+#include "base/process_registry.hpp"
 #include "storage/session_store.hpp"
 #include "tools/file_checkpointer.hpp"
 
@@ -60,6 +61,26 @@ conversation_behavior(conv_pointer self, conversation_deps deps) {
     if (!st.deps.memory_snapshot.empty())
       st.system_prompt += "\n\n" + st.deps.memory_snapshot;
   }
+  // Background children that ended (or died with an earlier process)
+  // without their notice reaching the history (docs/agent_loop.md,
+  // "Background deliveries").
+  recover_background(self);
+  // Background children die with their conversation (they are linked):
+  // their sessions are ended as interrupted, their processes killed.
+  self->attach_functor([live = st.live_children, writer = st.deps.writer,
+                        svc = st.deps.svc, sid = st.tool_session] {
+    for (auto& child : *live) {
+      if (writer)
+        caf::anon_send(writer, end_atom_v, child, std::string{"interrupted"});
+      svc->background->child_ended(sid);
+      if (svc->agent_tools)
+        svc->agent_tools->forget_session(child);
+      auto procs = svc->processes;
+      if (procs && svc->pool)
+        svc->pool->submit([procs, child] { procs->close_session(child); });
+    }
+    live->clear();
+  });
   return {
     [self](turn_atom, turn_request& req) -> caf::result<std::string> {
       auto rp = self->make_response_promise<std::string>();
@@ -95,6 +116,9 @@ conversation_behavior(conv_pointer self, conversation_deps deps) {
         return;
       caf::anon_send(st.cur->p.req.sink, delta_atom_v, st.deps.session_id,
                      std::move(kind), std::move(text));
+    },
+    [self](notice_atom, background_notice& n) {
+      queue_notice(self, std::move(n));
     },
     [self](done_atom, uint64_t shaping_id) {
       auto& cur = self->state.cur;

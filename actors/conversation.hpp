@@ -18,6 +18,12 @@
 //   (delta_atom, request_id, kind, text)
 //       Streamed fragments from the provider; forwarded to the turn's sink
 //       as (delta_atom, session_id, kind, text).
+//   (notice_atom, background_notice)
+//       Background work of this conversation ended (a notify_on_complete
+//       process; its own background children report internally): kept,
+//       announced on svc->background, and delivered as a user-role message
+//       at the start of the next turn (docs/agent_loop.md, "Background
+//       deliveries").
 //
 // Persistence: the session row must exist in the store before the first
 // turn. The actor loads the stored messages (repaired with repair_history)
@@ -52,7 +58,8 @@ class prompt_store;
 using conversation_actor = caf::typed_actor<
   caf::replies_to<turn_atom, turn_request>::with<std::string>,
   caf::reacts_to<interrupt_atom, std::string>,
-  caf::reacts_to<delta_atom, std::string, std::string, std::string>>;
+  caf::reacts_to<delta_atom, std::string, std::string, std::string>,
+  caf::reacts_to<notice_atom, background_notice>>;
 
 /// What a conversation actor works with.
 struct conversation_deps {

@@ -4,10 +4,18 @@
 //
 // Each task runs as a child conversation actor with its own session
 // (parent_session_id = this session), its own iteration budget
-// (delegation.max_iterations), a restricted tool set
-// (delegation.blocked_tools) and its own kernels and processes (keyed by
-// its session id, released when it ends). At most
-// delegation.max_concurrent_children children of one call run at once.
+// (delegation.max_iterations), a restricted tool set (the call's toolsets,
+// else delegation.default_toolsets, narrowed to what the parent is offered,
+// minus delegation.blocked_tools), the parent's active skill variables and
+// its own kernels and processes (keyed by its session id, released when it
+// ends). At most delegation.max_concurrent_children children of one call
+// run at once.
+//
+// With `background: true` the call returns at once with task ids; each
+// child runs on, unbound to the parent's turns (at most
+// delegation.max_background_children per session), and its end becomes a
+// notice delivered at the parent's next turn (conversation_background.cpp).
+// `action: "status" | "cancel"` inspects or stops such a task.
 //
 // Parent and child talk only through typed messages: the writer creates
 // the child's session (create_atom), the child gets one turn
@@ -23,6 +31,8 @@
 #include "base/log.hpp"
 #include "base/process_registry.hpp"
 #include "tools/read_tracker.hpp"
+#include "tools/toolsets.hpp"
+#include "tools/agent/agent_tool_state.hpp"
 
 namespace mibyan::conversation_detail {
 
@@ -31,6 +41,8 @@ struct delegation_run {
     std::string goal;
     std::string context;
     std::string session_id;
+    // The last part of the child's session id ("" = its index).
+    std::string label;
     conversation_actor child;
     int64_t started_ms = 0;
     bool running = false;
@@ -48,6 +60,13 @@ struct delegation_run {
   bool interrupted = false;
   bool delivered = false;
   std::function<void()> then;
+  // The child turn every task gets, minus its text: provider, model,
+  // toolsets, blocked tools, the sink (none for background children).
+  turn_request child_req;
+  // Runs on unbound to the parent's turns; its tasks' ends are notices.
+  bool background = false;
+  // A background task the parent cancelled: no notice.
+  bool cancelled = false;
 };
 
 namespace {
@@ -154,7 +173,7 @@ void delegate_event(conv_pointer self, const turn_state& t,
 // Delivers the run's result once: into the batch when it is still the
 // running one.
 void deliver_run(conv_pointer self, const std::shared_ptr<delegation_run>& run) {
-  if (run->delivered)
+  if (run->delivered || run->background)
     return;
   run->delivered = true;
   auto tp = current(self, run->turn);
@@ -176,7 +195,7 @@ void deliver_run(conv_pointer self, const std::shared_ptr<delegation_run>& run) 
 // Frees what the child `sid` held: its kernels, background processes,
 // approvals and read records; ends its session in the store.
 void release_child(conv_pointer self, const std::string& sid,
-                   const conversation_actor& child, bool interrupted) {
+                   const conversation_actor& child, const std::string& reason) {
   auto& st = self->state;
   if (child) {
     self->unlink_from(child); // its exit must not end the parent
@@ -184,8 +203,7 @@ void release_child(conv_pointer self, const std::string& sid,
   }
   if (st.deps.kernels)
     self->send(st.deps.kernels, dispose_atom_v, sid);
-  self->request(st.deps.writer, caf::infinite, end_atom_v, sid,
-                std::string{interrupted ? "interrupted" : "delegation_done"})
+  self->request(st.deps.writer, caf::infinite, end_atom_v, sid, reason)
     .then([](bool) {}, [](caf::error&) {});
   auto svc = st.deps.svc;
   auto job = [svc, sid] {
@@ -193,6 +211,8 @@ void release_child(conv_pointer self, const std::string& sid,
       svc->processes->close_session(sid); // waits for the kills
     if (svc->approvals)
       svc->approvals->forget_session(sid);
+    if (svc->agent_tools)
+      svc->agent_tools->forget_session(sid);
     forget_session_reads(sid);
   };
   if (!svc->pool || !svc->pool->submit(job))
@@ -215,12 +235,33 @@ void child_done(conv_pointer self, std::shared_ptr<delegation_run> run,
   --run->running;
   ++run->finished;
   auto& st = self->state;
+  auto status = t.result.get_string("status");
+  if (run->cancelled) {
+    status = "cancelled";
+    t.result["status"] = status;
+  }
   MIBYAN_LOG(info, "delegate",
              st.deps.session_id << ": child " << t.session_id << " ended: "
-                                << t.result.get_string("status"));
-  release_child(self, t.session_id, t.child,
-                t.result.get_string("status") == "interrupted");
+                                << status);
+  std::string reason = status == "interrupted" ? "interrupted"
+                                               : "delegation_done";
+  if (run->background) {
+    reason = status == "ok"            ? "delegation_done"
+             : status == "error"       ? "delegation_failed"
+             : status == "cancelled"   ? "cancelled"
+                                       : "interrupted";
+    // A failed task's error survives in its end reason (read back after a
+    // restart, conversation_background.cpp).
+    if (auto err = t.result.get_string("error"); status == "error" && !err.empty())
+      reason += ": " + err.substr(0, 300);
+  }
+  release_child(self, t.session_id, t.child, reason);
   t.child = nullptr;
+  if (run->background) {
+    background_child_ended(self, t.session_id, t.goal, t.result,
+                           run->cancelled);
+    return;
+  }
   if (run->finished == run->tasks.size())
     deliver_run(self, run);
   else
@@ -232,9 +273,10 @@ void child_done(conv_pointer self, std::shared_ptr<delegation_run> run,
 void spawn_child(conv_pointer self, std::shared_ptr<delegation_run> run,
                  size_t i) {
   auto& st = self->state;
-  auto tp = current(self, run->turn);
   auto& t = run->tasks[i];
-  if (tp == nullptr || run->interrupted) {
+  // A call's children end with its turn; background ones run on.
+  if (run->interrupted
+      || (!run->background && current(self, run->turn) == nullptr)) {
     child_done(self, run, i, {}, "interrupted before the child started");
     return;
   }
@@ -247,20 +289,8 @@ void spawn_child(conv_pointer self, std::shared_ptr<delegation_run> run,
   t.child = spawn_conversation(self->system(), std::move(deps));
   // The child dies with its parent (a closed session, a shutdown).
   self->link_to(t.child);
-  auto& cfg = st.deps.svc->cfg;
-  turn_request req;
+  turn_request req = run->child_req;
   req.text = child_prompt(t);
-  req.max_iterations = cfg.delegation.max_iterations;
-  req.toolsets = tp->p.req.toolsets;
-  req.blocked_tools = cfg.delegation.blocked_tools;
-  req.stream = false;
-  // The child's tool events go straight to the parent's sink, marked with
-  // their depth (shown indented).
-  req.sink = tp->p.req.sink;
-  req.provider = tp->p.req.provider;
-  req.model = tp->p.req.model;
-  req.provider_name = tp->p.req.provider_name;
-  req.base_url = tp->p.req.base_url;
   self->request(t.child, caf::infinite, turn_atom_v, std::move(req))
     .then(
       [self, run, i](std::string& res) { child_done(self, run, i, res, {}); },
@@ -282,23 +312,36 @@ void start_children(conv_pointer self, std::shared_ptr<delegation_run> run) {
     t.running = true;
     t.started_ms = now_ms();
     auto parent = st.deps.session_id;
+    auto label = t.label.empty() ? std::to_string(i) : t.label;
     t.session_id = parent + "::child::" + std::to_string(t.started_ms) + "."
-                   + std::to_string(run->batch) + "." + std::to_string(i);
+                   + std::to_string(run->batch) + "." + label;
     if (t.session_id.size() > 128) // the store's id limit
       t.session_id = "child_" + std::to_string(t.started_ms) + "."
-                     + std::to_string(run->batch) + "." + std::to_string(i);
-    // The child asks through the parent's per-session channels, if any.
+                     + std::to_string(run->batch) + "." + label;
+    // The child asks through the parent's per-session channels, if any,
+    // and inherits the parent's active skill variables.
     if (auto& gate = st.deps.svc->approvals)
       gate->channels()->alias(t.session_id, parent);
+    if (st.deps.svc->agent_tools)
+      st.deps.svc->agent_tools->inherit_skills(st.tool_session, t.session_id);
     session_meta meta;
     meta.id = t.session_id;
     meta.source = "delegate";
     meta.cwd = st.cwd;
     meta.parent_session_id = parent;
     meta.title = t.goal.substr(0, max_title_chars);
-    if (auto tp = current(self, run->turn)) {
-      meta.model = tp->p.req.model;
-      meta.provider = tp->p.req.provider_name;
+    meta.model = run->child_req.model;
+    meta.provider = run->child_req.provider_name;
+    if (run->background) {
+      // The stored record of a background task (its status and summary
+      // are read back after a restart, conversation_background.cpp).
+      json::value md;
+      md["background_task"] = true;
+      md["goal"] = t.goal.substr(0, 4000);
+      meta.metadata_json = md.dump();
+      st.background[t.session_id] = run;
+      st.live_children->insert(t.session_id);
+      st.deps.svc->background->child_started(st.tool_session);
     }
     self->request(st.deps.writer, caf::infinite, create_atom_v, meta)
       .then([self, run, i](std::string&) { spawn_child(self, run, i); },
@@ -314,6 +357,95 @@ void start_children(conv_pointer self, std::shared_ptr<delegation_run> run) {
 
 } // namespace
 
+namespace {
+
+// What a task that runs here looks like to action="status".
+json::value running_task_status(const std::string& id,
+                                const delegation_run& run) {
+  json::value v;
+  v["task_id"] = id;
+  for (auto& t : run.tasks)
+    if (t.session_id == id) {
+      v["status"] = t.finished ? t.result.get_string("status")
+                               : std::string{"running"};
+      v["goal"] = t.goal;
+      v["elapsed_seconds"] = seconds_since(t.started_ms);
+      if (t.finished)
+        v["summary"] = t.result.get_string("summary");
+    }
+  if (run.cancelled)
+    v["status"] = "cancelled";
+  return v;
+}
+
+// delegate_task(action="status", id?) of the running batch's call.
+json::value task_status(conv_pointer self, const std::string& id) {
+  auto& st = self->state;
+  if (id.empty()) {
+    json::value out;
+    out["tasks"] = json::value::make_array();
+    for (auto& [tid, run] : st.background)
+      out["tasks"].push_back(running_task_status(tid, *run));
+    out["pending_notices"] = static_cast<int64_t>(st.notices.size());
+    return out;
+  }
+  if (auto it = st.background.find(id); it != st.background.end())
+    return running_task_status(id, *it->second);
+  if (auto stored = stored_task_status(self, id))
+    return *stored;
+  return error_result("no background task '" + id
+                      + "' in this session (delegate_task(action=\"status\") "
+                        "lists the running ones)");
+}
+
+// delegate_task(action="cancel", id).
+json::value task_cancel(conv_pointer self, const std::string& id) {
+  auto& st = self->state;
+  if (id.empty())
+    return error_result("delegate_task(action=\"cancel\") needs the task's "
+                        "`id`");
+  auto it = st.background.find(id);
+  if (it == st.background.end()) {
+    if (auto stored = stored_task_status(self, id))
+      return error_result("background task '" + id + "' already ended ("
+                          + stored->get_string("status")
+                          + "); there is nothing to cancel");
+    return error_result("no background task '" + id
+                        + "' in this session; nothing was cancelled");
+  }
+  auto run = it->second;
+  run->cancelled = true;
+  run->interrupted = true;
+  for (auto& t : run->tasks)
+    if (t.running && t.child)
+      self->send(t.child, interrupt_atom_v,
+                 std::string{"cancelled by the parent agent"});
+  MIBYAN_LOG(info, "delegate",
+             st.deps.session_id << ": cancelling background task " << id);
+  json::value v;
+  v["task_id"] = id;
+  v["status"] = "cancelled";
+  v["note"] = "The subagent is being stopped; no notice will follow.";
+  return v;
+}
+
+} // namespace
+
+void background_child_ended(conv_pointer self, const std::string& task_id,
+                            const std::string& goal, const json::value& entry,
+                            bool cancelled) {
+  auto& st = self->state;
+  st.background.erase(task_id);
+  if (st.live_children->erase(task_id) > 0)
+    st.deps.svc->background->child_ended(st.tool_session);
+  if (cancelled)
+    return;
+  auto summary = entry.get_string("summary");
+  queue_notice(self, delegate_notice(st.tool_session, task_id, goal,
+                                     entry.get_string("status"), summary,
+                                     entry.get_string("error")));
+}
+
 void start_delegation(conv_pointer self, size_t idx,
                       std::function<void()> then) {
   auto& st = self->state;
@@ -327,29 +459,52 @@ void start_delegation(conv_pointer self, size_t idx,
     fail("delegate_task is not available to a subagent");
     return;
   }
-  // At most max_concurrent_children delegate_task calls per message.
-  size_t ordinal = 0;
-  for (size_t i = 0; i < idx; ++i)
-    if (t.plan.calls[i].call.name == "delegate_task")
-      ++ordinal;
-  auto cap = st.deps.svc->cfg.delegation.max_concurrent_children;
-  if (static_cast<int64_t>(ordinal) >= cap) {
-    fail("skipped: at most " + std::to_string(cap)
-         + " delegate_task calls per message; put several tasks into one "
-           "call's `tasks` instead");
-    return;
-  }
   auto args = json::parse(c.arguments.empty() ? std::string{"{}"}
                                               : c.arguments);
   if (!args || !args.v->is_object()) {
     fail("delegate_task: the arguments are not a JSON object");
     return;
   }
-  auto run = std::make_shared<delegation_run>();
   auto& a = *args.v;
-  if (auto tasks = a.find("tasks"); tasks != nullptr && tasks->is_array()
-                                    && tasks->size() > 0) {
-    for (auto& x : tasks->as_array()) {
+  auto action = a.get_string("action");
+  if (action == "status" || action == "cancel") {
+    auto id = a.get_string("id");
+    auto res = action == "status" ? task_status(self, id)
+                                  : task_cancel(self, id);
+    t.results[idx] = res.dump();
+    then();
+    return;
+  }
+  if (!action.empty() && action != "start") {
+    fail("delegate_task: unknown action '" + action
+         + "' (start, status or cancel)");
+    return;
+  }
+  // At most max_concurrent_children delegate_task calls that start work
+  // per message.
+  size_t ordinal = 0;
+  for (size_t i = 0; i < idx; ++i)
+    if (t.plan.calls[i].call.name == "delegate_task") {
+      auto other = json::parse_members(t.plan.calls[i].call.arguments,
+                                       {"action"});
+      auto act = other && other.v->is_object()
+                   ? other.v->get_string("action")
+                   : std::string{};
+      if (act != "status" && act != "cancel")
+        ++ordinal;
+    }
+  auto& cfg = st.deps.svc->cfg;
+  auto cap = cfg.delegation.max_concurrent_children;
+  if (static_cast<int64_t>(ordinal) >= cap) {
+    fail("skipped: at most " + std::to_string(cap)
+         + " delegate_task calls per message; put several tasks into one "
+           "call's `tasks` instead");
+    return;
+  }
+  std::vector<delegation_run::task> tasks;
+  if (auto list = a.find("tasks"); list != nullptr && list->is_array()
+                                   && list->size() > 0) {
+    for (auto& x : list->as_array()) {
       delegation_run::task task;
       if (x.is_object()) {
         task.goal = x.get_string("goal");
@@ -361,17 +516,103 @@ void start_delegation(conv_pointer self, size_t idx,
         fail("delegate_task: every task needs a non-empty goal");
         return;
       }
-      run->tasks.push_back(std::move(task));
+      tasks.push_back(std::move(task));
     }
   } else if (!trim(a.get_string("goal")).empty()) {
     delegation_run::task task;
     task.goal = a.get_string("goal");
     task.context = a.get_string("context");
-    run->tasks.push_back(std::move(task));
+    tasks.push_back(std::move(task));
   } else {
     fail("delegate_task needs a `goal` or a non-empty `tasks` list");
     return;
   }
+  // The children's tools (docs/tools.md, "delegate_task"): the call's
+  // toolsets, else delegation.default_toolsets, never beyond what this
+  // turn offers, minus delegation.blocked_tools.
+  std::vector<std::string> sets;
+  if (auto ts = a.find("toolsets"); ts != nullptr && !ts->is_null()) {
+    if (!ts->is_array()) {
+      fail("delegate_task: `toolsets` must be a list of toolset names");
+      return;
+    }
+    for (auto& x : ts->as_array()) {
+      if (!x.is_string() || trim(x.as_string()).empty()) {
+        fail("delegate_task: `toolsets` must be a list of toolset names");
+        return;
+      }
+      sets.push_back(trim(x.as_string()));
+    }
+  }
+  if (sets.empty())
+    sets = cfg.delegation.default_toolsets;
+  auto offered = offered_tool_names(st.deps.svc->toolsets.get(),
+                                    st.deps.svc->tools, cfg, sets);
+  if (!offered) {
+    fail("delegate_task: " + offered.error);
+    return;
+  }
+  turn_request child;
+  child.max_iterations = cfg.delegation.max_iterations;
+  child.toolsets = sets;
+  child.blocked_tools = cfg.delegation.blocked_tools;
+  for (auto& name : *offered)
+    if (t.valid.count(name) == 0)
+      child.blocked_tools.push_back(name);
+  child.stream = false;
+  child.provider = t.p.req.provider;
+  child.model = t.p.req.model;
+  child.provider_name = t.p.req.provider_name;
+  child.base_url = t.p.req.base_url;
+  if (a.get_bool("background", false)) {
+    // Background: each task runs on its own; the call answers now.
+    auto limit = cfg.delegation.max_background_children;
+    auto running = static_cast<int64_t>(st.background.size());
+    if (running + static_cast<int64_t>(tasks.size()) > limit) {
+      fail("delegate_task: at most " + std::to_string(limit)
+           + " background subagents may run at once in a session ("
+           + std::to_string(running)
+           + " running now; delegation.max_background_children); wait for "
+             "one to finish or cancel one");
+      return;
+    }
+    json::value out;
+    out["background"] = true;
+    out["tasks"] = json::value::make_array();
+    for (size_t k = 0; k < tasks.size(); ++k) {
+      auto run = std::make_shared<delegation_run>();
+      run->background = true;
+      run->turn = t.id;
+      run->batch = t.batch;
+      run->call_index = idx;
+      run->started_ms = now_ms();
+      run->child_req = child;
+      tasks[k].label = std::to_string(idx) + "-" + std::to_string(k);
+      run->tasks.push_back(std::move(tasks[k]));
+      start_children(self, run);
+      json::value e;
+      e["task_id"] = run->tasks[0].session_id;
+      e["goal"] = run->tasks[0].goal;
+      e["status"] = "running";
+      out["tasks"].push_back(std::move(e));
+    }
+    out["note"] = "The subagents run in the background. Each one's summary "
+                  "is delivered to you at the start of the next turn after "
+                  "it finishes; delegate_task(action=\"status\", id=...) "
+                  "checks one, action=\"cancel\" stops one.";
+    MIBYAN_LOG(info, "delegate",
+               st.deps.session_id << ": " << tasks.size()
+                                  << " background task(s) started");
+    t.results[idx] = out.dump();
+    then();
+    return;
+  }
+  auto run = std::make_shared<delegation_run>();
+  run->tasks = std::move(tasks);
+  run->child_req = std::move(child);
+  // The child's tool events go straight to the parent's sink, marked with
+  // their depth (shown indented).
+  run->child_req.sink = t.p.req.sink;
   run->turn = t.id;
   run->batch = t.batch;
   run->call_index = idx;

@@ -18,6 +18,9 @@
 //                             and length-cut answers, cut tool calls
 //   conversation_compress.cpp context compression and the session chain
 //   conversation_delegate.cpp delegate_task: child conversations
+//   conversation_background.cpp background deliveries: notices kept for
+//                             the next turn, merged, recovered from the
+//                             store; background task status
 //
 // Threading: every function here runs inside the actor (on its scheduler
 // thread) and takes the actor's pointer; none may block.
@@ -28,7 +31,9 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -44,6 +49,7 @@
 #include "agent/tool_guardrails.hpp"
 #include "agent/tool_result_shaping.hpp"
 #include "agent/turn_result.hpp"
+#include "base/json.hpp"
 
 namespace mibyan::conversation_detail {
 
@@ -130,6 +136,18 @@ struct conversation_state {
   // Compressions in a row that left the context above the threshold;
   // at 2 compression is off for this conversation.
   int ineffective_compressions = 0;
+  // Background work (docs/agent_loop.md, "Background deliveries"): the
+  // background children running now, by task id (= the child's session
+  // id); notices waiting for the next turn (oldest first, at most
+  // delegation.max_pending_notices); the sessions of this conversation's
+  // chain (a task's parent must be one of them); the running children's
+  // sessions, shared with the exit handler that ends them in the store
+  // when the conversation dies first.
+  std::map<std::string, std::shared_ptr<delegation_run>> background;
+  std::deque<background_notice> notices;
+  std::set<std::string> chain_ids;
+  std::shared_ptr<std::set<std::string>> live_children
+    = std::make_shared<std::set<std::string>>();
 
   static const char* name;
 };
@@ -244,6 +262,40 @@ void start_delegation(conv_pointer self, size_t idx,
 /// Interrupts the running children of the turn and gives their calls a
 /// result now (unfinished tasks: "interrupted").
 void interrupt_delegations(conv_pointer self, const std::string& reason);
+
+/// delegate_task(action="status"|"cancel") and background children: see
+/// conversation_delegate.cpp. A background child ended: its notice.
+void background_child_ended(conv_pointer self, const std::string& task_id,
+                            const std::string& goal,
+                            const json::value& entry, bool cancelled);
+
+// -- conversation_background.cpp ---------------------------------------------
+
+/// The marker that opens a delivered notice: "[background <kind> <id>:".
+std::string notice_marker(const std::string& kind, const std::string& id);
+/// The notice of a background child that ended with `status`.
+background_notice delegate_notice(const std::string& session_id,
+                                  const std::string& task_id,
+                                  const std::string& goal,
+                                  const std::string& status,
+                                  const std::string& summary,
+                                  const std::string& error);
+/// Keeps `n` for the next turn (merging the oldest beyond
+/// delegation.max_pending_notices) and announces it. A notice whose
+/// session is gone from the store is announced and dropped (the child's
+/// own session keeps its summary).
+void queue_notice(conv_pointer self, background_notice n);
+/// The waiting notices as user-role messages, oldest first (emptied).
+std::vector<chat_message> take_notices(conv_pointer self);
+/// At start-up: notices of background children of this conversation's
+/// chain that ended (or died with an earlier process) and were never
+/// delivered; a child left running by a dead process is ended as
+/// "interrupted" in the store. Blocking LMDB reads, like the history load.
+void recover_background(conv_pointer self);
+/// The status of a task that does not run here, from the store: null when
+/// `id` is no background task of this conversation's chain.
+std::optional<json::value> stored_task_status(conv_pointer self,
+                                              const std::string& id);
 
 // -- conversation_compress.cpp ------------------------------------------------
 

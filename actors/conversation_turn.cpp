@@ -478,14 +478,20 @@ void start_next(conv_pointer self) {
              true);
     return;
   }
+  // Background work that ended since the last turn (docs/agent_loop.md,
+  // "Background deliveries"): one user-role message each, before the
+  // user's own, stored with it.
+  auto to_store = take_notices(self);
+  tt.msgs.insert(tt.msgs.end(), to_store.begin(), to_store.end());
   chat_message user;
   user.role = "user";
   user.content = req.text;
   user.timestamp_ms = now_ms();
   tt.msgs.push_back(user);
+  to_store.push_back(user);
   auto id = tt.id;
   // Crash safety: the user message is durable before any model call.
-  persist(self, {user}, [self, id](std::vector<std::string> errors) {
+  persist(self, std::move(to_store), [self, id](std::vector<std::string> errors) {
     auto tp = current(self, id);
     if (tp == nullptr)
       return;

@@ -11,6 +11,7 @@
 #include <memory>
 #include <string>
 
+#include "actors/background_board.hpp"
 #include "approvals/approval_service.hpp"
 #include "config/options.hpp"
 #include "base/blocking_pool.hpp"
@@ -65,6 +66,11 @@ struct runtime_services {
   /// Named toolsets; dynamic ones may be added at any time (internally
   /// synchronised). Null means the static table.
   std::shared_ptr<toolset_catalog> toolsets;
+  /// Background work of the runtime's sessions: running children per
+  /// session and the listeners of finished work (actors/background_board.hpp).
+  /// Never null in a runtime.
+  std::shared_ptr<background_board> background
+    = std::make_shared<background_board>();
 };
 
 using services_ptr = std::shared_ptr<const runtime_services>;

@@ -39,7 +39,15 @@ struct process_registry::proc {
   const char* kill_source = nullptr; // set when we killed it
   std::string buffer;
   uint64_t total = 0;
+  std::function<void(const process_snapshot&)> on_exit; // process_spec
 };
+
+namespace {
+
+void fill(process_snapshot& s, const process_registry::proc& p,
+          bool with_output, size_t cap);
+
+} // namespace
 
 namespace {
 
@@ -165,6 +173,7 @@ process_registry::start(const process_spec& spec) {
   p->session_id = spec.session_id;
   p->command = spec.command;
   p->pty = spec.pty;
+  p->on_exit = spec.on_exit;
   int pid = -1;
   if (spec.pty) {
     int master = -1, slave = -1;
@@ -306,7 +315,37 @@ void process_registry::reader_loop() {
       }
     }
     reap_locked();
+    // notify_on_complete: processes that ended on their own, once their
+    // output is drained (or 500 ms after the exit), told outside the lock.
+    std::vector<std::pair<std::function<void(const process_snapshot&)>,
+                          process_snapshot>>
+      ended;
+    auto now = clock_type::now();
+    for (auto& p : procs_) {
+      if (p->running || !p->on_exit)
+        continue;
+      if (p->kill_source != nullptr || stopping_) {
+        p->on_exit = nullptr;
+        continue;
+      }
+      if (!p->out_eof && now - p->ended < std::chrono::milliseconds{500})
+        continue;
+      process_snapshot snap;
+      fill(snap, *p, true, 4000);
+      ended.emplace_back(std::move(p->on_exit), std::move(snap));
+      p->on_exit = nullptr;
+    }
     cv_.notify_all();
+    if (!ended.empty()) {
+      lock.unlock();
+      for (auto& [fn, snap] : ended) {
+        try {
+          fn(snap);
+        } catch (...) {
+        }
+      }
+      lock.lock();
+    }
     if (stopping_ && by_key_.empty()
         && std::none_of(procs_.begin(), procs_.end(),
                         [](auto& p) { return p->running; }))

@@ -26,6 +26,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -34,6 +35,8 @@
 #include <vector>
 
 namespace mibyan {
+
+struct process_snapshot;
 
 /// What to start.
 struct process_spec {
@@ -48,6 +51,13 @@ struct process_spec {
   /// Run under a pseudo-terminal (stdin, stdout and stderr are its slave
   /// side); otherwise stdin is a pipe and stdout+stderr share one pipe.
   bool pty = false;
+  /// Called once when the process ended on its own (exit or a signal that
+  /// did not come from the registry; never after a kill by the process
+  /// tool, close_session or shutdown), with its snapshot (output: the last
+  /// 4,000 bytes) once its output is drained (at most 500 ms after the
+  /// exit). Runs on the reader thread, outside the registry's lock: it
+  /// must return promptly and never call back into the registry's waits.
+  std::function<void(const process_snapshot&)> on_exit;
 };
 
 /// A snapshot of one process.

@@ -7,6 +7,7 @@
 #include "cli/rollback.hpp"
 #include "cli/terminal_output.hpp"
 
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -16,12 +17,15 @@
 #include <random>
 #include <set>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include <unistd.h>
 
 #include "providers/provider_profile.hpp"
 #include "base/json.hpp"
 #include "base/log.hpp"
+#include "runtime/background.hpp"
 #include "runtime/runtime.hpp"
 
 namespace mibyan::cli {
@@ -61,9 +65,83 @@ void chat_help() {
 struct chat_state {
   std::mutex mtx;
   bool busy = false;
+  /// Background announcements held while a turn prints (shown after it).
+  std::vector<std::string> deferred;
   /// Ctrl-C was already forwarded to the running turn.
   bool interrupted = false;
   std::string session_id;
+};
+
+// Announces finished background work (docs/agent_loop.md, "Background
+// deliveries") while the prompt waits: the runtime's listener only queues
+// a line; this thread prints it under the output mutex, or defers it to
+// the end of a running turn.
+class announcer {
+public:
+  announcer(chat_state& st, bool interactive, const char* prompt)
+    : st_(st), interactive_(interactive), prompt_(prompt),
+      thread_([this] { loop(); }) {}
+  ~announcer() {
+    {
+      std::lock_guard<std::mutex> g{mtx_};
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  // From a runtime thread: queues and returns.
+  void post(const background_notice& n) {
+    std::string line = "[background] "
+                       + std::string{n.kind == "delegate" ? "task " : n.kind + " "}
+                       + n.id + " " + n.headline;
+    {
+      std::lock_guard<std::mutex> g{mtx_};
+      lines_.push_back(std::move(line));
+    }
+    cv_.notify_all();
+  }
+  // Prints the deferred lines; the caller holds st.mtx and no turn runs.
+  static void flush_locked(chat_state& st) {
+    for (auto& l : st.deferred)
+      std::cout << l << "\n";
+    st.deferred.clear();
+    std::cout << std::flush;
+  }
+
+private:
+  void loop() {
+    std::unique_lock<std::mutex> g{mtx_};
+    for (;;) {
+      cv_.wait(g, [this] { return stop_ || !lines_.empty(); });
+      if (lines_.empty() && stop_)
+        return;
+      auto lines = std::move(lines_);
+      lines_.clear();
+      g.unlock();
+      {
+        std::lock_guard<std::mutex> out{st_.mtx};
+        if (st_.busy) {
+          st_.deferred.insert(st_.deferred.end(), lines.begin(), lines.end());
+        } else {
+          for (auto& l : lines)
+            std::cout << (interactive_ ? "\r" : "") << l << "\n";
+          if (interactive_)
+            std::cout << prompt_;
+          std::cout << std::flush;
+        }
+      }
+      g.lock();
+    }
+  }
+
+  chat_state& st_;
+  const bool interactive_;
+  const char* prompt_;
+  std::mutex mtx_;
+  std::condition_variable cv_;
+  std::vector<std::string> lines_;
+  bool stop_ = false;
+  std::thread thread_;
 };
 
 // Parses the options into `call`. Returns -1 to continue, else the exit
@@ -167,6 +245,17 @@ int chat_command(const std::vector<std::string>& args,
   // Approvals: a terminal is the approval channel (docs/approvals.md).
   if (interactive)
     rt->set_approval_callback([&st, &activity](const approval_prompt& p) {
+      {
+        // A background subagent asking while no turn runs: the prompt's
+        // line reader owns the terminal, so nobody can answer here.
+        std::lock_guard<std::mutex> guard{st.mtx};
+        if (!st.busy) {
+          std::cout << "\r[background] a subagent's command needs approval "
+                       "while no turn runs; denied: "
+                    << p.command.substr(0, 120) << "\n> " << std::flush;
+          return approval_choice::deny;
+        }
+      }
       if (activity)
         activity->set_paused(true);
       auto choice = ask_on_terminal(p, st.mtx);
@@ -180,6 +269,14 @@ int chat_command(const std::vector<std::string>& args,
   if (interactive)
     rt->set_clarify_callback([&st](const clarify_prompt& p) {
       return ask_clarify_on_terminal(p, st.mtx);
+    });
+  // Declared after the runtime: it stops (and stops printing) first.
+  auto notices = std::make_shared<announcer>(st, interactive, prompt);
+  auto watch = watch_background(
+    *rt, [weak = std::weak_ptr<announcer>(notices)](
+           const background_notice& n) {
+      if (auto a = weak.lock())
+        a->post(n);
     });
   st.session_id = call.session_id.empty() ? new_session_id()
                                           : call.session_id;
@@ -200,9 +297,11 @@ int chat_command(const std::vector<std::string>& args,
   std::set<std::string> yolo_sessions;
   std::string line;
   for (;;) {
-    if (interactive) {
+    {
       std::lock_guard<std::mutex> guard{st.mtx};
-      std::cout << prompt << std::flush;
+      announcer::flush_locked(st);
+      if (interactive)
+        std::cout << prompt << std::flush;
     }
     if (!std::getline(std::cin, line))
       break;
@@ -288,6 +387,8 @@ int chat_command(const std::vector<std::string>& args,
       std::lock_guard<std::mutex> guard{st.mtx};
       st.busy = false;
     }
+    // Background work that ended during the turn is shown after the
+    // turn's own answer (below, or before the next prompt).
     if (!out.error.empty()) {
       std::cerr << "mibyan chat: " << out.error << "\n";
       // A configuration error stops the chat before its first turn, as
@@ -343,7 +444,10 @@ int chat_command(const std::vector<std::string>& args,
                 << "\n";
     }
     std::cout << std::flush;
+    announcer::flush_locked(st);
   }
+  unwatch_background(*rt, watch);
+  notices.reset();
   if (interactive)
     std::cout << "\n" << std::flush;
   return 0;

@@ -19,6 +19,7 @@
 #include "base/json.hpp"
 #include "base/log.hpp"
 #include "cluster/client.hpp"
+#include "runtime/background.hpp"
 #include "runtime/runtime.hpp"
 
 namespace mibyan::cli {
@@ -189,6 +190,28 @@ int run_command(const std::vector<std::string>& args,
   }
   if (activity)
     activity->end_turn();
+  // Background subagents the turn started finish before the runtime goes
+  // (their summaries reach the session's next turn, docs/agent_loop.md,
+  // "Background deliveries"); Ctrl-C stops them.
+  if (rt && out.error.empty()) {
+    if (auto n = background_running(*rt, call.session_id); n > 0) {
+      std::cerr << "mibyan run: waiting for " << n
+                << " background subagent(s) to finish (Ctrl-C stops them)"
+                << std::endl;
+      std::atomic<bool> stop{false};
+      interrupt_watcher watcher{[&stop] { stop = true; }};
+      while (!stop
+             && wait_background(*rt, call.session_id,
+                                std::chrono::milliseconds{200})
+                  > 0) {
+      }
+      if (stop) {
+        std::cerr << "mibyan run: stopping the background subagents"
+                  << std::endl;
+        rt->close_session(call.session_id);
+      }
+    }
+  }
   // One turn per run: the runtime (and the conversation it keeps in
   // memory) is not needed to print the result.
   rt.reset();

@@ -676,6 +676,14 @@ const std::vector<field>& fields() {
                           &delegation_options::max_iterations, 1));
     t.push_back(list_field("delegation", "blocked_tools", &o::delegation,
                            &delegation_options::blocked_tools));
+    t.push_back(list_field("delegation", "default_toolsets", &o::delegation,
+                           &delegation_options::default_toolsets));
+    t.push_back(int_field("delegation", "max_background_children",
+                          &o::delegation,
+                          &delegation_options::max_background_children, 1));
+    t.push_back(int_field("delegation", "max_pending_notices",
+                          &o::delegation,
+                          &delegation_options::max_pending_notices, 1));
     t.push_back(bool_field("compression", "enabled", &o::compression,
                            &compression_options::enabled));
     t.push_back(fraction_field("compression", "threshold",

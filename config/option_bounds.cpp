@@ -43,6 +43,8 @@ const std::vector<numeric_bounds>& numeric_option_bounds() {
     {"model", "context_length", 0, 100'000'000},
     {"delegation", "max_concurrent_children", 1, 64},
     {"delegation", "max_iterations", 1, 10'000},
+    {"delegation", "max_background_children", 1, 64},
+    {"delegation", "max_pending_notices", 1, 100},
     {"compression", "protect_first_n", 0, 1'000},
     {"compression", "protect_last_n", 1, 10'000},
     {"compression", "keep_tool_results", 0, 10'000},

@@ -342,6 +342,16 @@ struct delegation_options {
   /// Tools a child is never offered.
   std::vector<std::string> blocked_tools{"delegate_task", "clarify", "memory",
                                          "send_message", "cronjob"};
+  /// Toolsets a child is offered when the call names none (always narrowed
+  /// to the tools its parent was offered).
+  std::vector<std::string> default_toolsets{"terminal", "file", "web"};
+  /// Background children (delegate_task with background: true) one
+  /// session may have running at once.
+  int64_t max_background_children = 4;
+  /// Background notifications (finished children, notify_on_complete
+  /// processes) waiting for a session's next turn; beyond it the oldest
+  /// are merged into one message.
+  int64_t max_pending_notices = 8;
 };
 
 /// Section `compression`: summarising old turns near the context window

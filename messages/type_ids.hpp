@@ -14,6 +14,7 @@
 #include "caf/error.hpp"
 #include "caf/type_id.hpp"
 
+#include "messages/background_notice.hpp"
 #include "messages/chat.hpp"
 #include "messages/chat_request.hpp"
 #include "messages/cluster.hpp"
@@ -70,6 +71,9 @@ CAF_BEGIN_TYPE_ID_BLOCK(mibyan, caf::first_custom_type_id)
   CAF_ADD_ATOM(mibyan, mibyan, stale_atom, "stale")
   CAF_ADD_TYPE_ID(mibyan, (mibyan::turn_request))
   CAF_ADD_ATOM(mibyan, mibyan, turn_atom, "turn")
+  // Background deliveries (docs/agent_loop.md, "Background deliveries").
+  CAF_ADD_TYPE_ID(mibyan, (mibyan::background_notice))
+  CAF_ADD_ATOM(mibyan, mibyan, notice_atom, "notice")
   // The cluster (docs/cluster.md).
   CAF_ADD_TYPE_ID(mibyan, (mibyan::cluster_hello))
   CAF_ADD_TYPE_ID(mibyan, (mibyan::cluster_challenge))

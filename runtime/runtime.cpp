@@ -54,6 +54,7 @@
 #include "runtime/mcp_wiring.hpp"
 #include "tools/mcp/mcp_tools.hpp"
 #include "runtime/pending_json.hpp"
+#include "runtime/background.hpp"
 #include "runtime/runtime_impl.hpp"
 #include "runtime/store_config.hpp"
 
@@ -126,6 +127,9 @@ void configure_actor_system(caf::actor_system_config& cfg,
 }
 
 runtime::impl::~impl() {
+  // No process end reaches a conversation any more.
+  if (background)
+    background->detach();
   // The scheduler first: it starts turns and reads the store.
   if (cron)
     stop_cron(*this);
@@ -489,6 +493,8 @@ bool wire_runtime(runtime::impl& p, std::string* error) {
   install_approval_hooks(p);
   // The cronjob tool's verbs (cron/cron_service.hpp).
   svc->agent_tools->cron = cron_service_of(p);
+  // Background deliveries (runtime/background.hpp).
+  p.background = wire_background(p);
   wire_mcp(p);
   attach_metrics(p);
   return true;

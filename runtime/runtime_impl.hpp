@@ -36,6 +36,7 @@ class cron_service;
 class lease_tokens;
 class session_lease_store;
 class session_lease_keeper;
+class background_router;
 
 struct runtime::impl {
   caf::actor_system_config cfg;
@@ -89,6 +90,9 @@ struct runtime::impl {
   /// The scheduled jobs' scheduler and verbs (runtime/cron_internal.hpp),
   /// made on first use under mtx; stopped first by the destructor.
   std::shared_ptr<cron_host> cron;
+  /// Routes notify_on_complete process ends to conversations
+  /// (runtime/background.hpp); detached first by the destructor.
+  std::shared_ptr<background_router> background;
 
   ~impl();
   /// The actor behind call_tool_async (runtime/tool_call_facade.hpp); stopped

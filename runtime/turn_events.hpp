@@ -11,6 +11,9 @@
 //                                     interrupted, error
 //   approval / clarify  the pending set's events (runtime/pending_json.hpp:
 //                       {"type":"approval_required","approval":{...}}, ...)
+//   background          background work ended (runtime/background.cpp:
+//                       {"type":"background","session_id","kind","id",
+//                       "status","headline","at"})
 // (strings longer than turn_event_hub::max_field_bytes are cut and end in
 // "…[truncated]"). Each event is formatted once, as its SSE event name and
 // JSON data and as its SSE frame, and shared by every subscriber.

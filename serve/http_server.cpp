@@ -10,6 +10,7 @@
 #include <boost/beast/core/error.hpp>
 
 #include "base/log.hpp"
+#include "runtime/background.hpp"
 #include "serve/impl.hpp"
 
 namespace mibyan {
@@ -44,7 +45,10 @@ void http_server::impl::reap() {
     {
       std::lock_guard<std::mutex> g{self->mtx};
       for (auto i = self->kept.begin(); i != self->kept.end();) {
-        if (now - i->second > limit && self->running.count(i->first) == 0) {
+        // A session whose background subagents still run stays
+        // (docs/agent_loop.md, "Background deliveries").
+        if (now - i->second > limit && self->running.count(i->first) == 0
+            && background_running(self->rt, i->first) == 0) {
           idle.push_back(i->first);
           i = self->kept.erase(i);
         } else {

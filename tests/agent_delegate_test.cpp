@@ -253,8 +253,14 @@ BOOST_AUTO_TEST_CASE(child_kernels_are_disposed) {
   start(base_options());
   json::value code;
   code["code"] = "import os\nprint('KERNEL-PID', os.getpid())";
-  script(chat_completion("", {{"call_d", "delegate_task",
-                               delegate_args({"first job", "second job"})}}));
+  // execute_code is not among a child's default toolsets: named here.
+  auto args = json::parse(delegate_args({"first job", "second job"}));
+  BOOST_REQUIRE(args);
+  auto& a = *args.v;
+  a["toolsets"] = json::value::make_array();
+  for (auto* ts : {"terminal", "file", "code_execution"})
+    a["toolsets"].push_back(json::value{ts});
+  script(chat_completion("", {{"call_d", "delegate_task", a.dump()}}));
   script(chat_completion("", {{"call_x", "execute_code", code.dump()}}), 2);
   script(chat_completion("child done"), 2);
   script(chat_completion("both done"));

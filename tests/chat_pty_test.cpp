@@ -257,4 +257,32 @@ BOOST_AUTO_TEST_CASE(no_decoration_without_a_terminal) {
   BOOST_CHECK(!contains(r.out + r.err, "> terminal"));
 }
 
+// A notify_on_complete process that ends while the prompt waits is
+// announced at once, and the prompt is drawn again (docs/agent_loop.md,
+// "Background deliveries").
+BOOST_AUTO_TEST_CASE(background_end_is_announced_while_the_prompt_waits) {
+  allow_commands();
+  auto flag = home.path() + "/go";
+  json::value targs;
+  targs["command"] = "while [ ! -e '" + flag
+                     + "' ]; do sleep 0.05; done; echo PTY-DONE";
+  targs["background"] = true;
+  targs["notify_on_complete"] = true;
+  script(chat_completion("", {{"call_t", "terminal", targs.dump()}}));
+  script(chat_completion("Launched it."));
+  pty_child chat(chat_args(), home.path());
+  BOOST_REQUIRE_MESSAGE(chat.read_until("> ", 20), chat.seen);
+  chat.send("start it\n");
+  BOOST_REQUIRE_MESSAGE(chat.read_until("Launched it.", 30), chat.seen);
+  BOOST_REQUIRE_MESSAGE(chat.read_until("\n> ", 10), chat.seen);
+  auto before = chat.seen.size();
+  { std::ofstream(flag) << "go\n"; }
+  BOOST_REQUIRE_MESSAGE(chat.read_until("exited with code 0", 30), chat.seen);
+  BOOST_REQUIRE_MESSAGE(chat.read_until("code 0\r\n> ", 10), chat.seen);
+  auto tail = chat.seen.substr(before);
+  BOOST_CHECK_MESSAGE(contains(tail, "[background] process proc_"), tail);
+  chat.send("/exit\n");
+  BOOST_CHECK_EQUAL(chat.wait_exit(20), 0);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

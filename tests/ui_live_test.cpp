@@ -287,4 +287,34 @@ BOOST_AUTO_TEST_CASE(bad_input_gets_clear_4xx) {
   BOOST_CHECK_EQUAL(sp->stop(), 0);
 }
 
+// A notify_on_complete process of a kept session: its end is a
+// "background" event on the live stream, and its exit status reaches the
+// session's next turn (docs/agent_loop.md, "Background deliveries").
+BOOST_AUTO_TEST_CASE(a_background_process_end_is_a_live_event_and_a_notice) {
+  auto sp = start(exec_config);
+  sse_watcher w(sp->port);
+  BOOST_REQUIRE(w.wait_event("snapshot"));
+  provider.script_chat(test::completion(
+    "", "terminal",
+    R"j({"command":"echo LIVE-NOTIFY; exit 4","background":true,"notify_on_complete":true})j"));
+  provider.script_chat(reply("started"));
+  auto r = chat_in(sp->port, "live-bg", "start it");
+  BOOST_TEST_CONTEXT(r) { BOOST_REQUIRE_EQUAL(status_of(r), 200); }
+  BOOST_REQUIRE_MESSAGE(w.wait_event("background", "live-bg"), w.raw);
+  auto ev = w.of("live-bg");
+  auto at = index_of(ev, "background");
+  BOOST_REQUIRE_LT(at, ev.size());
+  BOOST_TEST(ev[at].data.get_string("kind") == "process");
+  BOOST_TEST(ev[at].data.get_string("status") == "exited");
+  BOOST_TEST(contains(ev[at].data.get_string("headline"), "code 4"));
+  provider.script_chat(reply("noted"));
+  BOOST_TEST(status_of(chat_in(sp->port, "live-bg", "what happened?")) == 200);
+  auto reqs = test::request_bodies(provider);
+  BOOST_REQUIRE_EQUAL(reqs.size(), 3u);
+  auto last = reqs[2]["messages"].dump();
+  BOOST_TEST(contains(last, ": exited 4]"));
+  BOOST_TEST(contains(last, "LIVE-NOTIFY"));
+  BOOST_CHECK_EQUAL(sp->stop(), 0);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -203,8 +203,9 @@ public:
                                               "interactive programs driven "
                                               "with process write/submit.");
     props["notify_on_complete"] = schema_property(
-      "boolean", "With background=true: accepted and echoed; check the "
-                 "process with process poll/wait.");
+      "boolean", "With background=true: when the process ends, its exit "
+                 "status and output tail are delivered to this "
+                 "conversation at the start of the next turn.");
     props["watch_patterns"] = schema_property(
       "array", "With background=true: accepted and echoed.");
     props["watch_patterns"]["items"] = schema_property("string", "A pattern.");

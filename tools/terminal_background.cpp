@@ -29,6 +29,25 @@ json::value start_background_command(const json::value& args,
     passthrough_for(ctx.cfg->terminal.env_passthrough, ctx.agent,
                     ctx.session_id));
   spec.pty = args.get_bool("pty", false);
+  bool notify = args.get_bool("notify_on_complete", false);
+  // notify_on_complete: the exit status and output tail reach the
+  // session's conversation at the start of its next turn (docs/tools.md,
+  // "Background processes").
+  bool pushed = notify && ctx.agent != nullptr
+                && static_cast<bool>(ctx.agent->on_process_exit);
+  if (pushed) {
+    auto deliver = ctx.agent->on_process_exit;
+    spec.on_exit = [deliver](const process_snapshot& s) {
+      process_exit_notice n;
+      n.session_id = s.session_id;
+      n.process_id = s.id;
+      n.command = s.command;
+      n.status = s.completion_reason;
+      n.exit_code = s.exit_code;
+      n.output_tail = render_process_output(s.output);
+      deliver(std::move(n));
+    };
+  }
   auto started = ctx.processes->start(spec);
   if (!started.error.empty()) {
     json::value r;
@@ -45,13 +64,22 @@ json::value start_background_command(const json::value& args,
   r["error"] = nullptr;
   if (spec.pty)
     r["pty"] = true;
-  bool notify = args.get_bool("notify_on_complete", false);
   auto watch = args.find("watch_patterns");
   if (notify)
     r["notify_on_complete"] = true;
   if (watch != nullptr)
     r["watch_patterns"] = *watch;
-  if (notify || watch != nullptr)
+  if (pushed && watch == nullptr)
+    r["note"] = "When the process ends, its exit status and the tail of "
+                "its output are delivered to this conversation at the start "
+                "of the next turn; no need to poll.";
+  else if (pushed)
+    r["note"] = "When the process ends, its exit status and the tail of "
+                "its output are delivered at the start of the next turn. "
+                "Pattern notifications are not pushed: check the output "
+                "with process(action=\"log\", session_id=\""
+                + started.id + "\").";
+  else if (notify || watch != nullptr)
     r["note"] = "Completion and pattern notifications are not pushed in "
                 "this runtime: check the process with "
                 "process(action=\"poll\"|\"wait\"|\"log\", session_id=\""

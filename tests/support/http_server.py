@@ -33,12 +33,17 @@ Control routes:
                         a streamed response the client closed early gets
                         "aborted": true
   /__reset              clears the request log and the scripts
+  /__release            POST {"gate"}: lets the scripted answers held on
+                        that gate go (a script's "hold": "NAME" waits for
+                        it before answering; released gates stay open)
   /__script             POST {"path", "status", "headers", "body" (or
                         "body_b64" for bytes),
                         "chunks": [...], "chunk_ms", "delay_ms",
-                        "times", "repeat_chunk", "repeat_times"}: the next `times` (default 1) requests to
+                        "times", "repeat_chunk", "repeat_times", "match"}: the next `times` (default 1) requests to
                         `path` get this response instead of the built-in
-                        one; `chunks` are streamed with `chunk_ms` pauses
+                        one (with "match": only requests whose body
+                        contains that text, in order among themselves;
+                        scripts without it take the others); `chunks` are streamed with `chunk_ms` pauses
                         (for LLM-provider stand-ins); "repeat_chunk" is
                         streamed "repeat_times" times before them.
 """
@@ -84,6 +89,7 @@ class State:
     lock = threading.Lock()
     requests = []
     scripts = {}
+    gates = {}
 
 
 def long_page(chars):
@@ -186,7 +192,14 @@ class Handler(BaseHTTPRequestHandler):
                 State.requests.append(self.log_entry)
             with State.lock:
                 queue = State.scripts.get(path)
-                scripted = queue.pop(0) if queue else None
+                scripted = None
+                if queue:
+                    text = body.decode("utf-8", "replace")
+                    for i, cand in enumerate(queue):
+                        m = cand.get("match")
+                        if m is None or m in text:
+                            scripted = queue.pop(i)
+                            break
             if scripted is not None:
                 return self.scripted(scripted)
         try:
@@ -195,6 +208,10 @@ class Handler(BaseHTTPRequestHandler):
             pass
 
     def scripted(self, s):
+        if s.get("hold"):
+            with State.lock:
+                gate = State.gates.setdefault(s["hold"], threading.Event())
+            gate.wait(120)
         if s.get("delay_ms"):
             time.sleep(s["delay_ms"] / 1000.0)
         status = int(s.get("status", 200))
@@ -223,6 +240,12 @@ class Handler(BaseHTTPRequestHandler):
             with State.lock:
                 State.requests.clear()
                 State.scripts.clear()
+            return self.send_json(200, {"ok": True})
+        if path == "/__release":
+            name = json.loads(body)["gate"]
+            with State.lock:
+                gate = State.gates.setdefault(name, threading.Event())
+            gate.set()
             return self.send_json(200, {"ok": True})
         if path == "/__script":
             spec = json.loads(body)

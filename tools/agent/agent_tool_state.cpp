@@ -48,6 +48,18 @@ agent_tool_state::active_skills(const std::string& session_id) const {
   return out;
 }
 
+void agent_tool_state::inherit_skills(const std::string& from,
+                                      const std::string& to) {
+  std::lock_guard<std::mutex> guard{mtx_};
+  auto i = skills_.find(from);
+  if (i == skills_.end() || from == to)
+    return;
+  auto copy = i->second;
+  auto& dst = skills_[to];
+  for (auto& [name, env] : copy)
+    dst.emplace(name, env);
+}
+
 std::vector<std::string>
 agent_tool_state::skill_env(const std::string& session_id) const {
   std::set<std::string> names;

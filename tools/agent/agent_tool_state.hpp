@@ -11,6 +11,7 @@
 // first tool call and read-only afterwards.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -29,6 +30,20 @@ class cron_service;
 struct client_file_access; // tools/client_files.hpp
 class tool_registry;        // tools/registry.hpp
 class file_checkpointer;    // tools/file_checkpointer.hpp
+
+/// A background process started with notify_on_complete ended
+/// (docs/tools.md, "Background processes").
+struct process_exit_notice {
+  /// The session that started it (the conversation's tool session).
+  std::string session_id;
+  std::string process_id;
+  std::string command;
+  /// "exited" or "signal" (process_snapshot::completion_reason).
+  std::string status;
+  int exit_code = -1;
+  /// The last lines of its output, rendered as the process tool shows it.
+  std::string output_tail;
+};
 
 class agent_tool_state {
 public:
@@ -56,6 +71,11 @@ public:
   /// questions), else the runtime-wide one above.
   clarify_callback clarify_for(const std::string& session_id,
                                bool* serialised = nullptr) const;
+  /// Delivers a notify_on_complete process's end to its session's
+  /// conversation (the runtime's; empty: nobody is told). Set once by the
+  /// runtime before any tool call; called on the process registry's
+  /// reader thread, so it must return promptly and never block.
+  std::function<void(process_exit_notice)> on_process_exit;
   /// The per-session channels (approvals/session_channels.hpp), shared
   /// with the approval service. Set once by the runtime; may be null.
   std::shared_ptr<session_channel_table> channels;
@@ -68,6 +88,10 @@ public:
                       std::vector<std::string> env_names);
   /// The active skills of `session_id`, sorted.
   std::vector<std::string> active_skills(const std::string& session_id) const;
+  /// Makes the skills active in `from` active in `to` as well (a
+  /// delegate_task child inherits its parent's skill variables); later
+  /// activations in either session stay their own.
+  void inherit_skills(const std::string& from, const std::string& to);
   /// The variable names the active skills of `session_id` pass through
   /// (sorted, unique).
   std::vector<std::string> skill_env(const std::string& session_id) const;

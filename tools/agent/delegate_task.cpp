@@ -1,6 +1,7 @@
 #include "tools/agent/delegate_task.hpp"
 
 #include <string>
+#include <utility>
 
 #include "config/options.hpp"
 
@@ -10,8 +11,10 @@ namespace {
 
 class delegate_task_tool final : public tool {
 public:
-  delegate_task_tool(int64_t concurrent, int64_t iterations)
-    : concurrent_(concurrent), iterations_(iterations) {}
+  delegate_task_tool(int64_t concurrent, int64_t iterations,
+                     int64_t background, std::string default_sets)
+    : concurrent_(concurrent), iterations_(iterations),
+      background_(background), default_sets_(std::move(default_sets)) {}
 
   const char* name() const override { return "delegate_task"; }
   const char* toolset() const override { return "delegation"; }
@@ -25,11 +28,18 @@ public:
            + std::to_string(concurrent_)
            + " at once). Each child has a budget of "
            + std::to_string(iterations_)
-           + " model calls. Returns {\"results\": [{\"task_index\", "
+           + " model calls and the toolsets named in `toolsets` (default: "
+           + default_sets_
+           + "). Returns {\"results\": [{\"task_index\", "
              "\"status\", \"summary\", \"api_calls\", \"duration_seconds\", "
-             "\"exit_reason\", ...}], \"total_duration_seconds\"}. Put "
-             "everything the child needs (paths, constraints, what to "
-             "report) in goal and context.";
+             "\"exit_reason\", ...}], \"total_duration_seconds\"}. With "
+             "`background: true` it returns at once with task ids (at most "
+           + std::to_string(background_)
+           + " running per session) and each child's summary is delivered "
+             "at the start of a later turn; action=\"status\" or "
+             "\"cancel\" with `id` checks or stops one. Put everything the "
+             "child needs (paths, constraints, what to report) in goal and "
+             "context.";
   }
 
   json::value schema() const override {
@@ -53,6 +63,21 @@ public:
                                      "Several tasks to run in parallel.");
     props["tasks"]["items"] = std::move(task);
     props["role"] = schema_property("string", "leaf (default).");
+    props["toolsets"] = schema_property(
+      "array", "Toolsets the subagents get (default " + default_sets_
+                 + "); never more than this conversation has.");
+    props["toolsets"]["items"] = schema_property("string", "A toolset name.");
+    props["background"] = schema_property(
+      "boolean", "Return at once with task ids; each summary arrives at "
+                 "the start of a later turn.");
+    props["action"] = schema_property(
+      "string", "start (default), status (of `id`, or every running task "
+                "without it) or cancel (`id`).");
+    props["action"]["enum"] = json::value::make_array();
+    for (auto* a : {"start", "status", "cancel"})
+      props["action"]["enum"].push_back(json::value{a});
+    props["id"] = schema_property("string",
+                                  "A background task id (status, cancel).");
     json::value s;
     s["type"] = "object";
     s["properties"] = std::move(props);
@@ -68,13 +93,21 @@ public:
 private:
   int64_t concurrent_;
   int64_t iterations_;
+  int64_t background_;
+  std::string default_sets_;
 };
 
 } // namespace
 
 std::unique_ptr<tool> make_delegate_task_tool(const options& cfg) {
+  std::string sets;
+  for (auto& s : cfg.delegation.default_toolsets)
+    sets += (sets.empty() ? "" : ", ") + s;
+  if (sets.empty())
+    sets = "the parent's toolsets";
   return std::make_unique<delegate_task_tool>(
-    cfg.delegation.max_concurrent_children, cfg.delegation.max_iterations);
+    cfg.delegation.max_concurrent_children, cfg.delegation.max_iterations,
+    cfg.delegation.max_background_children, sets);
 }
 
 } // namespace mibyan
