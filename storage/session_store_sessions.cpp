@@ -17,6 +17,7 @@
 #include "base/json.hpp"
 #include "storage/byte_codec.hpp"
 #include "storage/session_store_detail.hpp"
+#include "storage/checkpoint_store.hpp"
 #include "storage/space_reserve.hpp"
 
 namespace mibyan {
@@ -453,6 +454,9 @@ store_status session_store::delete_session_txn(const std::string& id) {
         }
       }
       if ((rc = delete_responses_of(txn, id, error)) != 0)
+        return rc;
+      // The session's kernel checkpoints (storage/checkpoint_store.hpp).
+      if ((rc = delete_checkpoints_txn(txn, id, error)) != 0)
         return rc;
       if ((rc = lmdb_env::del(txn, sessions_, id)) != 0)
         error = "delete session row";
