@@ -52,6 +52,10 @@ kernel_state::~kernel_state() {
     opts.usage->ended.store(true);
     answer_unsettled();
   }
+  for (auto* v : {&ckpt_waiters, &ckpt_after_save})
+    for (auto& rp : *v)
+      if (rp.pending())
+        rp.deliver(false);
   if (in_fd >= 0)
     ::close(in_fd);
   auto& p = opts.proc;
@@ -154,6 +158,7 @@ void settle(kernel_broker* self, const json::value* frame) {
                                         st.execution_count + 1);
   }
   c.execution_count = st.execution_count;
+  report_restore(self, c); // actors/kernel_checkpoint_io.cpp
   // fd-level output follows the Python-level output.
   auto raw_out = cell->raw_out.joined();
   if (cell->raw_out.truncated())
@@ -224,6 +229,8 @@ void settle(kernel_broker* self, const json::value* frame) {
   auto result = build_cell_result(c, lim, [&](const std::string& text) {
     return spill_to_cache(home, text, tag);
   });
+  if (c.restore != nullptr)
+    st.restore_report.reset(); // reported once, on the first cell
   tool_response res;
   res.call_id = cell->cell.call_id;
   res.tool = "execute_code";
@@ -364,6 +371,13 @@ void start_next(kernel_broker* self) {
   auto& st = self->state;
   if (st.cell || st.queue.empty() || st.dead || !st.ready)
     return;
+  if (checkpoint_blocks(self)) {
+    // The previous cell's checkpoint (or the restore) comes first; the
+    // wait is measured (kernel_usage::checkpoint_wait_ns).
+    if (st.ckpt_pending && st.ckpt_wait_since == clock_type::time_point{})
+      st.ckpt_wait_since = clock_type::now();
+    return;
+  }
   auto next = std::move(st.queue.front());
   st.queue.pop_front();
   auto cell = std::make_unique<running_cell>();
@@ -381,10 +395,13 @@ void start_next(kernel_broker* self) {
   line["timeout"] = static_cast<double>(cell->cell.timeout_ms) / 1000.0;
   if (refresh_script_tools(self))
     line["reload_tools"] = true;
-  auto text = line.dump() + "\n";
+  cell->ckpt_wait_ms = st.next_cell_wait_ms;
+  st.next_cell_wait_ms = 0;
   auto timeout = std::chrono::milliseconds(cell->cell.timeout_ms);
   close_rpc_conns(self);
   st.cell = std::move(cell);
+  add_checkpoint_request(self, line);
+  auto text = line.dump() + "\n";
   MIBYAN_LOG(debug, "kernel", "pid " << st.opts.proc.pid << ": cell "
              << st.cell->id << " (" << text.size() << " bytes)");
   write_cell_line(self, text);
@@ -480,6 +497,22 @@ caf::behavior kernel_impl(kernel_broker* self, services_ptr svc,
       start_next(self);
       return rp;
     },
+    [=](checkpoint_atom, std::string& session, bool restore) {
+      adopt_session(self, std::move(session), restore);
+    },
+    [=](restore_atom, bool found, std::string& file, std::string& refused,
+        int64_t age_cells) {
+      restore_ready(self, found, std::move(file), std::move(refused),
+                    age_cells);
+    },
+    [=](checkpoint_atom, bool ok, std::string& error) {
+      checkpoint_saved(self, ok, error);
+    },
+    [=](checkpoint_atom) -> caf::result<bool> {
+      auto rp = self->make_response_promise<bool>();
+      flush_checkpoint(self, rp);
+      return rp;
+    },
     [=](done_atom, uint64_t seq, std::string& result_json) {
       // A pool thread finished a script call; dropped when the call was
       // answered by its deadline or cancelled with its cell.
@@ -568,13 +601,18 @@ caf::behavior kernel_impl(kernel_broker* self, services_ptr svc,
                      << ": frame " << status);
           if (status == "ready") {
             s.ready = true;
+            send_restore(self);
             start_next(self);
+          } else if (status == "checkpoint" || status == "restored") {
+            on_checkpoint_frame(self, *parsed.v);
           } else if (s.cell && parsed.v->get_string("id") != s.cell->id) {
             // A frame for another cell (a cell that forged its own reply
             // and ran on): the stream cannot be trusted any more.
             kill_kernel(self, cell_status::error,
                         "The kernel sent a reply frame for another cell.");
           } else if (s.cell && (!s.cell->forcing || status == "killed")) {
+            if (!s.cell->forcing)
+              expect_checkpoint(self, status);
             settle(self, &*parsed.v);
           }
         };

@@ -28,6 +28,7 @@ class http_client;
 class redactor_slot;
 class process_registry;
 class mcp_manager;
+class kernel_checkpoints;
 
 struct runtime_services {
   options cfg;
@@ -65,6 +66,10 @@ struct runtime_services {
   /// Named toolsets; dynamic ones may be added at any time (internally
   /// synchronised). Null means the static table.
   std::shared_ptr<toolset_catalog> toolsets;
+  /// Kernel namespace checkpoints (actors/kernel_checkpoints.hpp); set by
+  /// the runtime, internally synchronised. Null in unit tests that build
+  /// services by hand (no checkpoints).
+  std::shared_ptr<kernel_checkpoints> checkpoints;
 };
 
 using services_ptr = std::shared_ptr<const runtime_services>;

@@ -88,11 +88,16 @@ std::string annotate_result(const std::string& result_json,
       || result_json[end] != '}')
     return result_json;
   if (state_reset) {
-    // The fresh kernel says so where execute_code reports resets too.
+    // The fresh kernel says so where execute_code reports resets too,
+    // unless it restored the session's checkpoint.
     auto parsed = json::parse(result_json);
     if (parsed && parsed.v->is_object()) {
       auto& r = *parsed.v;
       r["node"] = node_id;
+      if (auto k = r.find("kernel");
+          k != nullptr && k->is_object() && k->get_bool("state_restored",
+                                                        false))
+        return r.dump();
       r["state_reset"] = true;
       if (auto k = r.find("kernel"); k != nullptr && k->is_object())
         (*k)["state_reset"] = true;
@@ -175,6 +180,8 @@ void route_call(cluster_actor* self, tool_request req,
           --self->state.busy;
           if (reset)
             self->state.reset_pending.erase(sid);
+          if (r.tool == "execute_code")
+            note_routed_result(self, sid, r.result_json, false);
           r.result_json = annotate_result(r.result_json, me, reset);
           rp.deliver(std::move(r));
         },
@@ -205,6 +212,8 @@ void route_call(cluster_actor* self, tool_request req,
         --st.busy;
         if (reset)
           st.reset_pending.erase(sid);
+        if (r.tool == "execute_code")
+          note_routed_result(self, sid, r.result_json, false);
         r.result_json = annotate_result(r.result_json, worker, reset);
         rp.deliver(std::move(r));
       },
@@ -277,6 +286,8 @@ void worker_lost(cluster_actor* self, const std::string& id,
       continue;
     }
     auto& p = it->second;
+    if (p.tool == "execute_code")
+      note_routed_result(self, p.session, {}, true);
     tool_response r{p.call_id, p.tool, lost_worker_result(p.tool, id, why), 0,
                     false, p.tool == "execute_code"};
     p.rp.deliver(std::move(r));

@@ -39,6 +39,8 @@
 #include "tools/agent/delegate_task.hpp"
 #include "tools/execute_code.hpp"
 #include "storage/session_store.hpp"
+#include "storage/checkpoint_store.hpp"
+#include "actors/kernel_checkpoints.hpp"
 #include "tools/agent/agent_tools.hpp"
 #include "tools/read_tracker.hpp"
 #include "tools/registry.hpp"
@@ -286,6 +288,11 @@ make_services(options opts, std::vector<std::unique_ptr<tool>> extra_tools,
   svc->agent_tools = std::make_shared<agent_tool_state>();
   svc->agent_tools->channels = svc->approvals->channels();
   svc->toolsets = std::make_shared<toolset_catalog>();
+  // On for a single node only when asked; a cluster member turns "auto"
+  // on (cluster/node.cpp).
+  svc->checkpoints = std::make_shared<kernel_checkpoints>(
+    checkpoints_wanted(svc->cfg.code_execution.checkpoint, false),
+    svc->cfg.code_execution.checkpoint_max_mb * 1024 * 1024);
   for (auto& t : extra_tools)
     svc->tools.add(std::move(t));
   // The stubs scripts get: the built-in tools whose script() policy allows
@@ -387,6 +394,32 @@ void install_approval_hooks(runtime::impl& p) {
 
 } // namespace
 
+namespace {
+
+// Kernel checkpoints live in the session store's environment; the key is
+// read (made on first use) only when checkpoints are on.
+void attach_checkpoint_store(runtime_services& svc, session_store& store) {
+  auto opened = open_lmdb_checkpoint_store(store.env());
+  if (!opened) {
+    MIBYAN_LOG(warning, "runtime", "kernel checkpoints unavailable: "
+                                     << opened.error);
+    return;
+  }
+  svc.checkpoints->set_store(std::shared_ptr<checkpoint_store>(
+    std::move(*opened)));
+  if (!svc.checkpoints->enabled() || svc.checkpoints->has_key())
+    return; // off, or a cluster's key (cluster/node.cpp)
+  auto key = kernel_checkpoints::load_or_create_key(svc.cfg.home);
+  if (!key) {
+    MIBYAN_LOG(warning, "runtime", "kernel checkpoints off: " << key.error);
+    svc.checkpoints->set_enabled(false);
+    return;
+  }
+  svc.checkpoints->set_key(std::move(*key));
+}
+
+} // namespace
+
 bool wire_runtime(runtime::impl& p, std::string* error) {
   auto& svc = p.svc;
   if (auto failures = message_self_test(*p.sys); !failures.empty()) {
@@ -426,6 +459,7 @@ bool wire_runtime(runtime::impl& p, std::string* error) {
       p.store = std::shared_ptr<session_store>(std::move(*opened));
       p.writer = spawn_session_writer(*p.sys, p.store);
       svc->agent_tools->store = p.store;
+      attach_checkpoint_store(*svc, *p.store);
     } else {
       p.store_error = opened.error;
       MIBYAN_LOG(warning, "runtime",
@@ -534,6 +568,10 @@ void runtime::call_tool_async(const tool_call_request& call,
 
 std::shared_ptr<session_store> session_store_of(runtime& rt) {
   return runtime_access::of(rt).store;
+}
+
+std::shared_ptr<kernel_checkpoints> kernel_checkpoints_of(runtime& rt) {
+  return runtime_access::of(rt).svc->checkpoints;
 }
 
 toolset_catalog& toolsets_of(runtime& rt) {
