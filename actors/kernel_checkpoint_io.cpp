@@ -292,7 +292,14 @@ void on_checkpoint_frame(kernel_broker* self, const json::value& frame) {
     // Unchanged, but the previous one is still being stored.
     for (auto& w : waiters)
       st.ckpt_after_save.push_back(std::move(w));
+    if (hub)
+      hub->note_covered(st.ckpt_session,
+                        frame.get_int("execution_count", 0));
   } else {
+    // Unchanged: the stored checkpoint holds this cell's state too.
+    if (hub)
+      hub->note_covered(st.ckpt_session,
+                        frame.get_int("execution_count", 0));
     deliver_all(waiters, true);
   }
   if (st.ckpt_wait_since != clock_type::time_point{}) {

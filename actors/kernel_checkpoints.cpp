@@ -167,6 +167,11 @@ void kernel_checkpoints::set_store(std::shared_ptr<checkpoint_store> store) {
   store_ = std::move(store);
 }
 
+std::shared_ptr<checkpoint_store> kernel_checkpoints::store() const {
+  std::lock_guard<std::mutex> lock(mtx_);
+  return store_;
+}
+
 void kernel_checkpoints::set_remote(put_fn put, get_fn get, drop_fn drop) {
   std::lock_guard<std::mutex> lock(mtx_);
   put_ = std::move(put);
@@ -252,13 +257,18 @@ status kernel_checkpoints::save(const std::string& session, uint64_t seq,
     put = put_;
     store = store_;
   }
+  status st;
   if (put)
-    return put(session, seq, std::move(envelope));
-  if (!store)
-    return status::failure(status_code::unavailable,
-                           "no checkpoint store (the session store is not "
-                           "open)");
-  return store->put(session, seq, envelope);
+    st = put(session, seq, std::move(envelope));
+  else if (!store)
+    st = status::failure(status_code::unavailable,
+                         "no checkpoint store (the session store is not "
+                         "open)");
+  else
+    st = store->put(session, seq, envelope);
+  if (st)
+    note_covered(session, execution_count);
+  return st;
 }
 
 status kernel_checkpoints::store_sealed(const std::string& session,
@@ -267,7 +277,6 @@ status kernel_checkpoints::store_sealed(const std::string& session,
   auto opened = open(session, envelope);
   if (!opened)
     return opened.get_status();
-  note_count(session, opened->first);
   std::shared_ptr<checkpoint_store> store;
   {
     std::lock_guard<std::mutex> lock(mtx_);
@@ -276,7 +285,10 @@ status kernel_checkpoints::store_sealed(const std::string& session,
   if (!store)
     return status::failure(status_code::unavailable,
                            "no checkpoint store on this node");
-  return store->put(session, seq, envelope);
+  auto st = store->put(session, seq, envelope);
+  if (st)
+    note_covered(session, opened->first);
+  return st;
 }
 
 result<kernel_checkpoints::remote_fetch>
@@ -293,12 +305,22 @@ kernel_checkpoints::fetch_sealed(const std::string& session) {
   if (!got)
     return got.get_status();
   remote_fetch out;
-  out.known_count = known_count(session);
   if (auto& opt = *got; opt) {
     auto& c = *opt;
     out.found = true;
     out.seq = c.seq;
     out.envelope = std::move(c.bytes);
+    // The count is in the clear ("MCKE1 <mac> <count>\n"); the fetcher
+    // verifies it with the rest.
+    int64_t count = 0;
+    auto m = std::string{magic}.size() + mac_hex_len + 1;
+    for (size_t i = m; i < out.envelope.size() && i < m + 20
+                       && out.envelope[i] >= '0' && out.envelope[i] <= '9';
+         ++i)
+      count = count * 10 + (out.envelope[i] - '0');
+    auto known = known_count(session);
+    auto covered = std::max(count, covered_count(session));
+    out.known_count = count + (known > covered ? known - covered : 0);
   }
   return out;
 }
@@ -337,8 +359,7 @@ checkpoint_restore kernel_checkpoints::fetch(const std::string& session) {
   }
   if (!got->found)
     return r;
-  auto known = std::max(got->known_count, known_count(session));
-  return open_into(session, got->seq, got->envelope, known);
+  return open_into(session, got->seq, got->envelope, got->known_count);
 }
 
 status kernel_checkpoints::drop(const std::string& session) {
@@ -349,6 +370,7 @@ status kernel_checkpoints::drop(const std::string& session) {
     drop = drop_;
     store = store_;
     counts_.erase(session);
+    covered_.erase(session);
   }
   if (drop)
     return drop(session);
@@ -360,15 +382,29 @@ status kernel_checkpoints::drop(const std::string& session) {
 void kernel_checkpoints::note_count(const std::string& session,
                                     int64_t count) {
   std::lock_guard<std::mutex> lock(mtx_);
-  auto& c = counts_[session];
-  if (count > c)
-    c = count;
+  auto [it, fresh] = counts_.emplace(session, count);
+  if (!fresh && count > it->second)
+    it->second = count;
 }
 
 int64_t kernel_checkpoints::known_count(const std::string& session) const {
   std::lock_guard<std::mutex> lock(mtx_);
   auto it = counts_.find(session);
   return it == counts_.end() ? -1 : it->second;
+}
+
+void kernel_checkpoints::note_covered(const std::string& session,
+                                      int64_t count) {
+  std::lock_guard<std::mutex> lock(mtx_);
+  auto [it, fresh] = covered_.emplace(session, count);
+  if (!fresh && count > it->second)
+    it->second = count;
+}
+
+int64_t kernel_checkpoints::covered_count(const std::string& session) const {
+  std::lock_guard<std::mutex> lock(mtx_);
+  auto it = covered_.find(session);
+  return it == covered_.end() ? -1 : it->second;
 }
 
 uint64_t kernel_checkpoints::next_seq() {

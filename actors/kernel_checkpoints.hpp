@@ -75,10 +75,12 @@ public:
 
   /// The local store (null: none; save and fetch fail unless remote).
   void set_store(std::shared_ptr<checkpoint_store> store);
+  std::shared_ptr<checkpoint_store> store() const;
 
   /// Cluster workers: checkpoints go to and come from the session's
   /// gateway. `put` gets the sealed envelope; `get` returns the latest
-  /// envelope (found=false when none) and the gateway's known count.
+  /// envelope (found=false when none) and `known_count`: the envelope's
+  /// own count plus the cells the keeper knows ran past it.
   struct remote_fetch {
     bool found = false;
     uint64_t seq = 0;
@@ -112,6 +114,13 @@ public:
   void note_count(const std::string& session, int64_t count);
   /// The highest count seen for `session`, or -1.
   int64_t known_count(const std::string& session) const;
+  /// The session's stored checkpoint holds the state after cell `count`
+  /// (a checkpoint of it was stored, or the cell changed nothing); kept
+  /// as the highest seen. The age of a restored checkpoint is the cells
+  /// known to have run past max(its own count, this).
+  void note_covered(const std::string& session, int64_t count);
+  /// The highest covered count of `session`, or -1.
+  int64_t covered_count(const std::string& session) const;
 
   /// A number above every checkpoint number this process handed out
   /// before, and above the wall clock in microseconds, so numbers keep
@@ -140,6 +149,7 @@ private:
   get_fn get_;
   drop_fn drop_;
   std::map<std::string, int64_t> counts_;
+  std::map<std::string, int64_t> covered_;
   uint64_t last_seq_ = 0;
 };
 

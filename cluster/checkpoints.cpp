@@ -174,9 +174,13 @@ void note_routed_result(cluster_actor* self, const std::string& session,
   auto parsed = json::parse(result_json);
   if (!parsed || !parsed.v->is_object())
     return;
+  // The worker checkpoints right after it answers: the gateway counts the
+  // cell as covered (a worker lost in between is the one case it misses).
   if (auto k = parsed.v->find("kernel"); k && k->is_object())
-    if (auto n = k->get_int("execution_count", -1); n >= 0)
+    if (auto n = k->get_int("execution_count", -1); n >= 0) {
       hub->note_count(session, n);
+      hub->note_covered(session, n);
+    }
 }
 
 void install_checkpoint_routes(caf::actor_system& sys, caf::actor member,
