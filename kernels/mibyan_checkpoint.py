@@ -127,7 +127,7 @@ class Checkpointer(object):
     def __init__(self, namespace, strategy="identity"):
         self.ns = namespace
         self.strategy = strategy
-        # name -> (value, immutable, type name, pickle, [buffers])
+        # name -> cache entry (_entry)
         self.cache = {}
         # name -> (value, not-saved entry): values that could not be pickled
         self.failed = {}
@@ -153,7 +153,7 @@ class Checkpointer(object):
     def collect(self, max_bytes, timeout):
         """Brings the cache up to date with the namespace. Returns
         (changed, values, modules, aliases, not_saved, size): `values` is
-        [(name, type, pickle, buffers)] in namespace order."""
+        the cache entries (_entry) in namespace order."""
         ns = self.ns
         cache = self.cache
         identity = self.strategy == "identity"
@@ -189,8 +189,9 @@ class Checkpointer(object):
                 if (identity and old is not None and old[0] is value
                         and old[1]):
                     fresh[name] = old
-                    first_of.setdefault(key, name)
-                    values.append((name, old[2], old[3], old[4]))
+                    if key not in first_of:
+                        first_of[key] = name
+                    values.append(old)
                     continue
                 failed = self.failed.get(name)
                 if failed is not None and failed[0] is value:
@@ -232,39 +233,42 @@ class Checkpointer(object):
                         or len(old[4]) != len(bufs)
                         or any(a != b for a, b in zip(old[4], bufs))):
                     changed = True
-                    entry = (value, _immutable(value), _type_name(value),
-                             data, bufs)
+                    entry = _entry(name, value, data, bufs)
+                elif old[0] is value:
+                    entry = old
                 else:
-                    entry = (value, old[1], old[2], old[3], old[4])
+                    entry = (value,) + old[1:]
                 fresh[name] = entry
-                first_of.setdefault(key, name)
-                values.append((name, entry[2], entry[3], entry[4]))
+                if key not in first_of:
+                    first_of[key] = name
+                values.append(entry)
         finally:
             deadline.disarm()
         self.cache = fresh
         self.failed = fresh_failed
         # Over the limit: the largest values are left out and listed.
-        size = sum(_value_size(v) for v in values)
+        size = sum([v[5] for v in values])
         if max_bytes and size > max_bytes:
             order = sorted(range(len(values)),
-                           key=lambda i: _value_size(values[i]), reverse=True)
+                           key=lambda i: values[i][5], reverse=True)
             dropped = set()
             for i in order:
                 if size <= max_bytes:
                     break
-                n = _value_size(values[i])
+                n = values[i][5]
                 size -= n
                 dropped.add(i)
                 not_saved.append({
-                    "name": values[i][0], "type": values[i][1],
+                    "name": values[i][7], "type": values[i][2],
                     "reason": "left out: %d bytes pickled; the session's "
                               "checkpoint limit is %d bytes "
                               "(code_execution.checkpoint_max_mb)"
                               % (n, max_bytes)})
             values = [v for i, v in enumerate(values) if i not in dropped]
-            kept = {v[0] for v in values}
+            kept = {v[7] for v in values}
             aliases = {a: t for a, t in aliases.items() if t in kept}
-        names = (tuple(v[0] for v in values), tuple(sorted(modules.items())),
+        names = (tuple([v[7] for v in values]),
+                 tuple(sorted(modules.items())),
                  tuple(sorted(aliases.items())))
         if names != self.last_names or not_saved != self.last_not_saved:
             changed = True
@@ -303,20 +307,40 @@ class Checkpointer(object):
             "execution_count": execution_count,
             "modules": modules,
             "aliases": aliases,
-            "values": [{"name": n, "type": t,
-                        "records": [len(p)] + [b.nbytes for b in bufs]}
-                       for n, t, p, bufs in values],
+            "values": None,
             "not_saved": not_saved,
         }
-        head = json.dumps(header, separators=(",", ":")).encode("utf-8")
+        # The values' entries are serialised once per value (the entry's
+        # last element) and spliced in.
+        header["values"] = []
+        head = json.dumps(header, separators=(",", ":"))
+        marker = '"values":[]'
+        at = head.index(marker) + len(marker) - 1
+        head = (head[:at] + ",".join([v[6] for v in values])
+                + head[at:]).encode("utf-8")
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         total = 0
         try:
             total += _write(fd, MAGIC + struct.pack(">I", len(head)) + head)
-            for _, _, data, bufs in values:
-                total += _write(fd, data)
-                for b in bufs:
-                    total += _write(fd, b)
+            # Small records go out together, large ones on their own.
+            pending, pending_size = [], 0
+            for v in values:
+                for piece in (v[3],) + tuple(v[4]):
+                    n = piece.nbytes if isinstance(piece, memoryview) \
+                        else len(piece)
+                    if n >= WRITE_CHUNK:
+                        if pending:
+                            total += _write(fd, b"".join(pending))
+                            pending, pending_size = [], 0
+                        total += _write(fd, piece)
+                    else:
+                        pending.append(piece)
+                        pending_size += n
+                        if pending_size >= WRITE_CHUNK:
+                            total += _write(fd, b"".join(pending))
+                            pending, pending_size = [], 0
+            if pending:
+                total += _write(fd, b"".join(pending))
         finally:
             os.close(fd)
         summary["bytes"] = total
@@ -324,8 +348,15 @@ class Checkpointer(object):
         return summary
 
 
-def _value_size(v):
-    return len(v[2]) + sum(b.nbytes for b in v[3])
+def _entry(name, value, data, bufs):
+    """A cache entry: (value, immutable, type name, pickle, buffers, size,
+    header JSON, name)."""
+    tname = _type_name(value)
+    size = len(data) + sum([b.nbytes for b in bufs])
+    head = json.dumps({"name": name, "type": tname,
+                       "records": [len(data)] + [b.nbytes for b in bufs]},
+                      separators=(",", ":"))
+    return (value, _immutable(value), tname, data, bufs, size, head, name)
 
 
 def _write(fd, data):
