@@ -18,6 +18,7 @@
 #include "caf/io/all.hpp"
 
 #include "actors/exit_timer.hpp"
+#include "actors/kernel_checkpoints.hpp"
 #include "actors/script_calls.hpp"
 #include "actors/tool_dispatcher.hpp"
 #include "base/redact_slot.hpp"
@@ -56,6 +57,17 @@ kernel_state::~kernel_state() {
     for (auto& rp : *v)
       if (rp.pending())
         rp.deliver(false);
+  // The kernel died while it restored the session's checkpoint: drop the
+  // checkpoint, or every retry would start a kernel that dies the same way.
+  if (restoring && !restore_op.empty() && svc && svc->checkpoints
+      && svc->pool) {
+    auto hub = svc->checkpoints;
+    auto session = ckpt_session;
+    MIBYAN_LOG(warning, "kernel", "session " << session << ": the kernel "
+               "ended while restoring its checkpoint; the checkpoint is "
+               "dropped");
+    (void) svc->pool->submit([hub, session] { (void) hub->drop(session); });
+  }
   if (in_fd >= 0)
     ::close(in_fd);
   auto& p = opts.proc;
@@ -159,6 +171,7 @@ void settle(kernel_broker* self, const json::value* frame) {
   }
   c.execution_count = st.execution_count;
   report_restore(self, c); // actors/kernel_checkpoint_io.cpp
+  c.checkpoint_wait_ms = cell->ckpt_wait_ms;
   // fd-level output follows the Python-level output.
   auto raw_out = cell->raw_out.joined();
   if (cell->raw_out.truncated())

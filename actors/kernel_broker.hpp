@@ -209,7 +209,8 @@ void checkpoint_saved(kernel_broker* self, bool ok, const std::string& error);
 /// (checkpoint_atom) -> bool
 void flush_checkpoint(kernel_broker* self,
                       caf::typed_response_promise<bool> rp);
-/// Fills the restore report and checkpoint wait into a cell's outcome.
+/// Fills the restore report into a cell's outcome (the first after a
+/// restore) and notes the session's execution count.
 void report_restore(kernel_broker* self, cell_outcome& c);
 /// The broker ends: flush waiters get false.
 void fail_checkpoint_waiters(kernel_broker* self);

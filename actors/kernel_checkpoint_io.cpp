@@ -341,8 +341,6 @@ void report_restore(kernel_broker* self, cell_outcome& c) {
   auto& st = self->state;
   if (st.restore_report && !st.restoring)
     c.restore = st.restore_report.get();
-  if (st.cell)
-    c.checkpoint_wait_ms = st.cell->ckpt_wait_ms;
   if (!st.ckpt_session.empty())
     if (auto hub = hub_of(self))
       hub->note_count(st.ckpt_session, c.execution_count);

@@ -457,9 +457,10 @@ bool wire_runtime(runtime::impl& p, std::string* error) {
     auto opened = session_store::open(std::move(so));
     if (opened) {
       p.store = std::shared_ptr<session_store>(std::move(*opened));
+      // Opens its named database: before the store is shared.
+      attach_checkpoint_store(*svc, *p.store);
       p.writer = spawn_session_writer(*p.sys, p.store);
       svc->agent_tools->store = p.store;
-      attach_checkpoint_store(*svc, *p.store);
     } else {
       p.store_error = opened.error;
       MIBYAN_LOG(warning, "runtime",
