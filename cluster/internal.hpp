@@ -304,9 +304,11 @@ bool is_gateway_role(const std::string& role);
 std::string annotate_result(const std::string& result_json,
                             const std::string& node_id, bool state_reset);
 
-/// The error result of a call whose worker was lost.
+/// The error result of a call whose worker was lost (`checkpoints`: the
+/// session's kernel state comes back from its last checkpoint).
 std::string lost_worker_result(const std::string& tool,
                                const std::string& worker,
-                               const std::string& why);
+                               const std::string& why,
+                               bool checkpoints = false);
 
 } // namespace mibyan

@@ -85,9 +85,12 @@ struct ckpt_fixture {
   test::temp_dir work;
   std::unique_ptr<runtime> rt;
 
+  int64_t max_mb = 64;
+
   void start() {
     auto opts = test::kernel_test_options(home.path());
     opts.code_execution.checkpoint = "on";
+    opts.code_execution.checkpoint_max_mb = max_mb;
     std::string err;
     rt = runtime::create(opts, &err);
     BOOST_REQUIRE_MESSAGE(rt != nullptr, err);
@@ -312,6 +315,21 @@ BOOST_AUTO_TEST_CASE(values_that_cannot_be_saved_are_reported_by_name) {
                       lost);
   BOOST_CHECK_MESSAGE(contains(lost, "Hang=not saved: a class defined"),
                       lost);
+}
+
+BOOST_AUTO_TEST_CASE(the_largest_values_beyond_the_cap_are_left_out) {
+  max_mb = 1;
+  start();
+  exec("big = 'x' * 3000000\nmid = 'y' * 600000\nsmall = [1, 2, 3]\n");
+  wait_stored(1);
+  restart();
+  auto r = exec("print(len(mid), small)");
+  BOOST_CHECK_EQUAL(r.get_string("output"), "600000 [1, 2, 3]\n");
+  auto lost = lost_names(r);
+  BOOST_CHECK_MESSAGE(contains(lost, "big=not saved: left out")
+                        && contains(lost, "checkpoint_max_mb"),
+                      lost);
+  BOOST_CHECK_MESSAGE(!contains(lost, "mid="), lost);
 }
 
 BOOST_AUTO_TEST_CASE(a_tampered_checkpoint_is_refused_and_the_kernel_starts_fresh) {
