@@ -22,8 +22,9 @@ namespace mibyan::kernel_detail {
 namespace {
 
 // Seconds a value may take to pickle before it is left out (a __reduce__
-// that hangs); the runner enforces it with SIGALRM.
-constexpr double reduce_timeout_seconds = 5.0;
+// that hangs); the runner enforces it with SIGALRM. Generous: a large
+// value on a loaded machine must not be mistaken for a hang.
+constexpr double reduce_timeout_seconds = 10.0;
 
 std::shared_ptr<kernel_checkpoints> hub_of(kernel_broker* self) {
   auto& svc = self->state.svc;
@@ -165,7 +166,9 @@ void send_restore(kernel_broker* self) {
   line["id"] = st.restore_op;
   line["op"] = "restore";
   line["file"] = st.restore_file;
-  line["timeout"] = reduce_timeout_seconds;
+  // Per value; the whole restore is bounded by the cell's wall clock below.
+  line["timeout"] = static_cast<double>(
+    std::max<int64_t>(1, st.svc->cfg.code_execution.timeout));
   st.restore_file.clear();
   write_line(self, line);
   // Unpickling runs user code (a __setstate__, a reduce callable); it
