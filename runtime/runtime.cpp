@@ -398,8 +398,11 @@ namespace {
 
 // Kernel checkpoints live in the session store's environment; the key is
 // read (made on first use) only when checkpoints are on.
-void attach_checkpoint_store(runtime_services& svc, session_store& store) {
-  auto opened = open_lmdb_checkpoint_store(store.env());
+void attach_checkpoint_store(runtime_services& svc,
+                             const std::shared_ptr<session_store>& store) {
+  // Kept alive with the checkpoint store (pool jobs may still store one
+  // while the runtime ends), as agent_tools->store keeps it.
+  auto opened = open_lmdb_checkpoint_store(store->env(), store);
   if (!opened) {
     MIBYAN_LOG(warning, "runtime", "kernel checkpoints unavailable: "
                                      << opened.error);
@@ -458,7 +461,7 @@ bool wire_runtime(runtime::impl& p, std::string* error) {
     if (opened) {
       p.store = std::shared_ptr<session_store>(std::move(*opened));
       // Opens its named database: before the store is shared.
-      attach_checkpoint_store(*svc, *p.store);
+      attach_checkpoint_store(*svc, p.store);
       p.writer = spawn_session_writer(*p.sys, p.store);
       svc->agent_tools->store = p.store;
     } else {

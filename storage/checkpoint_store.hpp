@@ -57,11 +57,13 @@ public:
   virtual store_status remove(const std::string& session) = 0;
 };
 
-/// The LMDB implementation on `env` (the session store's environment,
-/// which must outlive it). Opens (creates) its named database now: call
+/// The LMDB implementation on `env` (the session store's environment).
+/// `owner` (optional) is kept alive as long as the checkpoint store: pass
+/// the object that owns `env` when the checkpoint store may outlive the
+/// caller's hold on it. Opens (creates) its named database now: call
 /// during set-up, before the environment is shared with other threads.
 store_result<std::unique_ptr<checkpoint_store>>
-open_lmdb_checkpoint_store(lmdb_env& env);
+open_lmdb_checkpoint_store(lmdb_env& env, std::shared_ptr<void> owner = {});
 
 /// For the LMDB session store's delete transaction: drops the checkpoints
 /// of `session` inside `txn` (a write transaction). 0 or an LMDB code,

@@ -105,7 +105,8 @@ int drop_all(MDB_txn* txn, MDB_dbi dbi, const std::string& session,
 
 class lmdb_checkpoint_store final : public checkpoint_store {
 public:
-  lmdb_checkpoint_store(lmdb_env& env, MDB_dbi dbi) : env_(env), dbi_(dbi) {}
+  lmdb_checkpoint_store(lmdb_env& env, MDB_dbi dbi, std::shared_ptr<void> owner)
+      : owner_(std::move(owner)), env_(env), dbi_(dbi) {}
 
   store_status put(const std::string& session, uint64_t seq,
                    std::string_view bytes) override {
@@ -212,6 +213,7 @@ public:
   }
 
 private:
+  std::shared_ptr<void> owner_; // keeps env_ alive
   lmdb_env& env_;
   MDB_dbi dbi_;
 };
@@ -219,12 +221,12 @@ private:
 } // namespace
 
 store_result<std::unique_ptr<checkpoint_store>>
-open_lmdb_checkpoint_store(lmdb_env& env) {
+open_lmdb_checkpoint_store(lmdb_env& env, std::shared_ptr<void> owner) {
   auto dbi = env.open_dbi(db_name);
   if (!dbi)
     return dbi.get_status();
   return std::unique_ptr<checkpoint_store>(
-    new lmdb_checkpoint_store(env, *dbi));
+    new lmdb_checkpoint_store(env, *dbi, std::move(owner)));
 }
 
 int delete_checkpoints_txn(MDB_txn* txn, const std::string& session,
