@@ -27,6 +27,7 @@
 
 import importlib
 import json
+import mmap
 import os
 import pickle
 import signal
@@ -72,21 +73,31 @@ class CheckpointTimeout(BaseException):
 
 class _Deadline(object):
     """One periodic SIGALRM for a whole pass; the handler raises only when
-    the value being worked on has run past its budget. Two system calls
-    per pass, not per value. The cell's own SIGALRM handler and timer are
-    put back afterwards."""
+    the same value (`current`, set by the caller around each value) has
+    been worked on for `seconds` (up to a quarter more). Two system calls
+    per pass and no clock reads per value. The cell's own SIGALRM handler
+    and timer are put back afterwards."""
 
     def __init__(self, seconds):
         self.seconds = seconds
-        self.started = None
+        self.current = None
+        self._seen = None
+        self._stuck = 0.0
+        self._tick = max(0.05, (seconds or 0) / 4.0)
         self._old = None
         self._old_timer = (0.0, 0.0)
         self.armed = False
 
     def _fire(self, signum, frame):
-        started = self.started
-        if started is not None and time.monotonic() - started > self.seconds:
-            self.started = None
+        cur = self.current
+        if cur is None or cur is not self._seen:
+            self._seen = cur
+            self._stuck = 0.0
+            return
+        self._stuck += self._tick
+        if self._stuck >= self.seconds:
+            self.current = self._seen = None
+            self._stuck = 0.0
             raise CheckpointTimeout()
 
     def arm(self):
@@ -94,8 +105,8 @@ class _Deadline(object):
             return
         try:
             self._old = signal.signal(signal.SIGALRM, self._fire)
-            tick = max(0.05, self.seconds / 4.0)
-            self._old_timer = signal.setitimer(signal.ITIMER_REAL, tick, tick)
+            self._old_timer = signal.setitimer(signal.ITIMER_REAL,
+                                               self._tick, self._tick)
             self.armed = True
         except (ValueError, OSError, AttributeError):
             self.armed = False   # not the main thread, or no SIGALRM
@@ -104,6 +115,7 @@ class _Deadline(object):
         if not self.armed:
             return
         self.armed = False
+        self.current = None
         try:
             signal.setitimer(signal.ITIMER_REAL, *self._old_timer)
             signal.signal(signal.SIGALRM, self._old
@@ -137,27 +149,21 @@ class Checkpointer(object):
 
     # -- taking -------------------------------------------------------------
 
-    def _pickle(self, value, deadline):
-        buffers = []
-        deadline.started = time.monotonic()
-        try:
-            data = pickle.dumps(value, protocol=PROTOCOL,
-                                buffer_callback=buffers.append)
-        finally:
-            deadline.started = None
-        raws = []
-        for b in buffers:
-            raws.append(b.raw() if hasattr(b, "raw") else memoryview(b))
-        return data, raws
-
     def collect(self, max_bytes, timeout):
         """Brings the cache up to date with the namespace. Returns
         (changed, values, modules, aliases, not_saved, size): `values` is
-        the cache entries (_entry) in namespace order."""
+        the cache entries (_entry) in namespace order. The loop is the
+        per-cell cost of checkpoints: kept to plain operations."""
         ns = self.ns
-        cache = self.cache
+        cache_get = self.cache.get
+        failed_get = self.failed.get
         identity = self.strategy == "identity"
         deadline = _Deadline(timeout)
+        dumps = pickle.dumps
+        module_type = types.ModuleType
+        function_type = types.FunctionType
+        bufs = []
+        on_buffer = bufs.append
         changed = False
         values, modules, aliases, not_saved = [], {}, {}, []
         first_of = {}
@@ -165,9 +171,17 @@ class Checkpointer(object):
         fresh_failed = {}
         try:
             for name, value in list(ns.items()):
-                if name.startswith("__") and name.endswith("__"):
+                if name[:2] == "__" and name[-2:] == "__":
                     continue
-                if isinstance(value, types.ModuleType):
+                old = cache_get(name)
+                if identity and old is not None and old[0] is value \
+                        and old[1]:
+                    # The same immutable object: unchanged, no pickling.
+                    fresh[name] = old
+                    values.append(old)
+                    continue
+                t = type(value)
+                if t is module_type or isinstance(value, module_type):
                     modname = getattr(value, "__name__", None)
                     if isinstance(modname, str) and modname != "__main__":
                         modules[name] = modname
@@ -185,15 +199,7 @@ class Checkpointer(object):
                 if key in first_of and not _immutable(value):
                     aliases[name] = first_of[key]
                     continue
-                old = cache.get(name)
-                if (identity and old is not None and old[0] is value
-                        and old[1]):
-                    fresh[name] = old
-                    if key not in first_of:
-                        first_of[key] = name
-                    values.append(old)
-                    continue
-                failed = self.failed.get(name)
+                failed = failed_get(name)
                 if failed is not None and failed[0] is value:
                     # The same object failed before: not tried again until
                     # the name is bound to another object (a __reduce__
@@ -201,39 +207,47 @@ class Checkpointer(object):
                     fresh_failed[name] = failed
                     not_saved.append(failed[1])
                     continue
-                reason = self._unsaveable(value)
+                if t is function_type or isinstance(value, type):
+                    reason = self._unsaveable(value)
+                    if reason is not None:
+                        not_saved.append({"name": name,
+                                          "type": _type_name(value),
+                                          "reason": reason})
+                        fresh_failed[name] = (value, not_saved[-1])
+                        continue
+                if not deadline.armed:
+                    deadline.arm()
+                reason = None
+                try:
+                    deadline.current = name
+                    data = dumps(value, PROTOCOL, buffer_callback=on_buffer)
+                    deadline.current = None
+                except CheckpointTimeout:
+                    reason = ("pickling took longer than %gs (a __reduce__ "
+                              "or __getstate__ that hangs)" % timeout)
+                except RecursionError:
+                    reason = "nested too deeply to pickle"
+                except Exception as e:
+                    reason = _reason(e)
                 if reason is not None:
+                    deadline.current = None
+                    del bufs[:]
                     not_saved.append({"name": name, "type": _type_name(value),
                                       "reason": reason})
                     fresh_failed[name] = (value, not_saved[-1])
                     continue
-                deadline.arm()
-                mark = len(not_saved)
-                try:
-                    data, bufs = self._pickle(value, deadline)
-                except CheckpointTimeout:
-                    not_saved.append({
-                        "name": name, "type": _type_name(value),
-                        "reason": "pickling took longer than %gs (a "
-                                  "__reduce__ or __getstate__ that hangs)"
-                                  % timeout})
-                    continue
-                except RecursionError:
-                    not_saved.append({"name": name, "type": _type_name(value),
-                                      "reason": "nested too deeply to pickle"})
-                    continue
-                except Exception as e:
-                    not_saved.append({"name": name, "type": _type_name(value),
-                                      "reason": _reason(e)})
-                    continue
-                finally:
-                    if len(not_saved) > mark:
-                        fresh_failed[name] = (value, not_saved[-1])
-                if (old is None or old[3] != data
-                        or len(old[4]) != len(bufs)
-                        or any(a != b for a, b in zip(old[4], bufs))):
+                if bufs:
+                    raws = [b.raw() if hasattr(b, "raw") else memoryview(b)
+                            for b in bufs]
+                    del bufs[:]
+                else:
+                    raws = ()
+                if old is None or old[3] != data or (
+                        (old[4] or raws) and (
+                            len(old[4]) != len(raws)
+                            or any(a != b for a, b in zip(old[4], raws)))):
                     changed = True
-                    entry = _entry(name, value, data, bufs)
+                    entry = _entry(name, value, data, raws)
                 elif old[0] is value:
                     entry = old
                 else:
@@ -421,8 +435,13 @@ def restore(namespace, path, timeout):
     out = {"restored": [], "not_restored": [], "execution_count": None,
            "error": ""}
     try:
+        # Mapped, not read: one copy less for a large checkpoint (values
+        # that keep out-of-band buffers keep the mapping alive).
         with open(path, "rb") as f:
-            data = f.read()
+            try:
+                data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+            except (ValueError, OSError):
+                data = f.read()       # empty file, or no mmap here
     except OSError as e:
         out["error"] = "cannot read the checkpoint: %s" % e
         return out
@@ -475,7 +494,7 @@ def restore(namespace, path, timeout):
                 p += n
             pos = end
             deadline.arm()
-            deadline.started = time.monotonic()
+            deadline.current = name
             try:
                 namespace[name] = pickle.loads(main, buffers=bufs)
                 restored.append(name)
@@ -490,7 +509,7 @@ def restore(namespace, path, timeout):
                 lost.append({"name": name, "type": tname,
                              "reason": _reason(e)})
             finally:
-                deadline.started = None
+                deadline.current = None
     finally:
         deadline.disarm()
     aliases = header.get("aliases") or {}
