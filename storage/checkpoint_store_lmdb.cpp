@@ -69,7 +69,8 @@ int read_head(MDB_txn* txn, MDB_dbi dbi, const std::string& session,
   return 0;
 }
 
-// Drops every key of `session` (chunks and head).
+// Drops every key of `session` (chunks and head): the keys are collected
+// with a cursor first, then deleted.
 int drop_all(MDB_txn* txn, MDB_dbi dbi, const std::string& session,
              std::string& error) {
   MDB_cursor* cur = nullptr;
@@ -79,28 +80,27 @@ int drop_all(MDB_txn* txn, MDB_dbi dbi, const std::string& session,
     return rc;
   }
   auto p = prefix(session);
+  std::vector<std::string> keys;
   MDB_val k = lmdb_env::val(p), v{};
   rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
   while (rc == 0) {
     auto key = lmdb_env::view(k);
     if (key.substr(0, p.size()) != p)
       break;
-    if ((rc = mdb_cursor_del(cur, 0)) != 0) {
-      error = "delete checkpoint chunk";
-      break;
-    }
-    rc = mdb_cursor_get(cur, &k, &v, MDB_GET_CURRENT);
-    if (rc == MDB_NOTFOUND) // deleted the last key
-      break;
-    if (rc == 0) {
-      key = lmdb_env::view(k);
-      if (key.substr(0, p.size()) != p)
-        break;
-      continue; // the cursor now sits on the next key
-    }
+    keys.emplace_back(key);
+    rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
   }
   mdb_cursor_close(cur);
-  return rc == MDB_NOTFOUND ? 0 : rc;
+  if (rc != 0 && rc != MDB_NOTFOUND) {
+    error = "list checkpoint chunks";
+    return rc;
+  }
+  for (auto& key : keys)
+    if ((rc = lmdb_env::del(txn, dbi, key)) != 0 && rc != MDB_NOTFOUND) {
+      error = "delete checkpoint chunk";
+      return rc;
+    }
+  return 0;
 }
 
 class lmdb_checkpoint_store final : public checkpoint_store {

@@ -27,6 +27,7 @@
 #include "storage/session_store.hpp"
 #include "tests/support/kernel_options.hpp"
 #include "tests/support/paths.hpp"
+#include "tests/support/process.hpp"
 #include "tests/support/temp_dir.hpp"
 
 using namespace mibyan;
@@ -390,6 +391,7 @@ BOOST_AUTO_TEST_CASE(sealed_bad_payloads_are_reported_by_name) {
     header_for({{"ok", pickled_int_41.size()}, {"bomb", pickled_bomb.size()}}),
     records);
   BOOST_REQUIRE(h->save("s1", h->next_seq(), 7, payload));
+  h.reset(); // it holds the store open
   restart();
   auto r = exec("print(ok)");
   BOOST_CHECK_EQUAL(r.get_string("output"), "41\n");
@@ -406,6 +408,7 @@ BOOST_AUTO_TEST_CASE(sealed_bad_payloads_are_reported_by_name) {
     pickled_int_41 + "I5\n");
   h = hub();
   BOOST_REQUIRE(h->save("s1", h->next_seq(), 7, payload));
+  h.reset(); // it holds the store open
   restart();
   r = exec("print(ok)");
   BOOST_CHECK_EQUAL(r.get_string("output"), "41\n");
@@ -418,6 +421,7 @@ BOOST_AUTO_TEST_CASE(sealed_bad_payloads_are_reported_by_name) {
                             pickled_int_41);
   h = hub();
   BOOST_REQUIRE(h->save("s1", h->next_seq(), 7, payload));
+  h.reset(); // it holds the store open
   restart();
   r = exec("print(ok)");
   BOOST_CHECK(contains(r.get_string("output"), "NameError"));
@@ -450,7 +454,8 @@ BOOST_AUTO_TEST_CASE(killed_node_restores_on_restart) {
   test::temp_dir home, work;
   home.write("config.yaml",
              "code_execution:\n  checkpoint: on\n  sandbox: off\n"
-             "  prestart_kernels: 0\napprovals:\n  unattended_mode: approve\n");
+             "  prestart_kernels: 0\napprovals:\n  unattended_mode: approve\n"
+             "  single_query_mode: approve\n");
   auto line = [](const std::string& code) {
     json::value l, a;
     a["code"] = code;
