@@ -65,6 +65,7 @@ void serve_locally(cluster_actor* self, kernel_checkpoint req, bool fetch,
   auto id = ++st.next_ckpt_op;
   st.ckpt_ops.emplace(id, rp);
   auto me = caf::actor_cast<caf::actor>(self);
+  auto* sys = &self->system();
   auto job = [=, req = std::move(req)]() mutable {
     kernel_checkpoint out;
     out.session = req.session;
@@ -85,7 +86,10 @@ void serve_locally(cluster_actor* self, kernel_checkpoint req, bool fetch,
                !s) {
       out.error = s.error;
     }
-    caf::anon_send(me, checkpoint_atom_v, id, std::move(out));
+    // Sent from an actor of this node: checkpoint_done takes completions
+    // from this process only.
+    caf::scoped_actor from{*sys};
+    from->send(me, checkpoint_atom_v, id, std::move(out));
   };
   auto& pool = runtime_access::of(*st.rt).svc->pool;
   if (!(pool && pool->submit(std::move(job)))) {
@@ -131,9 +135,14 @@ caf::result<kernel_checkpoint> checkpoint_request(cluster_actor* self,
     return caf::make_error(ec::invalid_request,
                            "not authenticated: complete the cluster "
                            "handshake");
-  auto rp = self->make_response_promise<kernel_checkpoint>();
+  // Before the promise: making it takes the sender out of the message.
   auto keeper = from_this_process(self) ? keeper_of(self, req.session)
                                         : std::string{};
+  auto rp = self->make_response_promise<kernel_checkpoint>();
+  MIBYAN_LOG(debug, "cluster", "checkpoint " << (fetch ? "fetch" : "store")
+             << " for session " << req.session << ": "
+             << (keeper.empty() ? std::string{"kept here"}
+                                : "kept by " + keeper));
   if (keeper.empty()) {
     serve_locally(self, std::move(req), fetch, rp);
   } else if (fetch) {
