@@ -384,13 +384,12 @@ void start_next(kernel_broker* self) {
   auto& st = self->state;
   if (st.cell || st.queue.empty() || st.dead || !st.ready)
     return;
-  if (checkpoint_blocks(self)) {
-    // The previous cell's checkpoint (or the restore) comes first; the
-    // wait is measured (kernel_usage::checkpoint_wait_ns).
-    if (st.ckpt_pending && st.ckpt_wait_since == clock_type::time_point{})
-      st.ckpt_wait_since = clock_type::now();
+  // A restore comes first. The previous cell's checkpoint does not hold
+  // the line back: the runner takes it before it reads the next line, so
+  // the next cell still starts after it, without a round trip in between
+  // (the wait is measured when the checkpoint frame arrives).
+  if (checkpoint_blocks(self))
     return;
-  }
   auto next = std::move(st.queue.front());
   st.queue.pop_front();
   auto cell = std::make_unique<running_cell>();
@@ -408,8 +407,6 @@ void start_next(kernel_broker* self) {
   line["timeout"] = static_cast<double>(cell->cell.timeout_ms) / 1000.0;
   if (refresh_script_tools(self))
     line["reload_tools"] = true;
-  cell->ckpt_wait_ms = st.next_cell_wait_ms;
-  st.next_cell_wait_ms = 0;
   auto timeout = std::chrono::milliseconds(cell->cell.timeout_ms);
   close_rpc_conns(self);
   st.cell = std::move(cell);
@@ -625,7 +622,7 @@ caf::behavior kernel_impl(kernel_broker* self, services_ptr svc,
                         "The kernel sent a reply frame for another cell.");
           } else if (s.cell && (!s.cell->forcing || status == "killed")) {
             if (!s.cell->forcing)
-              expect_checkpoint(self, status);
+              expect_checkpoint(self, *parsed.v);
             settle(self, &*parsed.v);
           }
         };

@@ -70,6 +70,7 @@ struct running_cell {
   // previous one (milliseconds).
   bool checkpoint = false;
   double ckpt_wait_ms = 0;
+  bool checkpoint_waited = false;
 };
 
 struct kernel_state {
@@ -126,22 +127,21 @@ struct kernel_state {
 
   // Checkpoints (actors/kernel_checkpoint_io.cpp). `ckpt_session` is ""
   // until the registry adopts the kernel for a session with checkpoints
-  // on. Cells wait while a restore is prepared or runs, and while the
-  // previous cell's checkpoint frame is outstanding.
+  // on. Cells wait while a restore is prepared or runs; the next cell's
+  // line may go out while the previous cell's checkpoint frame is
+  // outstanding (the runner reads it only after the checkpoint).
   std::string ckpt_session;
   bool restoring = false;        // restore being prepared, sent or run
   std::string restore_file;      // written, to send once the kernel is ready
   std::string restore_op;        // id of the restore line sent
   bool ckpt_pending = false;     // a checkpoint frame is expected
   std::string ckpt_op;           // id of an explicit checkpoint line
-  clock_type::time_point ckpt_wait_since{}; // a cell queued behind it
   uint64_t ckpt_files = 0;
   int ckpt_saving = 0;           // saves running on the pool
   bool ckpt_want_flush = false;  // a flush waits for the next checkpoint
   std::vector<caf::typed_response_promise<bool>> ckpt_waiters;
   std::vector<caf::typed_response_promise<bool>> ckpt_after_save;
   std::unique_ptr<restore_summary> restore_report; // for the next cell
-  double next_cell_wait_ms = 0;
 
   ~kernel_state(); // actors/kernel.cpp
   static const char* name;
@@ -194,14 +194,14 @@ void restore_ready(kernel_broker* self, bool found, std::string file,
                    std::string refused, int64_t age_cells);
 /// Sends the restore line if one is waiting for the ready frame.
 void send_restore(kernel_broker* self);
-/// True while cells must wait (restore, outstanding checkpoint frame).
+/// True while cells must wait (a restore being prepared or run).
 bool checkpoint_blocks(kernel_broker* self);
 /// Adds the "checkpoint" member to a cell line when this kernel
 /// checkpoints.
 void add_checkpoint_request(kernel_broker* self, json::value& line);
-/// The cell's frame arrived with `status`: a checkpoint frame follows
-/// when the line asked for one and the cell ran (ok or error).
-void expect_checkpoint(kernel_broker* self, const std::string& status);
+/// The cell's frame arrived: a checkpoint frame follows when it says
+/// "checkpoint": "follows"; "unchanged" means the stored one holds it.
+void expect_checkpoint(kernel_broker* self, const json::value& frame);
 /// A "checkpoint" or "restored" frame.
 void on_checkpoint_frame(kernel_broker* self, const json::value& frame);
 /// A save finished on the pool.

@@ -194,8 +194,7 @@ void send_restore(kernel_broker* self) {
 }
 
 bool checkpoint_blocks(kernel_broker* self) {
-  auto& st = self->state;
-  return st.restoring || st.ckpt_pending;
+  return self->state.restoring;
 }
 
 void add_checkpoint_request(kernel_broker* self, json::value& line) {
@@ -206,10 +205,19 @@ void add_checkpoint_request(kernel_broker* self, json::value& line) {
   st.cell->checkpoint = true;
 }
 
-void expect_checkpoint(kernel_broker* self, const std::string& status) {
+void expect_checkpoint(kernel_broker* self, const json::value& frame) {
   auto& st = self->state;
-  if (st.cell && st.cell->checkpoint && (status == "ok" || status == "error"))
+  if (!st.cell || !st.cell->checkpoint)
+    return;
+  auto mark = frame.get_string("checkpoint");
+  if (mark == "follows") {
     st.ckpt_pending = true;
+  } else if (mark == "unchanged") {
+    // The stored checkpoint holds this cell's state already.
+    if (auto hub = hub_of(self))
+      hub->note_covered(st.ckpt_session,
+                        frame.get_int("execution_count", 0));
+  }
 }
 
 void on_checkpoint_frame(kernel_broker* self, const json::value& frame) {
@@ -305,14 +313,18 @@ void on_checkpoint_frame(kernel_broker* self, const json::value& frame) {
                         frame.get_int("execution_count", 0));
     deliver_all(waiters, true);
   }
-  if (st.ckpt_wait_since != clock_type::time_point{}) {
-    auto waited = clock_type::now() - st.ckpt_wait_since;
-    st.ckpt_wait_since = {};
+  // A cell whose line went out before this frame arrived waited in the
+  // runner for the checkpoint (at most this long).
+  if (st.cell && !st.cell->checkpoint_waited) {
+    st.cell->checkpoint_waited = true;
+    auto waited = clock_type::now() - st.cell->start;
     auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(waited)
                 .count();
-    st.opts.usage->checkpoint_waits.fetch_add(1);
-    st.opts.usage->checkpoint_wait_ns.fetch_add(ns);
-    st.next_cell_wait_ms = static_cast<double>(ns) / 1e6;
+    if (ns > 0) {
+      st.opts.usage->checkpoint_waits.fetch_add(1);
+      st.opts.usage->checkpoint_wait_ns.fetch_add(ns);
+      st.cell->ckpt_wait_ms = static_cast<double>(ns) / 1e6;
+    }
   }
   checkpoint_if_idle(self);
   start_next(self);

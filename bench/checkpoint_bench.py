@@ -129,7 +129,8 @@ def warm_cells(binary, checkpoint, cells):
         with open(os.path.join(home, "config.yaml"), "w") as f:
             f.write("code_execution:\n  checkpoint: %s\n  sandbox: off\n"
                     "  prestart_kernels: 0\napprovals:\n"
-                    "  unattended_mode: approve\n" % checkpoint)
+                    "  unattended_mode: approve\n"
+                    "  single_query_mode: approve\n" % checkpoint)
         env = dict(os.environ, MIBYAN_HOME=home)
         p = subprocess.Popen([binary, "tool", "--stdin", "--session", "b"],
                              stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -180,7 +181,7 @@ def main():
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     if args:
-        binary = args[0]
+        binary = os.path.abspath(args[0])
         on, off = [], []
         for _ in range(2 if quick else 5):
             off.append(warm_cells(binary, "off", 200 if quick else 600))

@@ -28,6 +28,7 @@
 import importlib
 import json
 import mmap
+import operator
 import os
 import pickle
 import signal
@@ -41,6 +42,10 @@ FORMAT = 1
 PROTOCOL = 5 if pickle.HIGHEST_PROTOCOL >= 5 else pickle.HIGHEST_PROTOCOL
 MAX_HEADER = 64 << 20
 WRITE_CHUNK = 4 << 20            # bytes per write() of a large record
+# Pickled bytes of the values that can change in place up to which the
+# runner checks "unchanged" before a cell's frame (cheap: microseconds);
+# above it the check runs after the frame.
+QUICK_CHECK_BYTES = 64 << 10
 
 # Values whose identity says everything: immutable and made only of
 # immutable parts (tuples and frozensets are checked to a small depth).
@@ -145,7 +150,12 @@ class Checkpointer(object):
         self.failed = {}
         self.last_names = None
         self.last_not_saved = None
-        self.last_size = None
+        self._fast_keys = None
+        self._fast_vals = None
+        self._fast_mutables = None
+        self._fast_small = False
+        self._last_values = self._last_modules = self._last_aliases = None
+        self._last_size = 0
 
     # -- taking -------------------------------------------------------------
 
@@ -155,9 +165,12 @@ class Checkpointer(object):
         the cache entries (_entry) in namespace order. The loop is the
         per-cell cost of checkpoints: kept to plain operations."""
         ns = self.ns
+        identity = self.strategy == "identity"
+        if identity and self._unchanged(timeout):
+            return (False, self._last_values, self._last_modules,
+                    self._last_aliases, self.last_not_saved, self._last_size)
         cache_get = self.cache.get
         failed_get = self.failed.get
-        identity = self.strategy == "identity"
         deadline = _Deadline(timeout)
         dumps = pickle.dumps
         module_type = types.ModuleType
@@ -288,7 +301,61 @@ class Checkpointer(object):
             changed = True
         self.last_names = names
         self.last_not_saved = not_saved
+        # For the next pass's shortcut (_unchanged): the bindings, and the
+        # values that may change in place with their pickles.
+        self._fast_keys = list(ns)
+        self._fast_vals = list(ns.values())
+        self._fast_mutables = [(v[0], v[7], v[3], v[4]) for v in values
+                               if not v[1]]
+        self._fast_small = sum([len(m[2]) for m in self._fast_mutables]) \
+            <= QUICK_CHECK_BYTES
+        self._last_values, self._last_modules = values, modules
+        self._last_aliases, self._last_size = aliases, size
         return changed, values, modules, aliases, not_saved, size
+
+    def quick_unchanged(self, timeout):
+        """The runner's check before a cell's frame: True when the
+        namespace is certainly what the last checkpoint holds and finding
+        that out is cheap (the values that can change in place pickle to
+        at most QUICK_CHECK_BYTES together). False means "not known": the
+        checkpoint is then taken after the frame."""
+        if self.strategy != "identity" or not self._fast_small:
+            return False
+        return self._unchanged(timeout)
+
+    def _unchanged(self, timeout):
+        """True when every name is bound to the same object as at the last
+        pass and every value that can change in place pickles the same:
+        the namespace is what the last checkpoint holds. Most cells land
+        here, so the binding check runs in C (list comparisons)."""
+        keys = self._fast_keys
+        if keys is None:
+            return False
+        ns = self.ns
+        if len(ns) != len(keys) or list(ns) != keys:
+            return False
+        if not all(map(operator.is_, ns.values(), self._fast_vals)):
+            return False
+        mutables = self._fast_mutables
+        if not mutables:
+            return True
+        deadline = _Deadline(timeout)
+        deadline.arm()
+        dumps = pickle.dumps
+        bufs = []
+        try:
+            for value, name, data, raws in mutables:
+                deadline.current = name
+                if raws:
+                    return False      # out-of-band buffers: the full pass
+                if dumps(value, PROTOCOL, buffer_callback=bufs.append) \
+                        != data or bufs:
+                    return False
+            return True
+        except BaseException:
+            return False              # the full pass reports it
+        finally:
+            deadline.disarm()
 
     def _unsaveable(self, value):
         t = type(value)

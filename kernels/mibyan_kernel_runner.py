@@ -112,6 +112,15 @@ def _dumps_body(body):
         text = _dumps_frame(body)
         if text is not None:
             return text
+    if (len(body) == len(_FRAME_KEYS) + 1
+            and type(body.get("checkpoint")) is str):
+        rest = dict(body)
+        mark = rest.pop("checkpoint")
+        if tuple(rest) == _FRAME_KEYS:
+            text = _dumps_frame(rest)
+            if text is not None:
+                return text[:-1] + ', "checkpoint": ' + _encode_str(mark) \
+                    + "}"
     parts = []
     for key, value in body.items():
         if value is None:
@@ -458,8 +467,9 @@ class Kernel(object):
             except Exception:
                 pass
 
-    def send_frame(self, body):
-        self._flush_native()
+    def send_frame(self, body, flush=True):
+        if flush:
+            self._flush_native()
         encode = _encode_body
         try:
             data = _fit_frame(body, encode)
@@ -634,13 +644,16 @@ class Kernel(object):
             ckpt = self._checkpoints()
             summary = ckpt.write(os.path.join(_HERE, name),
                                  self.execution_count, max_bytes, timeout)
-            body.update(summary)
             if summary["changed"]:
+                body.update(summary)
                 body["file"] = name
+            else:
+                body["changed"] = False   # the short frame of most cells
         except BaseException as e:
             body.update({"changed": False, "error": "%s: %s" % (
                 type(e).__name__, e)})
-        self.send_frame(body)
+        # No cell's output precedes it: nothing to flush first.
+        self.send_frame(body, flush=False)
 
     def run_restore(self, cell_id):
         """Restores the checkpoint the host wrote (after checking its
@@ -748,13 +761,25 @@ class Kernel(object):
             self._end_forked_child(out, err, trace, exit_code)
         out_text, out_clipped, out_total = out.snapshot()
         err_text, err_clipped, err_total = err.snapshot()
-        self.send_frame({
+        body = {
             "id": cell_id, "status": status,
             "stdout": out_text, "stderr": err_text,
             "stdout_clipped": out_clipped, "stderr_clipped": err_clipped,
             "stdout_total": out_total, "stderr_total": err_total,
             "traceback": trace, "execution_count": self.execution_count,
-            "exit_code": exit_code})
+            "exit_code": exit_code}
+        if self.checkpoint_req is not None and status in ("ok", "error"):
+            # Section 3.1: most cells change nothing, which is cheap to
+            # tell; only then is the answer in this frame. Otherwise the
+            # checkpoint follows the frame, off the result's path.
+            ckpt = self._checkpointer
+            if ckpt is not None and ckpt.quick_unchanged(
+                    self.checkpoint_req[2]):
+                self.checkpoint_req = None
+                body["checkpoint"] = "unchanged"
+            else:
+                body["checkpoint"] = "follows"
+        self.send_frame(body)
         self._spare_streams[0], self._spare_streams[1] = out, err
         return exit_code if status == "exit" else None
 

@@ -524,6 +524,7 @@ BOOST_AUTO_TEST_CASE(checkpoint_frames_follow_the_cell_and_restore_reports) {
   auto cell = p.read_frame(k.sentinel);
   BOOST_REQUIRE(cell.ok);
   BOOST_TEST(cell.status() == "ok");
+  BOOST_TEST(cell.body.get_string("checkpoint") == "follows");
   auto ck = p.read_frame(k.sentinel);
   BOOST_REQUIRE(ck.ok);
   BOOST_TEST(ck.status() == "checkpoint");
@@ -531,19 +532,35 @@ BOOST_AUTO_TEST_CASE(checkpoint_frames_follow_the_cell_and_restore_reports) {
   BOOST_TEST(ck.body.get_bool("changed", false));
   BOOST_TEST(ck.body.get_string("file") == "ck-1.bin");
   BOOST_TEST(ck.body.find("not_saved")->as_array().size() == 1u);
-  // Nothing changed: no file.
   BOOST_REQUIRE(p.send_line(
     R"({"id": "c2", "code": "y = x", "checkpoint": {"file": "ck-2.bin"}})"));
   BOOST_REQUIRE(p.read_frame(k.sentinel).ok);
   auto second = p.read_frame(k.sentinel);
   BOOST_TEST(second.status() == "checkpoint");
-  BOOST_TEST(second.body.get_bool("changed", true)); // y is new
+  BOOST_TEST(second.body.get_bool("changed", false)); // y is new
+  // Nothing changed: said in the cell's own frame, no checkpoint frame.
   BOOST_REQUIRE(p.send_line(
     R"({"id": "c3", "code": "pass", "checkpoint": {"file": "ck-3.bin"}})"));
-  BOOST_REQUIRE(p.read_frame(k.sentinel).ok);
   auto third = p.read_frame(k.sentinel);
-  BOOST_TEST(!third.body.get_bool("changed", true));
-  BOOST_TEST(third.body.find("file") == nullptr);
+  BOOST_TEST(third.body.get_string("checkpoint") == "unchanged");
+  // An explicit checkpoint of an unchanged namespace writes no file.
+  BOOST_REQUIRE(p.send_line(
+    R"({"id": "c4", "op": "checkpoint", "checkpoint": {"file": "ck-4.bin"}})"));
+  auto fourth = p.read_frame(k.sentinel);
+  BOOST_TEST(fourth.status() == "checkpoint");
+  BOOST_TEST(!fourth.body.get_bool("changed", true));
+  BOOST_TEST(fourth.body.find("file") == nullptr);
+  // A mutation in place is seen.
+  BOOST_REQUIRE(p.send_line(
+    R"({"id": "c5", "code": "box = [1]", "checkpoint": {"file": "ck-5.bin"}})"));
+  BOOST_TEST(p.read_frame(k.sentinel).body.get_string("checkpoint")
+             == "follows");
+  BOOST_TEST(p.read_frame(k.sentinel).body.get_bool("changed", false));
+  BOOST_REQUIRE(p.send_line(
+    R"x({"id": "c6", "code": "box.append(2)", "checkpoint": {"file": "ck-6.bin"}})x"));
+  BOOST_TEST(p.read_frame(k.sentinel).body.get_string("checkpoint")
+             == "follows");
+  BOOST_TEST(p.read_frame(k.sentinel).body.get_bool("changed", false));
   // Malformed requests are protocol errors, the kernel goes on.
   for (auto bad : {R"({"id": "b1", "code": "", "checkpoint": {"file": "../x"}})",
                    R"({"id": "b2", "code": "", "checkpoint": 3})",
