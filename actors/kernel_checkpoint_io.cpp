@@ -31,8 +31,16 @@ std::shared_ptr<kernel_checkpoints> hub_of(kernel_broker* self) {
   return svc ? svc->checkpoints : nullptr;
 }
 
-caf::actor me(kernel_broker* self) {
-  return caf::actor_cast<caf::actor>(self);
+// Weak: a pool job that finishes after the broker (or the whole actor
+// system) is gone must not send to it.
+caf::actor_addr me(kernel_broker* self) {
+  return self->address();
+}
+
+template <class... Ts>
+void tell(const caf::actor_addr& addr, Ts&&... xs) {
+  if (auto broker = caf::actor_cast<caf::actor>(addr))
+    caf::anon_send(broker, std::forward<Ts>(xs)...);
 }
 
 // Runs `job` on the blocking pool; false when the pool refused it (shut
@@ -108,7 +116,7 @@ void adopt_session(kernel_broker* self, std::string session, bool restore) {
       if (auto s = hub->drop(session); !s)
         MIBYAN_LOG(warning, "kernel", "session " << session
                    << ": cannot drop its checkpoints: " << s.error);
-      caf::anon_send(actor, restore_atom_v, false, std::string{},
+      tell(actor, restore_atom_v, false, std::string{},
                      std::string{}, int64_t{0});
       return;
     }
@@ -117,7 +125,7 @@ void adopt_session(kernel_broker* self, std::string session, bool restore) {
       if (!r.refused.empty())
         MIBYAN_LOG(warning, "kernel", "session " << session
                    << ": checkpoint refused: " << r.refused);
-      caf::anon_send(actor, restore_atom_v, r.found, std::string{},
+      tell(actor, restore_atom_v, r.found, std::string{},
                      r.refused, int64_t{0});
       return;
     }
@@ -125,12 +133,12 @@ void adopt_session(kernel_broker* self, std::string session, bool restore) {
     // staging dir is private (0700) and the file 0600.
     if (auto err = write_private_file(dir + "/" + file, r.payload);
         !err.empty()) {
-      caf::anon_send(actor, restore_atom_v, true, std::string{},
+      tell(actor, restore_atom_v, true, std::string{},
                      "cannot hand the checkpoint to the kernel: " + err,
                      int64_t{0});
       return;
     }
-    caf::anon_send(actor, restore_atom_v, true, file, std::string{},
+    tell(actor, restore_atom_v, true, file, std::string{},
                    r.age_cells);
   });
   if (!queued)
@@ -292,7 +300,7 @@ void on_checkpoint_frame(kernel_broker* self, const json::value& frame) {
                  ? status::failure(status_code::data_corrupt,
                                    "the checkpoint file is empty")
                  : hub->save(session, seq, count, payload);
-      caf::anon_send(actor, checkpoint_atom_v, s.ok(), s.error);
+      tell(actor, checkpoint_atom_v, s.ok(), s.error);
     });
     if (!queued) {
       --st.ckpt_saving;

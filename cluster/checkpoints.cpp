@@ -64,7 +64,7 @@ void serve_locally(cluster_actor* self, kernel_checkpoint req, bool fetch,
   }
   auto id = ++st.next_ckpt_op;
   st.ckpt_ops.emplace(id, rp);
-  auto me = caf::actor_cast<caf::actor>(self);
+  caf::actor_addr me = self->address(); // weak: the member may be gone
   auto* sys = &self->system();
   auto job = [=, req = std::move(req)]() mutable {
     kernel_checkpoint out;
@@ -88,8 +88,10 @@ void serve_locally(cluster_actor* self, kernel_checkpoint req, bool fetch,
     }
     // Sent from an actor of this node: checkpoint_done takes completions
     // from this process only.
-    caf::scoped_actor from{*sys};
-    from->send(me, checkpoint_atom_v, id, std::move(out));
+    if (auto member = caf::actor_cast<caf::actor>(me)) {
+      caf::scoped_actor from{*sys};
+      from->send(member, checkpoint_atom_v, id, std::move(out));
+    }
   };
   auto& pool = runtime_access::of(*st.rt).svc->pool;
   if (!(pool && pool->submit(std::move(job)))) {

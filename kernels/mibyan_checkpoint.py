@@ -321,7 +321,10 @@ class Checkpointer(object):
         checkpoint is then taken after the frame."""
         if self.strategy != "identity" or not self._fast_small:
             return False
-        return self._unchanged(timeout)
+        # No SIGALRM here (four system calls per cell): these values
+        # pickled quickly last time; one changed in place to hang is
+        # bounded by the cell's wall clock, as the cell itself is.
+        return self._unchanged(None)
 
     def _unchanged(self, timeout):
         """True when every name is bound to the same object as at the last
@@ -340,7 +343,8 @@ class Checkpointer(object):
         if not mutables:
             return True
         deadline = _Deadline(timeout)
-        deadline.arm()
+        if timeout:
+            deadline.arm()
         dumps = pickle.dumps
         bufs = []
         try:
