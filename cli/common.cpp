@@ -8,6 +8,8 @@
 #include "config/loader.hpp"
 #include "base/log.hpp"
 #include "runtime/runtime.hpp"
+#include "runtime/store_config.hpp"
+#include "storage/store_backend.hpp"
 
 namespace mibyan::cli {
 
@@ -28,9 +30,23 @@ std::vector<std::string> split_list(const std::string& s) {
   return out;
 }
 
+void print_context_warnings(const std::string& notice, const char* who) {
+  size_t at = 0;
+  while (at < notice.size()) {
+    auto end = notice.find('\n', at);
+    if (end == std::string::npos)
+      end = notice.size();
+    auto line = notice.substr(at, end - at);
+    if (line.rfind("warning: ", 0) == 0)
+      std::cerr << who << ": " << line << "\n";
+    at = end + 1;
+  }
+  std::cerr << std::flush;
+}
+
 bool is_agent_flag(const std::string& flag) {
   return flag == "--provider" || flag == "--model" || flag == "--base-url"
-         || flag == "--api-key" || flag == "--session"
+         || flag == "--api-key" || flag == "--session" || flag == "--resume"
          || flag == "--toolsets" || flag == "--max-iterations";
 }
 
@@ -47,9 +63,9 @@ std::string apply_agent_flag(const std::string& flag, const std::string& value,
     std::cerr << "mibyan: warning: a key given with --api-key is visible to "
                  "every local user in the process list; prefer the "
                  "provider's environment variable or $MIBYAN_HOME/.env\n";
-  } else if (flag == "--session") {
+  } else if (flag == "--session" || flag == "--resume") {
     if (value.find_first_not_of(" \t") == std::string::npos)
-      return "--session needs a non-empty id";
+      return flag + " needs a non-empty id";
     call.session_id = value;
   } else if (flag == "--toolsets") {
     call.toolsets = split_list(value);
@@ -73,6 +89,15 @@ bool load_config_or_report(const global_flags& flags, options& out) {
     return false;
   }
   out = std::move(loaded.opts);
+  // The storage section's checks that need the environment and the build
+  // (docs/storage.md): a store that cannot be opened stops every command.
+  auto store = store_options_from(out);
+  status store_ok = store ? check_store_backend(store->backend)
+                          : store.get_status();
+  if (!store_ok) {
+    std::cerr << "mibyan: configuration error: " << store_ok.error << "\n";
+    return false;
+  }
   out.approvals.yolo = flags.yolo;
   auto level_text = flags.log_level.empty() ? out.logging.level
                                             : flags.log_level;

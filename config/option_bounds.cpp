@@ -45,6 +45,9 @@ const std::vector<numeric_bounds>& numeric_option_bounds() {
     {"delegation", "max_iterations", 1, 10'000},
     {"compression", "protect_first_n", 0, 1'000},
     {"compression", "protect_last_n", 1, 10'000},
+    {"compression", "keep_tool_results", 0, 10'000},
+    {"compression", "prune_min_chars", 0, 100'000'000},
+    {"context_files", "max_chars", 1'000, 10'000'000},
     {"memory", "memory_char_limit", 100, 1'000'000},
     {"memory", "user_char_limit", 100, 1'000'000},
     {"cluster", "heartbeat_ms", 10, 60'000},
@@ -57,6 +60,7 @@ const std::vector<numeric_bounds>& numeric_option_bounds() {
     {"cron", "history_keep", 1, 100'000},
     {"cron", "webhook_timeout", 1, 600},
     {"cron", "webhook_attempts", 1, 10},
+    {"storage", "postgres.pool_size", 1, 256},
   };
   return table;
 }

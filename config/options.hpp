@@ -54,6 +54,22 @@ struct agent_options {
   /// Toolsets and tools never offered.
   std::vector<std::string> disabled_toolsets;
   std::vector<std::string> disabled_tools;
+  /// Load the project's context files (AGENTS.md and the like) and
+  /// $MIBYAN_HOME/SOUL.md into a new session's system prompt
+  /// (docs/agent_loop.md, "Project context files"); `--no-context-files`
+  /// turns it off for one command.
+  bool context_files = true;
+};
+
+/// Section `context_files`: how project context files are loaded
+/// (docs/agent_loop.md, "Project context files").
+struct context_files_options {
+  /// What a file flagged by the injection scan gets: "warn" (loaded behind
+  /// a visible warning block) or "refuse" (left out, with a warning).
+  std::string on_injection = "warn";
+  /// Characters (Unicode code points) kept of each file; a longer one keeps
+  /// its head and tail with a marker in the middle.
+  int64_t max_chars = 20000;
 };
 
 /// Section `provider`: HTTP behaviour of provider connections.
@@ -348,6 +364,13 @@ struct compression_options {
   int64_t protect_first_n = 3;
   /// Messages at the end of the history never summarised.
   int64_t protect_last_n = 20;
+  /// Before the summary call, the last this many tool results of the
+  /// summarised middle stay whole; older ones larger than
+  /// `prune_min_chars` become a one-line stub (docs/agent_loop.md,
+  /// "Old tool outputs"). 0 stubs every large one.
+  int64_t keep_tool_results = 6;
+  /// Tool results up to this many characters are never stubbed.
+  int64_t prune_min_chars = 400;
 };
 
 /// Section `memory`: the memory files (docs/tools.md, "memory").
@@ -421,6 +444,20 @@ struct cron_options {
   bool allow_private_webhooks = false;
 };
 
+/// Section `storage`: the session store's backend (docs/storage.md).
+struct storage_options {
+  /// "lmdb" (embedded, `$MIBYAN_HOME/sessions/`) or "postgres".
+  std::string backend = "lmdb";
+  /// `storage.postgres.url`: a postgresql:// URI. The password comes from
+  /// MIBYAN_PG_PASSWORD or a `${VAR}` reference (environment, then .env),
+  /// never from the file itself.
+  std::string postgres_url;
+  /// `storage.postgres.pool_size`: connections per process.
+  int64_t postgres_pool_size = 4;
+  /// Create or migrate the PostgreSQL schema at start-up.
+  bool auto_migrate = false;
+};
+
 /// The whole effective configuration plus where it came from.
 struct options {
   model_options model;
@@ -463,10 +500,12 @@ struct options {
   std::vector<mcp_server_options> mcp_servers;
   delegation_options delegation;
   compression_options compression;
+  context_files_options context_files;
   memory_options memory;
   skills_options skills;
   cluster_options cluster;
   cron_options cron;
+  storage_options storage;
 };
 
 } // namespace mibyan

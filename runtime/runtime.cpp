@@ -38,6 +38,7 @@
 #include "kernels/stub_generator.hpp"
 #include "tools/agent/delegate_task.hpp"
 #include "tools/execute_code.hpp"
+#include "storage/prompt_store.hpp"
 #include "storage/session_store.hpp"
 #include "storage/checkpoint_store.hpp"
 #include "actors/kernel_checkpoints.hpp"
@@ -53,6 +54,7 @@
 #include "tools/mcp/mcp_tools.hpp"
 #include "runtime/pending_json.hpp"
 #include "runtime/runtime_impl.hpp"
+#include "runtime/store_config.hpp"
 
 namespace fs = std::filesystem;
 
@@ -402,7 +404,7 @@ void attach_checkpoint_store(runtime_services& svc,
                              const std::shared_ptr<session_store>& store) {
   // Kept alive with the checkpoint store (pool jobs may still store one
   // while the runtime ends), as agent_tools->store keeps it.
-  auto opened = open_lmdb_checkpoint_store(store->env(), store);
+  auto opened = open_checkpoint_store(store);
   if (!opened) {
     MIBYAN_LOG(warning, "runtime", "kernel checkpoints unavailable: "
                                      << opened.error);
@@ -455,13 +457,44 @@ bool wire_runtime(runtime::impl& p, std::string* error) {
                                                p.kernels, std::move(warm));
   {
     // Without a store the runtime still runs tools; turns fail clearly.
-    session_store_options so;
-    so.dir = session_store::default_dir(svc->cfg.home);
-    auto opened = session_store::open(std::move(so));
+    // A configuration the store cannot be opened with at all (section
+    // `storage`) stops the start instead.
+    auto so = store_options_from(svc->cfg);
+    if (!so) {
+      if (error)
+        *error = so.error;
+      return false;
+    }
+    auto opened = open_session_store(*so);
+    if (!opened && opened.code == status_code::config_invalid) {
+      if (error)
+        *error = opened.error;
+      return false;
+    }
     if (opened) {
       p.store = std::shared_ptr<session_store>(std::move(*opened));
       // Opens its named database: before the store is shared.
       attach_checkpoint_store(*svc, p.store);
+      if (auto prompts = open_prompt_store(*p.store)) {
+        p.prompts = std::shared_ptr<prompt_store>(std::move(*prompts));
+        // Leftovers of a crash (docs/storage.md, "Stored system
+        // prompts"), off the caller's thread.
+        if (svc->pool)
+          // The store is held too: the prompt store lives on its
+          // environment.
+          svc->pool->submit([prompts = p.prompts, store = p.store] {
+            auto n = prompts->collect();
+            if (!n)
+              MIBYAN_LOG(warning, "runtime",
+                         "collecting unreferenced prompts: " << n.error);
+            else if (*n > 0)
+              MIBYAN_LOG(info, "runtime",
+                         "removed " << *n << " unreferenced system prompts");
+          });
+      } else {
+        MIBYAN_LOG(warning, "runtime",
+                   "system prompts will not be stored: " << prompts.error);
+      }
       p.writer = spawn_session_writer(*p.sys, p.store);
       svc->agent_tools->store = p.store;
     } else {

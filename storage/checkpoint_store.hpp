@@ -8,8 +8,9 @@
 // The interface is small on purpose; backends: LMDB (below, on the session
 // store's environment, a named database "kernel_checkpoints"), PostgreSQL
 // (helper pg, storage/postgres/). Deleting a session deletes its
-// checkpoints: the LMDB session store calls `delete_checkpoints_txn` in its
-// delete transaction.
+// checkpoints: the LMDB implementation registers a delete hook with the
+// session store (storage/lmdb/lmdb_checkpoint_store.cpp), which runs it in
+// its delete transaction.
 //
 // Thread safety: every method may be called from any thread; they block
 // (disk I/O): call them off the CAF scheduler.
@@ -27,7 +28,7 @@
 
 namespace mibyan {
 
-class lmdb_env;
+class session_store;
 
 struct stored_checkpoint {
   std::string session;
@@ -57,17 +58,18 @@ public:
   virtual store_status remove(const std::string& session) = 0;
 };
 
-/// The LMDB implementation on `env` (the session store's environment).
-/// `owner` (optional) is kept alive as long as the checkpoint store: pass
-/// the object that owns `env` when the checkpoint store may outlive the
-/// caller's hold on it. Opens (creates) its named database now: call
-/// during set-up, before the environment is shared with other threads.
+/// The checkpoint store on the session store's backend: for LMDB a named
+/// database in the session store's environment, whose rows the session
+/// store's delete removes in its transaction (a delete hook). `store` is
+/// kept alive as long as the checkpoint store. Other backends: unavailable
+/// until they implement it (PostgreSQL: helper pg). Call during set-up,
+/// before the session store is shared with other threads.
 store_result<std::unique_ptr<checkpoint_store>>
-open_lmdb_checkpoint_store(lmdb_env& env, std::shared_ptr<void> owner = {});
+open_checkpoint_store(const std::shared_ptr<session_store>& store);
 
-/// For the LMDB session store's delete transaction: drops the checkpoints
-/// of `session` inside `txn` (a write transaction). 0 or an LMDB code,
-/// with `error` naming the step.
+/// For LMDB session stores: drops the checkpoints of `session` inside
+/// `txn` (a write transaction). 0 or an LMDB code, with `error` naming
+/// the step.
 int delete_checkpoints_txn(MDB_txn* txn, const std::string& session,
                            std::string& error);
 

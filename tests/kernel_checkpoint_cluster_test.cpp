@@ -17,7 +17,8 @@
 #include "base/json.hpp"
 #include "cluster/client.hpp"
 #include "storage/checkpoint_store.hpp"
-#include "storage/lmdb_env.hpp"
+#include "storage/lmdb/lmdb_checkpoint_store.hpp"
+#include "storage/lmdb/lmdb_env.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/temp_dir.hpp"
 

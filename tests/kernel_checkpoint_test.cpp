@@ -23,7 +23,8 @@
 #include "base/json.hpp"
 #include "runtime/runtime.hpp"
 #include "storage/checkpoint_store.hpp"
-#include "storage/lmdb_env.hpp"
+#include "storage/lmdb/lmdb_checkpoint_store.hpp"
+#include "storage/lmdb/lmdb_env.hpp"
 #include "storage/session_store.hpp"
 #include "tests/support/kernel_options.hpp"
 #include "tests/support/paths.hpp"
@@ -164,12 +165,13 @@ BOOST_AUTO_TEST_CASE(store_keeps_the_newest_and_drops_with_the_session) {
   test::temp_dir dir;
   session_store_options so;
   so.dir = dir.path() + "/sessions";
-  auto store = session_store::open(so);
-  BOOST_REQUIRE_MESSAGE(store, store.error);
+  auto opened = session_store::open(so);
+  BOOST_REQUIRE_MESSAGE(opened, opened.error);
+  std::shared_ptr<session_store> store = std::move(*opened);
   new_session ns;
   ns.id = "sess-a";
-  BOOST_REQUIRE((*store)->create_session(ns));
-  auto ck = open_lmdb_checkpoint_store((*store)->env());
+  BOOST_REQUIRE(store->create_session(ns));
+  auto ck = open_checkpoint_store(store);
   BOOST_REQUIRE_MESSAGE(ck, ck.error);
   auto& c = **ck;
   // Larger than a chunk: split and joined again.
@@ -189,7 +191,7 @@ BOOST_AUTO_TEST_CASE(store_keeps_the_newest_and_drops_with_the_session) {
   BOOST_CHECK_EQUAL((*got)->bytes, "new");
   BOOST_REQUIRE(c.put("sess-b", 1, "other"));
   // Deleting the session deletes its checkpoints, in the same transaction.
-  BOOST_REQUIRE((*store)->delete_session("sess-a"));
+  BOOST_REQUIRE(store->delete_session("sess-a"));
   got = c.latest("sess-a");
   BOOST_REQUIRE(got);
   BOOST_CHECK(!*got);
