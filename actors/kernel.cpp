@@ -18,6 +18,7 @@
 #include "caf/io/all.hpp"
 
 #include "actors/exit_timer.hpp"
+#include "actors/kernel_checkpoints.hpp"
 #include "actors/script_calls.hpp"
 #include "actors/tool_dispatcher.hpp"
 #include "base/redact_slot.hpp"
@@ -51,6 +52,21 @@ kernel_state::~kernel_state() {
   if (opts.usage) {
     opts.usage->ended.store(true);
     answer_unsettled();
+  }
+  for (auto* v : {&ckpt_waiters, &ckpt_after_save})
+    for (auto& rp : *v)
+      if (rp.pending())
+        rp.deliver(false);
+  // The kernel died while it restored the session's checkpoint: drop the
+  // checkpoint, or every retry would start a kernel that dies the same way.
+  if (restoring && !restore_op.empty() && svc && svc->checkpoints
+      && svc->pool) {
+    auto hub = svc->checkpoints;
+    auto session = ckpt_session;
+    MIBYAN_LOG(warning, "kernel", "session " << session << ": the kernel "
+               "ended while restoring its checkpoint; the checkpoint is "
+               "dropped");
+    (void) svc->pool->submit([hub, session] { (void) hub->drop(session); });
   }
   if (in_fd >= 0)
     ::close(in_fd);
@@ -154,6 +170,8 @@ void settle(kernel_broker* self, const json::value* frame) {
                                         st.execution_count + 1);
   }
   c.execution_count = st.execution_count;
+  report_restore(self, c); // actors/kernel_checkpoint_io.cpp
+  c.checkpoint_wait_ms = cell->ckpt_wait_ms;
   // fd-level output follows the Python-level output.
   auto raw_out = cell->raw_out.joined();
   if (cell->raw_out.truncated())
@@ -224,6 +242,8 @@ void settle(kernel_broker* self, const json::value* frame) {
   auto result = build_cell_result(c, lim, [&](const std::string& text) {
     return spill_to_cache(home, text, tag);
   });
+  if (c.restore != nullptr)
+    st.restore_report.reset(); // reported once, on the first cell
   tool_response res;
   res.call_id = cell->cell.call_id;
   res.tool = "execute_code";
@@ -364,6 +384,12 @@ void start_next(kernel_broker* self) {
   auto& st = self->state;
   if (st.cell || st.queue.empty() || st.dead || !st.ready)
     return;
+  // A restore comes first. The previous cell's checkpoint does not hold
+  // the line back: the runner takes it before it reads the next line, so
+  // the next cell still starts after it, without a round trip in between
+  // (the wait is measured when the checkpoint frame arrives).
+  if (checkpoint_blocks(self))
+    return;
   auto next = std::move(st.queue.front());
   st.queue.pop_front();
   auto cell = std::make_unique<running_cell>();
@@ -381,10 +407,11 @@ void start_next(kernel_broker* self) {
   line["timeout"] = static_cast<double>(cell->cell.timeout_ms) / 1000.0;
   if (refresh_script_tools(self))
     line["reload_tools"] = true;
-  auto text = line.dump() + "\n";
   auto timeout = std::chrono::milliseconds(cell->cell.timeout_ms);
   close_rpc_conns(self);
   st.cell = std::move(cell);
+  add_checkpoint_request(self, line);
+  auto text = line.dump() + "\n";
   MIBYAN_LOG(debug, "kernel", "pid " << st.opts.proc.pid << ": cell "
              << st.cell->id << " (" << text.size() << " bytes)");
   write_cell_line(self, text);
@@ -480,6 +507,22 @@ caf::behavior kernel_impl(kernel_broker* self, services_ptr svc,
       start_next(self);
       return rp;
     },
+    [=](checkpoint_atom, std::string& session, bool restore) {
+      adopt_session(self, std::move(session), restore);
+    },
+    [=](restore_atom, bool found, std::string& file, std::string& refused,
+        int64_t age_cells) {
+      restore_ready(self, found, std::move(file), std::move(refused),
+                    age_cells);
+    },
+    [=](checkpoint_atom, bool ok, std::string& error) {
+      checkpoint_saved(self, ok, error);
+    },
+    [=](checkpoint_atom) -> caf::result<bool> {
+      auto rp = self->make_response_promise<bool>();
+      flush_checkpoint(self, rp);
+      return rp;
+    },
     [=](done_atom, uint64_t seq, std::string& result_json) {
       // A pool thread finished a script call; dropped when the call was
       // answered by its deadline or cancelled with its cell.
@@ -568,13 +611,18 @@ caf::behavior kernel_impl(kernel_broker* self, services_ptr svc,
                      << ": frame " << status);
           if (status == "ready") {
             s.ready = true;
+            send_restore(self);
             start_next(self);
+          } else if (status == "checkpoint" || status == "restored") {
+            on_checkpoint_frame(self, *parsed.v);
           } else if (s.cell && parsed.v->get_string("id") != s.cell->id) {
             // A frame for another cell (a cell that forged its own reply
             // and ran on): the stream cannot be trusted any more.
             kill_kernel(self, cell_status::error,
                         "The kernel sent a reply frame for another cell.");
           } else if (s.cell && (!s.cell->forcing || status == "killed")) {
+            if (!s.cell->forcing)
+              expect_checkpoint(self, *parsed.v);
             settle(self, &*parsed.v);
           }
         };

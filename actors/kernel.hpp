@@ -19,6 +19,17 @@
 //   (interrupt_atom, interrupt_request) with a call id
 //       The same when the running cell is that call's; a queued cell of
 //       that call is answered "interrupted" without running; else nothing.
+//   (checkpoint_atom, std::string session, bool restore)
+//       Sent by the registry when the kernel starts serving a session with
+//       checkpoints on, before its first cell: with `restore`, the
+//       session's latest checkpoint (verified by the host) is restored
+//       before that cell; without, the session's checkpoints are dropped
+//       (reset). From then on each cell is followed by a checkpoint
+//       (docs/execute_code.md, "Checkpoints"; actors/kernel_checkpoint_io.cpp).
+//   (checkpoint_atom) -> bool
+//       Takes a checkpoint now (after the running cell, if any) and
+//       answers once it is stored: true, or false when it could not be
+//       (no session, the kernel ended, the store failed). For drain.
 //   exit (any reason)
 //       Kills the process group and removes the staging dir.
 //
@@ -72,6 +83,10 @@ struct kernel_usage {
   std::atomic<int64_t> last_handed_ns{0};
   /// Cells handed over so far (counted with last_handed_ns).
   std::atomic<int64_t> cells{0};
+  /// Cells that waited for the previous cell's checkpoint, and how long
+  /// in total (nanoseconds).
+  std::atomic<int64_t> checkpoint_waits{0};
+  std::atomic<int64_t> checkpoint_wait_ns{0};
   // Set by the registry before the record is shared, then read-only: the
   // process (bwrap's pid when sandboxed), its mode ("project"/"strict") and
   // when it started (steady_clock nanoseconds).

@@ -66,6 +66,11 @@ struct running_cell {
   cell_status forced = cell_status::success;
   bool forcing = false;
   std::string reason;
+  // The cell line asked for a checkpoint; how long the cell waited for the
+  // previous one (milliseconds).
+  bool checkpoint = false;
+  double ckpt_wait_ms = 0;
+  bool checkpoint_waited = false;
 };
 
 struct kernel_state {
@@ -120,6 +125,24 @@ struct kernel_state {
   bool retry_armed = false;
   clock_type::time_point defer_until{};
 
+  // Checkpoints (actors/kernel_checkpoint_io.cpp). `ckpt_session` is ""
+  // until the registry adopts the kernel for a session with checkpoints
+  // on. Cells wait while a restore is prepared or runs; the next cell's
+  // line may go out while the previous cell's checkpoint frame is
+  // outstanding (the runner reads it only after the checkpoint).
+  std::string ckpt_session;
+  bool restoring = false;        // restore being prepared, sent or run
+  std::string restore_file;      // written, to send once the kernel is ready
+  std::string restore_op;        // id of the restore line sent
+  bool ckpt_pending = false;     // a checkpoint frame is expected
+  std::string ckpt_op;           // id of an explicit checkpoint line
+  uint64_t ckpt_files = 0;
+  int ckpt_saving = 0;           // saves running on the pool
+  bool ckpt_want_flush = false;  // a flush waits for the next checkpoint
+  std::vector<caf::typed_response_promise<bool>> ckpt_waiters;
+  std::vector<caf::typed_response_promise<bool>> ckpt_after_save;
+  std::unique_ptr<restore_summary> restore_report; // for the next cell
+
   ~kernel_state(); // actors/kernel.cpp
   static const char* name;
 
@@ -163,6 +186,34 @@ using kernel_broker = caf::io::stateful_broker<kernel_state>;
 
 // actors/kernel.cpp
 void start_next(kernel_broker* self);
+
+// -- checkpoints (actors/kernel_checkpoint_io.cpp) ---------------------------
+
+void adopt_session(kernel_broker* self, std::string session, bool restore);
+void restore_ready(kernel_broker* self, bool found, std::string file,
+                   std::string refused, int64_t age_cells);
+/// Sends the restore line if one is waiting for the ready frame.
+void send_restore(kernel_broker* self);
+/// True while cells must wait (a restore being prepared or run).
+bool checkpoint_blocks(kernel_broker* self);
+/// Adds the "checkpoint" member to a cell line when this kernel
+/// checkpoints.
+void add_checkpoint_request(kernel_broker* self, json::value& line);
+/// The cell's frame arrived: a checkpoint frame follows when it says
+/// "checkpoint": "follows"; "unchanged" means the stored one holds it.
+void expect_checkpoint(kernel_broker* self, const json::value& frame);
+/// A "checkpoint" or "restored" frame.
+void on_checkpoint_frame(kernel_broker* self, const json::value& frame);
+/// A save finished on the pool.
+void checkpoint_saved(kernel_broker* self, bool ok, const std::string& error);
+/// (checkpoint_atom) -> bool
+void flush_checkpoint(kernel_broker* self,
+                      caf::typed_response_promise<bool> rp);
+/// Fills the restore report into a cell's outcome (the first after a
+/// restore) and notes the session's execution count.
+void report_restore(kernel_broker* self, cell_outcome& c);
+/// The broker ends: flush waiters get false.
+void fail_checkpoint_waiters(kernel_broker* self);
 void kill_kernel(kernel_broker* self, cell_status why, std::string reason);
 
 // actors/kernel_lifetime.cpp (docs/kernel_protocol.md §7.1)

@@ -6,6 +6,7 @@
 #include "caf/all.hpp"
 
 #include "actors/exit_timer.hpp"
+#include "actors/kernel_checkpoints.hpp"
 #include "actors/kernel.hpp"
 #include "actors/warm_kernels.hpp"
 #include "kernels/interpreter_cache.hpp"
@@ -310,6 +311,13 @@ void arm_reap_timer(registry_pointer self) {
   });
 }
 
+// Whether kernels of `owner` take checkpoints: a real session's
+// top-level kernels, with code_execution.checkpoint on.
+bool checkpointed_owner(const registry_state& s, const std::string& owner) {
+  return s.svc->checkpoints && s.svc->checkpoints->enabled()
+         && owner != "default" && !is_subagent_owner(owner);
+}
+
 // Hands a cell to its kernel. The kernel answers the caller directly
 // (the promise is delegated): the registry is not on the reply path, and
 // learns about the answer through the kernel's usage record.
@@ -504,6 +512,11 @@ registry_behavior(registry_pointer self,
                   "its visible entries, hides credential stores, and such a "
                   "script is not approved as isolated. Work in a project "
                   "directory below the home instead.";
+      // Checkpoints (docs/execute_code.md, "Checkpoints"): told before the
+      // kernel is in the warm index, so no cell can overtake it. After a
+      // reset the session's checkpoints are dropped instead of restored.
+      if (checkpointed_owner(s, owner))
+        caf::anon_send(handle, checkpoint_atom_v, owner, !reset);
       kernel_record rec;
       rec.key = key;
       rec.owner = owner;
@@ -578,7 +591,46 @@ registry_behavior(registry_pointer self,
       r["spawned"] = s.spawned;
       r["evicted"] = s.evicted;
       r["reaped"] = s.reaped;
+      int64_t waits = 0, wait_ns = 0;
+      for (auto& [key, rec] : s.kernels) {
+        waits += rec.usage->checkpoint_waits.load();
+        wait_ns += rec.usage->checkpoint_wait_ns.load();
+      }
+      r["checkpoint_waits"] = waits;
+      r["checkpoint_wait_ms"] = static_cast<double>(wait_ns) / 1e6;
       return r.dump();
+    },
+    [=](checkpoint_atom) -> caf::result<bool> {
+      // Drain: each session kernel takes a final checkpoint and stores it.
+      auto& s = self->state;
+      auto rp = self->make_response_promise<bool>();
+      auto left = std::make_shared<size_t>(0);
+      auto all_ok = std::make_shared<bool>(true);
+      std::vector<caf::actor> targets;
+      for (auto& [key, rec] : s.kernels)
+        if (checkpointed_owner(s, rec.owner) && !rec.usage->ended.load())
+          targets.push_back(rec.handle);
+      if (targets.empty()) {
+        rp.deliver(true);
+        return rp;
+      }
+      *left = targets.size();
+      auto limit = std::chrono::seconds(
+        std::max<int64_t>(5, s.svc->cfg.code_execution.timeout + 30));
+      for (auto& h : targets)
+        self->request(h, limit, checkpoint_atom_v)
+          .then(
+            [=](bool ok) mutable {
+              *all_ok = *all_ok && ok;
+              if (--*left == 0)
+                rp.deliver(*all_ok);
+            },
+            [=](caf::error&) mutable {
+              *all_ok = false;
+              if (--*left == 0)
+                rp.deliver(false);
+            });
+      return rp;
     },
     [=](kernels_atom) -> std::vector<kernel_info> {
       auto& s = self->state;

@@ -17,6 +17,10 @@
 //   (stats_atom) -> std::string
 //       JSON: {"kernels": N, "prestarted": N, "spawned": N, "evicted": N,
 //       "reaped": N}, for tests and monitoring.
+//   (checkpoint_atom) -> bool
+//       Every session kernel with checkpoints on takes a checkpoint (after
+//       its running cell) and stores it; true once all are stored, false
+//       when one could not be (drain: docs/cluster.md).
 //   (kernels_atom) -> std::vector<kernel_info>
 //       The session kernels alive now (not the pre-started spares), for the
 //       operator console. The memory of each is read by the caller, off
@@ -45,7 +49,8 @@ class warm_kernel_index;
 using kernel_registry_actor = tool_dispatcher_actor::extend<
   caf::reacts_to<dispose_atom, std::string>,
   caf::replies_to<stats_atom>::with<std::string>,
-  caf::replies_to<kernels_atom>::with<std::vector<kernel_info>>>;
+  caf::replies_to<kernels_atom>::with<std::vector<kernel_info>>,
+  caf::replies_to<checkpoint_atom>::with<bool>>;
 
 /// Spawns the registry. `python` is the interpreter for project mode (""
 /// = the active venv/conda env's, else `default_python`), `default_python`

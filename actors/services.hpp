@@ -29,6 +29,7 @@ class http_client;
 class redactor_slot;
 class process_registry;
 class mcp_manager;
+class kernel_checkpoints;
 
 struct runtime_services {
   options cfg;
@@ -71,6 +72,10 @@ struct runtime_services {
   /// Never null in a runtime.
   std::shared_ptr<background_board> background
     = std::make_shared<background_board>();
+  /// Kernel namespace checkpoints (actors/kernel_checkpoints.hpp); set by
+  /// the runtime, internally synchronised. Null in unit tests that build
+  /// services by hand (no checkpoints).
+  std::shared_ptr<kernel_checkpoints> checkpoints;
 };
 
 using services_ptr = std::shared_ptr<const runtime_services>;

@@ -199,9 +199,15 @@ struct cluster_state {
 
   /// Forwarded turns in flight: id -> the gateway running it (leases.cpp).
   std::map<uint64_t, std::string> forwarding;
+  // Kernel checkpoints kept for or fetched by this node's kernels
+  // (checkpoints.cpp): store operations running on the pool.
+  std::map<uint64_t, caf::typed_response_promise<kernel_checkpoint>> ckpt_ops;
+  uint64_t next_ckpt_op = 0;
 
   // Drain.
   bool drain_requested = false;
+  /// The final checkpoints of the node's kernels were asked for.
+  bool drain_flushing = false;
   steady::time_point drain_deadline;
   std::vector<caf::typed_response_promise<bool>> drain_waiters;
   bool left = false;
@@ -293,6 +299,30 @@ void schedule_redial(cluster_actor* self, const std::string& id);
 /// One redial attempt of member `id` (the timer's message).
 void redial(cluster_actor* self, const std::string& id);
 
+// -- checkpoints.cpp -------------------------------------------------------
+
+class kernel_checkpoints;
+
+/// (checkpoint_atom, kernel_checkpoint) with `fetch` false, (restore_atom,
+/// session) with `fetch` true: served here or forwarded to the session's
+/// gateway (docs/cluster.md, "Kernel state").
+caf::result<kernel_checkpoint> checkpoint_request(cluster_actor* self,
+                                                  kernel_checkpoint req,
+                                                  bool fetch);
+
+/// A store operation of checkpoint_request finished on the pool.
+void checkpoint_done(cluster_actor* self, uint64_t id, kernel_checkpoint r);
+
+/// The gateway saw an execute_code result of `session` (or, `lost`, the
+/// call died with its worker): remembered for the age of a checkpoint.
+void note_routed_result(cluster_actor* self, const std::string& session,
+                        const std::string& result_json, bool lost);
+
+/// Points `hub`'s remote put, fetch and drop at `member` (the node's
+/// kernels run them on pool threads).
+void install_checkpoint_routes(caf::actor_system& sys, caf::actor member,
+                               kernel_checkpoints& hub);
+
 // -- routing.cpp -----------------------------------------------------------
 
 /// Routes one tool call to the session's worker (placing it first).
@@ -319,9 +349,11 @@ bool is_gateway_role(const std::string& role);
 std::string annotate_result(const std::string& result_json,
                             const std::string& node_id, bool state_reset);
 
-/// The error result of a call whose worker was lost.
+/// The error result of a call whose worker was lost (`checkpoints`: the
+/// session's kernel state comes back from its last checkpoint).
 std::string lost_worker_result(const std::string& tool,
                                const std::string& worker,
-                               const std::string& why);
+                               const std::string& why,
+                               bool checkpoints = false);
 
 } // namespace mibyan

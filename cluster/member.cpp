@@ -14,6 +14,7 @@
 #include "base/log.hpp"
 #include "base/crypto.hpp"
 #include "cluster/node.hpp"
+#include "actors/kernel_checkpoints.hpp"
 #include "runtime/runtime.hpp"
 #include "runtime/session_lease_keeper.hpp"
 #include "tools/registry.hpp"
@@ -249,8 +250,38 @@ void check_drain(cluster_actor* self) {
   auto& st = self->state;
   if (!st.drain_requested || st.left)
     return;
-  if (st.busy <= 0 || steady::now() >= st.drain_deadline)
-    finish_drain(self);
+  auto now = steady::now();
+  bool late = now >= st.drain_deadline;
+  if (st.busy > 0 && !late)
+    return;
+  auto hub = kernel_checkpoints_of(*st.rt);
+  if (!late && !st.drain_flushing && is_worker_role(st.cfg.role) && hub
+      && hub->enabled()) {
+    // Sessions move with their state: each idle kernel takes a final
+    // checkpoint, stored by the session's gateway, before the node leaves
+    // (docs/cluster.md, "Kernel state").
+    st.drain_flushing = true;
+    auto left = std::chrono::duration_cast<milliseconds>(st.drain_deadline
+                                                         - now);
+    self->request(st.kernels, std::max(left, milliseconds(1000)),
+                  checkpoint_atom_v)
+      .then(
+        [self](bool ok) {
+          MIBYAN_LOG(info, "cluster", "drain: final kernel checkpoints "
+                                        << (ok ? "stored" : "incomplete"));
+          finish_drain(self);
+        },
+        [self](caf::error& e) {
+          MIBYAN_LOG(warning, "cluster", "drain: final kernel checkpoints "
+                                           "failed: "
+                                             << self->system().render(e));
+          finish_drain(self);
+        });
+    return;
+  }
+  if (st.drain_flushing && !late)
+    return; // the final checkpoints are being stored
+  finish_drain(self);
 }
 
 caf::error not_allowed() {
@@ -589,6 +620,20 @@ caf::behavior cluster_member(cluster_actor* self, cluster_settings cfg,
       }
       check_drain(self);
       return rp;
+    },
+    // -- kernel checkpoints (checkpoints.cpp) ----------------------------
+    [self](checkpoint_atom,
+           kernel_checkpoint& c) -> caf::result<kernel_checkpoint> {
+      return checkpoint_request(self, std::move(c), false);
+    },
+    [self](restore_atom,
+           std::string& session) -> caf::result<kernel_checkpoint> {
+      kernel_checkpoint c;
+      c.session = std::move(session);
+      return checkpoint_request(self, std::move(c), true);
+    },
+    [self](checkpoint_atom, uint64_t id, kernel_checkpoint& r) {
+      checkpoint_done(self, id, std::move(r));
     },
     // -- tool calls (routing.cpp) ----------------------------------------
     [self](invoke_atom, tool_request& req) -> caf::result<tool_response> {

@@ -22,6 +22,7 @@
 #include "base/log.hpp"
 #include "base/crypto.hpp"
 #include "base/runtime_metrics.hpp"
+#include "actors/kernel_checkpoints.hpp"
 #include "cluster/internal.hpp"
 #include "runtime/cron_scheduler.hpp"
 #include "runtime/runtime_impl.hpp"
@@ -316,6 +317,12 @@ cluster_process::start(const node_args& a, options opts,
     std::cerr << "mibyan: cannot start the runtime: " << error << "\n";
     return nullptr;
   }
+  // Kernel checkpoints: "auto" is on in a cluster; every member seals and
+  // opens them with a key derived from the cluster key, so a checkpoint
+  // taken on one worker is restored on another (docs/cluster.md).
+  svc->checkpoints->set_enabled(
+    checkpoints_wanted(o.code_execution.checkpoint, true));
+  svc->checkpoints->set_key(kernel_checkpoints::cluster_key(key));
   auto rp = std::make_unique<runtime::impl>();
   rp->svc = svc;
   rp->sys = &sys;
@@ -346,6 +353,8 @@ cluster_process::start(const node_args& a, options opts,
       MIBYAN_LOG(warning, "cluster", "session leases not enabled: "
                                        << st.error);
   }
+  if (is_worker_role(a.role))
+    install_checkpoint_routes(sys, ip->member, *svc->checkpoints);
   {
     // From here on turns and runtime calls route through the cluster.
     std::lock_guard<std::mutex> guard{ri.mtx};

@@ -10,7 +10,9 @@
 
 #include "base/json.hpp"
 #include "base/log.hpp"
+#include "actors/kernel_checkpoints.hpp"
 #include "cluster/placement.hpp"
+#include "runtime/runtime.hpp"
 #include "tools/tool.hpp"
 
 namespace mibyan {
@@ -88,11 +90,16 @@ std::string annotate_result(const std::string& result_json,
       || result_json[end] != '}')
     return result_json;
   if (state_reset) {
-    // The fresh kernel says so where execute_code reports resets too.
+    // The fresh kernel says so where execute_code reports resets too,
+    // unless it restored the session's checkpoint.
     auto parsed = json::parse(result_json);
     if (parsed && parsed.v->is_object()) {
       auto& r = *parsed.v;
       r["node"] = node_id;
+      if (auto k = r.find("kernel");
+          k != nullptr && k->is_object() && k->get_bool("state_restored",
+                                                        false))
+        return r.dump();
       r["state_reset"] = true;
       if (auto k = r.find("kernel"); k != nullptr && k->is_object())
         (*k)["state_reset"] = true;
@@ -112,19 +119,26 @@ std::string annotate_result(const std::string& result_json,
 
 std::string lost_worker_result(const std::string& tool,
                                const std::string& worker,
-                               const std::string& why) {
+                               const std::string& why, bool checkpoints) {
   json::value r = error_result(
     "Worker node " + worker + " was lost (" + why
-    + ") while it ran this call: the call's outcome is unknown and the "
-      "session's kernel state (variables, imports) was lost with it. The "
-      "next call of this session runs on another live worker, and the next "
-      "execute_code starts a fresh kernel there (state_reset: true).");
+    + (checkpoints
+         ? ") while it ran this call: the call's outcome is unknown. The "
+           "next call of this session runs on another live worker, and the "
+           "next execute_code restores the session's kernel state from its "
+           "last checkpoint there (state_restored: true; this call's "
+           "changes may be missing)."
+         : ") while it ran this call: the call's outcome is unknown and the "
+           "session's kernel state (variables, imports) was lost with it. "
+           "The next call of this session runs on another live worker, and "
+           "the next execute_code starts a fresh kernel there (state_reset: "
+           "true)."));
   if (tool == "execute_code") {
     r["status"] = "error";
     r["output"] = "";
   }
   r["worker_lost"] = true;
-  r["kernel_state_lost"] = true;
+  r["kernel_state_lost"] = !checkpoints;
   r["node"] = worker;
   return r.dump();
 }
@@ -175,6 +189,8 @@ void route_call(cluster_actor* self, tool_request req,
           --self->state.busy;
           if (reset)
             self->state.reset_pending.erase(sid);
+          if (r.tool == "execute_code")
+            note_routed_result(self, sid, r.result_json, false);
           r.result_json = annotate_result(r.result_json, me, reset);
           rp.deliver(std::move(r));
         },
@@ -205,6 +221,8 @@ void route_call(cluster_actor* self, tool_request req,
         --st.busy;
         if (reset)
           st.reset_pending.erase(sid);
+        if (r.tool == "execute_code")
+          note_routed_result(self, sid, r.result_json, false);
         r.result_json = annotate_result(r.result_json, worker, reset);
         rp.deliver(std::move(r));
       },
@@ -277,8 +295,13 @@ void worker_lost(cluster_actor* self, const std::string& id,
       continue;
     }
     auto& p = it->second;
-    tool_response r{p.call_id, p.tool, lost_worker_result(p.tool, id, why), 0,
-                    false, p.tool == "execute_code"};
+    if (p.tool == "execute_code")
+      note_routed_result(self, p.session, {}, true);
+    auto hub = kernel_checkpoints_of(*st.rt);
+    tool_response r{p.call_id, p.tool,
+                    lost_worker_result(p.tool, id, why,
+                                       hub && hub->enabled()),
+                    0, false, p.tool == "execute_code"};
     p.rp.deliver(std::move(r));
     --st.busy;
     ++calls;

@@ -529,6 +529,14 @@ const std::vector<field>& fields() {
     t.push_back(bool_field("code_execution", "mcp_in_scripts",
                            &o::code_execution,
                            &code_execution_options::mcp_in_scripts));
+    t.push_back(string_field("code_execution", "checkpoint",
+                             &o::code_execution,
+                             &code_execution_options::checkpoint,
+                             {"auto", "on", "off"}));
+    t.push_back(int_range_field("code_execution", "checkpoint_max_mb",
+                                &o::code_execution,
+                                &code_execution_options::checkpoint_max_mb, 1,
+                                4096));
     // runtime
     t.push_back(int_field("runtime", "scheduler_threads", &o::runtime,
                           &runtime_options::scheduler_threads, 0));

@@ -194,6 +194,13 @@ struct code_execution_options {
   /// `mibyan_tools.mcp.<server>.<tool>(**args)` (docs/mcp.md). Off by
   /// default: it widens what a script can reach.
   bool mcp_in_scripts = false;
+  /// Kernel namespace checkpoints (docs/execute_code.md, "Checkpoints"):
+  /// "on", "off", or "auto" (on for a cluster member, off on a single
+  /// node).
+  std::string checkpoint = "auto";
+  /// Bytes of one session's checkpoint, in MiB; the largest values beyond
+  /// it are left out and listed.
+  int64_t checkpoint_max_mb = 64;
 };
 
 /// Section `tools`: limits applied to every tool call, whatever its source.

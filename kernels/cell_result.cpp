@@ -169,9 +169,51 @@ json::value build_cell_result(const cell_outcome& c, const cell_limits& lim,
   kernel["mode"] = c.mode;
   kernel["reused"] = c.reused;
   kernel["execution_count"] = c.execution_count;
-  kernel["state_reset"] = c.state_reset;
+  std::string restore_line;
+  if (c.restore != nullptr) {
+    auto& rs = *c.restore;
+    if (rs.restored) {
+      kernel["state_reset"] = false;
+      kernel["state_restored"] = true;
+      kernel["checkpoint_age_cells"] = rs.age_cells;
+      json::value lost{json::array{}};
+      std::string lost_names;
+      for (auto& v : rs.not_restored) {
+        json::value e;
+        e["name"] = v.name;
+        e["type"] = v.type;
+        e["reason"] = v.reason;
+        lost.push_back(std::move(e));
+        if (lost_names.size() < 300)
+          lost_names += (lost_names.empty() ? "" : ", ") + v.name + " ("
+                        + v.type + ")";
+      }
+      kernel["not_restored"] = std::move(lost);
+      restore_line = "Kernel state restored from a checkpoint"
+                     + (rs.age_cells > 0
+                          ? " " + std::to_string(rs.age_cells)
+                              + " cell(s) old"
+                          : std::string{})
+                     + ": " + std::to_string(rs.names) + " name(s) back"
+                     + (lost_names.empty()
+                          ? "."
+                          : "; not restored: " + lost_names
+                              + " (see kernel.not_restored).");
+    } else {
+      kernel["state_reset"] = true;
+      kernel["state_restored"] = false;
+      restore_line = "This session's kernel checkpoint was not restored ("
+                     + rs.refused + "); the kernel started fresh.";
+    }
+  } else {
+    kernel["state_reset"] = c.state_reset;
+  }
   if (c.ended)
     kernel["ended"] = true;
+  if (c.checkpoint_wait_ms > 0)
+    kernel["checkpoint_wait_ms"]
+      = static_cast<double>(static_cast<int64_t>(c.checkpoint_wait_ms * 1000))
+        / 1000.0;
   r["kernel"] = std::move(kernel);
   r["stdout_truncated"] = out_truncated;
   r["stdout_bytes_captured"]
@@ -212,8 +254,10 @@ json::value build_cell_result(const cell_outcome& c, const cell_limits& lim,
     if (auto hint = traceback_hint(c.traceback, allowed); !hint.empty())
       r["hint"] = hint;
   }
-  if (!c.note.empty())
-    r["note"] = c.note;
+  if (!c.note.empty() || !restore_line.empty())
+    r["note"] = restore_line.empty() ? c.note
+                : c.note.empty()     ? restore_line
+                                     : restore_line + " " + c.note;
   redact_json_strings(r, redact);
   return r;
 }

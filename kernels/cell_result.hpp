@@ -23,6 +23,28 @@ enum class cell_status {
   interrupted,  // interrupted on request; the kernel was killed
 };
 
+/// A value a restored checkpoint did not bring back.
+struct lost_value {
+  std::string name;
+  std::string type;
+  std::string reason;
+};
+
+/// What restoring a checkpoint into a fresh kernel gave
+/// (docs/execute_code.md, "Checkpoints"); reported on the first cell.
+struct restore_summary {
+  /// A checkpoint was restored (perhaps partly).
+  bool restored = false;
+  /// Names back in the namespace.
+  int64_t names = 0;
+  /// Cells that ran after the checkpoint was taken, as far as the host
+  /// knows.
+  int64_t age_cells = 0;
+  std::vector<lost_value> not_restored;
+  /// Why a checkpoint was refused or failed as a whole ("" if not).
+  std::string refused;
+};
+
 struct cell_outcome {
   cell_status status = cell_status::success;
   int64_t exit_code = 0;
@@ -52,6 +74,12 @@ struct cell_outcome {
   std::vector<std::string> tools;
   /// A note added to the result (e.g. the per-call fallback).
   std::string note;
+  /// Set on the first cell of a kernel that restored, or tried to restore,
+  /// a checkpoint.
+  const restore_summary* restore = nullptr;
+  /// Milliseconds this cell waited for the previous cell's checkpoint
+  /// (0: it did not wait).
+  double checkpoint_wait_ms = 0;
 };
 
 class redactor; // base/redact.hpp

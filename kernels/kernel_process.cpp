@@ -303,6 +303,9 @@ kernel_process spawn_kernel(const kernel_spawn_options& opts,
   auto stub_path = k.staging_dir + "/mibyan_tools.py";
   auto written = write_private_file(runner_path, kernel_runner_source(), true);
   if (written.empty())
+    written = write_private_file(k.staging_dir + "/mibyan_checkpoint.py",
+                                 kernel_checkpoint_source(), true);
+  if (written.empty())
     written = write_private_file(stub_path, generate_stub(opts.tools, opts.specs), true);
   if (!written.empty())
     return fail("cannot write the kernel files: " + written);

@@ -112,6 +112,15 @@ def _dumps_body(body):
         text = _dumps_frame(body)
         if text is not None:
             return text
+    if (len(body) == len(_FRAME_KEYS) + 1
+            and type(body.get("checkpoint")) is str):
+        rest = dict(body)
+        mark = rest.pop("checkpoint")
+        if tuple(rest) == _FRAME_KEYS:
+            text = _dumps_frame(rest)
+            if text is not None:
+                return text[:-1] + ', "checkpoint": ' + _encode_str(mark) \
+                    + "}"
     parts = []
     for key, value in body.items():
         if value is None:
@@ -378,6 +387,17 @@ def _exit_code(code):
     return 1
 
 
+# The runner's own directory (the staging dir): checkpoint files and the
+# checkpoint module live there.
+_HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _is_plain_file_name(name):
+    return (isinstance(name, str) and 0 < len(name) <= 128
+            and "/" not in name and "\0" not in name
+            and name not in (".", ".."))
+
+
 def _is_open_fd(fd):
     try:
         os.get_inheritable(fd)   # fcntl(F_GETFD): EBADF when closed
@@ -417,6 +437,13 @@ class Kernel(object):
             self._fd_poller.register(1, 0)
             self._fd_poller.register(2, 0)
         self._libc_fflush = None
+        # Checkpoints (section 3.1): the request of the line being served,
+        # and the module, loaded on first use.
+        self.checkpoint_req = None
+        self.restore_req = None
+        self.op = None
+        self._checkpointer = None
+        self._ckpt_module = None
         # The running cell's id and capture streams, for the SIGTERM frame.
         self.current = None
         self._frame_lock = threading.Lock()
@@ -440,8 +467,9 @@ class Kernel(object):
             except Exception:
                 pass
 
-    def send_frame(self, body):
-        self._flush_native()
+    def send_frame(self, body, flush=True):
+        if flush:
+            self._flush_native()
         encode = _encode_body
         try:
             data = _fit_frame(body, encode)
@@ -528,9 +556,18 @@ class Kernel(object):
         cell_id = req.get("id")
         if not isinstance(cell_id, str) or not cell_id:
             return None, None, None, "'id' must be a non-empty string"
+        self.checkpoint_req = None
+        self.op = None
+        op = req.get("op")
+        if op is not None:
+            return self._parse_op(cell_id, op, req)
         code = req.get("code")
         if not isinstance(code, str):
             return cell_id, None, None, "'code' must be a string"
+        if "checkpoint" in req:
+            error = self._parse_checkpoint(req.get("checkpoint"))
+            if error is not None:
+                return cell_id, None, None, error
         self.reload_tools = req.get("reload_tools") is True
         timeout = req.get("timeout")
         if timeout is not None:
@@ -540,6 +577,117 @@ class Kernel(object):
                 return cell_id, None, None, \
                     "'timeout' must be a positive number"
         return cell_id, code, timeout, None
+
+    def _parse_checkpoint(self, spec):
+        """A cell's or op's "checkpoint" member (section 3.1); the error
+        text or None."""
+        if not isinstance(spec, dict):
+            return "'checkpoint' must be an object"
+        name = spec.get("file")
+        max_bytes = spec.get("max_bytes", 0)
+        timeout = spec.get("timeout", 5)
+        if not _is_plain_file_name(name):
+            return "'checkpoint.file' must be a plain file name"
+        if (isinstance(max_bytes, bool) or not isinstance(max_bytes, int)
+                or max_bytes < 0):
+            return "'checkpoint.max_bytes' must be a non-negative integer"
+        if (isinstance(timeout, bool)
+                or not isinstance(timeout, (int, float)) or not timeout > 0):
+            return "'checkpoint.timeout' must be a positive number"
+        self.checkpoint_req = (name, max_bytes, float(timeout))
+        return None
+
+    def _parse_op(self, cell_id, op, req):
+        if op == "checkpoint":
+            error = self._parse_checkpoint(req.get("checkpoint"))
+            if error is not None:
+                return cell_id, None, None, error
+        elif op == "restore":
+            name = req.get("file")
+            timeout = req.get("timeout", 30)
+            if not _is_plain_file_name(name):
+                return cell_id, None, None, \
+                    "'file' must be a plain file name"
+            if (isinstance(timeout, bool)
+                    or not isinstance(timeout, (int, float))
+                    or not timeout > 0):
+                return cell_id, None, None, \
+                    "'timeout' must be a positive number"
+            self.restore_req = (name, float(timeout))
+        else:
+            return cell_id, None, None, "unknown 'op' %r" % (op,)
+        self.op = op
+        return cell_id, "", None, None
+
+    def _checkpoints(self):
+        """The checkpoint module, loaded by exact path on first use."""
+        if self._checkpointer is None:
+            import importlib.util
+            path = os.path.join(_HERE, "mibyan_checkpoint.py")
+            spec = importlib.util.spec_from_file_location(
+                "_mibyan_checkpoint", path)
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            self._ckpt_module = module
+            self._checkpointer = module.Checkpointer(self.globals)
+        return self._checkpointer
+
+    def send_checkpoint(self, cell_id):
+        """The checkpoint frame for a cell or an op that asked for one
+        (section 3.1): written after the cell's own frame, so the cell's
+        result is never held up by it."""
+        name, max_bytes, timeout = self.checkpoint_req
+        self.checkpoint_req = None
+        body = {"id": cell_id, "status": "checkpoint",
+                "execution_count": self.execution_count}
+        try:
+            ckpt = self._checkpoints()
+            summary = ckpt.write(os.path.join(_HERE, name),
+                                 self.execution_count, max_bytes, timeout)
+            if summary["changed"]:
+                body.update(summary)
+                body["file"] = name
+            else:
+                body["changed"] = False   # the short frame of most cells
+        except BaseException as e:
+            body.update({"changed": False, "error": "%s: %s" % (
+                type(e).__name__, e)})
+        # No cell's output precedes it: nothing to flush first.
+        self.send_frame(body, flush=False)
+
+    def run_restore(self, cell_id):
+        """Restores the checkpoint the host wrote (after checking its
+        HMAC) into the namespace; one "restored" frame."""
+        name, timeout = self.restore_req
+        self.restore_req = None
+        path = os.path.join(_HERE, name)
+        # Output of unpickling code (between cells) is discarded.
+        try:
+            self._checkpoints()
+            out = self._ckpt_module.restore(self.globals, path, timeout)
+        except BaseException as e:
+            out = {"restored": [], "not_restored": [],
+                   "execution_count": None,
+                   "error": "%s: %s" % (type(e).__name__, e)}
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+        count = out.get("execution_count")
+        if isinstance(count, int) and count > self.execution_count:
+            self.execution_count = count
+        # The restored values are the kernel's state now: the next
+        # checkpoint compares against them.
+        if self._checkpointer is not None and not out["error"]:
+            try:
+                self._checkpointer.collect(0, 5.0)
+            except BaseException:
+                pass
+        self.send_frame({"id": cell_id, "status": "restored",
+                         "restored": out["restored"],
+                         "not_restored": out["not_restored"],
+                         "error": out["error"],
+                         "execution_count": self.execution_count})
 
     def _set_rpc_timeout(self, timeout):
         # The stub reads it per call; subprocesses inherit it.
@@ -613,13 +761,25 @@ class Kernel(object):
             self._end_forked_child(out, err, trace, exit_code)
         out_text, out_clipped, out_total = out.snapshot()
         err_text, err_clipped, err_total = err.snapshot()
-        self.send_frame({
+        body = {
             "id": cell_id, "status": status,
             "stdout": out_text, "stderr": err_text,
             "stdout_clipped": out_clipped, "stderr_clipped": err_clipped,
             "stdout_total": out_total, "stderr_total": err_total,
             "traceback": trace, "execution_count": self.execution_count,
-            "exit_code": exit_code})
+            "exit_code": exit_code}
+        if self.checkpoint_req is not None and status in ("ok", "error"):
+            # Section 3.1: most cells change nothing, which is cheap to
+            # tell; only then is the answer in this frame. Otherwise the
+            # checkpoint follows the frame, off the result's path.
+            ckpt = self._checkpointer
+            if ckpt is not None and ckpt.quick_unchanged(
+                    self.checkpoint_req[2]):
+                self.checkpoint_req = None
+                body["checkpoint"] = "unchanged"
+            else:
+                body["checkpoint"] = "follows"
+        self.send_frame(body)
         self._spare_streams[0], self._spare_streams[1] = out, err
         return exit_code if status == "exit" else None
 
@@ -662,6 +822,13 @@ class Kernel(object):
             if error is not None:
                 self.protocol_error(cell_id, error)
                 continue
+            if self.op is not None:
+                op, self.op = self.op, None
+                if op == "restore":
+                    self.run_restore(cell_id)
+                else:
+                    self.send_checkpoint(cell_id)
+                continue
             if self.reload_tools:
                 # The tool set changed: the module's contents are replaced
                 # in place, so `import mibyan_tools` bindings of earlier
@@ -671,6 +838,8 @@ class Kernel(object):
             code_or_none = self.run_cell(cell_id, code, timeout)
             if code_or_none is not None:
                 return code_or_none
+            if self.checkpoint_req is not None:
+                self.send_checkpoint(cell_id)
             self.between_cells()
 
 

@@ -11,4 +11,8 @@ namespace mibyan {
 
 std::string_view kernel_runner_source();
 
+/// The text of kernels/mibyan_checkpoint.py (namespace checkpoints),
+/// written beside the runner in each staging dir.
+std::string_view kernel_checkpoint_source();
+
 } // namespace mibyan

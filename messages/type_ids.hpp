@@ -21,6 +21,7 @@
 #include "messages/error_code.hpp"
 #include "messages/exec_cell.hpp"
 #include "messages/interrupt_request.hpp"
+#include "messages/kernel_checkpoint.hpp"
 #include "messages/kernel_info.hpp"
 #include "messages/session_events.hpp"
 #include "messages/tool_request.hpp"
@@ -101,4 +102,9 @@ CAF_BEGIN_TYPE_ID_BLOCK(mibyan, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(mibyan, (mibyan::dashboard_query))
   CAF_ADD_TYPE_ID(mibyan, (mibyan::dashboard_reply))
   CAF_ADD_ATOM(mibyan, mibyan, dashboard_atom, "dashboard")
+
+  // Kernel checkpoints (actors/kernel_checkpoints.hpp, docs/cluster.md).
+  CAF_ADD_TYPE_ID(mibyan, (mibyan::kernel_checkpoint))
+  CAF_ADD_ATOM(mibyan, mibyan, checkpoint_atom, "checkpoint")
+  CAF_ADD_ATOM(mibyan, mibyan, restore_atom, "restore")
 CAF_END_TYPE_ID_BLOCK(mibyan)

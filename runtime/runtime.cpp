@@ -42,6 +42,8 @@
 #include "storage/prompt_store.hpp"
 #include "storage/session_lease.hpp"
 #include "storage/session_store.hpp"
+#include "storage/checkpoint_store.hpp"
+#include "actors/kernel_checkpoints.hpp"
 #include "tools/agent/agent_tools.hpp"
 #include "tools/file_checkpointer.hpp"
 #include "tools/read_tracker.hpp"
@@ -300,6 +302,11 @@ make_services(options opts, std::vector<std::unique_ptr<tool>> extra_tools,
   svc->agent_tools->checkpoints
     = std::make_shared<file_checkpointer>(svc->cfg.home);
   svc->toolsets = std::make_shared<toolset_catalog>();
+  // On for a single node only when asked; a cluster member turns "auto"
+  // on (cluster/node.cpp).
+  svc->checkpoints = std::make_shared<kernel_checkpoints>(
+    checkpoints_wanted(svc->cfg.code_execution.checkpoint, false),
+    svc->cfg.code_execution.checkpoint_max_mb * 1024 * 1024);
   for (auto& t : extra_tools)
     svc->tools.add(std::move(t));
   // The stubs scripts get: the built-in tools whose script() policy allows
@@ -401,6 +408,35 @@ void install_approval_hooks(runtime::impl& p) {
 
 } // namespace
 
+namespace {
+
+// Kernel checkpoints live in the session store's environment; the key is
+// read (made on first use) only when checkpoints are on.
+void attach_checkpoint_store(runtime_services& svc,
+                             const std::shared_ptr<session_store>& store) {
+  // Kept alive with the checkpoint store (pool jobs may still store one
+  // while the runtime ends), as agent_tools->store keeps it.
+  auto opened = open_checkpoint_store(store);
+  if (!opened) {
+    MIBYAN_LOG(warning, "runtime", "kernel checkpoints unavailable: "
+                                     << opened.error);
+    return;
+  }
+  svc.checkpoints->set_store(std::shared_ptr<checkpoint_store>(
+    std::move(*opened)));
+  if (!svc.checkpoints->enabled() || svc.checkpoints->has_key())
+    return; // off, or a cluster's key (cluster/node.cpp)
+  auto key = kernel_checkpoints::load_or_create_key(svc.cfg.home);
+  if (!key) {
+    MIBYAN_LOG(warning, "runtime", "kernel checkpoints off: " << key.error);
+    svc.checkpoints->set_enabled(false);
+    return;
+  }
+  svc.checkpoints->set_key(std::move(*key));
+}
+
+} // namespace
+
 bool wire_runtime(runtime::impl& p, std::string* error) {
   auto& svc = p.svc;
   if (auto failures = message_self_test(*p.sys); !failures.empty()) {
@@ -456,6 +492,8 @@ bool wire_runtime(runtime::impl& p, std::string* error) {
         MIBYAN_LOG(warning, "runtime", "session leases unavailable: "
                                          << leases.error);
       p.lease_tokens_held = std::make_shared<lease_tokens>();
+      // Opens its named database: before the store is shared.
+      attach_checkpoint_store(*svc, p.store);
       if (auto prompts = open_prompt_store(*p.store)) {
         p.prompts = std::shared_ptr<prompt_store>(std::move(*prompts));
         // Leftovers of a crash (docs/storage.md, "Stored system
@@ -592,6 +630,10 @@ std::shared_ptr<session_store> session_store_of(runtime& rt) {
 
 std::shared_ptr<file_checkpointer> checkpointer_of(runtime& rt) {
   return runtime_access::of(rt).svc->agent_tools->checkpoints;
+}
+
+std::shared_ptr<kernel_checkpoints> kernel_checkpoints_of(runtime& rt) {
+  return runtime_access::of(rt).svc->checkpoints;
 }
 
 toolset_catalog& toolsets_of(runtime& rt) {

@@ -22,6 +22,7 @@
 namespace mibyan {
 
 class session_store;
+class kernel_checkpoints;
 class toolset_catalog;
 class turn_event_hub;
 struct mcp_server_report;
@@ -30,6 +31,9 @@ struct mcp_server_report;
 /// Reads may run on any thread; writes other than deletes go through the
 /// runtime's actors. For the node's own front ends (the HTTP server).
 std::shared_ptr<session_store> session_store_of(runtime& rt);
+/// The runtime's kernel checkpoints (actors/kernel_checkpoints.hpp); the
+/// cluster member installs its key and routes.
+std::shared_ptr<kernel_checkpoints> kernel_checkpoints_of(runtime& rt);
 
 class file_checkpointer;
 

@@ -200,6 +200,9 @@ BOOST_AUTO_TEST_CASE(serve_join_runs_tools_on_a_worker) {
 }
 
 BOOST_AUTO_TEST_CASE(killed_worker_mid_cell_answers_and_moves_the_session) {
+  // Without checkpoints the state goes with the worker (with them:
+  // kernel_checkpoint_cluster_test).
+  code_execution_extra = "  checkpoint: off\n";
   auto gw = start({"--role", "gateway"});
   auto w1 = start({"--role", "worker", "--join", gw->address});
   auto w2 = start({"--role", "worker", "--join", gw->address});

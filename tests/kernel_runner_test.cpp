@@ -513,4 +513,84 @@ BOOST_AUTO_TEST_CASE(warm_cells_reuse_the_kernel_process) {
                      << " ms; warm cell: " << warm << " ms");
 }
 
+// Checkpoint and restore lines (docs/kernel_protocol.md, section 3.1).
+BOOST_AUTO_TEST_CASE(checkpoint_frames_follow_the_cell_and_restore_reports) {
+  kernel_harness k;
+  auto& p = *k.proc;
+  BOOST_REQUIRE(p.send_line(
+    R"({"id": "c1", "code": "x = 41\nimport re\nrx = re.compile('a+')\n)"
+    R"(lam = lambda: 0", "checkpoint": {"file": "ck-1.bin", "max_bytes": 0,)"
+    R"( "timeout": 5}})"));
+  auto cell = p.read_frame(k.sentinel);
+  BOOST_REQUIRE(cell.ok);
+  BOOST_TEST(cell.status() == "ok");
+  BOOST_TEST(cell.body.get_string("checkpoint") == "follows");
+  auto ck = p.read_frame(k.sentinel);
+  BOOST_REQUIRE(ck.ok);
+  BOOST_TEST(ck.status() == "checkpoint");
+  BOOST_TEST(ck.body.get_string("id") == "c1");
+  BOOST_TEST(ck.body.get_bool("changed", false));
+  BOOST_TEST(ck.body.get_string("file") == "ck-1.bin");
+  BOOST_TEST(ck.body.find("not_saved")->as_array().size() == 1u);
+  BOOST_REQUIRE(p.send_line(
+    R"({"id": "c2", "code": "y = x", "checkpoint": {"file": "ck-2.bin"}})"));
+  BOOST_REQUIRE(p.read_frame(k.sentinel).ok);
+  auto second = p.read_frame(k.sentinel);
+  BOOST_TEST(second.status() == "checkpoint");
+  BOOST_TEST(second.body.get_bool("changed", false)); // y is new
+  // Nothing changed: said in the cell's own frame, no checkpoint frame.
+  BOOST_REQUIRE(p.send_line(
+    R"({"id": "c3", "code": "pass", "checkpoint": {"file": "ck-3.bin"}})"));
+  auto third = p.read_frame(k.sentinel);
+  BOOST_TEST(third.body.get_string("checkpoint") == "unchanged");
+  // An explicit checkpoint of an unchanged namespace writes no file.
+  BOOST_REQUIRE(p.send_line(
+    R"({"id": "c4", "op": "checkpoint", "checkpoint": {"file": "ck-4.bin"}})"));
+  auto fourth = p.read_frame(k.sentinel);
+  BOOST_TEST(fourth.status() == "checkpoint");
+  BOOST_TEST(!fourth.body.get_bool("changed", true));
+  BOOST_TEST(fourth.body.find("file") == nullptr);
+  // A mutation in place is seen.
+  BOOST_REQUIRE(p.send_line(
+    R"({"id": "c5", "code": "box = [1]", "checkpoint": {"file": "ck-5.bin"}})"));
+  BOOST_TEST(p.read_frame(k.sentinel).body.get_string("checkpoint")
+             == "follows");
+  BOOST_TEST(p.read_frame(k.sentinel).body.get_bool("changed", false));
+  BOOST_REQUIRE(p.send_line(
+    R"x({"id": "c6", "code": "box.append(2)", "checkpoint": {"file": "ck-6.bin"}})x"));
+  BOOST_TEST(p.read_frame(k.sentinel).body.get_string("checkpoint")
+             == "follows");
+  BOOST_TEST(p.read_frame(k.sentinel).body.get_bool("changed", false));
+  // Malformed requests are protocol errors, the kernel goes on.
+  for (auto bad : {R"({"id": "b1", "code": "", "checkpoint": {"file": "../x"}})",
+                   R"({"id": "b2", "code": "", "checkpoint": 3})",
+                   R"({"id": "b3", "op": "restore", "file": "a/b"})",
+                   R"({"id": "b4", "op": "explode"})"}) {
+    BOOST_REQUIRE(p.send_line(bad));
+    auto f = p.read_frame(k.sentinel);
+    BOOST_TEST(f.status() == "protocol-error", bad);
+  }
+  // A second kernel restores the first checkpoint.
+  kernel_harness k2;
+  k2.dir.write("restore.bin", slurp(k.dir / "ck-1.bin"));
+  BOOST_REQUIRE(k2.proc->send_line(
+    R"({"id": "r1", "op": "restore", "file": "restore.bin", "timeout": 5})"));
+  auto restored = k2.proc->read_frame(k2.sentinel);
+  BOOST_REQUIRE(restored.ok);
+  BOOST_TEST(restored.status() == "restored");
+  BOOST_TEST(restored.body.get_string("error").empty());
+  BOOST_TEST(restored.body.get_int("execution_count", 0) == 1);
+  auto after = k2.run("print(x, rx.pattern)");
+  BOOST_TEST(after.out() == "41 a+\n");
+  BOOST_TEST(count_of(after) == 2);
+  // Garbage is refused as a whole.
+  k2.dir.write("junk.bin", "not a checkpoint");
+  BOOST_REQUIRE(k2.proc->send_line(
+    R"({"id": "r2", "op": "restore", "file": "junk.bin"})"));
+  auto junk = k2.proc->read_frame(k2.sentinel);
+  BOOST_TEST(junk.status() == "restored");
+  BOOST_TEST(junk.body.get_string("error").find("bad magic")
+             != std::string::npos);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

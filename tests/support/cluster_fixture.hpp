@@ -57,6 +57,9 @@ struct node_process : child_process {
 struct cluster_fixture {
   test::temp_dir dir;
   int counter = 0;
+  /// Lines added under `code_execution:` in each node's config (two-space
+  /// indented), e.g. "  checkpoint: off\n".
+  std::string code_execution_extra;
 
   std::string config(const std::string& extra = {}) {
     return "cluster:\n"
@@ -67,7 +70,8 @@ struct cluster_fixture {
            + "code_execution:\n"
              "  sandbox: off\n"
              "  prestart_kernels: 0\n"
-             "approvals:\n"
+           + code_execution_extra
+           + "approvals:\n"
              "  unattended_mode: approve\n";
   }
 

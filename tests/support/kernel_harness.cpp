@@ -13,6 +13,10 @@ kernel_harness::kernel_harness(kernel_harness_options opts)
   : sentinel(make_kernel_sentinel()) {
   auto runner = dir.write("mibyan_kernel_runner.py",
                           slurp(kernel_runner_path()));
+  // Its checkpoint module lives beside it (kernels/mibyan_checkpoint.py).
+  auto here = kernel_runner_path();
+  dir.write("mibyan_checkpoint.py",
+            slurp(here.substr(0, here.rfind('/')) + "/mibyan_checkpoint.py"));
   stub_path = dir.write("mibyan_tools.py", generate_stub(opts.tools, core_script_specs()));
   dir.write("work/.keep", "");
   env_scrub_options eo;

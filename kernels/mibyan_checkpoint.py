@@ -1,0 +1,596 @@
+# File: kernels/mibyan_checkpoint.py
+#
+# Checkpoints of a session kernel's user namespace (docs/kernel_protocol.md,
+# section 3.1; docs/execute_code.md, "Checkpoints"). Loaded by the runner
+# (kernels/mibyan_kernel_runner.py) from its own directory, by exact path,
+# the first time the host asks for a checkpoint or a restore. Standard
+# library only; Python >= 3.8.
+#
+# A checkpoint file is
+#
+#   MAGIC (8 bytes) | header length (4 bytes, big-endian) | header JSON |
+#   records
+#
+# The header names the Python version and pickle protocol that wrote it,
+# the kernel's execution count, the modules to import again (name ->
+# module), aliases (a name bound to the same object as an earlier name),
+# the values (name, type, the byte lengths of their records: the pickle,
+# then its out-of-band buffers) in the order they are restored, and what
+# was not saved (name, type, reason). Records follow in that order.
+#
+# The runner never trusts the file's origin: the host verifies its HMAC
+# before it writes a restore file (the key never enters the sandbox). The
+# checks here (magic, format, versions, lengths) report damage by name
+# instead of failing the whole restore.
+#
+# Thread: the runner's main thread only (the timeout uses SIGALRM).
+
+import importlib
+import json
+import mmap
+import operator
+import os
+import pickle
+import signal
+import struct
+import sys
+import time
+import types
+
+MAGIC = b"MIBYANCK"
+FORMAT = 1
+PROTOCOL = 5 if pickle.HIGHEST_PROTOCOL >= 5 else pickle.HIGHEST_PROTOCOL
+MAX_HEADER = 64 << 20
+WRITE_CHUNK = 4 << 20            # bytes per write() of a large record
+# Pickled bytes of the values that can change in place up to which the
+# runner checks "unchanged" before a cell's frame (cheap: microseconds);
+# above it the check runs after the frame.
+QUICK_CHECK_BYTES = 64 << 10
+
+# Values whose identity says everything: immutable and made only of
+# immutable parts (tuples and frozensets are checked to a small depth).
+_ATOMIC = (int, float, complex, str, bytes, bool, type(None), range,
+           type(Ellipsis))
+
+
+def _immutable(value, depth=0):
+    t = type(value)
+    if t in _ATOMIC:
+        return True
+    if (t is tuple or t is frozenset) and depth < 3 and len(value) <= 64:
+        return all(_immutable(v, depth + 1) for v in value)
+    return False
+
+
+def _type_name(value):
+    t = type(value)
+    module = getattr(t, "__module__", "")
+    if module in ("builtins", "__main__", None, ""):
+        return t.__qualname__
+    return "%s.%s" % (module, t.__qualname__)
+
+
+class CheckpointTimeout(BaseException):
+    """Raised in the main thread when pickling one value takes too long
+    (a __reduce__ that hangs). BaseException: user code that catches
+    Exception must not swallow it."""
+
+
+class _Deadline(object):
+    """One periodic SIGALRM for a whole pass; the handler raises only when
+    the same value (`current`, set by the caller around each value) has
+    been worked on for `seconds` (up to a quarter more). Two system calls
+    per pass and no clock reads per value. The cell's own SIGALRM handler
+    and timer are put back afterwards."""
+
+    def __init__(self, seconds):
+        self.seconds = seconds
+        self.current = None
+        self._seen = None
+        self._stuck = 0.0
+        self._tick = max(0.05, (seconds or 0) / 4.0)
+        self._old = None
+        self._old_timer = (0.0, 0.0)
+        self.armed = False
+
+    def _fire(self, signum, frame):
+        cur = self.current
+        if cur is None or cur is not self._seen:
+            self._seen = cur
+            self._stuck = 0.0
+            return
+        self._stuck += self._tick
+        if self._stuck >= self.seconds:
+            self.current = self._seen = None
+            self._stuck = 0.0
+            raise CheckpointTimeout()
+
+    def arm(self):
+        if self.armed or not self.seconds or self.seconds <= 0:
+            return
+        try:
+            self._old = signal.signal(signal.SIGALRM, self._fire)
+            self._old_timer = signal.setitimer(signal.ITIMER_REAL,
+                                               self._tick, self._tick)
+            self.armed = True
+        except (ValueError, OSError, AttributeError):
+            self.armed = False   # not the main thread, or no SIGALRM
+
+    def disarm(self):
+        if not self.armed:
+            return
+        self.armed = False
+        self.current = None
+        try:
+            signal.setitimer(signal.ITIMER_REAL, *self._old_timer)
+            signal.signal(signal.SIGALRM, self._old
+                          if self._old is not None else signal.SIG_DFL)
+        except (ValueError, OSError):
+            pass
+
+
+class Checkpointer(object):
+    """Keeps the last checkpoint's pickles by name, so only changed names
+    are pickled into the next one.
+
+    `strategy` says how a name is known to be unchanged:
+      "identity"  the same object as last time and immutable throughout
+                  (no pickling at all); anything else is pickled and
+                  compared with its last pickle;
+      "pickle"    every value is pickled and compared.
+    bench/checkpoint_bench.py measures both; "identity" is the default.
+    """
+
+    def __init__(self, namespace, strategy="identity"):
+        self.ns = namespace
+        self.strategy = strategy
+        # name -> cache entry (_entry)
+        self.cache = {}
+        # name -> (value, not-saved entry): values that could not be pickled
+        self.failed = {}
+        self.last_names = None
+        self.last_not_saved = None
+        self._fast_keys = None
+        self._fast_vals = None
+        self._fast_mutables = None
+        self._fast_small = False
+        self._last_values = self._last_modules = self._last_aliases = None
+        self._last_size = 0
+
+    # -- taking -------------------------------------------------------------
+
+    def collect(self, max_bytes, timeout):
+        """Brings the cache up to date with the namespace. Returns
+        (changed, values, modules, aliases, not_saved, size): `values` is
+        the cache entries (_entry) in namespace order. The loop is the
+        per-cell cost of checkpoints: kept to plain operations."""
+        ns = self.ns
+        identity = self.strategy == "identity"
+        if identity and self._unchanged(timeout):
+            return (False, self._last_values, self._last_modules,
+                    self._last_aliases, self.last_not_saved, self._last_size)
+        cache_get = self.cache.get
+        failed_get = self.failed.get
+        deadline = _Deadline(timeout)
+        dumps = pickle.dumps
+        module_type = types.ModuleType
+        function_type = types.FunctionType
+        bufs = []
+        on_buffer = bufs.append
+        changed = False
+        values, modules, aliases, not_saved = [], {}, {}, []
+        first_of = {}
+        fresh = {}
+        fresh_failed = {}
+        try:
+            for name, value in list(ns.items()):
+                if name[:2] == "__" and name[-2:] == "__":
+                    continue
+                old = cache_get(name)
+                if identity and old is not None and old[0] is value \
+                        and old[1]:
+                    # The same immutable object: unchanged, no pickling.
+                    fresh[name] = old
+                    values.append(old)
+                    continue
+                t = type(value)
+                if t is module_type or isinstance(value, module_type):
+                    modname = getattr(value, "__name__", None)
+                    if isinstance(modname, str) and modname != "__main__":
+                        modules[name] = modname
+                        continue
+                    not_saved.append({"name": name, "type": "module",
+                                      "reason": "the kernel's own namespace "
+                                                "module cannot be saved"})
+                    continue
+                if value is ns:
+                    not_saved.append({"name": name, "type": "dict",
+                                      "reason": "it is the kernel's namespace "
+                                                "itself (globals())"})
+                    continue
+                key = id(value)
+                if key in first_of and not _immutable(value):
+                    aliases[name] = first_of[key]
+                    continue
+                failed = failed_get(name)
+                if failed is not None and failed[0] is value:
+                    # The same object failed before: not tried again until
+                    # the name is bound to another object (a __reduce__
+                    # that hangs would cost its timeout on every cell).
+                    fresh_failed[name] = failed
+                    not_saved.append(failed[1])
+                    continue
+                if t is function_type or isinstance(value, type):
+                    reason = self._unsaveable(value)
+                    if reason is not None:
+                        not_saved.append({"name": name,
+                                          "type": _type_name(value),
+                                          "reason": reason})
+                        fresh_failed[name] = (value, not_saved[-1])
+                        continue
+                if not deadline.armed:
+                    deadline.arm()
+                reason = None
+                try:
+                    deadline.current = name
+                    data = dumps(value, PROTOCOL, buffer_callback=on_buffer)
+                    deadline.current = None
+                except CheckpointTimeout:
+                    reason = ("pickling took longer than %gs (a __reduce__ "
+                              "or __getstate__ that hangs)" % timeout)
+                except RecursionError:
+                    reason = "nested too deeply to pickle"
+                except Exception as e:
+                    reason = _reason(e)
+                if reason is not None:
+                    deadline.current = None
+                    del bufs[:]
+                    not_saved.append({"name": name, "type": _type_name(value),
+                                      "reason": reason})
+                    fresh_failed[name] = (value, not_saved[-1])
+                    continue
+                if bufs:
+                    raws = [b.raw() if hasattr(b, "raw") else memoryview(b)
+                            for b in bufs]
+                    del bufs[:]
+                else:
+                    raws = ()
+                if old is None or old[3] != data or (
+                        (old[4] or raws) and (
+                            len(old[4]) != len(raws)
+                            or any(a != b for a, b in zip(old[4], raws)))):
+                    changed = True
+                    entry = _entry(name, value, data, raws)
+                elif old[0] is value:
+                    entry = old
+                else:
+                    entry = (value,) + old[1:]
+                fresh[name] = entry
+                if key not in first_of:
+                    first_of[key] = name
+                values.append(entry)
+        finally:
+            deadline.disarm()
+        self.cache = fresh
+        self.failed = fresh_failed
+        # Over the limit: the largest values are left out and listed.
+        size = sum([v[5] for v in values])
+        if max_bytes and size > max_bytes:
+            order = sorted(range(len(values)),
+                           key=lambda i: values[i][5], reverse=True)
+            dropped = set()
+            for i in order:
+                if size <= max_bytes:
+                    break
+                n = values[i][5]
+                size -= n
+                dropped.add(i)
+                not_saved.append({
+                    "name": values[i][7], "type": values[i][2],
+                    "reason": "left out: %d bytes pickled; the session's "
+                              "checkpoint limit is %d bytes "
+                              "(code_execution.checkpoint_max_mb)"
+                              % (n, max_bytes)})
+            values = [v for i, v in enumerate(values) if i not in dropped]
+            kept = {v[7] for v in values}
+            aliases = {a: t for a, t in aliases.items() if t in kept}
+        names = (tuple([v[7] for v in values]),
+                 tuple(sorted(modules.items())),
+                 tuple(sorted(aliases.items())))
+        if names != self.last_names or not_saved != self.last_not_saved:
+            changed = True
+        self.last_names = names
+        self.last_not_saved = not_saved
+        # For the next pass's shortcut (_unchanged): the bindings, and the
+        # values that may change in place with their pickles.
+        self._fast_keys = list(ns)
+        self._fast_vals = list(ns.values())
+        self._fast_mutables = [(v[0], v[7], v[3], v[4]) for v in values
+                               if not v[1]]
+        self._fast_small = sum([len(m[2]) for m in self._fast_mutables]) \
+            <= QUICK_CHECK_BYTES
+        self._last_values, self._last_modules = values, modules
+        self._last_aliases, self._last_size = aliases, size
+        return changed, values, modules, aliases, not_saved, size
+
+    def quick_unchanged(self, timeout):
+        """The runner's check before a cell's frame: True when the
+        namespace is certainly what the last checkpoint holds and finding
+        that out is cheap (the values that can change in place pickle to
+        at most QUICK_CHECK_BYTES together). False means "not known": the
+        checkpoint is then taken after the frame."""
+        if self.strategy != "identity" or not self._fast_small:
+            return False
+        # No SIGALRM here (four system calls per cell): these values
+        # pickled quickly last time; one changed in place to hang is
+        # bounded by the cell's wall clock, as the cell itself is.
+        return self._unchanged(None)
+
+    def _unchanged(self, timeout):
+        """True when every name is bound to the same object as at the last
+        pass and every value that can change in place pickles the same:
+        the namespace is what the last checkpoint holds. Most cells land
+        here, so the binding check runs in C (list comparisons)."""
+        keys = self._fast_keys
+        if keys is None:
+            return False
+        ns = self.ns
+        if len(ns) != len(keys) or list(ns) != keys:
+            return False
+        if not all(map(operator.is_, ns.values(), self._fast_vals)):
+            return False
+        mutables = self._fast_mutables
+        if not mutables:
+            return True
+        deadline = _Deadline(timeout)
+        if timeout:
+            deadline.arm()
+        dumps = pickle.dumps
+        bufs = []
+        try:
+            for value, name, data, raws in mutables:
+                deadline.current = name
+                if raws:
+                    return False      # out-of-band buffers: the full pass
+                if dumps(value, PROTOCOL, buffer_callback=bufs.append) \
+                        != data or bufs:
+                    return False
+            return True
+        except BaseException:
+            return False              # the full pass reports it
+        finally:
+            deadline.disarm()
+
+    def _unsaveable(self, value):
+        t = type(value)
+        if t in (types.FunctionType, types.LambdaType) or isinstance(
+                value, type):
+            if getattr(value, "__module__", None) == "__main__":
+                what = "lambda" if getattr(value, "__name__", "") == \
+                    "<lambda>" else ("class" if isinstance(value, type)
+                                     else "function")
+                return ("a %s defined in a cell: its code is not saved; run "
+                        "its definition again" % what)
+        return None
+
+    def write(self, path, execution_count, max_bytes, timeout):
+        """Writes a checkpoint to `path` when the namespace changed since
+        the last one. Returns the summary for the host's frame."""
+        started = time.monotonic()
+        changed, values, modules, aliases, not_saved, size = self.collect(
+            max_bytes, timeout)
+        summary = {"changed": changed, "names": len(values),
+                   "modules": len(modules), "aliases": len(aliases),
+                   "not_saved": not_saved, "bytes": 0}
+        if not changed:
+            summary["seconds"] = time.monotonic() - started
+            return summary
+        header = {
+            "format": FORMAT,
+            "python": list(sys.version_info[:3]),
+            "pickle_protocol": PROTOCOL,
+            "execution_count": execution_count,
+            "modules": modules,
+            "aliases": aliases,
+            "values": None,
+            "not_saved": not_saved,
+        }
+        # The values' entries are serialised once per value (the entry's
+        # last element) and spliced in.
+        header["values"] = []
+        head = json.dumps(header, separators=(",", ":"))
+        marker = '"values":[]'
+        at = head.index(marker) + len(marker) - 1
+        head = (head[:at] + ",".join([v[6] for v in values])
+                + head[at:]).encode("utf-8")
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        total = 0
+        try:
+            total += _write(fd, MAGIC + struct.pack(">I", len(head)) + head)
+            # Small records go out together, large ones on their own.
+            pending, pending_size = [], 0
+            for v in values:
+                for piece in (v[3],) + tuple(v[4]):
+                    n = piece.nbytes if isinstance(piece, memoryview) \
+                        else len(piece)
+                    if n >= WRITE_CHUNK:
+                        if pending:
+                            total += _write(fd, b"".join(pending))
+                            pending, pending_size = [], 0
+                        total += _write(fd, piece)
+                    else:
+                        pending.append(piece)
+                        pending_size += n
+                        if pending_size >= WRITE_CHUNK:
+                            total += _write(fd, b"".join(pending))
+                            pending, pending_size = [], 0
+            if pending:
+                total += _write(fd, b"".join(pending))
+        finally:
+            os.close(fd)
+        summary["bytes"] = total
+        summary["seconds"] = time.monotonic() - started
+        return summary
+
+
+def _entry(name, value, data, bufs):
+    """A cache entry: (value, immutable, type name, pickle, buffers, size,
+    header JSON, name)."""
+    tname = _type_name(value)
+    size = len(data) + sum([b.nbytes for b in bufs])
+    head = json.dumps({"name": name, "type": tname,
+                       "records": [len(data)] + [b.nbytes for b in bufs]},
+                      separators=(",", ":"))
+    return (value, _immutable(value), tname, data, bufs, size, head, name)
+
+
+def _write(fd, data):
+    view = memoryview(data).cast("B")
+    n = len(view)
+    while view:
+        try:
+            k = os.write(fd, view[:WRITE_CHUNK])
+        except InterruptedError:
+            continue
+        view = view[k:]
+    return n
+
+
+def _reason(e):
+    text = "%s: %s" % (type(e).__name__, e)
+    return text if len(text) <= 300 else text[:297] + "..."
+
+
+# -- restoring ---------------------------------------------------------------
+
+def read_header(data):
+    """(header, offset of the first record) or raises ValueError with the
+    reason the whole checkpoint is refused."""
+    if len(data) < len(MAGIC) + 4 or data[:len(MAGIC)] != MAGIC:
+        raise ValueError("not a Mibyan kernel checkpoint (bad magic)")
+    (n,) = struct.unpack(">I", data[len(MAGIC):len(MAGIC) + 4])
+    start = len(MAGIC) + 4
+    if n > MAX_HEADER or start + n > len(data):
+        raise ValueError("the checkpoint is truncated (its header is cut "
+                         "off)")
+    try:
+        header = json.loads(bytes(data[start:start + n]).decode("utf-8"))
+    except ValueError as e:
+        raise ValueError("the checkpoint's header is not JSON (%s)" % e)
+    if not isinstance(header, dict) or header.get("format") != FORMAT:
+        raise ValueError("unknown checkpoint format %r" % (
+            header.get("format") if isinstance(header, dict) else None,))
+    py = header.get("python")
+    if (not isinstance(py, list) or len(py) < 2
+            or not all(isinstance(x, int) for x in py[:2])):
+        raise ValueError("the checkpoint does not say which Python wrote it")
+    if tuple(py[:2]) > tuple(sys.version_info[:2]):
+        raise ValueError(
+            "the checkpoint was written by Python %d.%d; this kernel runs "
+            "%d.%d, which may not read its pickles"
+            % (py[0], py[1], sys.version_info[0], sys.version_info[1]))
+    proto = header.get("pickle_protocol")
+    if not isinstance(proto, int) or proto > pickle.HIGHEST_PROTOCOL:
+        raise ValueError("the checkpoint uses pickle protocol %r; this "
+                         "kernel reads up to %d"
+                         % (proto, pickle.HIGHEST_PROTOCOL))
+    return header, start + n
+
+
+def restore(namespace, path, timeout):
+    """Restores a checkpoint file into `namespace`: modules imported
+    again, then the values in the order they were saved (the order they
+    were defined in), then the aliases. Returns {"restored": [names],
+    "not_restored": [{name, type, reason}], "execution_count": n or None,
+    "error": reason the whole checkpoint was refused or ""}."""
+    out = {"restored": [], "not_restored": [], "execution_count": None,
+           "error": ""}
+    try:
+        # Mapped, not read: one copy less for a large checkpoint (values
+        # that keep out-of-band buffers keep the mapping alive).
+        with open(path, "rb") as f:
+            try:
+                data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+            except (ValueError, OSError):
+                data = f.read()       # empty file, or no mmap here
+    except OSError as e:
+        out["error"] = "cannot read the checkpoint: %s" % e
+        return out
+    view = memoryview(data)
+    try:
+        header, pos = read_header(view)
+    except ValueError as e:
+        out["error"] = str(e)
+        return out
+    restored, lost = out["restored"], out["not_restored"]
+    count = header.get("execution_count")
+    out["execution_count"] = count if isinstance(count, int) else None
+    for item in header.get("not_saved") or []:
+        if isinstance(item, dict):
+            lost.append({"name": str(item.get("name")),
+                         "type": str(item.get("type")),
+                         "reason": "not saved: " + str(item.get("reason"))})
+    modules = header.get("modules") or {}
+    for name, modname in (modules.items() if isinstance(modules, dict)
+                          else ()):
+        try:
+            namespace[name] = importlib.import_module(str(modname))
+            restored.append(name)
+        except BaseException as e:
+            lost.append({"name": name, "type": "module",
+                         "reason": "import %s failed: %s" % (modname,
+                                                             _reason(e))})
+    deadline = _Deadline(timeout)
+    try:
+        for item in header.get("values") or []:
+            name = str(item.get("name"))
+            tname = str(item.get("type"))
+            records = item.get("records")
+            if (not isinstance(records, list) or not records
+                    or not all(isinstance(n, int) and n >= 0
+                               for n in records)):
+                lost.append({"name": name, "type": tname,
+                             "reason": "damaged entry in the checkpoint"})
+                continue
+            end = pos + sum(records)
+            if end > len(view):
+                lost.append({"name": name, "type": tname,
+                             "reason": "the checkpoint is truncated"})
+                pos = end
+                continue
+            main = view[pos:pos + records[0]]
+            bufs, p = [], pos + records[0]
+            for n in records[1:]:
+                bufs.append(view[p:p + n])
+                p += n
+            pos = end
+            deadline.arm()
+            deadline.current = name
+            try:
+                namespace[name] = pickle.loads(main, buffers=bufs)
+                restored.append(name)
+            except CheckpointTimeout:
+                lost.append({"name": name, "type": tname,
+                             "reason": "unpickling took longer than %gs"
+                                       % timeout})
+            except MemoryError:
+                lost.append({"name": name, "type": tname,
+                             "reason": "unpickling ran out of memory"})
+            except BaseException as e:
+                lost.append({"name": name, "type": tname,
+                             "reason": _reason(e)})
+            finally:
+                deadline.current = None
+    finally:
+        deadline.disarm()
+    aliases = header.get("aliases") or {}
+    for name, target in (aliases.items() if isinstance(aliases, dict)
+                         else ()):
+        if target in namespace and target in restored:
+            namespace[name] = namespace[target]
+            restored.append(name)
+        else:
+            lost.append({"name": name, "type": "alias",
+                         "reason": "it named %s, which was not restored"
+                                   % target})
+    return out
