@@ -57,6 +57,9 @@ int node_command(const std::vector<std::string>& args,
                  const global_flags& flags);
 int nodes_command(const std::vector<std::string>& args,
                   const global_flags& flags);
+/// `mibyan store migrate|copy` (docs/storage.md, "PostgreSQL").
+int store_command(const std::vector<std::string>& args,
+                  const global_flags& flags);
 /// `mibyan cron list|show|add|edit|pause|resume|run ID|remove|history`
 /// (docs/cron.md); `cron run` without an id is cron_run_command.
 int cron_command(const std::vector<std::string>& args,

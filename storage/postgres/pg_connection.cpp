@@ -129,6 +129,22 @@ bool pg_retry_txn(std::string_view s) { return s == "40001" || s == "40P01"; }
 
 // -- connection ---------------------------------------------------------------
 
+bool url_has_password(const std::string& url) {
+  char* err = nullptr;
+  PQconninfoOption* opts = PQconninfoParse(url.c_str(), &err);
+  if (err != nullptr)
+    PQfreemem(err);
+  if (opts == nullptr)
+    return false;
+  bool has = false;
+  for (auto* o = opts; o->keyword != nullptr; ++o)
+    if (std::strcmp(o->keyword, "password") == 0 && o->val != nullptr
+        && *o->val != '\0')
+      has = true;
+  PQconninfoFree(opts);
+  return has;
+}
+
 result<std::unique_ptr<connection>>
 connection::open(const connect_options& o) {
   using res = result<std::unique_ptr<connection>>;

@@ -108,6 +108,11 @@ status_code pg_error_code(std::string_view sqlstate, bool connection_lost);
 /// again (40001 serialization failure, 40P01 deadlock).
 bool pg_retry_txn(std::string_view sqlstate);
 
+/// True when `url` carries a password (the CLI refuses one on its command
+/// line: passwords come from the environment). False for a URL libpq
+/// cannot parse (connecting reports that).
+bool url_has_password(const std::string& url);
+
 class connection {
 public:
   /// Connects (blocking). Errors: `unavailable` when the server cannot be
