@@ -12,6 +12,7 @@
 #include <set>
 #include <thread>
 
+#include "storage/postgres/pg_connection.hpp"
 #include "storage/postgres/pg_session_store.hpp"
 #include "tests/support/pg_server.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -337,3 +338,41 @@ BOOST_AUTO_TEST_CASE(cron_runs_are_pruned_and_cascade) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+// TLS is libpq's: the URL's sslmode reaches it unchanged, and the
+// connection is encrypted (the server says so) and verified against the
+// certificate the URL names.
+BOOST_AUTO_TEST_CASE(tls_when_the_url_asks) {
+  std::string why;
+  test::pg_server_options so;
+  so.tls = true;
+  auto pg = test::pg_server::start(why, so);
+  BOOST_REQUIRE_MESSAGE(pg, why);
+  auto db = pg->fresh_database();
+  pg_store_options o;
+  o.password = test::pg_server::password();
+  o.url = pg->tcp_url(db) + "?sslmode=verify-full&sslrootcert="
+          + pg->cert_file();
+  auto store = pg_session_store::open(o);
+  BOOST_REQUIRE_MESSAGE(store.ok(), store.error);
+  new_session ns;
+  ns.id = "over-tls";
+  BOOST_TEST((*store)->create_session(ns).ok());
+  pg::connect_options co;
+  co.url = o.url;
+  co.password = o.password;
+  auto c = pg::connection::open(co);
+  BOOST_REQUIRE_MESSAGE(c.ok(), c.error);
+  auto r = (*c)->exec("SELECT ssl FROM pg_stat_ssl WHERE pid = "
+                      "pg_backend_pid()",
+                      {}, "tls check");
+  BOOST_REQUIRE_MESSAGE(r.ok(), r.error);
+  BOOST_TEST(r->boolean(0, 0));
+  // A client told to verify against a certificate file that does not
+  // exist is refused by libpq, naming it.
+  o.url = pg->tcp_url(db) + "?sslmode=verify-full&sslrootcert="
+          + pg->dir() + "/missing.crt";
+  auto bad = pg_session_store::open(o);
+  BOOST_TEST(!bad.ok());
+  BOOST_TEST(contains(bad.error, "missing.crt"), bad.error);
+}

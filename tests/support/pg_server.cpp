@@ -146,6 +146,25 @@ std::unique_ptr<pg_server> pg_server::start(std::string& why,
     why = "initdb failed (exit " + std::to_string(r.exit_code) + "): " + tail;
     return nullptr;  // the destructor removes the directory
   }
+  if (opts.tls) {
+    auto crt = s->dir_ + "/server.crt";
+    auto key = s->dir_ + "/server.key";
+    process_options oo;
+    oo.timeout_seconds = 60;
+    auto c = run_process({"openssl", "req", "-new", "-x509", "-days", "2",
+                          "-nodes", "-newkey", "rsa:2048", "-subj",
+                          "/CN=127.0.0.1", "-addext",
+                          "subjectAltName=IP:127.0.0.1", "-keyout", key,
+                          "-out", crt},
+                         oo);
+    if (c.exit_code != 0 || ::chmod(key.c_str(), 0600) != 0
+        || (s->switch_user_
+            && (::chown(key.c_str(), s->uid_, s->gid_) != 0
+                || ::chown(crt.c_str(), s->uid_, s->gid_) != 0))) {
+      why = "cannot make a TLS certificate with openssl: " + c.err;
+      return nullptr;
+    }
+  }
   for (int attempt = 0; attempt < 5; ++attempt) {
     s->port_ = free_port();
     if (s->port_ == 0) {
@@ -169,6 +188,13 @@ bool pg_server::launch(std::string& why) {
     bin_ + "/postgres", "-D", data_, "-p", std::to_string(port_), "-k", dir_,
     "-c", "listen_addresses=127.0.0.1", "-c", "max_connections=200",
     "-c", "shared_buffers=64MB"};
+  if (opts_.tls)
+    for (std::string c : {std::string{"ssl=on"},
+                          "ssl_cert_file=" + dir_ + "/server.crt",
+                          "ssl_key_file=" + dir_ + "/server.key"}) {
+      args.emplace_back("-c");
+      args.emplace_back(c);
+    }
   if (!opts_.durable)
     for (const char* c : {"fsync=off", "synchronous_commit=off",
                           "full_page_writes=off"}) {

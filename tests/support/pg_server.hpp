@@ -30,6 +30,10 @@ struct pg_server_options {
   /// a test does not wait for the disk. true (benchmarks): the defaults,
   /// commits are fsync'd like LMDB's.
   bool durable = false;
+  /// Serve TLS too (ssl=on) with a self-signed certificate made by the
+  /// openssl command (CN and subjectAltName 127.0.0.1); cert_file() is
+  /// then the certificate a client can trust (sslrootcert).
+  bool tls = false;
 };
 
 class pg_server {
@@ -48,6 +52,10 @@ public:
   int port() const { return port_; }
   /// The temporary directory; the unix socket lives here.
   const std::string& dir() const { return dir_; }
+  /// The server's certificate (with `tls`), "" otherwise.
+  std::string cert_file() const {
+    return opts_.tls ? dir_ + "/server.crt" : std::string{};
+  }
   /// The superuser the server was initialised with ("mibyan").
   static const char* user() { return "mibyan"; }
   /// The superuser's password (TCP connections need it).
