@@ -60,6 +60,26 @@ CREATE TABLE mibyan_cron_runs (
   seq bigint NOT NULL,
   record bytea NOT NULL);
 CREATE INDEX mibyan_cron_runs_by_job ON mibyan_cron_runs (job_id, seq);
+CREATE TABLE mibyan_leases (
+  name text COLLATE "C" PRIMARY KEY,
+  holder text NOT NULL,
+  token bigint NOT NULL,
+  expires_at_ms bigint NOT NULL,
+  released boolean NOT NULL);
+CREATE INDEX mibyan_leases_by_holder ON mibyan_leases (holder);
+CREATE SEQUENCE mibyan_lease_tokens;
+CREATE TABLE mibyan_prompts (
+  hash text COLLATE "C" PRIMARY KEY,
+  prompt bytea NOT NULL);
+CREATE TABLE mibyan_session_prompts (
+  session_id text COLLATE "C" PRIMARY KEY,
+  hash text COLLATE "C" NOT NULL REFERENCES mibyan_prompts (hash));
+CREATE INDEX mibyan_session_prompts_by_hash
+  ON mibyan_session_prompts (hash);
+CREATE TABLE mibyan_checkpoints (
+  session_id text COLLATE "C" PRIMARY KEY,
+  seq bigint NOT NULL,
+  bytes bytea NOT NULL);
 )sql",
 };
 

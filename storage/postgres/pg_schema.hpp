@@ -18,6 +18,16 @@
 //   mibyan_cron_jobs  id, record; mibyan_cron_runs id, job_id (cascade),
 //                     seq (insertion order, from mibyan_cron_run_seq),
 //                     record
+//   mibyan_leases     name, holder, token (from mibyan_lease_tokens, so
+//                     tokens only grow), expires_at_ms, released
+//                     (storage/session_lease.hpp; fencing of writes)
+//   mibyan_prompts    hash -> prompt text; mibyan_session_prompts
+//                     session_id -> hash (storage/prompt_store.hpp)
+//   mibyan_checkpoints session_id -> seq, bytes (the latest kernel
+//                     checkpoint, storage/checkpoint_store.hpp)
+//   The last three are keyed by session id without a foreign key (their
+//   owners may write before the session row exists); delete_session
+//   removes them in its transaction.
 //
 // Every step runs in one transaction under an advisory lock, with the
 // version bump: gateways starting at the same time migrate once, and an

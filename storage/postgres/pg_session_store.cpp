@@ -531,9 +531,22 @@ store_status pg_session_store::delete_session(const std::string& id) {
       return status::failure(status_code::not_found,
                              "delete_session: session '" + id
                                + "' does not exist");
-    auto a = c.exec("DELETE FROM mibyan_approvals WHERE session_id = $1",
-                    {param{id}}, "delete_session");
-    return a.get_status();
+    // The rows keyed by session id without a foreign key: approvals, the
+    // kernel checkpoint, the prompt reference (and the prompt when no
+    // other session references it).
+    for (const char* sql :
+         {"DELETE FROM mibyan_approvals WHERE session_id = $1",
+          "DELETE FROM mibyan_checkpoints WHERE session_id = $1",
+          "WITH gone AS (DELETE FROM mibyan_session_prompts WHERE "
+          "session_id = $1 RETURNING hash) DELETE FROM mibyan_prompts p "
+          "USING gone WHERE p.hash = gone.hash AND NOT EXISTS (SELECT 1 "
+          "FROM mibyan_session_prompts s WHERE s.hash = gone.hash AND "
+          "s.session_id <> $1)"}) {
+      auto a = c.exec(sql, {param{id}}, "delete_session");
+      if (!a)
+        return a.get_status();
+    }
+    return status{};
   });
 }
 
