@@ -153,6 +153,49 @@ BOOST_AUTO_TEST_CASE(search_matches_words_and_phrases) {
   BOOST_TEST(store->search(q).code == status_code::not_found);
 }
 
+BOOST_AUTO_TEST_CASE(search_pages_and_totals) {
+  auto store = open();
+  new_session ns;
+  ns.id = "p";
+  BOOST_REQUIRE(store->create_session(ns).ok());
+  std::vector<pending_append> batch;
+  for (int i = 0; i < 30; ++i)
+    batch.push_back({"p", msg("user", "needle number " + std::to_string(i)
+                                        + std::string(i % 5, 'x')),
+                     ""});
+  BOOST_REQUIRE(store->append_batch(batch).ok());
+  search_request q;
+  q.query = "needle";
+  q.limit = 10;
+  q.offset = 25;
+  auto r = store->search(q);
+  BOOST_REQUIRE_MESSAGE(r.ok(), r.error);
+  BOOST_TEST(r->total == 30u);
+  BOOST_TEST(r->hits.size() == 5u);
+  q.offset = 40;
+  r = store->search(q);
+  BOOST_TEST(r->total == 30u);
+  BOOST_TEST(r->hits.empty());
+  // Every hit exactly once over the pages, best first within a page.
+  std::set<uint64_t> seen;
+  for (size_t off = 0; off < 30; off += 7) {
+    q.offset = off;
+    q.limit = 7;
+    r = store->search(q);
+    BOOST_REQUIRE(r.ok());
+    for (size_t i = 0; i < r->hits.size(); ++i) {
+      seen.insert(r->hits[i].message_id);
+      if (i > 0)
+        BOOST_TEST(r->hits[i - 1].score >= r->hits[i].score);
+    }
+  }
+  BOOST_TEST(seen.size() == 30u);
+  q.limit = 0;
+  BOOST_TEST(store->search(q).code == status_code::invalid_argument);
+  q.limit = 1001;
+  BOOST_TEST(store->search(q).code == status_code::invalid_argument);
+}
+
 BOOST_AUTO_TEST_CASE(a_lost_connection_is_unavailable_then_reconnects) {
   auto store = open();
   new_session ns;

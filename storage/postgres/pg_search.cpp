@@ -2,6 +2,7 @@
 // and the consistency check.
 #include "storage/postgres/pg_session_store.hpp"
 
+#include <algorithm>
 #include <map>
 
 #include "base/json.hpp"
@@ -14,6 +15,13 @@ namespace mibyan {
 
 using namespace store_detail;
 using pg::param;
+
+namespace {
+
+// Matches ranked at most (more when a page reaches past it).
+constexpr uint64_t rank_window = 5000;
+
+} // namespace
 
 store_result<search_results>
 pg_session_store::search(const search_request& req) const {
@@ -55,26 +63,33 @@ pg_session_store::search(const search_request& req) const {
             !r)
           return r;
       }
-      // ts_rank_cd with normalization 1 (divided by 1 + log(length)):
-      // cover density, shorter messages first among equals; ties go to
-      // the newer message, as in the LMDB index.
+      // Candidates: the newest `window` matches (all of them unless a
+      // query matches more than that), ranked by ts_rank_cd with
+      // normalization 1 (divided by 1 + log(length)): cover density,
+      // shorter messages first among equals; ties go to the newer
+      // message, as in the LMDB index. Ranking every match of a very
+      // common word would cost ~8 us a match (docs/storage.md, "Search").
+      const uint64_t window = std::max<uint64_t>(
+        rank_window, static_cast<uint64_t>(req.offset + req.limit));
       auto r = c.exec(
-        "SELECT m.id, m.session_id, m.role, "
-        "ts_rank_cd(m.tsv, q.q, 1)::float8 AS score, m.record, "
-        "count(*) OVER () FROM mibyan_messages m, "
-        "(SELECT $1::tsquery AS q) q WHERE m.tsv @@ q.q "
-        "AND ($2::text[] IS NULL OR m.role = ANY($2::text[])) "
-        "AND ($3 = '' OR m.session_id = $3) "
-        "ORDER BY score DESC, m.id DESC LIMIT $4 OFFSET $5",
+        "SELECT id, session_id, role, score, record, n FROM (SELECT c.id, "
+        "c.session_id, c.role, c.record, ts_rank_cd(c.tsv, q.q, 1)::float8 "
+        "AS score, count(*) OVER () AS n FROM (SELECT m.id, m.session_id, "
+        "m.role, m.record, m.tsv FROM mibyan_messages m WHERE m.tsv @@ "
+        "$1::tsquery AND ($2::text[] IS NULL OR m.role = ANY($2::text[])) "
+        "AND ($3 = '' OR m.session_id = $3) ORDER BY m.id DESC LIMIT $6) c, "
+        "(SELECT $1::tsquery AS q) q) r ORDER BY score DESC, id DESC "
+        "LIMIT $4 OFFSET $5",
         {param{tsq}, role_param, param{req.session_id},
          param{static_cast<uint64_t>(req.limit)},
-         param{static_cast<uint64_t>(req.offset)}},
+         param{static_cast<uint64_t>(req.offset)}, param{window}},
         "search");
       if (!r)
         return r.get_status();
-      if (r->size() > 0) {
+      if (r->size() > 0 && static_cast<uint64_t>(r->i64(0, 5)) < window) {
         out.total = static_cast<size_t>(r->i64(0, 5));
-      } else if (req.offset > 0) {
+      } else if (r->size() > 0 || req.offset > 0) {
+        // More matches than were ranked (or a page past them): count.
         auto n = c.exec("SELECT count(*) FROM mibyan_messages m WHERE "
                         "m.tsv @@ $1::tsquery AND ($2::text[] IS NULL OR "
                         "m.role = ANY($2::text[])) AND ($3 = '' OR "
