@@ -35,9 +35,20 @@ int session_count() {
 
 // Fills `store` with `n` sessions: chains (parent links), tool calls,
 // keys, usage, ended sessions, approvals, odd bytes, and two cron jobs.
+// Written in group commits of 100 sessions (one fsync each).
 void fill(session_store& store, int n) {
+  std::vector<store_write> group;
+  auto flush = [&] {
+    auto st = store.commit_group(group);
+    BOOST_REQUIRE_MESSAGE(st.ok(), st.error);
+    for (auto& w : group)
+      BOOST_REQUIRE_MESSAGE(w.status.ok(), w.status.error);
+    group.clear();
+  };
   for (int i = 0; i < n; ++i) {
-    new_session ns;
+    store_write cw;
+    cw.what = store_write::kind::create;
+    auto& ns = cw.create;
     ns.id = "s" + std::to_string(i);
     ns.title = "session " + std::to_string(i);
     ns.model = "m";
@@ -47,11 +58,11 @@ void fill(session_store& store, int n) {
     if (i % 7 == 0)
       ns.metadata_json = R"({"cron_job_id":"job_a","n":)"
                          + std::to_string(i) + "}";
-    auto s = store.create_session(ns);
-    BOOST_REQUIRE_MESSAGE(s.ok(), s.error);
-    std::vector<pending_append> batch;
+    group.push_back(cw);
     for (int m = 0; m < 1 + i % 6; ++m) {
-      pending_append p;
+      store_write aw;
+      aw.what = store_write::kind::append;
+      auto& p = aw.append;
       p.session_id = ns.id;
       p.message.role = m % 3 == 0 ? "user" : m % 3 == 1 ? "assistant" : "tool";
       p.message.content = "message " + std::to_string(m) + " of " + ns.id
@@ -70,24 +81,34 @@ void fill(session_store& store, int n) {
       }
       if (m % 2 == 0)
         p.key = "k" + std::to_string(m);
-      batch.push_back(std::move(p));
+      group.push_back(std::move(aw));
     }
-    BOOST_REQUIRE(store.append_batch(batch).ok());
-    token_usage u;
-    u.input_tokens = 100 + i;
-    u.output_tokens = 7;
+    store_write uw;
+    uw.what = store_write::kind::usage;
+    uw.session_id = ns.id;
+    uw.usage.input_tokens = 100 + i;
+    uw.usage.output_tokens = 7;
     if (i % 3 == 0) {
-      u.cost_usd = 0.25;
-      u.has_cost = true;
+      uw.usage.cost_usd = 0.25;
+      uw.usage.has_cost = true;
     }
-    BOOST_REQUIRE(store.add_usage(ns.id, u, 2).ok());
-    if (i % 4 == 0)
-      BOOST_REQUIRE(store.end_session(ns.id, "compression",
-                                      1700000000000 + i * 1000 + 500)
-                      .ok());
-    if (i % 9 == 0)
-      BOOST_REQUIRE(store.set_approvals(ns.id, {"rm -rf", "git push"}).ok());
+    uw.api_calls = 2;
+    group.push_back(uw);
+    if (i % 4 == 0) {
+      store_write ew;
+      ew.what = store_write::kind::end;
+      ew.session_id = ns.id;
+      ew.reason = "compression";
+      group.push_back(ew);
+    }
+    if (i % 100 == 99)
+      flush();
   }
+  flush();
+  for (int i = 0; i < n; i += 50)
+    BOOST_REQUIRE(store.set_approvals("s" + std::to_string(i),
+                                      {"rm -rf", "git push"})
+                    .ok());
   for (const char* id : {"job_a", "job_b"}) {
     cron_job_record j;
     j.id = id;

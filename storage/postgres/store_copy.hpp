@@ -128,11 +128,12 @@ copy_store(Src& src, Dst& dst,
   // many sessions): create, messages, usage and end together.
   std::vector<store_write> group;
   std::vector<std::pair<std::string, std::vector<std::string>>> grants;
+  std::vector<const session_info*> ends;
   size_t group_messages = 0;
   auto flush_group = [&]() -> bool {
-    if (group.empty())
+    if (group.empty() && grants.empty() && ends.empty())
       return true;
-    auto st = dst.commit_group(group);
+    auto st = group.empty() ? status{} : dst.commit_group(group);
     if (st)
       for (auto& w : group)
         if (!w.status.ok()) {
@@ -153,6 +154,14 @@ copy_store(Src& src, Dst& dst,
         return false;
       }
     grants.clear();
+    for (auto* e : ends)
+      if (auto st = dst.end_session(e->id, e->end_reason, e->ended_at_ms);
+          !st) {
+        failed = status::failure(st.code, "copy: session " + e->id + ": "
+                                            + st.error);
+        return false;
+      }
+    ends.clear();
     return true;
   };
   // Copies one session, its parent first (create_session needs it).
@@ -220,22 +229,11 @@ copy_store(Src& src, Dst& dst,
       if (approvals && !approvals->empty())
         grants.emplace_back(s.id, std::move(*approvals));
       ++rep.sessions_created;
-      bool ok = true;
-      if (s.ended_at_ms != 0) {
-        // The group stamps an end with its own clock: end this one on
-        // its own, at the source's time, after the group.
-        ok = flush_group();
-        if (ok)
-          if (auto st = dst.end_session(s.id, s.end_reason, s.ended_at_ms);
-              !st) {
-            failed = status::failure(st.code, "copy: session " + s.id
-                                                + ": " + st.error);
-            ok = false;
-          }
-      } else if (group.size() >= 2000) {
-        ok = flush_group();
-      }
-      return ok;
+      // A group stamps an end with its own clock: the end goes on its
+      // own, at the source's time, after the group.
+      if (s.ended_at_ms != 0)
+        ends.push_back(&s);
+      return group.size() < 2000 || flush_group();
     } else {
       have = std::move(*got);
       if (!flush_group())
