@@ -33,6 +33,7 @@
 #include "bench/bench_rows.hpp"
 #include "storage/fts_query.hpp"
 #include "storage/fts_tokenizer.hpp"
+#include "storage/lmdb/lmdb_inspect.hpp"
 #include "storage/session_store.hpp"
 
 using namespace mibyan;
@@ -317,35 +318,24 @@ int main(int argc, char** argv) {
   auto count = store.message_count();
   std::printf("  messages stored: %llu\n",
               static_cast<unsigned long long>(count ? *count : 0));
-  std::printf("  on disk: %s (map %s)\n", mib(store.disk_bytes()).c_str(),
-              mib(store.env().map_size()).c_str());
+  auto envf = lmdb_inspect::environment(store);
+  if (!envf) {
+    std::fprintf(stderr, "%s\n", envf.error.c_str());
+    return 1;
+  }
+  std::printf("  on disk: %s (map %s)\n", mib(envf->disk_bytes).c_str(),
+              mib(envf->map_size).c_str());
   uint64_t fts_bytes = 0;  // pages of fts_blocks + fts_df
-  {
-    MDB_stat env_stat;
-    mdb_env_stat(store.env().raw(), &env_stat);
-    for (auto name : {"msgs", "msg_by_id", "sessions", "fts_blocks",
-                      "fts_df"}) {
-      auto dbi = store.env().open_dbi(name);
-      if (!dbi)
-        continue;
-      uint64_t pages = 0;
-      uint64_t entries = 0;
-      auto st = store.env().read(
-        [&](MDB_txn* txn, std::string&) {
-          MDB_stat s;
-          int rc = mdb_stat(txn, *dbi, &s);
-          pages = s.ms_branch_pages + s.ms_leaf_pages + s.ms_overflow_pages;
-          entries = s.ms_entries;
-          return rc;
-        },
-        "stat");
-      if (st && std::string{name}.rfind("fts_", 0) == 0)
-        fts_bytes += pages * env_stat.ms_psize;
-      if (st)
-        std::printf("    %-10s %12llu entries %12s\n", name,
-                    static_cast<unsigned long long>(entries),
-                    mib(pages * env_stat.ms_psize).c_str());
-    }
+  for (auto name : {"msgs", "msg_by_id", "sessions", "fts_blocks", "fts_df"}) {
+    auto db = lmdb_inspect::database(store, name);
+    if (!db)
+      continue;
+    uint64_t bytes = db->pages * envf->page_size;
+    if (std::string{name}.rfind("fts_", 0) == 0)
+      fts_bytes += bytes;
+    std::printf("    %-10s %12llu entries %12s\n", name,
+                static_cast<unsigned long long>(db->entries),
+                mib(bytes).c_str());
   }
 
   // Queries: 1-3 words drawn from vocabulary ranks 30..3000 (search

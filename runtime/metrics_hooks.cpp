@@ -20,12 +20,12 @@ void attach_metrics(runtime::impl& p) {
     p.metric_hooks.push_back(
       metrics::store_used_bytes().attach([weak](metrics::sample_sink& out) {
         if (auto s = weak.lock())
-          out.add({}, static_cast<double>(s->used_bytes()));
+          out.add({}, static_cast<double>(s->stats().used_bytes));
       }));
     p.metric_hooks.push_back(
       metrics::store_file_bytes().attach([weak](metrics::sample_sink& out) {
         if (auto s = weak.lock())
-          out.add({}, static_cast<double>(s->disk_bytes()));
+          out.add({}, static_cast<double>(s->stats().disk_bytes));
       }));
   }
   if (p.svc && p.svc->mcp) {

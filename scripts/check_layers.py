@@ -33,7 +33,7 @@ LAYERS = [
 # written down here and in docs/architecture.md.
 SUBFOLDERS = {
     "tools": {"mcp", "agent", "html"},
-    "storage": {"postgres"},
+    "storage": {"lmdb", "postgres"},
 }
 # Includes between folders of one layer that are allowed, as (from, to).
 ALLOWED_SAME_LAYER = set()

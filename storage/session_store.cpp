@@ -1,28 +1,69 @@
-// The session store: opening, schema migration and the clock. The
-// operations live in session_store_{sessions,messages,search}.cpp.
+// The session-store interface's non-virtual parts and the backend
+// registry behind open_session_store (storage/store_backend.hpp).
 #include "storage/session_store.hpp"
 
-#include "storage/session_id.hpp"
-
 #include <algorithm>
-#include <chrono>
-#include <cstdio>
-#include <ctime>
 #include <map>
-#include <random>
-#include <unordered_map>
+#include <mutex>
 
 #include "base/json.hpp"
-#include "storage/byte_codec.hpp"
-#include "storage/session_store_detail.hpp"
-#include "storage/schema_lock.hpp"
-#include "storage/space_reserve.hpp"
+#include "storage/store_backend.hpp"
 
 namespace mibyan {
 
-using namespace store_detail;
+namespace {
 
-// -- open and migrate ---------------------------------------------------------
+struct backend_registry {
+  std::mutex mutex;
+  std::map<std::string, store_backend_opener> openers;
+};
+
+backend_registry& registry() {
+  static backend_registry r;
+  return r;
+}
+
+// Registers the built-in backends once, before the first lookup.
+void ensure_builtins() {
+  static std::once_flag once;
+  std::call_once(once, [] { register_builtin_store_backends(); });
+}
+
+std::string join_names(const std::vector<std::string>& names) {
+  std::string out;
+  for (auto& n : names)
+    out += (out.empty() ? "" : ", ") + n;
+  return out.empty() ? std::string{"none"} : out;
+}
+
+} // namespace
+
+void register_store_backend(const std::string& name,
+                            store_backend_opener open) {
+  auto& r = registry();
+  std::lock_guard<std::mutex> lock{r.mutex};
+  if (open)
+    r.openers[name] = std::move(open);
+  else
+    r.openers.erase(name);
+}
+
+std::vector<std::string> store_backend_names() {
+  ensure_builtins();
+  auto& r = registry();
+  std::lock_guard<std::mutex> lock{r.mutex};
+  std::vector<std::string> out;
+  for (auto& [name, fn] : r.openers)
+    out.push_back(name);
+  return out;
+}
+
+const std::vector<std::string>& known_store_backends() {
+  static const std::vector<std::string> names{"lmdb", "postgres"};
+  return names;
+}
+
+session_store::~session_store() = default;
 
 std::string session_store::default_dir(const std::string& home) {
   return home + "/sessions";
@@ -30,202 +71,41 @@ std::string session_store::default_dir(const std::string& home) {
 
 store_result<std::unique_ptr<session_store>>
 session_store::open(session_store_options opts) {
+  return open_session_store(opts);
+}
+
+store_result<std::unique_ptr<session_store>>
+open_session_store(const session_store_options& opts) {
   using result = store_result<std::unique_ptr<session_store>>;
-  lmdb_options lo;
-  lo.dir = opts.dir;
-  lo.read_only = opts.read_only;
-  lo.map_size = opts.map_size;
-  auto env = lmdb_env::open(lo);
-  if (!env)
-    return result::failure(env.code, "open session store: " + env.error);
-  std::unique_ptr<session_store> self{new session_store};
-  self->opts_ = std::move(opts);
-  self->env_ = std::move(*env);
-  if (auto st = self->open_databases(); !st)
-    return result{st};
-  if (auto st = self->migrate(); !st)
-    return result{st};
-  // Best effort: on a full disk the reserve is recreated by a later open.
-  if (!self->opts_.read_only)
-    (void) ensure_reserve(self->env_->dir());
-  return result{std::move(self)};
-}
-
-store_status session_store::open_databases() {
-  const bool ro = opts_.read_only;
-  const unsigned create = ro ? 0u : unsigned{MDB_CREATE};
-  struct named {
-    const char* name;
-    MDB_dbi* dbi;
-  };
-  const named required[] = {{"sessions", &sessions_},
-                            {"sessions_by_time", &by_time_},
-                            {"children", &children_},
-                            {"msgs", &msgs_},
-                            {"msg_by_id", &msg_by_id_},
-                            {"msg_keys", &msg_keys_}};
-  // One transaction creates every database and, in a new store, records
-  // the schema version: another process sees no store or a complete one.
-  return env_->setup(
-    [&](MDB_txn* txn, std::string& error) {
-      int rc = mdb_dbi_open(txn, "meta", 0, &meta_);
-      const bool fresh = rc == MDB_NOTFOUND;
-      if (fresh && ro) {
-        error = "no session store in " + env_->dir()
-                + " yet (it is being created or was never written)";
-        return lmdb_env::missing_error;
-      }
-      if (fresh)
-        rc = mdb_dbi_open(txn, "meta", MDB_CREATE, &meta_);
-      if (rc != 0) {
-        error = "open database meta";
-        return rc;
-      }
-      for (auto& d : required) {
-        rc = mdb_dbi_open(txn, d.name, create, d.dbi);
-        if (rc == MDB_NOTFOUND) {
-          error = std::string{"database '"} + d.name
-                  + "' does not exist in " + env_->dir()
-                  + " (a store of an older version: a read-write open "
-                    "adds it)";
-          return lmdb_env::user_error;
-        }
-        if (rc != 0) {
-          error = std::string{"open database "} + d.name;
-          return rc;
-        }
-      }
-      // A read-only store written before approvals existed has none.
-      rc = mdb_dbi_open(txn, "approvals", create, &approvals_);
-      has_approvals_ = rc == 0;
-      if (!has_approvals_)
-        approvals_ = 0;
-      if (rc != 0 && !(ro && rc == MDB_NOTFOUND)) {
-        error = "open database approvals";
-        return rc;
-      }
-      // The same for the Responses API's records.
-      rc = mdb_dbi_open(txn, "responses", create, &responses_);
-      if (rc == 0)
-        rc = mdb_dbi_open(txn, "responses_by_session", create,
-                          &responses_by_session_);
-      has_responses_ = rc == 0;
-      if (!has_responses_)
-        responses_ = responses_by_session_ = 0;
-      if (rc != 0 && !(ro && rc == MDB_NOTFOUND)) {
-        error = "open database responses";
-        return rc;
-      }
-      // And for scheduled jobs (storage/session_store_cron.cpp).
-      rc = mdb_dbi_open(txn, "cron_jobs", create, &cron_jobs_);
-      if (rc == 0)
-        rc = mdb_dbi_open(txn, "cron_runs", create, &cron_runs_);
-      if (rc == 0)
-        rc = mdb_dbi_open(txn, "cron_run_ids", create, &cron_run_ids_);
-      has_cron_ = rc == 0;
-      if (!has_cron_)
-        cron_jobs_ = cron_runs_ = cron_run_ids_ = 0;
-      if (rc != 0 && !(ro && rc == MDB_NOTFOUND)) {
-        error = "open database cron_jobs";
-        return rc;
-      }
-      if ((rc = fts_index::open_in(txn, ro, fts_, error)) != 0)
-        return rc;
-      if (fresh) {
-        rc = lmdb_env::put(txn, meta_, version_key,
-                           std::to_string(schema_version_current));
-        if (rc != 0)
-          error = "write schema version";
-      }
-      return rc;
-    },
-    "open session store");
-}
-
-store_status session_store::read_version(int& found) const {
-  found = 0;
-  return env_->read(
-    [&](MDB_txn* txn, std::string& error) {
-      std::string_view v;
-      int rc = lmdb_env::get(txn, meta_, version_key, v);
-      if (rc == MDB_NOTFOUND)
-        return 0;
-      if (rc != 0)
-        return rc;
-      found = std::atoi(std::string{v}.c_str());
-      if (found <= 0 && v != "0") {
-        error = "schema version '" + std::string{v} + "' is unreadable";
-        return lmdb_env::user_error;
-      }
-      return 0;
-    },
-    "open session store: read schema version");
-}
-
-store_status session_store::migrate() {
-  int found = 0;
-  if (auto st = read_version(found); !st)
-    return st;
-  auto too_new = [&] {
-    return store_status::failure(status_code::data_corrupt,
-      "open session store: schema version " + std::to_string(found)
-      + " is newer than this build supports ("
-      + std::to_string(schema_version_current) + "); upgrade mibyan");
-  };
-  if (found > schema_version_current)
-    return too_new();
-  schema_version_ = found;
-  if (opts_.read_only || found == schema_version_current)
-    return {};
-  // One process migrates; the others wait here and then find the version
-  // it recorded (storage/schema_lock.hpp).
-  auto lock = schema_lock::acquire(env_->dir());
-  if (!lock)
-    return store_status::failure(lock.code,
-                                 "open session store: " + lock.error);
-  if (auto st = read_version(found); !st)
-    return st;
-  if (found > schema_version_current)
-    return too_new();
-  schema_version_ = found;
-  // Each step runs in its own transaction with its version bump, so an
-  // interrupted migration resumes at the failed step. Version 0 is a store
-  // created before versioning (a new store records the current version
-  // when it is created): the layout of version 1 is a superset, so the
-  // step only records the version. Version 2 rebuilds the full-text index
-  // in the block format (reindex_fts, in resumable chunks; the last one
-  // records the version).
-  for (int v = found; v < schema_version_current; ++v) {
-    if (v == 1) {
-      if (auto step = reindex_fts(); !step)
-        return step;
-      schema_version_ = 2;
-      continue;
-    }
-    auto step = env_->write(
-      [&](MDB_txn* txn, std::string& error) {
-        if (opts_.on_migrate)
-          opts_.on_migrate(v, v + 1);
-        int rc = lmdb_env::put(txn, meta_, version_key,
-                               std::to_string(v + 1));
-        if (rc != 0)
-          error = "write schema version";
-        return rc;
-      },
-      "open session store: migrate schema");
-    if (!step)
-      return step;
-    schema_version_ = v + 1;
+  ensure_builtins();
+  store_backend_opener open;
+  {
+    auto& r = registry();
+    std::lock_guard<std::mutex> lock{r.mutex};
+    if (auto it = r.openers.find(opts.backend); it != r.openers.end())
+      open = it->second;
   }
-  return {};
-}
-
-int64_t session_store::now() const {
-  if (opts_.now_ms)
-    return opts_.now_ms();
-  using namespace std::chrono;
-  return duration_cast<milliseconds>(system_clock::now().time_since_epoch())
-    .count();
+  if (!open) {
+    auto& known = known_store_backends();
+    auto name = json::sanitize_utf8(opts.backend.substr(0, 64));
+    if (std::find(known.begin(), known.end(), opts.backend) == known.end())
+      return result::failure(status_code::config_invalid,
+                             "open session store: storage.backend '" + name
+                               + "' is unknown; use one of "
+                               + join_names(known));
+    std::string what = name == "postgres" ? "PostgreSQL" : name;
+    return result::failure(status_code::config_invalid,
+                           "open session store: storage.backend '" + name
+                             + "': this build has no " + what
+                             + " backend (it has "
+                             + join_names(store_backend_names()) + ")");
+  }
+  auto opened = open(opts);
+  if (opened && !*opened)
+    return result::failure(status_code::internal,
+                           "open session store: backend '" + opts.backend
+                             + "' returned no store");
+  return opened;
 }
 
 } // namespace mibyan

@@ -1,65 +1,75 @@
 // File: storage/session_store.hpp
 //
 // The durable store of sessions and their messages, with full-text search,
-// in one LMDB environment (`$MIBYAN_HOME/sessions/` in production).
+// approvals grants, Responses API records and scheduled jobs: an interface
+// with one implementation per backend (docs/storage.md):
+//   lmdb      the embedded default, one LMDB environment in
+//             `$MIBYAN_HOME/sessions/` (storage/lmdb/lmdb_session_store.hpp);
+//   postgres  a PostgreSQL database shared by several gateways, when this
+//             build registers it (storage/store_backend.hpp).
+// `open_session_store` picks the backend named by the options.
 //
-// Layout (named databases):
-//   meta             name -> value ("schema_version" decimal text,
-//                    "next_message_id" be64)
-//   sessions         session id -> session_info as JSON
-//   sessions_by_time be64(started_at_ms) session id -> ""
-//   children         parent id \0 child id -> ""
-//   msgs             session id \0 be64(message id) -> stored_message
-//   msg_by_id        be64(message id) -> session id
-//   msg_keys         session id \0 idempotency key -> be64(message id)
-//   fts_blocks/fts_df the full-text index (storage/fts_index.hpp)
-//   approvals        session id -> approved pattern keys, '\n'-separated
-//                    (docs/approvals.md; deleted with the session)
-//   responses        response id -> stored_response (the Responses API,
-//                    storage/response_record.hpp; deleted with the session)
-//   responses_by_session session id \0 response id -> ""
-//   cron_jobs        job id -> cron_job_record (storage/cron_record.hpp)
-//   cron_runs        job id \0 be64(run sequence) -> cron_run_record
-//   cron_run_ids     run id -> the run's cron_runs key
-//   (the run sequence is meta "cron_next_run_seq", be64; docs/cron.md)
-//
-// Every mutation is one write transaction committed before the function
-// returns (fsync'd; MDB_NOSYNC is never used): an appended message, the
-// session's counters and the message's index postings become durable
-// together or not at all.
-//
-// Thread safety: all functions may be called from any thread. Writes are
-// serialised by LMDB (production has a single writer actor in front);
-// reads run concurrently with them on snapshots. No transaction outlives a
-// call. Nothing throws; errors come back as values whose message names the
-// operation and the cause.
+// The contract every backend keeps (the store test suites run each case
+// against every backend of the build, tests/support/store_backends.hpp):
+//   - Every mutation is one transaction committed before the function
+//     returns: an appended message, the session's counters and the
+//     message's index postings become durable together or not at all.
+//   - All functions may be called from any thread, concurrently; writes
+//     are serialised by the backend (production has a single writer actor
+//     in front). No transaction outlives a call.
+//   - Nothing throws; errors come back as values (storage/store_result.hpp)
+//     whose message names the operation and the cause, with the same codes
+//     on every backend: invalid_argument for malformed input, not_found for
+//     an unknown session/job/run/response, already_exists for a taken id,
+//     resource_exhausted for a full disk, data_corrupt for a damaged
+//     record, unavailable when the backend cannot be reached (retryable).
 #pragma once
 
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "messages/chat.hpp"
 #include "storage/cron_record.hpp"
-#include "storage/fts_index.hpp"
-#include "storage/lmdb_env.hpp"
 #include "storage/response_record.hpp"
 #include "storage/session_record.hpp"
 #include "storage/store_result.hpp"
 
 namespace mibyan {
 
+/// How to open a store. Config keys `storage.*` (docs/configuration.md)
+/// fill the backend fields; the rest are set by the caller.
 struct session_store_options {
+  /// The backend: "lmdb" (default) or "postgres". Any other name, or one
+  /// this build has no implementation for, fails the open with
+  /// status_code::config_invalid naming it.
+  std::string backend = "lmdb";
+
+  // -- lmdb ------------------------------------------------------------------
   /// Directory of the LMDB environment (created 0700); production uses
   /// `session_store::default_dir(home)`.
   std::string dir;
-  /// Open read-only: no writes, no schema migration.
-  bool read_only = false;
   /// Initial map size (sparse); grows automatically when full.
   uint64_t map_size = uint64_t{8} << 30;
+
+  // -- postgres --------------------------------------------------------------
+  /// libpq connection URI (postgresql://user@host:port/db?sslmode=...),
+  /// with `${VAR}` references already expanded by the config loader.
+  std::string postgres_url;
+  /// The password when the URL has none (from MIBYAN_PG_PASSWORD or the
+  /// home's .env; never from a flag, never logged).
+  std::string postgres_password;
+  /// Connections in the pool (1..256).
+  size_t postgres_pool_size = 4;
+  /// Create or migrate the schema when opening read-write. The LMDB
+  /// backend always migrates its own embedded store on a read-write open.
+  bool auto_migrate = false;
+
+  // -- every backend ---------------------------------------------------------
+  /// Open read-only: no writes, no schema migration.
+  bool read_only = false;
   /// Largest accepted message (content, reasoning and tool calls together).
   size_t max_message_bytes = size_t{16} << 20;
   /// Clock in milliseconds since the epoch (tests inject a fixed one).
@@ -155,94 +165,98 @@ struct search_results {
   size_t total = 0;
 };
 
+/// Size figures for the metrics (docs/metrics.md); 0 = the backend cannot
+/// say (a database server's files are not ours to measure).
+struct store_stats {
+  /// Bytes the store's data take now.
+  uint64_t used_bytes = 0;
+  /// Bytes the store's files occupy on disk (allocated blocks).
+  uint64_t disk_bytes = 0;
+};
+
 class session_store {
 public:
-  /// The schema this build writes. Version 2: the layout above. Version 1
-  /// kept one index key per (term, message) in `fts_terms`; opening such a
-  /// store read-write rebuilds the index (docs/storage.md), read-only it
-  /// can be read but not searched.
-  static constexpr int schema_version_current = 2;
   /// Longest accepted session id, title, idempotency key (bytes).
   static constexpr size_t max_id_bytes = 128;
   static constexpr size_t max_title_bytes = 1024;
   static constexpr size_t max_key_bytes = 256;
 
-  /// Returns `home + "/sessions"`.
+  /// Returns `home + "/sessions"` (the LMDB backend's directory).
   static std::string default_dir(const std::string& home);
 
-  /// Opens the store, creating it unless read-only, and migrates an older
-  /// schema (read-write only). Safe with other processes opening the same
-  /// directory at the same time: a new store's databases and schema
-  /// version are created in one transaction, and a migration runs under
-  /// the schema lock (storage/schema_lock.hpp; this call may wait for
-  /// another process's migration). Errors: see lmdb_env::open; a schema
-  /// newer than this build; status_code::not_found for a read-only open
-  /// of a store that does not exist or is still being created.
+  /// The same as open_session_store(opts).
   static store_result<std::unique_ptr<session_store>>
   open(session_store_options opts);
+
+  virtual ~session_store();
+
+  /// The backend's name: "lmdb", "postgres".
+  virtual const char* backend() const = 0;
 
   // -- sessions ---------------------------------------------------------------
 
   /// Creates a session. Errors: id malformed or taken, parent missing,
   /// fields not UTF-8 or too long.
-  store_result<session_info> create_session(const new_session& s);
+  virtual store_result<session_info> create_session(const new_session& s) = 0;
 
   /// Errors: unknown id.
-  store_result<session_info> get_session(const std::string& id) const;
+  virtual store_result<session_info>
+  get_session(const std::string& id) const = 0;
 
   /// Sessions, newest (started_at) first.
-  store_result<std::vector<session_info>> list_sessions(size_t limit,
-                                                        size_t offset) const;
+  virtual store_result<std::vector<session_info>>
+  list_sessions(size_t limit, size_t offset) const = 0;
 
   /// Sessions, newest first, that `keep` accepts: skips the first `offset`
   /// accepted ones and returns up to `limit`; `*more` (may be null) says
   /// whether another accepted session follows. An empty `keep` accepts
   /// all and skips the offset without reading; otherwise it reads (and
   /// decodes) every session it passes, so a deep offset costs a scan.
-  store_result<std::vector<session_info>>
+  virtual store_result<std::vector<session_info>>
   list_sessions_where(size_t limit, size_t offset,
                       const std::function<bool(const session_info&)>& keep,
-                      bool* more) const;
+                      bool* more) const = 0;
 
   /// Every session started at or after `since_ms` (epoch milliseconds),
   /// newest first, at most `limit`; stops reading at the first older one.
-  store_result<std::vector<session_info>>
-  list_sessions_since(int64_t since_ms, size_t limit) const;
+  virtual store_result<std::vector<session_info>>
+  list_sessions_since(int64_t since_ms, size_t limit) const = 0;
 
   /// The ids of the sessions whose parent is `id` (compression
   /// continuations, subagents), in id order. Errors: id malformed.
-  store_result<std::vector<std::string>>
-  list_children(const std::string& id) const;
+  virtual store_result<std::vector<std::string>>
+  list_children(const std::string& id) const = 0;
 
-  store_status set_title(const std::string& id, const std::string& title);
+  virtual store_status set_title(const std::string& id,
+                                 const std::string& title) = 0;
 
   /// Ends the session (ended_at = `ended_at_ms`, 0 = now). Ending an ended
   /// session keeps the first end and succeeds.
-  store_status end_session(const std::string& id, const std::string& reason,
-                           int64_t ended_at_ms = 0);
+  virtual store_status end_session(const std::string& id,
+                                   const std::string& reason,
+                                   int64_t ended_at_ms = 0) = 0;
 
   /// Adds token counts and `api_calls` model calls to the counters.
-  store_status add_usage(const std::string& id, const token_usage& usage,
-                         int64_t api_calls = 1);
+  virtual store_status add_usage(const std::string& id,
+                                 const token_usage& usage,
+                                 int64_t api_calls = 1) = 0;
 
-  /// Deletes the session, its messages, keys and index postings in one
-  /// transaction. Children keep their parent_session_id. Works on a full
-  /// disk: the store's reserve file is released first and re-created
-  /// afterwards when there is room (storage/space_reserve.hpp), and a
-  /// second, empty commit makes the pages the delete freed reusable by
-  /// the next write (LMDB reuses a transaction's freed pages only after
-  /// another commit).
-  store_status delete_session(const std::string& id);
+  /// Deletes the session, its messages, keys, index postings, approvals
+  /// and responses (and what other stores keep per session, through the
+  /// backend's delete hooks) in one transaction. Children keep their
+  /// parent_session_id. Works on a full disk (LMDB: see
+  /// lmdb_session_store::delete_session).
+  virtual store_status delete_session(const std::string& id) = 0;
 
   // -- approvals --------------------------------------------------------------
 
   /// The pattern keys approved for the whole of session `id` (empty when
   /// none; the session need not exist). Errors: id malformed, read failure.
-  store_result<std::vector<std::string>>
-  get_approvals(const std::string& id) const;
+  virtual store_result<std::vector<std::string>>
+  get_approvals(const std::string& id) const = 0;
   /// Replaces them (at most 256 keys of at most 200 bytes, no newlines).
-  store_status set_approvals(const std::string& id,
-                             const std::vector<std::string>& keys);
+  virtual store_status set_approvals(const std::string& id,
+                                     const std::vector<std::string>& keys) = 0;
 
   // -- responses (docs/serve.md, "Responses API") ----------------------------
 
@@ -250,17 +264,19 @@ public:
   /// under its session so that delete_session removes it. Errors: ids
   /// malformed (invalid_argument), unknown session (not_found), a
   /// read-only store.
-  store_status put_response(const stored_response& r);
+  virtual store_status put_response(const stored_response& r) = 0;
   /// Errors: id malformed (invalid_argument), unknown id (not_found), a
   /// damaged row or one of a newer version (data_corrupt).
-  store_result<stored_response> get_response(const std::string& id) const;
+  virtual store_result<stored_response>
+  get_response(const std::string& id) const = 0;
   /// Errors: id malformed (invalid_argument), unknown id (not_found).
-  store_status delete_response(const std::string& id);
+  virtual store_status delete_response(const std::string& id) = 0;
   /// The id of the session's last message, 0 when it has none. Errors:
   /// unknown session (not_found).
-  store_result<uint64_t> last_message_id(const std::string& session_id) const;
+  virtual store_result<uint64_t>
+  last_message_id(const std::string& session_id) const = 0;
 
-  // -- scheduled jobs (docs/cron.md, "Storage"; session_store_cron.cpp) ------
+  // -- scheduled jobs (docs/cron.md, "Storage") -----------------------------
   //
   // Records are opaque here: the caller (cron/) validates them. Every
   // write is one transaction. Errors: a malformed id (invalid_argument),
@@ -269,42 +285,45 @@ public:
   // databases (unavailable for writes; reads find nothing).
 
   /// Inserts or replaces job `j` (the whole record).
-  store_status put_cron_job(const cron_job_record& j);
-  store_result<cron_job_record> get_cron_job(const std::string& id) const;
+  virtual store_status put_cron_job(const cron_job_record& j) = 0;
+  virtual store_result<cron_job_record>
+  get_cron_job(const std::string& id) const = 0;
   /// Every job in id order (only enabled, unpaused ones with
   /// `schedulable_only`: what the scheduler loads at start-up). Records
   /// that do not decode are listed in `damaged`, not returned.
-  store_result<cron_job_list> list_cron_jobs(bool schedulable_only = false)
-    const;
+  virtual store_result<cron_job_list>
+  list_cron_jobs(bool schedulable_only = false) const = 0;
   /// Deletes the job and its run history in one transaction. A damaged
   /// record can be deleted.
-  store_status delete_cron_job(const std::string& id);
+  virtual store_status delete_cron_job(const std::string& id) = 0;
   /// Read-modify-write of job `id` in one transaction: `fn` gets the
   /// stored record and changes it (returning an error aborts, nothing is
-  /// written; its code is kept). `fn` may run more than once (the map
-  /// grows and the transaction is retried): no side effects outside `j`.
+  /// written; its code is kept). `fn` may run more than once (the backend
+  /// retries the transaction): no side effects outside `j`.
   /// Returns the record as written.
-  store_result<cron_job_record>
+  virtual store_result<cron_job_record>
   update_cron_job(const std::string& id,
-                  const std::function<status(cron_job_record& j)>& fn);
+                  const std::function<status(cron_job_record& j)>& fn) = 0;
   /// Inserts run `r` (a new id: newest of its job) or replaces the stored
   /// run with the same id in place. The job must exist. After an insert,
   /// the job keeps its `keep` newest runs (older ones are deleted; 0 =
   /// keep all).
-  store_status put_cron_run(const cron_run_record& r, size_t keep);
-  store_result<cron_run_record> get_cron_run(const std::string& id) const;
+  virtual store_status put_cron_run(const cron_run_record& r, size_t keep) = 0;
+  virtual store_result<cron_run_record>
+  get_cron_run(const std::string& id) const = 0;
   /// The job's runs, newest first: skips `offset`, returns up to `limit`;
   /// `*more` (may be null) says whether older ones follow. Errors: job id
   /// malformed; a damaged run is an error naming it. An unknown job has no
   /// runs (empty list).
-  store_result<std::vector<cron_run_record>>
+  virtual store_result<std::vector<cron_run_record>>
   list_cron_runs(const std::string& job_id, size_t limit, size_t offset,
-                 bool* more = nullptr) const;
+                 bool* more = nullptr) const = 0;
   /// Applies a batch of engine changes in ONE transaction (jobs put, runs
   /// put with `keep` as in put_cron_run, jobs deleted): all or nothing. A
   /// run of a job that is neither stored nor put in the batch is dropped
   /// (its job was deleted while it ran), not an error.
-  store_status apply_cron_changes(const cron_changes& c, size_t keep);
+  virtual store_status apply_cron_changes(const cron_changes& c,
+                                          size_t keep) = 0;
 
   // -- messages ---------------------------------------------------------------
 
@@ -313,14 +332,14 @@ public:
   /// index. Errors: unknown session, role not system/user/assistant/tool,
   /// a tool message without tool_call_id, a tool call without id or name,
   /// text that is not UTF-8, a message over max_message_bytes.
-  store_result<append_outcome> append_message(const std::string& session_id,
-                                              const chat_message& m,
-                                              const std::string& key = {});
+  virtual store_result<append_outcome>
+  append_message(const std::string& session_id, const chat_message& m,
+                 const std::string& key = {}) = 0;
 
   /// Appends several messages (any sessions) in ONE transaction: all or
   /// nothing. Outcomes are in input order.
-  store_result<std::vector<append_outcome>>
-  append_batch(const std::vector<pending_append>& batch);
+  virtual store_result<std::vector<append_outcome>>
+  append_batch(const std::vector<pending_append>& batch) = 0;
 
   /// Group commit: applies `writes` in order in ONE write transaction (one
   /// fsync). Each write is checked on its own: one that is rejected (bad
@@ -329,107 +348,48 @@ public:
   /// itself fails (disk full, I/O error) nothing is stored and every write
   /// gets that failure. Returns the transaction's status. Every write with
   /// an ok `status` is durable when this returns.
-  store_status commit_group(std::vector<store_write>& writes);
+  virtual store_status commit_group(std::vector<store_write>& writes) = 0;
 
   /// The session's messages in order. Errors: unknown session.
-  store_result<std::vector<stored_message>>
-  load_messages(const std::string& session_id) const;
+  virtual store_result<std::vector<stored_message>>
+  load_messages(const std::string& session_id) const = 0;
 
   // -- search -----------------------------------------------------------------
 
-  /// Ranked full-text search (BM25). Errors: a query without words, an
+  /// Ranked full-text search (LMDB: BM25; see docs/storage.md for how
+  /// each backend ranks). Errors: a query without words, an
   /// unknown role or session, limit outside 1..1000.
-  store_result<search_results> search(const search_request& req) const;
+  virtual store_result<search_results>
+  search(const search_request& req) const = 0;
 
   // -- maintenance ------------------------------------------------------------
 
-  /// Checks that counters match messages, every index posting references
-  /// an existing message, frequencies and statistics add up, every stored
-  /// response belongs to an existing session and is indexed under it, and
-  /// (with `deep`) that every message's words are indexed. Returns the problems
+  /// Checks the store's consistency: counters match messages, the search
+  /// index matches the messages (with `deep`, every message's words), every
+  /// stored response belongs to an existing session. Returns the problems
   /// found (at most 20 listed) as an error.
-  store_status verify(bool deep = false) const;
+  virtual store_status verify(bool deep = false) const = 0;
 
-  /// The schema version found on disk (after migration when read-write).
-  int schema_version() const { return schema_version_; }
+  /// The schema version found (after migration when read-write). Each
+  /// backend numbers its own schema.
+  virtual int schema_version() const = 0;
   /// Total messages stored.
-  store_result<uint64_t> message_count() const;
-  /// Bytes the data file occupies on disk.
-  uint64_t disk_bytes() const { return env_->disk_bytes(); }
-  uint64_t used_bytes() const { return env_->used_bytes(); }
-  lmdb_env& env() { return *env_; }
+  virtual store_result<uint64_t> message_count() const = 0;
+  /// Size figures (cheap: no scan of the data).
+  virtual store_stats stats() const = 0;
 
-private:
-  // Sessions read in the current write transaction, written back once at
-  // its end, and the message id counter (session_store_messages.cpp).
-  struct txn_cache {
-    std::map<std::string, session_info> touched;
-    /// Appended messages, indexed together by flush_cache.
-    std::vector<fts_index::document> to_index;
-    uint64_t next_id = 1;
-    uint64_t first_id = 1;
-    int session(MDB_txn* txn, MDB_dbi dbi, const std::string& id,
-                session_info*& out, std::string& error);
-  };
-
+protected:
   session_store() = default;
-  store_result<session_info> prepare_session(const new_session& ns) const;
-  int create_txn(MDB_txn* txn, session_info& s, bool generated,
-                 std::string& error);
-  std::string check_append(const pending_append& p) const;
-  int begin_cache(MDB_txn* txn, txn_cache& c, std::string& error);
-  int flush_cache(MDB_txn* txn, txn_cache& c, std::string& error);
-  int append_txn(MDB_txn* txn, txn_cache& c, const pending_append& p,
-                 int64_t stamp, append_outcome& out, std::string& error);
-  store_status open_databases();
-  store_status read_version(int& found) const;
-  store_status migrate();
-  store_status reindex_fts();
-  store_status delete_session_txn(const std::string& id);
-  // Deletes the responses of session `id` inside `txn`
-  // (session_store_responses.cpp).
-  int delete_responses_of(MDB_txn* txn, const std::string& id,
-                          std::string& error);
-  // Adds the inconsistencies of the response databases to `problems`
-  // (verify's part; session_store_responses.cpp).
-  int verify_responses(MDB_txn* txn, std::vector<std::string>& problems,
-                       std::string& error) const;
-  store_status settle_free_pages();
-  int64_t now() const;
-  store_status update_session(const std::string& id, const char* what,
-                              const std::function<std::string(session_info&)>&
-                                fn);
-
-  session_store_options opts_;
-  std::unique_ptr<lmdb_env> env_;
-  fts_index fts_;
-  int schema_version_ = 0;
-  MDB_dbi meta_ = 0;
-  MDB_dbi sessions_ = 0;
-  MDB_dbi by_time_ = 0;
-  MDB_dbi children_ = 0;
-  MDB_dbi msgs_ = 0;
-  MDB_dbi msg_by_id_ = 0;
-  MDB_dbi msg_keys_ = 0;
-  /// 0 when a read-only store predates the approvals database.
-  MDB_dbi approvals_ = 0;
-  bool has_approvals_ = false;
-  /// 0 (and has_responses_ false) when a read-only store predates them.
-  MDB_dbi responses_ = 0;
-  MDB_dbi responses_by_session_ = 0;
-  bool has_responses_ = false;
-  /// The cron databases; 0 (and has_cron_ false) when a read-only store
-  /// predates them.
-  MDB_dbi cron_jobs_ = 0;
-  MDB_dbi cron_runs_ = 0;
-  MDB_dbi cron_run_ids_ = 0;
-  bool has_cron_ = false;
-  // Parts of the cron operations inside a write transaction
-  // (session_store_cron.cpp).
-  int put_cron_run_txn(MDB_txn* txn, const cron_run_record& r, size_t keep,
-                       bool require_job, std::string& error);
-  int delete_cron_job_txn(MDB_txn* txn, const std::string& id,
-                          std::string& error);
+  session_store(const session_store&) = delete;
+  session_store& operator=(const session_store&) = delete;
 };
+
+/// Opens the store that `opts.backend` names: creates it unless
+/// read-only, and migrates an older schema as that backend does (LMDB:
+/// always when read-write; PostgreSQL: with `auto_migrate`). Errors: an
+/// unknown or unregistered backend (config_invalid, naming it and the
+/// backends this build has), and the backend's own open errors.
+store_result<std::unique_ptr<session_store>>
+open_session_store(const session_store_options& opts);
 
 } // namespace mibyan

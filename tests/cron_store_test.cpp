@@ -1,4 +1,4 @@
-// Scheduled jobs in the session store (storage/session_store_cron.cpp):
+// Scheduled jobs in the session store (storage/lmdb/lmdb_store_cron.cpp):
 // real LMDB in a temporary directory. Jobs and runs survive a reopen, the
 // history pages newest first and is pruned per job, a damaged record is a
 // clear error that hides nothing else, and the engine's changes persist
@@ -8,6 +8,7 @@
 
 #include "cron/engine.hpp"
 #include "cron/job.hpp"
+#include "storage/lmdb/lmdb_inspect.hpp"
 #include "storage/session_store.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -195,30 +196,15 @@ BOOST_FIXTURE_TEST_CASE(a_damaged_record_is_a_clear_error_and_hides_nothing,
   BOOST_REQUIRE(store->put_cron_run(run("run_1", "job_a", 1), 10).ok());
   BOOST_REQUIRE(store->put_cron_run(run("run_2", "job_a", 2), 10).ok());
   // Overwrite job_b with garbage and run_2 with a truncated record.
-  auto st = store->env().write(
-    [&](MDB_txn* txn, std::string& error) {
-      MDB_dbi jobs = 0, runs = 0, ids = 0;
-      int rc = mdb_dbi_open(txn, "cron_jobs", 0, &jobs);
-      if (rc == 0)
-        rc = mdb_dbi_open(txn, "cron_runs", 0, &runs);
-      if (rc == 0)
-        rc = mdb_dbi_open(txn, "cron_run_ids", 0, &ids);
-      if (rc != 0)
-        return rc;
-      if ((rc = lmdb_env::put(txn, jobs, "job_b", "\x07garbage")) != 0)
-        return rc;
-      std::string_view key;
-      if ((rc = lmdb_env::get(txn, ids, "run_2", key)) != 0)
-        return rc;
-      std::string k{key};
-      std::string_view v;
-      if ((rc = lmdb_env::get(txn, runs, k, v)) != 0)
-        return rc;
-      std::string cut{v.substr(0, v.size() / 2)};
-      error.clear();
-      return lmdb_env::put(txn, runs, k, cut);
-    },
-    "damage");
+  auto run_key = lmdb_inspect::get(*store, "cron_run_ids", "run_2");
+  BOOST_REQUIRE_MESSAGE(run_key && *run_key, run_key.error);
+  auto run_rec = lmdb_inspect::get(*store, "cron_runs", **run_key);
+  BOOST_REQUIRE_MESSAGE(run_rec && *run_rec, run_rec.error);
+  std::string cut = (*run_rec)->substr(0, (*run_rec)->size() / 2);
+  using lmdb_inspect::change;
+  auto st = lmdb_inspect::write(
+    *store, {{change::kind::put, "cron_jobs", "job_b", "\x07garbage"},
+             {change::kind::put, "cron_runs", **run_key, cut}});
   BOOST_REQUIRE_MESSAGE(st.ok(), st.error);
   reopen();
   auto b = store->get_cron_job("job_b");

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "serve/responses.hpp"
+#include "storage/lmdb/lmdb_inspect.hpp"
 #include "storage/session_store.hpp"
 #include "tests/support/serve_fixture.hpp"
 #include "tests/support/socket_read.hpp"
@@ -492,15 +493,9 @@ BOOST_AUTO_TEST_CASE(store_keeps_responses_with_their_session) {
     stored_response orphan;
     orphan.id = "resp_orphan";
     orphan.session_id = "gone";
-    BOOST_REQUIRE(s.env().write(
-      [&](MDB_txn* txn, std::string&) {
-        MDB_dbi dbi;
-        int rc = mdb_dbi_open(txn, "responses", 0, &dbi);
-        return rc != 0 ? rc
-                       : lmdb_env::put(txn, dbi, orphan.id,
-                                       encode_response(orphan));
-      },
-      "test"));
+    BOOST_REQUIRE(lmdb_inspect::write(
+      s, {{lmdb_inspect::change::kind::put, "responses", orphan.id,
+           encode_response(orphan)}}));
     auto v = s.verify(false);
     BOOST_CHECK(!v);
     BOOST_CHECK_MESSAGE(contains(v.error, "resp_orphan"), v.error);

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <atomic>
 
+#include "storage/lmdb/lmdb_inspect.hpp"
 #include "storage/session_store.hpp"
 #include "tests/support/serve_fixture.hpp"
 
@@ -158,13 +159,13 @@ BOOST_AUTO_TEST_CASE(stateless_requests_leave_no_session_behind) {
 
 // The store's pages in use now (the high-water mark less LMDB's free
 // list), read through a read-only open of the server's store.
-lmdb_env::page_counts store_pages(fixture& f) {
+lmdb_inspect::env_figures store_pages(fixture& f) {
   session_store_options o;
   o.dir = session_store::default_dir(f.home.path());
   o.read_only = true;
   auto store = session_store::open(o);
   BOOST_REQUIRE_MESSAGE(store, store.error);
-  auto pages = (*store)->env().pages();
+  auto pages = lmdb_inspect::environment(**store);
   BOOST_REQUIRE_MESSAGE(pages, pages.error);
   return *pages;
 }
@@ -215,8 +216,8 @@ BOOST_AUTO_TEST_CASE(a_thousand_stateless_requests_leave_nothing_behind) {
   BOOST_CHECK_EQUAL(api["data"].size(), 1u);
   auto after = store_pages(*this);
   BOOST_TEST_MESSAGE("store pages after " << warmup << " requests: used "
-                     << before.used() << " of " << before.high_water
-                     << "; after " << total << ": used " << after.used()
+                     << before.used_pages() << " of " << before.high_water
+                     << "; after " << total << ": used " << after.used_pages()
                      << " of " << after.high_water << " (page "
                      << after.page_size << " bytes)");
   // 900 more requests, each of which wrote and deleted a session of 2 to
@@ -224,7 +225,7 @@ BOOST_AUTO_TEST_CASE(a_thousand_stateless_requests_leave_nothing_behind) {
   // within a small bound of what the warm-up left (LMDB may hold a few
   // pages of freed lists and the last transactions' copies).
   const uint64_t bound = 64;
-  BOOST_CHECK_LE(after.used(), before.used() + bound);
+  BOOST_CHECK_LE(after.used_pages(), before.used_pages() + bound);
   BOOST_CHECK_LE(after.high_water, before.high_water + bound);
   BOOST_CHECK_EQUAL(sp->stop(), 0);
   BOOST_CHECK_EQUAL(sessions_list().dump(), before_list.dump());

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "storage/byte_codec.hpp"
+#include "storage/lmdb/lmdb_inspect.hpp"
 #include "storage/session_store.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -484,31 +485,22 @@ BOOST_AUTO_TEST_CASE(verify_detects_inconsistency) {
   make("s");
   append("s", msg("user", "hello there"));
   BOOST_REQUIRE(store->verify(true).ok());
-  auto dbi = store->env().open_dbi("sessions");
-  BOOST_REQUIRE(dbi.ok());
+  using lmdb_inspect::change;
   auto s = *store->get_session("s");
   s.message_count = 7;
-  auto st = store->env().write(
-    [&](MDB_txn* txn, std::string&) {
-      return lmdb_env::put(txn, *dbi, "s", encode_session(s));
-    },
-    "tamper");
+  auto st = lmdb_inspect::write(
+    *store, {{change::kind::put, "sessions", "s", encode_session(s)}});
   BOOST_REQUIRE(st.ok());
   auto v = store->verify();
   BOOST_TEST(!v.ok());
   BOOST_TEST(contains(v.error, "session s counts 7 messages"), v.error);
   // A dangling posting is reported too.
-  auto terms = store->env().open_dbi("fts_blocks");
-  st = store->env().write(
-    [&](MDB_txn* txn, std::string&) {
-      std::string k = "ghostword";
-      k.push_back('\0');
-      codec::put_be64(k, 999);
-      // One posting: delta 0, length 1 / role user, tf 1, position 0.
-      std::string val{"\x00\x06\x01\x00", 4};
-      return lmdb_env::put(txn, *terms, k, val);
-    },
-    "tamper");
+  std::string k = "ghostword";
+  k.push_back('\0');
+  codec::put_be64(k, 999);
+  // One posting: delta 0, length 1 / role user, tf 1, position 0.
+  std::string val{"\x00\x06\x01\x00", 4};
+  st = lmdb_inspect::write(*store, {{change::kind::put, "fts_blocks", k, val}});
   BOOST_REQUIRE(st.ok());
   v = store->verify();
   BOOST_TEST(contains(v.error, "references missing message 999"), v.error);
@@ -561,17 +553,13 @@ BOOST_AUTO_TEST_CASE(a_new_store_is_created_whole_and_never_migrated) {
   {
     auto r = session_store::open(o);
     BOOST_REQUIRE_MESSAGE(r.ok(), r.error);
-    BOOST_TEST((*r)->schema_version() == session_store::schema_version_current);
+    BOOST_TEST((*r)->schema_version() == lmdb_inspect::schema_version_current);
   }
   BOOST_TEST(steps.empty());
   // An environment whose creator has not committed its set-up yet.
-  lmdb_options lo;
-  lo.dir = tmp / "half";
-  {
-    auto env = lmdb_env::open(lo);
-    BOOST_REQUIRE_MESSAGE(env.ok(), env.error);
-  }
-  o.dir = lo.dir;
+  auto half = lmdb_inspect::create_bare_environment(tmp / "half");
+  BOOST_REQUIRE_MESSAGE(half.ok(), half.error);
+  o.dir = tmp / "half";
   o.read_only = true;
   auto ro = session_store::open(o);
   BOOST_TEST(!ro.ok());
@@ -587,13 +575,10 @@ BOOST_AUTO_TEST_CASE(a_new_store_is_created_whole_and_never_migrated) {
 
 BOOST_AUTO_TEST_CASE(schema_version_is_recorded_and_migrated) {
   BOOST_TEST(store->schema_version() == 2);
-  auto meta = store->env().open_dbi("meta");
   auto set_version = [&](const std::string& v) {
-    auto st = store->env().write(
-      [&](MDB_txn* txn, std::string&) {
-        return lmdb_env::put(txn, *meta, "schema_version", v);
-      },
-      "set version");
+    auto st = lmdb_inspect::write(
+      *store,
+      {{lmdb_inspect::change::kind::put, "meta", "schema_version", v}});
     BOOST_REQUIRE(st.ok());
   };
   set_version("0");
@@ -616,7 +601,6 @@ BOOST_AUTO_TEST_CASE(schema_version_is_recorded_and_migrated) {
   BOOST_TEST(steps[1].first == 1);
   BOOST_TEST(steps[1].second == 2);
   store = std::move(*rw);
-  meta = store->env().open_dbi("meta");
   set_version("7");
   store.reset();
   auto newer = session_store::open(options());
@@ -635,26 +619,16 @@ BOOST_AUTO_TEST_CASE(an_old_format_index_is_rebuilt_on_read_write_open) {
                     "legacy message " + std::to_string(i)
                       + (i % 3 == 0 ? " zebra" : "")));
   // Turn the store into what version 1 left on disk.
-  auto meta = store->env().open_dbi("meta");
-  auto legacy = store->env().open_dbi("fts_terms");
-  auto blocks = store->env().open_dbi("fts_blocks");
-  auto df = store->env().open_dbi("fts_df");
-  auto st = store->env().write(
-    [&](MDB_txn* txn, std::string&) {
-      int rc = mdb_drop(txn, *blocks, 0);
-      if (rc == 0)
-        rc = mdb_drop(txn, *df, 0);
-      std::string k = "zebra";
-      k.push_back('\0');
-      codec::put_be64(k, 1);
-      if (rc == 0)
-        rc = lmdb_env::put(txn, *legacy, k,
-                           std::string{"\x02\x03\x01\x02", 4});
-      if (rc == 0)
-        rc = lmdb_env::put(txn, *meta, "schema_version", "1");
-      return rc;
-    },
-    "downgrade");
+  std::string k = "zebra";
+  k.push_back('\0');
+  codec::put_be64(k, 1);
+  using lmdb_inspect::change;
+  auto st = lmdb_inspect::write(
+    *store, {{change::kind::drop, "fts_blocks", "", ""},
+             {change::kind::drop, "fts_df", "", ""},
+             {change::kind::put, "fts_terms", k,
+              std::string{"\x02\x03\x01\x02", 4}},
+             {change::kind::put, "meta", "schema_version", "1"}});
   BOOST_REQUIRE(st.ok());
   reopen(true);
   BOOST_TEST(store->schema_version() == 1);
@@ -673,16 +647,9 @@ BOOST_AUTO_TEST_CASE(an_old_format_index_is_rebuilt_on_read_write_open) {
   BOOST_TEST(v.ok(), v.error);
   q.query = "legacy";
   BOOST_TEST(store->search(q)->total == 30u);
-  legacy = store->env().open_dbi("fts_terms");
-  uint64_t left = 1;
-  (void) store->env().read(
-    [&](MDB_txn* txn, std::string&) {
-      MDB_stat ms;
-      int rc = mdb_stat(txn, *legacy, &ms);
-      left = ms.ms_entries;
-      return rc;
-    },
-    "stat");
+  auto legacy = lmdb_inspect::database(*store, "fts_terms");
+  BOOST_REQUIRE_MESSAGE(legacy, legacy.error);
+  uint64_t left = legacy->entries;
   BOOST_TEST(left == 0u);
 }
 
@@ -694,11 +661,16 @@ BOOST_AUTO_TEST_CASE(the_map_grows_when_full) {
   BOOST_REQUIRE(r.ok());
   store = std::move(*r);
   make("s");
-  uint64_t before = store->env().map_size();
+  auto map_size = [&] {
+    auto e = lmdb_inspect::environment(*store);
+    BOOST_REQUIRE_MESSAGE(e, e.error);
+    return e->map_size;
+  };
+  uint64_t before = map_size();
   std::string chunk(200 * 1024, 'a');
   for (int i = 0; i < 20; ++i)
     append("s", msg("user", chunk + std::to_string(i)));
-  BOOST_TEST(store->env().map_size() > before);
+  BOOST_TEST(map_size() > before);
   BOOST_TEST(store->load_messages("s")->size() == 20u);
   BOOST_TEST(store->verify(true).ok());
 }

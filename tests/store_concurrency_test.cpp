@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "base/json.hpp"
+#include "storage/lmdb/lmdb_inspect.hpp"
 #include "storage/session_store.hpp"
 #include "tests/support/http_server.hpp"
 #include "tests/support/paths.hpp"
@@ -175,23 +176,12 @@ void make_version_one(const std::string& dir, int sessions) {
     m.content = "an old lighthouse note " + std::to_string(i);
     BOOST_REQUIRE(store.append_message(ns.id, m));
   }
-  auto meta = store.env().open_dbi("meta");
-  auto legacy = store.env().open_dbi("fts_terms");
-  auto blocks = store.env().open_dbi("fts_blocks");
-  auto df = store.env().open_dbi("fts_df");
-  BOOST_REQUIRE(meta && legacy && blocks && df);
-  auto st = store.env().write(
-    [&](MDB_txn* txn, std::string&) {
-      int rc = mdb_drop(txn, *blocks, 0);
-      if (rc == 0)
-        rc = mdb_drop(txn, *df, 0);
-      if (rc == 0)
-        rc = lmdb_env::put(txn, *legacy, std::string{"old\0\0", 5}, "x");
-      if (rc == 0)
-        rc = lmdb_env::put(txn, *meta, "schema_version", "1");
-      return rc;
-    },
-    "downgrade");
+  using lmdb_inspect::change;
+  auto st = lmdb_inspect::write(
+    store, {{change::kind::drop, "fts_blocks", "", ""},
+            {change::kind::drop, "fts_df", "", ""},
+            {change::kind::put, "fts_terms", std::string{"old\0\0", 5}, "x"},
+            {change::kind::put, "meta", "schema_version", "1"}});
   BOOST_REQUIRE_MESSAGE(st, st.error);
 }
 
@@ -273,9 +263,9 @@ void run_round(int round, const std::vector<role>& pattern,
   auto& store = **opened;
   const auto want = static_cast<size_t>(writers + old_sessions);
   bool complete = store.schema_version()
-                  == session_store::schema_version_current;
+                  == lmdb_inspect::schema_version_current;
   BOOST_CHECK_EQUAL(store.schema_version(),
-                    session_store::schema_version_current);
+                    lmdb_inspect::schema_version_current);
   auto list = store.list_sessions(1000, 0);
   BOOST_REQUIRE_MESSAGE(list, list.error);
   complete = complete && list->size() == want;
@@ -337,7 +327,7 @@ BOOST_AUTO_TEST_CASE(eight_processes_on_a_fresh_store_fifty_times) {
 
 // Writers (and `sessions list`, which reads an old store as it is) on a
 // store of schema version 1: one process rebuilds the index, the others
-// wait for it and find the work done (storage/schema_lock.hpp).
+// wait for it and find the work done (storage/lmdb/schema_lock.hpp).
 BOOST_AUTO_TEST_CASE(eight_processes_on_an_old_store_migrate_it_once) {
   test::http_server server;
   test::temp_dir logs;

@@ -22,7 +22,7 @@
 #include "base/json.hpp"
 #include "runtime/runtime.hpp"
 #include "storage/session_store.hpp"
-#include "storage/space_reserve.hpp"
+#include "storage/lmdb/space_reserve.hpp"
 #include "tests/support/http_server.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -293,7 +293,7 @@ BOOST_AUTO_TEST_CASE(sessions_delete_works_on_full_disks_of_every_size) {
   std::cerr << failed << " of " << runs << " deletes on a full disk failed\n";
 }
 
-// The reserve's size and how it is made (storage/space_reserve.hpp).
+// The reserve's size and how it is made (storage/lmdb/space_reserve.hpp).
 BOOST_AUTO_TEST_CASE(reserve_is_sized_to_the_store_and_the_disk) {
   constexpr uint64_t mib = uint64_t{1} << 20;
   BOOST_TEST(reserve_size(0, 0) == 8 * mib);

@@ -29,6 +29,7 @@
 #include "actors/session_writer.hpp"
 #include "mibyan/actors.hpp"
 #include "runtime/runtime.hpp"
+#include "storage/lmdb/lmdb_inspect.hpp"
 #include "storage/session_store.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -213,8 +214,8 @@ BOOST_AUTO_TEST_CASE(queued_appends_share_commits) {
                 session_meta{"s1", "test", "m", "p", "/tmp", "", ""})
     .receive([&](std::string& x) { sid = x; },
              [&](caf::error& e) { BOOST_FAIL(caf::to_string(e)); });
-  MDB_envinfo before;
-  mdb_env_info(store->env().raw(), &before);
+  auto before = lmdb_inspect::environment(*store);
+  BOOST_REQUIRE_MESSAGE(before, before.error);
   for (int i = 0; i < 199; ++i)
     self->send(writer, append_atom_v,
                message_append{sid, msg("user", "m" + std::to_string(i)), ""});
@@ -230,9 +231,9 @@ BOOST_AUTO_TEST_CASE(queued_appends_share_commits) {
     .receive([&](uint64_t x) { last = x; },
              [&](caf::error& e) { BOOST_FAIL(caf::to_string(e)); });
   BOOST_TEST(last > 0u);
-  MDB_envinfo after;
-  mdb_env_info(store->env().raw(), &after);
-  auto commits = after.me_last_txnid - before.me_last_txnid;
+  auto after = lmdb_inspect::environment(*store);
+  BOOST_REQUIRE_MESSAGE(after, after.error);
+  auto commits = after->last_txn - before->last_txn;
   BOOST_TEST_MESSAGE(commits << " commits for 201 requests");
   BOOST_TEST(commits < 100u);
   auto msgs = store->load_messages(sid);

@@ -69,7 +69,7 @@ search_outcome map_results(const char* name, const json::value* results,
       break;
     if (!item.is_object())
       continue;
-    search_hit hit;
+    web_hit hit;
     hit.url = item.get_string("url");
     if (hit.url.empty())
       continue;

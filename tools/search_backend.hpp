@@ -18,8 +18,8 @@ namespace mibyan {
 
 struct options;  // config/options.hpp
 
-/// One search result.
-struct search_hit {
+/// One web search result (the session store's are search_hit).
+struct web_hit {
   std::string title;
   std::string url;
   std::string description;
@@ -28,7 +28,7 @@ struct search_hit {
 /// The hits of one search, or an error message (without the "Error
 /// searching web: " prefix, which the tool adds).
 struct search_outcome {
-  std::vector<search_hit> hits;
+  std::vector<web_hit> hits;
   std::string error;
 };
 

@@ -1,9 +1,9 @@
-// The session store, part: group commit (session_store::commit_group).
+// The LMDB session store, part: group commit (commit_group).
 // Several writers' requests share one write transaction and so one fsync;
 // docs/storage.md ("Group commit") states the guarantees.
-#include "storage/session_store.hpp"
+#include "storage/lmdb/lmdb_session_store.hpp"
 
-#include "storage/session_store_detail.hpp"
+#include "storage/lmdb/lmdb_store_detail.hpp"
 
 namespace mibyan {
 
@@ -23,7 +23,7 @@ const char* op_name(store_write::kind k) {
 
 } // namespace
 
-store_status session_store::commit_group(std::vector<store_write>& writes) {
+store_status lmdb_session_store::commit_group(std::vector<store_write>& writes) {
   // Input checks need no transaction; a rejected write is skipped below.
   std::vector<char> valid(writes.size(), 1);
   std::vector<session_info> prepared(writes.size());

@@ -1,7 +1,7 @@
-// File: storage/fts_block.hpp
+// File: storage/lmdb/fts_block.hpp
 //
 // The encoding of one block of a term's postings in the full-text index
-// (storage/fts_index.hpp, database `fts_blocks`). A block holds the
+// (storage/lmdb/fts_index.hpp, database `fts_blocks`). A block holds the
 // postings of consecutive message ids of one term, ids increasing. Its
 // key is `term \0 be64(first id)`; its value is the postings back to back,
 // each:

@@ -1,4 +1,4 @@
-// File: storage/lmdb_env.hpp
+// File: storage/lmdb/lmdb_env.hpp
 //
 // RAII owner of the process's one LMDB environment (one `MDB_env` per
 // directory per process: LMDB's locks break if a process opens the same

@@ -1,4 +1,4 @@
-#include "storage/schema_lock.hpp"
+#include "storage/lmdb/schema_lock.hpp"
 
 #include <cerrno>
 #include <cstring>

@@ -1,4 +1,4 @@
-// File: storage/store_verify.hpp
+// File: storage/lmdb/store_verify.hpp
 //
 // Checks an LMDB environment's files before LMDB maps them
 // (docs/storage.md, "Verification on open"). LMDB trusts its files: a

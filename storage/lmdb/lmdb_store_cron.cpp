@@ -1,4 +1,4 @@
-// The session store, part: scheduled jobs and their run history
+// The LMDB session store, part: scheduled jobs and their run history
 // (storage/cron_record.hpp, docs/cron.md "Storage").
 //
 // cron_jobs     job id -> cron_job_record
@@ -11,13 +11,13 @@
 // The databases are created by any read-write open (no schema version
 // step, as for approvals and responses); a read-only open of a store
 // written before them has no jobs.
-#include "storage/session_store.hpp"
+#include "storage/lmdb/lmdb_session_store.hpp"
 
 #include <set>
 
 #include "base/json.hpp"
 #include "storage/byte_codec.hpp"
-#include "storage/session_store_detail.hpp"
+#include "storage/lmdb/lmdb_store_detail.hpp"
 
 namespace mibyan {
 
@@ -69,7 +69,7 @@ int read_job(MDB_txn* txn, MDB_dbi dbi, const std::string& id,
 
 } // namespace
 
-store_status session_store::put_cron_job(const cron_job_record& j) {
+store_status lmdb_session_store::put_cron_job(const cron_job_record& j) {
   if (auto err = check_cron_job_id(j.id); !err.empty())
     return store_status::failure(status_code::invalid_argument,
                                  "put_cron_job: " + err);
@@ -87,7 +87,7 @@ store_status session_store::put_cron_job(const cron_job_record& j) {
 }
 
 store_result<cron_job_record>
-session_store::get_cron_job(const std::string& id) const {
+lmdb_session_store::get_cron_job(const std::string& id) const {
   using result = store_result<cron_job_record>;
   if (auto err = check_cron_job_id(id); !err.empty())
     return result::failure(status_code::invalid_argument,
@@ -107,7 +107,7 @@ session_store::get_cron_job(const std::string& id) const {
 }
 
 store_result<cron_job_list>
-session_store::list_cron_jobs(bool schedulable_only) const {
+lmdb_session_store::list_cron_jobs(bool schedulable_only) const {
   using result = store_result<cron_job_list>;
   cron_job_list out;
   if (!has_cron_)
@@ -142,7 +142,7 @@ session_store::list_cron_jobs(bool schedulable_only) const {
   return result{std::move(out)};
 }
 
-int session_store::delete_cron_job_txn(MDB_txn* txn, const std::string& id,
+int lmdb_session_store::delete_cron_job_txn(MDB_txn* txn, const std::string& id,
                                        std::string& error) {
   int rc = lmdb_env::del(txn, cron_jobs_, id);
   if (rc == MDB_NOTFOUND) {
@@ -178,7 +178,7 @@ int session_store::delete_cron_job_txn(MDB_txn* txn, const std::string& id,
   return 0;
 }
 
-store_status session_store::delete_cron_job(const std::string& id) {
+store_status lmdb_session_store::delete_cron_job(const std::string& id) {
   if (auto err = check_cron_job_id(id); !err.empty())
     return store_status::failure(status_code::invalid_argument,
                                  "delete_cron_job: " + err);
@@ -191,7 +191,7 @@ store_status session_store::delete_cron_job(const std::string& id) {
     "delete_cron_job");
 }
 
-store_result<cron_job_record> session_store::update_cron_job(
+store_result<cron_job_record> lmdb_session_store::update_cron_job(
   const std::string& id, const std::function<status(cron_job_record&)>& fn) {
   using result = store_result<cron_job_record>;
   if (auto err = check_cron_job_id(id); !err.empty())
@@ -232,7 +232,7 @@ store_result<cron_job_record> session_store::update_cron_job(
   return result{std::move(j)};
 }
 
-int session_store::put_cron_run_txn(MDB_txn* txn, const cron_run_record& r,
+int lmdb_session_store::put_cron_run_txn(MDB_txn* txn, const cron_run_record& r,
                                     size_t keep, bool require_job,
                                     std::string& error) {
   auto value = encode_cron_run(r);
@@ -310,7 +310,7 @@ int session_store::put_cron_run_txn(MDB_txn* txn, const cron_run_record& r,
   return 0;
 }
 
-store_status session_store::put_cron_run(const cron_run_record& r,
+store_status lmdb_session_store::put_cron_run(const cron_run_record& r,
                                          size_t keep) {
   if (auto err = check_cron_run_id(r.id); !err.empty())
     return store_status::failure(status_code::invalid_argument,
@@ -328,7 +328,7 @@ store_status session_store::put_cron_run(const cron_run_record& r,
 }
 
 store_result<cron_run_record>
-session_store::get_cron_run(const std::string& id) const {
+lmdb_session_store::get_cron_run(const std::string& id) const {
   using result = store_result<cron_run_record>;
   if (auto err = check_cron_run_id(id); !err.empty())
     return result::failure(status_code::invalid_argument,
@@ -369,7 +369,7 @@ session_store::get_cron_run(const std::string& id) const {
 }
 
 store_result<std::vector<cron_run_record>>
-session_store::list_cron_runs(const std::string& job_id, size_t limit,
+lmdb_session_store::list_cron_runs(const std::string& job_id, size_t limit,
                               size_t offset, bool* more) const {
   using result = store_result<std::vector<cron_run_record>>;
   if (more != nullptr)
@@ -438,7 +438,7 @@ session_store::list_cron_runs(const std::string& job_id, size_t limit,
   return result{std::move(out)};
 }
 
-store_status session_store::apply_cron_changes(const cron_changes& c,
+store_status lmdb_session_store::apply_cron_changes(const cron_changes& c,
                                                size_t keep) {
   if (c.empty())
     return {};

@@ -1,5 +1,5 @@
-// The session store, part: appending and loading messages.
-#include "storage/session_store.hpp"
+// The LMDB session store, part: appending and loading messages.
+#include "storage/lmdb/lmdb_session_store.hpp"
 
 #include "storage/session_id.hpp"
 
@@ -13,8 +13,8 @@
 
 #include "base/json.hpp"
 #include "storage/byte_codec.hpp"
-#include "storage/session_store_detail.hpp"
-#include "storage/space_reserve.hpp"
+#include "storage/lmdb/lmdb_store_detail.hpp"
+#include "storage/lmdb/space_reserve.hpp"
 
 namespace mibyan {
 
@@ -23,7 +23,7 @@ using namespace store_detail;
 // -- messages -----------------------------------------------------------------
 
 store_result<append_outcome>
-session_store::append_message(const std::string& session_id,
+lmdb_session_store::append_message(const std::string& session_id,
                               const chat_message& m, const std::string& key) {
   auto r = append_batch({pending_append{session_id, m, key}});
   if (!r) {
@@ -36,7 +36,7 @@ session_store::append_message(const std::string& session_id,
   return store_result<append_outcome>{r->front()};
 }
 
-std::string session_store::check_append(const pending_append& p) const {
+std::string lmdb_session_store::check_append(const pending_append& p) const {
   if (auto err = check_session_id(p.session_id); !err.empty())
     return err;
   if (auto err = check_message(p.message, opts_.max_message_bytes);
@@ -50,7 +50,7 @@ std::string session_store::check_append(const pending_append& p) const {
   return {};
 }
 
-int session_store::txn_cache::session(MDB_txn* txn, MDB_dbi dbi,
+int lmdb_session_store::txn_cache::session(MDB_txn* txn, MDB_dbi dbi,
                                       const std::string& id,
                                       session_info*& out,
                                       std::string& error) {
@@ -65,7 +65,7 @@ int session_store::txn_cache::session(MDB_txn* txn, MDB_dbi dbi,
   return 0;
 }
 
-int session_store::begin_cache(MDB_txn* txn, txn_cache& c,
+int lmdb_session_store::begin_cache(MDB_txn* txn, txn_cache& c,
                                std::string& error) {
   c.touched.clear();
   c.to_index.clear();
@@ -82,7 +82,7 @@ int session_store::begin_cache(MDB_txn* txn, txn_cache& c,
   return 0;
 }
 
-int session_store::flush_cache(MDB_txn* txn, txn_cache& c,
+int lmdb_session_store::flush_cache(MDB_txn* txn, txn_cache& c,
                                std::string& error) {
   int rc = 0;
   if (!c.to_index.empty()
@@ -99,7 +99,7 @@ int session_store::flush_cache(MDB_txn* txn, txn_cache& c,
   return rc;
 }
 
-int session_store::append_txn(MDB_txn* txn, txn_cache& c,
+int lmdb_session_store::append_txn(MDB_txn* txn, txn_cache& c,
                               const pending_append& p, int64_t stamp,
                               append_outcome& out, std::string& error) {
   out = append_outcome{};
@@ -154,7 +154,7 @@ int session_store::append_txn(MDB_txn* txn, txn_cache& c,
 }
 
 store_result<std::vector<append_outcome>>
-session_store::append_batch(const std::vector<pending_append>& batch) {
+lmdb_session_store::append_batch(const std::vector<pending_append>& batch) {
   using result = store_result<std::vector<append_outcome>>;
   const char* what = "append_batch";
   for (size_t i = 0; i < batch.size(); ++i) {
@@ -186,7 +186,7 @@ session_store::append_batch(const std::vector<pending_append>& batch) {
 }
 
 store_result<std::vector<stored_message>>
-session_store::load_messages(const std::string& session_id) const {
+lmdb_session_store::load_messages(const std::string& session_id) const {
   using result = store_result<std::vector<stored_message>>;
   if (auto err = check_session_id(session_id); !err.empty())
     return result::failure(status_code::invalid_argument, "load_messages: " + err);
@@ -218,7 +218,7 @@ session_store::load_messages(const std::string& session_id) const {
   return result{std::move(out)};
 }
 
-store_result<uint64_t> session_store::message_count() const {
+store_result<uint64_t> lmdb_session_store::message_count() const {
   uint64_t n = 0;
   auto st = env_->read(
     [&](MDB_txn* txn, std::string&) {

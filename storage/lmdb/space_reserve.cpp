@@ -1,4 +1,4 @@
-#include "storage/space_reserve.hpp"
+#include "storage/lmdb/space_reserve.hpp"
 
 #include <algorithm>
 #include <cerrno>

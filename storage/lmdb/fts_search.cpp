@@ -1,5 +1,5 @@
-// The full-text index, part: query evaluation (storage/fts_index.hpp).
-#include "storage/fts_index.hpp"
+// The full-text index, part: query evaluation (storage/lmdb/fts_index.hpp).
+#include "storage/lmdb/fts_index.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -7,7 +7,7 @@
 #include <queue>
 
 #include "storage/byte_codec.hpp"
-#include "storage/fts_block.hpp"
+#include "storage/lmdb/fts_block.hpp"
 
 namespace mibyan {
 

@@ -1,13 +1,13 @@
-// The session store, part: the stored responses of the Responses API
+// The LMDB session store, part: the stored responses of the Responses API
 // (storage/response_record.hpp). A response belongs to a session: it is
 // written only while that session exists, and deleting the session
 // deletes its responses in the same transaction (delete_session_txn calls
 // delete_responses_of).
-#include "storage/session_store.hpp"
+#include "storage/lmdb/lmdb_session_store.hpp"
 
 #include "base/json.hpp"
 #include "storage/byte_codec.hpp"
-#include "storage/session_store_detail.hpp"
+#include "storage/lmdb/lmdb_store_detail.hpp"
 
 namespace mibyan {
 
@@ -39,7 +39,7 @@ int read_response_record(MDB_txn* txn, MDB_dbi dbi, const std::string& id,
 
 } // namespace
 
-store_status session_store::put_response(const stored_response& r) {
+store_status lmdb_session_store::put_response(const stored_response& r) {
   if (auto err = check_response_id(r.id); !err.empty())
     return store_status::failure(status_code::invalid_argument,
                                  "put_response: " + err);
@@ -87,7 +87,7 @@ store_status session_store::put_response(const stored_response& r) {
 }
 
 store_result<stored_response>
-session_store::get_response(const std::string& id) const {
+lmdb_session_store::get_response(const std::string& id) const {
   using result = store_result<stored_response>;
   if (auto err = check_response_id(id); !err.empty())
     return result::failure(status_code::invalid_argument,
@@ -114,7 +114,7 @@ session_store::get_response(const std::string& id) const {
   return result{std::move(out)};
 }
 
-store_status session_store::delete_response(const std::string& id) {
+store_status lmdb_session_store::delete_response(const std::string& id) {
   if (auto err = check_response_id(id); !err.empty())
     return store_status::failure(status_code::invalid_argument,
                                  "delete_response: " + err);
@@ -142,7 +142,7 @@ store_status session_store::delete_response(const std::string& id) {
     "delete_response");
 }
 
-int session_store::delete_responses_of(MDB_txn* txn, const std::string& id,
+int lmdb_session_store::delete_responses_of(MDB_txn* txn, const std::string& id,
                                        std::string& error) {
   if (!has_responses_)
     return 0;
@@ -170,7 +170,7 @@ int session_store::delete_responses_of(MDB_txn* txn, const std::string& id,
   return 0;
 }
 
-int session_store::verify_responses(MDB_txn* txn,
+int lmdb_session_store::verify_responses(MDB_txn* txn,
                                     std::vector<std::string>& problems,
                                     std::string& error) const {
   if (!has_responses_)
@@ -221,7 +221,7 @@ int session_store::verify_responses(MDB_txn* txn,
 }
 
 store_result<uint64_t>
-session_store::last_message_id(const std::string& session_id) const {
+lmdb_session_store::last_message_id(const std::string& session_id) const {
   using result = store_result<uint64_t>;
   if (auto err = check_session_id(session_id); !err.empty())
     return result::failure(status_code::invalid_argument,

@@ -1,4 +1,4 @@
-#include "storage/fts_index.hpp"
+#include "storage/lmdb/fts_index.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -8,9 +8,9 @@
 #include <unordered_set>
 
 #include "storage/byte_codec.hpp"
-#include "storage/fts_block.hpp"
+#include "storage/lmdb/fts_block.hpp"
 #include "storage/fts_tokenizer.hpp"
-#include "storage/session_store_detail.hpp"
+#include "storage/lmdb/lmdb_store_detail.hpp"
 
 namespace mibyan {
 

@@ -1,6 +1,6 @@
-// The session store, part: sessions (create, read, list, update, end,
+// The LMDB session store, part: sessions (create, read, list, update, end,
 // delete) and per-session approvals.
-#include "storage/session_store.hpp"
+#include "storage/lmdb/lmdb_session_store.hpp"
 
 #include "storage/session_id.hpp"
 #include "base/json.hpp"
@@ -16,8 +16,8 @@
 
 #include "base/json.hpp"
 #include "storage/byte_codec.hpp"
-#include "storage/session_store_detail.hpp"
-#include "storage/space_reserve.hpp"
+#include "storage/lmdb/lmdb_store_detail.hpp"
+#include "storage/lmdb/space_reserve.hpp"
 
 namespace mibyan {
 
@@ -60,7 +60,7 @@ int walk_newest_first(MDB_txn* txn, MDB_dbi by_time, F&& fn) {
 // -- sessions -----------------------------------------------------------------
 
 store_result<session_info>
-session_store::prepare_session(const new_session& ns) const {
+lmdb_session_store::prepare_session(const new_session& ns) const {
   using result = store_result<session_info>;
   const char* what = "create_session";
   session_info s;
@@ -107,7 +107,7 @@ session_store::prepare_session(const new_session& ns) const {
   return result{std::move(s)};
 }
 
-int session_store::create_txn(MDB_txn* txn, session_info& s, bool generated,
+int lmdb_session_store::create_txn(MDB_txn* txn, session_info& s, bool generated,
                               std::string& error) {
   std::random_device rd;
   std::string_view v;
@@ -161,7 +161,7 @@ int session_store::create_txn(MDB_txn* txn, session_info& s, bool generated,
 }
 
 store_result<session_info>
-session_store::create_session(const new_session& ns) {
+lmdb_session_store::create_session(const new_session& ns) {
   using result = store_result<session_info>;
   auto prepared = prepare_session(ns);
   if (!prepared)
@@ -179,7 +179,7 @@ session_store::create_session(const new_session& ns) {
 }
 
 store_result<session_info>
-session_store::get_session(const std::string& id) const {
+lmdb_session_store::get_session(const std::string& id) const {
   using result = store_result<session_info>;
   if (auto err = check_session_id(id); !err.empty())
     return result::failure(status_code::invalid_argument, "get_session: " + err);
@@ -195,7 +195,7 @@ session_store::get_session(const std::string& id) const {
 }
 
 store_result<std::vector<std::string>>
-session_store::list_children(const std::string& id) const {
+lmdb_session_store::list_children(const std::string& id) const {
   using result = store_result<std::vector<std::string>>;
   if (auto err = check_session_id(id); !err.empty())
     return result::failure(status_code::invalid_argument,
@@ -218,11 +218,11 @@ session_store::list_children(const std::string& id) const {
 }
 
 store_result<std::vector<session_info>>
-session_store::list_sessions(size_t limit, size_t offset) const {
+lmdb_session_store::list_sessions(size_t limit, size_t offset) const {
   return list_sessions_where(limit, offset, {}, nullptr);
 }
 
-store_result<std::vector<session_info>> session_store::list_sessions_where(
+store_result<std::vector<session_info>> lmdb_session_store::list_sessions_where(
   size_t limit, size_t offset,
   const std::function<bool(const session_info&)>& keep, bool* more) const {
   using result = store_result<std::vector<session_info>>;
@@ -274,7 +274,7 @@ store_result<std::vector<session_info>> session_store::list_sessions_where(
 }
 
 store_result<std::vector<session_info>>
-session_store::list_sessions_since(int64_t since_ms, size_t limit) const {
+lmdb_session_store::list_sessions_since(int64_t since_ms, size_t limit) const {
   using result = store_result<std::vector<session_info>>;
   std::vector<session_info> out;
   auto st = env_->read(
@@ -298,7 +298,7 @@ session_store::list_sessions_since(int64_t since_ms, size_t limit) const {
   return result{std::move(out)};
 }
 
-store_status session_store::update_session(
+store_status lmdb_session_store::update_session(
   const std::string& id, const char* what,
   const std::function<std::string(session_info&)>& fn) {
   if (auto err = check_session_id(id); !err.empty())
@@ -317,7 +317,7 @@ store_status session_store::update_session(
     what);
 }
 
-store_status session_store::set_title(const std::string& id,
+store_status lmdb_session_store::set_title(const std::string& id,
                                       const std::string& title) {
   if (auto err = check_text_field("title", title, max_title_bytes);
       !err.empty())
@@ -328,7 +328,7 @@ store_status session_store::set_title(const std::string& id,
   });
 }
 
-store_status session_store::end_session(const std::string& id,
+store_status lmdb_session_store::end_session(const std::string& id,
                                         const std::string& reason,
                                         int64_t ended_at_ms) {
   if (auto err = check_text_field("end reason", reason, max_title_bytes);
@@ -341,7 +341,7 @@ store_status session_store::end_session(const std::string& id,
   });
 }
 
-store_status session_store::add_usage(const std::string& id,
+store_status lmdb_session_store::add_usage(const std::string& id,
                                       const token_usage& u,
                                       int64_t api_calls) {
   if (auto err = check_usage(u, api_calls); !err.empty())
@@ -353,13 +353,13 @@ store_status session_store::add_usage(const std::string& id,
   });
 }
 
-store_status session_store::delete_session(const std::string& id) {
+store_status lmdb_session_store::delete_session(const std::string& id) {
   if (auto err = check_session_id(id); !err.empty())
     return store_status::failure(status_code::invalid_argument, "delete_session: " + err);
   // With room on the disk a delete is one write transaction. On a disk
   // short of space the reserve's blocks pay for the pages LMDB copies
   // while deleting, so a delete works on a full disk
-  // (storage/space_reserve.hpp).
+  // (storage/lmdb/space_reserve.hpp).
   if (!space_is_short(env_->dir()))
     return delete_session_txn(id);
   release_reserve(env_->dir());
@@ -373,7 +373,7 @@ store_status session_store::delete_session(const std::string& id) {
   return st;
 }
 
-store_status session_store::settle_free_pages() {
+store_status lmdb_session_store::settle_free_pages() {
   // Rewrites the schema version with its own value: a transaction that
   // changes nothing but still commits.
   return env_->write(
@@ -387,7 +387,7 @@ store_status session_store::settle_free_pages() {
     "settle free pages");
 }
 
-store_status session_store::delete_session_txn(const std::string& id) {
+store_status lmdb_session_store::delete_session_txn(const std::string& id) {
   return env_->write(
     [&](MDB_txn* txn, std::string& error) {
       session_info s;
@@ -454,6 +454,8 @@ store_status session_store::delete_session_txn(const std::string& id) {
       }
       if ((rc = delete_responses_of(txn, id, error)) != 0)
         return rc;
+      if ((rc = run_delete_hooks(txn, id, error)) != 0)
+        return rc;
       if ((rc = lmdb_env::del(txn, sessions_, id)) != 0)
         error = "delete session row";
       return rc;
@@ -464,7 +466,7 @@ store_status session_store::delete_session_txn(const std::string& id) {
 // -- approvals ----------------------------------------------------------------
 
 store_result<std::vector<std::string>>
-session_store::get_approvals(const std::string& id) const {
+lmdb_session_store::get_approvals(const std::string& id) const {
   using result = store_result<std::vector<std::string>>;
   if (auto err = check_session_id(id); !err.empty())
     return result::failure("get_approvals: " + err);
@@ -496,7 +498,7 @@ session_store::get_approvals(const std::string& id) const {
   return result{keys};
 }
 
-store_status session_store::set_approvals(const std::string& id,
+store_status lmdb_session_store::set_approvals(const std::string& id,
                                           const std::vector<std::string>& keys) {
   if (auto err = check_session_id(id); !err.empty())
     return store_status::failure("set_approvals: " + err);

@@ -1,4 +1,4 @@
-#include "storage/lmdb_env.hpp"
+#include "storage/lmdb/lmdb_env.hpp"
 
 #include <cerrno>
 #include <chrono>
@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "base/runtime_metrics.hpp"
-#include "storage/store_verify.hpp"
+#include "storage/lmdb/store_verify.hpp"
 
 namespace mibyan {
 
@@ -83,7 +83,7 @@ lmdb_env::open(const lmdb_options& opts) {
                              + " is already open in this process (one "
                                "MDB_env per process; share the store)");
   }
-  // LMDB trusts its files; check them first (storage/store_verify.hpp).
+  // LMDB trusts its files; check them first (storage/lmdb/store_verify.hpp).
   // Another process creating the environment writes its two meta pages
   // while this check may read them: a problem seen is checked again a few
   // times before it is reported, damage persists, a creation does not.

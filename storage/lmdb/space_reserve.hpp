@@ -1,4 +1,4 @@
-// File: storage/space_reserve.hpp
+// File: storage/lmdb/space_reserve.hpp
 //
 // Disk space kept in reserve next to the session store, so that deleting
 // sessions works on a full disk (docs/storage.md, "Full disk").

@@ -1,11 +1,11 @@
-// The session store, part: rebuilding the full-text index when a store of
+// The LMDB session store, part: rebuilding the full-text index when a store of
 // schema version 1 (one key per posting in `fts_terms`) is opened
 // read-write (docs/storage.md, "Full-text index format").
-#include "storage/session_store.hpp"
+#include "storage/lmdb/lmdb_session_store.hpp"
 
 #include "base/log.hpp"
 #include "storage/byte_codec.hpp"
-#include "storage/session_store_detail.hpp"
+#include "storage/lmdb/lmdb_store_detail.hpp"
 
 namespace mibyan {
 
@@ -20,7 +20,7 @@ constexpr size_t reindex_chunk = 20000;
 
 } // namespace
 
-store_status session_store::reindex_fts() {
+store_status lmdb_session_store::reindex_fts() {
   const char* what = "open session store: rebuild the full-text index";
   // 1. Unless resuming: drop the old index, empty the new one, and record
   //    the resume point. Until the version says 2 nothing searches it.

@@ -1,7 +1,7 @@
-#include "storage/fts_block.hpp"
+#include "storage/lmdb/fts_block.hpp"
 
 #include "storage/byte_codec.hpp"
-#include "storage/fts_index.hpp"
+#include "storage/lmdb/fts_index.hpp"
 
 namespace mibyan::fts_block {
 

@@ -1,4 +1,4 @@
-// File: storage/fts_index.hpp
+// File: storage/lmdb/fts_index.hpp
 //
 // A word-level inverted index stored in the session environment, ranked
 // with BM25 (k1 = 1.2, b = 0.75). Layout (two named databases):
@@ -6,7 +6,7 @@
 //              value: a block of up to ~1 KiB of the term's postings, ids
 //                     increasing, delta + varint coded with document
 //                     length, role, occurrence count and positions
-//                     (storage/fts_block.hpp)
+//                     (storage/lmdb/fts_block.hpp)
 //   fts_df     key: term            value: varint document frequency
 //              key: "\0"            value: be64 document count,
 //                                          be64 total document length
@@ -37,7 +37,7 @@
 #include <lmdb.h>
 
 #include "storage/fts_query.hpp"
-#include "storage/lmdb_env.hpp"
+#include "storage/lmdb/lmdb_env.hpp"
 #include "storage/store_result.hpp"
 
 namespace mibyan {

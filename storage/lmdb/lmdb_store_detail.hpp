@@ -1,7 +1,7 @@
-// File: storage/session_store_detail.hpp
+// File: storage/lmdb/lmdb_store_detail.hpp
 //
-// Internal to the session store's .cpp files (not for other callers):
-// input validation, key encodings and record access shared by its parts.
+// Internal to the LMDB session store's .cpp files (not for other
+// callers): key encodings and record access shared by its parts.
 // Functions taking an MDB_txn follow lmdb_env::txn_fn's convention: 0 or
 // an LMDB code / lmdb_env::user_error / lmdb_env::missing_error, with
 // `error` naming the step.
@@ -14,25 +14,17 @@
 #include <lmdb.h>
 
 #include "messages/chat.hpp"
-#include "storage/lmdb_env.hpp"
+#include "storage/lmdb/lmdb_env.hpp"
 #include "storage/session_record.hpp"
+#include "storage/store_checks.hpp"
 
 namespace mibyan::store_detail {
 
+// The backend-neutral checks (storage/store_checks.hpp).
+using namespace mibyan::store_checks;
+
 constexpr const char* version_key = "schema_version";
 constexpr const char* next_id_key = "next_message_id";
-constexpr size_t max_search_limit = 1000;
-
-/// The byte offset of the first invalid UTF-8 sequence, or npos.
-size_t invalid_utf8_at(std::string_view s);
-/// "" if `s` is valid UTF-8, else a message naming the field and offset.
-std::string check_utf8(const char* field, std::string_view s);
-/// "" for a well-formed session id, else why not.
-std::string check_session_id(const std::string& id);
-/// "" for a storable message (role, tool fields, size, UTF-8), else why not.
-std::string check_message(const chat_message& m, size_t max_bytes);
-std::string check_text_field(const char* field, const std::string& s,
-                             size_t max);
 
 /// a \0 b
 std::string sub_key(std::string_view a, std::string_view b);
@@ -40,13 +32,6 @@ std::string sub_key(std::string_view a, std::string_view b);
 std::string msg_key(std::string_view session, uint64_t id);
 /// be64(started) id
 std::string time_key(int64_t started, std::string_view id);
-
-/// "" when every count is >= 0.
-std::string check_usage(const token_usage& u, int64_t api_calls);
-/// Adds the counts to the session's counters.
-void apply_usage(session_info& s, const token_usage& u, int64_t api_calls);
-/// Ends the session unless it has ended already (the first end stays).
-void apply_end(session_info& s, const std::string& reason, int64_t at_ms);
 
 int read_session(MDB_txn* txn, MDB_dbi dbi, const std::string& id,
                  session_info& out, std::string& error);

@@ -1,4 +1,4 @@
-#include "storage/store_verify.hpp"
+#include "storage/lmdb/store_verify.hpp"
 
 #include <cerrno>
 #include <cstdint>

@@ -1,4 +1,4 @@
-// File: storage/schema_lock.hpp
+// File: storage/lmdb/schema_lock.hpp
 //
 // The lock that makes a schema migration of the session store the work of
 // one process (docs/storage.md, "Several processes"). LMDB serialises

@@ -1,14 +1,11 @@
-// Validation and key helpers shared by the session store's parts
-// (storage/session_store_detail.hpp).
-#include "storage/session_store_detail.hpp"
-
-#include <algorithm>
+// Input validation shared by the session store's backends
+// (storage/store_checks.hpp).
+#include "storage/store_checks.hpp"
 
 #include "base/json.hpp"
-#include "storage/byte_codec.hpp"
 #include "storage/session_store.hpp"
 
-namespace mibyan::store_detail {
+namespace mibyan::store_checks {
 
 // Returns the byte offset of the first invalid UTF-8 sequence, or npos.
 size_t invalid_utf8_at(std::string_view s) {
@@ -80,62 +77,16 @@ std::string check_session_id(const std::string& id) {
   return {};
 }
 
-std::string sub_key(std::string_view a, std::string_view b) {
-  std::string k;
-  k.reserve(a.size() + 1 + b.size());
-  k.append(a.data(), a.size());
-  k.push_back('\0');
-  k.append(b.data(), b.size());
-  return k;
-}
-
-std::string msg_key(std::string_view session, uint64_t id) {
-  std::string k{session};
-  k.push_back('\0');
-  codec::put_be64(k, id);
-  return k;
-}
-
-std::string time_key(int64_t started, std::string_view id) {
-  std::string k;
-  codec::put_be64(k, static_cast<uint64_t>(std::max<int64_t>(started, 0)));
-  k.append(id.data(), id.size());
-  return k;
-}
-
-
-int read_session(MDB_txn* txn, MDB_dbi dbi, const std::string& id,
-                 session_info& out, std::string& error) {
-  std::string_view v;
-  int rc = lmdb_env::get(txn, dbi, id, v);
-  if (rc == MDB_NOTFOUND) {
-    error = "session '" + id + "' does not exist";
-    return lmdb_env::missing_error;
-  }
-  if (rc != 0) {
-    error = "read session '" + id + "'";
-    return rc;
-  }
-  if (!decode_session(v, out, error)) {
-    error = "session '" + id + "': " + error;
-    return lmdb_env::user_error;
-  }
-  return 0;
-}
-
-int write_session(MDB_txn* txn, MDB_dbi dbi, const session_info& s,
-                  std::string& error) {
-  int rc = lmdb_env::put(txn, dbi, s.id, encode_session(s));
-  if (rc != 0)
-    error = "write session '" + s.id + "'";
-  return rc;
+static bool known_role(const std::string& role) {
+  return role == "system" || role == "user" || role == "assistant"
+         || role == "tool";
 }
 
 // Validates a message before any transaction starts.
 std::string check_message(const chat_message& m, size_t max_bytes) {
   if (m.role.empty())
     return "message role is empty; use system, user, assistant or tool";
-  if (fts_role_of(m.role) == fts_role::other)
+  if (!known_role(m.role))
     return "message role '" + json::sanitize_utf8(m.role.substr(0, 40))
            + "' is not one of system, user, assistant, tool";
   if (m.role == "tool" && m.tool_call_id.empty())
@@ -202,4 +153,4 @@ void apply_end(session_info& s, const std::string& reason, int64_t at_ms) {
   }
 }
 
-} // namespace mibyan::store_detail
+} // namespace mibyan::store_checks

@@ -1,5 +1,5 @@
-// The session store, part: full-text search and consistency checks.
-#include "storage/session_store.hpp"
+// The LMDB session store, part: full-text search and consistency checks.
+#include "storage/lmdb/lmdb_session_store.hpp"
 
 #include "storage/session_id.hpp"
 
@@ -13,8 +13,8 @@
 
 #include "base/json.hpp"
 #include "storage/byte_codec.hpp"
-#include "storage/session_store_detail.hpp"
-#include "storage/space_reserve.hpp"
+#include "storage/lmdb/lmdb_store_detail.hpp"
+#include "storage/lmdb/space_reserve.hpp"
 
 namespace mibyan {
 
@@ -23,7 +23,7 @@ using namespace store_detail;
 // -- search -------------------------------------------------------------------
 
 store_result<search_results>
-session_store::search(const search_request& req) const {
+lmdb_session_store::search(const search_request& req) const {
   using result = store_result<search_results>;
   if (schema_version_ < 2 || !fts_.available())
     return result::failure(status_code::unavailable,
@@ -105,7 +105,7 @@ session_store::search(const search_request& req) const {
 
 // -- maintenance --------------------------------------------------------------
 
-store_status session_store::verify(bool deep) const {
+store_status lmdb_session_store::verify(bool deep) const {
   std::vector<std::string> problems;
   auto st = env_->read(
     [&](MDB_txn* txn, std::string& error) {
