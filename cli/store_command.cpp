@@ -125,37 +125,22 @@ int migrate(const std::vector<std::string>& args, const global_flags& flags) {
   return 0;
 }
 
-struct opened_store {
-  std::unique_ptr<session_store> lmdb;
-  std::unique_ptr<pg_session_store> pg;
-};
-
-bool open_endpoint(const endpoint& e, bool destination, const options* cfg,
-                   opened_store& out, std::string& why) {
+// Opens one side of a copy: the source read-only, the destination
+// read-write (a PostgreSQL destination gets its schema created or
+// migrated).
+store_result<std::unique_ptr<session_store>>
+open_endpoint(const endpoint& e, bool destination, const options* cfg) {
+  session_store_options so;
+  so.backend = e.kind;
+  so.read_only = !destination;
   if (e.kind == "lmdb") {
-    session_store_options so;
     so.dir = e.where;
-    so.read_only = !destination;
-    auto r = session_store::open(so);
-    if (!r) {
-      why = r.error;
-      return false;
-    }
-    out.lmdb = std::move(*r);
-    return true;
+  } else {
+    so.postgres_url = e.where;
+    so.postgres_password = pg_password(cfg);
+    so.auto_migrate = destination;
   }
-  pg_store_options o;
-  o.url = e.where;
-  o.password = pg_password(cfg);
-  o.auto_migrate = destination;
-  o.read_only = !destination;
-  auto r = pg_session_store::open(o);
-  if (!r) {
-    why = r.error;
-    return false;
-  }
-  out.pg = std::move(*r);
-  return true;
+  return open_session_store(so);
 }
 
 int copy(const std::vector<std::string>& args, const global_flags& flags) {
@@ -186,13 +171,15 @@ int copy(const std::vector<std::string>& args, const global_flags& flags) {
   }
   options cfg;
   bool have_cfg = load_config_or_report(flags, cfg);
-  opened_store a, b;
-  if (!open_endpoint(src, false, have_cfg ? &cfg : nullptr, a, why)) {
-    std::cerr << "mibyan store copy: source " << from << ": " << why << "\n";
+  auto a = open_endpoint(src, false, have_cfg ? &cfg : nullptr);
+  if (!a) {
+    std::cerr << "mibyan store copy: source " << from << ": " << a.error
+              << "\n";
     return 2;
   }
-  if (!open_endpoint(dst, true, have_cfg ? &cfg : nullptr, b, why)) {
-    std::cerr << "mibyan store copy: destination " << to << ": " << why
+  auto b = open_endpoint(dst, true, have_cfg ? &cfg : nullptr);
+  if (!b) {
+    std::cerr << "mibyan store copy: destination " << to << ": " << b.error
               << "\n";
     return 2;
   }
@@ -200,15 +187,7 @@ int copy(const std::vector<std::string>& args, const global_flags& flags) {
     std::cerr << "mibyan store copy: " << line << "\n";
   };
   const auto t0 = std::chrono::steady_clock::now();
-  store_result<store_copy_report> r;
-  if (a.lmdb && b.pg)
-    r = copy_store(*a.lmdb, *b.pg, progress);
-  else if (a.pg && b.lmdb)
-    r = copy_store(*a.pg, *b.lmdb, progress);
-  else if (a.lmdb && b.lmdb)
-    r = copy_store(*a.lmdb, *b.lmdb, progress);
-  else
-    r = copy_store(*a.pg, *b.pg, progress);
+  auto r = copy_store(**a, **b, progress);
   double secs = std::chrono::duration<double>(
                   std::chrono::steady_clock::now() - t0)
                   .count();

@@ -4,13 +4,13 @@
 
 #include <map>
 
-#include "storage/fts_index.hpp"
+#include "storage/lmdb/fts_index.hpp"
 #include "storage/postgres/pg_store_detail.hpp"
-#include "storage/session_store_detail.hpp"
+#include "storage/store_checks.hpp"
 
 namespace mibyan {
 
-using namespace store_detail;
+using namespace store_checks;
 using pg::param;
 
 namespace {
@@ -331,11 +331,11 @@ store_result<uint64_t> pg_session_store::message_count() const {
   return store_result<uint64_t>{n};
 }
 
-uint64_t pg_session_store::disk_bytes() const {
+uint64_t pg_session_store::database_bytes() const {
   uint64_t n = 0;
-  (void) read("disk_bytes", [&](pg::connection& c) {
+  (void) read("database_bytes", [&](pg::connection& c) {
     auto r = c.exec("SELECT pg_database_size(current_database())", {},
-                    "disk_bytes");
+                    "database_bytes");
     if (!r)
       return r.get_status();
     n = static_cast<uint64_t>(r->i64(0, 0));

@@ -4,11 +4,11 @@
 #include "storage/postgres/pg_session_store.hpp"
 
 #include "storage/postgres/pg_store_detail.hpp"
-#include "storage/session_store_detail.hpp"
+#include "storage/store_checks.hpp"
 
 namespace mibyan {
 
-using namespace store_detail;
+using namespace store_checks;
 using pg::param;
 
 store_status pg_session_store::put_response(const stored_response& r) {

@@ -6,14 +6,14 @@
 #include <map>
 
 #include "base/json.hpp"
-#include "storage/fts_index.hpp"
+#include "storage/lmdb/fts_index.hpp"
 #include "storage/fts_query.hpp"
 #include "storage/postgres/pg_store_detail.hpp"
-#include "storage/session_store_detail.hpp"
+#include "storage/store_checks.hpp"
 
 namespace mibyan {
 
-using namespace store_detail;
+using namespace store_checks;
 using pg::param;
 
 namespace {
@@ -69,6 +69,9 @@ pg_session_store::search(const search_request& req) const {
       // shorter messages first among equals; ties go to the newer
       // message, as in the LMDB index. Ranking every match of a very
       // common word would cost ~8 us a match (docs/storage.md, "Search").
+      // `m.id + 0` keeps the planner off a backward scan of the primary
+      // key filtered by @@, which reads the whole table for a rare word;
+      // the GIN index finds the matches and a top-N sort keeps the newest.
       const uint64_t window = std::max<uint64_t>(
         rank_window, static_cast<uint64_t>(req.offset + req.limit));
       auto r = c.exec(
@@ -77,7 +80,8 @@ pg_session_store::search(const search_request& req) const {
         "AS score, count(*) OVER () AS n FROM (SELECT m.id, m.session_id, "
         "m.role, m.record, m.tsv FROM mibyan_messages m WHERE m.tsv @@ "
         "$1::tsquery AND ($2::text[] IS NULL OR m.role = ANY($2::text[])) "
-        "AND ($3 = '' OR m.session_id = $3) ORDER BY m.id DESC LIMIT $6) c, "
+        "AND ($3 = '' OR m.session_id = $3) ORDER BY m.id + 0 DESC LIMIT $6) "
+        "c, "
         "(SELECT $1::tsquery AS q) q) r ORDER BY score DESC, id DESC "
         "LIMIT $4 OFFSET $5",
         {param{tsq}, role_param, param{req.session_id},

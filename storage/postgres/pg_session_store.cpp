@@ -13,11 +13,11 @@
 #include "storage/postgres/pg_schema.hpp"
 #include "storage/postgres/pg_store_detail.hpp"
 #include "storage/session_id.hpp"
-#include "storage/session_store_detail.hpp"
+#include "storage/store_checks.hpp"
 
 namespace mibyan {
 
-using namespace store_detail;
+using namespace store_checks;
 using pg::param;
 
 namespace {
@@ -72,6 +72,30 @@ pg_session_store::open(pg_store_options opts) {
   }
   self->schema_version_ = pg::schema_version_current;
   return res{std::move(self)};
+}
+
+pg_store_options
+pg_session_store::options_from(const session_store_options& opts) {
+  pg_store_options o;
+  o.url = opts.postgres_url;
+  o.password = opts.postgres_password;
+  o.pool_size = opts.postgres_pool_size;
+  o.auto_migrate = opts.auto_migrate;
+  o.read_only = opts.read_only;
+  o.max_message_bytes = opts.max_message_bytes;
+  o.now_ms = opts.now_ms;
+  o.on_migrate = opts.on_migrate;
+  return o;
+}
+
+store_result<std::unique_ptr<pg_session_store>>
+pg_session_store::open(const session_store_options& opts) {
+  if (opts.postgres_url.empty())
+    return store_result<std::unique_ptr<pg_session_store>>::failure(
+      status_code::config_invalid,
+      "open session store: storage.backend is postgres but "
+      "storage.postgres.url is empty");
+  return open(options_from(opts));
 }
 
 store_result<std::pair<int, int>>

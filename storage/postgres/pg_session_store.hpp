@@ -24,7 +24,7 @@
 //     idempotency key.
 //
 // Errors: the LMDB store's codes for the same situations (validation is
-// shared, storage/session_store_detail.hpp), plus `unavailable` ("store
+// shared, storage/store_checks.hpp), plus `unavailable` ("store
 // unavailable: ...") while the database cannot be reached.
 //
 // Thread safety: all functions may be called from any thread; each call
@@ -69,7 +69,7 @@ struct pg_store_options {
   std::function<void(int from, int to)> on_migrate;
 };
 
-class pg_session_store {
+class pg_session_store final : public session_store {
 public:
   /// Connects (one connection, to check the URL and the schema), migrates
   /// when allowed, and returns the store. Errors: a malformed URL
@@ -79,81 +79,90 @@ public:
   /// (config_invalid); each message is one line naming the problem.
   static store_result<std::unique_ptr<pg_session_store>>
   open(pg_store_options opts);
+  /// The same from the backend-neutral options (storage.backend:
+  /// postgres): postgres_url, postgres_password, postgres_pool_size,
+  /// auto_migrate, read_only, max_message_bytes, now_ms, on_migrate.
+  static store_result<std::unique_ptr<pg_session_store>>
+  open(const session_store_options& opts);
+  static pg_store_options options_from(const session_store_options& opts);
 
   /// `mibyan store migrate`: brings the schema to the current version.
   /// Returns {found, current}.
   static store_result<std::pair<int, int>> migrate(const pg_store_options& o);
 
-  ~pg_session_store();
+  ~pg_session_store() override;
 
   // -- the operations of session_store (same contracts) -----------------------
-  store_result<session_info> create_session(const new_session& s);
-  store_result<session_info> get_session(const std::string& id) const;
+  store_result<session_info> create_session(const new_session& s) override;
+  store_result<session_info> get_session(const std::string& id) const override;
   store_result<std::vector<session_info>> list_sessions(size_t limit,
-                                                        size_t offset) const;
+                                                        size_t offset) const override;
   store_result<std::vector<session_info>>
   list_sessions_where(size_t limit, size_t offset,
                       const std::function<bool(const session_info&)>& keep,
-                      bool* more) const;
+                      bool* more) const override;
   store_result<std::vector<session_info>>
-  list_sessions_since(int64_t since_ms, size_t limit) const;
+  list_sessions_since(int64_t since_ms, size_t limit) const override;
   store_result<std::vector<std::string>>
-  list_children(const std::string& id) const;
-  store_status set_title(const std::string& id, const std::string& title);
+  list_children(const std::string& id) const override;
+  store_status set_title(const std::string& id, const std::string& title) override;
   store_status end_session(const std::string& id, const std::string& reason,
-                           int64_t ended_at_ms = 0);
+                           int64_t ended_at_ms = 0) override;
   store_status add_usage(const std::string& id, const token_usage& usage,
-                         int64_t api_calls = 1);
-  store_status delete_session(const std::string& id);
+                         int64_t api_calls = 1) override;
+  store_status delete_session(const std::string& id) override;
 
   store_result<std::vector<std::string>>
-  get_approvals(const std::string& id) const;
+  get_approvals(const std::string& id) const override;
   store_status set_approvals(const std::string& id,
-                             const std::vector<std::string>& keys);
+                             const std::vector<std::string>& keys) override;
 
-  store_status put_response(const stored_response& r);
-  store_result<stored_response> get_response(const std::string& id) const;
-  store_status delete_response(const std::string& id);
-  store_result<uint64_t> last_message_id(const std::string& session_id) const;
+  store_status put_response(const stored_response& r) override;
+  store_result<stored_response> get_response(const std::string& id) const override;
+  store_status delete_response(const std::string& id) override;
+  store_result<uint64_t> last_message_id(const std::string& session_id) const override;
 
-  store_status put_cron_job(const cron_job_record& j);
-  store_result<cron_job_record> get_cron_job(const std::string& id) const;
+  store_status put_cron_job(const cron_job_record& j) override;
+  store_result<cron_job_record> get_cron_job(const std::string& id) const override;
   store_result<cron_job_list> list_cron_jobs(bool schedulable_only = false)
     const;
-  store_status delete_cron_job(const std::string& id);
+  store_status delete_cron_job(const std::string& id) override;
   store_result<cron_job_record>
   update_cron_job(const std::string& id,
-                  const std::function<status(cron_job_record& j)>& fn);
-  store_status put_cron_run(const cron_run_record& r, size_t keep);
-  store_result<cron_run_record> get_cron_run(const std::string& id) const;
+                  const std::function<status(cron_job_record& j)>& fn) override;
+  store_status put_cron_run(const cron_run_record& r, size_t keep) override;
+  store_result<cron_run_record> get_cron_run(const std::string& id) const override;
   store_result<std::vector<cron_run_record>>
   list_cron_runs(const std::string& job_id, size_t limit, size_t offset,
-                 bool* more = nullptr) const;
-  store_status apply_cron_changes(const cron_changes& c, size_t keep);
+                 bool* more = nullptr) const override;
+  store_status apply_cron_changes(const cron_changes& c, size_t keep) override;
 
   store_result<append_outcome> append_message(const std::string& session_id,
                                               const chat_message& m,
-                                              const std::string& key = {});
+                                              const std::string& key = {}) override;
   store_result<std::vector<append_outcome>>
-  append_batch(const std::vector<pending_append>& batch);
-  store_status commit_group(std::vector<store_write>& writes);
+  append_batch(const std::vector<pending_append>& batch) override;
+  store_status commit_group(std::vector<store_write>& writes) override;
   store_result<std::vector<stored_message>>
-  load_messages(const std::string& session_id) const;
+  load_messages(const std::string& session_id) const override;
 
   /// Full-text search over tsvector + GIN: the same words match as in the
   /// LMDB index (Mibyan's tokenizer builds the tsvector), ranking is
   /// ts_rank_cd (docs/storage.md says where it differs from BM25).
-  store_result<search_results> search(const search_request& req) const;
+  store_result<search_results> search(const search_request& req) const override;
 
   /// Counters against messages, idempotency keys against messages,
   /// responses against sessions, every message's words indexed (`deep`).
-  store_status verify(bool deep = false) const;
+  store_status verify(bool deep = false) const override;
 
-  int schema_version() const { return schema_version_; }
-  store_result<uint64_t> message_count() const;
+  int schema_version() const override { return schema_version_; }
+  store_result<uint64_t> message_count() const override;
+  /// Zeros: the server's files are not ours to measure (and the metrics
+  /// must not wait for a round trip). database_bytes() asks the server.
+  store_stats stats() const override { return {}; }
   /// pg_database_size of the database (0 when it cannot be read).
-  uint64_t disk_bytes() const;
-  uint64_t used_bytes() const { return disk_bytes(); }
+  uint64_t database_bytes() const;
+  const char* backend() const override { return "postgres"; }
 
   /// The pool, for the small stores that share it (leases, checkpoints).
   pg::pool& connections() const { return *pool_; }
