@@ -17,6 +17,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "bench/bench_rows.hpp"
@@ -99,6 +100,8 @@ struct figures {
   double search_p50 = 0, search_p99 = 0;
   double fill_s = 0;
   size_t hits = 0;
+  /// The slowest queries (ms, query, matches).
+  std::vector<std::tuple<double, std::string, size_t>> slowest;
 };
 
 template <class Store>
@@ -178,7 +181,10 @@ bool measure(Store& store, const char* name, size_t corpus, size_t appends,
       return false;
     }
     f.hits += r->total;
+    f.slowest.emplace_back(lat.back(), q.query, r->total);
   }
+  std::sort(f.slowest.rbegin(), f.slowest.rend());
+  f.slowest.resize(std::min<size_t>(f.slowest.size(), 3));
   f.search_p50 = percentile(lat, 0.5);
   f.search_p99 = percentile(lat, 0.99);
   return true;
@@ -252,6 +258,9 @@ int main(int argc, char** argv) {
       "pg_store.search_p99_ms");
   row("corpus fill (batches of 100)", fp.fill_s, fl.fill_s, "s ",
       "pg_store.fill_s");
+  for (auto& [ms, q, n] : fp.slowest)
+    std::printf("slowest on postgres: %.1f ms '%s' (%zu matches)\n", ms,
+                q.c_str(), n);
   std::printf("matches found: postgres %zu, lmdb %zu (must be equal)\n",
               fp.hits, fl.hits);
   return fp.hits == fl.hits ? 0 : 1;

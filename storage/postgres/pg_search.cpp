@@ -74,16 +74,17 @@ pg_session_store::search(const search_request& req) const {
       // the GIN index finds the matches and a top-N sort keeps the newest.
       const uint64_t window = std::max<uint64_t>(
         rank_window, static_cast<uint64_t>(req.offset + req.limit));
+      // Only ids go through the top-N sort of the candidates (whole rows
+      // would overflow work_mem into an external sort); the ranked rows
+      // are joined back by primary key.
       auto r = c.exec(
-        "SELECT id, session_id, role, score, record, n FROM (SELECT c.id, "
-        "c.session_id, c.role, c.record, ts_rank_cd(c.tsv, q.q, 1)::float8 "
-        "AS score, count(*) OVER () AS n FROM (SELECT m.id, m.session_id, "
-        "m.role, m.record, m.tsv FROM mibyan_messages m WHERE m.tsv @@ "
-        "$1::tsquery AND ($2::text[] IS NULL OR m.role = ANY($2::text[])) "
+        "SELECT m.id, m.session_id, m.role, ts_rank_cd(m.tsv, q.q, "
+        "1)::float8 AS score, m.record, c.n FROM (SELECT x.id, count(*) "
+        "OVER () AS n FROM (SELECT m.id FROM mibyan_messages m WHERE m.tsv "
+        "@@ $1::tsquery AND ($2::text[] IS NULL OR m.role = ANY($2::text[])) "
         "AND ($3 = '' OR m.session_id = $3) ORDER BY m.id + 0 DESC LIMIT $6) "
-        "c, "
-        "(SELECT $1::tsquery AS q) q) r ORDER BY score DESC, id DESC "
-        "LIMIT $4 OFFSET $5",
+        "x) c JOIN mibyan_messages m ON m.id = c.id, (SELECT $1::tsquery AS "
+        "q) q ORDER BY score DESC, m.id DESC LIMIT $4 OFFSET $5",
         {param{tsq}, role_param, param{req.session_id},
          param{static_cast<uint64_t>(req.limit)},
          param{static_cast<uint64_t>(req.offset)}, param{window}},
