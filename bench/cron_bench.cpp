@@ -74,7 +74,7 @@ double idle_cpu(std::chrono::milliseconds window) {
 void seed_jobs(const std::string& home, int n) {
   session_store_options so;
   so.dir = session_store::default_dir(home);
-  auto st = session_store::open(so);
+  auto st = open_session_store(so);
   if (!st)
     bench_die("store: " + st.error);
   cron_engine_options eo;

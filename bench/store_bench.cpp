@@ -219,7 +219,7 @@ int main(int argc, char** argv) {
   std::filesystem::remove_all(dir);
   session_store_options o;
   o.dir = dir;
-  auto opened = session_store::open(o);
+  auto opened = open_session_store(o);
   if (!opened) {
     std::fprintf(stderr, "%s\n", opened.error.c_str());
     return 1;

@@ -23,10 +23,21 @@ backend_registry& registry() {
   return r;
 }
 
-// Registers the built-in backends once, before the first lookup.
+// Registers the built-in backends once, before the first lookup or
+// registration (so a later registration replaces a built-in one, never the
+// other way round). The built-in list itself registers through
+// register_store_backend, hence the flag.
+thread_local bool registering_builtins = false;
+
 void ensure_builtins() {
   static std::once_flag once;
-  std::call_once(once, [] { register_builtin_store_backends(); });
+  if (registering_builtins)
+    return;
+  std::call_once(once, [] {
+    registering_builtins = true;
+    register_builtin_store_backends();
+    registering_builtins = false;
+  });
 }
 
 std::string join_names(const std::vector<std::string>& names) {
@@ -40,12 +51,21 @@ std::string join_names(const std::vector<std::string>& names) {
 
 void register_store_backend(const std::string& name,
                             store_backend_opener open) {
+  ensure_builtins();
   auto& r = registry();
   std::lock_guard<std::mutex> lock{r.mutex};
   if (open)
     r.openers[name] = std::move(open);
   else
     r.openers.erase(name);
+}
+
+store_backend_opener find_store_backend(const std::string& name) {
+  ensure_builtins();
+  auto& r = registry();
+  std::lock_guard<std::mutex> lock{r.mutex};
+  auto it = r.openers.find(name);
+  return it == r.openers.end() ? store_backend_opener{} : it->second;
 }
 
 std::vector<std::string> store_backend_names() {
@@ -77,14 +97,7 @@ session_store::open(session_store_options opts) {
 store_result<std::unique_ptr<session_store>>
 open_session_store(const session_store_options& opts) {
   using result = store_result<std::unique_ptr<session_store>>;
-  ensure_builtins();
-  store_backend_opener open;
-  {
-    auto& r = registry();
-    std::lock_guard<std::mutex> lock{r.mutex};
-    if (auto it = r.openers.find(opts.backend); it != r.openers.end())
-      open = it->second;
-  }
+  auto open = find_store_backend(opts.backend);
   if (!open) {
     auto& known = known_store_backends();
     auto name = json::sanitize_utf8(opts.backend.substr(0, 64));

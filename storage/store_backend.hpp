@@ -30,6 +30,9 @@ using store_backend_opener =
 void register_store_backend(const std::string& name,
                             store_backend_opener open);
 
+/// The opener registered under `name` (empty when none).
+store_backend_opener find_store_backend(const std::string& name);
+
 /// The names registered now, sorted.
 std::vector<std::string> store_backend_names();
 

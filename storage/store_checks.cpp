@@ -153,4 +153,16 @@ void apply_end(session_info& s, const std::string& reason, int64_t at_ms) {
   }
 }
 
+std::string check_approval_keys(const std::vector<std::string>& keys) {
+  if (keys.size() > 256)
+    return "more than 256 keys";
+  for (size_t i = 0; i < keys.size(); ++i) {
+    auto& k = keys[i];
+    if (k.empty() || k.size() > 200 || k.find('\n') != std::string::npos)
+      return "invalid key " + std::to_string(i)
+             + " (empty, over 200 bytes or with a newline)";
+  }
+  return {};
+}
+
 } // namespace mibyan::store_checks

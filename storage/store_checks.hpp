@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "messages/chat.hpp"
 #include "storage/session_record.hpp"
@@ -30,6 +31,10 @@ std::string check_session_id(const std::string& id);
 std::string check_message(const chat_message& m, size_t max_bytes);
 std::string check_text_field(const char* field, const std::string& s,
                              size_t max);
+
+/// "" for a storable list of approved pattern keys (at most 256, each 1 to
+/// 200 bytes without a newline), else why not.
+std::string check_approval_keys(const std::vector<std::string>& keys);
 
 /// "" when every count is >= 0.
 std::string check_usage(const token_usage& u, int64_t api_calls);

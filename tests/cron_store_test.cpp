@@ -1,5 +1,5 @@
-// Scheduled jobs in the session store (storage/lmdb/lmdb_store_cron.cpp):
-// real LMDB in a temporary directory. Jobs and runs survive a reopen, the
+// Scheduled jobs in the session store, on every backend of the build
+// (tests/support/store_backends.hpp). Jobs and runs survive a reopen, the
 // history pages newest first and is pruned per job, a damaged record is a
 // clear error that hides nothing else, and the engine's changes persist
 // and load back.
@@ -10,7 +10,7 @@
 #include "cron/job.hpp"
 #include "storage/lmdb/lmdb_inspect.hpp"
 #include "storage/session_store.hpp"
-#include "tests/support/temp_dir.hpp"
+#include "tests/support/store_backends.hpp"
 
 using namespace mibyan;
 
@@ -23,21 +23,14 @@ bool contains(const std::string& s, const std::string& part) {
 constexpr int64_t t0 = 1'780'272'000'000; // 2026-06-01 00:00 UTC
 constexpr int64_t hour = 3'600'000;
 
-struct fixture {
-  test::temp_dir tmp;
-  std::string dir = tmp / "sessions";
-  std::unique_ptr<session_store> store;
-
-  fixture() { reopen(); }
+struct fixture : test::store_fixture {
+  void opened() override { reopen(); }
 
   void reopen(bool read_only = false) {
     store.reset();
-    session_store_options o;
-    o.dir = dir;
+    auto o = base;
     o.read_only = read_only;
-    auto r = session_store::open(o);
-    BOOST_REQUIRE_MESSAGE(r.ok(), r.error);
-    store = std::move(*r);
+    open_with(o);
   }
 
   cron_job job(const std::string& id, const std::string& schedule) {
@@ -85,9 +78,14 @@ void check_same(const cron_job& a, const cron_job& b) {
   BOOST_CHECK_EQUAL(cron_job_to_json(a).dump(), cron_job_to_json(b).dump());
 }
 
+// The same on an LMDB store, for the cases of LMDB-only behaviour.
+struct lmdb_fixture : fixture {
+  lmdb_fixture() { BOOST_REQUIRE(start("lmdb")); }
+};
+
 } // namespace
 
-BOOST_FIXTURE_TEST_CASE(jobs_and_runs_survive_a_reopen, fixture) {
+MIBYAN_STORE_TEST_CASE(jobs_and_runs_survive_a_reopen, fixture) {
   auto a = job("job_a", "0 9 * * 1-5");
   auto b = job("job_b", "every 2h");
   b.paused = true;
@@ -118,7 +116,7 @@ BOOST_FIXTURE_TEST_CASE(jobs_and_runs_survive_a_reopen, fixture) {
   BOOST_CHECK(store->put_cron_job(a).code != status_code::ok);
 }
 
-BOOST_FIXTURE_TEST_CASE(errors_name_the_object, fixture) {
+MIBYAN_STORE_TEST_CASE(errors_name_the_object, fixture) {
   auto g = store->get_cron_job("job_missing");
   BOOST_CHECK(g.code == status_code::not_found);
   BOOST_CHECK(contains(g.error, "no job 'job_missing'"));
@@ -137,7 +135,7 @@ BOOST_FIXTURE_TEST_CASE(errors_name_the_object, fixture) {
   BOOST_CHECK(none->empty());
 }
 
-BOOST_FIXTURE_TEST_CASE(history_pages_newest_first_and_is_pruned, fixture) {
+MIBYAN_STORE_TEST_CASE(history_pages_newest_first_and_is_pruned, fixture) {
   BOOST_REQUIRE(store->put_cron_job(job("job_a", "every 1h")).ok());
   BOOST_REQUIRE(store->put_cron_job(job("job_b", "every 1h")).ok());
   for (int i = 1; i <= 25; ++i) {
@@ -188,8 +186,9 @@ BOOST_FIXTURE_TEST_CASE(history_pages_newest_first_and_is_pruned, fixture) {
   BOOST_CHECK_EQUAL(store->list_cron_runs("job_b", 100, 0)->size(), 3u);
 }
 
+// LMDB only: the records are damaged through LMDB (lmdb_inspect).
 BOOST_FIXTURE_TEST_CASE(a_damaged_record_is_a_clear_error_and_hides_nothing,
-                        fixture) {
+                        lmdb_fixture) {
   BOOST_REQUIRE(store->put_cron_job(job("job_a", "every 1h")).ok());
   BOOST_REQUIRE(store->put_cron_job(job("job_b", "every 1h")).ok());
   BOOST_REQUIRE(store->put_cron_job(job("job_c", "every 1h")).ok());
@@ -232,8 +231,7 @@ BOOST_FIXTURE_TEST_CASE(a_damaged_record_is_a_clear_error_and_hides_nothing,
   BOOST_CHECK(store->verify(true).ok());
 }
 
-BOOST_FIXTURE_TEST_CASE(update_is_atomic_and_refusals_change_nothing,
-                        fixture) {
+MIBYAN_STORE_TEST_CASE(update_is_atomic_and_refusals_change_nothing, fixture) {
   BOOST_REQUIRE(store->put_cron_job(job("job_a", "every 1h")).ok());
   auto u = store->update_cron_job("job_a", [](cron_job& j) {
     j.paused = true;
@@ -261,7 +259,7 @@ BOOST_FIXTURE_TEST_CASE(update_is_atomic_and_refusals_change_nothing,
                    }).code == status_code::not_found);
 }
 
-BOOST_FIXTURE_TEST_CASE(engine_changes_persist_and_load_back, fixture) {
+MIBYAN_STORE_TEST_CASE(engine_changes_persist_and_load_back, fixture) {
   int64_t now = t0;
   cron_engine_options o;
   o.clock = [&] { return cron_time_from_ms(now); };

@@ -10,6 +10,7 @@
 #include "storage/byte_codec.hpp"
 #include "storage/lmdb/lmdb_inspect.hpp"
 #include "storage/session_store.hpp"
+#include "tests/support/store_backends.hpp"
 #include "tests/support/temp_dir.hpp"
 
 using namespace mibyan;
@@ -44,27 +45,28 @@ chat_message tool_result(std::string call_id, std::string name,
   return m;
 }
 
-struct fixture {
-  test::temp_dir tmp;
-  std::string dir = tmp / "sessions";
+// One store of the backend under test (tests/support/store_backends.hpp),
+// with a fixed clock.
+struct fixture : test::store_fixture {
+  /// The LMDB directory (LMDB-only cases).
+  std::string dir;
   int64_t clock = 1'700'000'000'000;
-  std::unique_ptr<session_store> store;
-
-  fixture() { reopen(); }
 
   session_store_options options(bool read_only = false) {
-    session_store_options o;
-    o.dir = dir;
+    auto o = base;
     o.read_only = read_only;
     o.now_ms = [this] { return clock; };
     return o;
   }
 
+  void opened() override {
+    dir = base.dir;
+    reopen();
+  }
+
   void reopen(bool read_only = false) {
     store.reset();
-    auto r = session_store::open(options(read_only));
-    BOOST_REQUIRE_MESSAGE(r.ok(), r.error);
-    store = std::move(*r);
+    open_with(options(read_only));
   }
 
   session_info make(const std::string& id, int64_t started = 0) {
@@ -91,13 +93,18 @@ struct fixture {
   }
 };
 
+// The same on an LMDB store, for the cases of LMDB-only behaviour.
+struct lmdb_fixture : fixture {
+  lmdb_fixture() { BOOST_REQUIRE(start("lmdb")); }
+};
+
 } // namespace
 
-BOOST_FIXTURE_TEST_SUITE(session_store_suite, fixture)
+BOOST_AUTO_TEST_SUITE(session_store_suite)
 
 // -- sessions -----------------------------------------------------------------
 
-BOOST_AUTO_TEST_CASE(creates_a_session_with_a_generated_id) {
+MIBYAN_STORE_TEST_CASE(creates_a_session_with_a_generated_id, fixture) {
   new_session ns;
   ns.source = "api";
   ns.model = "m1";
@@ -120,7 +127,8 @@ BOOST_AUTO_TEST_CASE(creates_a_session_with_a_generated_id) {
   BOOST_TEST(got->message_count == 0);
 }
 
-BOOST_AUTO_TEST_CASE(directory_is_private) {
+// LMDB only: the directory and data.mdb are files of the LMDB backend.
+BOOST_FIXTURE_TEST_CASE(directory_is_private, lmdb_fixture) {
   struct stat st;
   BOOST_REQUIRE(::stat(dir.c_str(), &st) == 0);
   BOOST_TEST((st.st_mode & 0777) == 0700u);
@@ -128,7 +136,7 @@ BOOST_AUTO_TEST_CASE(directory_is_private) {
   BOOST_TEST((st.st_mode & 0077) == 0u);
 }
 
-BOOST_AUTO_TEST_CASE(supplied_ids_are_kept_and_duplicates_refused) {
+MIBYAN_STORE_TEST_CASE(supplied_ids_are_kept_and_duplicates_refused, fixture) {
   make("s-1");
   new_session ns;
   ns.id = "s-1";
@@ -137,7 +145,7 @@ BOOST_AUTO_TEST_CASE(supplied_ids_are_kept_and_duplicates_refused) {
   BOOST_TEST(contains(r.error, "already exists"), r.error);
 }
 
-BOOST_AUTO_TEST_CASE(malformed_ids_are_refused) {
+MIBYAN_STORE_TEST_CASE(malformed_ids_are_refused, fixture) {
   for (std::string bad : {std::string{"a/b"}, std::string{"with space"},
                           std::string(200, 'x'), std::string{"nul\0x", 5},
                           std::string{"caf\xc3\xa9"}}) {
@@ -152,7 +160,7 @@ BOOST_AUTO_TEST_CASE(malformed_ids_are_refused) {
   BOOST_TEST(contains(g.error, "session id is empty"), g.error);
 }
 
-BOOST_AUTO_TEST_CASE(parent_must_exist_and_differ) {
+MIBYAN_STORE_TEST_CASE(parent_must_exist_and_differ, fixture) {
   make("root");
   new_session child;
   child.id = "child";
@@ -172,7 +180,7 @@ BOOST_AUTO_TEST_CASE(parent_must_exist_and_differ) {
   BOOST_TEST(contains(r.error, "own parent"), r.error);
 }
 
-BOOST_AUTO_TEST_CASE(children_are_listed_by_parent) {
+MIBYAN_STORE_TEST_CASE(children_are_listed_by_parent, fixture) {
   make("root");
   make("root2"); // an id that extends the parent's: not a child
   for (auto id : {"b-child", "a-child"}) {
@@ -192,7 +200,7 @@ BOOST_AUTO_TEST_CASE(children_are_listed_by_parent) {
   BOOST_TEST(!store->list_children("../x").ok());
 }
 
-BOOST_AUTO_TEST_CASE(invalid_text_fields_are_refused) {
+MIBYAN_STORE_TEST_CASE(invalid_text_fields_are_refused, fixture) {
   new_session ns;
   ns.title = "bad \xff title";
   auto r = store->create_session(ns);
@@ -203,7 +211,7 @@ BOOST_AUTO_TEST_CASE(invalid_text_fields_are_refused) {
   BOOST_TEST(contains(r.error, "title is 5000 bytes"), r.error);
 }
 
-BOOST_AUTO_TEST_CASE(unknown_session_gives_clear_errors) {
+MIBYAN_STORE_TEST_CASE(unknown_session_gives_clear_errors, fixture) {
   auto g = store->get_session("ghost");
   BOOST_TEST(contains(g.error, "session 'ghost' does not exist"), g.error);
   auto l = store->load_messages("ghost");
@@ -218,7 +226,7 @@ BOOST_AUTO_TEST_CASE(unknown_session_gives_clear_errors) {
                       "delete_session: session 'ghost' does not exist"));
 }
 
-BOOST_AUTO_TEST_CASE(failures_carry_a_code_callers_can_branch_on) {
+MIBYAN_STORE_TEST_CASE(failures_carry_a_code_callers_can_branch_on, fixture) {
   BOOST_TEST(std::string{to_string(store->get_session("ghost").code)} == "not_found");
   BOOST_TEST(std::string{to_string(store->load_messages("ghost").code)} == "not_found");
   BOOST_TEST(std::string{to_string(store->delete_session("ghost").code)} == "not_found");
@@ -231,7 +239,7 @@ BOOST_AUTO_TEST_CASE(failures_carry_a_code_callers_can_branch_on) {
   BOOST_TEST(std::string{to_string(store->create_session(new_session{}).code)} == "ok");
 }
 
-BOOST_AUTO_TEST_CASE(lists_newest_first_with_limit_and_offset) {
+MIBYAN_STORE_TEST_CASE(lists_newest_first_with_limit_and_offset, fixture) {
   make("a", 1000);
   make("c", 3000);
   make("b", 2000);
@@ -250,7 +258,7 @@ BOOST_AUTO_TEST_CASE(lists_newest_first_with_limit_and_offset) {
   BOOST_TEST(store->list_sessions(5, 10)->empty());
 }
 
-BOOST_AUTO_TEST_CASE(title_end_and_usage_update_the_row) {
+MIBYAN_STORE_TEST_CASE(title_end_and_usage_update_the_row, fixture) {
   make("s");
   BOOST_TEST(store->set_title("s", "renamed").ok());
   token_usage u;
@@ -281,7 +289,7 @@ BOOST_AUTO_TEST_CASE(title_end_and_usage_update_the_row) {
 
 // -- messages -----------------------------------------------------------------
 
-BOOST_AUTO_TEST_CASE(messages_round_trip_in_order_with_all_fields) {
+MIBYAN_STORE_TEST_CASE(messages_round_trip_in_order_with_all_fields, fixture) {
   make("s");
   make("other");
   auto a = append("s", msg("system", "you are helpful"));
@@ -319,7 +327,7 @@ BOOST_AUTO_TEST_CASE(messages_round_trip_in_order_with_all_fields) {
   BOOST_TEST((*r)[0].session_id == "s");
 }
 
-BOOST_AUTO_TEST_CASE(counters_follow_appends) {
+MIBYAN_STORE_TEST_CASE(counters_follow_appends, fixture) {
   make("s");
   append("s", msg("user", "hi"));
   auto two = assistant_call("", "a", "{}");
@@ -332,7 +340,7 @@ BOOST_AUTO_TEST_CASE(counters_follow_appends) {
   BOOST_TEST(store->verify(true).ok());
 }
 
-BOOST_AUTO_TEST_CASE(keyed_appends_are_idempotent) {
+MIBYAN_STORE_TEST_CASE(keyed_appends_are_idempotent, fixture) {
   make("s");
   make("t");
   auto first = store->append_message("s", msg("user", "hello"), "turn-1");
@@ -364,7 +372,7 @@ BOOST_AUTO_TEST_CASE(keyed_appends_are_idempotent) {
   BOOST_TEST(store->verify(true).ok());
 }
 
-BOOST_AUTO_TEST_CASE(a_batch_is_all_or_nothing) {
+MIBYAN_STORE_TEST_CASE(a_batch_is_all_or_nothing, fixture) {
   make("s");
   auto r = store->append_batch({{"s", msg("user", "one"), ""},
                                 {"missing", msg("user", "two"), ""}});
@@ -378,7 +386,7 @@ BOOST_AUTO_TEST_CASE(a_batch_is_all_or_nothing) {
              bad.error);
 }
 
-BOOST_AUTO_TEST_CASE(bad_messages_are_refused_with_reasons) {
+MIBYAN_STORE_TEST_CASE(bad_messages_are_refused_with_reasons, fixture) {
   make("s");
   BOOST_TEST(contains(append_error("s", msg("", "x")), "role is empty"));
   BOOST_TEST(contains(append_error("s", msg("robot", "x")),
@@ -414,7 +422,7 @@ BOOST_AUTO_TEST_CASE(bad_messages_are_refused_with_reasons) {
   BOOST_TEST(store->verify(true).ok());
 }
 
-BOOST_AUTO_TEST_CASE(empty_and_large_contents_are_kept_exactly) {
+MIBYAN_STORE_TEST_CASE(empty_and_large_contents_are_kept_exactly, fixture) {
   make("s");
   append("s", assistant_call("", "terminal", "{}"));
   append("s", msg("user", ""));
@@ -430,7 +438,7 @@ BOOST_AUTO_TEST_CASE(empty_and_large_contents_are_kept_exactly) {
   BOOST_TEST(store->verify(true).ok());
 }
 
-BOOST_AUTO_TEST_CASE(everything_survives_close_and_reopen) {
+MIBYAN_STORE_TEST_CASE(everything_survives_close_and_reopen, fixture) {
   make("s");
   auto a = append("s", msg("user", "remember the lighthouse"));
   append("s", assistant_call("sure", "memory", R"({"x":1})"));
@@ -455,7 +463,7 @@ BOOST_AUTO_TEST_CASE(everything_survives_close_and_reopen) {
   BOOST_TEST(store->verify(true).ok());
 }
 
-BOOST_AUTO_TEST_CASE(delete_removes_messages_keys_and_postings) {
+MIBYAN_STORE_TEST_CASE(delete_removes_messages_keys_and_postings, fixture) {
   make("keep");
   make("drop");
   append("keep", msg("user", "shared zebra keep"));
@@ -481,7 +489,8 @@ BOOST_AUTO_TEST_CASE(delete_removes_messages_keys_and_postings) {
   BOOST_TEST(r->id > last);
 }
 
-BOOST_AUTO_TEST_CASE(verify_detects_inconsistency) {
+// LMDB only: the records are damaged through LMDB (lmdb_inspect).
+BOOST_FIXTURE_TEST_CASE(verify_detects_inconsistency, lmdb_fixture) {
   make("s");
   append("s", msg("user", "hello there"));
   BOOST_REQUIRE(store->verify(true).ok());
@@ -508,13 +517,14 @@ BOOST_AUTO_TEST_CASE(verify_detects_inconsistency) {
 
 // -- environment --------------------------------------------------------------
 
-BOOST_AUTO_TEST_CASE(second_open_in_one_process_is_refused) {
+// LMDB only: LMDB allows one environment per directory per process.
+BOOST_FIXTURE_TEST_CASE(second_open_in_one_process_is_refused, lmdb_fixture) {
   auto r = session_store::open(options());
   BOOST_TEST(!r.ok());
   BOOST_TEST(contains(r.error, "already open in this process"), r.error);
 }
 
-BOOST_AUTO_TEST_CASE(read_only_reads_but_never_writes) {
+MIBYAN_STORE_TEST_CASE(read_only_reads_but_never_writes, fixture) {
   make("s");
   append("s", msg("user", "hello"));
   reopen(true);
@@ -525,7 +535,8 @@ BOOST_AUTO_TEST_CASE(read_only_reads_but_never_writes) {
   BOOST_TEST(contains(store->delete_session("s").error, "read-only"));
 }
 
-BOOST_AUTO_TEST_CASE(read_only_open_of_a_missing_store_fails) {
+// LMDB only: a directory that does not exist or is a file.
+BOOST_FIXTURE_TEST_CASE(read_only_open_of_a_missing_store_fails, lmdb_fixture) {
   store.reset();
   session_store_options o;
   o.dir = tmp / "nothing-here";
@@ -544,7 +555,9 @@ BOOST_AUTO_TEST_CASE(read_only_open_of_a_missing_store_fails) {
 // of before versioning and "migrated", and a reader that opens it while
 // it is being created (data.mdb there, no databases yet) is told that
 // there is no store (not_found), never that it is damaged.
-BOOST_AUTO_TEST_CASE(a_new_store_is_created_whole_and_never_migrated) {
+// LMDB only: LMDB's creation transaction and a half-created environment.
+BOOST_FIXTURE_TEST_CASE(a_new_store_is_created_whole_and_never_migrated,
+                        lmdb_fixture) {
   store.reset();
   std::vector<std::pair<int, int>> steps;
   auto o = options();
@@ -573,7 +586,8 @@ BOOST_AUTO_TEST_CASE(a_new_store_is_created_whole_and_never_migrated) {
              == static_cast<int>(status_code::not_found), ro.error);
 }
 
-BOOST_AUTO_TEST_CASE(schema_version_is_recorded_and_migrated) {
+// LMDB only: the LMDB schema's versions, set through lmdb_inspect.
+BOOST_FIXTURE_TEST_CASE(schema_version_is_recorded_and_migrated, lmdb_fixture) {
   BOOST_TEST(store->schema_version() == 2);
   auto set_version = [&](const std::string& v) {
     auto st = lmdb_inspect::write(
@@ -612,7 +626,9 @@ BOOST_AUTO_TEST_CASE(schema_version_is_recorded_and_migrated) {
 // posting. Read-only, it cannot be searched (a clear error, never wrong or
 // empty results); read-write, the index is rebuilt in the block format and
 // every message is found again.
-BOOST_AUTO_TEST_CASE(an_old_format_index_is_rebuilt_on_read_write_open) {
+// LMDB only: the LMDB index's old format.
+BOOST_FIXTURE_TEST_CASE(an_old_format_index_is_rebuilt_on_read_write_open,
+                        lmdb_fixture) {
   make("s");
   for (int i = 0; i < 30; ++i)
     append("s", msg(i % 2 ? "assistant" : "user",
@@ -653,7 +669,8 @@ BOOST_AUTO_TEST_CASE(an_old_format_index_is_rebuilt_on_read_write_open) {
   BOOST_TEST(left == 0u);
 }
 
-BOOST_AUTO_TEST_CASE(the_map_grows_when_full) {
+// LMDB only: LMDB's map size.
+BOOST_FIXTURE_TEST_CASE(the_map_grows_when_full, lmdb_fixture) {
   store.reset();
   auto o = options();
   o.map_size = 1u << 20;  // 1 MiB
@@ -675,7 +692,7 @@ BOOST_AUTO_TEST_CASE(the_map_grows_when_full) {
   BOOST_TEST(store->verify(true).ok());
 }
 
-BOOST_AUTO_TEST_CASE(reads_run_on_other_threads_during_writes) {
+MIBYAN_STORE_TEST_CASE(reads_run_on_other_threads_during_writes, fixture) {
   make("s");
   std::atomic<bool> stop{false};
   std::atomic<int> reads{0};

@@ -180,6 +180,41 @@ store_result<env_figures> environment(const session_store& s) {
   return result{out};
 }
 
+store_status add_delete_hook(session_store& s, const std::string& db,
+                             const std::string& fail_with) {
+  auto* l = dynamic_cast<lmdb_session_store*>(&s);
+  if (l == nullptr) {
+    store_status err;
+    (void) env_of(s, "lmdb_inspect::add_delete_hook", err);
+    return err;
+  }
+  l->add_delete_hook([db, fail_with](MDB_txn* txn, const std::string& id,
+                                     std::string& error) {
+    if (!fail_with.empty()) {
+      error = fail_with;
+      return lmdb_env::user_error;
+    }
+    MDB_dbi dbi = 0;
+    int rc = open_db(txn, db, MDB_CREATE, dbi, error);
+    if (rc != 0)
+      return rc;
+    std::vector<std::string> keys;
+    rc = store_detail::scan_prefix(txn, dbi, store_detail::sub_key(id, ""),
+                                   [&](std::string_view k, std::string_view) {
+                                     keys.emplace_back(k);
+                                     return 0;
+                                   });
+    keys.push_back(id);
+    for (size_t i = 0; rc == 0 && i < keys.size(); ++i)
+      if ((rc = lmdb_env::del(txn, dbi, keys[i])) == MDB_NOTFOUND)
+        rc = 0;
+    if (rc != 0)
+      error = "delete the rows of '" + id + "' in " + db;
+    return rc;
+  });
+  return {};
+}
+
 store_status create_bare_environment(const std::string& dir) {
   lmdb_options lo;
   lo.dir = dir;

@@ -79,6 +79,14 @@ struct env_figures {
 };
 store_result<env_figures> environment(const session_store& s);
 
+/// Adds a delete hook (lmdb_session_store::add_delete_hook) that deletes,
+/// in delete_session's transaction, the entries of `db` whose key is the
+/// session id or starts with the id and a '\0' (the layout of a store
+/// keyed by session); with `fail_with` set it fails with that message
+/// instead, which must abort the whole delete.
+store_status add_delete_hook(session_store& s, const std::string& db,
+                             const std::string& fail_with = {});
+
 /// Creates an LMDB environment in `dir` with no databases, and closes it:
 /// what a process that creates a store leaves before its set-up commits.
 store_status create_bare_environment(const std::string& dir);

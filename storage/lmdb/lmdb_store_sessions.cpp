@@ -469,7 +469,8 @@ store_result<std::vector<std::string>>
 lmdb_session_store::get_approvals(const std::string& id) const {
   using result = store_result<std::vector<std::string>>;
   if (auto err = check_session_id(id); !err.empty())
-    return result::failure("get_approvals: " + err);
+    return result::failure(status_code::invalid_argument,
+                           "get_approvals: " + err);
   std::vector<std::string> keys;
   if (!has_approvals_)
     return result{keys};
@@ -501,17 +502,16 @@ lmdb_session_store::get_approvals(const std::string& id) const {
 store_status lmdb_session_store::set_approvals(const std::string& id,
                                           const std::vector<std::string>& keys) {
   if (auto err = check_session_id(id); !err.empty())
-    return store_status::failure("set_approvals: " + err);
+    return store_status::failure(status_code::invalid_argument,
+                                 "set_approvals: " + err);
   if (!has_approvals_)
     return store_status::failure("set_approvals: the store is read-only");
-  if (keys.size() > 256)
-    return store_status::failure("set_approvals: more than 256 keys");
+  if (auto err = check_approval_keys(keys); !err.empty())
+    return store_status::failure(status_code::invalid_argument,
+                                 "set_approvals: " + err);
   std::string value;
-  for (auto& k : keys) {
-    if (k.empty() || k.size() > 200 || k.find('\n') != std::string::npos)
-      return store_status::failure("set_approvals: invalid key");
+  for (auto& k : keys)
     value += k + "\n";
-  }
   return env_->write(
     [&](MDB_txn* txn, std::string&) {
       if (value.empty()) {
