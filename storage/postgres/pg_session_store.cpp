@@ -580,7 +580,8 @@ store_result<std::vector<std::string>>
 pg_session_store::get_approvals(const std::string& id) const {
   using result = store_result<std::vector<std::string>>;
   if (auto err = check_session_id(id); !err.empty())
-    return result::failure("get_approvals: " + err);
+    return result::failure(status_code::invalid_argument,
+                           "get_approvals: " + err);
   std::vector<std::string> keys;
   auto st = read("get_approvals", [&](pg::connection& c) {
     keys.clear();
@@ -610,17 +611,21 @@ pg_session_store::get_approvals(const std::string& id) const {
 store_status pg_session_store::set_approvals(
   const std::string& id, const std::vector<std::string>& keys) {
   if (auto err = check_session_id(id); !err.empty())
-    return status::failure("set_approvals: " + err);
-  if (keys.size() > 256)
-    return status::failure("set_approvals: more than 256 keys");
+    return status::failure(status_code::invalid_argument,
+                           "set_approvals: " + err);
+  if (auto err = check_approval_keys(keys); !err.empty())
+    return status::failure(status_code::invalid_argument,
+                           "set_approvals: " + err);
   std::string value;
-  for (auto& k : keys) {
-    if (k.empty() || k.size() > 200 || k.find('\n') != std::string::npos)
-      return status::failure("set_approvals: invalid key");
-    if (!check_utf8("approval key", k).empty()
-        || k.find('\0') != std::string::npos)
-      return status::failure("set_approvals: invalid key");
-    value += k + "\n";
+  for (size_t i = 0; i < keys.size(); ++i) {
+    // PostgreSQL text holds UTF-8 without NUL bytes.
+    if (!check_utf8("approval key", keys[i]).empty()
+        || keys[i].find('\0') != std::string::npos)
+      return status::failure(status_code::invalid_argument,
+                             "set_approvals: invalid key "
+                               + std::to_string(i)
+                               + " (not UTF-8 or with a NUL byte)");
+    value += keys[i] + "\n";
   }
   return write_txn("set_approvals", [&](pg::connection& c) {
     auto r = value.empty()
