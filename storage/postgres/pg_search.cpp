@@ -79,22 +79,24 @@ pg_session_store::search(const search_request& req) const {
       // are joined back by primary key.
       auto r = c.exec(
         "SELECT m.id, m.session_id, m.role, ts_rank_cd(m.tsv, q.q, "
-        "1)::float8 AS score, m.record, c.n FROM (SELECT x.id, count(*) "
-        "OVER () AS n FROM (SELECT m.id FROM mibyan_messages m WHERE m.tsv "
-        "@@ $1::tsquery AND ($2::text[] IS NULL OR m.role = ANY($2::text[])) "
-        "AND ($3 = '' OR m.session_id = $3) ORDER BY m.id + 0 DESC LIMIT $6) "
-        "x) c JOIN mibyan_messages m ON m.id = c.id, (SELECT $1::tsquery AS "
-        "q) q ORDER BY score DESC, m.id DESC LIMIT $4 OFFSET $5",
+        "1)::float8 AS score, m.record, c.n FROM (SELECT m.id, count(*) "
+        "OVER () AS n FROM mibyan_messages m WHERE m.tsv @@ $1::tsquery AND "
+        "($2::text[] IS NULL OR m.role = ANY($2::text[])) AND ($3 = '' OR "
+        "m.session_id = $3) ORDER BY m.id + 0 DESC LIMIT $6) c JOIN "
+        "mibyan_messages m ON m.id = c.id, (SELECT $1::tsquery AS q) q "
+        "ORDER BY score DESC, m.id DESC LIMIT $4 OFFSET $5",
         {param{tsq}, role_param, param{req.session_id},
          param{static_cast<uint64_t>(req.limit)},
          param{static_cast<uint64_t>(req.offset)}, param{window}},
         "search");
       if (!r)
         return r.get_status();
-      if (r->size() > 0 && static_cast<uint64_t>(r->i64(0, 5)) < window) {
+      // `n` counts every match (the window runs before the LIMIT), so
+      // one scan gives the candidates and the total.
+      if (r->size() > 0) {
         out.total = static_cast<size_t>(r->i64(0, 5));
-      } else if (r->size() > 0 || req.offset > 0) {
-        // More matches than were ranked (or a page past them): count.
+      } else if (req.offset > 0) {
+        // A page past every match: count them.
         auto n = c.exec("SELECT count(*) FROM mibyan_messages m WHERE "
                         "m.tsv @@ $1::tsquery AND ($2::text[] IS NULL OR "
                         "m.role = ANY($2::text[])) AND ($3 = '' OR "
