@@ -284,33 +284,34 @@ pg_session_store::load_messages(const std::string& session_id) const {
     return result::failure(status_code::invalid_argument,
                            "load_messages: " + err);
   std::vector<stored_message> out;
-  auto st = read(
-    "load_messages",
-    [&](pg::connection& c) {
-      out.clear();
-      session_info s;
-      if (auto r = pgd::read_session(c, session_id, s, false,
-                                     "load_messages");
-          !r)
-        return r;
-      auto r = c.exec("SELECT record, id FROM mibyan_messages WHERE "
-                      "session_id = $1 ORDER BY id",
-                      {param{session_id}}, "load_messages");
-      if (!r)
-        return r.get_status();
-      out.reserve(static_cast<size_t>(r->size()));
-      for (int i = 0; i < r->size(); ++i) {
-        stored_message m;
-        if (!decode_message(r->bytes(i, 0), m))
-          return status::failure(status_code::data_corrupt,
-                                 "load_messages: message "
-                                   + std::to_string(r->i64(i, 1))
-                                   + " is damaged or of a newer version");
-        out.push_back(std::move(m));
-      }
-      return status{};
-    },
-    true);
+  // One statement (one snapshot, one round trip): no row at all means no
+  // session; a row without a record is a session without messages.
+  auto st = read("load_messages", [&](pg::connection& c) {
+    out.clear();
+    auto r = c.exec("SELECT m.record, m.id FROM mibyan_sessions s LEFT JOIN "
+                    "mibyan_messages m ON m.session_id = s.id WHERE s.id = "
+                    "$1 ORDER BY m.id",
+                    {param{session_id}}, "load_messages");
+    if (!r)
+      return r.get_status();
+    if (r->size() == 0)
+      return status::failure(status_code::not_found,
+                             "load_messages: session '" + session_id
+                               + "' does not exist");
+    out.reserve(static_cast<size_t>(r->size()));
+    for (int i = 0; i < r->size(); ++i) {
+      if (r->null(i, 0))
+        continue;
+      stored_message m;
+      if (!decode_message(r->bytes(i, 0), m))
+        return status::failure(status_code::data_corrupt,
+                               "load_messages: message "
+                                 + std::to_string(r->i64(i, 1))
+                                 + " is damaged or of a newer version");
+      out.push_back(std::move(m));
+    }
+    return status{};
+  });
   if (!st)
     return result{st};
   return result{std::move(out)};
