@@ -12,6 +12,11 @@
 #include <set>
 #include <thread>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include "storage/postgres/pg_connection.hpp"
 #include "storage/postgres/pg_session_store.hpp"
 #include "tests/support/pg_server.hpp"
@@ -246,6 +251,28 @@ BOOST_AUTO_TEST_CASE(bad_urls_name_the_problem) {
   r = pg_session_store::open(o);
   BOOST_TEST(!r.ok());
   BOOST_TEST(contains(r.error, "SSL"), r.error);
+}
+
+BOOST_AUTO_TEST_CASE(a_server_that_never_answers_times_out) {
+  // A socket that accepts connections (the kernel's backlog) and never
+  // says a word.
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  BOOST_REQUIRE(fd >= 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  BOOST_REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  BOOST_REQUIRE(::listen(fd, 8) == 0);
+  BOOST_REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0);
+  pg_store_options o;
+  o.url = "postgresql://mibyan@127.0.0.1:" + std::to_string(ntohs(a.sin_port))
+          + "/x?connect_timeout=2";
+  auto r = pg_session_store::open(o);
+  ::close(fd);
+  BOOST_TEST(r.code == status_code::unavailable, r.error);
+  BOOST_TEST(contains(r.error, "127.0.0.1"), r.error);
+  BOOST_TEST(contains(r.error, "timeout"), r.error);
 }
 
 BOOST_AUTO_TEST_CASE(password_from_options_not_the_url) {

@@ -150,10 +150,16 @@ connection::open(const connect_options& o) {
   using res = result<std::unique_ptr<connection>>;
   // The URL's own settings override the defaults before it; the password
   // (from the environment) comes after it and so wins.
+  // TCP keepalives and tcp_user_timeout: a server or network that stops
+  // answering mid-call ends the call (as a lost connection) within about
+  // 30 s instead of blocking it for the kernel's default of many minutes.
   std::string timeout = std::to_string(o.connect_timeout_s);
-  std::vector<const char*> keys = {"connect_timeout",
-                                   "fallback_application_name", "dbname"};
-  std::vector<const char*> vals = {timeout.c_str(), "mibyan", o.url.c_str()};
+  std::vector<const char*> keys = {
+    "connect_timeout",  "keepalives_idle",  "keepalives_interval",
+    "keepalives_count", "tcp_user_timeout", "fallback_application_name",
+    "dbname"};
+  std::vector<const char*> vals = {timeout.c_str(), "10", "5", "3", "30000",
+                                   "mibyan", o.url.c_str()};
   if (!o.password.empty()) {
     keys.push_back("password");
     vals.push_back(o.password.c_str());

@@ -38,7 +38,8 @@ struct connect_options {
   std::string url;
   std::string password;
   /// Seconds libpq waits for a connection (the URL's connect_timeout, when
-  /// it has one, wins).
+  /// it has one, wins; so do its keepalives_* and tcp_user_timeout, which
+  /// default to 10 s / 5 s / 3 probes and 30 s).
   int connect_timeout_s = 5;
 };
 
