@@ -45,10 +45,15 @@ conversation_behavior(conv_pointer self, conversation_deps deps) {
       st.load_error = loaded.error;
     }
   }
-  st.system_prompt = build_system_prompt(st.cwd);
   st.tool_session = st.deps.session_id;
-  if (!st.deps.memory_snapshot.empty())
-    st.system_prompt += "\n\n" + st.deps.memory_snapshot;
+  if (!st.deps.frozen_prompt.empty()) {
+    st.system_prompt = std::move(st.deps.frozen_prompt);
+    st.deps.frozen_prompt.clear();
+  } else {
+    st.system_prompt = build_system_prompt(st.cwd);
+    if (!st.deps.memory_snapshot.empty())
+      st.system_prompt += "\n\n" + st.deps.memory_snapshot;
+  }
   return {
     [self](turn_atom, turn_request& req) -> caf::result<std::string> {
       auto rp = self->make_response_promise<std::string>();

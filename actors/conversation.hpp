@@ -25,8 +25,10 @@
 // and every assistant message before its tool calls run, awaiting the
 // writer's acknowledgement each time, and every tool result after it.
 //
-// The system prompt is built once per conversation from the session's
-// working directory; it is never stored and stays byte-identical.
+// The system prompt is fixed when the conversation starts: the session's
+// stored prompt handed in by the runtime (deps.frozen_prompt), else one
+// built from the working directory; it stays byte-identical, and a
+// compressed continuation references the same stored prompt.
 #pragma once
 
 #include <memory>
@@ -45,6 +47,7 @@
 namespace mibyan {
 
 class session_store;
+class prompt_store;
 
 using conversation_actor = caf::typed_actor<
   caf::replies_to<turn_atom, turn_request>::with<std::string>,
@@ -72,6 +75,17 @@ struct conversation_deps {
   /// "memory"): appended to the system prompt and never re-read, so the
   /// prompt stays byte-identical for the conversation's life.
   std::string memory_snapshot;
+  /// The session's frozen system prompt (runtime/session_prompt.hpp):
+  /// when set, used verbatim instead of building one (memory_snapshot is
+  /// then ignored). Its hash in the prompt store ("" = not stored).
+  std::string frozen_prompt;
+  std::string prompt_hash;
+  /// Shown to the first turn's sink as a (delta_atom, sid, "context",
+  /// text) event: the files loaded and any warning ("" = nothing).
+  std::string prompt_notice;
+  /// Where a compressed session's continuation records that it keeps the
+  /// prompt (null: not recorded). Used from the blocking pool only.
+  std::shared_ptr<prompt_store> prompts;
 };
 
 /// Spawns the conversation of `deps.session_id`. The caller owns it and

@@ -15,7 +15,10 @@
 #include <utility>
 
 #include "agent/context_compression.hpp"
+#include "agent/tool_output_pruning.hpp"
 #include "base/log.hpp"
+#include "base/blocking_pool.hpp"
+#include "storage/prompt_store.hpp"
 #include "storage/session_store.hpp"
 
 namespace mibyan::conversation_detail {
@@ -73,6 +76,23 @@ void rotate(conv_pointer self, compression_cut cut, std::string summary) {
                                  << " messages) into " << new_id << " ("
                                  << compacted.size() << " messages)");
         st2.deps.session_id = new_id;
+        // The continuation keeps the stored system prompt
+        // (storage/prompt_store.hpp); a resume that finds no reference
+        // follows the parent chain, so a failure here loses nothing.
+        if (st2.deps.prompts && !st2.deps.prompt_hash.empty()
+            && st2.deps.svc->pool) {
+          auto prompts = st2.deps.prompts;
+          auto hash = st2.deps.prompt_hash;
+          // The store is held too: the prompt store lives on its
+          // environment.
+          st2.deps.svc->pool->submit([prompts, store = st2.deps.store, hash,
+                                      new_id] {
+            if (auto st = prompts->reference(new_id, hash); !st)
+              MIBYAN_LOG(warning, "conversation",
+                         "cannot record the system prompt of " << new_id
+                           << ": " << st.error);
+          });
+        }
         persist(self, compacted,
                 [self, id, compacted](std::vector<std::string> errors) {
                   auto tp2 = current(self, id);
@@ -170,6 +190,18 @@ bool maybe_compress(conv_pointer self) {
   sys.content = summarizer_system_prompt;
   chat_message user;
   user.role = "user";
+  // Old tool outputs become one-line stubs (docs/agent_loop.md, "Old
+  // tool outputs before compression"); `middle` is the request's copy.
+  auto pruned = prune_old_tool_outputs(
+    middle,
+    static_cast<size_t>(std::max<int64_t>(0, cfg.keep_tool_results)),
+    static_cast<size_t>(std::max<int64_t>(0, cfg.prune_min_chars)));
+  if (pruned.pruned > 0)
+    MIBYAN_LOG(info, "conversation",
+               "pruned " << pruned.pruned << " old tool outputs ("
+                         << pruned.bytes_before << " -> "
+                         << pruned.bytes_after
+                         << " bytes) before the summary call");
   user.content = summarizer_request(middle);
   req.messages = {std::move(sys), std::move(user)};
   req.stream = false;

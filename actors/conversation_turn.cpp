@@ -386,6 +386,14 @@ void start_next(conv_pointer self) {
   t->guards = tool_guardrails{cfg.tool_loop_guardrails};
   st.cur = std::move(t);
   auto& tt = *st.cur;
+  // The first turn shows what the system prompt was made of (context
+  // files, warnings; runtime/session_prompt.hpp).
+  if (!st.deps.prompt_notice.empty()) {
+    if (req.sink)
+      caf::anon_send(req.sink, delta_atom_v, st.deps.session_id,
+                     std::string{"context"}, st.deps.prompt_notice);
+    st.deps.prompt_notice.clear();
+  }
   // The tools offered this turn, in name order (byte-stable).
   json::value tools = json::value::make_array();
   // docs/tools.md, "Toolsets" (the runtime checked the names already).

@@ -32,9 +32,11 @@ void usage() {
     << "usage: mibyan chat [--provider P] [--model M] [--base-url URL]\n"
        "                   [--api-key K] [--session ID] [--toolsets a,b]\n"
        "                   [--max-iterations N] [--save-trajectory]\n"
+       "                   [--no-context-files]\n"
        "  Reads one message per line from stdin and answers each with an\n"
        "  agent turn, streaming the answer. Ctrl-C interrupts the running\n"
-       "  turn; /help lists the chat commands.\n";
+       "  turn; /help lists the chat commands. The context files loaded\n"
+       "  into a new session's system prompt are listed on stderr.\n";
 }
 
 void chat_help() {
@@ -60,12 +62,17 @@ struct chat_state {
 
 // Parses the options into `call`. Returns -1 to continue, else the exit
 // code.
-int parse_chat_args(const std::vector<std::string>& args, turn_call& call) {
+int parse_chat_args(const std::vector<std::string>& args, turn_call& call,
+                    bool& no_context_files) {
   for (size_t i = 0; i < args.size(); ++i) {
     const auto& a = args[i];
     if (a == "-h" || a == "--help") {
       usage();
       return 0;
+    }
+    if (a == "--no-context-files") {
+      no_context_files = true;
+      continue;
     }
     if (a == "--save-trajectory") {
       call.save_trajectory = true;
@@ -98,11 +105,14 @@ int chat_command(const std::vector<std::string>& args,
                  const global_flags& flags) {
   turn_call call;
   call.source = "cli";
-  if (int rc = parse_chat_args(args, call); rc >= 0)
+  bool no_context_files = false;
+  if (int rc = parse_chat_args(args, call, no_context_files); rc >= 0)
     return rc;
   options opts;
   if (!load_config_or_report(flags, opts))
     return 2;
+  if (no_context_files)
+    opts.agent.context_files = false;
   {
     // Fail before reading input, as `mibyan run` does.
     options probe = opts;
@@ -227,7 +237,11 @@ int chat_command(const std::vector<std::string>& args,
       std::lock_guard<std::mutex> guard{st.mtx};
       if (activity)
         activity->clear_status_locked();
-      if (kind == "text") {
+      if (kind == "context") {
+        // What the session's system prompt was made of (shown once, when
+        // the session's conversation starts).
+        std::cerr << delta << std::flush;
+      } else if (kind == "text") {
         streamed += delta;
         std::cout << delta << std::flush;
       } else if (kind == "restart" && !streamed.empty()) {

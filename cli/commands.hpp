@@ -73,9 +73,14 @@ int cron_run_command(const std::vector<std::string>& args,
 std::vector<std::string> split_list(const std::string& s);
 
 /// Returns whether `flag` is one of the agent flags shared by `run` and
-/// `chat`: --provider --model --base-url --api-key --session --toolsets
-/// --max-iterations.
+/// `chat`: --provider --model --base-url --api-key --session (--resume is
+/// the same) --toolsets --max-iterations.
 bool is_agent_flag(const std::string& flag);
+
+/// Prints the "warning: ..." lines of a turn's "context" event (the
+/// system prompt's notice, runtime/session_prompt.hpp) to stderr as
+/// "<who>: warning: ...".
+void print_context_warnings(const std::string& notice, const char* who);
 
 /// Applies agent flag `flag` with `value` to `call`. Returns an error
 /// message ("" on success), e.g. for a bad --max-iterations.

@@ -28,9 +28,23 @@ std::vector<std::string> split_list(const std::string& s) {
   return out;
 }
 
+void print_context_warnings(const std::string& notice, const char* who) {
+  size_t at = 0;
+  while (at < notice.size()) {
+    auto end = notice.find('\n', at);
+    if (end == std::string::npos)
+      end = notice.size();
+    auto line = notice.substr(at, end - at);
+    if (line.rfind("warning: ", 0) == 0)
+      std::cerr << who << ": " << line << "\n";
+    at = end + 1;
+  }
+  std::cerr << std::flush;
+}
+
 bool is_agent_flag(const std::string& flag) {
   return flag == "--provider" || flag == "--model" || flag == "--base-url"
-         || flag == "--api-key" || flag == "--session"
+         || flag == "--api-key" || flag == "--session" || flag == "--resume"
          || flag == "--toolsets" || flag == "--max-iterations";
 }
 
@@ -47,9 +61,9 @@ std::string apply_agent_flag(const std::string& flag, const std::string& value,
     std::cerr << "mibyan: warning: a key given with --api-key is visible to "
                  "every local user in the process list; prefer the "
                  "provider's environment variable or $MIBYAN_HOME/.env\n";
-  } else if (flag == "--session") {
+  } else if (flag == "--session" || flag == "--resume") {
     if (value.find_first_not_of(" \t") == std::string::npos)
-      return "--session needs a non-empty id";
+      return flag + " needs a non-empty id";
     call.session_id = value;
   } else if (flag == "--toolsets") {
     call.toolsets = split_list(value);

@@ -30,10 +30,13 @@ void usage() {
     << "usage: mibyan run [--provider P] [--model M] [--base-url URL]\n"
        "                  [--api-key K] [--session ID] [--toolsets a,b]\n"
        "                  [--max-iterations N] [--json]\n"
-       "                  [--save-trajectory] [--connect HOST:PORT] PROMPT\n"
+       "                  [--save-trajectory] [--no-context-files]\n"
+       "                  [--connect HOST:PORT] PROMPT\n"
        "  Runs one turn of the agent and prints the final answer.\n"
-       "  --session ID continues (or creates) that session; without it a\n"
-       "  new session is created and its id printed on stderr.\n";
+       "  --session ID (or --resume ID) continues (or creates) that\n"
+       "  session, replaying its stored system prompt; without it a new\n"
+       "  session is created and its id printed on stderr.\n"
+       "  --no-context-files: no AGENTS.md, SOUL.md etc. in a new prompt.\n";
 }
 
 
@@ -44,6 +47,7 @@ int run_command(const std::vector<std::string>& args,
   turn_call call;
   call.source = "cli";
   bool as_json = false;
+  bool no_context_files = false;
   std::string connect;
   std::vector<std::string> positional;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -61,6 +65,8 @@ int run_command(const std::vector<std::string>& args,
       connect = args[++i];
     } else if (a == "--save-trajectory") {
       call.save_trajectory = true;
+    } else if (a == "--no-context-files") {
+      no_context_files = true;
     } else if (a == "-h" || a == "--help") {
       usage();
       return 0;
@@ -100,6 +106,8 @@ int run_command(const std::vector<std::string>& args,
   options opts;
   if (!load_config_or_report(flags, opts))
     return 2;
+  if (no_context_files)
+    opts.agent.context_files = false;
   bool live = !as_json && ::isatty(1) == 1;
   // On a terminal, log lines go to $MIBYAN_HOME/logs/run.log instead of
   // between the lines of the answer.
@@ -133,6 +141,12 @@ int run_command(const std::vector<std::string>& args,
   std::string streamed;
   std::mutex out_mtx;
   std::unique_ptr<tool_activity> activity;
+  // Warnings about the system prompt (context files skipped or flagged,
+  // a stored prompt that is missing) go to stderr, terminal or not.
+  call.on_delta = [](const std::string& kind, const std::string& text) {
+    if (kind == "context")
+      print_context_warnings(text, "mibyan run");
+  };
   if (live) {
     activity = std::make_unique<tool_activity>(std::cout, out_mtx);
     call.on_tool = [&activity](const std::string& kind,
@@ -143,7 +157,9 @@ int run_command(const std::vector<std::string>& args,
                                                      const std::string& text) {
       std::lock_guard<std::mutex> guard{out_mtx};
       activity->clear_status_locked();
-      if (kind == "text") {
+      if (kind == "context") {
+        print_context_warnings(text, "mibyan run");
+      } else if (kind == "text") {
         streamed += text;
         std::cout << text << std::flush;
       } else if (kind == "restart" && !streamed.empty()) {

@@ -33,7 +33,7 @@ void usage() {
   std::cerr
     << "usage: mibyan serve [--listen HOST:PORT] [--provider P] [--model M]\n"
        "                    [--base-url URL] [--api-key K] [--toolsets a,b]\n"
-       "                    [--max-iterations N]\n"
+       "                    [--max-iterations N] [--no-context-files]\n"
        "                    [--join HOST:PORT [--cluster-listen HOST:PORT]]\n"
        "  Serves the agent over an OpenAI-compatible HTTP API (default\n"
        "  127.0.0.1:8642; port 0 picks a free port). The client key comes\n"
@@ -90,6 +90,7 @@ int run_node(const std::vector<std::string>& args, const global_flags& flags,
   turn_call tmpl;
   std::string listen = fl.default_listen;
   std::string connect;
+  bool no_context_files = false;
   node_args cluster;
   cluster.role = "gateway";
   cluster.listen = "127.0.0.1:0";
@@ -99,16 +100,21 @@ int run_node(const std::vector<std::string>& args, const global_flags& flags,
       fl.usage();
       return 0;
     }
+    if (a == "--no-context-files") {
+      no_context_files = true;
+      continue;
+    }
     bool cluster_flag = a == "--join" || a == "--cluster-listen";
     // `mibyan dashboard --connect HOST:PORT`: the dashboard of a cluster
     // gateway (cli/dashboard_api.hpp).
     bool connect_flag = !fl.allows_join && a == "--connect";
     bool takes_value = a == "--listen" || (cluster_flag && fl.allows_join)
                        || connect_flag
-                       || (is_agent_flag(a) && a != "--session");
+                       || (is_agent_flag(a) && a != "--session"
+                           && a != "--resume");
     if (!takes_value) {
       std::cerr << me << ": unknown option " << a
-                << (a == "--session" ? " (clients choose sessions with the "
+                << (a == "--session" || a == "--resume" ? " (clients choose sessions with the "
                                        "X-Mibyan-Session header)"
                                      : "")
                 << "\n";
@@ -145,6 +151,8 @@ int run_node(const std::vector<std::string>& args, const global_flags& flags,
   options opts;
   if (!load_config_or_report(flags, opts))
     return 2;
+  if (no_context_files)
+    opts.agent.context_files = false;
   st.key = opts.secret("MIBYAN_SERVER_KEY");
   if (st.key.empty())
     st.key = opts.server.key;

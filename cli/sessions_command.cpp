@@ -11,6 +11,7 @@
 #include "storage/result_spill.hpp"
 #include "cli/session_chain.hpp"
 #include "storage/session_json.hpp"
+#include "storage/prompt_store.hpp"
 #include "storage/session_store.hpp"
 
 namespace mibyan::cli {
@@ -19,7 +20,7 @@ namespace {
 
 void usage() {
   std::cerr << "usage: mibyan sessions list [--limit N] [--json]\n"
-               "       mibyan sessions show ID [--json]\n"
+               "       mibyan sessions show ID [--json | --prompt]\n"
                "       mibyan sessions search QUERY [--role R] [--session ID]"
                " [--limit N] [--json]\n"
                "       mibyan sessions delete ID\n";
@@ -45,11 +46,40 @@ std::string one_line(std::string s, size_t max) {
   return s;
 }
 
+// `sessions show --prompt ID`: the system prompt the session started with,
+// byte for byte (docs/agent_loop.md, "The frozen system prompt").
+int print_stored_prompt(session_store& store, const std::string& id) {
+  auto prompts = open_prompt_store(store);
+  if (!prompts) {
+    std::cerr << "mibyan sessions: " << prompts.error << "\n";
+    return 1;
+  }
+  auto hash = (*prompts)->hash_of(id);
+  if (!hash) {
+    std::cerr << "mibyan sessions: " << hash.error
+              << (hash.code == status_code::not_found
+                    ? " (it was started by an older version, or no turn "
+                      "has run yet)"
+                    : "")
+              << "\n";
+    return 1;
+  }
+  auto text = (*prompts)->get(*hash);
+  if (!text) {
+    std::cerr << "mibyan sessions: the stored system prompt of session "
+              << id << " cannot be read: " << text.error << "\n";
+    return 1;
+  }
+  std::cout << *text << std::flush;
+  return 0;
+}
+
 } // namespace
 
 int sessions_command(const std::vector<std::string>& args,
                      const global_flags& flags) {
   bool as_json = false;
+  bool show_prompt = false;
   size_t limit = 20;
   std::string role, session_filter;
   std::vector<std::string> pos;
@@ -57,6 +87,8 @@ int sessions_command(const std::vector<std::string>& args,
     const auto& a = args[i];
     if (a == "--json") {
       as_json = true;
+    } else if (a == "--prompt") {
+      show_prompt = true;
     } else if ((a == "--limit" || a == "--role" || a == "--session")
                && i + 1 < args.size()) {
       const auto& v = args[++i];
@@ -85,6 +117,10 @@ int sessions_command(const std::vector<std::string>& args,
     return 2;
   }
   const auto& verb = pos[0];
+  if (show_prompt && (verb != "show" || as_json)) {
+    std::cerr << "mibyan sessions: --prompt goes with show, without --json\n";
+    return 2;
+  }
   bool needs_arg = verb == "show" || verb == "search" || verb == "delete";
   if ((verb != "list" && !needs_arg) || (needs_arg && pos.size() != 2)
       || (verb == "list" && pos.size() != 1)) {
@@ -151,6 +187,8 @@ int sessions_command(const std::vector<std::string>& args,
       std::cerr << "mibyan sessions: " << info.error << "\n";
       return 1;
     }
+    if (show_prompt)
+      return print_stored_prompt(store, arg);
     auto msgs = store.load_messages(arg);
     if (!msgs) {
       std::cerr << "mibyan sessions: " << msgs.error << "\n";
@@ -205,7 +243,12 @@ int sessions_command(const std::vector<std::string>& args,
     }
     return 0;
   }
-  // delete
+  // delete. With the prompt store open, the delete drops the session's
+  // stored system prompt in its own transaction (storage/prompt_store.hpp).
+  auto prompts = open_prompt_store(store);
+  if (!prompts)
+    std::cerr << "mibyan sessions: warning: " << prompts.error
+              << " (the session's stored prompt is collected later)\n";
   if (auto st = store.delete_session(arg); !st) {
     std::cerr << "mibyan sessions: " << st.error << "\n";
     return 1;

@@ -302,6 +302,14 @@ const std::vector<field>& fields() {
                           &agent_options::api_max_retries, 1));
     t.push_back(bool_field("agent", "save_trajectories", &o::agent,
                            &agent_options::save_trajectories));
+    t.push_back(bool_field("agent", "context_files", &o::agent,
+                           &agent_options::context_files));
+    t.push_back(string_field("context_files", "on_injection",
+                             &o::context_files,
+                             &context_files_options::on_injection,
+                             {"warn", "refuse"}));
+    t.push_back(int_field("context_files", "max_chars", &o::context_files,
+                          &context_files_options::max_chars, 1000));
     t.push_back(string_field("agent", "trajectory_dir", &o::agent,
                              &agent_options::trajectory_dir));
     // provider
@@ -575,6 +583,11 @@ const std::vector<field>& fields() {
                           &compression_options::protect_first_n, 0));
     t.push_back(int_field("compression", "protect_last_n", &o::compression,
                           &compression_options::protect_last_n, 1));
+    t.push_back(int_field("compression", "keep_tool_results",
+                          &o::compression,
+                          &compression_options::keep_tool_results, 0));
+    t.push_back(int_field("compression", "prune_min_chars", &o::compression,
+                          &compression_options::prune_min_chars, 0));
     // agent toolsets, memory, skills (docs/tools.md)
     t.push_back(list_field("agent", "toolsets", &o::agent,
                            &agent_options::toolsets));

@@ -54,6 +54,22 @@ struct agent_options {
   /// Toolsets and tools never offered.
   std::vector<std::string> disabled_toolsets;
   std::vector<std::string> disabled_tools;
+  /// Load the project's context files (AGENTS.md and the like) and
+  /// $MIBYAN_HOME/SOUL.md into a new session's system prompt
+  /// (docs/agent_loop.md, "Project context files"); `--no-context-files`
+  /// turns it off for one command.
+  bool context_files = true;
+};
+
+/// Section `context_files`: how project context files are loaded
+/// (docs/agent_loop.md, "Project context files").
+struct context_files_options {
+  /// What a file flagged by the injection scan gets: "warn" (loaded behind
+  /// a visible warning block) or "refuse" (left out, with a warning).
+  std::string on_injection = "warn";
+  /// Characters (Unicode code points) kept of each file; a longer one keeps
+  /// its head and tail with a marker in the middle.
+  int64_t max_chars = 20000;
 };
 
 /// Section `provider`: HTTP behaviour of provider connections.
@@ -341,6 +357,13 @@ struct compression_options {
   int64_t protect_first_n = 3;
   /// Messages at the end of the history never summarised.
   int64_t protect_last_n = 20;
+  /// Before the summary call, the last this many tool results of the
+  /// summarised middle stay whole; older ones larger than
+  /// `prune_min_chars` become a one-line stub (docs/agent_loop.md,
+  /// "Old tool outputs"). 0 stubs every large one.
+  int64_t keep_tool_results = 6;
+  /// Tool results up to this many characters are never stubbed.
+  int64_t prune_min_chars = 400;
 };
 
 /// Section `memory`: the memory files (docs/tools.md, "memory").
@@ -456,6 +479,7 @@ struct options {
   std::vector<mcp_server_options> mcp_servers;
   delegation_options delegation;
   compression_options compression;
+  context_files_options context_files;
   memory_options memory;
   skills_options skills;
   cluster_options cluster;

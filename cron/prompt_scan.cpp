@@ -281,6 +281,9 @@ bool match_at(const std::vector<word>& w, size_t i, phrase_hit& hit) {
     {"hide", "this", "from", "the", "user"},
     {"do", "not", "mention", "this", "to", "the", "user"},
     {"do", "not", "reveal", "these", "instructions"},
+    {"reveal", "your", "system", "prompt"},
+    {"print", "your", "system", "prompt"},
+    {"repeat", "your", "system", "prompt"},
   };
   for (auto& seq : fixed) {
     if (seq[0] != first)
@@ -455,6 +458,19 @@ std::vector<prompt_finding> scan_prompt(std::string_view text,
                        + std::to_string(line_of(text, b))
                        + " that decodes to an instruction override ('"
                        + quoted.front() + "')"});
+  }
+  // 5. What a rendered Markdown file does not show: a phrase inside an
+  // HTML comment says so (context files are read as rendered).
+  for (auto& f : out) {
+    if (f.what != prompt_finding::kind::override_phrase
+        && f.what != prompt_finding::kind::encoded_payload)
+      continue;
+    auto open = text.rfind("<!--", f.offset);
+    if (open == std::string_view::npos)
+      continue;
+    auto close = text.find("-->", open + 4);
+    if (close == std::string_view::npos || close > f.offset)
+      f.reason += ", hidden inside an HTML comment";
   }
   std::stable_sort(out.begin(), out.end(),
                    [](const prompt_finding& a, const prompt_finding& b) {

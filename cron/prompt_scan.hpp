@@ -2,8 +2,9 @@
 //
 // A scanner for text that tries to override the agent's instructions or to
 // hide content from the person who reads it (docs/cron.md, "Job model"):
-// a job's prompt is refused at creation when it finds something, and the
-// same scanner is meant for context files (AGENTS.md and the like).
+// a job's prompt is refused at creation when it finds something, and
+// project context files (AGENTS.md and the like, agent/context_files.hpp)
+// are flagged or refused with it.
 //
 // It looks for:
 // * invisible and direction-changing characters: bidi controls (U+202A-E,
@@ -16,7 +17,8 @@
 //   "new system prompt", "do not tell the user", ...) matched on a
 //   normalised form (case-folded, punctuation and runs of spaces folded,
 //   common letter look-alikes mapped), so spacing and capitals do not
-//   hide them;
+//   hide them; requests to reveal the system prompt; a phrase inside an
+//   HTML comment (which a rendered Markdown file hides) says so;
 // * base64 runs (>= 24 characters) that decode to text containing such a
 //   phrase (one level deep), and text that is not valid UTF-8.
 //

@@ -38,6 +38,7 @@
 #include "kernels/stub_generator.hpp"
 #include "tools/agent/delegate_task.hpp"
 #include "tools/execute_code.hpp"
+#include "storage/prompt_store.hpp"
 #include "storage/session_store.hpp"
 #include "tools/agent/agent_tools.hpp"
 #include "tools/read_tracker.hpp"
@@ -424,6 +425,26 @@ bool wire_runtime(runtime::impl& p, std::string* error) {
     auto opened = session_store::open(std::move(so));
     if (opened) {
       p.store = std::shared_ptr<session_store>(std::move(*opened));
+      if (auto prompts = open_prompt_store(*p.store)) {
+        p.prompts = std::shared_ptr<prompt_store>(std::move(*prompts));
+        // Leftovers of a crash (docs/storage.md, "Stored system
+        // prompts"), off the caller's thread.
+        if (svc->pool)
+          // The store is held too: the prompt store lives on its
+          // environment.
+          svc->pool->submit([prompts = p.prompts, store = p.store] {
+            auto n = prompts->collect();
+            if (!n)
+              MIBYAN_LOG(warning, "runtime",
+                         "collecting unreferenced prompts: " << n.error);
+            else if (*n > 0)
+              MIBYAN_LOG(info, "runtime",
+                         "removed " << *n << " unreferenced system prompts");
+          });
+      } else {
+        MIBYAN_LOG(warning, "runtime",
+                   "system prompts will not be stored: " << prompts.error);
+      }
       p.writer = spawn_session_writer(*p.sys, p.store);
       svc->agent_tools->store = p.store;
     } else {

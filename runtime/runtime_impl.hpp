@@ -49,6 +49,9 @@ struct runtime::impl {
   // one provider connection per distinct endpoint, created on first use.
   std::shared_ptr<session_store> store;
   std::string store_error;
+  /// The sessions' stored system prompts, on the store's environment
+  /// (null without a store).
+  std::shared_ptr<prompt_store> prompts;
   session_writer_actor writer;
   std::mutex mtx; // guards conversations, providers, closing
   std::map<std::string, conversation_actor> conversations;

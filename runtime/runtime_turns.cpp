@@ -31,11 +31,12 @@
 #include "base/runtime_metrics.hpp"
 #include "config/env_reload.hpp"
 #include "runtime/runtime_impl.hpp"
+#include "runtime/session_prompt.hpp"
+#include "storage/prompt_store.hpp"
 #include "runtime/turn_events.hpp"
 #include "providers/openai_messages.hpp"
 #include "storage/session_store.hpp"
 #include "storage/trajectory.hpp"
-#include "tools/agent/memory_store.hpp"
 #include "tools/toolsets.hpp"
 
 namespace mibyan {
@@ -52,10 +53,12 @@ struct prepared_turn {
   std::vector<chat_message> seed;
   /// The request, without its sink.
   turn_request req;
-  /// No conversation of the session ran yet: it starts with this memory
-  /// snapshot in its system prompt.
+  /// No conversation of the session ran yet: it starts with the system
+  /// prompt resolved for `prompt_req` (runtime/session_prompt.hpp) on the
+  /// blocking pool, into `prompt`.
   bool fresh = false;
-  std::string memory_snapshot;
+  session_prompt_request prompt_req;
+  std::shared_ptr<session_prompt> prompt;
 };
 
 // Validates `call` and resolves its provider connection (the synchronous,
@@ -95,7 +98,11 @@ bool prepare_turn(runtime::impl& p, const turn_call& call, prepared_turn& t,
     return fail("the session store is unavailable: " + p.store_error, false);
   // The session row must exist before the conversation loads it.
   out.session_id = call.session_id;
-  if (call.session_id.empty() || !p.store->get_session(call.session_id)) {
+  auto existing = call.session_id.empty()
+                    ? store_result<session_info>::failure(
+                      status_code::not_found, "new session")
+                    : p.store->get_session(call.session_id);
+  if (!existing) {
     t.create = true;
     t.meta.id = call.session_id;
     t.meta.source = call.source;
@@ -137,14 +144,27 @@ bool prepare_turn(runtime::impl& p, const turn_call& call, prepared_turn& t,
   t.req.text = call.prompt;
   t.req.max_iterations = call.max_iterations;
   t.req.toolsets = call.toolsets;
-  // The frozen memory snapshot of a conversation that starts now
-  // (docs/tools.md, "memory"); read here, on the caller's thread.
+  // A conversation that starts now gets its frozen system prompt: the
+  // session's stored one, else a new one with the context files and the
+  // memory snapshot (docs/agent_loop.md). Resolved by the driver on the
+  // blocking pool: it reads files and may write the store.
   {
     std::lock_guard<std::mutex> guard{p.mtx};
     t.fresh = p.conversations.count(out.session_id) == 0;
   }
-  if (t.fresh)
-    t.memory_snapshot = memory_prompt_snapshot(p.svc->cfg.home, p.svc->cfg);
+  if (t.fresh) {
+    auto& pr = t.prompt_req;
+    pr.exists = !t.create;
+    if (existing) {
+      pr.cwd = existing->cwd.empty() ? p.svc->default_cwd : existing->cwd;
+      pr.message_count = existing->message_count;
+    } else {
+      pr.cwd = t.meta.cwd;
+    }
+    // A stateless serve request's session is deleted after its turn and
+    // never resumed: its prompt is not worth a store write.
+    pr.store = call.source != "api-stateless";
+  }
   t.req.stream = call.stream;
   t.req.model = ep.model;
   t.req.provider_name = ep.provider;
@@ -155,7 +175,7 @@ bool prepare_turn(runtime::impl& p, const turn_call& call, prepared_turn& t,
 // The conversation of `sid`, spawned on first use; invalid once the
 // runtime is shutting down.
 conversation_actor conversation_for(runtime::impl& p, const std::string& sid,
-                                    const std::string& memory_snapshot) {
+                                    session_prompt* prompt) {
   std::lock_guard<std::mutex> guard{p.mtx};
   if (p.closing)
     return {};
@@ -163,7 +183,13 @@ conversation_actor conversation_for(runtime::impl& p, const std::string& sid,
   if (!c) {
     conversation_deps deps{p.svc, p.dispatcher, p.writer, p.store,
                            p.store_error, sid, p.kernels,
-                           /*depth=*/0, memory_snapshot};
+                           /*depth=*/0, /*memory_snapshot=*/{}};
+    if (prompt != nullptr) {
+      deps.frozen_prompt = std::move(prompt->text);
+      deps.prompt_hash = prompt->hash;
+      deps.prompt_notice = prompt->notice();
+    }
+    deps.prompts = p.prompts;
     c = spawn_conversation(*p.sys, std::move(deps));
   }
   return c;
@@ -297,7 +323,7 @@ void finish_turn(caf::event_based_actor* self, std::shared_ptr<turn_job> job) {
 
 void send_turn(caf::event_based_actor* self, std::shared_ptr<turn_job> job) {
   auto conv = conversation_for(*job->p, job->out.session_id,
-                               job->t.memory_snapshot);
+                               job->t.prompt.get());
   if (!conv) {
     job->out.error = "the runtime is shutting down";
     finish_turn(self, job);
@@ -358,6 +384,36 @@ void seed_history(caf::event_based_actor* self,
             });
 }
 
+// Resolves the system prompt of a conversation that starts with this turn
+// (runtime/session_prompt.hpp) on the blocking pool, once the session row
+// exists, then seeds the history. The pool job owns `job->t.prompt` until
+// its (done_atom) arrives; nothing else touches it meanwhile.
+void resolve_prompt(caf::event_based_actor* self,
+                    std::shared_ptr<turn_job> job) {
+  auto* pool = job->svc->pool.get();
+  if (!job->t.fresh || pool == nullptr) {
+    seed_history(self, job);
+    return;
+  }
+  auto slot = std::make_shared<session_prompt>();
+  job->t.prompt = slot;
+  auto req = job->t.prompt_req;
+  req.session_id = job->out.session_id;
+  // The store is held too: the prompt store lives on its environment.
+  auto work = [slot, req, svc = job->svc, store = job->p->store,
+               prompts = job->p->prompts,
+               hdl = caf::actor_cast<caf::actor>(self)] {
+    *slot = resolve_session_prompt(svc->cfg, store.get(), prompts.get(), req,
+                                   &build_system_prompt);
+    caf::anon_send(hdl, done_atom_v);
+  };
+  if (!pool->submit(std::move(work))) {
+    // The runtime is shutting down: the conversation builds a plain one.
+    job->t.prompt.reset();
+    seed_history(self, job);
+  }
+}
+
 // The driver of one turn: creates the session row if needed, sends the
 // turn, forwards the conversation's deltas and tool events to the call's
 // callbacks (they arrive before the answer: one sender, one mailbox) and
@@ -369,12 +425,12 @@ caf::behavior turn_driver(caf::event_based_actor* self,
       .then(
         [self, job](std::string& id) {
           job->out.session_id = std::move(id);
-          seed_history(self, job);
+          resolve_prompt(self, job);
         },
         [self, job](caf::error& e) {
           auto& sid = job->out.session_id;
           if (!sid.empty() && job->p->store->get_session(sid)) {
-            send_turn(self, job);
+            resolve_prompt(self, job);
             return;
           }
           job->out.error = "cannot create session: "
@@ -382,13 +438,15 @@ caf::behavior turn_driver(caf::event_based_actor* self,
           finish_turn(self, job);
         });
   } else {
-    send_turn(self, job);
+    resolve_prompt(self, job);
   }
   return {
+    [self, job](done_atom) { seed_history(self, job); },
     [job](delta_atom, const std::string&, const std::string& kind,
           const std::string& text) {
       bool tool_event = kind == "tool_start" || kind == "tool_end";
-      if (job->events->active()) {
+      // The prompt's notice is for the caller only, not the live view.
+      if (job->events->active() && kind != "context") {
         if (tool_event)
           job->events->tool(job->event_sid, kind, text);
         else
