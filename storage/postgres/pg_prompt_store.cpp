@@ -1,6 +1,7 @@
-// The prompt store on PostgreSQL (storage/postgres/pg_side_stores.hpp).
-// Built once storage/prompt_store.hpp exists in the tree.
-#if __has_include("storage/prompt_store.hpp")
+// The prompt store on PostgreSQL (storage/postgres/pg_side_stores.hpp):
+// each distinct prompt once in mibyan_prompts under its SHA-256, one
+// reference per session in mibyan_session_prompts; a prompt goes with its
+// last reference, in the same transaction.
 #include "storage/prompt_store.hpp"
 
 #include "base/crypto.hpp"
@@ -191,4 +192,3 @@ open_pg_prompt_store(pg_session_store& store) {
 }
 
 } // namespace mibyan
-#endif
