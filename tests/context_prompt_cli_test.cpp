@@ -20,6 +20,7 @@
 #include "tests/support/http_server.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/scripted_replies.hpp"
+#include "tests/support/serve_fixture.hpp"
 #include "tests/support/temp_dir.hpp"
 
 using namespace mibyan;
@@ -246,6 +247,60 @@ BOOST_AUTO_TEST_CASE(a_missing_stored_prompt_is_rebuilt_with_a_warning) {
                                 env());
   BOOST_CHECK_EQUAL(shown.exit_code, 0);
   BOOST_CHECK(shown.out == sys);
+  // A session without any reference (started by an older version) is
+  // rebuilt with a warning of its own.
+  {
+    auto store = open_store();
+    BOOST_REQUIRE(lmdb_inspect::write(
+      *store, {{lmdb_inspect::change::kind::del, "session_prompts", "lost-1",
+                {}}}));
+  }
+  script(completion("third"));
+  r = run("third", "lost-1");
+  BOOST_REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  BOOST_CHECK_MESSAGE(contains(r.err, "warning: session lost-1 has no stored "
+                                      "system prompt (it was started by an "
+                                      "older version"),
+                      r.err);
+}
+
+BOOST_AUTO_TEST_CASE(serve_replays_a_sessions_prompt_and_honours_the_flag) {
+  home.write("memories/MEMORY.md", "the user likes tea");
+  work.write("AGENTS.md", "serve rules");
+  script(completion("first"));
+  auto r = run("first", "srv-1");
+  BOOST_REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  auto original = system_of(0);
+  home.write("memories/MEMORY.md", "the user likes coffee");
+  // `mibyan serve --no-context-files` in the project, resuming srv-1 by
+  // its header: the stored prompt wins over the flag and the new memory.
+  auto sp = test::serving::start_child(
+    {test::mibyan_binary(), "serve", "--listen", "127.0.0.1:0", "--provider",
+     "custom", "--base-url", server.url("/v1"), "--model", "m",
+     "--no-context-files"},
+    home.path(), "", work / "src", home / "serve.err",
+    "mibyan serve listening on http://127.0.0.1:");
+  script(completion("resumed"));
+  auto body = R"({"model":"m","messages":[{"role":"user","content":"again"}]})";
+  auto resumed = test::serving::http(
+    sp->port, "POST", "/v1/chat/completions", body,
+    "Content-Type: application/json\r\nX-Mibyan-Session: srv-1\r\n");
+  BOOST_CHECK_MESSAGE(contains(resumed, "resumed"), resumed);
+  BOOST_CHECK(system_of(1) == original);
+  // A stateless request builds a new prompt: no context files (the flag),
+  // the current memory, and nothing stored for it.
+  script(completion("stateless"));
+  auto fresh = test::serving::http(sp->port, "POST", "/v1/chat/completions",
+                                   body);
+  BOOST_CHECK_MESSAGE(contains(fresh, "stateless"), fresh);
+  auto sys = system_of(2);
+  BOOST_CHECK(!contains(sys, "serve rules"));
+  BOOST_CHECK(contains(sys, "the user likes coffee"));
+  BOOST_CHECK_EQUAL(sp->stop(), 0);
+  auto store = open_store();
+  auto prompts = open_prompt_store(*store);
+  BOOST_REQUIRE(prompts);
+  BOOST_CHECK_EQUAL(*(*prompts)->count(), 1u);
 }
 
 BOOST_AUTO_TEST_CASE(chat_shows_which_files_were_loaded) {
