@@ -89,10 +89,6 @@ int migrate(const std::vector<std::string>& args, const global_flags& flags) {
   options cfg;
   bool have_cfg = load_config_or_report(flags, cfg);
   if (url.empty()) {
-    const char* env = std::getenv("MIBYAN_PG_URL");
-    url = env ? env : "";
-  }
-  if (url.empty()) {
     std::cerr << "mibyan store migrate: no PostgreSQL URL (--url URL)\n";
     return 2;
   }
