@@ -124,8 +124,8 @@ public:
 
   store_status put_cron_job(const cron_job_record& j) override;
   store_result<cron_job_record> get_cron_job(const std::string& id) const override;
-  store_result<cron_job_list> list_cron_jobs(bool schedulable_only = false)
-    const;
+  store_result<cron_job_list>
+  list_cron_jobs(bool schedulable_only = false) const override;
   store_status delete_cron_job(const std::string& id) override;
   store_result<cron_job_record>
   update_cron_job(const std::string& id,
