@@ -8,6 +8,8 @@
 #include "config/loader.hpp"
 #include "base/log.hpp"
 #include "runtime/runtime.hpp"
+#include "runtime/store_config.hpp"
+#include "storage/store_backend.hpp"
 
 namespace mibyan::cli {
 
@@ -87,6 +89,15 @@ bool load_config_or_report(const global_flags& flags, options& out) {
     return false;
   }
   out = std::move(loaded.opts);
+  // The storage section's checks that need the environment and the build
+  // (docs/storage.md): a store that cannot be opened stops every command.
+  auto store = store_options_from(out);
+  status store_ok = store ? check_store_backend(store->backend)
+                          : store.get_status();
+  if (!store_ok) {
+    std::cerr << "mibyan: configuration error: " << store_ok.error << "\n";
+    return false;
+  }
   out.approvals.yolo = flags.yolo;
   auto level_text = flags.log_level.empty() ? out.logging.level
                                             : flags.log_level;

@@ -20,6 +20,7 @@
 #include "runtime/cron_lease.hpp"
 #include "runtime/cron_scheduler.hpp"
 #include "runtime/runtime.hpp"
+#include "runtime/store_config.hpp"
 #include "storage/session_store.hpp"
 #include "tools/agent/cron_jobs.hpp"
 
@@ -379,10 +380,18 @@ int cron_command(const std::vector<std::string>& args,
   if (!load_config_or_report(flags, opts))
     return 2;
   bool reads = a.verb == "list" || a.verb == "show" || a.verb == "history";
-  session_store_options so;
-  so.dir = session_store::default_dir(opts.home);
+  auto configured = store_options_from(opts);
+  if (!configured) {
+    std::cerr << "mibyan cron: " << configured.error << "\n";
+    return 2;
+  }
+  session_store_options so = std::move(*configured);
   so.read_only = reads;
-  auto opened = session_store::open(so);
+  auto opened = open_session_store(so);
+  if (!opened && opened.code == status_code::config_invalid) {
+    std::cerr << "mibyan cron: " << opened.error << "\n";
+    return 2;
+  }
   if (!opened && reads && opened.code == status_code::not_found) {
     // No store yet: nothing was ever scheduled.
     if (a.verb == "list") {

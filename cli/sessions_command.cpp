@@ -11,6 +11,7 @@
 #include "storage/result_spill.hpp"
 #include "cli/session_chain.hpp"
 #include "storage/session_json.hpp"
+#include "runtime/store_config.hpp"
 #include "storage/prompt_store.hpp"
 #include "storage/session_store.hpp"
 
@@ -130,10 +131,18 @@ int sessions_command(const std::vector<std::string>& args,
   options opts;
   if (!load_config_or_report(flags, opts))
     return 2;
-  session_store_options so;
-  so.dir = session_store::default_dir(opts.home);
+  auto configured = store_options_from(opts);
+  if (!configured) {
+    std::cerr << "mibyan sessions: " << configured.error << "\n";
+    return 2;
+  }
+  session_store_options so = std::move(*configured);
   so.read_only = verb != "delete";
-  auto opened = session_store::open(so);
+  auto opened = open_session_store(so);
+  if (!opened && opened.code == status_code::config_invalid) {
+    std::cerr << "mibyan sessions: " << opened.error << "\n";
+    return 2;
+  }
   // Read-only, not_found means no store yet (or one another process is
   // still creating): nothing has been recorded. A damaged store is
   // reported (docs/storage.md).

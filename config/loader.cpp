@@ -1,11 +1,14 @@
 #include "config/loader.hpp"
 
+#include <cctype>
+#include <cerrno>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <set>
 #include <sstream>
+#include <string_view>
 
 #include <yaml-cpp/yaml.h>
 
@@ -223,6 +226,106 @@ field list_field(const char* section, const char* key, Section options::*sec,
             for (auto& x : (o.*sec).*mem)
               out += (out.size() > 1 ? ", " : "") + quoted_for_show(x);
             return out + "]";
+          }};
+}
+
+// Whether `v` is exactly one `${NAME}` reference.
+bool is_env_ref(std::string_view v) {
+  if (v.size() < 4 || v.substr(0, 2) != "${" || v.back() != '}')
+    return false;
+  for (char c : v.substr(2, v.size() - 3))
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_'))
+      return false;
+  return true;
+}
+
+// Checks a storage.postgres.url: a postgresql:// URI whose password, if
+// any (in the user part or a `password` parameter), is a `${VAR}`
+// reference: the secret lives in the environment or .env, not in the file.
+std::string check_postgres_url(const std::string& url) {
+  std::string_view u{url};
+  std::string_view rest;
+  for (std::string_view scheme : {"postgresql://", "postgres://"})
+    if (u.substr(0, scheme.size()) == scheme)
+      rest = u.substr(scheme.size());
+  if (rest.data() == nullptr)
+    return "expected a postgresql:// or postgres:// URI";
+  for (char c : url)
+    if (static_cast<unsigned char>(c) <= ' ')
+      return "must not contain spaces or control characters";
+  const char* hint = "; put the password in MIBYAN_PG_PASSWORD or write "
+                     "${VAR} and set VAR in the environment or .env";
+  auto authority = rest.substr(0, rest.find_first_of("/?#"));
+  if (auto at = authority.rfind('@'); at != std::string_view::npos) {
+    auto user = authority.substr(0, at);
+    if (auto colon = user.find(':'); colon != std::string_view::npos)
+      if (!is_env_ref(user.substr(colon + 1)))
+        return std::string{"holds a password"} + hint;
+  }
+  if (auto q = rest.find('?'); q != std::string_view::npos) {
+    auto query = rest.substr(q + 1);
+    while (!query.empty()) {
+      auto amp = query.find('&');
+      auto param = query.substr(0, amp);
+      auto eq = param.find('=');
+      if (param.substr(0, eq) == "password"
+          && (eq == std::string_view::npos
+              || !is_env_ref(param.substr(eq + 1))))
+        return std::string{"holds a password parameter"} + hint;
+      if (amp == std::string_view::npos)
+        break;
+      query = query.substr(amp + 1);
+    }
+  }
+  return {};
+}
+
+// Section storage's `postgres` mapping: url and pool_size (keys left out
+// keep their value).
+field postgres_field() {
+  return {"storage", "postgres",
+          [](const YAML::Node& node, options& o) -> std::string {
+            if (node.IsNull())
+              return {};
+            if (!node.IsMap())
+              return "expected a mapping of url, pool_size; got "
+                     + scalar_text(node);
+            auto st = o.storage;
+            for (const auto& kv : node) {
+              auto n = kv.first.as<std::string>();
+              if (n != "url" && n != "pool_size")
+                return "unknown key '" + n + "' (known: url, pool_size)";
+              if (!kv.second.IsScalar() && !kv.second.IsNull())
+                return n + ": expected "
+                       + (n == "url" ? "a string" : "an integer") + ", got "
+                       + scalar_text(kv.second);
+              const auto text = kv.second.IsNull() ? std::string{}
+                                                   : kv.second.Scalar();
+              if (n == "url") {
+                if (!text.empty())
+                  if (auto e = check_postgres_url(text); !e.empty())
+                    return "url: " + e;
+                st.postgres_url = text;
+                continue;
+              }
+              char* end = nullptr;
+              errno = 0;
+              long long v = std::strtoll(text.c_str(), &end, 10);
+              if (text.empty() || errno != 0 || *end != '\0')
+                return "pool_size: expected an integer, got '" + text + "'";
+              if (auto e = check_numeric_bounds("storage", "postgres.pool_size",
+                                                v);
+                  !e.empty())
+                return "pool_size: " + e;
+              st.postgres_pool_size = v;
+            }
+            o.storage = std::move(st);
+            return {};
+          },
+          [](const options& o) {
+            return "{url: " + quoted_for_show(o.storage.postgres_url)
+                   + ", pool_size: "
+                   + std::to_string(o.storage.postgres_pool_size) + "}";
           }};
 }
 
@@ -649,6 +752,12 @@ const std::vector<field>& fields() {
                              &cluster_options::tls_key));
     t.push_back(string_field("cluster", "tls_ca", &o::cluster,
                              &cluster_options::tls_ca));
+    // storage (docs/storage.md)
+    t.push_back(string_field("storage", "backend", &o::storage,
+                             &storage_options::backend, {"lmdb", "postgres"}));
+    t.push_back(postgres_field());
+    t.push_back(bool_field("storage", "auto_migrate", &o::storage,
+                           &storage_options::auto_migrate));
     return t;
   }();
   return table;

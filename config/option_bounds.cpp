@@ -60,6 +60,7 @@ const std::vector<numeric_bounds>& numeric_option_bounds() {
     {"cron", "history_keep", 1, 100'000},
     {"cron", "webhook_timeout", 1, 600},
     {"cron", "webhook_attempts", 1, 10},
+    {"storage", "postgres.pool_size", 1, 256},
   };
   return table;
 }

@@ -437,6 +437,20 @@ struct cron_options {
   bool allow_private_webhooks = false;
 };
 
+/// Section `storage`: the session store's backend (docs/storage.md).
+struct storage_options {
+  /// "lmdb" (embedded, `$MIBYAN_HOME/sessions/`) or "postgres".
+  std::string backend = "lmdb";
+  /// `storage.postgres.url`: a postgresql:// URI. The password comes from
+  /// MIBYAN_PG_PASSWORD or a `${VAR}` reference (environment, then .env),
+  /// never from the file itself.
+  std::string postgres_url;
+  /// `storage.postgres.pool_size`: connections per process.
+  int64_t postgres_pool_size = 4;
+  /// Create or migrate the PostgreSQL schema at start-up.
+  bool auto_migrate = false;
+};
+
 /// The whole effective configuration plus where it came from.
 struct options {
   model_options model;
@@ -484,6 +498,7 @@ struct options {
   skills_options skills;
   cluster_options cluster;
   cron_options cron;
+  storage_options storage;
 };
 
 } // namespace mibyan

@@ -52,6 +52,7 @@
 #include "tools/mcp/mcp_tools.hpp"
 #include "runtime/pending_json.hpp"
 #include "runtime/runtime_impl.hpp"
+#include "runtime/store_config.hpp"
 
 namespace fs = std::filesystem;
 
@@ -420,9 +421,20 @@ bool wire_runtime(runtime::impl& p, std::string* error) {
                                                p.kernels, std::move(warm));
   {
     // Without a store the runtime still runs tools; turns fail clearly.
-    session_store_options so;
-    so.dir = session_store::default_dir(svc->cfg.home);
-    auto opened = session_store::open(std::move(so));
+    // A configuration the store cannot be opened with at all (section
+    // `storage`) stops the start instead.
+    auto so = store_options_from(svc->cfg);
+    if (!so) {
+      if (error)
+        *error = so.error;
+      return false;
+    }
+    auto opened = open_session_store(*so);
+    if (!opened && opened.code == status_code::config_invalid) {
+      if (error)
+        *error = opened.error;
+      return false;
+    }
     if (opened) {
       p.store = std::shared_ptr<session_store>(std::move(*opened));
       if (auto prompts = open_prompt_store(*p.store)) {

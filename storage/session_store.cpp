@@ -94,24 +94,31 @@ session_store::open(session_store_options opts) {
   return open_session_store(opts);
 }
 
+store_status check_store_backend(const std::string& name) {
+  if (find_store_backend(name))
+    return {};
+  auto& known = known_store_backends();
+  auto shown = json::sanitize_utf8(name.substr(0, 64));
+  if (std::find(known.begin(), known.end(), name) == known.end())
+    return store_status::failure(status_code::config_invalid,
+                                 "storage.backend '" + shown
+                                   + "' is unknown; use one of "
+                                   + join_names(known));
+  std::string what = name == "postgres" ? "PostgreSQL" : shown;
+  return store_status::failure(status_code::config_invalid,
+                               "storage.backend '" + shown
+                                 + "': this build has no " + what
+                                 + " backend (it has "
+                                 + join_names(store_backend_names()) + ")");
+}
+
 store_result<std::unique_ptr<session_store>>
 open_session_store(const session_store_options& opts) {
   using result = store_result<std::unique_ptr<session_store>>;
   auto open = find_store_backend(opts.backend);
   if (!open) {
-    auto& known = known_store_backends();
-    auto name = json::sanitize_utf8(opts.backend.substr(0, 64));
-    if (std::find(known.begin(), known.end(), opts.backend) == known.end())
-      return result::failure(status_code::config_invalid,
-                             "open session store: storage.backend '" + name
-                               + "' is unknown; use one of "
-                               + join_names(known));
-    std::string what = name == "postgres" ? "PostgreSQL" : name;
-    return result::failure(status_code::config_invalid,
-                           "open session store: storage.backend '" + name
-                             + "': this build has no " + what
-                             + " backend (it has "
-                             + join_names(store_backend_names()) + ")");
+    auto st = check_store_backend(opts.backend);
+    return result::failure(st.code, "open session store: " + st.error);
   }
   auto opened = open(opts);
   if (opened && !*opened)

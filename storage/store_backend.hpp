@@ -33,6 +33,11 @@ void register_store_backend(const std::string& name,
 /// The opener registered under `name` (empty when none).
 store_backend_opener find_store_backend(const std::string& name);
 
+/// ok when `name` is registered; else config_invalid saying whether the
+/// name is unknown or only missing from this build (the message
+/// open_session_store gives).
+store_status check_store_backend(const std::string& name);
+
 /// The names registered now, sorted.
 std::vector<std::string> store_backend_names();
 

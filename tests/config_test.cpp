@@ -133,17 +133,27 @@ BOOST_AUTO_TEST_CASE(every_numeric_option_is_bounded) {
                section << "." << key << ": " << r.error);
   }
   BOOST_TEST(numeric >= 27);
+  // The YAML that sets `section.key` to `v`; a dotted key is a nested
+  // mapping (storage.postgres.pool_size).
+  auto yaml_of = [](const numeric_bounds& b, int64_t v) {
+    std::string out = std::string{b.section} + ":\n";
+    std::string key{b.key};
+    std::string indent = "  ";
+    for (auto dot = key.find('.'); dot != std::string::npos;
+         dot = key.find('.')) {
+      out += indent + key.substr(0, dot) + ":\n";
+      key = key.substr(dot + 1);
+      indent += "  ";
+    }
+    return out + indent + key + ": " + std::to_string(v) + "\n";
+  };
   for (auto& b : numeric_option_bounds()) {
     for (auto v : {b.min, b.max}) {
-      auto r = parse_options(std::string{b.section} + ":\n  " + b.key + ": "
-                               + std::to_string(v) + "\n",
-                             "c.yaml");
+      auto r = parse_options(yaml_of(b, v), "c.yaml");
       BOOST_TEST(r.ok(), b.section << "." << b.key << "=" << v << ": "
                                    << r.error);
     }
-    auto r = parse_options(std::string{b.section} + ":\n  " + b.key + ": "
-                             + std::to_string(b.max + 1) + "\n",
-                           "c.yaml");
+    auto r = parse_options(yaml_of(b, b.max + 1), "c.yaml");
     BOOST_TEST(!r.ok(), b.section << "." << b.key);
   }
 }
