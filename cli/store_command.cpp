@@ -10,6 +10,7 @@
 #include <iostream>
 
 #include "config/options.hpp"
+#include "runtime/store_config.hpp"
 #include "storage/postgres/pg_connection.hpp"
 #include "storage/postgres/pg_session_store.hpp"
 #include "storage/postgres/store_copy.hpp"
@@ -29,8 +30,8 @@ void usage() {
 }
 
 // The password for a PostgreSQL URL: MIBYAN_PG_PASSWORD from the
-// environment or the home's .env; "" leaves it to libpq (PGPASSWORD,
-// ~/.pgpass).
+// environment or the home's .env (as the configured store gets it); ""
+// leaves it to libpq (PGPASSWORD, ~/.pgpass).
 std::string pg_password(const options* cfg) {
   if (cfg != nullptr)
     return cfg->secret("MIBYAN_PG_PASSWORD");
@@ -88,17 +89,29 @@ int migrate(const std::vector<std::string>& args, const global_flags& flags) {
   }
   options cfg;
   bool have_cfg = load_config_or_report(flags, cfg);
+  std::string password;
+  if (url.empty() && have_cfg) {
+    // The configured store (storage.postgres.url, ${VAR}s expanded).
+    auto so = store_options_from(cfg);
+    if (so && so->backend == "postgres") {
+      url = so->postgres_url;
+      password = so->postgres_password;
+    }
+  }
   if (url.empty()) {
-    std::cerr << "mibyan store migrate: no PostgreSQL URL (--url URL)\n";
+    std::cerr << "mibyan store migrate: no PostgreSQL URL (--url URL, or "
+                 "storage.backend: postgres with storage.postgres.url)\n";
     return 2;
   }
-  if (auto why = check_cli_url(url); !why.empty()) {
-    std::cerr << "mibyan store migrate: " << why << "\n";
-    return 2;
-  }
+  if (password.empty())
+    if (auto why = check_cli_url(url); !why.empty()) {
+      std::cerr << "mibyan store migrate: " << why << "\n";
+      return 2;
+    }
   pg_store_options o;
   o.url = url;
-  o.password = pg_password(have_cfg ? &cfg : nullptr);
+  o.password = !password.empty() ? password
+                                 : pg_password(have_cfg ? &cfg : nullptr);
   o.on_migrate = [](int from, int to) {
     std::cerr << "mibyan store migrate: schema " << from << " -> " << to
               << "\n";
@@ -212,6 +225,23 @@ int copy(const std::vector<std::string>& args, const global_flags& flags) {
 }
 
 } // namespace
+
+bool check_store_at_startup(const options& opts, const std::string& me) {
+  auto so = store_options_from(opts);
+  if (!so) {
+    std::cerr << me << ": configuration error: " << so.error << "\n";
+    return false;
+  }
+  if (so->backend == "lmdb")
+    return true;  // the embedded store: a failure there is reported later
+  auto opened = open_session_store(*so);
+  if (!opened) {
+    std::cerr << me << ": storage." << so->backend << ": " << opened.error
+              << "\n";
+    return false;
+  }
+  return true;
+}
 
 int store_command(const std::vector<std::string>& args,
                   const global_flags& flags) {

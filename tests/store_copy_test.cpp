@@ -331,4 +331,37 @@ BOOST_AUTO_TEST_CASE(bad_endpoints_exit_2_with_one_line) {
   BOOST_TEST(contains(r.out, "schema is current"), r.out);
 }
 
+// storage.backend: postgres at start-up: a wrong or unreachable URL, or a
+// database without the schema (auto_migrate off), ends `serve` and `node`
+// with exit 2 and one line; `store migrate` without --url migrates the
+// configured database, after which serve gets past the store.
+BOOST_AUTO_TEST_CASE(start_up_refuses_a_bad_store_in_one_line) {
+  auto db = pg.fresh_database();
+  auto config = [&](const std::string& url) {
+    home.write("config.yaml", "storage:\n  backend: postgres\n  postgres:\n"
+                              "    url: \"" + url + "\"\n");
+  };
+  config("postgresql://mibyan@127.0.0.1:1/x");
+  for (auto argv : {std::vector<std::string>{"serve", "--listen",
+                                             "127.0.0.1:0"},
+                    std::vector<std::string>{"node", "--listen",
+                                             "127.0.0.1:0"}}) {
+    auto r = test::run_mibyan(argv, po);
+    BOOST_TEST(r.exit_code == 2, argv[0] << ": " << r.out << r.err);
+    BOOST_TEST(contains(r.err, "127.0.0.1:1"), r.err);
+    BOOST_TEST(std::count(r.err.begin(), r.err.end(), '\n') == 1, r.err);
+  }
+  config(pg.url(db));
+  auto r = test::run_mibyan({"serve", "--listen", "127.0.0.1:0"}, po);
+  BOOST_TEST(r.exit_code == 2, r.out + r.err);
+  BOOST_TEST(contains(r.err, "mibyan store migrate"), r.err);
+  r = test::run_mibyan({"store", "migrate"}, po);
+  BOOST_TEST(r.exit_code == 0, r.out + r.err);
+  BOOST_TEST(contains(r.out, "migrated schema version 0 to 1"), r.out);
+  pg.psql(db, "UPDATE mibyan_schema SET version = 7");
+  r = test::run_mibyan({"serve", "--listen", "127.0.0.1:0"}, po);
+  BOOST_TEST(r.exit_code == 2, r.out + r.err);
+  BOOST_TEST(contains(r.err, "newer than this build"), r.err);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -172,6 +172,17 @@ const char* op_name(store_write::kind k) {
   return "write";
 }
 
+// The writer's lease token of a write (store_write::fence, 0 = unfenced;
+// 0 as well in a tree whose store_write has no fence yet).
+template <class W>
+auto fence_of(const W& w, int) -> decltype(uint64_t{w.fence}) {
+  return w.fence;
+}
+template <class W>
+uint64_t fence_of(const W&, long) {
+  return 0;
+}
+
 // A refusal of one write (the others still commit) rather than a failure
 // of the transaction.
 bool is_refusal(const status& st) {
@@ -239,6 +250,29 @@ store_status pg_session_store::commit_group(std::vector<store_write>& writes) {
       w.status = {};
       const char* what = op_name(w.what);
       status r;
+      const uint64_t fence = fence_of(w, 0);
+      if (fence != 0 && w.what != store_write::kind::create) {
+        // Fencing (storage/session_lease.hpp): the lease row is
+        // share-locked until this transaction ends, so no new grant slips
+        // in between this check and the commit.
+        const auto& sid = w.what == store_write::kind::append
+                            ? w.append.session_id
+                            : w.session_id;
+        auto l = c.exec("SELECT token, holder FROM mibyan_leases WHERE "
+                        "name = $1 FOR SHARE",
+                        {param{"session:" + sid}}, what);
+        if (!l)
+          return l.get_status();
+        if (l->size() > 0 && static_cast<uint64_t>(l->i64(0, 0)) > fence) {
+          w.status = status::failure(
+            status_code::permission_denied,
+            std::string{what} + ": fenced: session '" + sid
+              + "' is now run by " + l->str(0, 1) + " (lease token "
+              + std::to_string(l->i64(0, 0)) + "); this writer holds token "
+              + std::to_string(fence));
+          continue;
+        }
+      }
       switch (w.what) {
         case store_write::kind::create:
           w.created = prepared[i];
