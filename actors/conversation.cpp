@@ -8,6 +8,7 @@
 #include "agent/history_repair.hpp"
 #include "base/log.hpp"
 #include "storage/session_store.hpp"
+#include "tools/file_checkpointer.hpp"
 
 namespace mibyan {
 
@@ -46,6 +47,11 @@ conversation_behavior(conv_pointer self, conversation_deps deps) {
     }
   }
   st.tool_session = st.deps.session_id;
+  // Rollback markers posted before this conversation existed are in the
+  // stored history just loaded (docs/checkpoints.md).
+  if (st.deps.svc->agent_tools && st.deps.svc->agent_tools->checkpoints)
+    (void)st.deps.svc->agent_tools->checkpoints->take_notes(
+      st.deps.session_id);
   if (!st.deps.frozen_prompt.empty()) {
     st.system_prompt = std::move(st.deps.frozen_prompt);
     st.deps.frozen_prompt.clear();

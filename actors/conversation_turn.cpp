@@ -15,6 +15,7 @@
 #include "base/log.hpp"
 #include "base/runtime_metrics.hpp"
 #include "tools/agent/agent_tool_state.hpp"
+#include "tools/file_checkpointer.hpp"
 #include "tools/registry.hpp"
 
 namespace mibyan::conversation_detail {
@@ -382,6 +383,29 @@ void start_next(conv_pointer self) {
   t->res.provider = req.provider_name;
   t->res.base_url = req.base_url;
   t->provider = caf::actor_cast<provider_actor>(req.provider);
+  // File checkpoints (docs/checkpoints.md): a rollback's marker, stored
+  // by the rollback, joins the history; the tools learn the turn number
+  // (user messages so far + 1) for one checkpoint per project per turn.
+  if (st.deps.svc->agent_tools && st.deps.svc->agent_tools->checkpoints) {
+    auto& cp = *st.deps.svc->agent_tools->checkpoints;
+    for (auto* id : {&st.deps.session_id, &st.tool_session}) {
+      for (auto& note : cp.take_notes(*id)) {
+        chat_message m;
+        m.role = "user";
+        m.content = std::move(note);
+        st.history.push_back(std::move(m));
+      }
+      if (st.deps.session_id == st.tool_session)
+        break;
+    }
+    int64_t turn = 1;
+    for (auto& m : st.history)
+      turn += m.role == "user"
+                  && m.content.rfind(rollback_marker_prefix, 0) != 0
+                ? 1
+                : 0;
+    cp.begin_turn(st.tool_session, turn);
+  }
   t->msgs = st.history;
   t->guards = tool_guardrails{cfg.tool_loop_guardrails};
   st.cur = std::move(t);

@@ -4,6 +4,7 @@
 #include "cli/approval_prompt.hpp"
 #include "cli/clarify_prompt.hpp"
 #include "cli/interrupt_watcher.hpp"
+#include "cli/rollback.hpp"
 #include "cli/terminal_output.hpp"
 
 #include <cstdio>
@@ -33,6 +34,7 @@ void usage() {
        "                   [--api-key K] [--session ID] [--toolsets a,b]\n"
        "                   [--max-iterations N] [--save-trajectory]\n"
        "                   [--no-context-files]\n"
+       "                   [--checkpoints]\n"
        "  Reads one message per line from stdin and answers each with an\n"
        "  agent turn, streaming the answer. Ctrl-C interrupts the running\n"
        "  turn; /help lists the chat commands. The context files loaded\n"
@@ -44,6 +46,10 @@ void chat_help() {
                "  /new    start a new session and print its id\n"
                "  /yolo   toggle approving every non-hardline command in "
                "this session\n"
+               "  /rollback [N]  put back the files the agent changed in the\n"
+               "          last turn (or since checkpoint N of this project),\n"
+               "          keeping your own edits; the turn is marked undone\n"
+               "          (needs checkpoints: --checkpoints)\n"
                "  /exit   leave (so does end of input)\n"
                "  /help   show this list\n"
                "Ctrl-C interrupts the running turn.\n"
@@ -63,7 +69,7 @@ struct chat_state {
 // Parses the options into `call`. Returns -1 to continue, else the exit
 // code.
 int parse_chat_args(const std::vector<std::string>& args, turn_call& call,
-                    bool& no_context_files) {
+                    bool& no_context_files, bool& checkpoints) {
   for (size_t i = 0; i < args.size(); ++i) {
     const auto& a = args[i];
     if (a == "-h" || a == "--help") {
@@ -76,6 +82,10 @@ int parse_chat_args(const std::vector<std::string>& args, turn_call& call,
     }
     if (a == "--save-trajectory") {
       call.save_trajectory = true;
+      continue;
+    }
+    if (a == "--checkpoints") {
+      checkpoints = true;
       continue;
     }
     if (!is_agent_flag(a)) {
@@ -106,13 +116,17 @@ int chat_command(const std::vector<std::string>& args,
   turn_call call;
   call.source = "cli";
   bool no_context_files = false;
-  if (int rc = parse_chat_args(args, call, no_context_files); rc >= 0)
+  bool checkpoints = false;
+  if (int rc = parse_chat_args(args, call, no_context_files, checkpoints);
+      rc >= 0)
     return rc;
   options opts;
   if (!load_config_or_report(flags, opts))
     return 2;
   if (no_context_files)
     opts.agent.context_files = false;
+  if (checkpoints)
+    opts.checkpoints.enabled = true;
   {
     // Fail before reading input, as `mibyan run` does.
     options probe = opts;
@@ -142,6 +156,7 @@ int chat_command(const std::vector<std::string>& args,
   if (decorate)
     activity = std::make_unique<tool_activity>(std::cout, st.mtx);
   std::string error;
+  const options saved_opts = opts; // for /rollback
   auto rt = runtime::create(std::move(opts), &error);
   if (!rt) {
     std::cerr << "mibyan: cannot start the runtime: " << error << "\n";
@@ -223,6 +238,12 @@ int chat_command(const std::vector<std::string>& args,
       std::cerr << "yolo " << (on ? "on" : "off")
                 << " for this session (hardline commands and deny rules "
                    "still apply)\n";
+      continue;
+    }
+    if (text == "/rollback" || text.rfind("/rollback ", 0) == 0) {
+      std::lock_guard<std::mutex> guard{st.mtx};
+      chat_rollback(*rt, saved_opts, st.session_id,
+                    std::string{trim_space(text.substr(9))});
       continue;
     }
     if (text[0] == '/' && text.find(' ') == std::string::npos) {

@@ -70,6 +70,9 @@ int store_command(const std::vector<std::string>& args,
 /// (docs/cron.md); `cron run` without an id is cron_run_command.
 int cron_command(const std::vector<std::string>& args,
                  const global_flags& flags);
+/// `mibyan checkpoints list|diff N|restore N|prune` (docs/checkpoints.md).
+int checkpoints_command(const std::vector<std::string>& args,
+                        const global_flags& flags);
 /// `mibyan cron run`: the scheduler in the foreground (docs/cron.md).
 int cron_run_command(const std::vector<std::string>& args,
                      const global_flags& flags);

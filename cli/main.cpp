@@ -58,6 +58,9 @@ void usage(std::ostream& out) {
          "                          run a cluster member (docs/cluster.md)\n"
          "  nodes --connect HOST:PORT [--json]\n"
          "                          list the members of a cluster\n"
+         "  checkpoints list|diff N|restore N [--file PATH] [--all]\n"
+         "                          file checkpoints and rollback\n"
+         "                          (docs/checkpoints.md)\n"
          "  version                 print the version\n";
 }
 
@@ -122,6 +125,8 @@ int main(int argc, char** argv) {
     return mibyan::cli::node_command(rest, flags);
   if (command == "nodes")
     return mibyan::cli::nodes_command(rest, flags);
+  if (command == "checkpoints")
+    return mibyan::cli::checkpoints_command(rest, flags);
   if (command == "cron")
     return mibyan::cli::cron_command(rest, flags);
   if (command == "store")

@@ -31,12 +31,14 @@ void usage() {
        "                  [--api-key K] [--session ID] [--toolsets a,b]\n"
        "                  [--max-iterations N] [--json]\n"
        "                  [--save-trajectory] [--no-context-files]\n"
-       "                  [--connect HOST:PORT] PROMPT\n"
+       "                  [--connect HOST:PORT] [--checkpoints] PROMPT\n"
        "  Runs one turn of the agent and prints the final answer.\n"
        "  --session ID (or --resume ID) continues (or creates) that\n"
        "  session, replaying its stored system prompt; without it a new\n"
        "  session is created and its id printed on stderr.\n"
-       "  --no-context-files: no AGENTS.md, SOUL.md etc. in a new prompt.\n";
+       "  --no-context-files: no AGENTS.md, SOUL.md etc. in a new prompt.\n"
+       "  --checkpoints snapshots files before the agent changes them\n"
+       "  (mibyan checkpoints; docs/checkpoints.md).\n";
 }
 
 
@@ -48,6 +50,7 @@ int run_command(const std::vector<std::string>& args,
   call.source = "cli";
   bool as_json = false;
   bool no_context_files = false;
+  bool checkpoints = false;
   std::string connect;
   std::vector<std::string> positional;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -67,6 +70,8 @@ int run_command(const std::vector<std::string>& args,
       call.save_trajectory = true;
     } else if (a == "--no-context-files") {
       no_context_files = true;
+    } else if (a == "--checkpoints") {
+      checkpoints = true;
     } else if (a == "-h" || a == "--help") {
       usage();
       return 0;
@@ -108,6 +113,8 @@ int run_command(const std::vector<std::string>& args,
     return 2;
   if (no_context_files)
     opts.agent.context_files = false;
+  if (checkpoints)
+    opts.checkpoints.enabled = true;
   bool live = !as_json && ::isatty(1) == 1;
   // On a terminal, log lines go to $MIBYAN_HOME/logs/run.log instead of
   // between the lines of the answer.

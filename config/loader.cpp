@@ -731,6 +731,20 @@ const std::vector<field>& fields() {
                           &cron_options::webhook_attempts, 1));
     t.push_back(bool_field("cron", "allow_private_webhooks", &o::cron,
                            &cron_options::allow_private_webhooks));
+    // checkpoints (docs/checkpoints.md)
+    t.push_back(bool_field("checkpoints", "enabled", &o::checkpoints,
+                           &checkpoints_options::enabled));
+    t.push_back(int_field("checkpoints", "max_file_mb", &o::checkpoints,
+                          &checkpoints_options::max_file_mb, 1));
+    t.push_back(int_field("checkpoints", "keep", &o::checkpoints,
+                          &checkpoints_options::keep, 1));
+    t.push_back(int_field("checkpoints", "max_age_days", &o::checkpoints,
+                          &checkpoints_options::max_age_days, 0));
+    t.push_back(int_field("checkpoints", "max_files", &o::checkpoints,
+                          &checkpoints_options::max_files, 1));
+    t.push_back(string_field("checkpoints", "on_failure", &o::checkpoints,
+                             &checkpoints_options::on_failure,
+                             {"continue", "block"}));
     // cluster (docs/cluster.md)
     t.push_back(secret_field(string_field("cluster", "key", &o::cluster,
                                           &cluster_options::key)));

@@ -61,6 +61,10 @@ const std::vector<numeric_bounds>& numeric_option_bounds() {
     {"cron", "webhook_timeout", 1, 600},
     {"cron", "webhook_attempts", 1, 10},
     {"storage", "postgres.pool_size", 1, 256},
+    {"checkpoints", "max_file_mb", 1, 4'096},
+    {"checkpoints", "keep", 1, 100'000},
+    {"checkpoints", "max_age_days", 0, 36'500},
+    {"checkpoints", "max_files", 1, 10'000'000},
   };
   return table;
 }

@@ -451,6 +451,25 @@ struct storage_options {
   bool auto_migrate = false;
 };
 
+/// Section `checkpoints`: file checkpoints before the agent's writes and
+/// destructive commands, and rollback (docs/checkpoints.md).
+struct checkpoints_options {
+  /// Snapshot before the first write_file/patch in a project in a turn and
+  /// before destructive terminal commands (`--checkpoints` on run/chat).
+  bool enabled = false;
+  /// Files larger than this many MiB are left out of a snapshot.
+  int64_t max_file_mb = 10;
+  /// Checkpoints kept per project (older ones are pruned).
+  int64_t keep = 50;
+  /// Checkpoints older than this many days are pruned (0 = no age limit).
+  int64_t max_age_days = 7;
+  /// Files a snapshot takes at most; a larger tree is refused whole.
+  int64_t max_files = 50000;
+  /// When a snapshot fails: "continue" (the write goes ahead, the result
+  /// carries a warning) or "block" (the tool call fails, nothing written).
+  std::string on_failure = "continue";
+};
+
 /// The whole effective configuration plus where it came from.
 struct options {
   model_options model;
@@ -499,6 +518,7 @@ struct options {
   cluster_options cluster;
   cron_options cron;
   storage_options storage;
+  checkpoints_options checkpoints;
 };
 
 } // namespace mibyan

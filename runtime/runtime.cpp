@@ -41,6 +41,7 @@
 #include "storage/prompt_store.hpp"
 #include "storage/session_store.hpp"
 #include "tools/agent/agent_tools.hpp"
+#include "tools/file_checkpointer.hpp"
 #include "tools/read_tracker.hpp"
 #include "tools/registry.hpp"
 #include "tools/script_sandbox.hpp"
@@ -287,6 +288,8 @@ make_services(options opts, std::vector<std::unique_ptr<tool>> extra_tools,
   register_agent_tools(svc->tools);
   svc->agent_tools = std::make_shared<agent_tool_state>();
   svc->agent_tools->channels = svc->approvals->channels();
+  svc->agent_tools->checkpoints
+    = std::make_shared<file_checkpointer>(svc->cfg.home);
   svc->toolsets = std::make_shared<toolset_catalog>();
   for (auto& t : extra_tools)
     svc->tools.add(std::move(t));
@@ -569,6 +572,10 @@ std::shared_ptr<session_store> session_store_of(runtime& rt) {
   return runtime_access::of(rt).store;
 }
 
+std::shared_ptr<file_checkpointer> checkpointer_of(runtime& rt) {
+  return runtime_access::of(rt).svc->agent_tools->checkpoints;
+}
+
 toolset_catalog& toolsets_of(runtime& rt) {
   return *runtime_access::of(rt).svc->toolsets;
 }
@@ -633,6 +640,8 @@ void runtime::close_session(const std::string& session_id) {
     impl_->pending->cancel_session(id);
     impl_->svc->approvals->forget_session(id);
     impl_->svc->agent_tools->forget_session(id);
+    if (impl_->svc->agent_tools->checkpoints)
+      impl_->svc->agent_tools->checkpoints->forget(id);
     if (impl_->svc->processes)
       impl_->svc->processes->close_session(id);
     forget_session_reads(id);

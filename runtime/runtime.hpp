@@ -31,6 +31,13 @@ struct mcp_server_report;
 /// runtime's actors. For the node's own front ends (the HTTP server).
 std::shared_ptr<session_store> session_store_of(runtime& rt);
 
+class file_checkpointer;
+
+/// The file-checkpoint tracker of `rt` (tools/file_checkpointer.hpp,
+/// docs/checkpoints.md): `mibyan chat`'s /rollback posts its marker there
+/// for the session's next turn. Never null.
+std::shared_ptr<file_checkpointer> checkpointer_of(runtime& rt);
+
 class pending_approvals;
 
 /// The pending-request registry of `rt` (runtime/pending_approvals.hpp):

@@ -5,7 +5,7 @@ set -euo pipefail
 
 PACKAGES=(
   build-essential cmake pkg-config ccache git ca-certificates
-  libcaf-dev libsimdjson-dev libcurl4-openssl-dev liblmdb-dev
+  libcaf-dev libsimdjson-dev libcurl4-openssl-dev liblmdb-dev libgit2-dev
   libyaml-cpp-dev libboost-test-dev libhowardhinnant-date-dev tzdata
   libpq-dev
   python3 ripgrep procps

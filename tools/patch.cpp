@@ -25,6 +25,7 @@
 #include "tools/approval_gate.hpp"
 #include "tools/client_files.hpp"
 #include "tools/core_tools.hpp"
+#include "tools/file_checkpointer.hpp"
 #include "tools/file_io.hpp"
 #include "tools/fuzzy_match.hpp"
 #include "tools/lint_check.hpp"
@@ -303,10 +304,20 @@ json::value patch_tool::run_replace(const json::value& args,
   if (auto blocked = check_write(path, "patch", diff, ctx))
     return failure(*blocked);
   auto stale = stale_write_warning(ctx, path);
+  // A checkpoint of the project first (docs/checkpoints.md).
+  checkpoint_guard checkpoint;
+  auto* checkpoints = checkpointer_for(ctx);
+  if (checkpoints) {
+    checkpoint = checkpoints->before_write(ctx, {path}, "patch");
+    if (checkpoint.blocked)
+      return failure(checkpoint.warning);
+  }
   if (auto werr = write_verified(ctx, path, before, r.content);
       !werr.empty())
     return failure(werr);
   note_file_written(ctx, path);
+  if (checkpoints)
+    checkpoints->after_write(ctx, {path});
   json::value out;
   out["success"] = true;
   out["diff"] = std::move(diff);
@@ -319,6 +330,7 @@ json::value patch_tool::run_replace(const json::value& args,
     out["lint"] = std::move(lint);
   if (!stale.empty())
     out["_warning"] = stale;
+  add_checkpoint_warning(out, checkpoint);
   return out;
 }
 
@@ -438,10 +450,32 @@ json::value patch_tool::run_v4a(const json::value& args,
     if (auto blocked = check_write(path, "patch", d, ctx))
       return failure(*blocked);
   }
-  // Now write.
+  // A checkpoint of every project touched first (docs/checkpoints.md).
+  checkpoint_guard checkpoint;
+  auto* checkpoints = checkpointer_for(ctx);
+  if (checkpoints) {
+    std::vector<std::string> touched;
+    for (auto& path : order)
+      if (plan[path].before != plan[path].after)
+        touched.push_back(path);
+    if (!touched.empty())
+      checkpoint = checkpoints->before_write(ctx, touched, "patch");
+    if (checkpoint.blocked)
+      return failure(checkpoint.warning);
+  }
+  // Now write. The agent's files are recorded however far the writes get.
+  std::vector<std::string> written;
+  struct record_written {
+    file_checkpointer* cp;
+    const tool_context& ctx;
+    const std::vector<std::string>& paths;
+    ~record_written() {
+      if (cp && !paths.empty())
+        cp->after_write(ctx, paths);
+    }
+  } record{checkpoints, ctx, written};
   std::string diff;
   json::value lint;
-  std::vector<std::string> written;
   std::string stale;
   for (auto& path : order) {
     auto& p = plan[path];
@@ -487,6 +521,7 @@ json::value patch_tool::run_v4a(const json::value& args,
     out["lint"] = std::move(lint);
   if (!stale.empty())
     out["_warning"] = stale;
+  add_checkpoint_warning(out, checkpoint);
   return out;
 }
 

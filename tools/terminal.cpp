@@ -33,6 +33,7 @@
 #include "tools/terminal_background.hpp"
 #include "tools/script_sandbox.hpp"
 #include "tools/approval_gate.hpp"
+#include "tools/file_checkpointer.hpp"
 
 namespace mibyan {
 
@@ -287,8 +288,20 @@ public:
       if (!S_ISDIR(st.st_mode))
         return error_result("workdir is not a directory: " + workdir);
     }
-    if (background)
-      return start_background_command(args, ctx, command, workdir);
+    // A destructive command gets a checkpoint of its project first
+    // (docs/checkpoints.md).
+    checkpoint_guard checkpoint;
+    if (auto* checkpoints = checkpointer_for(ctx)) {
+      checkpoint = checkpoints->before_command(
+        ctx, workdir.empty() ? ctx.cwd : workdir, command);
+      if (checkpoint.blocked)
+        return result_object("", -1, checkpoint.warning);
+    }
+    if (background) {
+      auto started = start_background_command(args, ctx, command, workdir);
+      add_checkpoint_warning(started, checkpoint);
+      return started;
+    }
     // -- run --------------------------------------------------------------
     subprocess_options opts;
     opts.shell_command = command;
@@ -353,6 +366,7 @@ public:
       if (!meaning.empty())
         result["exit_code_meaning"] = meaning;
     }
+    add_checkpoint_warning(result, checkpoint);
     if (res.out_omitted > 0) {
       result["truncated"] = true;
       save_spill(result, ctx, redact_text(ctx, strip_ansi(spill)), spill_cut,

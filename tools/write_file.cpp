@@ -11,6 +11,7 @@
 #include "tools/approval_gate.hpp"
 #include "tools/client_files.hpp"
 #include "tools/core_tools.hpp"
+#include "tools/file_checkpointer.hpp"
 #include "tools/file_io.hpp"
 #include "tools/lint_check.hpp"
 #include "tools/path_policy.hpp"
@@ -93,6 +94,14 @@ public:
     if (auto blocked = check_write(path, "write_file", text, ctx))
       return error_result(*blocked);
     auto stale = stale_write_warning(ctx, path);
+    // A checkpoint of the project first (docs/checkpoints.md).
+    checkpoint_guard checkpoint;
+    auto* checkpoints = checkpointer_for(ctx);
+    if (checkpoints) {
+      checkpoint = checkpoints->before_write(ctx, {path}, "write_file");
+      if (checkpoint.blocked)
+        return error_result(checkpoint.warning);
+    }
     // A session with client file access writes through the editor
     // (tools/client_files.hpp); a watched one keeps the old text for the
     // edit report.
@@ -119,6 +128,8 @@ public:
         return error_result(written.error);
     }
     note_file_written(ctx, path);
+    if (checkpoints)
+      checkpoints->after_write(ctx, {path});
     report_file_change(ctx, path, old_text ? &*old_text : nullptr, text);
     json::value out;
     out["bytes_written"] = static_cast<int64_t>(text.size());
@@ -132,6 +143,7 @@ public:
       out["lint"] = std::move(lint);
     if (!stale.empty())
       out["_warning"] = stale;
+    add_checkpoint_warning(out, checkpoint);
     return out;
   }
 };

@@ -28,6 +28,7 @@ class session_store;
 class cron_service;
 struct client_file_access; // tools/client_files.hpp
 class tool_registry;        // tools/registry.hpp
+class file_checkpointer;    // tools/file_checkpointer.hpp
 
 class agent_tool_state {
 public:
@@ -38,6 +39,10 @@ public:
   /// tool; set once by the runtime before any tool call (never null in a
   /// runtime; null in unit tests that build the state alone).
   std::shared_ptr<cron_service> cron;
+  /// When the file tools take checkpoints (docs/checkpoints.md); set once
+  /// by the runtime before any tool call (null in unit tests that build
+  /// the state alone). Used only with checkpoints.enabled.
+  std::shared_ptr<file_checkpointer> checkpoints;
 
   /// The host's clarify channel (empty = none: clarify answers with an
   /// error telling the model to proceed on its own judgement).
