@@ -57,6 +57,15 @@ int node_command(const std::vector<std::string>& args,
                  const global_flags& flags);
 int nodes_command(const std::vector<std::string>& args,
                   const global_flags& flags);
+/// For `serve` and `node` (gateways): opens the configured session store
+/// once when it is a database (storage.backend: postgres), so a wrong or
+/// unreachable URL, a refused login or a schema the binary cannot use ends
+/// the start with one line naming the problem (the caller exits 2). True
+/// for LMDB without opening it.
+bool check_store_at_startup(const options& opts, const std::string& me);
+/// `mibyan store migrate|copy` (docs/storage.md, "PostgreSQL").
+int store_command(const std::vector<std::string>& args,
+                  const global_flags& flags);
 /// `mibyan cron list|show|add|edit|pause|resume|run ID|remove|history`
 /// (docs/cron.md); `cron run` without an id is cron_run_command.
 int cron_command(const std::vector<std::string>& args,

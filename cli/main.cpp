@@ -34,6 +34,10 @@ void usage(std::ostream& out) {
          "  batch PROMPTS.jsonl --run-name R [--workers N] [--resume]\n"
          "                          run many prompts, merge trajectories\n"
          "                          (docs/batch.md)\n"
+         "  store migrate [--url URL]\n"
+         "  store copy --from lmdb:PATH|postgres:URL --to lmdb:PATH|postgres:URL\n"
+         "                          PostgreSQL schema and moving sessions\n"
+         "                          between backends (docs/storage.md)\n"
          "  cron list|show ID|history ID|pause ID|resume ID|remove ID [--json]\n"
          "  cron add --schedule S --prompt P [--deliver T]... [--json]\n"
          "  cron edit ID [FLAGS] / cron run ID\n"
@@ -125,6 +129,8 @@ int main(int argc, char** argv) {
     return mibyan::cli::checkpoints_command(rest, flags);
   if (command == "cron")
     return mibyan::cli::cron_command(rest, flags);
+  if (command == "store")
+    return mibyan::cli::store_command(rest, flags);
   if (command == "version" || command == "--version") {
     std::cout << "mibyan 0.1.0\n";
     return 0;

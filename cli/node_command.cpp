@@ -71,6 +71,9 @@ int node_command(const std::vector<std::string>& args,
   options opts;
   if (!load_config_or_report(flags, opts))
     return 2;
+  // A worker keeps no sessions; a gateway's store must open.
+  if (a.role != "worker" && !check_store_at_startup(opts, "mibyan node"))
+    return 2;
   if (!a.provider.empty())
     opts.model.provider = a.provider;
   if (!a.model.empty())

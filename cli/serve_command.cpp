@@ -151,6 +151,8 @@ int run_node(const std::vector<std::string>& args, const global_flags& flags,
   options opts;
   if (!load_config_or_report(flags, opts))
     return 2;
+  if (!check_store_at_startup(opts, me))
+    return 2;
   if (no_context_files)
     opts.agent.context_files = false;
   st.key = opts.secret("MIBYAN_SERVER_KEY");

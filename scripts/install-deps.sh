@@ -7,6 +7,7 @@ PACKAGES=(
   build-essential cmake pkg-config ccache git ca-certificates
   libcaf-dev libsimdjson-dev libcurl4-openssl-dev liblmdb-dev libgit2-dev
   libyaml-cpp-dev libboost-test-dev libhowardhinnant-date-dev tzdata
+  libpq-dev
   python3 ripgrep procps
   bubblewrap
   nodejs

@@ -2,6 +2,10 @@
 # Installs the test-only dependencies:
 # * Debian's `chromium`, the browser tests/dashboard_browser_test.cpp drives
 #   (docs/dashboard.md); installed with apt-get when missing;
+# * Debian's `postgresql` (15), the server tests/support/pg_server.cpp
+#   starts as a throw-away instance for the PostgreSQL store tests
+#   (docs/testing.md, "PostgreSQL"), and, when run as root, the system user
+#   `mibyan-pg` that server runs as (PostgreSQL refuses to run as root);
 # * the npm packages pinned in tests/node/package.json: the stock `openai`
 #   npm client that tests/serve_test.cpp drives against `mibyan serve`, the
 #   MCP servers `@modelcontextprotocol/server-filesystem` and
@@ -22,6 +26,21 @@ if ! dpkg-query -W -f='${Status}' chromium 2>/dev/null | grep -q "install ok ins
   export DEBIAN_FRONTEND=noninteractive
   $SUDO apt-get update -qq
   $SUDO apt-get install -y -qq --no-install-recommends chromium
+fi
+if [ ! -x /usr/lib/postgresql/15/bin/initdb ]; then
+  SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then
+    SUDO="sudo"
+  fi
+  echo "install-test-deps: installing Debian's postgresql"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends postgresql
+fi
+if [ "$(id -u)" -eq 0 ] && ! getent passwd mibyan-pg >/dev/null; then
+  echo "install-test-deps: creating the system user mibyan-pg (runs the test PostgreSQL)"
+  useradd --system --no-create-home --home-dir /nonexistent \
+    --shell /usr/sbin/nologin mibyan-pg
 fi
 # Prints every dependency whose installed version differs from the pin.
 missing=$(node -e '

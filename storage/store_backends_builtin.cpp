@@ -4,6 +4,7 @@
 #include "storage/store_backend.hpp"
 
 #include "storage/lmdb/lmdb_session_store.hpp"
+#include "storage/postgres/pg_session_store.hpp"
 
 namespace mibyan {
 
@@ -13,6 +14,17 @@ void register_builtin_store_backends() {
     [](const session_store_options& opts)
       -> store_result<std::unique_ptr<session_store>> {
       auto opened = lmdb_session_store::open(opts);
+      if (!opened)
+        return store_result<std::unique_ptr<session_store>>::failure(
+          opened.code, opened.error);
+      return store_result<std::unique_ptr<session_store>>{
+        std::unique_ptr<session_store>{std::move(*opened)}};
+    });
+  register_store_backend(
+    "postgres",
+    [](const session_store_options& opts)
+      -> store_result<std::unique_ptr<session_store>> {
+      auto opened = pg_session_store::open(opts);
       if (!opened)
         return store_result<std::unique_ptr<session_store>>::failure(
           opened.code, opened.error);

@@ -7,10 +7,7 @@
 
 #include "storage/store_backend.hpp"
 
-#if __has_include("tests/support/pg_server.hpp")
 #include "tests/support/pg_server.hpp"
-#define MIBYAN_TEST_HAS_PG_SERVER 1
-#endif
 
 namespace mibyan::test {
 
@@ -21,7 +18,6 @@ bool require_test_data() {
   return v != nullptr && std::string{v} == "1";
 }
 
-#ifdef MIBYAN_TEST_HAS_PG_SERVER
 // The executable's one throw-away server, started on first use; null with
 // the reason kept when it cannot start (tried once).
 pg_server* shared_server(std::string& why) {
@@ -36,17 +32,14 @@ pg_server* shared_server(std::string& why) {
   why = failure;
   return server.get();
 }
-#endif
 
 } // namespace
 
 const std::vector<std::string>& store_backends_under_test() {
   static const std::vector<std::string> names = [] {
     std::vector<std::string> out{"lmdb"};
-#ifdef MIBYAN_TEST_HAS_PG_SERVER
     if (find_store_backend("postgres"))
       out.push_back("postgres");
-#endif
     return out;
   }();
   return names;
@@ -61,7 +54,6 @@ bool fresh_store_options(const std::string& backend,
     out.dir = scratch;
     return true;
   }
-#ifdef MIBYAN_TEST_HAS_PG_SERVER
   if (backend == "postgres") {
     auto* server = shared_server(why);
     if (server == nullptr)
@@ -76,7 +68,6 @@ bool fresh_store_options(const std::string& backend,
     out.postgres_pool_size = 4;
     return true;
   }
-#endif
   why = "no test set-up for backend '" + backend + "'";
   return false;
 }

@@ -1,0 +1,360 @@
+// File: storage/postgres/store_copy.hpp
+//
+// `mibyan store copy`: moves every session with its messages, approvals
+// and usage counters, and every scheduled job with its run history, from
+// one session store to another (LMDB to PostgreSQL or back;
+// docs/storage.md, "Copying between backends").
+//
+// Idempotent and resumable: a session already in the destination with the
+// same messages is left alone; one whose messages are a prefix of the
+// source's (an interrupted copy) gets the rest; one whose messages differ
+// is a conflict, reported by id and never overwritten. Sessions that exist
+// only in the destination are reported too. Message ids are the
+// destination's own (each backend numbers its messages); contents, keys,
+// timestamps and order are kept byte for byte. Stored responses of the
+// Responses API are not copied: they point at the source's message ids.
+//
+// `Src` and `Dst` are session stores (anything with session_store's
+// methods). Runs on the caller's thread; blocking.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "storage/session_store.hpp"
+
+namespace mibyan {
+
+struct store_copy_report {
+  size_t sessions_seen = 0;
+  size_t sessions_created = 0;
+  size_t sessions_resumed = 0;
+  size_t sessions_unchanged = 0;
+  size_t messages_copied = 0;
+  size_t jobs_copied = 0;
+  size_t runs_copied = 0;
+  /// "id: why" for every session that differs between the stores.
+  std::vector<std::string> conflicts;
+  /// Sessions in the destination that the source does not have.
+  std::vector<std::string> only_in_destination;
+  /// Parent links that point at no session of the source (dropped).
+  std::vector<std::string> warnings;
+};
+
+namespace store_copy_detail {
+
+inline bool same_message(const stored_message& a, const stored_message& b) {
+  const auto& x = a.message;
+  const auto& y = b.message;
+  if (a.key != b.key || x.role != y.role || x.content != y.content
+      || x.tool_call_id != y.tool_call_id || x.tool_name != y.tool_name
+      || x.reasoning != y.reasoning || x.finish_reason != y.finish_reason
+      || x.timestamp_ms != y.timestamp_ms
+      || x.tool_calls.size() != y.tool_calls.size())
+    return false;
+  for (size_t i = 0; i < x.tool_calls.size(); ++i)
+    if (x.tool_calls[i].id != y.tool_calls[i].id
+        || x.tool_calls[i].name != y.tool_calls[i].name
+        || x.tool_calls[i].arguments != y.tool_calls[i].arguments)
+      return false;
+  return true;
+}
+
+inline token_usage minus(const token_usage& a, const token_usage& b) {
+  token_usage d;
+  d.input_tokens = std::max<int64_t>(0, a.input_tokens - b.input_tokens);
+  d.output_tokens = std::max<int64_t>(0, a.output_tokens - b.output_tokens);
+  d.cache_read_tokens =
+    std::max<int64_t>(0, a.cache_read_tokens - b.cache_read_tokens);
+  d.cache_write_tokens =
+    std::max<int64_t>(0, a.cache_write_tokens - b.cache_write_tokens);
+  d.reasoning_tokens =
+    std::max<int64_t>(0, a.reasoning_tokens - b.reasoning_tokens);
+  if (a.has_cost) {
+    d.has_cost = true;
+    d.cost_usd = std::max(0.0, a.cost_usd - b.cost_usd);
+  }
+  return d;
+}
+
+template <class S>
+store_result<std::vector<session_info>> all_sessions(S& s) {
+  std::vector<session_info> out;
+  for (size_t offset = 0;; offset += 1000) {
+    auto page = s.list_sessions(1000, offset);
+    if (!page)
+      return page;
+    out.insert(out.end(), page->begin(), page->end());
+    if (page->size() < 1000)
+      return store_result<std::vector<session_info>>{std::move(out)};
+  }
+}
+
+} // namespace store_copy_detail
+
+/// Copies `src` into `dst`. `progress` (may be empty) gets a line now and
+/// then. Returns the report, or the first store error that stopped the
+/// copy (what was copied before it stays; running again resumes).
+template <class Src, class Dst>
+store_result<store_copy_report>
+copy_store(Src& src, Dst& dst,
+           const std::function<void(const std::string&)>& progress) {
+  using namespace store_copy_detail;
+  using res = store_result<store_copy_report>;
+  store_copy_report rep;
+  auto sessions = all_sessions(src);
+  if (!sessions)
+    return res::failure(sessions.code, "copy: source: " + sessions.error);
+  auto existing = all_sessions(dst);
+  if (!existing)
+    return res::failure(existing.code,
+                        "copy: destination: " + existing.error);
+  std::map<std::string, const session_info*> by_id;
+  for (auto& s : *sessions)
+    by_id[s.id] = &s;
+  for (auto& s : *existing)
+    if (by_id.count(s.id) == 0)
+      rep.only_in_destination.push_back(s.id);
+  std::set<std::string> done;
+  auto last_report = std::chrono::steady_clock::now();
+  status failed;
+  // New sessions go in group commits (one transaction, one fsync, for
+  // many sessions): create, messages, usage and end together.
+  std::vector<store_write> group;
+  std::vector<std::pair<std::string, std::vector<std::string>>> grants;
+  std::vector<const session_info*> ends;
+  size_t group_messages = 0;
+  auto flush_group = [&]() -> bool {
+    if (group.empty() && grants.empty() && ends.empty())
+      return true;
+    auto st = group.empty() ? status{} : dst.commit_group(group);
+    if (st)
+      for (auto& w : group)
+        if (!w.status.ok()) {
+          st = w.status;
+          break;
+        }
+    if (!st) {
+      failed = status::failure(st.code, "copy: " + st.error);
+      return false;
+    }
+    rep.messages_copied += group_messages;
+    group.clear();
+    group_messages = 0;
+    for (auto& [id, keys] : grants)
+      if (auto a = dst.set_approvals(id, keys); !a) {
+        failed = status::failure(a.code, "copy: session " + id + ": "
+                                           + a.error);
+        return false;
+      }
+    grants.clear();
+    for (auto* e : ends)
+      if (auto st = dst.end_session(e->id, e->end_reason, e->ended_at_ms);
+          !st) {
+        failed = status::failure(st.code, "copy: session " + e->id + ": "
+                                            + st.error);
+        return false;
+      }
+    ends.clear();
+    return true;
+  };
+  // Copies one session, its parent first (create_session needs it).
+  std::function<bool(const session_info&)> copy_one =
+    [&](const session_info& s) -> bool {
+    if (!done.insert(s.id).second)
+      return true;
+    std::string parent = s.parent_session_id;
+    if (!parent.empty()) {
+      auto p = by_id.find(parent);
+      if (p == by_id.end()) {
+        rep.warnings.push_back("session " + s.id + ": parent " + parent
+                               + " is not in the source; link dropped");
+        parent.clear();
+      } else if (!copy_one(*p->second)) {
+        return false;
+      }
+    }
+    ++rep.sessions_seen;
+    auto msgs = src.load_messages(s.id);
+    if (!msgs) {
+      failed = status::failure(msgs.code, "copy: source: " + msgs.error);
+      return false;
+    }
+    session_info have;
+    std::vector<stored_message> have_msgs;
+    auto got = dst.get_session(s.id);
+    if (!got && got.code != status_code::not_found) {
+      failed = status::failure(got.code, "copy: destination: " + got.error);
+      return false;
+    }
+    if (!got) {
+      store_write cw;
+      cw.what = store_write::kind::create;
+      auto& ns = cw.create;
+      ns.id = s.id;
+      ns.source = s.source;
+      ns.model = s.model;
+      ns.provider = s.provider;
+      ns.cwd = s.cwd;
+      ns.title = s.title;
+      ns.parent_session_id = parent;
+      ns.metadata_json = s.metadata_json;
+      ns.started_at_ms = s.started_at_ms;
+      group.push_back(std::move(cw));
+      for (auto& m : *msgs) {
+        store_write aw;
+        aw.what = store_write::kind::append;
+        aw.append = pending_append{s.id, m.message, m.key};
+        group.push_back(std::move(aw));
+      }
+      group_messages += msgs->size();
+      if (s.api_call_count > 0 || s.tokens.input_tokens > 0
+          || s.tokens.output_tokens > 0 || s.tokens.cache_read_tokens > 0
+          || s.tokens.cache_write_tokens > 0 || s.tokens.reasoning_tokens > 0
+          || s.tokens.has_cost) {
+        store_write uw;
+        uw.what = store_write::kind::usage;
+        uw.session_id = s.id;
+        uw.usage = s.tokens;
+        uw.api_calls = s.api_call_count;
+        group.push_back(std::move(uw));
+      }
+      auto approvals = src.get_approvals(s.id);
+      if (approvals && !approvals->empty())
+        grants.emplace_back(s.id, std::move(*approvals));
+      ++rep.sessions_created;
+      // A group stamps an end with its own clock: the end goes on its
+      // own, at the source's time, after the group.
+      if (s.ended_at_ms != 0)
+        ends.push_back(&s);
+      return group.size() < 2000 || flush_group();
+    } else {
+      have = std::move(*got);
+      if (!flush_group())
+        return false;
+      auto hm = dst.load_messages(s.id);
+      if (!hm) {
+        failed = status::failure(hm.code, "copy: destination: " + hm.error);
+        return false;
+      }
+      have_msgs = std::move(*hm);
+      std::string why;
+      if (have_msgs.size() > msgs->size())
+        why = "the destination has " + std::to_string(have_msgs.size())
+              + " messages, the source " + std::to_string(msgs->size());
+      for (size_t i = 0; why.empty() && i < have_msgs.size(); ++i)
+        if (!same_message(have_msgs[i], (*msgs)[i]))
+          why = "message " + std::to_string(i + 1) + " differs";
+      if (why.empty() && (have.started_at_ms != s.started_at_ms
+                          || have.title != s.title))
+        why = "the session's start time or title differs";
+      if (!why.empty()) {
+        rep.conflicts.push_back(s.id + ": " + why);
+        return true;
+      }
+    }
+    // The messages the destination lacks, in batches.
+    std::vector<pending_append> batch;
+    auto flush = [&]() -> bool {
+      if (batch.empty())
+        return true;
+      auto r = dst.append_batch(batch);
+      if (!r) {
+        failed = status::failure(r.code, "copy: session " + s.id + ": "
+                                           + r.error);
+        return false;
+      }
+      rep.messages_copied += batch.size();
+      batch.clear();
+      return true;
+    };
+    for (size_t i = have_msgs.size(); i < msgs->size(); ++i) {
+      batch.push_back(pending_append{s.id, (*msgs)[i].message,
+                                     (*msgs)[i].key});
+      if (batch.size() == 500 && !flush())
+        return false;
+    }
+    if (!flush())
+      return false;
+    if (have_msgs.size() < msgs->size())
+      ++rep.sessions_resumed;
+    else
+      ++rep.sessions_unchanged;
+    // Counters, approvals and the end, as the source has them.
+    auto delta = minus(s.tokens, have.tokens);
+    int64_t calls = std::max<int64_t>(0, s.api_call_count
+                                           - have.api_call_count);
+    if (calls > 0 || delta.input_tokens > 0 || delta.output_tokens > 0
+        || delta.cache_read_tokens > 0 || delta.cache_write_tokens > 0
+        || delta.reasoning_tokens > 0 || (delta.has_cost && !have.tokens.has_cost)
+        || delta.cost_usd > 0)
+      if (auto st = dst.add_usage(s.id, delta, calls); !st) {
+        failed = status::failure(st.code, "copy: session " + s.id + ": "
+                                            + st.error);
+        return false;
+      }
+    auto approvals = src.get_approvals(s.id);
+    if (approvals && !approvals->empty())
+      if (auto st = dst.set_approvals(s.id, *approvals); !st) {
+        failed = status::failure(st.code, "copy: session " + s.id + ": "
+                                            + st.error);
+        return false;
+      }
+    if (s.ended_at_ms != 0 && have.ended_at_ms == 0)
+      if (auto st = dst.end_session(s.id, s.end_reason, s.ended_at_ms);
+          !st) {
+        failed = status::failure(st.code, "copy: session " + s.id + ": "
+                                            + st.error);
+        return false;
+      }
+    return true;
+  };
+  // Oldest first: parents usually come before their children anyway.
+  for (auto it = sessions->rbegin(); it != sessions->rend(); ++it) {
+    if (!copy_one(*it))
+      return res{failed};
+    auto now = std::chrono::steady_clock::now();
+    if (progress && now - last_report > std::chrono::seconds{1}) {
+      last_report = now;
+      progress("copied " + std::to_string(rep.sessions_seen) + "/"
+               + std::to_string(sessions->size()) + " sessions, "
+               + std::to_string(rep.messages_copied + group_messages)
+               + " messages");
+    }
+  }
+  if (!flush_group())
+    return res{failed};
+  // Scheduled jobs and their runs (oldest run first, so the order holds).
+  auto jobs = src.list_cron_jobs(false);
+  if (!jobs)
+    return res::failure(jobs.code, "copy: source: " + jobs.error);
+  for (auto& d : jobs->damaged)
+    rep.warnings.push_back("cron " + d + "; not copied");
+  for (auto& j : jobs->jobs) {
+    if (auto st = dst.put_cron_job(j); !st)
+      return res::failure(st.code, "copy: job " + j.id + ": " + st.error);
+    ++rep.jobs_copied;
+    auto runs = src.list_cron_runs(j.id, 1000000, 0, nullptr);
+    if (!runs)
+      return res::failure(runs.code, "copy: source: " + runs.error);
+    for (auto it = runs->rbegin(); it != runs->rend(); ++it) {
+      if (auto st = dst.put_cron_run(*it, 0); !st)
+        return res::failure(st.code, "copy: run " + it->id + ": "
+                                       + st.error);
+      ++rep.runs_copied;
+    }
+  }
+  if (progress)
+    progress("copied " + std::to_string(rep.sessions_seen) + "/"
+             + std::to_string(sessions->size()) + " sessions, "
+             + std::to_string(rep.messages_copied) + " messages");
+  return res{std::move(rep)};
+}
+
+} // namespace mibyan
