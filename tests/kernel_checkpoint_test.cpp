@@ -2,7 +2,9 @@
 #include <boost/test/unit_test.hpp>
 
 // Kernel namespace checkpoints on one node (docs/execute_code.md,
-// "Checkpoints"): the LMDB checkpoint store, the HMAC envelope, restore
+// "Checkpoints"): the checkpoint store on every store backend
+// (tests/support/store_backends.hpp: LMDB, and PostgreSQL on a throw-away
+// server), the HMAC envelope and its round trip through the store, restore
 // after a runtime restart and after `kill -9` of a real `mibyan tool
 // --stdin` process, reset, and bad input (values that cannot be pickled, a
 // __reduce__ that hangs, a self-referencing namespace, a tampered, a
@@ -29,6 +31,7 @@
 #include "tests/support/kernel_options.hpp"
 #include "tests/support/paths.hpp"
 #include "tests/support/process.hpp"
+#include "tests/support/store_backends.hpp"
 #include "tests/support/temp_dir.hpp"
 
 using namespace mibyan;
@@ -161,17 +164,13 @@ std::string lost_names(const json::value& r) {
 
 } // namespace
 
-BOOST_AUTO_TEST_CASE(store_keeps_the_newest_and_drops_with_the_session) {
-  test::temp_dir dir;
-  session_store_options so;
-  so.dir = dir.path() + "/sessions";
-  auto opened = session_store::open(so);
-  BOOST_REQUIRE_MESSAGE(opened, opened.error);
-  std::shared_ptr<session_store> store = std::move(*opened);
+MIBYAN_STORE_TEST_CASE(store_keeps_the_newest_and_drops_with_the_session,
+                       test::store_fixture) {
+  std::shared_ptr<session_store> shared = std::move(store);
   new_session ns;
   ns.id = "sess-a";
-  BOOST_REQUIRE(store->create_session(ns));
-  auto ck = open_checkpoint_store(store);
+  BOOST_REQUIRE(shared->create_session(ns));
+  auto ck = open_checkpoint_store(shared);
   BOOST_REQUIRE_MESSAGE(ck, ck.error);
   auto& c = **ck;
   // Larger than a chunk: split and joined again.
@@ -191,7 +190,7 @@ BOOST_AUTO_TEST_CASE(store_keeps_the_newest_and_drops_with_the_session) {
   BOOST_CHECK_EQUAL((*got)->bytes, "new");
   BOOST_REQUIRE(c.put("sess-b", 1, "other"));
   // Deleting the session deletes its checkpoints, in the same transaction.
-  BOOST_REQUIRE(store->delete_session("sess-a"));
+  BOOST_REQUIRE(shared->delete_session("sess-a"));
   got = c.latest("sess-a");
   BOOST_REQUIRE(got);
   BOOST_CHECK(!*got);
@@ -200,6 +199,51 @@ BOOST_AUTO_TEST_CASE(store_keeps_the_newest_and_drops_with_the_session) {
   BOOST_CHECK(c.remove("sess-b"));
   BOOST_CHECK(!*c.latest("sess-b"));
   BOOST_CHECK(!c.put("", 1, "x"));
+  BOOST_CHECK(c.latest("").code == status_code::invalid_argument);
+  BOOST_CHECK(c.remove("").code == status_code::invalid_argument);
+  // The checkpoint store keeps the session store alive.
+  std::weak_ptr<session_store> weak = shared;
+  shared.reset();
+  BOOST_CHECK(!weak.expired());
+  BOOST_REQUIRE(c.put("sess-c", 1, "kept"));
+  BOOST_CHECK_EQUAL((*c.latest("sess-c"))->bytes, "kept");
+}
+
+// A sealed envelope (every byte value, NULs included) comes back from the
+// store byte for byte and opens; one changed stored byte is refused.
+MIBYAN_STORE_TEST_CASE(sealed_envelope_round_trips_through_the_store,
+                       test::store_fixture) {
+  std::shared_ptr<session_store> shared = std::move(store);
+  auto ck = open_checkpoint_store(shared);
+  BOOST_REQUIRE_MESSAGE(ck, ck.error);
+  kernel_checkpoints hub(true, 1 << 20);
+  hub.set_key(std::string(32, 'k'));
+  std::string payload;
+  for (int round = 0; round < 3; ++round)
+    for (int b = 0; b < 256; ++b)
+      payload.push_back(static_cast<char>(b));
+  auto sealed = hub.seal("sess-e", 7, payload);
+  BOOST_REQUIRE((*ck)->put("sess-e", 7, sealed));
+  auto got = (*ck)->latest("sess-e");
+  BOOST_REQUIRE_MESSAGE(got, got.error);
+  BOOST_REQUIRE(*got);
+  BOOST_CHECK_EQUAL((*got)->session, "sess-e");
+  BOOST_CHECK_EQUAL((*got)->seq, 7u);
+  BOOST_REQUIRE_EQUAL((*got)->bytes.size(), sealed.size());
+  BOOST_CHECK((*got)->bytes == sealed);
+  auto opened = hub.open("sess-e", (*got)->bytes);
+  BOOST_REQUIRE_MESSAGE(opened, opened.error);
+  BOOST_CHECK_EQUAL(opened->first, 7);
+  BOOST_CHECK(opened->second == payload);
+  // Tampered bytes stored as a newer checkpoint: stored, but refused.
+  auto bad = sealed;
+  bad[bad.size() / 2] ^= 1;
+  BOOST_REQUIRE((*ck)->put("sess-e", 8, bad));
+  got = (*ck)->latest("sess-e");
+  BOOST_REQUIRE(got && *got);
+  BOOST_CHECK_EQUAL((*got)->seq, 8u);
+  BOOST_CHECK(!hub.open("sess-e", (*got)->bytes));
+  BOOST_CHECK(!hub.open("sess-other", sealed));
 }
 
 BOOST_AUTO_TEST_CASE(envelope_refuses_tampering_truncation_and_other_sessions) {

@@ -1,8 +1,9 @@
-// Session leases with fencing tokens (storage/session_lease.hpp) on LMDB:
-// acquire, renew, expiry, release, a lost holder's leases ended, and a
-// write carrying a stale token refused inside the store's transaction -
-// within one process (injected clock) and between two processes sharing one
-// store directory.
+// Session leases with fencing tokens (storage/session_lease.hpp) on every
+// store backend (tests/support/store_backends.hpp: LMDB, and PostgreSQL on
+// a throw-away server): acquire, renew, expiry, release, a lost holder's
+// leases ended, and a write carrying a stale token refused inside the
+// store's commit_group transaction - within one process (injected clock)
+// and between two processes sharing one store.
 #define BOOST_TEST_MODULE session_lease
 #include <boost/test/unit_test.hpp>
 
@@ -13,7 +14,7 @@
 
 #include "storage/session_lease.hpp"
 #include "storage/session_store.hpp"
-#include "tests/support/temp_dir.hpp"
+#include "tests/support/store_backends.hpp"
 
 using namespace mibyan;
 
@@ -44,18 +45,12 @@ status fenced_append(session_store& store, const std::string& sid,
   return ws[0].status;
 }
 
-struct fixture {
-  test::temp_dir tmp;
+struct fixture : test::store_fixture {
   int64_t clock = 1'700'000'000'000;
-  std::unique_ptr<session_store> store;
   std::shared_ptr<session_lease_store> leases;
 
-  fixture() {
-    session_store_options o;
-    o.dir = tmp / "sessions";
-    auto s = session_store::open(o);
-    BOOST_REQUIRE_MESSAGE(s, s.error);
-    store = std::move(*s);
+  void opened() override {
+    open_with(base);
     auto l = open_session_leases(*store, [this] { return clock; });
     BOOST_REQUIRE_MESSAGE(l, l.error);
     leases = *l;
@@ -65,9 +60,15 @@ struct fixture {
   }
 };
 
+// Opens nothing before the case forks (an open LMDB environment or
+// PostgreSQL connection must not cross a fork).
+struct unopened : test::store_fixture {
+  void opened() override {}
+};
+
 } // namespace
 
-BOOST_FIXTURE_TEST_CASE(acquire_renew_expire_and_fence, fixture) {
+MIBYAN_STORE_TEST_CASE(acquire_renew_expire_and_fence, fixture) {
   auto name = std::string{"session:s1"};
   auto a = leases->acquire(name, "gwA", 1000);
   BOOST_REQUIRE_MESSAGE(a, a.error);
@@ -139,7 +140,7 @@ BOOST_FIXTURE_TEST_CASE(acquire_renew_expire_and_fence, fixture) {
   BOOST_CHECK(leases->get(name)->live(clock));
 }
 
-BOOST_FIXTURE_TEST_CASE(expire_holder_ends_only_its_live_leases, fixture) {
+MIBYAN_STORE_TEST_CASE(expire_holder_ends_only_its_live_leases, fixture) {
   BOOST_REQUIRE(leases->acquire("session:a", "gwA", 60000)->granted);
   BOOST_REQUIRE(leases->acquire("session:b", "gwA", 60000)->granted);
   BOOST_REQUIRE(leases->acquire("session:c", "gwB", 60000)->granted);
@@ -153,7 +154,7 @@ BOOST_FIXTURE_TEST_CASE(expire_holder_ends_only_its_live_leases, fixture) {
   BOOST_CHECK_EQUAL(*leases->expire_holder("gwA"), 0u);
 }
 
-BOOST_FIXTURE_TEST_CASE(bad_input_is_refused, fixture) {
+MIBYAN_STORE_TEST_CASE(bad_input_is_refused, fixture) {
   BOOST_CHECK(leases->acquire("", "gwA", 1000).code
               == status_code::invalid_argument);
   BOOST_CHECK(leases->acquire(std::string{"\0x", 2}, "gwA", 1000).code
@@ -169,12 +170,11 @@ BOOST_FIXTURE_TEST_CASE(bad_input_is_refused, fixture) {
   BOOST_CHECK(leases->release("never", "gwA", 1));
 }
 
-// Two processes on one store directory: a child holds the lease; the
-// parent sees it, declares the child lost, takes over, and the child's
-// write with its old token is refused in the child's own transaction.
-BOOST_AUTO_TEST_CASE(two_processes_share_leases_and_fence) {
-  test::temp_dir tmp;
-  auto dir = tmp / "sessions";
+// Two processes on one store (directory or database): a child holds the
+// lease; the parent sees it, declares the child lost, takes over, and the
+// child's write with its old token is refused in the child's own
+// transaction.
+MIBYAN_STORE_TEST_CASE(two_processes_share_leases_and_fence, unopened) {
   int to_child[2], to_parent[2];
   BOOST_REQUIRE(::pipe(to_child) == 0 && ::pipe(to_parent) == 0);
   pid_t pid = ::fork();
@@ -185,9 +185,7 @@ BOOST_AUTO_TEST_CASE(two_processes_share_leases_and_fence) {
       auto line = s + "\n";
       (void) !::write(to_parent[1], line.data(), line.size());
     };
-    session_store_options o;
-    o.dir = dir;
-    auto s = session_store::open(o);
+    auto s = open_session_store(base);
     if (!s)
       ::_exit(10);
     auto l = open_session_leases(**s);
@@ -226,9 +224,7 @@ BOOST_AUTO_TEST_CASE(two_processes_share_leases_and_fence) {
   };
   auto child_token = read_line();
   BOOST_REQUIRE_MESSAGE(!child_token.empty(), "the child did not start");
-  session_store_options o;
-  o.dir = dir;
-  auto s = session_store::open(o);
+  auto s = open_session_store(base);
   BOOST_REQUIRE_MESSAGE(s, s.error);
   auto l = open_session_leases(**s);
   BOOST_REQUIRE_MESSAGE(l, l.error);

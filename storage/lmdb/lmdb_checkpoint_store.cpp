@@ -1,5 +1,6 @@
 // The LMDB checkpoint store (storage/checkpoint_store.hpp), and
-// open_checkpoint_store, which picks it for an LMDB session store.
+// open_checkpoint_store, which picks the backend's checkpoint store (this
+// one for an LMDB session store, storage/postgres/ for PostgreSQL).
 //
 // Database "kernel_checkpoints" in the session store's environment:
 //   <session> 0x00 'h'                      -> be64 seq, be64 chunks, be64 bytes
@@ -13,6 +14,8 @@
 #include "storage/byte_codec.hpp"
 #include "storage/lmdb/lmdb_env.hpp"
 #include "storage/lmdb/lmdb_session_store.hpp"
+#include "storage/postgres/pg_session_store.hpp"
+#include "storage/postgres/pg_side_stores.hpp"
 
 namespace mibyan {
 
@@ -233,6 +236,9 @@ open_lmdb_checkpoint_store(lmdb_env& env, std::shared_ptr<void> owner) {
 
 store_result<std::unique_ptr<checkpoint_store>>
 open_checkpoint_store(const std::shared_ptr<session_store>& store) {
+  // PostgreSQL: pg_session_store::delete_session drops the checkpoints.
+  if (auto* pg = dynamic_cast<pg_session_store*>(store.get()))
+    return open_pg_checkpoint_store(*pg, store);
   auto* lmdb = dynamic_cast<lmdb_session_store*>(store.get());
   if (lmdb == nullptr)
     return store_result<std::unique_ptr<checkpoint_store>>::failure(

@@ -1,7 +1,6 @@
 // The kernel checkpoint store on PostgreSQL
 // (storage/postgres/pg_side_stores.hpp): one row per session with the
-// latest checkpoint. Built once storage/checkpoint_store.hpp exists.
-#if __has_include("storage/checkpoint_store.hpp")
+// latest checkpoint.
 #include "storage/checkpoint_store.hpp"
 
 #include "storage/postgres/pg_connection.hpp"
@@ -17,7 +16,8 @@ namespace {
 
 class pg_checkpoint_store final : public checkpoint_store {
 public:
-  explicit pg_checkpoint_store(pg_session_store& s) : s_(s) {}
+  pg_checkpoint_store(pg_session_store& s, std::shared_ptr<void> owner)
+    : owner_(std::move(owner)), s_(s) {}
 
   store_status put(const std::string& session, uint64_t seq,
                    std::string_view bytes) override {
@@ -41,6 +41,9 @@ public:
   store_result<std::optional<stored_checkpoint>>
   latest(const std::string& session) override {
     using res = store_result<std::optional<stored_checkpoint>>;
+    if (auto err = store_checks::check_session_id(session); !err.empty())
+      return res::failure(status_code::invalid_argument,
+                          "read checkpoint: " + err);
     std::optional<stored_checkpoint> out;
     auto st = s_.read("read checkpoint", [&](pg::connection& c) {
       out.reset();
@@ -64,6 +67,9 @@ public:
   }
 
   store_status remove(const std::string& session) override {
+    if (auto err = store_checks::check_session_id(session); !err.empty())
+      return status::failure(status_code::invalid_argument,
+                             "remove checkpoints: " + err);
     return s_.write_txn("remove checkpoints", [&](pg::connection& c) {
       auto r = c.exec("DELETE FROM mibyan_checkpoints WHERE session_id = $1",
                       {param{session}}, "remove checkpoints");
@@ -72,16 +78,18 @@ public:
   }
 
 private:
+  std::shared_ptr<void> owner_; // keeps s_ alive when set
   pg_session_store& s_;
 };
 
 } // namespace
 
 store_result<std::unique_ptr<checkpoint_store>>
-open_pg_checkpoint_store(pg_session_store& store) {
+open_pg_checkpoint_store(pg_session_store& store,
+                         std::shared_ptr<void> owner) {
   return store_result<std::unique_ptr<checkpoint_store>>{
-    std::unique_ptr<checkpoint_store>{new pg_checkpoint_store(store)}};
+    std::unique_ptr<checkpoint_store>{
+      new pg_checkpoint_store(store, std::move(owner))}};
 }
 
 } // namespace mibyan
-#endif

@@ -6,6 +6,7 @@
 
 #include "storage/lmdb/fts_index.hpp"
 #include "storage/postgres/pg_store_detail.hpp"
+#include "storage/session_lease.hpp"
 #include "storage/store_checks.hpp"
 
 namespace mibyan {
@@ -172,17 +173,6 @@ const char* op_name(store_write::kind k) {
   return "write";
 }
 
-// The writer's lease token of a write (store_write::fence, 0 = unfenced;
-// 0 as well in a tree whose store_write has no fence yet).
-template <class W>
-auto fence_of(const W& w, int) -> decltype(uint64_t{w.fence}) {
-  return w.fence;
-}
-template <class W>
-uint64_t fence_of(const W&, long) {
-  return 0;
-}
-
 // A refusal of one write (the others still commit) rather than a failure
 // of the transaction.
 bool is_refusal(const status& st) {
@@ -250,8 +240,7 @@ store_status pg_session_store::commit_group(std::vector<store_write>& writes) {
       w.status = {};
       const char* what = op_name(w.what);
       status r;
-      const uint64_t fence = fence_of(w, 0);
-      if (fence != 0 && w.what != store_write::kind::create) {
+      if (w.fence != 0 && w.what != store_write::kind::create) {
         // Fencing (storage/session_lease.hpp): the lease row is
         // share-locked until this transaction ends, so no new grant slips
         // in between this check and the commit.
@@ -260,16 +249,17 @@ store_status pg_session_store::commit_group(std::vector<store_write>& writes) {
                             : w.session_id;
         auto l = c.exec("SELECT token, holder FROM mibyan_leases WHERE "
                         "name = $1 FOR SHARE",
-                        {param{"session:" + sid}}, what);
+                        {param{session_lease_name(sid)}}, what);
         if (!l)
           return l.get_status();
-        if (l->size() > 0 && static_cast<uint64_t>(l->i64(0, 0)) > fence) {
+        if (l->size() > 0 && static_cast<uint64_t>(l->i64(0, 0)) > w.fence) {
+          // The same code and message as LMDB (lmdb_check_fence).
           w.status = status::failure(
             status_code::permission_denied,
-            std::string{what} + ": fenced: session '" + sid
+            std::string{what} + ": " + fenced_prefix + "session '" + sid
               + "' is now run by " + l->str(0, 1) + " (lease token "
               + std::to_string(l->i64(0, 0)) + "); this writer holds token "
-              + std::to_string(fence));
+              + std::to_string(w.fence));
           continue;
         }
       }

@@ -5,8 +5,6 @@
 // row (SELECT ... FOR UPDATE; a first grant races on the primary key and
 // the loser retries). Expiry uses the database server's clock unless a
 // clock is injected: gateways on different machines then agree on "now".
-// Built once storage/session_lease.hpp exists.
-#if __has_include("storage/session_lease.hpp")
 #include "storage/session_lease.hpp"
 
 #include "storage/postgres/pg_connection.hpp"
@@ -203,4 +201,3 @@ open_pg_session_leases(pg_session_store& store,
 }
 
 } // namespace mibyan
-#endif

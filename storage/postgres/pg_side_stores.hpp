@@ -30,8 +30,11 @@ class session_lease_store;
 store_result<std::unique_ptr<prompt_store>>
 open_pg_prompt_store(pg_session_store& store);
 
+/// `owner` (may be null) is kept alive as long as the checkpoint store:
+/// open_checkpoint_store passes the shared session store.
 store_result<std::unique_ptr<checkpoint_store>>
-open_pg_checkpoint_store(pg_session_store& store);
+open_pg_checkpoint_store(pg_session_store& store,
+                         std::shared_ptr<void> owner = nullptr);
 
 /// `now_ms` (null = the database server's clock, shared by every gateway)
 /// is the clock of lease expiries.
