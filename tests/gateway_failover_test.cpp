@@ -6,16 +6,21 @@
 // gateway runs the session is forwarded to it and runs after; kill -9 of
 // the gateway holding a session mid-tool-call: the client goes on through
 // the next address, the session is taken over, and the interrupted call is
-// reported to the model, not run again. Waits are bounded polls.
+// reported to the model, not run again. The ordering case runs once more
+// with `storage.backend: postgres` (one throw-away PostgreSQL server,
+// tests/support/pg_server.hpp; the password from MIBYAN_PG_PASSWORD).
+// Waits are bounded polls.
 #define BOOST_TEST_MODULE gateway_failover_test
 #include <boost/test/unit_test.hpp>
 
+#include <cstdlib>
 #include <fstream>
 #include <future>
 
 #include "storage/session_store.hpp"
 #include "tests/support/cluster_fixture.hpp"
 #include "tests/support/http_server.hpp"
+#include "tests/support/pg_server.hpp"
 #include "tests/support/scripted_replies.hpp"
 
 using namespace mibyan;
@@ -26,11 +31,17 @@ namespace {
 struct gateways : cluster_fixture {
   http_server provider;
   std::string home;
+  // Set for the gateways' processes besides the fixture's own.
+  std::map<std::string, std::string> gateway_env;
+  // How the test reads the shared store.
+  session_store_options store_opts;
 
   gateways() {
     home = dir / "shared";
     std::filesystem::create_directories(home);
     dir.write("shared/config.yaml", config());
+    store_opts.dir = session_store::default_dir(home);
+    store_opts.read_only = true;
   }
 
   // A gateway (role "gateway") on the shared home.
@@ -49,9 +60,10 @@ struct gateways : cluster_fixture {
       args.push_back("--join");
       args.push_back(join);
     }
-    auto line = launch(*n, args, home,
-                       {{"CUSTOM_API_KEY", "sk-test-1234"},
-                        {"MIBYAN_LOG_LEVEL", "info"}});
+    auto env = gateway_env;
+    env["CUSTOM_API_KEY"] = "sk-test-1234";
+    env["MIBYAN_LOG_LEVEL"] = "info";
+    auto line = launch(*n, args, home, env);
     BOOST_REQUIRE_MESSAGE(n->pid != -1 && contains(line, " listening on "),
                           "gateway did not start: " << line << " "
                                                     << n->err());
@@ -66,10 +78,7 @@ struct gateways : cluster_fixture {
   }
 
   std::unique_ptr<session_store> open_store() {
-    session_store_options so;
-    so.dir = session_store::default_dir(home);
-    so.read_only = true;
-    auto st = session_store::open(so);
+    auto st = open_session_store(store_opts);
     BOOST_REQUIRE_MESSAGE(st, st.error);
     return std::move(*st);
   }
@@ -131,37 +140,72 @@ void check_ok(const turn_outcome& o) {
                         "turn not completed: " << o.result_json);
 }
 
+// The gateways' store on a throw-away PostgreSQL server: config.yaml
+// names the database over TCP without a password, which the gateways take
+// from MIBYAN_PG_PASSWORD. `pg` stays null (the case is skipped) where the
+// server cannot start.
+struct pg_gateways : gateways {
+  std::unique_ptr<pg_server> pg;
+
+  pg_gateways() {
+    std::string why;
+    pg = pg_server::start(why);
+    if (!pg) {
+      const char* req = std::getenv("MIBYAN_REQUIRE_TEST_DATA");
+      BOOST_REQUIRE_MESSAGE(req == nullptr || std::string{req} != "1",
+                            "PostgreSQL cannot start: "
+                              << why << " (MIBYAN_REQUIRE_TEST_DATA=1)");
+      std::cerr << "SKIPPED (postgres): " << why << "\n";
+      return;
+    }
+    auto db = pg->fresh_database("gw");
+    dir.write("shared/config.yaml",
+              config("storage:\n"
+                     "  backend: postgres\n"
+                     "  postgres:\n"
+                     "    url: \""
+                     + pg->tcp_url(db)
+                     + "\"\n"
+                       "    pool_size: 2\n"
+                       "  auto_migrate: true\n"));
+    gateway_env["MIBYAN_PG_PASSWORD"] = pg_server::password();
+    store_opts = session_store_options{};
+    store_opts.backend = "postgres";
+    store_opts.postgres_url = pg->url(db);
+  }
+};
+
 } // namespace
 
-BOOST_FIXTURE_TEST_CASE(turns_spread_over_three_gateways_stay_ordered,
-                        gateways) {
+// Nine turns of one session, round robin over three gateways with two
+// workers: each model call sees the whole history, in order, and the store
+// holds each prompt once, answered.
+void turns_stay_ordered(gateways& f) {
+  auto& provider = f.provider;
   provider.script_chat(completion("ok"), 40);
-  auto a = start_gateway("");
-  auto b = start_gateway(a->address);
-  auto c = start_gateway(a->address);
-  auto w1 = start_worker(a->address);
-  auto w2 = start_worker(a->address);
+  auto a = f.start_gateway("");
+  auto b = f.start_gateway(a->address);
+  auto c = f.start_gateway(a->address);
+  auto w1 = f.start_worker(a->address);
+  auto w2 = f.start_worker(a->address);
   std::vector<std::unique_ptr<cluster_client>> clients;
   for (auto* g : {a.get(), b.get(), c.get()})
-    clients.push_back(connect(g->address));
-  wait_members(*clients[0], 5);
-  wait_members(*clients[2], 5);
-  // Nine turns of one session, round robin over the three gateways.
+    clients.push_back(f.connect(g->address));
+  f.wait_members(*clients[0], 5);
+  f.wait_members(*clients[2], 5);
   std::vector<std::string> prompts;
   for (int i = 0; i < 9; ++i) {
     prompts.push_back("prompt number " + std::to_string(i));
-    check_ok(turn(*clients[i % 3], "spread", prompts.back()));
-    // Every gateway's model call saw the whole history so far, in order:
-    // a gateway that ran the session before reloads what the others wrote.
-    auto reqs = chat_requests();
+    check_ok(f.turn(*clients[i % 3], "spread", prompts.back()));
+    // A gateway that ran the session before reloads what the others wrote.
+    auto reqs = f.chat_requests();
     BOOST_REQUIRE(!reqs.empty());
-    auto seen = user_texts(reqs.back());
+    auto seen = gateways::user_texts(reqs.back());
     std::vector<std::string> expect(prompts.begin(), prompts.end());
     BOOST_CHECK_EQUAL_COLLECTIONS(seen.begin(), seen.end(), expect.begin(),
                                   expect.end());
   }
-  // The store: each prompt once, in order, each answered.
-  auto h = history("spread");
+  auto h = f.history("spread");
   std::vector<std::string> users;
   for (size_t i = 0; i < h.size(); ++i)
     if (h[i].message.role == "user") {
@@ -174,6 +218,20 @@ BOOST_FIXTURE_TEST_CASE(turns_spread_over_three_gateways_stay_ordered,
   BOOST_CHECK_EQUAL(h.size(), 18u);
   for (auto* g : {a.get(), b.get(), c.get(), w1.get(), w2.get()})
     BOOST_CHECK_EQUAL(g->stop(), 0);
+}
+
+BOOST_FIXTURE_TEST_CASE(turns_spread_over_three_gateways_stay_ordered,
+                        gateways) {
+  turns_stay_ordered(*this);
+}
+
+BOOST_FIXTURE_TEST_CASE(turns_stay_ordered_over_postgres, pg_gateways) {
+  if (!pg)
+    return;
+  turns_stay_ordered(*this);
+  // The gateways wrote to PostgreSQL, not to an LMDB store in the home.
+  BOOST_CHECK(!std::filesystem::exists(session_store::default_dir(home)
+                                       + "/data.mdb"));
 }
 
 BOOST_FIXTURE_TEST_CASE(a_turn_at_another_gateway_is_forwarded_and_runs_after,
