@@ -13,10 +13,12 @@
 #define BOOST_TEST_MODULE gateway_failover_test
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <future>
 
+#include "storage/session_lease.hpp"
 #include "storage/session_store.hpp"
 #include "tests/support/cluster_fixture.hpp"
 #include "tests/support/http_server.hpp"
@@ -179,8 +181,8 @@ struct pg_gateways : gateways {
 
 // Nine turns of one session, round robin over three gateways with two
 // workers: each model call sees the whole history, in order, and the store
-// holds each prompt once, answered.
-void turns_stay_ordered(gateways& f) {
+// holds each prompt once, answered. Returns the (stopped) gateways.
+std::vector<std::unique_ptr<node_process>> turns_stay_ordered(gateways& f) {
   auto& provider = f.provider;
   provider.script_chat(completion("ok"), 40);
   auto a = f.start_gateway("");
@@ -218,6 +220,11 @@ void turns_stay_ordered(gateways& f) {
   BOOST_CHECK_EQUAL(h.size(), 18u);
   for (auto* g : {a.get(), b.get(), c.get(), w1.get(), w2.get()})
     BOOST_CHECK_EQUAL(g->stop(), 0);
+  std::vector<std::unique_ptr<node_process>> out;
+  out.push_back(std::move(a));
+  out.push_back(std::move(b));
+  out.push_back(std::move(c));
+  return out;
 }
 
 BOOST_FIXTURE_TEST_CASE(turns_spread_over_three_gateways_stay_ordered,
@@ -228,7 +235,23 @@ BOOST_FIXTURE_TEST_CASE(turns_spread_over_three_gateways_stay_ordered,
 BOOST_FIXTURE_TEST_CASE(turns_stay_ordered_over_postgres, pg_gateways) {
   if (!pg)
     return;
-  turns_stay_ordered(*this);
+  auto gws = turns_stay_ordered(*this);
+  // The gateways took the session's lease in PostgreSQL, and it changed
+  // hands between them (a new token each time), with nothing missing.
+  auto store = open_store();
+  auto leases = open_session_leases(*store);
+  BOOST_REQUIRE_MESSAGE(leases, leases.error);
+  auto row = (*leases)->get(session_lease_name("spread"));
+  BOOST_REQUIRE_MESSAGE(row, row.error);
+  std::vector<std::string> ids;
+  for (auto& g : gws) {
+    ids.push_back(g->id);
+    BOOST_CHECK_MESSAGE(!contains(g->err(), "unavailable"), g->err());
+  }
+  BOOST_CHECK_MESSAGE(std::find(ids.begin(), ids.end(), row->holder)
+                        != ids.end(),
+                      "lease holder " << row->holder);
+  BOOST_CHECK_GE(row->token, 9u);
   // The gateways wrote to PostgreSQL, not to an LMDB store in the home.
   BOOST_CHECK(!std::filesystem::exists(session_store::default_dir(home)
                                        + "/data.mdb"));
