@@ -544,7 +544,9 @@ int cron_command(const std::vector<std::string>& args,
     // unavailable: the job is busy, or no scheduler runs for the store;
     // the lease tells which.
     {
-      auto probe = cron_lease::try_acquire(so.dir, "mibyan cron run (probe)");
+      auto probe = cron_lease::try_acquire(
+        *store, "mibyan cron run (probe)",
+        cron_lease::ttl_for(opts.cluster.failure_timeout_ms));
       if (!probe)
         return report("run", r, a.id);
     }

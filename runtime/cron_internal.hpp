@@ -12,6 +12,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <future>
@@ -150,13 +151,30 @@ void launch_cron_run(cron_sched_state& st, const cron_start& s,
 /// Applies a verb of another process (cron_requests.cpp) in the actor.
 void serve_cron_requests(cron_sched_state& st);
 
+/// What became of a request handed to another process.
+struct cron_request_outcome {
+  /// Withdrawn untaken because `holder_gone` said the scheduler is gone:
+  /// nothing was applied; the caller may take the lease itself.
+  bool withdrawn = false;
+  /// The reply object ({"ok":true,"id":...} or {"ok":false,"code":...,
+  /// "error":...}) when not withdrawn.
+  json::value reply;
+};
+
 /// Hands `op` with `args` to the scheduler of `store_dir` running in
-/// another process and waits for its answer (JSON text of the reply
-/// object: {"ok":true,"job":...} or {"ok":false,"code":...,"error":...}).
-/// unavailable when nobody answers within cron_service::answer_timeout.
-result<json::value> send_cron_request(const std::string& store_dir,
-                                      const std::string& op,
-                                      const json::value& args);
+/// another process and waits for its answer until `deadline`. Every
+/// 100 ms while the request lies untaken, `holder_gone` (may be empty) is
+/// asked whether the scheduler's lease lapsed (its holder died): then the
+/// request is withdrawn (outcome.withdrawn). unavailable when nobody
+/// answers by the deadline; `who` (may be empty) names the scheduler in
+/// that error. Blocking (file I/O, sleeps): never on a CAF scheduler
+/// thread.
+result<cron_request_outcome>
+send_cron_request(const std::string& store_dir, const std::string& op,
+                  const json::value& args,
+                  std::chrono::steady_clock::time_point deadline,
+                  const std::function<bool()>& holder_gone,
+                  const std::function<std::string()>& who);
 
 /// Runs one verb against the engine (actor side of both paths): `op` is
 /// add|update|remove|pause|resume|run_now. `reply` gets {"ok":true,"id"}

@@ -86,10 +86,13 @@ std::optional<std::string> read_small(const fs::path& p) {
 
 } // namespace
 
-result<json::value> send_cron_request(const std::string& store_dir,
-                                      const std::string& op,
-                                      const json::value& args) {
-  using R = result<json::value>;
+result<cron_request_outcome>
+send_cron_request(const std::string& store_dir, const std::string& op,
+                  const json::value& args,
+                  std::chrono::steady_clock::time_point deadline,
+                  const std::function<bool()>& holder_gone,
+                  const std::function<std::string()>& who) {
+  using R = result<cron_request_outcome>;
   auto dir = requests_dir(store_dir);
   std::error_code ec;
   fs::create_directories(dir, ec);
@@ -106,9 +109,10 @@ result<json::value> send_cron_request(const std::string& store_dir,
     return R{s};
   }
   // The requester is a command waiting for one answer: it looks for the
-  // reply every 10 ms until the deadline.
-  auto deadline = std::chrono::steady_clock::now()
-                  + cron_service::answer_timeout;
+  // reply every 10 ms, and every 100 ms whether the scheduler is still
+  // there, until the deadline.
+  auto next_check = std::chrono::steady_clock::now()
+                    + std::chrono::milliseconds(100);
   while (std::chrono::steady_clock::now() < deadline) {
     if (auto text = read_small(reply)) {
       ::unlink(reply.c_str());
@@ -116,16 +120,30 @@ result<json::value> send_cron_request(const std::string& store_dir,
       if (!parsed || !parsed.v->is_object())
         return R::failure(status_code::data_corrupt,
                           "the scheduler's reply is not a JSON object");
-      return std::move(*parsed.v);
+      cron_request_outcome out;
+      out.reply = std::move(*parsed.v);
+      return out;
+    }
+    auto now = std::chrono::steady_clock::now();
+    if (holder_gone && now >= next_check) {
+      next_check = now + std::chrono::milliseconds(100);
+      // Only an untaken request is withdrawn: a taken one is answered by
+      // whoever took it (or by nobody, if it died: then the deadline).
+      std::error_code e2;
+      if (fs::exists(req, e2) && holder_gone() && ::unlink(req.c_str()) == 0) {
+        cron_request_outcome out;
+        out.withdrawn = true;
+        return out;
+      }
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   // Not taken: withdraw it, so it is not applied after we gave up.
   bool withdrawn = ::unlink(req.c_str()) == 0;
-  auto who = cron_lease::holder_of(store_dir);
+  auto name = who ? who() : std::string{};
   return R::failure(status_code::unavailable,
                     "the scheduler of this store"
-                      + (who.empty() ? std::string{} : " (" + who + ")")
+                      + (name.empty() ? std::string{} : " (" + name + ")")
                       + " did not answer within "
                       + std::to_string(cron_service::answer_timeout.count())
                       + " s"

@@ -24,10 +24,17 @@ using cron_wake_atom = caf::atom_constant<caf::atom("mb_cwake")>;
 using cron_op_atom = caf::atom_constant<caf::atom("mb_cop")>;
 using cron_lease_atom = caf::atom_constant<caf::atom("mb_clease")>;
 using cron_flush_atom = caf::atom_constant<caf::atom("mb_cflush")>;
+using cron_renew_atom = caf::atom_constant<caf::atom("mb_crenew")>;
 constexpr auto cron_flush_atom_v = cron_flush_atom::value;
 constexpr auto cron_wake_atom_v = cron_wake_atom::value;
 constexpr auto cron_op_atom_v = cron_op_atom::value;
 constexpr auto cron_lease_atom_v = cron_lease_atom::value;
+constexpr auto cron_renew_atom_v = cron_renew_atom::value;
+
+// The lease is renewed every third of its ttl (runtime/cron_lease.hpp).
+std::chrono::milliseconds renew_every(const cron_lease& l) {
+  return std::chrono::milliseconds{l.ttl_ms() / 3};
+}
 
 cron_time system_now() {
   return std::chrono::time_point_cast<std::chrono::milliseconds>(
@@ -53,13 +60,16 @@ bool try_activate(cron_sched_state& st) {
   auto holder = "pid " + std::to_string(::getpid())
                 + (h.opts.holder.empty() ? "" : " " + h.opts.holder)
                 + " since " + iso_utc_from_ms(cron_ms(system_now()));
-  auto lease = cron_lease::try_acquire(h.store_dir, holder);
+  auto lease = cron_lease::try_acquire(
+    *h.store, holder,
+    cron_lease::ttl_for(h.p->svc->cfg.cluster.failure_timeout_ms));
   if (!lease) {
     if (lease.code != status_code::unavailable)
       MIBYAN_LOG(warning, "cron", lease.error);
     return false;
   }
   st.lease = std::move(*lease);
+  st.self->delayed_send(st.self, renew_every(*st.lease), cron_renew_atom_v);
   st.writer = std::make_unique<cron_store_writer>(
     h.store,
     static_cast<size_t>(std::max<int64_t>(1, h.p->svc->cfg.cron.history_keep)));
@@ -131,13 +141,45 @@ caf::behavior cron_scheduler(caf::stateful_actor<cron_sched_state>* self,
       fn(s);
     },
     [self](cron_flush_atom) { self->state.flush(); },
+    [self](cron_renew_atom) {
+      auto& s = self->state;
+      if (!s.lease)
+        return;
+      auto st = s.lease->renew();
+      if (st.ok() || st.code != status_code::unavailable) {
+        if (!st.ok())
+          MIBYAN_LOG(warning, "cron", "cannot renew the scheduler lease: "
+                                        << st.error);
+        self->delayed_send(self, renew_every(*s.lease), cron_renew_atom_v);
+        return;
+      }
+      // Another process took the lease (this one lapsed): stand by. Runs
+      // going are interrupted and stay "running" for the new holder.
+      MIBYAN_LOG(warning, "cron", st.error << "; this scheduler stands by");
+      if (s.host && s.host->rt)
+        for (auto& [run, sid] : s.running)
+          s.host->rt->interrupt(sid, "the scheduler lost its lease");
+      s.running.clear();
+      if (s.engine)
+        s.flush();
+      s.writer.reset();
+      s.engine.reset();
+      ++s.timer_gen;
+      if (s.host)
+        s.host->active = false;
+      s.lease.reset();
+      self->delayed_send(self, s.host->opts.lease_retry, cron_lease_atom_v);
+    },
     [self](cron_lease_atom) {
       auto& s = self->state;
       if (s.engine)
         return;
-      if (try_activate(s))
+      if (try_activate(s)) {
         s.tick();
-      else
+        // Requests written while this process stood by (their writer
+        // waits for the new holder, or takes the lease itself).
+        serve_cron_requests(s);
+      } else
         self->delayed_send(self, s.host->opts.lease_retry, cron_lease_atom_v);
     },
   };
@@ -313,7 +355,7 @@ status start_cron_scheduler(runtime& rt, cron_scheduler_options opts) {
     return status::failure(status_code::unavailable,
                            "the session store is unavailable: "
                              + p.store_error);
-  std::lock_guard<std::mutex> g{h->mtx};
+  std::unique_lock<std::mutex> g{h->mtx};
   if (h->started)
     return {};
   h->rt = &rt;
@@ -333,6 +375,10 @@ status start_cron_scheduler(runtime& rt, cron_scheduler_options opts) {
     h->requests = std::move(*w);
   else
     MIBYAN_LOG(warning, "cron", w.error);
+  // Requests written between taking the lease (in spawn) and the watch
+  // (post takes the host's lock).
+  g.unlock();
+  h->post([](cron_sched_state& st) { serve_cron_requests(st); });
   return {};
 }
 

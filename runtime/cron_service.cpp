@@ -183,24 +183,44 @@ result<std::string> apply_offline(session_store& store, const options& cfg,
 }
 
 // A verb where this process does not run the scheduler: to the process
-// that does, else to the store under the lease.
+// that does, else to the store under the lease. A holder that dies while
+// the request waits untaken stops renewing its lease; once it lapsed the
+// request is withdrawn and applied here under the lease (the next
+// scheduler loads it from the store), all within answer_timeout.
 result<std::string> mutate_elsewhere(session_store& store,
                                      const std::string& store_dir,
                                      const options& cfg,
                                      const json::value& verb) {
-  auto lease = cron_lease::try_acquire(
-    store_dir, "pid " + std::to_string(::getpid()) + " (editing jobs)");
-  if (lease) {
-    auto r = apply_offline(store, cfg, verb);
-    lease->reset();
-    return r;
+  using R = result<std::string>;
+  auto deadline = std::chrono::steady_clock::now()
+                  + cron_service::answer_timeout;
+  auto holder = "pid " + std::to_string(::getpid()) + " (editing jobs)";
+  auto ttl = cron_lease::ttl_for(cfg.cluster.failure_timeout_ms);
+  for (;;) {
+    auto lease = cron_lease::try_acquire(store, holder, ttl);
+    if (lease) {
+      auto r = apply_offline(store, cfg, verb);
+      lease->reset();
+      return r;
+    }
+    if (lease.code != status_code::unavailable)
+      return R{lease.get_status()};
+    auto sent = send_cron_request(
+      store_dir, verb.get_string("op", ""), verb, deadline,
+      [&store] { return cron_lease::holder_of(store).empty(); },
+      [&store] { return cron_lease::holder_of(store); });
+    if (!sent)
+      return R{sent.get_status()};
+    if (!sent->withdrawn)
+      return reply_id(sent->reply);
+    if (std::chrono::steady_clock::now() >= deadline)
+      return R::failure(status_code::unavailable,
+                        "the scheduler of this store went away and no "
+                        "other took over within "
+                          + std::to_string(
+                            cron_service::answer_timeout.count())
+                          + " s; nothing was changed");
   }
-  if (lease.code != status_code::unavailable)
-    return result<std::string>{lease.get_status()};
-  auto reply = send_cron_request(store_dir, verb.get_string("op", ""), verb);
-  if (!reply)
-    return result<std::string>{reply.get_status()};
-  return reply_id(*reply);
 }
 
 json::value verb_json(const std::string& op, const std::string& id) {
@@ -276,7 +296,8 @@ public:
     cron_scheduler_info i;
     auto h = host_.lock();
     i.here = h && h->active;
-    i.holder = cron_lease::holder_of(store_dir_);
+    if (store_)
+      i.holder = cron_lease::holder_of(*store_);
     return i;
   }
 

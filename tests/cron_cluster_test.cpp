@@ -97,7 +97,9 @@ struct shared_home_cluster : cluster_fixture {
     return n;
   }
 
-  std::string holder() { return cron_lease::holder_of(session_store::default_dir(home)); }
+  std::string holder() {
+    return store ? cron_lease::holder_of(*store) : std::string{};
+  }
 
   void wait_fired(const std::vector<std::string>& ids) {
     for (int i = 0; i < 600; ++i) {
