@@ -8,6 +8,8 @@
 
 #include <unistd.h>
 
+#include <future>
+
 #include "caf/all.hpp"
 
 #include "actors/outside_spawn.hpp"
@@ -379,6 +381,15 @@ status start_cron_scheduler(runtime& rt, cron_scheduler_options opts) {
   // (post takes the host's lock).
   g.unlock();
   h->post([](cron_sched_state& st) { serve_cron_requests(st); });
+  // The actor makes its first attempt at the lease when it starts, on its
+  // own thread; a posted op runs after that attempt. Waiting for it
+  // (bounded) means a caller that answers requests right after start -
+  // serve's jobs page, `cron run` - already knows whether this node
+  // schedules.
+  auto first = std::make_shared<std::promise<void>>();
+  auto done = first->get_future();
+  if (h->post([first](cron_sched_state&) { first->set_value(); }))
+    done.wait_for(std::chrono::seconds{10});
   return {};
 }
 

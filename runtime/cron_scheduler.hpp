@@ -73,7 +73,9 @@ struct cron_scheduler_options {
 
 /// Starts the scheduler of `rt` (idempotent: a second call does nothing).
 /// Errors: the store is unavailable. Not holding the lease is not an
-/// error: the scheduler waits as a standby.
+/// error: the scheduler waits as a standby. Returns once the first attempt
+/// at the lease was made (at most 10 s): call it from a plain thread, never
+/// from an actor.
 status start_cron_scheduler(runtime& rt, cron_scheduler_options opts = {});
 
 /// Stops the scheduler of `rt` (the runtime's destructor does it too).
