@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <system_error>
 
@@ -146,13 +147,31 @@ bool list_untracked(git_repository* repo, const std::string& root,
   return true;
 }
 
+// Whether `repo`'s work tree already is `root`. libgit2 1.5's
+// git_repository_set_workdir leaks its resolved path when asked for the
+// work tree it already has, so the caller skips that call.
+bool workdir_is(git_repository* repo, const std::string& root) {
+  const char* current = git_repository_workdir(repo);
+  if (current == nullptr)
+    return false;
+  char* real = ::realpath(root.c_str(), nullptr);
+  if (real == nullptr)
+    return false;
+  std::string want = real;
+  ::free(real);
+  if (want.empty() || want.back() != '/')
+    want += '/';
+  return want == current;
+}
+
 } // namespace
 
 walk_result walk_project(git_repository* repo, const std::string& root,
                          const file_checkpoint_limits& limits,
                          const std::string& only) {
   walk_result out;
-  if (git_repository_set_workdir(repo, root.c_str(), 0) != 0)
+  if (!workdir_is(repo, root)
+      && git_repository_set_workdir(repo, root.c_str(), 0) != 0)
     out.warnings.push_back("the .gitignore rules could not be loaded: "
                            + git_failure("set_workdir", -1).error);
   auto ignored = [&](const std::string& rel, bool dir) {
