@@ -11,6 +11,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <stdexcept>
 #include <string>
 #include <mutex>
 #include <thread>
@@ -132,6 +133,32 @@ public:
   }
 };
 
+// Replaces search_files: its deadline() throws for the pattern "boom",
+// outside the tool's run (where the registry would catch it): the failure
+// happens inside the invocation actor itself.
+class throwing_tool final : public tool {
+public:
+  const char* name() const override { return "search_files"; }
+  const char* toolset() const override { return "file"; }
+  std::string description() const override { return "test throw"; }
+  script_policy script() const override { return {true, {}, ""}; }
+  json::value schema() const override {
+    return *json::parse(R"({"type":"object","properties":{
+      "pattern":{"type":"string"}},"required":["pattern"]})").v;
+  }
+  std::chrono::milliseconds deadline(const json::value& args,
+                                     const options&) const override {
+    if (args.get_string("pattern") == "boom")
+      throw std::runtime_error("deadline exploded");
+    return std::chrono::milliseconds{60000};
+  }
+  json::value run(const json::value& args, const tool_context&) const override {
+    json::value r;
+    r["echo"] = args.get_string("pattern");
+    return r;
+  }
+};
+
 struct fixture {
   test::temp_dir home;
   test::temp_dir work;
@@ -143,6 +170,7 @@ struct fixture {
     std::vector<std::unique_ptr<tool>> extra;
     extra.push_back(std::make_unique<inline_noop>());
     extra.push_back(std::make_unique<waiting_tool>());
+    extra.push_back(std::make_unique<throwing_tool>());
     std::string err;
     rt = runtime::create(opts, &err, std::move(extra));
     BOOST_REQUIRE_MESSAGE(rt != nullptr, err);
@@ -279,6 +307,25 @@ BOOST_AUTO_TEST_CASE(cell_end_cancels_a_running_pool_call) {
     std::this_thread::sleep_for(10ms);
   BOOST_TEST(cancelled_seen.load() == 1);
   // The kernel is still usable for the next cell.
+  auto next = exec("from mibyan_tools import web_search\n"
+                   "print(web_search('again')['echo'])\n");
+  BOOST_TEST(next.get_string("output") == "again\n", next.dump());
+}
+
+BOOST_AUTO_TEST_CASE(a_failing_invocation_is_contained) {
+  start();
+  // The invocation of the first call fails before its tool runs: that call
+  // gets an error result, and the cell, its kernel and the next calls go
+  // on.
+  auto r = exec("from mibyan_tools import search_files, web_search\n"
+                "bad = search_files('boom')\n"
+                "print('error' in bad, bad.get('error', ''))\n"
+                "print(search_files('fine')['echo'])\n"
+                "print(web_search('x')['echo'])\n");
+  BOOST_TEST(r.get_string("status") == "success", r.dump());
+  auto out = r.get_string("output");
+  BOOST_TEST(contains(out, "True Tool 'search_files' failed"), out);
+  BOOST_TEST(contains(out, "\nfine\nx\n"), out);
   auto next = exec("from mibyan_tools import web_search\n"
                    "print(web_search('again')['echo'])\n");
   BOOST_TEST(next.get_string("output") == "again\n", next.dump());
