@@ -172,12 +172,16 @@ const char* script_invocation_state::name = "tool_invocation";
 using script_invocation_actor
   = caf::io::stateful_broker<script_invocation_state>;
 
+// Answers, then ends with the next turn of the I/O loop rather than at once:
+// CAF wakes its clock thread whenever an actor ends (it cancels the actor's
+// timeouts, armed or not), and the kernel broker's write of the reply, queued
+// on this thread before our own message, thus goes out first.
 void script_answer(script_invocation_actor* self, std::string result_json) {
   auto& st = self->state;
   if (st.answered)
     return;
   st.send_answer(std::move(result_json));
-  self->quit();
+  caf::anon_send(caf::actor_cast<caf::actor>(self), done_atom_v);
 }
 
 caf::behavior script_invocation(script_invocation_actor* self,
@@ -199,7 +203,7 @@ caf::behavior script_invocation(script_invocation_actor* self,
     // handler returns before any deadline could fire).
     script_answer(self, run_prepared_call(*svc, call, st.cancel.get(),
                                           deadline));
-    return {};
+    return {[=](done_atom) { self->quit(); }};
   }
   auto cancel = st.cancel;
   auto me = caf::actor_cast<caf::actor>(self);
@@ -212,7 +216,7 @@ caf::behavior script_invocation(script_invocation_actor* self,
   if (!svc->pool->submit(std::move(job))) {
     script_answer(self, error_result("The runtime is shutting down; the "
                                      "tool was not run.").dump());
-    return {};
+    return {[=](done_atom) { self->quit(); }};
   }
   // Ends with the actor (actors/exit_timer.hpp).
   start_exit_timer(self, deadline - clock_type::now(), [self] {
@@ -231,6 +235,7 @@ caf::behavior script_invocation(script_invocation_actor* self,
     [=](done_atom, std::string& result_json) {
       script_answer(self, std::move(result_json));
     },
+    [=](done_atom) { self->quit(); },
     [=](interrupt_atom, const std::string&) {
       // The kernel broker let the call go (its cell ended): stop the tool,
       // answer nobody.
