@@ -164,8 +164,8 @@ struct kernel_state {
     auto& u = *opts.usage;
     if (res.kernel_ended)
       u.ended.store(true);
-    u.last_answer_ns.store(static_cast<int64_t>(
-      clock_type::now().time_since_epoch().count()));
+    u.last_answer_ns.store(std::chrono::duration_cast<std::chrono::nanoseconds>(
+      svc->clock->steady_now().time_since_epoch()).count());
     rp.deliver(std::move(res));
     u.attached.fetch_sub(1);
   }

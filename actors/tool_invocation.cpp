@@ -25,6 +25,9 @@ struct invocation_state {
   caf::typed_response_promise<tool_response> rp;
   std::shared_ptr<std::atomic<bool>> cancel
     = std::make_shared<std::atomic<bool>>(false);
+  // The runtime's clock (actors/services.hpp): the start and the reported
+  // durations; the deadline itself is the exit timer's (CAF's clock).
+  clock_ptr clock;
   clock_type::time_point start;
   std::string call_id;
   std::string tool;
@@ -46,7 +49,7 @@ void answer(invocation_actor* self, std::string result_json, bool timed_out) {
   res.tool = st.tool;
   res.result_json = std::move(result_json);
   res.duration_us = std::chrono::duration_cast<std::chrono::microseconds>(
-                      clock_type::now() - st.start).count();
+                      st.clock->steady_now() - st.start).count();
   res.timed_out = timed_out;
   st.rp.deliver(std::move(res));
   self->quit();
@@ -59,7 +62,7 @@ void on_deadline(invocation_actor* self) {
     return;
   st.cancel->store(true);
   auto secs = std::chrono::duration_cast<std::chrono::seconds>(
-                clock_type::now() - st.start).count();
+                st.clock->steady_now() - st.start).count();
   MIBYAN_LOG(warning, "tool", st.tool << " call " << st.call_id
              << " passed its deadline after " << secs << " s");
   answer(self, call_timeout_result(st.tool, secs), true);
@@ -71,7 +74,8 @@ caf::behavior invocation(invocation_actor* self, services_ptr svc) {
     [=](invoke_atom, tool_request& req) -> caf::result<tool_response> {
       auto& st = self->state;
       st.rp = self->make_response_promise<tool_response>();
-      st.start = clock_type::now();
+      st.clock = svc->clock;
+      st.start = st.clock->steady_now();
       st.call_id = req.call_id;
       st.tool = req.tool;
       // Every caller's arguments pass here: refuse oversized ones before

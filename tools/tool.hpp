@@ -23,6 +23,7 @@ class redactor;          // base/redact.hpp
 class process_registry;  // base/process_registry.hpp
 class approval_service;  // approvals/approval_service.hpp
 class agent_tool_state;  // tools/agent/agent_tool_state.hpp
+class process_launcher;  // kernels/process_launcher.hpp
 
 /// Everything a tool may use besides its arguments. Owned by the caller and
 /// valid for the whole `run()` call.
@@ -60,6 +61,9 @@ struct tool_context {
   /// State shared by the agent tools (store, clarify channel, active
   /// skills, todo lists). Null outside a runtime (unit tests).
   agent_tool_state* agent = nullptr;
+  /// Starts the tool's commands (terminal, search_files). Null means real
+  /// processes (kernels/process_launcher.hpp, launcher_or_real).
+  const process_launcher* launcher = nullptr;
 
   bool is_cancelled() const {
     return cancelled != nullptr && cancelled->load(std::memory_order_relaxed);
