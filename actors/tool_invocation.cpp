@@ -143,6 +143,9 @@ caf::behavior invocation(invocation_actor* self, services_ptr svc) {
 
 struct script_invocation_state {
   services_ptr svc;
+  // The runtime's clock (actors/services.hpp): the start and the reported
+  // duration; the deadline itself is the exit timer's (CAF's clock), and
+  // the tool's own deadline (tool_context) is on the steady clock.
   std::shared_ptr<std::atomic<bool>> cancel
     = std::make_shared<std::atomic<bool>>(false);
   clock_type::time_point start;
@@ -193,7 +196,7 @@ caf::behavior script_invocation(script_invocation_actor* self,
                                 caf::actor_addr reply_to, uint64_t seq) {
   auto& st = self->state;
   st.svc = svc;
-  st.start = clock_type::now();
+  st.start = svc->clock->steady_now();
   st.call_id = req.call_id;
   st.tool = req.tool;
   st.reply_to = std::move(reply_to);
@@ -201,7 +204,8 @@ caf::behavior script_invocation(script_invocation_actor* self,
   // The kernel broker checked the argument size before admitting the call
   // (actors/kernel_rpc.cpp), against the same limit.
   auto call = prepare_call(*svc, std::move(req));
-  auto deadline = st.start + call.limit;
+  auto limit = call.limit;
+  auto deadline = clock_type::now() + limit;
   if (call.non_blocking) {
     // Microseconds by the tool's own contract: no deadline timer (the
     // handler returns before any deadline could fire).
@@ -223,13 +227,13 @@ caf::behavior script_invocation(script_invocation_actor* self,
     return {[=](done_atom) { self->quit(); }};
   }
   // Ends with the actor (actors/exit_timer.hpp).
-  start_exit_timer(self, deadline - clock_type::now(), [self] {
+  start_exit_timer(self, limit, [self] {
     auto& st = self->state;
     if (st.answered)
       return;
     st.cancel->store(true);
     auto secs = std::chrono::duration_cast<std::chrono::seconds>(
-                  clock_type::now() - st.start).count();
+                  st.svc->clock->steady_now() - st.start).count();
     MIBYAN_LOG(warning, "tool", st.tool << " call " << st.call_id
                << " passed its deadline after " << secs << " s");
     script_answer(self, call_timeout_result(st.tool, secs));
