@@ -191,6 +191,15 @@ void script_answer(script_invocation_actor* self, std::string result_json) {
   caf::anon_send(caf::actor_cast<caf::actor>(self), done_atom_v);
 }
 
+// The behavior of an invocation that has answered and waits for its own
+// (done_atom) to end; an interrupt that arrives first is dropped.
+caf::behavior answered_behavior(script_invocation_actor* self) {
+  return {
+    [=](done_atom) { self->quit(); },
+    [=](interrupt_atom, const std::string&) {},
+  };
+}
+
 caf::behavior script_invocation(script_invocation_actor* self,
                                 services_ptr svc, tool_request req,
                                 caf::actor_addr reply_to, uint64_t seq) {
@@ -211,7 +220,7 @@ caf::behavior script_invocation(script_invocation_actor* self,
     // handler returns before any deadline could fire).
     script_answer(self, run_prepared_call(*svc, call, st.cancel.get(),
                                           deadline));
-    return {[=](done_atom) { self->quit(); }};
+    return answered_behavior(self);
   }
   auto cancel = st.cancel;
   auto me = caf::actor_cast<caf::actor>(self);
@@ -224,7 +233,7 @@ caf::behavior script_invocation(script_invocation_actor* self,
   if (!svc->pool->submit(std::move(job))) {
     script_answer(self, error_result("The runtime is shutting down; the "
                                      "tool was not run.").dump());
-    return {[=](done_atom) { self->quit(); }};
+    return answered_behavior(self);
   }
   // Ends with the actor (actors/exit_timer.hpp).
   start_exit_timer(self, limit, [self] {
