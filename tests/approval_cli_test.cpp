@@ -23,6 +23,7 @@
 #include "base/json.hpp"
 #include "tests/support/http_server.hpp"
 #include "tests/support/scripted_replies.hpp"
+#include "tests/support/cli_child.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -149,12 +150,8 @@ struct fixture {
   }
 
   test::process_options env(const std::string& input = {}) {
-    test::process_options o;
-    o.env["MIBYAN_HOME"] = home.path();
+    auto o = test::cli_options(home.path(), 90);
     o.env["HOME"] = user.path();
-    o.unset = {"OPENAI_API_KEY", "OPENROUTER_API_KEY", "ANTHROPIC_API_KEY",
-               "CUSTOM_API_KEY", "MIBYAN_LOG_LEVEL"};
-    o.timeout_seconds = 90;
     o.cwd = user.path();
     o.input = input;
     return o;

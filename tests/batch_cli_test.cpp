@@ -23,6 +23,7 @@
 #include "base/json.hpp"
 #include "storage/batch_run.hpp"
 #include "tests/support/http_server.hpp"
+#include "tests/support/cli_child.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/scripted_replies.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -41,11 +42,7 @@ struct fixture {
   test::temp_dir home;
 
   test::process_options env() {
-    test::process_options o;
-    o.env["MIBYAN_HOME"] = home.path();
-    o.unset = {"OPENAI_API_KEY", "OPENROUTER_API_KEY", "ANTHROPIC_API_KEY",
-               "CUSTOM_API_KEY", "MIBYAN_LOG_LEVEL"};
-    o.timeout_seconds = 240;
+    auto o = test::cli_options(home.path(), 240);
     return o;
   }
 

@@ -17,6 +17,7 @@
 #include "storage/session_store.hpp"
 #include "tests/support/http_server.hpp"
 #include "tests/support/scripted_replies.hpp"
+#include "tests/support/cli_child.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -36,11 +37,7 @@ struct fixture {
   test::temp_dir home;
 
   test::process_options env() {
-    test::process_options o;
-    o.env["MIBYAN_HOME"] = home.path();
-    o.unset = {"OPENAI_API_KEY", "OPENROUTER_API_KEY", "ANTHROPIC_API_KEY",
-               "CUSTOM_API_KEY", "MIBYAN_LOG_LEVEL"};
-    o.timeout_seconds = 60;
+    auto o = test::cli_options(home.path(), 60);
     return o;
   }
 

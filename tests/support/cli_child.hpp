@@ -1,0 +1,31 @@
+// File: tests/support/cli_child.hpp
+//
+// What the CLI suites (chat, run, batch, approvals, checkpoints, context
+// prompts, agent tools, background agents) share to start the `mibyan`
+// binary: the environment of a run under a test's $MIBYAN_HOME, and a CLI
+// started with a pipe as stdin for suites that type into a running chat.
+#pragma once
+
+#include <string>
+#include <sys/types.h>
+#include <vector>
+
+#include "tests/support/process.hpp"
+
+namespace mibyan::test {
+
+/// Options of a CLI run with MIBYAN_HOME=`home`: the provider keys
+/// (OPENAI, OPENROUTER, ANTHROPIC, CUSTOM) and MIBYAN_LOG_LEVEL of the
+/// caller's environment removed, killed after `timeout_seconds`.
+process_options cli_options(const std::string& home, int timeout_seconds);
+
+/// Forks the mibyan binary with `args`, MIBYAN_HOME=`home` (OPENAI_API_KEY,
+/// CUSTOM_API_KEY and MIBYAN_LOG_LEVEL removed), a pipe as stdin (its write
+/// end in `*in`), stdout to `out_path` and stderr to `err_path` (both
+/// created 0600). Returns the child's pid; the caller closes `*in` and
+/// reaps the child.
+pid_t spawn_cli(const std::vector<std::string>& args, const std::string& home,
+                const std::string& out_path, const std::string& err_path,
+                int* in);
+
+} // namespace mibyan::test
