@@ -18,6 +18,19 @@ std::string errno_text(int err) {
   return std::error_code(err, std::generic_category()).message();
 }
 
+int write_all(int fd, std::string_view data) {
+  size_t put = 0;
+  while (put < data.size()) {
+    auto n = ::write(fd, data.data() + put, data.size() - put);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return n < 0 ? errno : EIO;
+    put += static_cast<size_t>(n);
+  }
+  return 0;
+}
+
 int64_t now_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
            std::chrono::system_clock::now().time_since_epoch())
@@ -345,18 +358,10 @@ std::string write_stat_cache(const std::string& path, const stat_cache& c) {
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0)
     return errno_text(errno);
-  size_t put = 0;
-  while (put < text.size()) {
-    auto n = ::write(fd, text.data() + put, text.size() - put);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0) {
-      auto err = errno_text(n < 0 ? errno : EIO);
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      return err;
-    }
-    put += static_cast<size_t>(n);
+  if (int err = write_all(fd, text); err != 0) {
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    return errno_text(err);
   }
   ::close(fd);
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
@@ -568,18 +573,10 @@ std::string write_entry(const std::string& root, const std::string& rel,
                     mode == mode_exec ? 0755 : 0644);
     if (fd < 0)
       return errno_text(errno);
-    size_t put = 0;
-    while (put < content.size()) {
-      auto n = ::write(fd, content.data() + put, content.size() - put);
-      if (n < 0 && errno == EINTR)
-        continue;
-      if (n <= 0) {
-        auto err = errno_text(n < 0 ? errno : EIO);
-        ::close(fd);
-        ::unlink(tmp.c_str());
-        return err;
-      }
-      put += static_cast<size_t>(n);
+    if (int err = write_all(fd, content); err != 0) {
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      return errno_text(err);
     }
     if (::fsync(fd) != 0 || ::close(fd) != 0) {
       auto err = errno_text(errno);

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <git2.h>
@@ -127,6 +128,10 @@ std::string hex(const git_oid& id);
 
 /// strerror-like text of an errno value.
 std::string errno_text(int err);
+
+/// Writes all of `data` to `fd` (retrying on EINTR): 0, or the errno of
+/// the failure (EIO for a write that wrote nothing).
+int write_all(int fd, std::string_view data);
 
 /// Milliseconds since the epoch (system clock).
 int64_t now_ms();

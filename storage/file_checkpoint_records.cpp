@@ -160,19 +160,11 @@ status file_checkpoint_store::write_meta(const meta& m) const {
   if (fd < 0)
     return status::failure(code_of_errno(errno),
                            "cannot write " + tmp + ": " + errno_text(errno));
-  size_t put = 0;
-  while (put < text.size()) {
-    auto n = ::write(fd, text.data() + put, text.size() - put);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0) {
-      int err = n < 0 ? errno : EIO;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      return status::failure(code_of_errno(err), "cannot write " + tmp + ": "
-                                                   + errno_text(err));
-    }
-    put += static_cast<size_t>(n);
+  if (int err = write_all(fd, text); err != 0) {
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    return status::failure(code_of_errno(err),
+                           "cannot write " + tmp + ": " + errno_text(err));
   }
   if (::fsync(fd) != 0) {
     int err = errno;
