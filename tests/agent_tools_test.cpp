@@ -60,18 +60,7 @@ struct pty_child {
     pid = ::forkpty(&master, nullptr, nullptr, nullptr);
     BOOST_REQUIRE(pid >= 0);
     if (pid == 0) {
-      ::setenv("MIBYAN_HOME", home.c_str(), 1);
-      for (auto v : {"OPENAI_API_KEY", "CUSTOM_API_KEY", "MIBYAN_LOG_LEVEL"})
-        ::unsetenv(v);
-      std::vector<char*> argv;
-      std::string bin = test::mibyan_binary();
-      argv.push_back(bin.data());
-      std::vector<std::string> copy = args;
-      for (auto& a : copy)
-        argv.push_back(a.data());
-      argv.push_back(nullptr);
-      ::execv(bin.c_str(), argv.data());
-      ::_exit(127);
+      test::exec_cli(home, args);
     }
   }
   ~pty_child() {

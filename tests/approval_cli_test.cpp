@@ -66,17 +66,7 @@ struct pty_child {
     if (pid == 0) {
       for (auto& [k, v] : env)
         ::setenv(k.c_str(), v.c_str(), 1);
-      for (auto v : {"OPENAI_API_KEY", "CUSTOM_API_KEY", "MIBYAN_LOG_LEVEL"})
-        ::unsetenv(v);
-      std::vector<char*> argv;
-      std::string bin = test::mibyan_binary();
-      argv.push_back(bin.data());
-      std::vector<std::string> copy = args;
-      for (auto& a : copy)
-        argv.push_back(a.data());
-      argv.push_back(nullptr);
-      ::execv(bin.c_str(), argv.data());
-      ::_exit(127);
+      test::exec_cli({}, args);
     }
   }
 

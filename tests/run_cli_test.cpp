@@ -69,22 +69,11 @@ struct fixture {
     auto err_path = home / "cli.err";
     pid_t pid = ::fork();
     if (pid == 0) {
-      ::setenv("MIBYAN_HOME", home.path().c_str(), 1);
-      for (auto v : {"OPENAI_API_KEY", "CUSTOM_API_KEY", "MIBYAN_LOG_LEVEL"})
-        ::unsetenv(v);
       int out = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
       int err = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
       ::dup2(out, 1);
       ::dup2(err, 2);
-      std::vector<char*> argv;
-      std::string bin = test::mibyan_binary();
-      argv.push_back(bin.data());
-      std::vector<std::string> copy = args;
-      for (auto& a : copy)
-        argv.push_back(a.data());
-      argv.push_back(nullptr);
-      ::execv(bin.c_str(), argv.data());
-      ::_exit(127);
+      test::exec_cli(home.path(), args);
     }
     return pid;
   }

@@ -19,12 +19,11 @@ process_options cli_options(const std::string& home, int timeout_seconds) {
   return o;
 }
 
-pid_t spawn_cli(const std::vector<std::string>& args, const std::string& home,
-                const std::string& out_path, const std::string& err_path,
-                int* in) {
-  int fds[2];
-  BOOST_REQUIRE_EQUAL(::pipe(fds), 0);
-  // Everything the child needs is prepared before the fork.
+void exec_cli(const std::string& home, const std::vector<std::string>& args) {
+  if (!home.empty())
+    ::setenv("MIBYAN_HOME", home.c_str(), 1);
+  for (auto v : {"OPENAI_API_KEY", "CUSTOM_API_KEY", "MIBYAN_LOG_LEVEL"})
+    ::unsetenv(v);
   std::string bin = mibyan_binary();
   std::vector<std::string> copy = args;
   std::vector<char*> argv;
@@ -32,6 +31,15 @@ pid_t spawn_cli(const std::vector<std::string>& args, const std::string& home,
   for (auto& a : copy)
     argv.push_back(a.data());
   argv.push_back(nullptr);
+  ::execv(bin.c_str(), argv.data());
+  ::_exit(127);
+}
+
+pid_t spawn_cli(const std::vector<std::string>& args, const std::string& home,
+                const std::string& out_path, const std::string& err_path,
+                int* in) {
+  int fds[2];
+  BOOST_REQUIRE_EQUAL(::pipe(fds), 0);
   pid_t pid = ::fork();
   if (pid < 0) {
     ::close(fds[0]);
@@ -39,9 +47,6 @@ pid_t spawn_cli(const std::vector<std::string>& args, const std::string& home,
     BOOST_FAIL("fork failed");
   }
   if (pid == 0) {
-    ::setenv("MIBYAN_HOME", home.c_str(), 1);
-    for (auto v : {"OPENAI_API_KEY", "CUSTOM_API_KEY", "MIBYAN_LOG_LEVEL"})
-      ::unsetenv(v);
     int out = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
     int err = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
     ::dup2(fds[0], 0);
@@ -49,8 +54,7 @@ pid_t spawn_cli(const std::vector<std::string>& args, const std::string& home,
     ::dup2(err, 2);
     ::close(fds[0]);
     ::close(fds[1]);
-    ::execv(bin.c_str(), argv.data());
-    ::_exit(127);
+    exec_cli(home, args);
   }
   ::close(fds[0]);
   *in = fds[1];

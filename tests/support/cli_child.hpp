@@ -19,6 +19,13 @@ namespace mibyan::test {
 /// caller's environment removed, killed after `timeout_seconds`.
 process_options cli_options(const std::string& home, int timeout_seconds);
 
+/// In a forked child, after its own redirections: sets MIBYAN_HOME=`home`
+/// (left as it is when `home` is empty), removes OPENAI_API_KEY,
+/// CUSTOM_API_KEY and MIBYAN_LOG_LEVEL, and executes the mibyan binary with
+/// `args`. Never returns (exit status 127 when the exec fails).
+[[noreturn]] void exec_cli(const std::string& home,
+                           const std::vector<std::string>& args);
+
 /// Forks the mibyan binary with `args`, MIBYAN_HOME=`home` (OPENAI_API_KEY,
 /// CUSTOM_API_KEY and MIBYAN_LOG_LEVEL removed), a pipe as stdin (its write
 /// end in `*in`), stdout to `out_path` and stderr to `err_path` (both
