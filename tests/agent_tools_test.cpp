@@ -51,49 +51,7 @@ json::value parse(const std::string& text) {
 }
 
 // A pseudo-terminal session with the CLI.
-struct pty_child {
-  pid_t pid = -1;
-  int master = -1;
-  std::string seen;
-
-  pty_child(const std::vector<std::string>& args, const std::string& home) {
-    pid = ::forkpty(&master, nullptr, nullptr, nullptr);
-    BOOST_REQUIRE(pid >= 0);
-    if (pid == 0) {
-      test::exec_cli(home, args);
-    }
-  }
-  ~pty_child() {
-    if (pid > 0) {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, nullptr, 0);
-    }
-    if (master >= 0)
-      ::close(master);
-  }
-  void pump(int ms) {
-    pollfd pfd{master, POLLIN, 0};
-    if (::poll(&pfd, 1, ms) <= 0)
-      return;
-    char buf[4096];
-    auto n = ::read(master, buf, sizeof buf);
-    if (n > 0)
-      seen.append(buf, static_cast<size_t>(n));
-  }
-  bool wait_for(const std::string& part) {
-    auto end = steady_clock::now() + seconds{30};
-    while (steady_clock::now() < end) {
-      if (contains(seen, part))
-        return true;
-      pump(50);
-    }
-    return contains(seen, part);
-  }
-  void send(const std::string& text) {
-    BOOST_REQUIRE_EQUAL(::write(master, text.data(), text.size()),
-                        static_cast<ssize_t>(text.size()));
-  }
-};
+using pty_child = test::cli_pty;
 
 struct fixture {
   test::http_server server;
@@ -421,7 +379,7 @@ BOOST_AUTO_TEST_CASE(clarify_asks_on_the_chat_terminal) {
   script(completion("", "clarify",
                     R"({"question":"Which colour?","choices":["red","green","blue"]})"));
   script(completion("green it is"));
-  pty_child chat{agent("chat"), home.path()};
+  pty_child chat{agent("chat"), {{"MIBYAN_HOME", home.path()}}};
   BOOST_REQUIRE(chat.wait_for("> "));
   chat.send("pick a colour\n");
   BOOST_REQUIRE_MESSAGE(chat.wait_for("[question] Which colour?"), chat.seen);

@@ -2,8 +2,13 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <fcntl.h>
+#include <poll.h>
+#include <pty.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "tests/support/paths.hpp"
@@ -59,6 +64,79 @@ pid_t spawn_cli(const std::vector<std::string>& args, const std::string& home,
   ::close(fds[0]);
   *in = fds[1];
   return pid;
+}
+
+namespace {
+
+size_t count_of(const std::string& s, const std::string& part) {
+  size_t n = 0;
+  for (auto pos = s.find(part); pos != std::string::npos;
+       pos = s.find(part, pos + part.size()))
+    ++n;
+  return n;
+}
+
+} // namespace
+
+cli_pty::cli_pty(const std::vector<std::string>& args,
+                 const std::vector<std::pair<std::string, std::string>>& env) {
+  pid = ::forkpty(&master, nullptr, nullptr, nullptr);
+  BOOST_REQUIRE(pid >= 0);
+  if (pid == 0) {
+    for (auto& [k, v] : env)
+      ::setenv(k.c_str(), v.c_str(), 1);
+    exec_cli({}, args);
+  }
+}
+
+cli_pty::~cli_pty() {
+  if (pid > 0) {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+  }
+  if (master >= 0)
+    ::close(master);
+}
+
+void cli_pty::pump(int ms) {
+  pollfd pfd{master, POLLIN, 0};
+  if (::poll(&pfd, 1, ms) <= 0)
+    return;
+  char buf[4096];
+  auto n = ::read(master, buf, sizeof buf);
+  if (n > 0)
+    seen.append(buf, static_cast<size_t>(n));
+}
+
+bool cli_pty::wait_for(const std::string& part, size_t times) {
+  auto end = std::chrono::steady_clock::now() + std::chrono::seconds{30};
+  while (std::chrono::steady_clock::now() < end) {
+    if (count_of(seen, part) >= times)
+      return true;
+    pump(50);
+  }
+  return count_of(seen, part) >= times;
+}
+
+void cli_pty::send(const std::string& text) {
+  BOOST_REQUIRE_EQUAL(::write(master, text.data(), text.size()),
+                      static_cast<ssize_t>(text.size()));
+}
+
+int cli_pty::finish() {
+  send("\x04"); // end of input on the terminal
+  auto end = std::chrono::steady_clock::now() + std::chrono::seconds{30};
+  int status = 0;
+  while (std::chrono::steady_clock::now() < end) {
+    pump(20);
+    if (::waitpid(pid, &status, WNOHANG) == pid) {
+      pid = -1;
+      for (int i = 0; i < 10; ++i)
+        pump(10);
+      return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    }
+  }
+  return -2;
 }
 
 } // namespace mibyan::test

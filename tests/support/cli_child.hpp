@@ -8,6 +8,7 @@
 
 #include <string>
 #include <sys/types.h>
+#include <utility>
 #include <vector>
 
 #include "tests/support/process.hpp"
@@ -34,5 +35,32 @@ process_options cli_options(const std::string& home, int timeout_seconds);
 pid_t spawn_cli(const std::vector<std::string>& args, const std::string& home,
                 const std::string& out_path, const std::string& err_path,
                 int* in);
+
+/// The mibyan binary on a pseudo-terminal (forkpty), for suites that drive
+/// the interactive chat: what it printed so far is in `seen`. Killed and
+/// reaped when this goes, unless finish() reaped it.
+struct cli_pty {
+  pid_t pid = -1;
+  int master = -1;
+  std::string seen;
+
+  /// Starts mibyan with `args` and the variables `env` set (then as
+  /// exec_cli: the provider keys removed).
+  cli_pty(const std::vector<std::string>& args,
+          const std::vector<std::pair<std::string, std::string>>& env);
+  ~cli_pty();
+  cli_pty(const cli_pty&) = delete;
+  cli_pty& operator=(const cli_pty&) = delete;
+
+  /// Reads what is available for up to `ms` into `seen`.
+  void pump(int ms);
+  /// Waits (at most 30 s) until `part` occurs `times` times in `seen`.
+  bool wait_for(const std::string& part, size_t times = 1);
+  /// Types `text` (all of it, or the test fails).
+  void send(const std::string& text);
+  /// Sends end of input (^D) and waits (at most 30 s) for the exit: the
+  /// exit status, -1 when killed by a signal, -2 when still running.
+  int finish();
+};
 
 } // namespace mibyan::test
