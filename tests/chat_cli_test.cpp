@@ -246,24 +246,8 @@ BOOST_AUTO_TEST_CASE(failed_turn_does_not_end_the_chat) {
 }
 
 BOOST_AUTO_TEST_CASE(streams_tokens_once) {
-  json::value s;
-  s["path"] = "/v1/chat/completions";
-  s["status"] = 200;
-  s["headers"]["Content-Type"] = "text/event-stream";
-  s["chunk_ms"] = 20;
-  s["chunks"] = json::value::make_array();
-  for (auto part : {"Stream", "ed ans", "wer."}) {
-    json::value d;
-    d["choices"] = json::value::make_array();
-    json::value ch;
-    ch["index"] = 0;
-    ch["delta"]["content"] = part;
-    d["choices"].push_back(std::move(ch));
-    s["chunks"].push_back("data: " + d.dump() + "\n\n");
-  }
-  s["chunks"].push_back(R"(data: {"choices":[{"index":0,"delta":{},)"
-                        R"("finish_reason":"stop"}]})" "\n\ndata: [DONE]\n\n");
-  server.script(s.dump());
+  server.script(
+    test::streamed_completion_script({"Stream", "ed ans", "wer."}, 20));
   auto r = test::run_mibyan(base_args("chat"), env("stream please\n"));
   BOOST_CHECK_EQUAL(r.exit_code, 0);
   BOOST_CHECK_EQUAL(r.out, "Streamed answer.\n");

@@ -204,24 +204,8 @@ BOOST_AUTO_TEST_CASE(usage_errors) {
 }
 
 BOOST_AUTO_TEST_CASE(streams_to_a_terminal) {
-  json::value s;
-  s["path"] = "/v1/chat/completions";
-  s["status"] = 200;
-  s["headers"]["Content-Type"] = "text/event-stream";
-  s["chunk_ms"] = 30;
-  s["chunks"] = json::value::make_array();
-  for (auto part : {"Stream", "ed ans", "wer."}) {
-    json::value d;
-    d["choices"] = json::value::make_array();
-    json::value ch;
-    ch["index"] = 0;
-    ch["delta"]["content"] = part;
-    d["choices"].push_back(std::move(ch));
-    s["chunks"].push_back("data: " + d.dump() + "\n\n");
-  }
-  s["chunks"].push_back(R"(data: {"choices":[{"index":0,"delta":{},)"
-                        R"("finish_reason":"stop"}]})" "\n\ndata: [DONE]\n\n");
-  server.script(s.dump());
+  server.script(
+    test::streamed_completion_script({"Stream", "ed ans", "wer."}, 30));
   // `script` gives the CLI a pseudo-terminal as stdout.
   std::string cmd = test::mibyan_binary();
   for (auto& a : run_args("stream please"))
