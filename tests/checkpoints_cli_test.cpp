@@ -409,14 +409,7 @@ BOOST_AUTO_TEST_CASE(a_full_checkpoint_disk_warns_or_blocks) {
     BOOST_TEST_MESSAGE("skipped: " << tiny.why());
     return;
   }
-  std::string noise(1 << 20, '\0');
-  uint64_t x = 88172645463325252ull;
-  for (auto& ch : noise) {
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    ch = static_cast<char>(x);
-  }
+  auto noise = test::incompressible_bytes(1 << 20);
   proj_dir.write("noise.bin", noise);
   script(completion("", "write_file",
                     args_json({{"path", "new.txt"}, {"content", "hello"}})));
