@@ -25,12 +25,14 @@
 #
 # Thread: the runner's main thread only (the timeout uses SIGALRM).
 
+import datetime
 import importlib
 import json
 import mmap
 import operator
 import os
 import pickle
+import re
 import signal
 import struct
 import sys
@@ -42,15 +44,26 @@ FORMAT = 1
 PROTOCOL = 5 if pickle.HIGHEST_PROTOCOL >= 5 else pickle.HIGHEST_PROTOCOL
 MAX_HEADER = 64 << 20
 WRITE_CHUNK = 4 << 20            # bytes per write() of a large record
-# Pickled bytes of the values that can change in place up to which the
-# runner checks "unchanged" before a cell's frame (cheap: microseconds);
-# above it the check runs after the frame.
-QUICK_CHECK_BYTES = 64 << 10
+# What the runner checks before a cell's frame to answer "unchanged" in it
+# (Checkpointer.quick_unchanged): at most QUICK_ITEMS bindings and
+# container slots together, compared by identity in C (a few microseconds)
+# and no value that only its pickle can tell. Past that the check runs
+# after the frame, off the result's path.
+QUICK_ITEMS = 256
+# Container slots one value's snapshot may hold (memory: a pointer each);
+# a larger value is compared by its pickle instead.
+WATCH_LIMIT = 1 << 21
 
 # Values whose identity says everything: immutable and made only of
 # immutable parts (tuples and frozensets are checked to a small depth).
 _ATOMIC = (int, float, complex, str, bytes, bool, type(None), range,
-           type(Ellipsis))
+           type(Ellipsis), re.Pattern,
+           datetime.date, datetime.datetime, datetime.time,
+           datetime.timedelta, datetime.timezone)
+_ATOMIC_SET = frozenset(_ATOMIC)
+# Containers an identity snapshot covers (exact types: a subclass may
+# pickle attributes or state a snapshot does not see).
+_CONTAINERS = frozenset((list, dict, set, bytearray, tuple, frozenset))
 
 
 def _immutable(value, depth=0):
@@ -60,6 +73,80 @@ def _immutable(value, depth=0):
     if (t is tuple or t is frozenset) and depth < 3 and len(value) <= 64:
         return all(_immutable(v, depth + 1) for v in value)
     return False
+
+
+def _watch(value, limit=WATCH_LIMIT):
+    """An identity snapshot of a value that can change in place: a list of
+    (container, items, values) taken before the value is pickled, or None
+    when some part of it can only be compared by pickling.
+
+    It covers exact lists, dicts, sets and bytearrays, and tuples and
+    frozensets of them, down to immutable atoms (_ATOMIC). While every
+    container holds the very same objects in the same order as in its
+    snapshot (_holds), the value pickles to the same bytes: atoms cannot
+    change, and every container is in the snapshot. Taken before the
+    pickle, so a thread that changes the value in between makes the
+    snapshot differ (the next pass pickles again) and never hides a
+    change."""
+    watches = []
+    seen = set()
+    stack = [value]
+    total = 0
+    atomic = _ATOMIC_SET
+    containers = _CONTAINERS
+    while stack:
+        v = stack.pop()
+        key = id(v)
+        if key in seen:
+            continue
+        seen.add(key)
+        t = type(v)
+        if t is list or t is set:
+            items = list(v)
+            watches.append((v, items, None))
+        elif t is dict:
+            keys = list(v)
+            values = list(v.values())
+            watches.append((v, keys, values))
+            items = keys + values
+        elif t is tuple or t is frozenset:
+            # Immutable itself: its parent's snapshot holds its identity;
+            # only the containers inside it can change.
+            items = v
+        elif t is bytearray:
+            watches.append((v, bytes(v), False))
+            total += len(v) >> 6
+            continue
+        else:
+            return None
+        total += len(items)
+        if total > limit:
+            return None
+        kinds = set(map(type, items))
+        if kinds <= atomic:
+            continue
+        if not kinds <= containers | atomic:
+            return None
+        stack.extend([x for x in items if type(x) not in atomic])
+    return watches
+
+
+def _holds(watches):
+    """True when every container in the snapshot holds the same objects
+    in the same order as when the snapshot was taken."""
+    is_ = operator.is_
+    try:
+        for c, items, values in watches:
+            if values is False:                  # a bytearray: its bytes
+                if c != items:
+                    return False
+            elif (len(c) != len(items) or not all(map(is_, c, items))
+                  or (values is not None
+                      and not all(map(is_, c.values(), values)))):
+                return False
+        return True
+    except RuntimeError:
+        return False     # changed size while compared (another thread)
 
 
 def _type_name(value):
@@ -134,9 +221,10 @@ class Checkpointer(object):
     are pickled into the next one.
 
     `strategy` says how a name is known to be unchanged:
-      "identity"  the same object as last time and immutable throughout
-                  (no pickling at all); anything else is pickled and
-                  compared with its last pickle;
+      "identity"  the same object as last time and either immutable
+                  throughout or a container whose identity snapshot
+                  (_watch) still holds: no pickling at all; anything else
+                  is pickled and compared with its last pickle;
       "pickle"    every value is pickled and compared.
     bench/checkpoint_bench.py measures both; "identity" is the default.
     """
@@ -150,10 +238,17 @@ class Checkpointer(object):
         self.failed = {}
         self.last_names = None
         self.last_not_saved = None
+        # The last pass, for the "unchanged" shortcut (_unchanged): the
+        # namespace's keys and values, the snapshots of its containers, the
+        # values no snapshot covers with their pickles, and their sizes.
         self._fast_keys = None
         self._fast_vals = None
-        self._fast_mutables = None
-        self._fast_small = False
+        self._fast_watches = ()
+        self._fast_pickled = ()
+        self._fast_quick = False
+        # name -> (value, pickle, buffers) made by _unchanged in this pass,
+        # so the full pass that follows does not pickle them again.
+        self._probed = {}
         self._last_values = self._last_modules = self._last_aliases = None
         self._last_size = 0
 
@@ -169,6 +264,8 @@ class Checkpointer(object):
         if identity and self._unchanged(timeout):
             return (False, self._last_values, self._last_modules,
                     self._last_aliases, self.last_not_saved, self._last_size)
+        probed = self._probed
+        self._probed = {}
         cache_get = self.cache.get
         failed_get = self.failed.get
         deadline = _Deadline(timeout)
@@ -220,6 +317,13 @@ class Checkpointer(object):
                     fresh_failed[name] = failed
                     not_saved.append(failed[1])
                     continue
+                if identity and old is not None and old[0] is value \
+                        and old[8] is not None and _holds(old[8]):
+                    # The same container holding the same objects.
+                    fresh[name] = old
+                    first_of[key] = name
+                    values.append(old)
+                    continue
                 if t is function_type or isinstance(value, type):
                     reason = self._unsaveable(value)
                     if reason is not None:
@@ -228,43 +332,56 @@ class Checkpointer(object):
                                           "reason": reason})
                         fresh_failed[name] = (value, not_saved[-1])
                         continue
-                if not deadline.armed:
-                    deadline.arm()
                 reason = None
-                try:
-                    deadline.current = name
-                    data = dumps(value, PROTOCOL, buffer_callback=on_buffer)
-                    deadline.current = None
-                except CheckpointTimeout:
-                    reason = ("pickling took longer than %gs (a __reduce__ "
-                              "or __getstate__ that hangs)" % timeout)
-                except RecursionError:
-                    reason = "nested too deeply to pickle"
-                except Exception as e:
-                    reason = _reason(e)
-                if reason is not None:
-                    deadline.current = None
-                    del bufs[:]
-                    not_saved.append({"name": name, "type": _type_name(value),
-                                      "reason": reason})
-                    fresh_failed[name] = (value, not_saved[-1])
-                    continue
-                if bufs:
-                    raws = [b.raw() if hasattr(b, "raw") else memoryview(b)
-                            for b in bufs]
-                    del bufs[:]
+                done = probed.get(name)
+                if done is not None and done[0] is value:
+                    # Pickled by _unchanged in this pass (not snapshot-
+                    # covered: no snapshot to take).
+                    watch, data, raws = None, done[1], done[2]
                 else:
-                    raws = ()
+                    # The snapshot comes first: a change made meanwhile (by
+                    # another thread) then shows in the next pass.
+                    watch = None if not identity or _immutable(value) \
+                        else _watch(value)
+                    if not deadline.armed:
+                        deadline.arm()
+                    try:
+                        deadline.current = name
+                        data = dumps(value, PROTOCOL,
+                                     buffer_callback=on_buffer)
+                        deadline.current = None
+                    except CheckpointTimeout:
+                        reason = ("pickling took longer than %gs (a "
+                                  "__reduce__ or __getstate__ that hangs)"
+                                  % timeout)
+                    except RecursionError:
+                        reason = "nested too deeply to pickle"
+                    except Exception as e:
+                        reason = _reason(e)
+                    if reason is not None:
+                        deadline.current = None
+                        del bufs[:]
+                        not_saved.append({"name": name,
+                                          "type": _type_name(value),
+                                          "reason": reason})
+                        fresh_failed[name] = (value, not_saved[-1])
+                        continue
+                    if bufs:
+                        raws = [b.raw() if hasattr(b, "raw")
+                                else memoryview(b) for b in bufs]
+                        del bufs[:]
+                    else:
+                        raws = ()
                 if old is None or old[3] != data or (
                         (old[4] or raws) and (
                             len(old[4]) != len(raws)
                             or any(a != b for a, b in zip(old[4], raws)))):
                     changed = True
-                    entry = _entry(name, value, data, raws)
-                elif old[0] is value:
-                    entry = old
+                    entry = _entry(name, value, data, raws, watch)
                 else:
-                    entry = (value,) + old[1:]
+                    # The same bytes: the old record is kept (a new object
+                    # or a new snapshot).
+                    entry = (value, _immutable(value)) + old[2:8] + (watch,)
                 fresh[name] = entry
                 if key not in first_of:
                     first_of[key] = name
@@ -301,37 +418,53 @@ class Checkpointer(object):
             changed = True
         self.last_names = names
         self.last_not_saved = not_saved
-        # For the next pass's shortcut (_unchanged): the bindings, and the
-        # values that may change in place with their pickles.
-        self._fast_keys = list(ns)
-        self._fast_vals = list(ns.values())
-        self._fast_mutables = [(v[0], v[7], v[3], v[4]) for v in values
-                               if not v[1]]
-        self._fast_small = sum([len(m[2]) for m in self._fast_mutables]) \
-            <= QUICK_CHECK_BYTES
+        self._remember(values)
         self._last_values, self._last_modules = values, modules
         self._last_aliases, self._last_size = aliases, size
         return changed, values, modules, aliases, not_saved, size
 
-    def quick_unchanged(self, timeout):
+    def _remember(self, values):
+        """Keeps what the next pass's shortcut (_unchanged) compares: the
+        bindings, the snapshots of every saved container, and the values
+        no snapshot covers with their pickles. Values left out over the
+        limit, aliases and values that failed are held by the bindings:
+        rebinding them shows, changing them in place changes nothing that
+        is saved."""
+        ns = self.ns
+        self._fast_keys = list(ns)
+        self._fast_vals = list(ns.values())
+        watches, pickled = [], []
+        for v in self.cache.values():
+            if v[1]:
+                continue
+            if v[8] is not None:
+                watches.extend(v[8])
+            else:
+                pickled.append((v[0], v[7], v[3], v[4]))
+        self._fast_watches = watches
+        self._fast_pickled = pickled
+        slots = len(self._fast_keys)
+        for c, items, _ in watches:
+            slots += len(items)
+        self._fast_quick = slots <= QUICK_ITEMS and not pickled
+
+    def quick_unchanged(self):
         """The runner's check before a cell's frame: True when the
         namespace is certainly what the last checkpoint holds and finding
-        that out is cheap (the values that can change in place pickle to
-        at most QUICK_CHECK_BYTES together). False means "not known": the
-        checkpoint is then taken after the frame."""
-        if self.strategy != "identity" or not self._fast_small:
+        that out costs next to nothing (QUICK_ITEMS). False means "not
+        known": the checkpoint is then taken after the frame."""
+        if self.strategy != "identity" or not self._fast_quick:
             return False
-        # No SIGALRM here (four system calls per cell): these values
-        # pickled quickly last time; one changed in place to hang is
-        # bounded by the cell's wall clock, as the cell itself is.
         return self._unchanged(None)
 
     def _unchanged(self, timeout):
         """True when every name is bound to the same object as at the last
-        pass and every value that can change in place pickles the same:
-        the namespace is what the last checkpoint holds. Most cells land
-        here, so the binding check runs in C (list comparisons)."""
+        pass, every container's snapshot holds and every other value that
+        can change in place pickles the same: the namespace is what the
+        last checkpoint holds. Most cells land here, so the checks run in
+        C (list comparisons, map over operator.is_)."""
         keys = self._fast_keys
+        self._probed = {}
         if keys is None:
             return False
         ns = self.ns
@@ -339,23 +472,33 @@ class Checkpointer(object):
             return False
         if not all(map(operator.is_, ns.values(), self._fast_vals)):
             return False
-        mutables = self._fast_mutables
-        if not mutables:
+        if self._fast_watches and not _holds(self._fast_watches):
+            return False
+        pickled = self._fast_pickled
+        if not pickled:
             return True
         deadline = _Deadline(timeout)
         if timeout:
             deadline.arm()
         dumps = pickle.dumps
         bufs = []
+        probed = self._probed
+        same = True
         try:
-            for value, name, data, raws in mutables:
+            for value, name, data, raws in pickled:
                 deadline.current = name
                 if raws:
                     return False      # out-of-band buffers: the full pass
-                if dumps(value, PROTOCOL, buffer_callback=bufs.append) \
-                        != data or bufs:
+                fresh = dumps(value, PROTOCOL, buffer_callback=bufs.append)
+                if bufs:
                     return False
-            return True
+                if fresh != data:
+                    # Kept for the full pass, which must not pickle a large
+                    # value twice; the remaining values it checks itself.
+                    probed[name] = (value, fresh, ())
+                    same = False
+                    break
+            return same
         except BaseException:
             return False              # the full pass reports it
         finally:
@@ -433,15 +576,16 @@ class Checkpointer(object):
         return summary
 
 
-def _entry(name, value, data, bufs):
+def _entry(name, value, data, bufs, watch):
     """A cache entry: (value, immutable, type name, pickle, buffers, size,
-    header JSON, name)."""
+    header JSON, name, identity snapshot or None)."""
     tname = _type_name(value)
     size = len(data) + sum([b.nbytes for b in bufs])
     head = json.dumps({"name": name, "type": tname,
                        "records": [len(data)] + [b.nbytes for b in bufs]},
                       separators=(",", ":"))
-    return (value, _immutable(value), tname, data, bufs, size, head, name)
+    return (value, _immutable(value), tname, data, bufs, size, head, name,
+            watch)
 
 
 def _write(fd, data):

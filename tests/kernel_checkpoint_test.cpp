@@ -276,7 +276,43 @@ BOOST_AUTO_TEST_CASE(envelope_refuses_tampering_truncation_and_other_sessions) {
               != kernel_checkpoints::cluster_key("b"));
 }
 
+// The runner's change detection (identity snapshots of containers, the
+// check before a frame) against every way of changing a namespace, and
+// what it pickles: tests/support/checkpoint_changes_check.py.
+BOOST_AUTO_TEST_CASE(every_kind_of_change_is_noticed) {
+  test::temp_dir dir;
+  auto res = test::run_process(
+    {"python3", test::test_source_dir() + "/support/checkpoint_changes_check.py",
+     test::source_dir() + "/kernels/mibyan_checkpoint.py", dir.path()});
+  BOOST_CHECK_MESSAGE(res.exit_code == 0, res.out << res.err);
+  BOOST_CHECK_MESSAGE(contains(res.out, "0 failures"), res.out << res.err);
+}
+
 BOOST_FIXTURE_TEST_SUITE(node, ckpt_fixture)
+
+// Values changed in place (no name rebound) are in the next checkpoint,
+// in a namespace small enough for the check before the frame and in one
+// that is checked after it.
+BOOST_AUTO_TEST_CASE(changes_in_place_are_checkpointed) {
+  start();
+  exec("small = [1, 2]\nd = {'k': [1]}\nb = bytearray(b'ab')\n");
+  exec("big = [{'i': i} for i in range(2000)]\n");
+  wait_stored(2);
+  exec("small.append(3)");
+  wait_stored(3);
+  exec("d['k'].append(2)\nb[0] = 0x7a");
+  wait_stored(4);
+  exec("big[1500]['i'] = -1");
+  wait_stored(5);
+  exec("pass");
+  wait_stored(6);
+  restart();
+  auto r = exec("print(small, d, b, big[1500], big[1499])");
+  BOOST_CHECK_EQUAL(r.get_string("output"),
+                    "[1, 2, 3] {'k': [1, 2]} bytearray(b'zb') {'i': -1} "
+                    "{'i': 1499}\n");
+  BOOST_CHECK_EQUAL(kernel_of(r)->get_int("checkpoint_age_cells", -1), 0);
+}
 
 BOOST_AUTO_TEST_CASE(restart_restores_the_namespace) {
   start();
