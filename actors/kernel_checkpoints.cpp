@@ -95,6 +95,18 @@ bool checkpoints_wanted(const std::string& setting, bool in_cluster) {
 kernel_checkpoints::kernel_checkpoints(bool enabled, int64_t max_bytes)
     : max_bytes_(max_bytes), enabled_(enabled) {}
 
+kernel_checkpoints::~kernel_checkpoints() {
+  store_jobs_.shutdown();
+}
+
+bool kernel_checkpoints::submit_store_job(std::function<void()> job) {
+  return store_jobs_.submit(std::move(job));
+}
+
+void kernel_checkpoints::stop_store_jobs() {
+  store_jobs_.shutdown();
+}
+
 bool kernel_checkpoints::enabled() const {
   std::lock_guard<std::mutex> lock(mtx_);
   return enabled_;

@@ -188,6 +188,10 @@ runtime::impl::~impl() {
   // MCP servers too: sessions closed, stdio process groups killed.
   if (svc && svc->mcp)
     svc->mcp->shutdown();
+  // Checkpoint store jobs message the cluster member: done before the
+  // system goes.
+  if (svc && svc->checkpoints)
+    svc->checkpoints->stop_store_jobs();
   // Our own system ends here, with every actor of ours (in a host's
   // system, which outlives this runtime, our actors only exit).
   own_sys.reset();
