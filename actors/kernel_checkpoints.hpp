@@ -126,11 +126,21 @@ public:
   /// Drops the checkpoints of `session` (reset: true; blocking).
   status drop(const std::string& session);
 
+  /// Where the count of a session this process has not seen run comes
+  /// from after a restart: the execution count of the session's last
+  /// execute_code result in its stored history (-1: none). Installed by
+  /// the runtime; called on pool threads by fetch and fetch_sealed.
+  using history_count_fn = std::function<int64_t(const std::string& session)>;
+  void set_history_count(history_count_fn fn);
+
   /// The session reached execution count `count` (a cell started or
   /// answered with it); kept as the highest seen.
   void note_count(const std::string& session, int64_t count);
   /// The highest count seen for `session`, or -1.
   int64_t known_count(const std::string& session) const;
+  /// known_count, or (nothing seen in this process) what the session's
+  /// stored history says (set_history_count). Blocking.
+  int64_t known_or_recorded_count(const std::string& session) const;
   /// The session's stored checkpoint holds the state after cell `count`
   /// (a checkpoint of it was stored, or the cell changed nothing); kept
   /// as the highest seen. The age of a restored checkpoint is the cells
@@ -165,6 +175,7 @@ private:
   put_fn put_;
   get_fn get_;
   drop_fn drop_;
+  history_count_fn history_count_;
   std::map<std::string, int64_t> counts_;
   std::map<std::string, int64_t> covered_;
   uint64_t last_seq_ = 0;
