@@ -6,10 +6,15 @@
 # the first time the host asks for a checkpoint or a restore. Standard
 # library only; Python >= 3.8.
 #
-# A checkpoint file is
+# A checkpoint file (format 2) is
 #
-#   MAGIC (8 bytes) | header length (4 bytes, big-endian) | header JSON |
-#   records
+#   MAGIC2 (8 bytes) | records | header JSON | header length (4 bytes,
+#   big-endian)
+#
+# Records first: a value is pickled straight into the file as it is
+# checked, and the header, which needs the records' lengths, follows them.
+# Format 1 files (MAGIC | header length | header JSON | records) are still
+# read.
 #
 # The header names the Python version and pickle protocol that wrote it,
 # the kernel's execution count, the modules to import again (name ->
@@ -39,8 +44,10 @@ import sys
 import time
 import types
 
-MAGIC = b"MIBYANCK"
-FORMAT = 1
+MAGIC = b"MIBYANCK"           # format 1: header first (read only)
+MAGIC2 = b"MIBYANC2"          # format 2: records first, header last
+FORMAT = 2
+DIRECT_WRITE = 64 << 10       # pieces at least this large skip the buffer
 PROTOCOL = 5 if pickle.HIGHEST_PROTOCOL >= 5 else pickle.HIGHEST_PROTOCOL
 MAX_HEADER = 64 << 20
 WRITE_CHUNK = 4 << 20            # bytes per write() of a large record
@@ -254,16 +261,22 @@ class Checkpointer(object):
 
     # -- taking -------------------------------------------------------------
 
-    def collect(self, max_bytes, timeout):
+    def collect(self, max_bytes, timeout, sink=None, checked=False):
         """Brings the cache up to date with the namespace. Returns
-        (changed, values, modules, aliases, not_saved, size): `values` is
-        the cache entries (_entry) in namespace order. The loop is the
-        per-cell cost of checkpoints: kept to plain operations."""
+        (changed, values, modules, aliases, not_saved, size, dropped):
+        `values` is the cache entries (_entry) in namespace order, kept
+        ones only; `dropped` says whether values were left out over
+        `max_bytes`. With a `sink` (_Sink) every value's records go into
+        it as the pass goes, new pickles straight from the pickler, in the
+        order of `values` plus any left out. `checked`: the caller ran
+        _unchanged already. The loop is the per-cell cost of checkpoints:
+        kept to plain operations."""
         ns = self.ns
         identity = self.strategy == "identity"
-        if identity and self._unchanged(timeout):
+        if identity and not checked and self._unchanged(timeout):
             return (False, self._last_values, self._last_modules,
-                    self._last_aliases, self.last_not_saved, self._last_size)
+                    self._last_aliases, self.last_not_saved, self._last_size,
+                    False)
         probed = self._probed
         self._probed = {}
         cache_get = self.cache.get
@@ -274,6 +287,9 @@ class Checkpointer(object):
         function_type = types.FunctionType
         bufs = []
         on_buffer = bufs.append
+        put = sink.put_entry if sink is not None else _no_sink
+        atomic = _ATOMIC_SET
+        containers = _CONTAINERS
         changed = False
         values, modules, aliases, not_saved = [], {}, {}, []
         first_of = {}
@@ -289,6 +305,7 @@ class Checkpointer(object):
                     # The same immutable object: unchanged, no pickling.
                     fresh[name] = old
                     values.append(old)
+                    put(old)
                     continue
                 t = type(value)
                 if t is module_type or isinstance(value, module_type):
@@ -323,6 +340,7 @@ class Checkpointer(object):
                     fresh[name] = old
                     first_of[key] = name
                     values.append(old)
+                    put(old)
                     continue
                 if t is function_type or isinstance(value, type):
                     reason = self._unsaveable(value)
@@ -334,6 +352,7 @@ class Checkpointer(object):
                         continue
                 reason = None
                 done = probed.get(name)
+                written = False
                 if done is not None and done[0] is value:
                     # Pickled by _unchanged in this pass (not snapshot-
                     # covered: no snapshot to take).
@@ -345,10 +364,19 @@ class Checkpointer(object):
                         else _watch(value)
                     if not deadline.armed:
                         deadline.arm()
+                    start = sink.pos if sink is not None else 0
                     try:
                         deadline.current = name
-                        data = dumps(value, PROTOCOL,
-                                     buffer_callback=on_buffer)
+                        if sink is None or t in atomic or (
+                                t in containers and len(value) < 4096):
+                            # Small (or no file): one buffer is cheaper.
+                            data = dumps(value, PROTOCOL,
+                                         buffer_callback=on_buffer)
+                        else:
+                            # Straight into the file, frame by frame: no
+                            # growing output buffer, no second copy.
+                            data = sink.pickle(value, on_buffer)
+                            written = True
                         deadline.current = None
                     except CheckpointTimeout:
                         reason = ("pickling took longer than %gs (a "
@@ -361,15 +389,23 @@ class Checkpointer(object):
                     if reason is not None:
                         deadline.current = None
                         del bufs[:]
+                        if sink is not None:
+                            sink.rewind(start)
                         not_saved.append({"name": name,
                                           "type": _type_name(value),
                                           "reason": reason})
                         fresh_failed[name] = (value, not_saved[-1])
                         continue
                     if bufs:
-                        raws = [b.raw() if hasattr(b, "raw")
-                                else memoryview(b) for b in bufs]
+                        # Copies: a view would follow the live buffer, and
+                        # a change made to it in place would compare equal
+                        # with itself next time.
+                        raws = [(b.raw() if hasattr(b, "raw")
+                                 else memoryview(b)).tobytes() for b in bufs]
                         del bufs[:]
+                        if written:
+                            for raw in raws:
+                                sink.put(raw)
                     else:
                         raws = ()
                 if old is None or old[3] != data or (
@@ -386,29 +422,33 @@ class Checkpointer(object):
                 if key not in first_of:
                     first_of[key] = name
                 values.append(entry)
+                if not written:
+                    put(entry)
         finally:
             deadline.disarm()
         self.cache = fresh
         self.failed = fresh_failed
         # Over the limit: the largest values are left out and listed.
         size = sum([v[5] for v in values])
+        dropped = False
         if max_bytes and size > max_bytes:
             order = sorted(range(len(values)),
                            key=lambda i: values[i][5], reverse=True)
-            dropped = set()
+            out = set()
             for i in order:
                 if size <= max_bytes:
                     break
                 n = values[i][5]
                 size -= n
-                dropped.add(i)
+                out.add(i)
                 not_saved.append({
                     "name": values[i][7], "type": values[i][2],
                     "reason": "left out: %d bytes pickled; the session's "
                               "checkpoint limit is %d bytes "
                               "(code_execution.checkpoint_max_mb)"
                               % (n, max_bytes)})
-            values = [v for i, v in enumerate(values) if i not in dropped]
+            values = [v for i, v in enumerate(values) if i not in out]
+            dropped = True
             kept = {v[7] for v in values}
             aliases = {a: t for a, t in aliases.items() if t in kept}
         names = (tuple([v[7] for v in values]),
@@ -421,7 +461,7 @@ class Checkpointer(object):
         self._remember(values)
         self._last_values, self._last_modules = values, modules
         self._last_aliases, self._last_size = aliases, size
-        return changed, values, modules, aliases, not_saved, size
+        return changed, values, modules, aliases, not_saved, size, dropped
 
     def _remember(self, values):
         """Keeps what the next pass's shortcut (_unchanged) compares: the
@@ -492,7 +532,7 @@ class Checkpointer(object):
                 fresh = dumps(value, PROTOCOL, buffer_callback=bufs.append)
                 if bufs:
                     return False
-                if fresh != data:
+                if not _same_pickle(fresh, data):
                     # Kept for the full pass, which must not pickle a large
                     # value twice; the remaining values it checks itself.
                     probed[name] = (value, fresh, ())
@@ -518,74 +558,193 @@ class Checkpointer(object):
 
     def write(self, path, execution_count, max_bytes, timeout):
         """Writes a checkpoint to `path` when the namespace changed since
-        the last one. Returns the summary for the host's frame."""
+        the last one (format 2: MAGIC2, the records, the header, its
+        length). Returns the summary for the host's frame."""
         started = time.monotonic()
-        changed, values, modules, aliases, not_saved, size = self.collect(
-            max_bytes, timeout)
-        summary = {"changed": changed, "names": len(values),
-                   "modules": len(modules), "aliases": len(aliases),
-                   "not_saved": not_saved, "bytes": 0}
-        if not changed:
+        summary = {"changed": False, "bytes": 0}
+        if self.strategy == "identity" and self._unchanged(timeout):
+            summary.update({"names": len(self._last_values or ()),
+                            "modules": len(self._last_modules or ()),
+                            "aliases": len(self._last_aliases or ()),
+                            "not_saved": self.last_not_saved or []})
             summary["seconds"] = time.monotonic() - started
             return summary
-        header = {
-            "format": FORMAT,
-            "python": list(sys.version_info[:3]),
-            "pickle_protocol": PROTOCOL,
-            "execution_count": execution_count,
-            "modules": modules,
-            "aliases": aliases,
-            "values": None,
-            "not_saved": not_saved,
-        }
-        # The values' entries are serialised once per value (the entry's
-        # last element) and spliced in.
-        header["values"] = []
-        head = json.dumps(header, separators=(",", ":"))
-        marker = '"values":[]'
-        at = head.index(marker) + len(marker) - 1
-        head = (head[:at] + ",".join([v[6] for v in values])
-                + head[at:]).encode("utf-8")
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        total = 0
+        sink = _Sink(path)
+        keep = False
         try:
-            total += _write(fd, MAGIC + struct.pack(">I", len(head)) + head)
-            # Small records go out together, large ones on their own.
-            pending, pending_size = [], 0
-            for v in values:
-                for piece in (v[3],) + tuple(v[4]):
-                    n = piece.nbytes if isinstance(piece, memoryview) \
-                        else len(piece)
-                    if n >= WRITE_CHUNK:
-                        if pending:
-                            total += _write(fd, b"".join(pending))
-                            pending, pending_size = [], 0
-                        total += _write(fd, piece)
-                    else:
-                        pending.append(piece)
-                        pending_size += n
-                        if pending_size >= WRITE_CHUNK:
-                            total += _write(fd, b"".join(pending))
-                            pending, pending_size = [], 0
-            if pending:
-                total += _write(fd, b"".join(pending))
+            changed, values, modules, aliases, not_saved, size, dropped = \
+                self.collect(max_bytes, timeout, sink, checked=True)
+            summary.update({"changed": changed, "names": len(values),
+                            "modules": len(modules),
+                            "aliases": len(aliases),
+                            "not_saved": not_saved})
+            if changed:
+                head = _header(execution_count, modules, aliases, values,
+                               not_saved)
+                if dropped:
+                    # Values left out over the limit were written already:
+                    # the file is made again from the kept records.
+                    sink.close()
+                    sink = _Sink(path)
+                    for v in values:
+                        sink.put_entry(v)
+                sink.put(head)
+                sink.put(struct.pack(">I", len(head)))
+                sink.flush()
+                summary["bytes"] = sink.pos
+                keep = True
         finally:
-            os.close(fd)
-        summary["bytes"] = total
+            sink.close()
+            if not keep:
+                try:
+                    os.unlink(path)
+                except OSError:
+                    pass
         summary["seconds"] = time.monotonic() - started
         return summary
+
+
+def _no_sink(entry):
+    pass
+
+
+class _Tee(object):
+    """The pickler's file: each frame is kept and written."""
+    __slots__ = ("keep", "put")
+
+    def __init__(self, keep, put):
+        self.keep = keep
+        self.put = put
+
+    def write(self, b):
+        self.keep(b)
+        self.put(b)
+        return len(b)
+
+
+def _header(execution_count, modules, aliases, values, not_saved):
+    """The header JSON (bytes). The values' entries are serialised once
+    per value (the entry's sixth element) and spliced in."""
+    header = {
+        "format": FORMAT,
+        "python": list(sys.version_info[:3]),
+        "pickle_protocol": PROTOCOL,
+        "execution_count": execution_count,
+        "modules": modules,
+        "aliases": aliases,
+        "values": [],
+        "not_saved": not_saved,
+    }
+    head = json.dumps(header, separators=(",", ":"))
+    marker = '"values":[]'
+    at = head.index(marker) + len(marker) - 1
+    return (head[:at] + ",".join([v[6] for v in values])
+            + head[at:]).encode("utf-8")
+
+
+class _Sink(object):
+    """The checkpoint file being written. Small pieces are gathered into
+    WRITE_CHUNK writes; pieces of DIRECT_WRITE bytes or more (the
+    pickler's frames, large records) go to the file as they are. `pos`
+    counts every byte accepted."""
+
+    def __init__(self, path):
+        self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC,
+                          0o600)
+        self.pending = []
+        self.pending_size = 0
+        self.pos = 0
+        self.put(MAGIC2)
+
+    def put(self, piece):
+        n = piece.nbytes if isinstance(piece, memoryview) else len(piece)
+        self.pos += n
+        if n >= DIRECT_WRITE:
+            if self.pending:
+                self.flush()
+            _write(self.fd, piece)
+            return
+        self.pending.append(piece)
+        self.pending_size += n
+        if self.pending_size >= WRITE_CHUNK:
+            self.flush()
+
+    def put_entry(self, entry):
+        data = entry[3]
+        if type(data) is tuple:
+            for piece in data:
+                self.put(piece)
+        else:
+            self.put(data)
+        for raw in entry[4]:
+            self.put(raw)
+
+    def pickle(self, value, buffer_callback):
+        """Pickles `value` into the file; returns its pickle (bytes), kept
+        for the next checkpoint."""
+        chunks = []
+        pickle.Pickler(_Tee(chunks.append, self.put), PROTOCOL,
+                       buffer_callback=buffer_callback).dump(value)
+        # Kept as the frames (a tuple): joining them would copy the whole
+        # pickle into fresh memory once more.
+        return chunks[0] if len(chunks) == 1 and type(chunks[0]) is bytes \
+            else tuple(chunks)
+
+    def flush(self):
+        if self.pending:
+            data = self.pending[0] if len(self.pending) == 1 \
+                else b"".join(self.pending)
+            self.pending, self.pending_size = [], 0
+            _write(self.fd, data)
+
+    def rewind(self, pos):
+        """Drops everything after byte `pos` (a value that failed half
+        way)."""
+        self.flush()
+        os.ftruncate(self.fd, pos)
+        os.lseek(self.fd, pos, os.SEEK_SET)
+        self.pos = pos
+
+    def close(self):
+        if self.fd >= 0:
+            try:
+                self.flush()
+            finally:
+                os.close(self.fd)
+                self.fd = -1
 
 
 def _entry(name, value, data, bufs, watch):
     """A cache entry: (value, immutable, type name, pickle, buffers, size,
     header JSON, name, identity snapshot or None)."""
     tname = _type_name(value)
-    size = len(data) + sum([b.nbytes for b in bufs])
+    n = _pickle_size(data)
+    size = n + sum([len(b) for b in bufs])
     head = json.dumps({"name": name, "type": tname,
-                       "records": [len(data)] + [b.nbytes for b in bufs]},
+                       "records": [n] + [len(b) for b in bufs]},
                       separators=(",", ":"))
     return (value, _immutable(value), tname, data, bufs, size, head, name,
             watch)
+
+
+def _pickle_size(data):
+    """Bytes of a kept pickle: one bytes object or a tuple of frames."""
+    if type(data) is tuple:
+        return sum([len(piece) for piece in data])
+    return len(data)
+
+
+def _same_pickle(fresh, data):
+    """Whether `fresh` (bytes) is the kept pickle `data` (bytes, or a
+    tuple of frames, compared in place)."""
+    if type(data) is not tuple:
+        return fresh == data
+    pos = 0
+    for piece in data:
+        if not fresh.startswith(piece, pos):
+            return False
+        pos += len(piece)
+    return pos == len(fresh)
 
 
 def _write(fd, data):
@@ -608,20 +767,34 @@ def _reason(e):
 # -- restoring ---------------------------------------------------------------
 
 def read_header(data):
-    """(header, offset of the first record) or raises ValueError with the
-    reason the whole checkpoint is refused."""
-    if len(data) < len(MAGIC) + 4 or data[:len(MAGIC)] != MAGIC:
-        raise ValueError("not a Mibyan kernel checkpoint (bad magic)")
-    (n,) = struct.unpack(">I", data[len(MAGIC):len(MAGIC) + 4])
-    start = len(MAGIC) + 4
-    if n > MAX_HEADER or start + n > len(data):
-        raise ValueError("the checkpoint is truncated (its header is cut "
-                         "off)")
+    """(header, offset of the first record, offset past the last) or
+    raises ValueError with the reason the whole checkpoint is refused.
+    Format 2 (MAGIC2) has the header last, format 1 (MAGIC) first."""
+    if len(data) >= len(MAGIC2) + 4 and data[:len(MAGIC2)] == MAGIC2:
+        fmt = 2
+        (n,) = struct.unpack(">I", data[len(data) - 4:])
+        start = len(MAGIC2)
+        if n > MAX_HEADER or start + n + 4 > len(data):
+            raise ValueError("the checkpoint is truncated (its header is "
+                             "cut off)")
+        head_at = len(data) - 4 - n
+        records_end = head_at
+    else:
+        fmt = 1
+        if len(data) < len(MAGIC) + 4 or data[:len(MAGIC)] != MAGIC:
+            raise ValueError("not a Mibyan kernel checkpoint (bad magic)")
+        (n,) = struct.unpack(">I", data[len(MAGIC):len(MAGIC) + 4])
+        head_at = len(MAGIC) + 4
+        if n > MAX_HEADER or head_at + n > len(data):
+            raise ValueError("the checkpoint is truncated (its header is "
+                             "cut off)")
+        start = head_at + n
+        records_end = len(data)
     try:
-        header = json.loads(bytes(data[start:start + n]).decode("utf-8"))
+        header = json.loads(bytes(data[head_at:head_at + n]).decode("utf-8"))
     except ValueError as e:
         raise ValueError("the checkpoint's header is not JSON (%s)" % e)
-    if not isinstance(header, dict) or header.get("format") != FORMAT:
+    if not isinstance(header, dict) or header.get("format") != fmt:
         raise ValueError("unknown checkpoint format %r" % (
             header.get("format") if isinstance(header, dict) else None,))
     py = header.get("python")
@@ -638,7 +811,7 @@ def read_header(data):
         raise ValueError("the checkpoint uses pickle protocol %r; this "
                          "kernel reads up to %d"
                          % (proto, pickle.HIGHEST_PROTOCOL))
-    return header, start + n
+    return header, start, records_end
 
 
 def restore(namespace, path, timeout):
@@ -662,7 +835,7 @@ def restore(namespace, path, timeout):
         return out
     view = memoryview(data)
     try:
-        header, pos = read_header(view)
+        header, pos, records_end = read_header(view)
     except ValueError as e:
         out["error"] = str(e)
         return out
@@ -697,7 +870,7 @@ def restore(namespace, path, timeout):
                              "reason": "damaged entry in the checkpoint"})
                 continue
             end = pos + sum(records)
-            if end > len(view):
+            if end > records_end:
                 lost.append({"name": name, "type": tname,
                              "reason": "the checkpoint is truncated"})
                 pos = end

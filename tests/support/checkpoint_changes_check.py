@@ -33,6 +33,19 @@ class Obj(object):
         return "Obj(%r)" % (self.__dict__,)
 
 
+class Buf(object):
+    """Pickles its data out of band (protocol 5), as array types do."""
+
+    def __init__(self, data):
+        self.data = bytearray(data)
+
+    def __reduce_ex__(self, protocol):
+        return (Buf, (ck.pickle.PickleBuffer(self.data),))
+
+    def __repr__(self):
+        return "Buf(%r)" % (bytes(self.data),)
+
+
 def fresh_path():
     serial[0] += 1
     return os.path.join(TMP, "ck-%d.bin" % serial[0])
@@ -124,6 +137,8 @@ case("rebinding", "x = [1]", "x = [1]", False)
 case("new name", "x = 1", "y = 2", True)
 case("removed name", "x = 1\ny = 2", "del y", True)
 case("nothing", "x = {'k': [1, 2]}\nn = 5", "pass", False)
+case("out-of-band buffer", "o = Buf(b'abc' * 100)", "o.data[0] = 0x7a",
+     True)
 case("bound method", "l = [1]\nadd = l.append", "add(2)", True)
 case("regex and dates", "import re, datetime\nrx = re.compile('a+')\n"
      "when = [datetime.date(2020, 1, 2)]", "when.append(rx)", True)
