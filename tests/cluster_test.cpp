@@ -50,12 +50,6 @@ using namespace mibyan::test;
 
 namespace {
 
-std::string code_args(const std::string& code) {
-  json::value a;
-  a["code"] = code;
-  return a.dump();
-}
-
 // A cell that creates `marker` in its kernel's working directory (the
 // node's workdir), then sleeps `seconds`: the test waits for the marker
 // instead of guessing when the cell started.
