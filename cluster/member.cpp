@@ -351,6 +351,13 @@ caf::behavior cluster_member(cluster_actor* self, cluster_settings cfg,
   st.middleman = std::move(middleman);
   // Wrong types and strays from peers are dropped; the node keeps serving.
   self->set_default_handler(caf::drop);
+  // So are error messages (a peer's default handler bounces a message it
+  // does not know as one): CAF's default error handler would end the
+  // member.
+  self->set_error_handler([](caf::error& err) {
+    MIBYAN_LOG(warning, "cluster", "ignored an error message: "
+                                     << caf::to_string(err));
+  });
   // An exit message can come from any peer (CAF delivers them unchecked):
   // the member ignores them all; the node stops it with a local kill_atom.
   self->set_exit_handler([](caf::exit_msg& em) {

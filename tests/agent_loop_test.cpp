@@ -13,6 +13,7 @@
 #include <vector>
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "base/json.hpp"
 #include "runtime/runtime.hpp"
@@ -20,6 +21,7 @@
 #include "tests/support/http_server.hpp"
 #include "tests/support/scripted_flood.hpp"
 #include "tests/support/temp_dir.hpp"
+#include "tests/support/wait_until.hpp"
 
 using namespace mibyan;
 using namespace std::chrono;
@@ -486,16 +488,17 @@ BOOST_AUTO_TEST_CASE(empty_summary_is_retried_once) {
 
 BOOST_AUTO_TEST_CASE(interrupt_mid_tool) {
   json::value targs;
-  targs["command"] = "sleep 30";
+  // The marker tells the test the command runs.
+  auto marker = work.path() + "/tool-started";
+  targs["command"] = "touch '" + marker + "'; sleep 30";
   script(completion("", {{"call_sleep", "terminal", targs.dump()}}));
   std::string sid = "interrupt-test-1";
   std::optional<turn_outcome> out;
   auto t0 = steady_clock::now();
   std::thread th([&] { out = rt->run_turn(call("sleep", sid)); });
-  // Wait for the model call, then give the tool time to start.
-  for (int i = 0; i < 200 && requests().empty(); ++i)
-    std::this_thread::sleep_for(milliseconds{20});
-  std::this_thread::sleep_for(milliseconds{500});
+  // Interrupted while the command runs.
+  BOOST_REQUIRE(test::wait_until(
+    [&] { return ::access(marker.c_str(), F_OK) == 0; }));
   rt->interrupt(sid, "stop now");
   th.join();
   auto secs = duration<double>(steady_clock::now() - t0).count();

@@ -38,6 +38,7 @@
 #include "tests/support/process.hpp"
 #include "tests/support/scripted_replies.hpp"
 #include "tests/support/temp_dir.hpp"
+#include "tests/support/wait_until.hpp"
 
 using namespace mibyan;
 using namespace std::chrono;
@@ -48,6 +49,21 @@ using namespace std::chrono;
 using namespace mibyan::test;
 
 namespace {
+
+// A cell that creates `marker` in its kernel's working directory (the
+// node's workdir), then sleeps `seconds`: the test waits for the marker
+// instead of guessing when the cell started.
+std::string marked_cell(const std::string& marker, const std::string& seconds) {
+  return code_args("import time\nopen('" + marker + "', 'w').close()\n"
+                   "time.sleep(" + seconds + ")\nprint('finished')");
+}
+
+// Waits until the cell of marked_cell created `marker` in `workdir`.
+bool cell_started(const std::string& workdir, const std::string& marker) {
+  return wait_until([&] {
+    return std::filesystem::exists(workdir + "/" + marker);
+  }, seconds{60});
+}
 
 const std::string pwd_script =
   "from mibyan_tools import terminal\nprint('PWD=' + terminal('pwd')['output'].strip())";
@@ -210,11 +226,10 @@ BOOST_AUTO_TEST_CASE(killed_worker_mid_cell_answers_and_moves_the_session) {
   auto pending = std::async(std::launch::async, [&] {
     return c->call_tool(tool_call_request{
       "victim", "long", "execute_code",
-      code_args("import time\nprint('started', flush=True)\ntime.sleep(60)"),
-      ""});
+      marked_cell("victim-started", "60"), ""});
   });
-  // Let the cell start, then kill its worker outright.
-  std::this_thread::sleep_for(milliseconds{700});
+  // Once the cell runs, kill its worker outright.
+  BOOST_REQUIRE(cell_started(doomed.workdir, "victim-started"));
   ::kill(doomed.pid, SIGKILL);
   BOOST_REQUIRE_MESSAGE(pending.wait_for(seconds{30})
                           == std::future_status::ready,
@@ -244,9 +259,9 @@ BOOST_AUTO_TEST_CASE(lost_gateway_cells_are_interrupted_on_its_workers) {
   auto pending = std::async(std::launch::async, [&] {
     return c->call_tool(tool_call_request{
       "orphan", "long", "execute_code",
-      code_args("import time\ntime.sleep(60)"), ""});
+      marked_cell("orphan-started", "60"), ""});
   });
-  std::this_thread::sleep_for(milliseconds{700});
+  BOOST_REQUIRE(cell_started(w1->workdir, "orphan-started"));
   ::kill(gw->pid, SIGKILL);
   // The client sees its member go, and is answered.
   BOOST_REQUIRE(pending.wait_for(seconds{30}) == std::future_status::ready);
@@ -268,10 +283,10 @@ BOOST_AUTO_TEST_CASE(drain_finishes_running_calls_and_leaves) {
   wait_members(*c, 2);
   auto pending = std::async(std::launch::async, [&] {
     return c->call_tool(tool_call_request{
-      "d", "slow", "execute_code",
-      code_args("import time\ntime.sleep(1.5)\nprint('finished')"), ""});
+      "d", "slow", "execute_code", marked_cell("slow-started", "1.5"), ""});
   });
-  std::this_thread::sleep_for(milliseconds{500});
+  // The drain begins while the cell runs (it sleeps on after the marker).
+  BOOST_REQUIRE(cell_started(w1->workdir, "slow-started"));
   auto code = w1->stop(SIGTERM);
   BOOST_CHECK_EQUAL(code, 0);
   BOOST_REQUIRE(pending.wait_for(seconds{30}) == std::future_status::ready);
@@ -492,10 +507,9 @@ BOOST_AUTO_TEST_CASE(partition_between_network_namespaces) {
   BOOST_REQUIRE_MESSAGE(up, "the worker never joined: " << w->err());
   auto pending = std::async(std::launch::async, [&] {
     return client({"tool", "--connect", gw->address, "--session", "cut",
-                   "execute_code",
-                   code_args("import time\ntime.sleep(60)")});
+                   "execute_code", marked_cell("cut-started", "60")});
   });
-  std::this_thread::sleep_for(milliseconds{1500});
+  BOOST_REQUIRE(cell_started(w->workdir, "cut-started"));
   BOOST_REQUIRE(sh({"ip", "-n", ns_b, "link", "set", veth_b, "down"}) == 0);
   BOOST_REQUIRE_MESSAGE(pending.wait_for(seconds{60})
                           == std::future_status::ready,

@@ -358,10 +358,12 @@ BOOST_AUTO_TEST_CASE(busy_kernels_are_never_evicted) {
   start([](options& o) { o.code_execution.max_session_kernels = 1; });
   std::promise<tool_outcome> slow;
   rt->call_tool_async({"busy", "c", "execute_code",
-                       R"J({"code":"import time\nx = 7\ntime.sleep(1.5)\nprint(x)"})J",
+                       R"J({"code":"import time\nx = 7\nopen('busy-started', 'w').close()\ntime.sleep(1.5)\nprint(x)"})J",
                        work.path()},
                       [&](tool_outcome o) { slow.set_value(std::move(o)); });
-  std::this_thread::sleep_for(700ms);
+  // The other session's cell comes while this one runs.
+  auto started = work.path() + "/busy-started";
+  BOOST_REQUIRE(eventually([&] { return ::access(started.c_str(), F_OK) == 0; }));
   exec("print(1)", "other");
   auto r = json::parse(slow.get_future().get().result_json);
   BOOST_TEST(r.v->get_string("output") == "7\n");

@@ -16,6 +16,7 @@
 #include "base/http_client.hpp"
 #include "base/json.hpp"
 #include "tests/support/http_server.hpp"
+#include "tests/support/wait_until.hpp"
 
 using namespace mibyan;
 using namespace std::chrono_literals;
@@ -301,8 +302,11 @@ BOOST_AUTO_TEST_CASE(cancel_mid_transfer) {
 
 BOOST_AUTO_TEST_CASE(fetch_honours_the_cancel_flag) {
   std::atomic<bool> flag{false};
+  // Cancelled while the server holds the request.
   std::thread canceller{[&] {
-    std::this_thread::sleep_for(200ms);
+    test::wait_until([&] {
+      return server.requests().find("/slow") != std::string::npos;
+    });
     flag = true;
   }};
   auto start = clock_type::now();

@@ -5,7 +5,11 @@
 #include <csignal>
 #include <thread>
 
+#include <unistd.h>
+
 #include "tests/support/kernel_harness.hpp"
+#include "tests/support/temp_dir.hpp"
+#include "tests/support/wait_until.hpp"
 
 using namespace mibyan;
 using namespace mibyan::test;
@@ -466,9 +470,14 @@ BOOST_AUTO_TEST_CASE(runner_announces_ready_before_reading_cells) {
 
 BOOST_AUTO_TEST_CASE(kill_byte_ships_partial_output_then_ends_the_group) {
   kernel_harness k;
+  // The cell marks (after its print) that it runs.
+  mibyan::test::temp_dir marks;
+  auto marker = marks.path() + "/c1-started";
   BOOST_REQUIRE(k.proc->send_line(
-    R"JSON({"id": "c1", "code": "import subprocess, time\np = subprocess.Popen(['sleep', '60'])\nprint('partial', p.pid)\ntime.sleep(60)"})JSON"));
-  std::this_thread::sleep_for(500ms);
+    R"JSON({"id": "c1", "code": "import subprocess, time\np = subprocess.Popen(['sleep', '60'])\nprint('partial', p.pid)\nopen(')JSON"
+    + marker + R"JSON(', 'w').close()\ntime.sleep(60)"})JSON"));
+  BOOST_REQUIRE(mibyan::test::wait_until(
+    [&] { return ::access(marker.c_str(), F_OK) == 0; }));
   BOOST_REQUIRE(k.proc->kill_cell());
   auto f = k.proc->read_frame(k.sentinel, 10s);
   BOOST_REQUIRE(f.ok);

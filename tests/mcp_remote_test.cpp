@@ -13,6 +13,7 @@
 #include "config/options.hpp"
 #include "tests/support/mcp_servers.hpp"
 #include "tests/support/temp_dir.hpp"
+#include "tests/support/wait_until.hpp"
 #include "tools/mcp/mcp_session.hpp"
 #include "tools/mcp/mcp_tools.hpp"
 
@@ -92,7 +93,7 @@ void exercise(const std::string& mode, const std::string& transport) {
   // Interruption.
   std::atomic<bool> cancel{false};
   std::thread canceller([&] {
-    std::this_thread::sleep_for(300ms);
+    mibyan::test::wait_until([&] { return s->active_calls() > 0; });
     cancel = true;
   });
   r = call(*s, "trigger-long-running-operation",

@@ -189,7 +189,7 @@ BOOST_FIXTURE_TEST_CASE(everything_results_timeout_cancel_crash, fixture) {
   // Cancellation (an interrupt) while the slow tool runs.
   std::atomic<bool> cancel{false};
   std::thread canceller([&] {
-    std::this_thread::sleep_for(300ms);
+    eventually([&] { return s.active_calls() > 0; });
     cancel = true;
   });
   r = call(s, "trigger-long-running-operation",
@@ -204,7 +204,7 @@ BOOST_FIXTURE_TEST_CASE(everything_results_timeout_cancel_crash, fixture) {
   int pid = s.pid();
   BOOST_REQUIRE(pid > 0);
   std::thread killer([&] {
-    std::this_thread::sleep_for(300ms);
+    eventually([&] { return s.active_calls() > 0; });
     ::kill(-pid, SIGKILL);
   });
   r = call(s, "trigger-long-running-operation",

@@ -17,6 +17,7 @@
 #include "base/http_client.hpp"
 #include "base/json.hpp"
 #include "tests/support/http_server.hpp"
+#include "tests/support/wait_until.hpp"
 
 using namespace mibyan;
 using namespace std::chrono;
@@ -658,11 +659,12 @@ BOOST_AUTO_TEST_CASE(cancellation_during_retry_wait) {
   caf::scoped_actor self{*sys};
   auto handle = self->request(p, seconds{30}, complete_atom_v,
                               make_request("r-wait", false));
-  // Wait until the 429 was served, then cancel during the 5 s wait.
-  auto deadline = steady_clock::now() + seconds{3};
-  while (requests().size() < 1u && steady_clock::now() < deadline)
-    std::this_thread::sleep_for(milliseconds{20});
-  std::this_thread::sleep_for(milliseconds{100});
+  // Wait until the 429 was served and its transfer ended, then cancel
+  // during the 5 s wait (sim_conversation_test covers the same in
+  // simulated time).
+  BOOST_REQUIRE(test::wait_until([&] {
+    return requests().size() >= 1u && http->active() == 0;
+  }));
   auto t0 = steady_clock::now();
   caf::anon_send(p, cancel_atom_v, std::string{"r-wait"});
   caf::error err;
@@ -854,7 +856,8 @@ BOOST_AUTO_TEST_CASE(shutdown_answers_calls_in_flight) {
   caf::scoped_actor self{*sys};
   auto handle = self->request(p, seconds{30}, complete_atom_v,
                               make_request("r-down", false));
-  std::this_thread::sleep_for(milliseconds{200});
+  // In flight: the server holds the request (it answers after 3 s).
+  BOOST_REQUIRE(test::wait_until([&] { return requests().size() >= 1u; }));
   auto t0 = steady_clock::now();
   caf::anon_send_exit(p, caf::exit_reason::user_shutdown);
   caf::error err;

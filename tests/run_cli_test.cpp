@@ -20,6 +20,7 @@
 #include "tests/support/cli_child.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/temp_dir.hpp"
+#include "tests/support/wait_until.hpp"
 
 using namespace mibyan;
 using namespace std::chrono;
@@ -99,12 +100,13 @@ std::vector<pid_t> children_of(pid_t pid) {
   return out;
 }
 
-// Waits (up to 20 s) until `pid` has a child process: the tool is running.
+// Waits (up to 20 s) until `pid` has a child process: the tool is running
+// (its assistant message was persisted before it started).
 void wait_for_children(pid_t pid) {
-  for (int i = 0; i < 400 && children_of(pid).empty(); ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds{50});
-  // Let the tool settle into its wait.
-  std::this_thread::sleep_for(std::chrono::milliseconds{200});
+  BOOST_REQUIRE_MESSAGE(
+    test::wait_until([&] { return !children_of(pid).empty(); },
+                     std::chrono::seconds{20}),
+    "the tool's process never started");
 }
 
 std::vector<stored_message> load(const std::string& home,

@@ -9,6 +9,7 @@
 #include "mibyan/actors.hpp"
 #include "runtime/runtime.hpp"
 #include "tests/support/temp_dir.hpp"
+#include "tests/support/wait_until.hpp"
 #include "tools/registry.hpp"
 
 using namespace mibyan;
@@ -20,6 +21,8 @@ namespace {
 // it saw the cancellation. Used to check deadlines, interrupts and that
 // blocking tools do not block each other.
 std::atomic<int> cancelled_seen{0};
+// Calls of test_sleep that began.
+std::atomic<int> sleeps_started{0};
 
 class sleep_tool final : public tool {
 public:
@@ -37,6 +40,7 @@ public:
   }
   json::value run(const json::value& args,
                   const tool_context& ctx) const override {
+    ++sleeps_started;
     auto until = steady_clock::now() + milliseconds{args.get_int("ms", 0)};
     while (steady_clock::now() < until) {
       if (ctx.is_cancelled()) {
@@ -133,11 +137,13 @@ BOOST_AUTO_TEST_CASE(deadline_cancels_the_call) {
 
 BOOST_AUTO_TEST_CASE(interrupt_cancels_only_that_session) {
   std::promise<tool_outcome> a, b;
+  auto before = sleeps_started.load();
   rt->call_tool_async({"victim", "1", "test_sleep", R"({"ms":3000})", ""},
                       [&](tool_outcome o) { a.set_value(std::move(o)); });
   rt->call_tool_async({"bystander", "2", "test_sleep", R"({"ms":300})", ""},
                       [&](tool_outcome o) { b.set_value(std::move(o)); });
-  std::this_thread::sleep_for(milliseconds{100});
+  // Both run when the interrupt comes.
+  BOOST_REQUIRE(test::wait_until([&] { return sleeps_started >= before + 2; }));
   rt->interrupt("victim", "user sent a new message");
   auto ra = a.get_future().get();
   auto rb = b.get_future().get();

@@ -245,12 +245,15 @@ BOOST_AUTO_TEST_CASE(cancel_flag_stops_promptly_and_leaves_nothing_behind) {
                     + "; echo started; sleep 100");
   opts.cancel = &cancel;
   opts.timeout = 60s;
-  std::thread setter{[&] {
-    std::this_thread::sleep_for(300ms);
-    cancel = true;
-  }};
+  // Cancelled once the command is under way (its "started" was read).
+  std::string seen;
+  opts.on_output = [&](output_stream, std::string_view data) {
+    seen.append(data);
+    if (seen.find("started\n") != std::string::npos)
+      cancel = true;
+    return true;
+  };
   auto res = run_subprocess(opts);
-  setter.join();
   BOOST_TEST(res.cancelled);
   BOOST_TEST(!res.timed_out);
   BOOST_TEST(res.out() == "started\n");

@@ -16,7 +16,9 @@
 #include "tools/core_tools.hpp"
 #include "base/output_cap.hpp"
 #include "tools/registry.hpp"
+#include "kernels/process_launcher.hpp"
 #include "tests/support/temp_dir.hpp"
+#include "tests/support/wait_until.hpp"
 
 using namespace mibyan;
 using namespace std::chrono_literals;
@@ -52,6 +54,10 @@ struct fixture {
     return dispatch_tool(reg, "terminal", args, ctx);
   }
 };
+
+bool contains_text(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
 
 std::string str(const json::value& v, const char* key) {
   return v.get_string(key, "<absent>");
@@ -370,17 +376,67 @@ BOOST_AUTO_TEST_CASE(ansi_sequences_are_stripped) {
 }
 
 BOOST_AUTO_TEST_CASE(cancellation_gives_130_and_marker) {
-  std::thread setter{[this] {
-    std::this_thread::sleep_for(300ms);
+  // Cancelled once the command is under way (it made its marker).
+  auto marker = work.path() + "/begun";
+  std::thread setter{[this, marker] {
+    mibyan::test::wait_until([&] {
+      struct stat st;
+      return ::stat(marker.c_str(), &st) == 0;
+    });
     cancelled = true;
   }};
   auto start = std::chrono::steady_clock::now();
-  auto r = run("echo begun; sleep 30");
+  auto r = run("echo begun; touch '" + marker + "'; sleep 30");
   auto took = std::chrono::steady_clock::now() - start;
   setter.join();
   BOOST_TEST(r["exit_code"].as_int() == 130);
   BOOST_TEST(str(r, "output") == "begun\n[Command interrupted]");
   BOOST_CHECK(took < 2s);
+}
+
+// The command starts through the context's process launcher
+// (kernels/process_launcher.hpp): the runtime's, or a test's.
+BOOST_AUTO_TEST_CASE(commands_start_through_the_injected_launcher) {
+  struct recording_launcher final : process_launcher {
+    mutable std::vector<subprocess_options> runs;
+    subprocess_result run(const subprocess_options& o) const override {
+      runs.push_back(o);
+      subprocess_result r;
+      r.exit_code = 3;
+      r.out_head = "from the launcher\n";
+      r.out_total = r.out_head.size();
+      r.pid = 1;
+      return r;
+    }
+    result<kernel_process>
+    start_kernel(const kernel_spawn_options&) const override {
+      return result<kernel_process>::failure("no kernels here");
+    }
+  } launcher;
+  ctx.launcher = &launcher;
+  auto r = run("echo real");
+  ctx.launcher = nullptr;
+  BOOST_REQUIRE_EQUAL(launcher.runs.size(), 1u);
+  BOOST_TEST(launcher.runs[0].shell_command == "echo real");
+  BOOST_TEST(launcher.runs[0].cancel == &cancelled);
+  BOOST_TEST(r["exit_code"].as_int() == 3);
+  BOOST_TEST(str(r, "output") == "from the launcher\n", r.dump());
+  // A launcher that cannot start the command: a clear error result.
+  struct refusing_launcher final : process_launcher {
+    subprocess_result run(const subprocess_options&) const override {
+      subprocess_result r;
+      r.spawn_error = "fork refused";
+      return r;
+    }
+    result<kernel_process>
+    start_kernel(const kernel_spawn_options&) const override {
+      return result<kernel_process>::failure("no kernels here");
+    }
+  } refusing;
+  ctx.launcher = &refusing;
+  auto bad = run("echo real");
+  ctx.launcher = nullptr;
+  BOOST_TEST(contains_text(bad.dump(), "fork refused"), bad.dump());
 }
 
 BOOST_AUTO_TEST_CASE(unsupported_modes_are_refused) {

@@ -15,6 +15,7 @@
 #include "tools/registry.hpp"
 #include "tests/support/http_server.hpp"
 #include "tests/support/temp_dir.hpp"
+#include "tests/support/wait_until.hpp"
 
 using namespace mibyan;
 using namespace std::chrono_literals;
@@ -272,8 +273,11 @@ BOOST_AUTO_TEST_CASE(download_size_is_capped) {
 }
 
 BOOST_AUTO_TEST_CASE(cancellation_returns_promptly) {
+  // Cancelled while the server holds the request.
   std::thread canceller{[this] {
-    std::this_thread::sleep_for(300ms);
+    test::wait_until([&] {
+      return server.requests().find("/slow") != std::string::npos;
+    });
     cancelled = true;
   }};
   auto start = clock_type::now();

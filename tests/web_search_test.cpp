@@ -14,6 +14,7 @@
 #include "tools/search_backend.hpp"
 #include "tests/support/http_server.hpp"
 #include "tests/support/temp_dir.hpp"
+#include "tests/support/wait_until.hpp"
 
 using namespace mibyan;
 using namespace std::chrono_literals;
@@ -265,8 +266,11 @@ BOOST_AUTO_TEST_CASE(unreachable_backend) {
 BOOST_AUTO_TEST_CASE(cancellation) {
   cfg.web.searxng_url = server.url("/sx");
   server.script(R"({"path":"/sx/search","delay_ms":8000,"body":"{}"})");
+  // Cancelled while the server holds the request.
   std::thread canceller{[this] {
-    std::this_thread::sleep_for(200ms);
+    test::wait_until([&] {
+      return server.requests().find("/sx/search") != std::string::npos;
+    });
     cancelled = true;
   }};
   auto start = clock_type::now();
