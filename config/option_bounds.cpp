@@ -27,4 +27,12 @@ std::string check_numeric_bounds(std::string_view section,
   return "is no integer option";
 }
 
+int64_t clamp_to_bounds(std::string_view section, std::string_view key,
+                        int64_t value) {
+  for (auto& b : numeric_option_bounds())
+    if (section == b.section && key == b.key)
+      return value < b.min ? b.min : value > b.max ? b.max : value;
+  return value;
+}
+
 } // namespace mibyan

@@ -33,4 +33,11 @@ const std::vector<numeric_bounds>& numeric_option_bounds();
 std::string check_numeric_bounds(std::string_view section,
                                  std::string_view key, int64_t value);
 
+/// Returns `value` limited to the range of `section.key` (unchanged for an
+/// unknown key): for options that did not come through the loader, e.g.
+/// built by an embedding host, where a value out of range must not reach
+/// code that is only correct inside it.
+int64_t clamp_to_bounds(std::string_view section, std::string_view key,
+                        int64_t value);
+
 } // namespace mibyan

@@ -51,9 +51,7 @@ option_row base_row(const char* section, const char* key, option_kind kind,
 // The range check of an integer row: "" or the problem.
 std::string check_range(int64_t v, int64_t min, int64_t max,
                         const std::string& text) {
-  if (v < min)
-    return "must be at least " + std::to_string(min) + ", got " + text;
-  if (v > max)
+  if (v < min || v > max)
     return "must be between " + std::to_string(min) + " and "
            + std::to_string(max) + ", got " + text;
   return {};

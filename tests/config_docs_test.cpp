@@ -13,6 +13,7 @@
 #include <string>
 
 #include "config/loader.hpp"
+#include "config/option_bounds.hpp"
 #include "config/option_docs.hpp"
 #include "config/option_table.hpp"
 #include "tests/support/paths.hpp"
@@ -217,6 +218,25 @@ BOOST_AUTO_TEST_CASE(a_refused_value_names_its_key) {
     BOOST_TEST(r.error.find(named + ": ") != std::string::npos,
                row.name() << ": " << r.error);
   }
+}
+
+// Code that takes options an embedding host built itself limits them to the
+// table's ranges (actors/provider.cpp): the range is written only in the
+// table.
+BOOST_AUTO_TEST_CASE(values_are_clamped_to_the_ranges_of_the_table) {
+  BOOST_TEST(clamp_to_bounds("agent", "api_max_retries", 0) == 1);
+  BOOST_TEST(clamp_to_bounds("agent", "api_max_retries", 1000) == 100);
+  BOOST_TEST(clamp_to_bounds("agent", "api_max_retries", 7) == 7);
+  BOOST_TEST(clamp_to_bounds("provider", "max_response_bytes", 1)
+             == int64_t{64} << 10);
+  BOOST_TEST(clamp_to_bounds("provider", "max_response_bytes",
+                             int64_t{1} << 40)
+             == int64_t{1} << 30);
+  BOOST_TEST(clamp_to_bounds("storage", "postgres.pool_size", 999) == 256);
+  BOOST_TEST(clamp_to_bounds("agent", "no_such_key", -5) == -5);
+  BOOST_TEST(check_numeric_bounds("agent", "max_turns", 10'001)
+             == "must be between 1 and 10000, got 10001");
+  BOOST_TEST(check_numeric_bounds("agent", "max_turns", 10'000).empty());
 }
 
 BOOST_AUTO_TEST_SUITE_END()
