@@ -524,6 +524,7 @@ bool wire_runtime(runtime::impl& p, std::string* error) {
   }
   if (svc->cfg.approvals.mode == "smart") {
     auto settings = make_provider_settings(svc->cfg);
+    settings.clock = svc->clock;
     if (settings.main.ok())
       p.guardian = spawn_provider(*p.sys, svc->http, std::move(settings));
   }
