@@ -111,6 +111,8 @@ public:
   store_result<stored_response>
   get_response(const std::string& id) const override;
   store_status delete_response(const std::string& id) override;
+  store_result<std::vector<stored_response>>
+  list_responses(const std::string& session_id) const override;
   store_result<uint64_t>
   last_message_id(const std::string& session_id) const override;
   store_status put_cron_job(const cron_job_record& j) override;
