@@ -157,6 +157,11 @@ caf::result<cluster_turn_result> take_turn(cluster_actor* self,
     out.error = "node " + st.cfg.node_id + " is draining";
     return out;
   }
+  // Who sent it, read before the response promise takes the sender over
+  // (current_sender() is empty after make_response_promise).
+  bool from_peer = from_peer_member(self);
+  auto peer = sending_peer(self);
+  auto requester = caf::actor_cast<caf::actor>(self->current_sender());
   static thread_local std::mt19937_64 rng{std::random_device{}()};
   uint64_t id = 0;
   do
@@ -184,16 +189,14 @@ caf::result<cluster_turn_result> take_turn(cluster_actor* self,
                                        std::move(o.error), o.config_error,
                                        std::move(o.trajectory_error)});
   };
-  if (!from_peer_member(self)) {
+  if (!from_peer) {
     st.rt->run_turn_async(call, std::move(answer));
     return rp;
   }
-  auto peer = sending_peer(self);
-  if (t.stream_id != 0 && !peer.empty()) {
+  if (t.stream_id != 0 && !peer.empty() && requester) {
     // The events go to the forwarding member, the answer after them.
-    auto relay = std::make_shared<turn_relay>(
-      me, caf::actor_cast<caf::actor>(self->current_sender()), t.stream_id,
-      id);
+    auto relay = std::make_shared<turn_relay>(me, requester, t.stream_id,
+                                              id);
     st.relays[{peer, t.stream_id}] = relay;
     call.on_delta = [relay](const std::string& kind, const std::string& text) {
       relay->push(kind, text);

@@ -249,7 +249,7 @@ void forwarded_stream(gateways& f) {
   BOOST_CHECK_MESSAGE(r.exit_code == 0 && contains(r.out, "OK forwarded"),
                       "node forwarded failed (" << r.exit_code << "): "
                                                 << r.out << r.err
-                                                << "\nh2:\n" << h2->err());
+                                                << "\nh2:\n" << h2->err() << "\nh1:\n" << h1->err());
   auto one = first.get();
   BOOST_CHECK_MESSAGE(contains(one, "first answer"), one);
   BOOST_CHECK_MESSAGE(contains(h2->err(), "forwarded to its lease holder"),
