@@ -16,6 +16,7 @@
 #include <future>
 #include <iostream>
 
+#include "storage/session_lease.hpp"
 #include "storage/session_store.hpp"
 #include "tests/support/cluster_fixture.hpp"
 #include "tests/support/http_server.hpp"
@@ -168,6 +169,27 @@ struct gateways : cluster_fixture {
     auto st = open_session_store(store_opts);
     BOOST_REQUIRE_MESSAGE(st, st.error);
     return std::move(*st);
+  }
+
+  // Waits (bounded poll) until no gateway holds the lease of session
+  // `sid`. Needs a writable store handle (PostgreSQL; LMDB opens the
+  // leases read-write only).
+  void wait_released(const std::string& sid) {
+    auto store = open_store();
+    auto leases = open_session_leases(*store);
+    BOOST_REQUIRE_MESSAGE(leases, leases.error);
+    auto deadline = steady_clock::now() + seconds{30};
+    while (steady_clock::now() < deadline) {
+      auto row = (*leases)->get(session_lease_name(sid));
+      BOOST_REQUIRE_MESSAGE(row, row.error);
+      auto now = duration_cast<milliseconds>(
+                   system_clock::now().time_since_epoch())
+                   .count();
+      if (!row->live(now))
+        return;
+      std::this_thread::sleep_for(milliseconds{10});
+    }
+    BOOST_FAIL("the lease of session " << sid << " was not released");
   }
 
   std::vector<stored_message> history(const std::string& sid) {
