@@ -94,6 +94,7 @@ bool prepare_turn(runtime::impl& p, const turn_call& call, prepared_turn& t,
   if (!call.base_url.empty())
     opts.model.base_url = call.base_url;
   auto settings = make_provider_settings(opts, call.api_key);
+  settings.clock = p.svc->clock;
   if (!settings.main.ok())
     return fail(settings.main.error, true);
   // Toolsets (docs/tools.md, "Toolsets"): an unknown name fails the turn.

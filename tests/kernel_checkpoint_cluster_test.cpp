@@ -31,12 +31,6 @@ using namespace mibyan::test;
 
 namespace {
 
-std::string code_args(const std::string& code) {
-  json::value a;
-  a["code"] = code;
-  return a.dump();
-}
-
 // The execution count of the newest checkpoint of `session` in the LMDB
 // store under `home` (-1: none yet). Read-only; the node keeps running.
 int64_t stored_count(const std::string& home, const std::string& session) {
@@ -73,11 +67,7 @@ std::string lost_names(const json::value& r) {
 BOOST_FIXTURE_TEST_SUITE(kernel_checkpoint_cluster, cluster_fixture)
 
 BOOST_AUTO_TEST_CASE(killed_worker_state_comes_back_on_the_other_worker) {
-  auto gw = start({"--role", "gateway"});
-  auto w1 = start({"--role", "worker", "--join", gw->address});
-  auto w2 = start({"--role", "worker", "--join", gw->address});
-  auto c = connect(gw->address);
-  wait_members(*c, 3);
+  auto [gw, w1, w2, c] = start_gateway_and_two_workers();
   auto r1 = call(*c, "keep", "execute_code", code_args("d = {'a': 1}"));
   auto node = r1.get_string("node", "");
   BOOST_REQUIRE_MESSAGE(node == w1->id || node == w2->id, r1.dump());
@@ -124,11 +114,7 @@ BOOST_AUTO_TEST_CASE(killed_worker_state_comes_back_on_the_other_worker) {
 }
 
 BOOST_AUTO_TEST_CASE(drain_moves_an_idle_session_with_its_state) {
-  auto gw = start({"--role", "gateway"});
-  auto w1 = start({"--role", "worker", "--join", gw->address});
-  auto w2 = start({"--role", "worker", "--join", gw->address});
-  auto c = connect(gw->address);
-  wait_members(*c, 3);
+  auto [gw, w1, w2, c] = start_gateway_and_two_workers();
   auto r1 = call(*c, "mover", "execute_code", code_args("v = list(range(5))"));
   auto node = r1.get_string("node", "");
   BOOST_REQUIRE(node == w1->id || node == w2->id);
@@ -154,13 +140,34 @@ BOOST_AUTO_TEST_CASE(drain_moves_an_idle_session_with_its_state) {
   BOOST_CHECK_MESSAGE(lost_names(next).empty(), next.dump());
 }
 
+// One node that is gateway and worker at once, with one blocking-pool
+// thread: its kernels' checkpoint requests (made from that thread, which
+// waits for the answer) are served by the node itself. Served from the
+// same pool they would wait for themselves until the request timed out.
+BOOST_AUTO_TEST_CASE(role_all_with_one_blocking_thread_stores_checkpoints) {
+  auto node = start({"--role", "all"}, "runtime:\n  blocking_threads: 1\n");
+  auto c = connect(node->address);
+  wait_members(*c, 1);
+  auto r1 = call(*c, "solo", "execute_code", code_args("a = [1, 2]"));
+  BOOST_REQUIRE_MESSAGE(r1.get_string("status") == "success", r1.dump());
+  auto r2 = call(*c, "solo", "execute_code", code_args("a.append(3)"));
+  BOOST_REQUIRE_MESSAGE(r2.get_string("status") == "success", r2.dump());
+  // Well inside the 60 s a request to the member may wait.
+  int64_t count = -1;
+  for (int i = 0; i < 300 && count < 2; ++i) {
+    count = stored_count(dir / "node1", "solo");
+    if (count < 2)
+      std::this_thread::sleep_for(milliseconds{50});
+  }
+  BOOST_CHECK_MESSAGE(count >= 2, "no checkpoint of cell 2 within 15 s "
+                                  "(last: " << count << ")");
+  // The drain's final checkpoints go the same way.
+  BOOST_CHECK_EQUAL(node->stop(SIGTERM), 0);
+}
+
 BOOST_AUTO_TEST_CASE(checkpoint_off_in_a_cluster_resets_as_before) {
   code_execution_extra = "  checkpoint: off\n";
-  auto gw = start({"--role", "gateway"});
-  auto w1 = start({"--role", "worker", "--join", gw->address});
-  auto w2 = start({"--role", "worker", "--join", gw->address});
-  auto c = connect(gw->address);
-  wait_members(*c, 3);
+  auto [gw, w1, w2, c] = start_gateway_and_two_workers();
   auto r1 = call(*c, "plain", "execute_code", code_args("q = 1"));
   auto node = r1.get_string("node", "");
   auto& doomed = node == w1->id ? *w1 : *w2;
