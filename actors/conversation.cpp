@@ -34,6 +34,7 @@ conversation_behavior(conv_pointer self, conversation_deps deps) {
       st.cwd = info->cwd;
     auto loaded = st.deps.store->load_messages(st.deps.session_id);
     if (loaded) {
+      index_turn_keys(st, *loaded);
       for (auto& m : *loaded)
         if (m.message.role != "system")
           st.history.push_back(std::move(m.message));

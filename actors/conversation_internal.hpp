@@ -50,6 +50,7 @@
 #include "agent/tool_result_shaping.hpp"
 #include "agent/turn_result.hpp"
 #include "base/json.hpp"
+#include "storage/session_record.hpp"
 
 namespace mibyan::conversation_detail {
 
@@ -118,6 +119,16 @@ struct turn_state {
   std::vector<std::shared_ptr<delegation_run>> delegations;
 };
 
+/// What the conversation knows of one turn key (turn_request::turn_key).
+struct keyed_turn {
+  /// An assistant message without tool calls followed the key's user
+  /// message: the turn was answered (`answer` is its text).
+  bool answered = false;
+  std::string answer;
+  /// A later user message followed while the turn had no answer.
+  bool superseded = false;
+};
+
 struct conversation_state {
   conversation_deps deps;
   std::string cwd;
@@ -148,6 +159,11 @@ struct conversation_state {
   std::set<std::string> chain_ids;
   std::shared_ptr<std::set<std::string>> live_children
     = std::make_shared<std::set<std::string>>();
+  // Idempotent turns (conversation_keys.cpp): the turn keys this session
+  // holds, and the key of the last user message when it had one ("" when
+  // the last user message had none).
+  std::map<std::string, keyed_turn> turn_keys;
+  std::string last_key;
 
   static const char* name;
 };
@@ -230,8 +246,11 @@ void results_shaped(conv_pointer self);
 
 /// Appends `msgs` through the writer in order and calls `done(errors)` once
 /// every append is acknowledged (errors: one text per failed append).
+/// `last_key` is stored as the idempotency key of the last message ("" =
+/// none).
 void persist(conv_pointer self, std::vector<chat_message> msgs,
-             std::function<void(std::vector<std::string>)> done);
+             std::function<void(std::vector<std::string>)> done,
+             std::string last_key = {});
 /// Records failed appends of `what` ("answer", "tool result", ...) in the
 /// running turn: the turn becomes failed with exit `error` and an error
 /// naming the first failure (docs/storage.md: a message that cannot be
@@ -241,6 +260,25 @@ bool persist_failed(turn_state& t, const std::string& what,
                     const std::vector<std::string>& errors);
 /// Adds the usage of `r` to the turn result and records it in the store.
 void record_usage(conv_pointer self, const chat_response& r);
+
+// -- conversation_keys.cpp ----------------------------------------------------
+
+/// The store's idempotency key of a turn's user message: "turn:" + key.
+std::string turn_store_key(const std::string& turn_key);
+/// Reads the turn keys of a stored history (in order) into `st`.
+void index_turn_keys(conversation_state& st,
+                     const std::vector<stored_message>& msgs);
+/// A user message was stored under `turn_key` ("" = none).
+void note_user_message(conversation_state& st, const std::string& turn_key);
+/// The running turn delivers: when its last message answers it, its key
+/// (if any) is answered.
+void note_turn_delivered(conversation_state& st, const turn_state& t);
+/// Called when the running turn starts, before its user message is
+/// stored. Returns true when the turn's key is already held: the turn then
+/// either was answered here (the earlier answer delivered, `st.cur` gone,
+/// the next turn started) or resumes the earlier attempt (the model is
+/// called on the stored history, nothing new stored).
+bool take_keyed_turn(conv_pointer self);
 
 // -- conversation_answer.cpp --------------------------------------------------
 

@@ -12,7 +12,8 @@ namespace mibyan::conversation_detail {
 // Appends `msgs` through the writer in order and calls `done(errors)` once
 // every append is acknowledged (errors: one text per failed append).
 void persist(conv_pointer self, std::vector<chat_message> msgs,
-             std::function<void(std::vector<std::string>)> done) {
+             std::function<void(std::vector<std::string>)> done,
+             std::string last_key) {
   auto& st = self->state;
   if (msgs.empty()) {
     done({});
@@ -25,8 +26,9 @@ void persist(conv_pointer self, std::vector<chat_message> msgs,
   };
   auto pr = std::make_shared<progress>(
     progress{msgs.size(), {}, std::move(done)});
-  for (auto& m : msgs) {
-    message_append ma{st.deps.session_id, std::move(m), {}};
+  for (size_t i = 0; i < msgs.size(); ++i) {
+    message_append ma{st.deps.session_id, std::move(msgs[i]),
+                      i + 1 == msgs.size() ? last_key : std::string{}};
     self->request(st.deps.writer, caf::infinite, append_atom_v, std::move(ma))
       .then(
         [pr](uint64_t) {

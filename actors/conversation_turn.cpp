@@ -73,6 +73,8 @@ void deliver(conv_pointer self) {
                       std::chrono::duration<double>(
                         std::chrono::steady_clock::now() - t.started)
                         .count());
+  if (t.user_persisted)
+    note_turn_delivered(st, t);
   auto text = t.res.to_json().dump();
   t.p.rp.deliver(std::move(text));
   if (t.user_persisted)
@@ -478,6 +480,10 @@ void start_next(conv_pointer self) {
              true);
     return;
   }
+  // A turn whose key the session holds is not stored or run twice
+  // (conversation_keys.cpp).
+  if (take_keyed_turn(self))
+    return;
   // Background work that ended since the last turn (docs/agent_loop.md,
   // "Background deliveries"): one user-role message each, before the
   // user's own, stored with it.
@@ -490,19 +496,24 @@ void start_next(conv_pointer self) {
   tt.msgs.push_back(user);
   to_store.push_back(user);
   auto id = tt.id;
+  const auto& key = tt.p.req.turn_key;
   // Crash safety: the user message is durable before any model call.
-  persist(self, std::move(to_store), [self, id](std::vector<std::string> errors) {
-    auto tp = current(self, id);
-    if (tp == nullptr)
-      return;
-    if (!errors.empty()) {
-      end_turn(self, turn_exit::error,
-               "cannot persist the user message: " + errors.front(), true);
-      return;
-    }
-    tp->user_persisted = true;
-    iterate(self);
-  });
+  persist(
+    self, std::move(to_store),
+    [self, id](std::vector<std::string> errors) {
+      auto tp = current(self, id);
+      if (tp == nullptr)
+        return;
+      if (!errors.empty()) {
+        end_turn(self, turn_exit::error,
+                 "cannot persist the user message: " + errors.front(), true);
+        return;
+      }
+      tp->user_persisted = true;
+      note_user_message(self->state, tp->p.req.turn_key);
+      iterate(self);
+    },
+    key.empty() ? std::string{} : turn_store_key(key));
 }
 
 } // namespace mibyan::conversation_detail

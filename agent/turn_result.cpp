@@ -157,6 +157,8 @@ json::value turn_result::to_json() const {
     out["pending_steer"] = pending_steer;
   if (retryable)
     out["retryable"] = true;
+  if (replayed)
+    out["replayed"] = true;
   return out;
 }
 

@@ -101,6 +101,9 @@ struct turn_result {
   std::vector<std::string> cleanup_errors;
   /// /steer text that arrived too late to be delivered.
   std::string pending_steer;
+  /// The turn's key was answered before (turn_call::turn_key): this is the
+  /// earlier attempt's answer; nothing ran and nothing was stored.
+  bool replayed = false;
 
   /// Returns `final_response && !failed && (api_calls < max_iterations ||
   /// exit == completed)`.
@@ -116,7 +119,8 @@ struct turn_result {
   /// provider, base_url, the token counts (prompt_tokens = input + cache
   /// read + cache write, completion_tokens = output, total_tokens = both),
   /// last_prompt_tokens, session_id, error; and, only when set,
-  /// interrupt_message, cleanup_errors, pending_steer, retryable.
+  /// interrupt_message, cleanup_errors, pending_steer, retryable,
+  /// replayed.
   json::value to_json() const;
 };
 

@@ -195,8 +195,30 @@ int copy(const std::vector<std::string>& args, const global_flags& flags) {
   auto progress = [](const std::string& line) {
     std::cerr << "mibyan store copy: " << line << "\n";
   };
+  // The side stores on both stores: prompts and kernel checkpoints. A
+  // store that keeps none (an old read-only source) is skipped, said once.
+  std::shared_ptr<session_store> sa = std::move(*a), sb = std::move(*b);
+  store_copy_sides sides;
+  auto pa = open_prompt_store(*sa);
+  auto pb = open_prompt_store(*sb);
+  if (pa && pb) {
+    sides.src_prompts = pa->get();
+    sides.dst_prompts = pb->get();
+  } else {
+    progress("warning: system prompts not copied: "
+             + (pa ? pb.error : pa.error));
+  }
+  auto ca = open_checkpoint_store(sa);
+  auto cb = open_checkpoint_store(sb);
+  if (ca && cb) {
+    sides.src_checkpoints = ca->get();
+    sides.dst_checkpoints = cb->get();
+  } else {
+    progress("warning: kernel checkpoints not copied: "
+             + (ca ? cb.error : ca.error));
+  }
   const auto t0 = std::chrono::steady_clock::now();
-  auto r = copy_store(**a, **b, progress);
+  auto r = copy_store(*sa, *sb, progress, sides);
   double secs = std::chrono::duration<double>(
                   std::chrono::steady_clock::now() - t0)
                   .count();
@@ -220,7 +242,10 @@ int copy(const std::vector<std::string>& args, const global_flags& flags) {
             << " completed, " << rep.sessions_unchanged << " unchanged, "
             << rep.conflicts.size() << " in conflict), "
             << rep.messages_copied << " messages, " << rep.jobs_copied
-            << " jobs, " << rep.runs_copied << " runs in " << t << " s\n";
+            << " jobs, " << rep.runs_copied << " runs, "
+            << rep.responses_copied << " responses, " << rep.prompts_copied
+            << " prompts, " << rep.checkpoints_copied << " checkpoints in "
+            << t << " s\n";
   return rep.conflicts.empty() ? 0 : 1;
 }
 

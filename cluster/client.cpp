@@ -12,6 +12,7 @@
 #include "cluster/internal.hpp"
 #include "cluster/node.hpp"
 #include "runtime/runtime_impl.hpp"
+#include "storage/session_id.hpp"
 #include "tools/tool.hpp"
 
 namespace mibyan {
@@ -314,7 +315,10 @@ std::vector<std::string> cluster_client::tool_names(std::string* error) {
 
 turn_outcome cluster_client::run_turn(const turn_call& call) {
   cluster_turn t;
-  t.session_id = call.session_id;
+  // A turn sent again to another gateway (below) must find its session and
+  // key (docs/cluster.md, "Idempotent turns"): both are chosen here.
+  t.session_id = call.session_id.empty() ? new_session_id() : call.session_id;
+  t.turn_key = call.turn_key.empty() ? random_hex(16) : call.turn_key;
   t.prompt = call.prompt;
   t.provider = call.provider;
   t.model = call.model;
@@ -325,7 +329,7 @@ turn_outcome cluster_client::run_turn(const turn_call& call) {
   cluster_turn_result r;
   std::string err;
   turn_outcome out;
-  out.session_id = call.session_id;
+  out.session_id = t.session_id;
   bool ok = impl_->ask(r, &err, turn_atom_v, t);
   while (!ok && impl_->lost && fail_over())
     ok = impl_->ask(r, &err, turn_atom_v, t);

@@ -75,17 +75,34 @@ void configure_cluster_transport(caf::actor_system_config& cfg,
 class turn_forwards {
 public:
   using callback = std::function<void(bool delivered, turn_outcome out)>;
-  uint64_t add(callback cb);
+  /// Receives a streamed turn's deltas or tool events (turn_call::on_delta,
+  /// on_tool); may be empty.
+  using event_sink
+    = std::function<void(const std::string& kind, const std::string& text)>;
+  uint64_t add(callback cb, event_sink on_delta = {},
+               event_sink on_tool = {});
   /// Runs and forgets the callback of `id` (nothing if already answered).
   void finish(uint64_t id, bool delivered, turn_outcome out);
   bool has(uint64_t id);
+  /// Whether forward `id` wants its turn's events.
+  bool streams(uint64_t id);
+  /// Hands one event of forward `id` to its sink (on the caller's thread;
+  /// nothing once the forward was answered).
+  void event(uint64_t id, const std::string& kind, const std::string& text);
   /// Answers every pending callback with error `why` (shutdown).
   void fail_all(const std::string& why);
 
 private:
+  struct entry {
+    callback done;
+    std::shared_ptr<const std::pair<event_sink, event_sink>> sinks;
+  };
   std::mutex mtx_;
-  std::map<uint64_t, callback> pending_;
+  std::map<uint64_t, entry> pending_;
 };
+
+/// The holder's side of one forwarded, streamed turn (turns.cpp).
+struct turn_relay;
 
 /// Members by state (this node included) as of the member actor's last
 /// heartbeat tick: written by the actor, read by the metrics scrape
@@ -207,6 +224,10 @@ struct cluster_state {
 
   /// Forwarded turns in flight: id -> the gateway running it (leases.cpp).
   std::map<uint64_t, std::string> forwarding;
+  /// Streamed turns other gateways forwarded here, by (that gateway's node
+  /// id, its stream id) (turns.cpp).
+  std::map<std::pair<std::string, uint64_t>, std::shared_ptr<turn_relay>>
+    relays;
   // Kernel checkpoints kept for or fetched by this node's kernels
   // (checkpoints.cpp): store operations running on the pool.
   std::map<uint64_t, caf::typed_response_promise<kernel_checkpoint>> ckpt_ops;
@@ -254,6 +275,13 @@ bool sender_allowed(cluster_actor* self);
 /// This node's own member entry.
 member_info self_info(cluster_actor* self);
 
+/// The error answered to a peer that did not complete the handshake.
+caf::error not_allowed();
+
+/// A draining node leaves once nothing runs through it (or the drain
+/// timeout passed).
+void check_drain(cluster_actor* self);
+
 /// Marks `id` lost (reason for the log) and fails what depended on it; a
 /// lost (not left) member is redialled.
 void mark_lost(cluster_actor* self, const std::string& id,
@@ -297,6 +325,28 @@ void forwards_lost(cluster_actor* self, const std::string& node);
 
 /// Whether the current message comes from another member (not a client).
 bool from_peer_member(cluster_actor* self);
+
+// -- turns.cpp -------------------------------------------------------------
+
+/// A client's or a peer gateway's (turn, cluster_turn): runs it in this
+/// gateway's runtime (a peer's forwarded turn is never forwarded again).
+caf::result<cluster_turn_result> take_turn(cluster_actor* self,
+                                           cluster_turn& t);
+
+/// Turn `id` taken by take_turn ended (its callback's message).
+void turn_done(cluster_actor* self, uint64_t id, cluster_turn_result r);
+
+/// Forwarding side: one event of a streamed turn this gateway forwarded,
+/// from the holder; handed to the turn's callbacks and acknowledged.
+void forwarded_turn_event(cluster_actor* self, cluster_turn_event& ev);
+
+/// Holder side: the forwarding gateway acknowledged the events of stream
+/// `id` up to `seq`.
+void forwarded_turn_ack(cluster_actor* self, uint64_t id, uint64_t seq);
+
+/// Member `node` was lost: the streams of its forwarded turns stop (the
+/// turns go on here).
+void relays_lost(cluster_actor* self, const std::string& node);
 
 // -- reconnect.cpp ---------------------------------------------------------
 

@@ -26,15 +26,45 @@ bool forwardable(const peer_state& p) {
 
 } // namespace
 
-uint64_t turn_forwards::add(callback cb) {
+uint64_t turn_forwards::add(callback cb, event_sink on_delta,
+                           event_sink on_tool) {
   static thread_local std::mt19937_64 rng{std::random_device{}()};
   std::lock_guard<std::mutex> g{mtx_};
   uint64_t id = 0;
   do
     id = rng();
   while (id == 0 || pending_.count(id) > 0);
-  pending_.emplace(id, std::move(cb));
+  entry e;
+  e.done = std::move(cb);
+  if (on_delta || on_tool)
+    e.sinks = std::make_shared<const std::pair<event_sink, event_sink>>(
+      std::move(on_delta), std::move(on_tool));
+  pending_.emplace(id, std::move(e));
   return id;
+}
+
+bool turn_forwards::streams(uint64_t id) {
+  std::lock_guard<std::mutex> g{mtx_};
+  auto it = pending_.find(id);
+  return it != pending_.end() && it->second.sinks != nullptr;
+}
+
+void turn_forwards::event(uint64_t id, const std::string& kind,
+                          const std::string& text) {
+  std::shared_ptr<const std::pair<event_sink, event_sink>> sinks;
+  {
+    std::lock_guard<std::mutex> g{mtx_};
+    auto it = pending_.find(id);
+    if (it == pending_.end())
+      return;
+    sinks = it->second.sinks;
+  }
+  if (!sinks)
+    return;
+  bool tool = kind == "tool_start" || kind == "tool_end";
+  auto& sink = tool ? sinks->second : sinks->first;
+  if (sink)
+    sink(kind, text);
 }
 
 void turn_forwards::finish(uint64_t id, bool delivered, turn_outcome out) {
@@ -44,7 +74,7 @@ void turn_forwards::finish(uint64_t id, bool delivered, turn_outcome out) {
     auto it = pending_.find(id);
     if (it == pending_.end())
       return;
-    cb = std::move(it->second);
+    cb = std::move(it->second.done);
     pending_.erase(it);
   }
   cb(delivered, std::move(out));
@@ -56,15 +86,15 @@ bool turn_forwards::has(uint64_t id) {
 }
 
 void turn_forwards::fail_all(const std::string& why) {
-  std::map<uint64_t, callback> all;
+  std::map<uint64_t, entry> all;
   {
     std::lock_guard<std::mutex> g{mtx_};
     all.swap(pending_);
   }
-  for (auto& [id, cb] : all) {
+  for (auto& [id, e] : all) {
     turn_outcome o;
     o.error = why;
-    cb(true, std::move(o));
+    e.done(true, std::move(o));
   }
 }
 
@@ -87,7 +117,11 @@ turn_forwarder make_turn_forwarder(caf::actor member,
     t.max_iterations = call.max_iterations;
     t.toolsets = call.toolsets;
     t.save_trajectory = call.save_trajectory;
-    auto id = forwards->add(std::move(done));
+    t.turn_key = call.turn_key;
+    auto id = forwards->add(std::move(done), call.on_delta, call.on_tool);
+    // A caller that listens gets the holder's deltas and tool events.
+    if (call.on_delta || call.on_tool)
+      t.stream_id = id;
     caf::anon_send(strong, forward_turn_atom_v, node, std::move(t), id);
   };
 }
@@ -144,6 +178,8 @@ void forwards_lost(cluster_actor* self, const std::string& node) {
       st.cfg.forwards->finish(it->first, false, {});
       it = st.forwarding.erase(it);
     }
+  // Streams of turns it forwarded here stop; the turns go on.
+  relays_lost(self, node);
   // Its leases end now: turns waiting for them take the sessions over.
   if (st.rt)
     session_holder_lost(*st.rt, node);

@@ -246,6 +246,8 @@ void finish_drain(cluster_actor* self) {
   st.drain_waiters.clear();
 }
 
+} // namespace
+
 void check_drain(cluster_actor* self) {
   auto& st = self->state;
   if (!st.drain_requested || st.left)
@@ -288,8 +290,6 @@ caf::error not_allowed() {
   return caf::make_error(ec::invalid_request,
                          "not authenticated: complete the cluster handshake");
 }
-
-} // namespace
 
 bool sender_allowed(cluster_actor* self) {
   const auto& s = self->current_sender();
@@ -682,57 +682,15 @@ caf::behavior cluster_member(cluster_actor* self, cluster_settings cfg,
       if (sender_allowed(self))
         self->send(self->state.local, interrupt_atom_v, req);
     },
-    // -- agent turns (gateway) -------------------------------------------
+    // -- agent turns (gateway; turns.cpp) ------------------------------
     [self](turn_atom, cluster_turn& t) -> caf::result<cluster_turn_result> {
-      auto& st = self->state;
-      if (!sender_allowed(self))
-        return not_allowed();
-      cluster_turn_result out;
-      out.session_id = t.session_id;
-      if (!is_gateway_role(st.cfg.role)) {
-        out.error = "node " + st.cfg.node_id
-                    + " is a worker; send agent turns to a gateway (role "
-                      "gateway or all)";
-        out.config_error = true;
-        return out;
-      }
-      if (st.state != "up") {
-        out.error = "node " + st.cfg.node_id + " is draining";
-        return out;
-      }
-      static thread_local std::mt19937_64 rng{std::random_device{}()};
-      uint64_t id = 0;
-      do
-        id = rng();
-      while (st.turns.count(id) > 0);
-      auto rp = self->make_response_promise<cluster_turn_result>();
-      st.turns.emplace(id, rp);
-      ++st.busy;
-      turn_call call;
-      call.session_id = t.session_id;
-      call.prompt = t.prompt;
-      call.provider = !t.provider.empty() ? t.provider : st.cfg.provider;
-      call.model = !t.model.empty() ? t.model : st.cfg.model;
-      call.base_url = !t.base_url.empty() ? t.base_url : st.cfg.base_url;
-      call.max_iterations = t.max_iterations;
-      call.toolsets = t.toolsets;
-      call.save_trajectory = t.save_trajectory;
-      call.source = "cluster";
-      auto me = caf::actor_cast<caf::actor>(self);
-      auto answer = [me, id](turn_outcome o) {
-        caf::anon_send(me, end_atom_v, id,
-                       cluster_turn_result{std::move(o.result_json),
-                                           std::move(o.session_id),
-                                           std::move(o.error), o.config_error,
-                                           std::move(o.trajectory_error)});
-      };
-      // A turn another gateway forwarded to this lease holder runs here
-      // (or waits for the lease); it is never forwarded again.
-      if (from_peer_member(self))
-        run_forwarded_turn(*st.rt, call, std::move(answer));
-      else
-        st.rt->run_turn_async(call, std::move(answer));
-      return rp;
+      return take_turn(self, t);
+    },
+    [self](delta_atom, cluster_turn_event& ev) {
+      forwarded_turn_event(self, ev);
+    },
+    [self](ack_atom, uint64_t id, uint64_t seq) {
+      forwarded_turn_ack(self, id, seq);
     },
     [self](forward_turn_atom, std::string& node, cluster_turn& t,
            uint64_t id) {
@@ -750,17 +708,7 @@ caf::behavior cluster_member(cluster_actor* self, cluster_settings cfg,
       dashboard_done(self, id, std::move(r));
     },
     [self](end_atom, uint64_t id, cluster_turn_result& r) {
-      // Sent by run_turn_async's callback; ids are random, so a peer
-      // cannot answer someone else's turn.
-      auto& st = self->state;
-      auto it = st.turns.find(id);
-      if (it == st.turns.end())
-        return;
-      auto rp = it->second;
-      st.turns.erase(it);
-      --st.busy;
-      rp.deliver(std::move(r));
-      check_drain(self);
+      turn_done(self, id, std::move(r));
     },
   };
 }

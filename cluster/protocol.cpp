@@ -34,7 +34,7 @@ std::string cluster_type_digest() {
                                                 block::end - block::begin>{});
   // The verbs are atoms (no type IDs in CAF 0.17): list the cluster's own.
   text += "verbs:hello,auth,heartbeat,leave,members,work,tools,drain,join,"
-          "invoke,interrupt,turn,dashboard\n";
+          "invoke,interrupt,turn,dashboard,delta,ack\n";
   // Tests perturb the digest to provoke a mismatch (docs/cluster.md).
   if (const char* salt = std::getenv("MIBYAN_TEST_TYPE_DIGEST_SALT"))
     text += salt;

@@ -115,13 +115,41 @@ struct cluster_turn {
   int64_t max_iterations = 0;
   std::vector<std::string> toolsets;
   bool save_trajectory = false;
+  /// The turn's idempotency key (turn_call::turn_key); a client sends the
+  /// same key again when it re-sends the turn to another gateway.
+  std::string turn_key;
+  /// Non-zero: the sending gateway forwards a streamed turn and wants its
+  /// deltas and tool events as (delta, cluster_turn_event) messages with
+  /// this id (docs/cluster.md, "Streaming of forwarded turns").
+  uint64_t stream_id = 0;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, cluster_turn& x) {
   return f(caf::meta::type_name("mibyan::cluster_turn"), x.session_id,
            x.prompt, x.provider, x.model, x.base_url, x.max_iterations,
-           x.toolsets, x.save_trajectory);
+           x.toolsets, x.save_trajectory, x.turn_key, x.stream_id);
+}
+
+/// One delta or tool event of a forwarded, streamed turn: the lease holder
+/// sends them, in order, to the member that forwarded the turn, before the
+/// turn's cluster_turn_result. That member acknowledges them with
+/// (ack, stream_id, seq); the holder keeps at most a window of unacknowledged
+/// events in flight and coalesces the rest.
+struct cluster_turn_event {
+  uint64_t stream_id = 0;
+  /// 1, 2, ... within the stream.
+  uint64_t seq = 0;
+  /// A delta's kind ("text", "reasoning", "restart", "context") or
+  /// "tool_start" / "tool_end" (turn_call::on_delta, on_tool).
+  std::string kind;
+  std::string text;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, cluster_turn_event& x) {
+  return f(caf::meta::type_name("mibyan::cluster_turn_event"), x.stream_id,
+           x.seq, x.kind, x.text);
 }
 
 /// The gateway's answer to a cluster_turn (fields of turn_outcome).

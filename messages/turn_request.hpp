@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "caf/actor.hpp"
@@ -34,13 +35,32 @@ struct turn_request {
   /// Tools never offered this turn, by name (a delegate_task child's
   /// restricted set, docs/tools.md).
   std::vector<std::string> blocked_tools;
+  /// The turn's idempotency key ("" = none; turn_call::turn_key): a turn
+  /// whose key the session already holds is not stored or run twice.
+  std::string turn_key;
 };
+
+/// Longest turn key (bytes).
+constexpr size_t max_turn_key_bytes = 200;
+
+/// Whether `key` is a usable turn key: "" (none), or 1..200 bytes of
+/// printable ASCII without spaces (it is stored as the user message's
+/// idempotency key "turn:<key>", storage/session_store.hpp).
+inline bool valid_turn_key(std::string_view key) {
+  if (key.size() > max_turn_key_bytes)
+    return false;
+  for (char c : key)
+    if (c < 0x21 || c > 0x7e)
+      return false;
+  return true;
+}
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, turn_request& x) {
   return f(caf::meta::type_name("mibyan::turn_request"), x.text,
            x.max_iterations, x.toolsets, x.stream, x.sink, x.provider,
-           x.model, x.provider_name, x.base_url, x.blocked_tools);
+           x.model, x.provider_name, x.base_url, x.blocked_tools,
+           x.turn_key);
 }
 
 } // namespace mibyan

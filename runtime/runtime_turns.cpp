@@ -76,6 +76,10 @@ bool prepare_turn(runtime::impl& p, const turn_call& call, prepared_turn& t,
   };
   if (call.prompt.empty())
     return fail("the prompt is empty", true);
+  if (!valid_turn_key(call.turn_key))
+    return fail("the turn key must be 1 to 200 printable ASCII characters "
+                "without spaces",
+                true);
   // The provider connection: the configuration with the call's overrides.
   options opts = p.svc->cfg;
   // Keys added to .env since start-up count from this turn on.
@@ -148,6 +152,7 @@ bool prepare_turn(runtime::impl& p, const turn_call& call, prepared_turn& t,
   t.req.text = call.prompt;
   t.req.max_iterations = call.max_iterations;
   t.req.toolsets = call.toolsets;
+  t.req.turn_key = call.turn_key;
   // A conversation that starts now gets its frozen system prompt: the
   // session's stored one, else a new one with the context files and the
   // memory snapshot (docs/agent_loop.md). Resolved by the driver on the

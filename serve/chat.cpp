@@ -14,6 +14,7 @@
 
 #include "base/json.hpp"
 #include "base/log.hpp"
+#include "messages/turn_request.hpp"
 #include "serve/openai_chat.hpp"
 #include "serve/routes.hpp"
 
@@ -97,6 +98,16 @@ void serve_connection::chat() {
                "invalid_request_error", "bad_session_id");
     return;
   }
+  // docs/serve.md, "Idempotent turns": a stateful turn sent again with
+  // the same key is not stored or run twice.
+  auto turn_key = std::string{req_["Idempotency-Key"]};
+  if (!valid_turn_key(turn_key)) {
+    send_error(http::status::bad_request,
+               "Idempotency-Key must be 1 to 200 printable ASCII characters "
+               "without spaces",
+               "invalid_request_error", "bad_idempotency_key");
+    return;
+  }
   if (!admit_turn())
     return;
   api_ = turn_api::chat;
@@ -110,6 +121,9 @@ void serve_connection::chat() {
   turn_call call = srv_->cfg.turn;
   call.prompt = std::move(cr.prompt);
   call.history_json = std::move(cr.history_json);
+  // A stateless request's session is new every time: nothing to repeat.
+  if (stateful_)
+    call.turn_key = std::move(turn_key);
   run_turn(std::move(call), false);
 }
 

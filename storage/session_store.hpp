@@ -276,6 +276,11 @@ public:
   get_response(const std::string& id) const = 0;
   /// Errors: id malformed (invalid_argument), unknown id (not_found).
   virtual store_status delete_response(const std::string& id) = 0;
+  /// The responses stored under session `session_id`, in id order (none
+  /// for an unknown session). Errors: id malformed (invalid_argument), a
+  /// damaged row (data_corrupt, naming it).
+  virtual store_result<std::vector<stored_response>>
+  list_responses(const std::string& session_id) const = 0;
   /// The id of the session's last message, 0 when it has none. Errors:
   /// unknown session (not_found).
   virtual store_result<uint64_t>

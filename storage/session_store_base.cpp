@@ -215,6 +215,13 @@ store_status session_store_base::delete_response(const std::string& id) {
   return do_delete_response(id);
 }
 
+store_result<std::vector<stored_response>>
+session_store_base::list_responses(const std::string& session_id) const {
+  if (auto err = check_session_id(session_id); !err.empty())
+    return refuse<std::vector<stored_response>>("list_responses", err);
+  return do_list_responses(session_id);
+}
+
 store_result<uint64_t>
 session_store_base::last_message_id(const std::string& session_id) const {
   if (auto err = check_session_id(session_id); !err.empty())

@@ -60,6 +60,8 @@ public:
   store_result<stored_response>
   get_response(const std::string& id) const final;
   store_status delete_response(const std::string& id) final;
+  store_result<std::vector<stored_response>>
+  list_responses(const std::string& session_id) const final;
   store_result<uint64_t>
   last_message_id(const std::string& session_id) const final;
 
@@ -135,6 +137,8 @@ protected:
   virtual store_result<stored_response>
   do_get_response(const std::string& id) const = 0;
   virtual store_status do_delete_response(const std::string& id) = 0;
+  virtual store_result<std::vector<stored_response>>
+  do_list_responses(const std::string& session_id) const = 0;
   virtual store_result<uint64_t>
   do_last_message_id(const std::string& session_id) const = 0;
 

@@ -19,165 +19,10 @@
 #include <future>
 
 #include "storage/session_lease.hpp"
-#include "storage/session_store.hpp"
-#include "tests/support/cluster_fixture.hpp"
-#include "tests/support/http_server.hpp"
-#include "tests/support/pg_server.hpp"
-#include "tests/support/scripted_replies.hpp"
+#include "tests/support/gateway_fixture.hpp"
 
 using namespace mibyan;
 using namespace mibyan::test;
-
-namespace {
-
-struct gateways : cluster_fixture {
-  http_server provider;
-  std::string home;
-  // Set for the gateways' processes besides the fixture's own.
-  std::map<std::string, std::string> gateway_env;
-  // How the test reads the shared store.
-  session_store_options store_opts;
-
-  gateways() {
-    home = dir / "shared";
-    std::filesystem::create_directories(home);
-    dir.write("shared/config.yaml", config());
-    store_opts.dir = session_store::default_dir(home);
-    store_opts.read_only = true;
-  }
-
-  // A gateway (role "gateway") on the shared home.
-  std::unique_ptr<node_process> start_gateway(const std::string& join) {
-    auto n = std::make_unique<node_process>();
-    auto name = "gw" + std::to_string(++counter);
-    n->workdir = dir / (name + "-work");
-    std::filesystem::create_directories(n->workdir);
-    n->err_path = dir / (name + ".err");
-    std::vector<std::string> args{test::mibyan_binary(), "node", "--listen",
-                                  "127.0.0.1:0", "--role", "gateway",
-                                  "--workdir", n->workdir, "--provider",
-                                  "custom", "--base-url",
-                                  provider.url("/v1"), "--model", "m"};
-    if (!join.empty()) {
-      args.push_back("--join");
-      args.push_back(join);
-    }
-    auto env = gateway_env;
-    env["CUSTOM_API_KEY"] = "sk-test-1234";
-    env["MIBYAN_LOG_LEVEL"] = "info";
-    auto line = launch(*n, args, home, env);
-    BOOST_REQUIRE_MESSAGE(n->pid != -1 && contains(line, " listening on "),
-                          "gateway did not start: " << line << " "
-                                                    << n->err());
-    auto rest = line.substr(std::string{"mibyan node "}.size());
-    n->id = rest.substr(0, rest.find(' '));
-    n->address = rest.substr(rest.rfind(' ') + 1);
-    return n;
-  }
-
-  std::unique_ptr<node_process> start_worker(const std::string& join) {
-    return start({"--role", "worker", "--join", join});
-  }
-
-  std::unique_ptr<session_store> open_store() {
-    auto st = open_session_store(store_opts);
-    BOOST_REQUIRE_MESSAGE(st, st.error);
-    return std::move(*st);
-  }
-
-  std::vector<stored_message> history(const std::string& sid) {
-    auto store = open_store();
-    auto msgs = store->load_messages(sid);
-    BOOST_REQUIRE_MESSAGE(msgs, msgs.error);
-    return *msgs;
-  }
-
-  turn_outcome turn(cluster_client& c, const std::string& sid,
-                    const std::string& prompt) {
-    turn_call call;
-    call.session_id = sid;
-    call.prompt = prompt;
-    return c.run_turn(call);
-  }
-
-  // The user messages of the chat request `body`, in order.
-  static std::vector<std::string> user_texts(const json::value& body) {
-    std::vector<std::string> out;
-    auto msgs = body.find("messages");
-    if (msgs == nullptr || !msgs->is_array())
-      return out;
-    for (auto& m : msgs->as_array())
-      if (m.get_string("role", "") == "user")
-        out.push_back(m.get_string("content", ""));
-    return out;
-  }
-
-  std::vector<json::value> chat_requests() {
-    std::vector<json::value> out;
-    for (auto& b : request_bodies(provider))
-      if (b.find("messages") != nullptr)
-        out.push_back(b);
-    return out;
-  }
-};
-
-// A loopback port nothing listens on (bound, read, closed).
-int free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  BOOST_REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0);
-  socklen_t len = sizeof sa;
-  BOOST_REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len)
-                == 0);
-  ::close(fd);
-  return ntohs(sa.sin_port);
-}
-
-void check_ok(const turn_outcome& o) {
-  BOOST_REQUIRE_MESSAGE(o.error.empty(), "turn failed: " << o.error);
-  auto r = json::parse(o.result_json);
-  BOOST_REQUIRE_MESSAGE(r && r.v->get_bool("completed", false),
-                        "turn not completed: " << o.result_json);
-}
-
-// The gateways' store on a throw-away PostgreSQL server: config.yaml
-// names the database over TCP without a password, which the gateways take
-// from MIBYAN_PG_PASSWORD. `pg` stays null (the case is skipped) where the
-// server cannot start.
-struct pg_gateways : gateways {
-  std::unique_ptr<pg_server> pg;
-
-  pg_gateways() {
-    std::string why;
-    pg = pg_server::start(why);
-    if (!pg) {
-      const char* req = std::getenv("MIBYAN_REQUIRE_TEST_DATA");
-      BOOST_REQUIRE_MESSAGE(req == nullptr || std::string{req} != "1",
-                            "PostgreSQL cannot start: "
-                              << why << " (MIBYAN_REQUIRE_TEST_DATA=1)");
-      std::cerr << "SKIPPED (postgres): " << why << "\n";
-      return;
-    }
-    auto db = pg->fresh_database("gw");
-    dir.write("shared/config.yaml",
-              config("storage:\n"
-                     "  backend: postgres\n"
-                     "  postgres:\n"
-                     "    url: \""
-                     + pg->tcp_url(db)
-                     + "\"\n"
-                       "    pool_size: 2\n"
-                       "  auto_migrate: true\n"));
-    gateway_env["MIBYAN_PG_PASSWORD"] = pg_server::password();
-    store_opts = session_store_options{};
-    store_opts.backend = "postgres";
-    store_opts.postgres_url = pg->url(db);
-  }
-};
-
-} // namespace
 
 // Nine turns of one session, round robin over three gateways with two
 // workers: each model call sees the whole history, in order, and the store
@@ -199,6 +44,11 @@ std::vector<std::unique_ptr<node_process>> turns_stay_ordered(gateways& f) {
   for (int i = 0; i < 9; ++i) {
     prompts.push_back("prompt number " + std::to_string(i));
     check_ok(f.turn(*clients[i % 3], "spread", prompts.back()));
+    // The holder releases the lease just after it answered; once it did,
+    // the next gateway takes it (a new token) instead of forwarding it
+    // there (the token check of the PostgreSQL case).
+    if (f.store_opts.backend == "postgres")
+      f.wait_released("spread");
     // A gateway that ran the session before reloads what the others wrote.
     auto reqs = f.chat_requests();
     BOOST_REQUIRE(!reqs.empty());
@@ -257,39 +107,41 @@ BOOST_FIXTURE_TEST_CASE(turns_stay_ordered_over_postgres, pg_gateways) {
                                        + "/data.mdb"));
 }
 
-BOOST_FIXTURE_TEST_CASE(a_turn_at_another_gateway_is_forwarded_and_runs_after,
-                        gateways) {
+// A turn sent to a second gateway while the first runs the session is
+// forwarded to the lease holder and runs after the first.
+void forwarded_turn_runs_after(gateways& f) {
+  auto& provider = f.provider;
   // The first model answer is slow: the session's lease is held meanwhile.
   provider.script(R"({"path":"/v1/chat/completions","status":200,"body":)"
                   + json::value{completion("first answer")}.dump()
                   + R"(,"delay_ms":2500})");
   provider.script_chat(completion("second answer"), 5);
-  auto a = start_gateway("");
-  auto b = start_gateway(a->address);
-  auto w = start_worker(a->address);
-  auto ca = connect(a->address);
-  auto cb = connect(b->address);
-  wait_members(*ca, 3);
-  wait_members(*cb, 3);
+  auto a = f.start_gateway("");
+  auto b = f.start_gateway(a->address);
+  auto w = f.start_worker(a->address);
+  auto ca = f.connect(a->address);
+  auto cb = f.connect(b->address);
+  f.wait_members(*ca, 3);
+  f.wait_members(*cb, 3);
   auto first = std::async(std::launch::async, [&] {
-    return turn(*ca, "fwd", "first prompt");
+    return f.turn(*ca, "fwd", "first prompt");
   });
-  for (int i = 0; i < 300 && chat_requests().empty(); ++i)
+  for (int i = 0; i < 300 && f.chat_requests().empty(); ++i)
     std::this_thread::sleep_for(milliseconds{20});
-  BOOST_REQUIRE_MESSAGE(!chat_requests().empty(), "the first turn did not "
+  BOOST_REQUIRE_MESSAGE(!f.chat_requests().empty(), "the first turn did not "
                                                   "reach the model");
-  auto second = turn(*cb, "fwd", "second prompt");
+  auto second = f.turn(*cb, "fwd", "second prompt");
   check_ok(second);
   auto one = first.get();
   check_ok(one);
   // The second turn ran after the first, with it in its history.
-  auto reqs = chat_requests();
+  auto reqs = f.chat_requests();
   BOOST_REQUIRE_EQUAL(reqs.size(), 2u);
-  auto seen = user_texts(reqs[1]);
+  auto seen = gateways::user_texts(reqs[1]);
   std::vector<std::string> expect{"first prompt", "second prompt"};
   BOOST_CHECK_EQUAL_COLLECTIONS(seen.begin(), seen.end(), expect.begin(),
                                 expect.end());
-  auto h = history("fwd");
+  auto h = f.history("fwd");
   BOOST_REQUIRE_EQUAL(h.size(), 4u);
   BOOST_CHECK_EQUAL(h[0].message.content, "first prompt");
   BOOST_CHECK_EQUAL(h[1].message.content, "first answer");
@@ -303,28 +155,33 @@ BOOST_FIXTURE_TEST_CASE(a_turn_at_another_gateway_is_forwarded_and_runs_after,
     BOOST_CHECK_EQUAL(g->stop(), 0);
 }
 
-BOOST_FIXTURE_TEST_CASE(kill_9_of_the_holder_mid_call_is_reported_not_rerun,
-                        gateways) {
-  auto marker = dir / "marker";
+
+// kill -9 of the gateway holding a session while its tool call runs on a
+// worker: the client goes on through the other gateway, the call is
+// reported as interrupted by a gateway loss and ran once, and the turn's
+// prompt is stored once (the client sent it again with the same key).
+void kill_9_mid_call(gateways& f) {
+  auto& provider = f.provider;
+  auto marker = f.dir / "marker";
   auto args = json::value::make_object();
   args["command"] = "echo ran >> " + marker + "; sleep 30";
   provider.script_chat(completion("", "terminal", args.dump()));
   provider.script_chat(completion("recovered"), 5);
-  auto a = start_gateway("");
-  auto b = start_gateway(a->address);
-  auto w = start_worker(a->address);
+  auto a = f.start_gateway("");
+  auto b = f.start_gateway(a->address);
+  auto w = f.start_worker(a->address);
   {
-    auto probe = connect(b->address);
-    wait_members(*probe, 3);
+    auto probe = f.connect(b->address);
+    f.wait_members(*probe, 3);
   }
   // The client knows both gateways; A answers first.
   std::string err;
   auto client = cluster_client::connect(a->address + "," + b->address,
-                                        client_options(), &err);
+                                        f.client_options(), &err);
   BOOST_REQUIRE_MESSAGE(client, err);
   BOOST_CHECK_EQUAL(client->current_address(), a->address);
   auto pending = std::async(std::launch::async, [&] {
-    return turn(*client, "crash", "run the command");
+    return f.turn(*client, "crash", "run the command");
   });
   // The call runs on the worker: the tool call is persisted, no result.
   for (int i = 0; i < 600 && test::slurp(marker).empty(); ++i)
@@ -340,7 +197,7 @@ BOOST_FIXTURE_TEST_CASE(kill_9_of_the_holder_mid_call_is_reported_not_rerun,
   BOOST_CHECK_EQUAL(client->current_address(), b->address);
   // The call ran once; its result says a gateway loss interrupted it.
   BOOST_CHECK_EQUAL(test::slurp(marker), "ran\n");
-  auto h = history("crash");
+  auto h = f.history("crash");
   size_t interrupted = 0;
   for (auto& m : h)
     if (m.message.role == "tool" && m.message.tool_call_id == "call_1") {
@@ -352,12 +209,38 @@ BOOST_FIXTURE_TEST_CASE(kill_9_of_the_holder_mid_call_is_reported_not_rerun,
   BOOST_CHECK_EQUAL(interrupted, 1u);
   BOOST_REQUIRE(!h.empty());
   BOOST_CHECK_EQUAL(h.back().message.content, "recovered");
+  // The client sent the turn again with its key: the prompt is stored once.
+  size_t prompts = 0;
+  for (auto& m : h)
+    prompts += m.message.role == "user" ? 1 : 0;
+  BOOST_CHECK_EQUAL(prompts, 1u);
   // And the model was told so in its next call.
-  auto reqs = chat_requests();
+  auto reqs = f.chat_requests();
   BOOST_REQUIRE_GE(reqs.size(), 2u);
   BOOST_CHECK(contains(reqs.back().dump(), "gateway loss"));
   BOOST_CHECK_EQUAL(b->stop(), 0);
   BOOST_CHECK_EQUAL(w->stop(), 0);
+}
+
+
+BOOST_FIXTURE_TEST_CASE(a_turn_at_another_gateway_is_forwarded_and_runs_after,
+                        gateways) {
+  forwarded_turn_runs_after(*this);
+}
+
+BOOST_FIXTURE_TEST_CASE(forwarded_turns_over_postgres, pg_gateways) {
+  if (pg)
+    forwarded_turn_runs_after(*this);
+}
+
+BOOST_FIXTURE_TEST_CASE(kill_9_of_the_holder_mid_call_is_reported_not_rerun,
+                        gateways) {
+  kill_9_mid_call(*this);
+}
+
+BOOST_FIXTURE_TEST_CASE(kill_9_of_the_holder_over_postgres, pg_gateways) {
+  if (pg)
+    kill_9_mid_call(*this);
 }
 
 BOOST_FIXTURE_TEST_CASE(clients_try_the_next_address, gateways) {

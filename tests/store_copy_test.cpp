@@ -1,7 +1,8 @@
 // `mibyan store copy` between LMDB and PostgreSQL (a throw-away server,
 // tests/support/pg_server.hpp), as a real process: a round trip keeps every
-// session, message (byte for byte), key, timestamp, counter, approval and
-// cron job; running it again changes nothing; a session that differs is a
+// session, message (byte for byte), key, timestamp, counter, approval, cron
+// job, stored response (pointing at the same message), system prompt and
+// kernel checkpoint; running it again changes nothing; a session that differs is a
 // conflict and one only in the destination is reported; a password on the
 // command line and an unreachable URL are refused with one line.
 #define BOOST_TEST_MODULE store_copy
@@ -12,7 +13,9 @@
 #include <cstdlib>
 #include <string>
 
+#include "storage/checkpoint_store.hpp"
 #include "storage/postgres/pg_session_store.hpp"
+#include "storage/prompt_store.hpp"
 #include "storage/session_store.hpp"
 #include "tests/support/pg_server.hpp"
 #include "tests/support/process.hpp"
@@ -127,6 +130,104 @@ void fill(session_store& store, int n) {
   }
 }
 
+// The records beside the sessions: a stored response of every tenth
+// session (pointing at its last message), the system prompt of every
+// fifth (one text shared by many, one of their own), a kernel checkpoint
+// of every ninth.
+void fill_side_records(std::shared_ptr<session_store> store, int n) {
+  auto prompts = open_prompt_store(*store);
+  BOOST_REQUIRE_MESSAGE(prompts.ok(), prompts.error);
+  auto ckpts = open_checkpoint_store(store);
+  BOOST_REQUIRE_MESSAGE(ckpts.ok(), ckpts.error);
+  for (int i = 0; i < n; ++i) {
+    auto id = "s" + std::to_string(i);
+    if (i % 10 == 3) {
+      stored_response r;
+      r.id = "resp_" + std::to_string(i);
+      r.session_id = id;
+      auto last = store->last_message_id(id);
+      BOOST_REQUIRE(last.ok());
+      r.last_message_id = *last;
+      r.created_at_ms = 1700000000000 + i;
+      r.object_json = R"({"id":"resp_)" + std::to_string(i)
+                      + R"(","output_text":"answer é"})";
+      BOOST_REQUIRE(store->put_response(r).ok());
+    }
+    if (i % 5 == 1) {
+      auto text = i % 15 == 1 ? "You are Mibyan, prompt of " + id
+                              : std::string{"the shared prompt\n\twith "
+                                            "bytes \xc3\xa9"};
+      auto put = (*prompts)->put(id, text);
+      BOOST_REQUIRE_MESSAGE(put.ok(), put.error);
+    }
+    if (i % 9 == 2) {
+      std::string bytes(3000 + i, '\0');
+      for (size_t k = 0; k < bytes.size(); ++k)
+        bytes[k] = static_cast<char>((k * 31 + i) & 0xff);
+      auto st = (*ckpts)->put(id, 4 + i % 3, bytes);
+      BOOST_REQUIRE_MESSAGE(st.ok(), st.error);
+    }
+  }
+}
+
+// The side records of `a` and `b` are the same (responses point at the
+// message in the same position).
+void expect_same_side_records(std::shared_ptr<session_store> a,
+                              std::shared_ptr<session_store> b, int n) {
+  auto pa = open_prompt_store(*a);
+  auto pb = open_prompt_store(*b);
+  auto ca = open_checkpoint_store(a);
+  auto cb = open_checkpoint_store(b);
+  BOOST_REQUIRE(pa.ok() && pb.ok() && ca.ok() && cb.ok());
+  size_t responses = 0, prompts = 0, ckpts = 0;
+  for (int i = 0; i < n; ++i) {
+    auto id = "s" + std::to_string(i);
+    BOOST_TEST_CONTEXT("session " << id) {
+      auto ra = a->list_responses(id);
+      auto rb = b->list_responses(id);
+      BOOST_REQUIRE(ra.ok() && rb.ok());
+      BOOST_REQUIRE_EQUAL(ra->size(), rb->size());
+      if (!ra->empty()) {
+        auto ma = a->load_messages(id);
+        auto mb = b->load_messages(id);
+        for (size_t k = 0; k < ra->size(); ++k) {
+          auto& x = (*ra)[k];
+          auto& y = (*rb)[k];
+          BOOST_TEST(x.id == y.id);
+          BOOST_TEST(x.object_json == y.object_json);
+          BOOST_TEST(x.created_at_ms == y.created_at_ms);
+          size_t pos = 0;
+          while (pos < ma->size() && (*ma)[pos].id != x.last_message_id)
+            ++pos;
+          BOOST_REQUIRE(pos < ma->size() && pos < mb->size());
+          BOOST_TEST(y.last_message_id == (*mb)[pos].id);
+          ++responses;
+        }
+      }
+      auto ha = (*pa)->hash_of(id);
+      auto hb = (*pb)->hash_of(id);
+      BOOST_TEST(ha.ok() == hb.ok());
+      if (ha.ok() && hb.ok()) {
+        BOOST_TEST(*ha == *hb);
+        BOOST_TEST(*(*pa)->get(*ha) == *(*pb)->get(*hb));
+        ++prompts;
+      }
+      auto ka = (*ca)->latest(id);
+      auto kb = (*cb)->latest(id);
+      BOOST_REQUIRE(ka.ok() && kb.ok());
+      BOOST_TEST(ka->has_value() == kb->has_value());
+      if (*ka && *kb) {
+        BOOST_TEST((**ka).seq == (**kb).seq);
+        BOOST_TEST((**ka).bytes == (**kb).bytes);
+        ++ckpts;
+      }
+    }
+  }
+  BOOST_TEST(responses == static_cast<size_t>((n + 6) / 10));
+  BOOST_TEST(prompts == static_cast<size_t>((n + 3) / 5));
+  BOOST_TEST(ckpts == static_cast<size_t>((n + 6) / 9));
+}
+
 template <class A, class B>
 void expect_same(A& a, B& b, int n) {
   auto la = a.list_sessions(static_cast<size_t>(n) + 10, 0);
@@ -211,7 +312,11 @@ BOOST_FIXTURE_TEST_SUITE(store_copy, fixture)
 BOOST_AUTO_TEST_CASE(round_trip_lmdb_postgres_lmdb) {
   const int n = session_count();
   auto src_dir = home / "src";
-  fill(*lmdb(src_dir), n);
+  {
+    std::shared_ptr<session_store> src = lmdb(src_dir);
+    fill(*src, n);
+    fill_side_records(src, n);
+  }
   auto db = pg.fresh_database();
   auto t0 = std::chrono::steady_clock::now();
   auto r = test::run_mibyan({"store", "copy", "--from", "lmdb:" + src_dir,
@@ -227,9 +332,10 @@ BOOST_AUTO_TEST_CASE(round_trip_lmdb_postgres_lmdb) {
              r.out);
   BOOST_TEST(contains(r.err, "mibyan store copy: copied"), r.err);
   {
-    auto a = lmdb(src_dir);
-    auto b = postgres(db);
+    std::shared_ptr<session_store> a = lmdb(src_dir);
+    std::shared_ptr<session_store> b = postgres(db);
     expect_same(*a, *b, n);
+    expect_same_side_records(a, b, n);
     BOOST_TEST(b->verify(true).ok(), b->verify(true).error);
   }
   // Again: nothing new.
@@ -252,9 +358,10 @@ BOOST_AUTO_TEST_CASE(round_trip_lmdb_postgres_lmdb) {
   BOOST_TEST_MESSAGE("postgres -> lmdb, " << n << " sessions: " << secs
                                           << " s");
   BOOST_REQUIRE_MESSAGE(r.exit_code == 0, r.out + r.err);
-  auto a = lmdb(src_dir);
-  auto c = lmdb(back_dir);
+  std::shared_ptr<session_store> a = lmdb(src_dir);
+  std::shared_ptr<session_store> c = lmdb(back_dir);
   expect_same(*a, *c, n);
+  expect_same_side_records(a, c, n);
   BOOST_TEST(c->verify(true).ok(), c->verify(true).error);
 }
 

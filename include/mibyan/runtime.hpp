@@ -129,6 +129,15 @@ struct turn_call {
   /// = none; at most 16 KiB), e.g. {"cron_job_id": "..."}; read back as the
   /// session's `metadata`. Ignored for an existing session.
   std::string metadata;
+  /// Idempotency key of this turn ("" = none; at most 200 printable ASCII
+  /// bytes, else the turn fails with config_error). A turn whose key the
+  /// session already holds does not store its prompt again and does not
+  /// run again: when that earlier attempt was answered, its answer comes
+  /// back (result field "replayed": true); when it ended without an
+  /// answer (its gateway died, the provider failed), the turn resumes from
+  /// the stored history; while it still runs, this turn waits for it (the
+  /// turns of a session run in order). docs/cluster.md, "Idempotent turns".
+  std::string turn_key;
 };
 
 /// One session's own channels (set_session_channels): they replace the

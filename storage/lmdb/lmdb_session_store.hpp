@@ -136,6 +136,8 @@ private:
   store_result<stored_response>
   do_get_response(const std::string& id) const override;
   store_status do_delete_response(const std::string& id) override;
+  store_result<std::vector<stored_response>>
+  do_list_responses(const std::string& session_id) const override;
   store_result<uint64_t>
   do_last_message_id(const std::string& session_id) const override;
   store_status do_put_cron_job(const cron_job_record& j) override;

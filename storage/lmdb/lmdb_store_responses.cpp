@@ -130,6 +130,38 @@ store_status lmdb_session_store::do_delete_response(const std::string& id) {
     "delete_response");
 }
 
+store_result<std::vector<stored_response>>
+lmdb_session_store::do_list_responses(const std::string& session_id) const {
+  using result = store_result<std::vector<stored_response>>;
+  std::vector<stored_response> out;
+  if (!has_responses_)
+    return result{std::move(out)};
+  auto st = env_->read(
+    [&](MDB_txn* txn, std::string& error) {
+      auto prefix = sub_key(session_id, "");
+      return scan_prefix(
+        txn, responses_by_session_, prefix,
+        [&](std::string_view k, std::string_view) {
+          auto id = std::string{k.substr(prefix.size())};
+          std::string_view v;
+          int rc = read_response_record(txn, responses_, id, v, error);
+          if (rc != 0)
+            return rc;
+          stored_response r;
+          if (!decode_response(v, r)) {
+            error = "response '" + id + "' is damaged or of a newer version";
+            return static_cast<int>(MDB_CORRUPTED);
+          }
+          out.push_back(std::move(r));
+          return 0;
+        });
+    },
+    "list_responses");
+  if (!st)
+    return result{st};
+  return result{std::move(out)};
+}
+
 int lmdb_session_store::delete_responses_of(MDB_txn* txn, const std::string& id,
                                        std::string& error) {
   if (!has_responses_)

@@ -56,6 +56,32 @@ pg_session_store::do_get_response(const std::string& id) const {
   return result{std::move(out)};
 }
 
+store_result<std::vector<stored_response>>
+pg_session_store::do_list_responses(const std::string& session_id) const {
+  using result = store_result<std::vector<stored_response>>;
+  std::vector<stored_response> out;
+  auto st = read("list_responses", [&](pg::connection& c) {
+    auto r = c.exec("SELECT id, record FROM mibyan_responses WHERE "
+                    "session_id = $1 ORDER BY id",
+                    {param{session_id}}, "list_responses");
+    if (!r)
+      return r.get_status();
+    out.clear();
+    for (int i = 0; i < r->size(); ++i) {
+      stored_response one;
+      if (!decode_response(r->bytes(i, 1), one))
+        return status::failure(status_code::data_corrupt,
+                               "list_responses: response '" + r->str(i, 0)
+                                 + "' is damaged or of a newer version");
+      out.push_back(std::move(one));
+    }
+    return status{};
+  });
+  if (!st)
+    return result{st};
+  return result{std::move(out)};
+}
+
 store_status pg_session_store::do_delete_response(const std::string& id) {
   return write_txn("delete_response", [&](pg::connection& c) {
     auto r = c.exec("DELETE FROM mibyan_responses WHERE id = $1",

@@ -1,9 +1,10 @@
 // File: storage/postgres/store_copy.hpp
 //
-// `mibyan store copy`: moves every session with its messages, approvals
-// and usage counters, and every scheduled job with its run history, from
-// one session store to another (LMDB to PostgreSQL or back;
-// docs/storage.md, "Copying between backends").
+// `mibyan store copy`: moves every session with its messages, approvals,
+// usage counters, stored responses, system prompt and latest kernel
+// checkpoint, and every scheduled job with its run history, from one
+// session store to another (LMDB to PostgreSQL or back; docs/storage.md,
+// "Copying between backends").
 //
 // Idempotent and resumable: a session already in the destination with the
 // same messages is left alone; one whose messages are a prefix of the
@@ -11,8 +12,9 @@
 // is a conflict, reported by id and never overwritten. Sessions that exist
 // only in the destination are reported too. Message ids are the
 // destination's own (each backend numbers its messages); contents, keys,
-// timestamps and order are kept byte for byte. Stored responses of the
-// Responses API are not copied: they point at the source's message ids.
+// timestamps and order are kept byte for byte. A stored response of the
+// Responses API points at a message id: the copy points at the message in
+// the same position of the destination's session.
 //
 // `Src` and `Dst` are session stores (anything with session_store's
 // methods). Runs on the caller's thread; blocking.
@@ -27,6 +29,8 @@
 #include <string>
 #include <vector>
 
+#include "storage/checkpoint_store.hpp"
+#include "storage/prompt_store.hpp"
 #include "storage/session_store.hpp"
 
 namespace mibyan {
@@ -39,12 +43,24 @@ struct store_copy_report {
   size_t messages_copied = 0;
   size_t jobs_copied = 0;
   size_t runs_copied = 0;
+  size_t responses_copied = 0;
+  size_t prompts_copied = 0;
+  size_t checkpoints_copied = 0;
   /// "id: why" for every session that differs between the stores.
   std::vector<std::string> conflicts;
   /// Sessions in the destination that the source does not have.
   std::vector<std::string> only_in_destination;
   /// Parent links that point at no session of the source (dropped).
   std::vector<std::string> warnings;
+};
+
+/// The side stores of both ends (each pair may be null: that kind is not
+/// copied).
+struct store_copy_sides {
+  prompt_store* src_prompts = nullptr;
+  prompt_store* dst_prompts = nullptr;
+  checkpoint_store* src_checkpoints = nullptr;
+  checkpoint_store* dst_checkpoints = nullptr;
 };
 
 namespace store_copy_detail {
@@ -104,7 +120,8 @@ store_result<std::vector<session_info>> all_sessions(S& s) {
 template <class Src, class Dst>
 store_result<store_copy_report>
 copy_store(Src& src, Dst& dst,
-           const std::function<void(const std::string&)>& progress) {
+           const std::function<void(const std::string&)>& progress,
+           const store_copy_sides& sides = {}) {
   using namespace store_copy_detail;
   using res = store_result<store_copy_report>;
   store_copy_report rep;
@@ -330,6 +347,85 @@ copy_store(Src& src, Dst& dst,
   }
   if (!flush_group())
     return res{failed};
+  std::set<std::string> in_conflict;
+  for (auto& c : rep.conflicts)
+    in_conflict.insert(c.substr(0, c.find(": ")));
+  // Per session: its responses (their message ids mapped by position), its
+  // system prompt and its latest kernel checkpoint.
+  for (auto& s : *sessions) {
+    if (in_conflict.count(s.id) > 0)
+      continue;
+    auto responses = src.list_responses(s.id);
+    if (!responses)
+      return res::failure(responses.code,
+                          "copy: source: " + responses.error);
+    if (!responses->empty()) {
+      auto sm = src.load_messages(s.id);
+      auto dm = dst.load_messages(s.id);
+      if (!sm)
+        return res::failure(sm.code, "copy: source: " + sm.error);
+      if (!dm)
+        return res::failure(dm.code, "copy: destination: " + dm.error);
+      for (auto& r : *responses) {
+        auto copy = r;
+        if (r.last_message_id != 0) {
+          size_t i = 0;
+          while (i < sm->size() && (*sm)[i].id != r.last_message_id)
+            ++i;
+          if (i == sm->size() || i >= dm->size()) {
+            rep.warnings.push_back("response " + r.id + " of session "
+                                   + s.id + " points at no message of it; "
+                                            "not copied");
+            continue;
+          }
+          copy.last_message_id = (*dm)[i].id;
+        }
+        if (auto st = dst.put_response(copy); !st)
+          return res::failure(st.code, "copy: response " + r.id + ": "
+                                         + st.error);
+        ++rep.responses_copied;
+      }
+    }
+    if (sides.src_prompts != nullptr && sides.dst_prompts != nullptr) {
+      auto hash = sides.src_prompts->hash_of(s.id);
+      if (!hash && hash.code != status_code::not_found)
+        return res::failure(hash.code, "copy: source: " + hash.error);
+      if (hash) {
+        auto text = sides.src_prompts->get(*hash);
+        if (!text)
+          return res::failure(text.code, "copy: source: " + text.error);
+        auto have = sides.dst_prompts->hash_of(s.id);
+        if (!have || *have != *hash) {
+          auto put = sides.dst_prompts->put(s.id, *text);
+          if (!put)
+            return res::failure(put.code, "copy: prompt of session " + s.id
+                                            + ": " + put.error);
+          ++rep.prompts_copied;
+        }
+      }
+    }
+    if (sides.src_checkpoints != nullptr
+        && sides.dst_checkpoints != nullptr) {
+      auto ck = sides.src_checkpoints->latest(s.id);
+      if (!ck)
+        return res::failure(ck.code, "copy: source: " + ck.error);
+      if (*ck) {
+        // A seq not above the destination's is ignored by put: a copy
+        // run again changes nothing.
+        auto have = sides.dst_checkpoints->latest(s.id);
+        if (!have)
+          return res::failure(have.code, "copy: destination: " + have.error);
+        if (!*have || (*have)->seq < (*ck)->seq) {
+          if (auto st = sides.dst_checkpoints->put(s.id, (*ck)->seq,
+                                                   (*ck)->bytes);
+              !st)
+            return res::failure(st.code, "copy: checkpoint of session "
+                                           + s.id + ": " + st.error);
+          ++rep.checkpoints_copied;
+        }
+      }
+    }
+  }
   // Scheduled jobs and their runs (oldest run first, so the order holds).
   auto jobs = src.list_cron_jobs(false);
   if (!jobs)
