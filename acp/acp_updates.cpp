@@ -3,13 +3,11 @@
 #include <algorithm>
 #include <cstring>
 
+#include "base/strings.hpp"
+
 namespace mibyan {
 
 namespace {
-
-bool starts_with(const std::string& s, const char* prefix) {
-  return s.rfind(prefix, 0) == 0;
-}
 
 // The first line of `s`, cut to `max` bytes (on a character boundary).
 std::string short_line(const std::string& s, size_t max = 80) {
@@ -78,7 +76,7 @@ void v4a_paths(const std::string& text, std::vector<std::string>& out) {
     auto line = text.substr(pos, e == std::string::npos ? std::string::npos
                                                         : e - pos);
     for (auto h : heads)
-      if (starts_with(line, h)) {
+      if (strings::starts_with(line, h)) {
         auto p = line.substr(std::strlen(h));
         auto b = p.find_first_not_of(" \t");
         auto l = p.find_last_not_of(" \t\r");
@@ -184,7 +182,7 @@ std::string acp_tool_title(const std::string& tool, const json::value& args) {
   }
   if (tool == "session_search")
     return "Search past sessions: " + arg("query");
-  if (starts_with(tool, "mcp__")) {
+  if (strings::starts_with(tool, "mcp__")) {
     auto rest = tool.substr(5);
     auto sep = rest.find("__");
     if (sep != std::string::npos)

@@ -219,7 +219,7 @@ bool maybe_compress(conv_pointer self) {
           end_interrupted(self);
           return;
         }
-        auto summary = trim(r.content);
+        auto summary = strings::trim(r.content);
         if (!r.error.empty() || summary.empty()) {
           MIBYAN_LOG(warning, "conversation",
                      "the summary call gave no summary; not compressing"

@@ -512,13 +512,13 @@ void start_delegation(conv_pointer self, size_t idx,
       } else if (x.is_string()) {
         task.goal = x.as_string();
       }
-      if (trim(task.goal).empty()) {
+      if (strings::trim(task.goal).empty()) {
         fail("delegate_task: every task needs a non-empty goal");
         return;
       }
       tasks.push_back(std::move(task));
     }
-  } else if (!trim(a.get_string("goal")).empty()) {
+  } else if (!strings::trim(a.get_string("goal")).empty()) {
     delegation_run::task task;
     task.goal = a.get_string("goal");
     task.context = a.get_string("context");
@@ -537,11 +537,11 @@ void start_delegation(conv_pointer self, size_t idx,
       return;
     }
     for (auto& x : ts->as_array()) {
-      if (!x.is_string() || trim(x.as_string()).empty()) {
+      if (!x.is_string() || strings::trim(x.as_string()).empty()) {
         fail("delegate_task: `toolsets` must be a list of toolset names");
         return;
       }
-      sets.push_back(trim(x.as_string()));
+      sets.push_back(strings::trim(x.as_string()));
     }
   }
   if (sets.empty())

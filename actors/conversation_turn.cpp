@@ -251,11 +251,12 @@ void summarize(conv_pointer self) {
     auto& tt = *tp;
     tt.inflight.clear();
     // An empty summary is retried once (docs/agent_loop.md, "Budget-exhausted summary").
-    if (trim(text).empty() && error.empty() && tt.summary_retries++ == 0) {
+    if (strings::trim(text).empty() && error.empty()
+        && tt.summary_retries++ == 0) {
       summarize(self);
       return;
     }
-    if (trim(text).empty())
+    if (strings::trim(text).empty())
       text = "The iteration limit of this turn (" + std::to_string(
                tt.budget.max())
              + ") was reached and no summary could be produced"

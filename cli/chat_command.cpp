@@ -1,6 +1,6 @@
 // `mibyan chat`: an interactive conversation, one agent turn per input line.
 #include "cli/commands.hpp"
-#include "base/ascii_text.hpp"
+#include "base/strings.hpp"
 #include "cli/approval_prompt.hpp"
 #include "cli/clarify_prompt.hpp"
 #include "cli/interrupt_watcher.hpp"
@@ -305,7 +305,7 @@ int chat_command(const std::vector<std::string>& args,
     }
     if (!std::getline(std::cin, line))
       break;
-    auto text = trim_space(line);
+    auto text = strings::trim(line);
     if (text.empty())
       continue;
     if (text == "/exit" || text == "/quit")
@@ -342,7 +342,7 @@ int chat_command(const std::vector<std::string>& args,
     if (text == "/rollback" || text.rfind("/rollback ", 0) == 0) {
       std::lock_guard<std::mutex> guard{st.mtx};
       chat_rollback(*rt, saved_opts, st.session_id,
-                    std::string{trim_space(text.substr(9))});
+                    std::string{strings::trim(text.substr(9))});
       continue;
     }
     if (text[0] == '/' && text.find(' ') == std::string::npos) {

@@ -256,13 +256,13 @@ private:
   }
 
   static void assign(tag& t, std::string_view name, std::string_view value) {
-    if (iequals(name, "href"))
+    if (strings::iequals(name, "href"))
       t.href = value;
-    else if (iequals(name, "src"))
+    else if (strings::iequals(name, "src"))
       t.src = value;
-    else if (iequals(name, "alt"))
+    else if (strings::iequals(name, "alt"))
       t.alt = value;
-    else if (iequals(name, "start"))
+    else if (strings::iequals(name, "start"))
       t.start = value;
   }
 
@@ -278,7 +278,7 @@ private:
         break;
       auto after = lt + 2;
       if (after + name.size() <= n
-          && iequals(in_.substr(after, name.size()), name)
+          && strings::iequals(in_.substr(after, name.size()), name)
           && (after + name.size() == n
               || !is_alnum(in_[after + name.size()]))) {
         content_end = lt;
@@ -395,7 +395,7 @@ private:
         int first = -1;
         if (name == "ol") {
           first = 1;
-          auto s = trim(t.start);
+          auto s = strings::trim_view(t.start, strings::ascii_space);
           if (!s.empty() && s.size() < 9
               && std::all_of(s.begin(), s.end(),
                              [](char c) { return c >= '0' && c <= '9'; }))
@@ -520,7 +520,7 @@ private:
 
   void image(const tag& t) {
     auto alt = collapse_spaces(decode(t.alt, true, true));
-    auto src = trim(t.src);
+    auto src = strings::trim_view(t.src, strings::ascii_space);
     std::string piece;
     if (istarts_with(src, "data:")) {
       piece = alt.empty() ? "[IMAGE]" : "[IMAGE: " + alt + "]";
@@ -598,8 +598,9 @@ private:
     in_link_ = false;
     if (link_start_ > line_.size())
       return;
-    auto label = trim(std::string_view{line_}.substr(link_start_));
-    auto href = trim(link_href_);
+    auto label = strings::trim_view(
+      std::string_view{line_}.substr(link_start_), strings::ascii_space);
+    auto href = strings::trim_view(link_href_, strings::ascii_space);
     if (label.empty() || href.empty() || href.front() == '#'
         || istarts_with(href, "javascript:") || href.size() > 2000)
       return;
@@ -620,7 +621,7 @@ private:
       line_ += '`';
       code_depth_ = 0;
     }
-    auto content = trim(line_);
+    auto content = strings::trim_view(line_, strings::ascii_space);
     if (content.empty() || content == "`" || content == "``") {
       line_.clear();
       return;

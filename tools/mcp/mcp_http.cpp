@@ -11,6 +11,7 @@
 #include "base/http_client.hpp"
 #include "base/json.hpp"
 #include "base/log.hpp"
+#include "base/strings.hpp"
 
 namespace mibyan {
 
@@ -27,16 +28,6 @@ namespace {
 
 using clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
-
-bool iequals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size())
-    return false;
-  for (size_t i = 0; i < a.size(); ++i)
-    if (std::tolower(static_cast<unsigned char>(a[i]))
-        != std::tolower(static_cast<unsigned char>(b[i])))
-      return false;
-  return true;
-}
 
 bool blank(const std::string& s) {
   return std::all_of(s.begin(), s.end(), [](char c) {
@@ -107,7 +98,7 @@ public:
   http_transport(mcp_http_settings s, http_client& http)
     : s_(std::move(s)), http_(http) {
     for (auto& [k, v] : s_.headers)
-      if (iequals(k, "mcp-protocol-version"))
+      if (strings::iequals(k, "mcp-protocol-version"))
         user_version_ = true;
   }
 
@@ -204,7 +195,7 @@ private:
         req.headers.erase(std::remove_if(req.headers.begin(),
                                          req.headers.end(),
                                          [](const auto& h) {
-                                           return iequals(h.first,
+                                           return strings::iequals(h.first,
                                                           "authorization");
                                          }),
                           req.headers.end());
