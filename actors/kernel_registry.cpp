@@ -145,21 +145,25 @@ caf::actor start_kernel(registry_pointer self, const kernel_shape& shape,
                         shape.skill_env.end());
   so.rpc_timeout = static_cast<double>(st.svc->cfg.code_execution.timeout);
   so.specs = scripts ? scripts->specs : st.svc->script_tools;
-  std::string isolation_error;
-  so.bwrap = script_sandbox_bwrap(st.svc->cfg, &isolation_error);
-  if (!isolation_error.empty()) {
+  auto bwrap = script_sandbox_bwrap(st.svc->cfg);
+  if (!bwrap) {
     if (error)
-      *error = isolation_error;
+      *error = bwrap.error;
     return {};
   }
+  so.bwrap = std::move(*bwrap);
   if (so.bwrap.empty())
     become_subreaper(); // the fallback hunts orphaned daemons at teardown
   so.strict = shape.mode == "strict";
   so.home = st.svc->cfg.home;
   so.limits = script_limits(st.svc->cfg);
-  auto proc = spawn_kernel(so, error);
-  if (proc.pid < 0)
+  auto spawned = spawn_kernel(so);
+  if (!spawned) {
+    if (error)
+      *error = spawned.error;
     return {};
+  }
+  auto proc = std::move(*spawned);
   ++st.spawned;
   metrics::note_sandbox(st.svc->cfg.code_execution.sandbox,
                         so.bwrap.empty() ? "none" : "bwrap");

@@ -176,11 +176,12 @@ int batch_command(const std::vector<std::string>& args,
   }
   const auto& prompts_path = positional[0];
 
-  auto pf = batch::load_prompts(prompts_path);
-  if (!pf.error.empty()) {
-    std::cerr << "mibyan batch: " << pf.error << "\n";
+  auto loaded = batch::load_prompts(prompts_path);
+  if (!loaded) {
+    std::cerr << "mibyan batch: " << loaded.error << "\n";
     return 2;
   }
+  auto& pf = *loaded;
   for (auto& b : pf.bad_lines)
     std::cerr << "mibyan batch: " << prompts_path << ": skipped " << b
               << "\n";
@@ -193,12 +194,12 @@ int batch_command(const std::vector<std::string>& args,
   options opts;
   if (!load_config_or_report(flags, opts))
     return 2;
-  std::string err;
-  batch::run_paths rp{batch::run_dir(opts.home, run_name, &err)};
-  if (rp.dir.empty()) {
-    std::cerr << "mibyan batch: " << err << "\n";
+  auto dir = batch::run_dir(opts.home, run_name);
+  if (!dir) {
+    std::cerr << "mibyan batch: " << dir.error << "\n";
     return 2;
   }
+  batch::run_paths rp{*dir};
   // The run's identity: a resumed run must use the same prompts file.
   {
     std::string text;
@@ -229,8 +230,8 @@ int batch_command(const std::vector<std::string>& args,
         return 2;
       }
     }
-    if (auto e = make_private_dirs(rp.samples_dir()); !e.empty()) {
-      std::cerr << "mibyan batch: " << e << "\n";
+    if (auto made = make_private_dirs(rp.samples_dir()); !made.ok()) {
+      std::cerr << "mibyan batch: " << made.error << "\n";
       return 1;
     }
     if (!prev.is_object()) {
@@ -240,9 +241,9 @@ int batch_command(const std::vector<std::string>& args,
       run["prompts_hash"] = pf.hash;
       run["total_prompts"] = static_cast<int64_t>(pf.prompts.size());
       run["started_at"] = static_cast<int64_t>(std::time(nullptr));
-      if (auto e = batch::write_atomic(rp.run_file(), run.pretty() + "\n");
-          !e.empty()) {
-        std::cerr << "mibyan batch: " << e << "\n";
+      if (auto w = batch::write_atomic(rp.run_file(), run.pretty() + "\n");
+          !w.ok()) {
+        std::cerr << "mibyan batch: " << w.error << "\n";
         return 1;
       }
     }
@@ -260,6 +261,7 @@ int batch_command(const std::vector<std::string>& args,
               << done_before << " of " << total << " prompts already done\n";
 
   block_interrupt_signals();
+  std::string err;
   auto rt = runtime::create(std::move(opts), &err);
   if (!rt) {
     std::cerr << "mibyan: cannot start the runtime: " << err << "\n";
@@ -343,11 +345,11 @@ int batch_command(const std::vector<std::string>& args,
       for (auto& [i, s] : in_flight)
         flying.insert(i);
     }
-    auto e = batch::write_atomic(rp.checkpoint_file(),
+    auto w = batch::write_atomic(rp.checkpoint_file(),
                                  checkpoint_json(run_name, done, flying,
                                                  errors));
-    if (!e.empty())
-      MIBYAN_LOG(warning, "batch", "checkpoint not written: " << e);
+    if (!w.ok())
+      MIBYAN_LOG(warning, "batch", "checkpoint not written: " << w.error);
     last_checkpoint = clock_type::now();
   };
 
@@ -391,8 +393,9 @@ int batch_command(const std::vector<std::string>& args,
         auto idx = f.prompt.index;
         if (!f.out.error.empty()) {
           ++errors;
-          batch::append_error(rp, idx, f.out.config_error ? "config" : "start",
-                              f.out.error);
+          (void)batch::append_error(rp, idx,
+                                    f.out.config_error ? "config" : "start",
+                                    f.out.error);
           if (f.out.config_error && !config_failure) {
             config_failure = true;
             std::cerr << "mibyan batch: " << f.out.error << "\n";
@@ -402,14 +405,14 @@ int batch_command(const std::vector<std::string>& args,
         auto res = json::parse(f.out.result_json);
         if (!res || !res.v->is_object()) {
           ++errors;
-          batch::append_error(rp, idx, "malformed_result",
-                              "the turn result is not a JSON object");
+          (void)batch::append_error(rp, idx, "malformed_result",
+                                    "the turn result is not a JSON object");
           continue;
         }
         if (res.v->get_bool("failed", false)
             || res.v->get_bool("interrupted", false)) {
           ++errors;
-          batch::append_error(rp, idx,
+          (void)batch::append_error(rp, idx,
                               res.v->get_bool("interrupted", false)
                                 ? std::string{"interrupted"}
                                 : failure_kind(*res.v),
@@ -425,10 +428,10 @@ int batch_command(const std::vector<std::string>& args,
         auto sample = batch::make_sample(f.prompt, run_name, *res.v,
                                          std::move(traj["conversations"]),
                                          f.duration_ms);
-        if (auto e = batch::write_sample(rp, idx, sample.dump()); !e.empty()) {
+        if (auto w = batch::write_sample(rp, idx, sample.dump()); !w.ok()) {
           ++errors;
-          std::cerr << "mibyan batch: sample " << idx << " not saved: " << e
-                    << "\n";
+          std::cerr << "mibyan batch: sample " << idx << " not saved: "
+                    << w.error << "\n";
           continue;
         }
         done.insert(idx);
@@ -449,11 +452,11 @@ int batch_command(const std::vector<std::string>& args,
                                  static_cast<int64_t>(total),
                                  static_cast<int64_t>(pf.bad_lines.size()),
                                  wall);
-  if (!merged.error.empty()) {
+  if (!merged) {
     std::cerr << "mibyan batch: merge failed: " << merged.error << "\n";
     return 1;
   }
-  std::cerr << batch::summary_table(merged.stats);
+  std::cerr << batch::summary_table(merged->stats);
   std::cerr << "trajectories: " << rp.trajectories_file() << "\n";
   if (config_failure)
     return 2;

@@ -225,11 +225,12 @@ int mcp_serve_command(const std::vector<std::string>& args,
     rt.reset();
     return rc;
   }
-  auto server = mcp_http_server::start(core, hs, &error);
-  if (!server) {
-    std::cerr << "mibyan mcp serve: " << error << "\n";
+  auto started = mcp_http_server::start(core, hs);
+  if (!started) {
+    std::cerr << "mibyan mcp serve: " << started.error << "\n";
     return 1;
   }
+  auto server = std::move(*started);
   auto host = server->host();
   if (host.find(':') != std::string::npos)
     host = "[" + host + "]";

@@ -232,12 +232,12 @@ int run_node(const std::vector<std::string>& args, const global_flags& flags,
     if (auto cs = start_cron_scheduler(*rt, so); !cs)
       MIBYAN_LOG(warning, "cron", "scheduler not started: " << cs.error);
   }
-  auto server = http_server::start(node ? node->rt() : *rt, std::move(st),
-                                   &error);
-  if (!server) {
-    std::cerr << me << ": " << error << "\n";
+  auto started = http_server::start(node ? node->rt() : *rt, std::move(st));
+  if (!started) {
+    std::cerr << me << ": " << started.error << "\n";
     return 1;
   }
+  auto server = std::move(*started);
   auto host = server->host();
   if (host.find(':') != std::string::npos)
     host = "[" + host + "]";

@@ -846,7 +846,7 @@ std::string check_home(const std::string& home) {
     return "no state directory: MIBYAN_HOME and HOME are unset and the "
            "user has no home directory in the password database. Fix: set "
            "MIBYAN_HOME to a private directory you own.";
-  return state_dir_problem(home);
+  return check_state_dir(home).error;
 }
 
 } // namespace
@@ -895,11 +895,12 @@ load_result parse_options(const std::string& yaml_text,
       }
       if (section == "mcp_servers") { // a mapping of servers (docs/mcp.md)
         std::vector<std::string> warnings;
-        auto err = parse_mcp_servers(body, result.opts.mcp_servers, warnings);
+        auto parsed = parse_mcp_servers(body, result.opts.mcp_servers,
+                                        warnings);
         for (auto& w : warnings)
           MIBYAN_LOG(warning, "config", origin << ": " << w);
-        if (!err.empty()) {
-          result.error = located(origin, body.Mark()) + ": " + err;
+        if (!parsed.ok()) {
+          result.error = located(origin, body.Mark()) + ": " + parsed.error;
           return result;
         }
         continue;

@@ -172,11 +172,10 @@ result<std::string> load_skills(const options& cfg, agent_tool_state* agent,
     if (!sk)
       return status::failure(status_code::not_found,
                              "the job's skill '" + name + "' was not found");
-    std::string err;
-    auto text = read_whole_file(sk->skill_md, 4 * max_skill_md_chars, err);
+    auto text = read_whole_file(sk->skill_md, 4 * max_skill_md_chars);
     if (!text)
       return status::failure(status_code::unavailable,
-                             "the job's skill '" + name + "': " + err);
+                             "the job's skill '" + name + "': " + text.error);
     if (agent != nullptr)
       agent->activate_skill(sid, sk->name, sk->required_env);
     out += "[Skill '" + sk->name + "' is loaded for this run]\n" + *text

@@ -79,15 +79,15 @@ std::string isolate_scripts(const options& opts) {
   // (actors/kernel_registry.cpp).
   // Without bwrap on PATH the probe spawns nothing, so `auto` still warns
   // at start-up that scripts run unsandboxed.
-  std::string error;
+  result<std::string> bwrap{std::string{}};
   metrics::note_sandbox(opts.code_execution.sandbox, "");
   auto setting = parse_sandbox_setting(opts.code_execution.sandbox);
   if ((setting == sandbox_setting::required
        || (setting == sandbox_setting::automatic
            && find_executable("bwrap").empty()))
-      && script_sandbox_bwrap(opts, &error).empty() && error.empty())
+      && (bwrap = script_sandbox_bwrap(opts)).ok() && bwrap->empty())
     become_subreaper(); // the fallback hunts orphaned daemons at teardown
-  return error;
+  return bwrap.ok() ? std::string{} : bwrap.error;
 }
 
 } // namespace
@@ -257,9 +257,9 @@ std::shared_ptr<runtime_services>
 make_services(options opts, std::vector<std::unique_ptr<tool>> extra_tools,
               std::vector<script_tool_spec> script_host_tools,
               std::string* error) {
-  if (auto bad = state_dir_problem(opts.home); !bad.empty()) {
+  if (auto usable = check_state_dir(opts.home); !usable.ok()) {
     if (error)
-      *error = bad;
+      *error = usable.error;
     return nullptr;
   }
   // Scripts must not reach the host's memory, credentials or signals
@@ -391,7 +391,8 @@ void install_approval_hooks(runtime::impl& p) {
                     const std::string& user, std::chrono::milliseconds timeout,
                     const std::atomic<bool>* cancelled) -> guardian_reply {
     if (pp->stopping)
-      return {false, "", "the runtime is shutting down"};
+      return guardian_reply::failure(status_code::unavailable,
+                                     "the runtime is shutting down");
     provider_actor prov;
     {
       std::lock_guard<std::mutex> guard{pp->mtx};

@@ -79,8 +79,8 @@ bool prepare_turn(runtime::impl& p, const turn_call& call, prepared_turn& t,
   // The provider connection: the configuration with the call's overrides.
   options opts = p.svc->cfg;
   // Keys added to .env since start-up count from this turn on.
-  if (auto err = reload_env_file(opts); !err.empty())
-    MIBYAN_LOG(warning, "config", err);
+  if (auto reloaded = reload_env_file(opts); !reloaded.ok())
+    MIBYAN_LOG(warning, "config", reloaded.error);
   else if (p.svc->redact)
     p.svc->redact->update(opts.env_file); // ...and are redacted
   if (!call.provider.empty())
@@ -217,7 +217,7 @@ void save_trajectory(const runtime_services& svc, const turn_call& call,
     out.trajectory_error = append_trajectory_line(
       svc.cfg.agent.trajectory_dir,
       completed ? trajectory_samples_file : failed_trajectories_file,
-      trajectory_line(*res.v, offered, std::time(nullptr)));
+      trajectory_line(*res.v, offered, std::time(nullptr))).error;
   } else {
     out.trajectory_error = "the turn result is not a JSON object";
   }

@@ -266,7 +266,7 @@ BOOST_AUTO_TEST_CASE(unsafe_state_directories_are_refused) {
   auto home = dir / "state";
   ::mkdir(home.c_str(), 0700);
   BOOST_TEST(load_options(home).ok());
-  BOOST_TEST(state_dir_problem(dir / "not-yet") == "");
+  BOOST_TEST(check_state_dir(dir / "not-yet").ok());
   ::chmod(home.c_str(), 0777);
   auto r = load_options(home);
   BOOST_TEST(r.error.find(home) != std::string::npos, r.error);

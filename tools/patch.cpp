@@ -33,6 +33,7 @@
 #include "tools/read_tracker.hpp"
 #include "tools/unified_diff.hpp"
 #include "tools/v4a_patch.hpp"
+#include "base/strings.hpp"
 
 namespace mibyan {
 
@@ -47,14 +48,6 @@ json::value failure(std::string message) {
   out["success"] = false;
   out["error"] = std::move(message);
   return out;
-}
-
-std::string_view trim_view(std::string_view s) {
-  auto b = s.find_first_not_of(" \t\r\n");
-  if (b == std::string_view::npos)
-    return {};
-  auto e = s.find_last_not_of(" \t\r\n");
-  return s.substr(b, e - b + 1);
 }
 
 void dedupe(std::vector<std::string>& xs) {
@@ -138,7 +131,10 @@ std::optional<std::string> load_for_edit(const tool_context& ctx,
     }
     text = std::move(*got);
   } else {
-    text = read_whole_file(path, max_patch_bytes, err);
+    auto read = read_whole_file(path, max_patch_bytes);
+    if (!read)
+      err = std::move(read.error);
+    text = std::move(read.value);
   }
   if (!text)
     return std::nullopt;
@@ -161,12 +157,11 @@ std::string write_verified(const tool_context& ctx, const std::string& path,
       return "Cannot write " + path + " through the editor: " + st.error;
   } else {
     auto w = atomic_write(path, content);
-    if (!w.error.empty())
+    if (!w.ok())
       return w.error;
-    std::string err;
-    auto back = read_whole_file(path, max_patch_bytes + content.size(), err);
+    auto back = read_whole_file(path, max_patch_bytes + content.size());
     if (!back)
-      return "Wrote " + path + " but could not read it back: " + err;
+      return "Wrote " + path + " but could not read it back: " + back.error;
     if (*back != content)
       return "Wrote " + path + " but the content read back differs (another "
              "process may have changed it concurrently). Re-read the file.";
@@ -259,8 +254,8 @@ json::value patch_tool::run_replace(const json::value& args,
     return failure("old_string cannot be empty");
   if (old_s == new_s)
     return failure("old_string and new_string are identical");
-  if (auto bad = check_path_text(raw))
-    return failure(*bad);
+  if (auto usable = check_path_text(raw); !usable.ok())
+    return failure(usable.error);
   auto path = resolve_path(raw, ctx.cwd);
   if (auto why = modification_refusal(path, args, ctx))
     return failure(*why);
@@ -337,7 +332,7 @@ json::value patch_tool::run_replace(const json::value& args,
 json::value patch_tool::run_v4a(const json::value& args,
                                 const tool_context& ctx) const {
   auto text = args.get_string("patch");
-  if (trim_view(text).empty())
+  if (strings::trim_view(text).empty())
     return failure("patch content required");
   std::vector<v4a_section> sections;
   if (auto err = parse_v4a(text, sections); !err.empty())
@@ -373,8 +368,8 @@ json::value patch_tool::run_v4a(const json::value& args,
   std::vector<std::string> deleted;
   std::vector<std::string> modified;
   for (auto& s : sections) {
-    if (auto bad = check_path_text(s.path))
-      return failure(s.path + ": " + *bad);
+    if (auto usable = check_path_text(s.path); !usable.ok())
+      return failure(s.path + ": " + usable.error);
     auto path = resolve_path(s.path, ctx.cwd);
     if (auto why = modification_refusal(path, args, ctx))
       return failure(*why);
@@ -415,8 +410,8 @@ json::value patch_tool::run_v4a(const json::value& args,
           modified.push_back(path);
           break;
         }
-        if (auto bad = check_path_text(s.move_to))
-          return failure(s.move_to + ": " + *bad);
+        if (auto usable = check_path_text(s.move_to); !usable.ok())
+          return failure(s.move_to + ": " + usable.error);
         auto dest = resolve_path(s.move_to, ctx.cwd);
         if (auto why = modification_refusal(dest, args, ctx))
           return failure(*why);
