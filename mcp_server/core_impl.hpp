@@ -1,8 +1,9 @@
 // File: mcp_server/core_impl.hpp
 //
 // The private state of mcp_server_core (mcp_server/server_core.hpp),
-// shared by its two files: server_core.cpp (sessions, dispatch, ticker,
-// server-to-client requests) and core_methods.cpp (tools and resources).
+// shared by its files: server_core.cpp (sessions, dispatch, ticker),
+// core_outbound.cpp (sending, server-to-client requests, channels) and
+// core_methods.cpp (tools and resources).
 //
 // Locking: `impl::mtx` guards the session map, the tool cache and
 // `stopping`; each session's `mtx` guards that session. The core lock is
@@ -15,6 +16,10 @@
 #include <set>
 
 namespace mibyan {
+
+/// The MCP log levels by index, 0 debug .. 7 emergency (logging/setLevel,
+/// notifications/message).
+extern const char* const mcp_log_levels[8];
 
 /// One running tools/call.
 struct mcp_running_call {
@@ -81,7 +86,7 @@ struct mcp_server_core::impl {
   std::set<std::string> tool_names;
   bool tools_known = false;
 
-  // sending (server_core.cpp)
+  // sending, server-to-client requests, channels (core_outbound.cpp)
   void send(const session_ptr& s, const json::value& msg,
             const json::value& related, bool final);
   void respond(const session_ptr& s, const json::value& id,

@@ -1,6 +1,7 @@
 #include "storage/file_checkpoint_git.hpp"
 
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -13,11 +14,35 @@
 
 namespace mibyan::file_checkpoint_detail {
 
-namespace {
-
 std::string errno_text(int err) {
   return std::error_code(err, std::generic_category()).message();
 }
+
+int write_all(int fd, std::string_view data) {
+  size_t put = 0;
+  while (put < data.size()) {
+    auto n = ::write(fd, data.data() + put, data.size() - put);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return n < 0 ? errno : EIO;
+    put += static_cast<size_t>(n);
+  }
+  return 0;
+}
+
+int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+           std::chrono::system_clock::now().time_since_epoch())
+    .count();
+}
+
+fd_closer::~fd_closer() {
+  if (fd >= 0)
+    ::close(fd);
+}
+
+namespace {
 
 bool contains(const std::string& s, const char* part) {
   return s.find(part) != std::string::npos;
@@ -333,18 +358,10 @@ std::string write_stat_cache(const std::string& path, const stat_cache& c) {
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0)
     return errno_text(errno);
-  size_t put = 0;
-  while (put < text.size()) {
-    auto n = ::write(fd, text.data() + put, text.size() - put);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0) {
-      auto err = errno_text(n < 0 ? errno : EIO);
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      return err;
-    }
-    put += static_cast<size_t>(n);
+  if (int err = write_all(fd, text); err != 0) {
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    return errno_text(err);
   }
   ::close(fd);
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
@@ -556,18 +573,10 @@ std::string write_entry(const std::string& root, const std::string& rel,
                     mode == mode_exec ? 0755 : 0644);
     if (fd < 0)
       return errno_text(errno);
-    size_t put = 0;
-    while (put < content.size()) {
-      auto n = ::write(fd, content.data() + put, content.size() - put);
-      if (n < 0 && errno == EINTR)
-        continue;
-      if (n <= 0) {
-        auto err = errno_text(n < 0 ? errno : EIO);
-        ::close(fd);
-        ::unlink(tmp.c_str());
-        return err;
-      }
-      put += static_cast<size_t>(n);
+    if (int err = write_all(fd, content); err != 0) {
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      return errno_text(err);
     }
     if (::fsync(fd) != 0 || ::close(fd) != 0) {
       auto err = errno_text(errno);
@@ -613,6 +622,57 @@ std::string remove_entry(const std::string& root, const std::string& rel) {
     slash = dir.rfind('/');
   }
   return {};
+}
+
+// -- checkpoint commits ---------------------------------------------------------
+
+namespace {
+
+// A signature for checkpoint commits (never the user's identity).
+git_signature* signature(int64_t ms) {
+  git_signature* sig = nullptr;
+  if (git_signature_new(&sig, "mibyan", "mibyan@localhost", ms / 1000, 0) != 0)
+    return nullptr;
+  return sig;
+}
+
+std::string commit_message(const file_checkpoint& c) {
+  std::string m = "checkpoint " + std::to_string(c.number) + "\n\n";
+  m += "project: " + c.project + "\n";
+  m += "session: " + c.session_id + "\n";
+  m += "turn: " + std::to_string(c.turn) + "\n";
+  m += "tool: " + c.tool + "\n";
+  if (!c.reason.empty())
+    m += "reason: " + c.reason + "\n";
+  return m;
+}
+
+} // namespace
+
+result<git_oid> make_commit(git_repository* repo, const file_checkpoint& c,
+                            const git_commit* parent) {
+  using R = result<git_oid>;
+  git_oid tree_id;
+  if (git_oid_fromstr(&tree_id, c.tree.c_str()) != 0)
+    return R::failure(status_code::data_corrupt, "bad tree id " + c.tree);
+  git_tree* tree = nullptr;
+  if (int rc = git_tree_lookup(&tree, repo, &tree_id); rc != 0)
+    return R{git_failure("reading tree " + c.tree, rc)};
+  auto* sig = signature(c.time_ms);
+  if (sig == nullptr) {
+    git_tree_free(tree);
+    return R{git_failure("making a signature", -1)};
+  }
+  git_oid out;
+  const git_commit* parents[1] = {parent};
+  auto msg = commit_message(c);
+  int rc = git_commit_create(&out, repo, nullptr, sig, sig, nullptr,
+                             msg.c_str(), tree, parent ? 1 : 0, parents);
+  git_signature_free(sig);
+  git_tree_free(tree);
+  if (rc != 0)
+    return R{git_failure("writing the checkpoint commit", rc)};
+  return out;
 }
 
 } // namespace mibyan::file_checkpoint_detail

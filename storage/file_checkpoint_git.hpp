@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <git2.h>
@@ -124,6 +125,30 @@ bool parents_are_dirs(const std::string& root, const std::string& rel);
 
 /// Hex of an oid.
 std::string hex(const git_oid& id);
+
+/// strerror-like text of an errno value.
+std::string errno_text(int err);
+
+/// Writes all of `data` to `fd` (retrying on EINTR): 0, or the errno of
+/// the failure (EIO for a write that wrote nothing).
+int write_all(int fd, std::string_view data);
+
+/// Milliseconds since the epoch (system clock).
+int64_t now_ms();
+
+/// Makes a commit of checkpoint `c`'s tree with `parent` (may be null),
+/// authored by "mibyan" at `c.time_ms` with a message naming the
+/// checkpoint, and returns its id. Errors: data_corrupt for a bad tree id,
+/// git_failure's codes.
+result<git_oid> make_commit(git_repository* repo, const file_checkpoint& c,
+                            const git_commit* parent);
+
+/// Closes `fd` when it goes out of scope (the store's lock, held while a
+/// change reads and writes the records).
+struct fd_closer {
+  int fd = -1;
+  ~fd_closer();
+};
 
 /// The blob id `content` would have.
 git_oid blob_id(const std::string& content);

@@ -1,7 +1,7 @@
 #include "storage/file_checkpoint_store.hpp"
 
-// Diff and restore of file checkpoints (the rest of the store is in
-// storage/file_checkpoint_store.cpp).
+// The file checkpoint store, part: diff and restore (opening and
+// snapshots are in storage/file_checkpoint_store.cpp).
 #include <algorithm>
 #include <set>
 
@@ -211,10 +211,7 @@ file_checkpoint_store::restore(const std::string& project, int64_t number,
   int fd = -1;
   if (auto ls = lock(fd); !ls)
     return R{ls};
-  struct closer {
-    int fd;
-    ~closer() { ::close(fd); }
-  } close_lock{fd};
+  fd_closer close_lock{fd};
   auto m = read_meta(project);
   if (!m)
     return R{m.get_status()};

@@ -13,6 +13,21 @@ std::string session_lease_name(const std::string& session_id) {
   return "session:" + session_id;
 }
 
+status session_lease_store::check(const std::string& name,
+                                  uint64_t token) const {
+  auto row = get(name);
+  if (!row)
+    return row.code == status_code::not_found ? status{} : row.get_status();
+  if (row->token > token)
+    return status::failure(status_code::permission_denied,
+                           std::string{fenced_prefix} + "lease '" + name
+                             + "' has token " + std::to_string(row->token)
+                             + " (held by " + row->holder
+                             + "); this writer holds "
+                             + std::to_string(token));
+  return {};
+}
+
 result<std::shared_ptr<session_lease_store>>
 open_session_leases(session_store& store, std::function<int64_t()> now_ms) {
   if (auto* lmdb = dynamic_cast<lmdb_session_store*>(&store))

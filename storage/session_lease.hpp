@@ -113,9 +113,9 @@ public:
 
   /// ok when `token` is the current token of `name` (or the lease was
   /// never held); permission_denied (fenced_prefix) when a newer token
-  /// exists. A read: advisory, the binding check is the one inside a
-  /// write's transaction.
-  virtual status check(const std::string& name, uint64_t token) const = 0;
+  /// exists. A read through get(), the same on every backend: advisory,
+  /// the binding check is the one inside a write's transaction.
+  status check(const std::string& name, uint64_t token) const;
 };
 
 /// The tokens this process holds, by session id, for the session writer

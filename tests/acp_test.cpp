@@ -23,6 +23,7 @@
 #include "tests/support/mcp_servers.hpp"
 #include "tests/support/missing_peer.hpp"
 #include "tests/support/paths.hpp"
+#include "tests/support/cli_child.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/scripted_replies.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -480,18 +481,10 @@ struct raw_agent {
       int err = ::open((home + "/agent.err").c_str(),
                        O_WRONLY | O_CREAT | O_TRUNC, 0600);
       ::dup2(err, 2);
-      ::setenv("MIBYAN_HOME", home.c_str(), 1);
-      for (auto v : {"OPENAI_API_KEY", "CUSTOM_API_KEY", "MIBYAN_LOG_LEVEL"})
-        ::unsetenv(v);
       ::chdir(home.c_str());
-      std::vector<std::string> args{test::mibyan_binary(), "acp"};
+      std::vector<std::string> args{"acp"};
       args.insert(args.end(), extra.begin(), extra.end());
-      std::vector<char*> argv;
-      for (auto& s : args)
-        argv.push_back(s.data());
-      argv.push_back(nullptr);
-      ::execv(argv[0], argv.data());
-      ::_exit(127);
+      test::exec_cli(home, args);
     }
     ::close(a[0]);
     ::close(b[1]);

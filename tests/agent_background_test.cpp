@@ -29,6 +29,7 @@
 #include "base/json.hpp"
 #include "storage/session_store.hpp"
 #include "tests/support/http_server.hpp"
+#include "tests/support/cli_child.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/scripted_replies.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -88,11 +89,7 @@ struct fixture {
   test::temp_dir home;
 
   test::process_options env() {
-    test::process_options o;
-    o.env["MIBYAN_HOME"] = home.path();
-    o.unset = {"OPENAI_API_KEY", "OPENROUTER_API_KEY", "ANTHROPIC_API_KEY",
-               "CUSTOM_API_KEY", "MIBYAN_LOG_LEVEL"};
-    o.timeout_seconds = 90;
+    auto o = test::cli_options(home.path(), 90);
     return o;
   }
 
@@ -246,35 +243,8 @@ struct fixture {
 
   void spawn(const std::vector<std::string>& argv, chat_proc& c,
              const std::string& tag) {
-    int fds[2];
-    BOOST_REQUIRE_EQUAL(::pipe(fds), 0);
-    auto out_path = home / (tag + ".out");
-    auto err_path = home / (tag + ".err");
-    pid_t pid = ::fork();
-    if (pid == 0) {
-      ::setenv("MIBYAN_HOME", home.path().c_str(), 1);
-      for (auto v : {"OPENAI_API_KEY", "CUSTOM_API_KEY", "MIBYAN_LOG_LEVEL"})
-        ::unsetenv(v);
-      int out = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-      int err = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-      ::dup2(fds[0], 0);
-      ::dup2(out, 1);
-      ::dup2(err, 2);
-      ::close(fds[0]);
-      ::close(fds[1]);
-      std::vector<char*> av;
-      std::string bin = test::mibyan_binary();
-      av.push_back(bin.data());
-      std::vector<std::string> copy = argv;
-      for (auto& a : copy)
-        av.push_back(a.data());
-      av.push_back(nullptr);
-      ::execv(bin.c_str(), av.data());
-      ::_exit(127);
-    }
-    ::close(fds[0]);
-    c.pid = pid;
-    c.in = fds[1];
+    c.pid = test::spawn_cli(argv, home.path(), home / (tag + ".out"),
+                            home / (tag + ".err"), &c.in);
   }
 
   void send_line(chat_proc& c, const std::string& line) {

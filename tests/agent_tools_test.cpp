@@ -23,6 +23,7 @@
 #include "config/options.hpp"
 #include "storage/session_store.hpp"
 #include "tests/support/http_server.hpp"
+#include "tests/support/cli_child.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/scripted_replies.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -50,71 +51,14 @@ json::value parse(const std::string& text) {
 }
 
 // A pseudo-terminal session with the CLI.
-struct pty_child {
-  pid_t pid = -1;
-  int master = -1;
-  std::string seen;
-
-  pty_child(const std::vector<std::string>& args, const std::string& home) {
-    pid = ::forkpty(&master, nullptr, nullptr, nullptr);
-    BOOST_REQUIRE(pid >= 0);
-    if (pid == 0) {
-      ::setenv("MIBYAN_HOME", home.c_str(), 1);
-      for (auto v : {"OPENAI_API_KEY", "CUSTOM_API_KEY", "MIBYAN_LOG_LEVEL"})
-        ::unsetenv(v);
-      std::vector<char*> argv;
-      std::string bin = test::mibyan_binary();
-      argv.push_back(bin.data());
-      std::vector<std::string> copy = args;
-      for (auto& a : copy)
-        argv.push_back(a.data());
-      argv.push_back(nullptr);
-      ::execv(bin.c_str(), argv.data());
-      ::_exit(127);
-    }
-  }
-  ~pty_child() {
-    if (pid > 0) {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, nullptr, 0);
-    }
-    if (master >= 0)
-      ::close(master);
-  }
-  void pump(int ms) {
-    pollfd pfd{master, POLLIN, 0};
-    if (::poll(&pfd, 1, ms) <= 0)
-      return;
-    char buf[4096];
-    auto n = ::read(master, buf, sizeof buf);
-    if (n > 0)
-      seen.append(buf, static_cast<size_t>(n));
-  }
-  bool wait_for(const std::string& part) {
-    auto end = steady_clock::now() + seconds{30};
-    while (steady_clock::now() < end) {
-      if (contains(seen, part))
-        return true;
-      pump(50);
-    }
-    return contains(seen, part);
-  }
-  void send(const std::string& text) {
-    BOOST_REQUIRE_EQUAL(::write(master, text.data(), text.size()),
-                        static_cast<ssize_t>(text.size()));
-  }
-};
+using pty_child = test::cli_pty;
 
 struct fixture {
   test::http_server server;
   test::temp_dir home;
 
   test::process_options env(const std::string& input = {}) {
-    test::process_options o;
-    o.env["MIBYAN_HOME"] = home.path();
-    o.unset = {"OPENAI_API_KEY", "OPENROUTER_API_KEY", "ANTHROPIC_API_KEY",
-               "CUSTOM_API_KEY", "MIBYAN_LOG_LEVEL"};
-    o.timeout_seconds = 90;
+    auto o = test::cli_options(home.path(), 90);
     o.input = input;
     return o;
   }
@@ -435,7 +379,7 @@ BOOST_AUTO_TEST_CASE(clarify_asks_on_the_chat_terminal) {
   script(completion("", "clarify",
                     R"({"question":"Which colour?","choices":["red","green","blue"]})"));
   script(completion("green it is"));
-  pty_child chat{agent("chat"), home.path()};
+  pty_child chat{agent("chat"), {{"MIBYAN_HOME", home.path()}}};
   BOOST_REQUIRE(chat.wait_for("> "));
   chat.send("pick a colour\n");
   BOOST_REQUIRE_MESSAGE(chat.wait_for("[question] Which colour?"), chat.seen);

@@ -23,6 +23,7 @@
 #include "base/json.hpp"
 #include "tests/support/http_server.hpp"
 #include "tests/support/scripted_replies.hpp"
+#include "tests/support/cli_child.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -53,85 +54,7 @@ std::string terminal_args(const std::string& command) {
 
 // A pseudo-terminal session with the CLI: the child's stdin, stdout and
 // stderr are the pty's slave side.
-struct pty_child {
-  pid_t pid = -1;
-  int master = -1;
-  std::string seen;
-
-  pty_child(const std::vector<std::string>& args,
-            const std::vector<std::pair<std::string, std::string>>& env) {
-    pid = ::forkpty(&master, nullptr, nullptr, nullptr);
-    BOOST_REQUIRE(pid >= 0);
-    if (pid == 0) {
-      for (auto& [k, v] : env)
-        ::setenv(k.c_str(), v.c_str(), 1);
-      for (auto v : {"OPENAI_API_KEY", "CUSTOM_API_KEY", "MIBYAN_LOG_LEVEL"})
-        ::unsetenv(v);
-      std::vector<char*> argv;
-      std::string bin = test::mibyan_binary();
-      argv.push_back(bin.data());
-      std::vector<std::string> copy = args;
-      for (auto& a : copy)
-        argv.push_back(a.data());
-      argv.push_back(nullptr);
-      ::execv(bin.c_str(), argv.data());
-      ::_exit(127);
-    }
-  }
-
-  ~pty_child() {
-    if (pid > 0) {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, nullptr, 0);
-    }
-    if (master >= 0)
-      ::close(master);
-  }
-
-  // Reads what is available for up to `ms`.
-  void pump(int ms) {
-    pollfd pfd{master, POLLIN, 0};
-    if (::poll(&pfd, 1, ms) <= 0)
-      return;
-    char buf[4096];
-    auto n = ::read(master, buf, sizeof buf);
-    if (n > 0)
-      seen.append(buf, static_cast<size_t>(n));
-  }
-
-  // Waits (at most 30 s) until `part` occurs `times` times in the output.
-  bool wait_for(const std::string& part, size_t times = 1) {
-    auto end = steady_clock::now() + seconds{30};
-    while (steady_clock::now() < end) {
-      if (count_of(seen, part) >= times)
-        return true;
-      pump(50);
-    }
-    return count_of(seen, part) >= times;
-  }
-
-  void send(const std::string& text) {
-    BOOST_REQUIRE_EQUAL(::write(master, text.data(), text.size()),
-                        static_cast<ssize_t>(text.size()));
-  }
-
-  // Closes input and waits (at most 30 s) for the exit status.
-  int finish() {
-    send("\x04"); // end of input on the terminal
-    auto end = steady_clock::now() + seconds{30};
-    int status = 0;
-    while (steady_clock::now() < end) {
-      pump(20);
-      if (::waitpid(pid, &status, WNOHANG) == pid) {
-        pid = -1;
-        for (int i = 0; i < 10; ++i)
-          pump(10);
-        return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-      }
-    }
-    return -2;
-  }
-};
+using pty_child = test::cli_pty;
 
 struct fixture {
   test::http_server server;
@@ -149,12 +72,8 @@ struct fixture {
   }
 
   test::process_options env(const std::string& input = {}) {
-    test::process_options o;
-    o.env["MIBYAN_HOME"] = home.path();
+    auto o = test::cli_options(home.path(), 90);
     o.env["HOME"] = user.path();
-    o.unset = {"OPENAI_API_KEY", "OPENROUTER_API_KEY", "ANTHROPIC_API_KEY",
-               "CUSTOM_API_KEY", "MIBYAN_LOG_LEVEL"};
-    o.timeout_seconds = 90;
     o.cwd = user.path();
     o.input = input;
     return o;

@@ -23,6 +23,7 @@
 #include "base/json.hpp"
 #include "storage/batch_run.hpp"
 #include "tests/support/http_server.hpp"
+#include "tests/support/cli_child.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/scripted_replies.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -41,11 +42,7 @@ struct fixture {
   test::temp_dir home;
 
   test::process_options env() {
-    test::process_options o;
-    o.env["MIBYAN_HOME"] = home.path();
-    o.unset = {"OPENAI_API_KEY", "OPENROUTER_API_KEY", "ANTHROPIC_API_KEY",
-               "CUSTOM_API_KEY", "MIBYAN_LOG_LEVEL"};
-    o.timeout_seconds = 240;
+    auto o = test::cli_options(home.path(), 240);
     return o;
   }
 
@@ -88,22 +85,11 @@ struct fixture {
     auto err_path = home / "batch.err";
     pid_t pid = ::fork();
     if (pid == 0) {
-      ::setenv("MIBYAN_HOME", home.path().c_str(), 1);
-      for (auto v : {"OPENAI_API_KEY", "CUSTOM_API_KEY", "MIBYAN_LOG_LEVEL"})
-        ::unsetenv(v);
       int err = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
       int nul = ::open("/dev/null", O_WRONLY);
       ::dup2(nul, 1);
       ::dup2(err, 2);
-      std::vector<char*> argv;
-      std::string bin = test::mibyan_binary();
-      argv.push_back(bin.data());
-      std::vector<std::string> copy = args;
-      for (auto& a : copy)
-        argv.push_back(a.data());
-      argv.push_back(nullptr);
-      ::execv(bin.c_str(), argv.data());
-      ::_exit(127);
+      test::exec_cli(home.path(), args);
     }
     return pid;
   }

@@ -15,6 +15,7 @@
 #include "base/json.hpp"
 #include "tests/support/http_server.hpp"
 #include "tests/support/scripted_replies.hpp"
+#include "tests/support/cli_child.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -63,11 +64,7 @@ struct fixture {
   test::temp_dir home;
 
   test::process_options env(const std::string& input = {}) {
-    test::process_options o;
-    o.env["MIBYAN_HOME"] = home.path();
-    o.unset = {"OPENAI_API_KEY", "OPENROUTER_API_KEY", "ANTHROPIC_API_KEY",
-               "CUSTOM_API_KEY", "MIBYAN_LOG_LEVEL"};
-    o.timeout_seconds = 60;
+    auto o = test::cli_options(home.path(), 60);
     o.input = input;
     return o;
   }
@@ -98,35 +95,8 @@ struct fixture {
   // Starts the CLI with a pipe as stdin (returned in `*in`); output goes
   // to files in home.
   pid_t spawn(const std::vector<std::string>& args, int* in) {
-    int fds[2];
-    BOOST_REQUIRE_EQUAL(::pipe(fds), 0);
-    auto out_path = home / "cli.out";
-    auto err_path = home / "cli.err";
-    pid_t pid = ::fork();
-    if (pid == 0) {
-      ::setenv("MIBYAN_HOME", home.path().c_str(), 1);
-      for (auto v : {"OPENAI_API_KEY", "CUSTOM_API_KEY", "MIBYAN_LOG_LEVEL"})
-        ::unsetenv(v);
-      int out = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-      int err = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-      ::dup2(fds[0], 0);
-      ::dup2(out, 1);
-      ::dup2(err, 2);
-      ::close(fds[0]);
-      ::close(fds[1]);
-      std::vector<char*> argv;
-      std::string bin = test::mibyan_binary();
-      argv.push_back(bin.data());
-      std::vector<std::string> copy = args;
-      for (auto& a : copy)
-        argv.push_back(a.data());
-      argv.push_back(nullptr);
-      ::execv(bin.c_str(), argv.data());
-      ::_exit(127);
-    }
-    ::close(fds[0]);
-    *in = fds[1];
-    return pid;
+    return test::spawn_cli(args, home.path(), home / "cli.out",
+                           home / "cli.err", in);
   }
 
   void send_line(int fd, const std::string& line) {
@@ -276,24 +246,8 @@ BOOST_AUTO_TEST_CASE(failed_turn_does_not_end_the_chat) {
 }
 
 BOOST_AUTO_TEST_CASE(streams_tokens_once) {
-  json::value s;
-  s["path"] = "/v1/chat/completions";
-  s["status"] = 200;
-  s["headers"]["Content-Type"] = "text/event-stream";
-  s["chunk_ms"] = 20;
-  s["chunks"] = json::value::make_array();
-  for (auto part : {"Stream", "ed ans", "wer."}) {
-    json::value d;
-    d["choices"] = json::value::make_array();
-    json::value ch;
-    ch["index"] = 0;
-    ch["delta"]["content"] = part;
-    d["choices"].push_back(std::move(ch));
-    s["chunks"].push_back("data: " + d.dump() + "\n\n");
-  }
-  s["chunks"].push_back(R"(data: {"choices":[{"index":0,"delta":{},)"
-                        R"("finish_reason":"stop"}]})" "\n\ndata: [DONE]\n\n");
-  server.script(s.dump());
+  server.script(
+    test::streamed_completion_script({"Stream", "ed ans", "wer."}, 20));
   auto r = test::run_mibyan(base_args("chat"), env("stream please\n"));
   BOOST_CHECK_EQUAL(r.exit_code, 0);
   BOOST_CHECK_EQUAL(r.out, "Streamed answer.\n");

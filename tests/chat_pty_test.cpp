@@ -22,6 +22,7 @@
 
 #include "tests/support/agent_fixture.hpp"
 #include "tests/support/paths.hpp"
+#include "tests/support/cli_child.hpp"
 #include "tests/support/process.hpp"
 
 using namespace mibyan;
@@ -43,7 +44,6 @@ struct pty_child {
     BOOST_REQUIRE_EQUAL(::grantpt(master), 0);
     BOOST_REQUIRE_EQUAL(::unlockpt(master), 0);
     std::string slave_name = ::ptsname(master);
-    std::string bin = mibyan_binary();
     pid = ::fork();
     BOOST_REQUIRE(pid >= 0);
     if (pid == 0) {
@@ -55,17 +55,8 @@ struct pty_child {
       ::dup2(slave, 1);
       ::dup2(slave, 2);
       ::close(master);
-      ::setenv("MIBYAN_HOME", home.c_str(), 1);
       ::setenv("TERM", "xterm", 1);
-      for (auto v : {"OPENAI_API_KEY", "CUSTOM_API_KEY", "MIBYAN_LOG_LEVEL"})
-        ::unsetenv(v);
-      std::vector<char*> argv{bin.data()};
-      std::vector<std::string> copy = args;
-      for (auto& a : copy)
-        argv.push_back(a.data());
-      argv.push_back(nullptr);
-      ::execv(bin.c_str(), argv.data());
-      ::_exit(127);
+      test::exec_cli(home, args);
     }
   }
 

@@ -14,6 +14,7 @@
 #include "base/json.hpp"
 #include "storage/session_store.hpp"
 #include "tests/support/http_server.hpp"
+#include "tests/support/cli_child.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/scratch_mounts.hpp"
 #include "tests/support/scripted_replies.hpp"
@@ -60,11 +61,7 @@ struct fixture {
   fixture() { proj = fs::canonical(proj_dir.path()).string(); }
 
   test::process_options env(const std::string& input = {}) {
-    test::process_options o;
-    o.env["MIBYAN_HOME"] = home.path();
-    o.unset = {"OPENAI_API_KEY", "OPENROUTER_API_KEY", "ANTHROPIC_API_KEY",
-               "CUSTOM_API_KEY", "MIBYAN_LOG_LEVEL"};
-    o.timeout_seconds = 60;
+    auto o = test::cli_options(home.path(), 60);
     o.cwd = proj;
     o.input = input;
     return o;
@@ -412,14 +409,7 @@ BOOST_AUTO_TEST_CASE(a_full_checkpoint_disk_warns_or_blocks) {
     BOOST_TEST_MESSAGE("skipped: " << tiny.why());
     return;
   }
-  std::string noise(1 << 20, '\0');
-  uint64_t x = 88172645463325252ull;
-  for (auto& ch : noise) {
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    ch = static_cast<char>(x);
-  }
+  auto noise = test::incompressible_bytes(1 << 20);
   proj_dir.write("noise.bin", noise);
   script(completion("", "write_file",
                     args_json({{"path", "new.txt"}, {"content", "hello"}})));

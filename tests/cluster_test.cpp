@@ -49,12 +49,6 @@ using namespace mibyan::test;
 
 namespace {
 
-std::string code_args(const std::string& code) {
-  json::value a;
-  a["code"] = code;
-  return a.dump();
-}
-
 const std::string pwd_script =
   "from mibyan_tools import terminal\nprint('PWD=' + terminal('pwd')['output'].strip())";
 

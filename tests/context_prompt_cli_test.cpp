@@ -18,6 +18,7 @@
 #include "storage/session_store.hpp"
 #include "tests/support/agent_fixture.hpp"
 #include "tests/support/http_server.hpp"
+#include "tests/support/cli_child.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/scripted_replies.hpp"
 #include "tests/support/serve_fixture.hpp"
@@ -42,11 +43,7 @@ struct fixture {
 
   test::process_options env(const std::string& cwd = {},
                             const std::string& input = {}) {
-    test::process_options o;
-    o.env["MIBYAN_HOME"] = home.path();
-    o.unset = {"OPENAI_API_KEY", "OPENROUTER_API_KEY", "ANTHROPIC_API_KEY",
-               "CUSTOM_API_KEY", "MIBYAN_LOG_LEVEL"};
-    o.timeout_seconds = 60;
+    auto o = test::cli_options(home.path(), 60);
     o.cwd = cwd.empty() ? work / "src" : cwd;
     o.input = input;
     return o;

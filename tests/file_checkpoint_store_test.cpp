@@ -350,14 +350,7 @@ BOOST_AUTO_TEST_CASE(a_full_disk_fails_the_snapshot_cleanly) {
     return;
   }
   // Incompressible: the store deflates what it keeps.
-  std::string noise(1 << 20, '\0');
-  uint64_t x = 88172645463325252ull;
-  for (auto& ch : noise) {
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    ch = static_cast<char>(x);
-  }
+  auto noise = test::incompressible_bytes(1 << 20);
   proj.write("big.txt", noise);
   proj.write("small.txt", "small\n");
   auto s = file_checkpoint_store::open(home / "tiny/checkpoints");

@@ -31,12 +31,6 @@ using namespace mibyan::test;
 
 namespace {
 
-std::string code_args(const std::string& code) {
-  json::value a;
-  a["code"] = code;
-  return a.dump();
-}
-
 // The execution count of the newest checkpoint of `session` in the LMDB
 // store under `home` (-1: none yet). Read-only; the node keeps running.
 int64_t stored_count(const std::string& home, const std::string& session) {
@@ -73,11 +67,7 @@ std::string lost_names(const json::value& r) {
 BOOST_FIXTURE_TEST_SUITE(kernel_checkpoint_cluster, cluster_fixture)
 
 BOOST_AUTO_TEST_CASE(killed_worker_state_comes_back_on_the_other_worker) {
-  auto gw = start({"--role", "gateway"});
-  auto w1 = start({"--role", "worker", "--join", gw->address});
-  auto w2 = start({"--role", "worker", "--join", gw->address});
-  auto c = connect(gw->address);
-  wait_members(*c, 3);
+  auto [gw, w1, w2, c] = start_gateway_and_two_workers();
   auto r1 = call(*c, "keep", "execute_code", code_args("d = {'a': 1}"));
   auto node = r1.get_string("node", "");
   BOOST_REQUIRE_MESSAGE(node == w1->id || node == w2->id, r1.dump());
@@ -124,11 +114,7 @@ BOOST_AUTO_TEST_CASE(killed_worker_state_comes_back_on_the_other_worker) {
 }
 
 BOOST_AUTO_TEST_CASE(drain_moves_an_idle_session_with_its_state) {
-  auto gw = start({"--role", "gateway"});
-  auto w1 = start({"--role", "worker", "--join", gw->address});
-  auto w2 = start({"--role", "worker", "--join", gw->address});
-  auto c = connect(gw->address);
-  wait_members(*c, 3);
+  auto [gw, w1, w2, c] = start_gateway_and_two_workers();
   auto r1 = call(*c, "mover", "execute_code", code_args("v = list(range(5))"));
   auto node = r1.get_string("node", "");
   BOOST_REQUIRE(node == w1->id || node == w2->id);
@@ -156,11 +142,7 @@ BOOST_AUTO_TEST_CASE(drain_moves_an_idle_session_with_its_state) {
 
 BOOST_AUTO_TEST_CASE(checkpoint_off_in_a_cluster_resets_as_before) {
   code_execution_extra = "  checkpoint: off\n";
-  auto gw = start({"--role", "gateway"});
-  auto w1 = start({"--role", "worker", "--join", gw->address});
-  auto w2 = start({"--role", "worker", "--join", gw->address});
-  auto c = connect(gw->address);
-  wait_members(*c, 3);
+  auto [gw, w1, w2, c] = start_gateway_and_two_workers();
   auto r1 = call(*c, "plain", "execute_code", code_args("q = 1"));
   auto node = r1.get_string("node", "");
   auto& doomed = node == w1->id ? *w1 : *w2;

@@ -17,6 +17,7 @@
 #include "storage/session_store.hpp"
 #include "tests/support/http_server.hpp"
 #include "tests/support/scripted_replies.hpp"
+#include "tests/support/cli_child.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -36,11 +37,7 @@ struct fixture {
   test::temp_dir home;
 
   test::process_options env() {
-    test::process_options o;
-    o.env["MIBYAN_HOME"] = home.path();
-    o.unset = {"OPENAI_API_KEY", "OPENROUTER_API_KEY", "ANTHROPIC_API_KEY",
-               "CUSTOM_API_KEY", "MIBYAN_LOG_LEVEL"};
-    o.timeout_seconds = 60;
+    auto o = test::cli_options(home.path(), 60);
     return o;
   }
 
@@ -72,22 +69,11 @@ struct fixture {
     auto err_path = home / "cli.err";
     pid_t pid = ::fork();
     if (pid == 0) {
-      ::setenv("MIBYAN_HOME", home.path().c_str(), 1);
-      for (auto v : {"OPENAI_API_KEY", "CUSTOM_API_KEY", "MIBYAN_LOG_LEVEL"})
-        ::unsetenv(v);
       int out = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
       int err = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
       ::dup2(out, 1);
       ::dup2(err, 2);
-      std::vector<char*> argv;
-      std::string bin = test::mibyan_binary();
-      argv.push_back(bin.data());
-      std::vector<std::string> copy = args;
-      for (auto& a : copy)
-        argv.push_back(a.data());
-      argv.push_back(nullptr);
-      ::execv(bin.c_str(), argv.data());
-      ::_exit(127);
+      test::exec_cli(home.path(), args);
     }
     return pid;
   }
@@ -218,24 +204,8 @@ BOOST_AUTO_TEST_CASE(usage_errors) {
 }
 
 BOOST_AUTO_TEST_CASE(streams_to_a_terminal) {
-  json::value s;
-  s["path"] = "/v1/chat/completions";
-  s["status"] = 200;
-  s["headers"]["Content-Type"] = "text/event-stream";
-  s["chunk_ms"] = 30;
-  s["chunks"] = json::value::make_array();
-  for (auto part : {"Stream", "ed ans", "wer."}) {
-    json::value d;
-    d["choices"] = json::value::make_array();
-    json::value ch;
-    ch["index"] = 0;
-    ch["delta"]["content"] = part;
-    d["choices"].push_back(std::move(ch));
-    s["chunks"].push_back("data: " + d.dump() + "\n\n");
-  }
-  s["chunks"].push_back(R"(data: {"choices":[{"index":0,"delta":{},)"
-                        R"("finish_reason":"stop"}]})" "\n\ndata: [DONE]\n\n");
-  server.script(s.dump());
+  server.script(
+    test::streamed_completion_script({"Stream", "ed ans", "wer."}, 30));
   // `script` gives the CLI a pseudo-terminal as stdout.
   std::string cmd = test::mibyan_binary();
   for (auto& a : run_args("stream please"))

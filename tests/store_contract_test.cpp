@@ -166,6 +166,110 @@ MIBYAN_STORE_TEST_CASE(a_group_commits_its_good_writes_and_reports_the_bad,
   BOOST_TEST(store->verify(true).ok());
 }
 
+// The checks and read-modify-write operations every backend shares
+// (storage/session_store_base.hpp): the same refusal, word for word and
+// code for code, on every backend, and nothing written by a refused call.
+MIBYAN_STORE_TEST_CASE(refusals_and_updates_read_the_same_on_every_backend,
+                       fixture) {
+  auto code_of = [](const status& st) {
+    return std::string{to_string(st.code)};
+  };
+  make("s");
+  // Sessions: a malformed id names the operation; so does an unknown one.
+  auto st = store->set_title("a/b", "t");
+  BOOST_TEST(code_of(st) == "invalid_argument");
+  BOOST_TEST(st.error.rfind("set_title: ", 0) == 0, st.error);
+  st = store->end_session("nobody", "done");
+  BOOST_TEST(code_of(st) == "not_found");
+  BOOST_TEST(st.error.rfind("end_session: ", 0) == 0, st.error);
+  st = store->add_usage("s", token_usage{-1, 0}, 1);
+  BOOST_TEST(code_of(st) == "invalid_argument");
+  BOOST_TEST(st.error.rfind("add_usage: ", 0) == 0, st.error);
+  new_session bad_meta;
+  bad_meta.id = "m";
+  bad_meta.metadata_json = "[1]";
+  auto created = store->create_session(bad_meta);
+  BOOST_TEST(created.error == "create_session: metadata is not a JSON object");
+  BOOST_TEST(!store->get_session("m"));
+  // The read-modify-writes keep what they do not change.
+  BOOST_REQUIRE(store->set_title("s", "the title"));
+  BOOST_REQUIRE(store->add_usage("s", token_usage{5, 2}, 3));
+  BOOST_REQUIRE(store->end_session("s", "first", 100));
+  BOOST_REQUIRE(store->end_session("s", "second", 200));
+  auto s = store->get_session("s");
+  BOOST_REQUIRE_MESSAGE(s, s.error);
+  BOOST_TEST(s->title == "the title");
+  BOOST_TEST(s->tokens.input_tokens == 5);
+  BOOST_TEST(s->api_call_count == 3);
+  BOOST_TEST(s->end_reason == "first");
+  BOOST_TEST(s->ended_at_ms == 100);
+  // Messages: a batch names the message it refuses, a single append is
+  // append_message.
+  auto one = store->append_message("s", msg("robot", "x"));
+  BOOST_TEST(code_of(one.get_status()) == "invalid_argument");
+  BOOST_TEST(one.error.rfind("append_message: ", 0) == 0, one.error);
+  auto batch = store->append_batch({{"s", msg("user", "fine"), ""},
+                                    {"s", msg("user", "k"), std::string(
+                                       session_store::max_key_bytes + 1,
+                                       'k')}});
+  BOOST_TEST(batch.error.rfind("append_batch: message 1: idempotency key", 0)
+               == 0,
+             batch.error);
+  BOOST_TEST(store->load_messages("s")->empty());
+  // Search.
+  search_request q;
+  q.query = "...";
+  BOOST_TEST(store->search(q).error
+             == "search: the query has no searchable words (letters or "
+                "digits, at most 64 bytes each)");
+  q.query = "fine";
+  q.roles = {"robot"};
+  BOOST_TEST(store->search(q).error
+             == "search: unknown role 'robot'; use system, user, assistant "
+                "or tool");
+  // Scheduled jobs: update_cron_job is one read-modify-write; the job
+  // function's refusal keeps its code, and the id cannot change.
+  cron_job_record j;
+  j.id = "job1";
+  j.name = "a job";
+  BOOST_REQUIRE(store->put_cron_job(j));
+  auto up = store->update_cron_job("job1", [](cron_job_record& r) {
+    r.id = "job2";
+    return status{};
+  });
+  BOOST_TEST(code_of(up.get_status()) == "invalid_argument");
+  BOOST_TEST(up.error == "update_cron_job: the id cannot change");
+  up = store->update_cron_job("job1", [](cron_job_record& r) {
+    r.name = "changed";
+    return status::failure(status_code::permission_denied, "not now");
+  });
+  BOOST_TEST(code_of(up.get_status()) == "permission_denied");
+  BOOST_TEST(up.error == "update_cron_job: not now");
+  BOOST_TEST(store->get_cron_job("job1")->name == "a job");
+  up = store->update_cron_job("job1", [](cron_job_record& r) {
+    r.name = "renamed";
+    return status{};
+  });
+  BOOST_REQUIRE_MESSAGE(up, up.error);
+  BOOST_TEST(up->name == "renamed");
+  BOOST_TEST(store->get_cron_job("job1")->name == "renamed");
+  up = store->update_cron_job("nojob", [](cron_job_record&) {
+    return status{};
+  });
+  BOOST_TEST(code_of(up.get_status()) == "not_found");
+  bool more = true;
+  auto runs = store->list_cron_runs("job1", 0, 0, &more);
+  BOOST_REQUIRE(runs);
+  BOOST_TEST(runs->empty());
+  BOOST_TEST(!more);
+  cron_changes bad_changes;
+  bad_changes.deleted_jobs = {"bad id!"};
+  st = store->apply_cron_changes(bad_changes, 0);
+  BOOST_TEST(code_of(st) == "invalid_argument");
+  BOOST_TEST(st.error.rfind("apply_cron_changes: ", 0) == 0, st.error);
+  BOOST_TEST(store->verify(true).ok());
+}
+
 MIBYAN_STORE_TEST_CASE(filtered_listings_page_newest_first, fixture) {
   for (int i = 1; i <= 9; ++i)
     make("s" + std::to_string(i), i * 1000, i % 3 == 0 ? "big" : "small");

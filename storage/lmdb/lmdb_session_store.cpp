@@ -35,6 +35,7 @@ lmdb_session_store::open(session_store_options opts) {
   if (!env)
     return result::failure(env.code, "open session store: " + env.error);
   std::unique_ptr<lmdb_session_store> self{new lmdb_session_store};
+  self->set_common_options(opts.max_message_bytes, opts.now_ms);
   self->opts_ = std::move(opts);
   self->env_ = std::move(*env);
   if (auto st = self->open_databases(); !st)
@@ -247,14 +248,6 @@ int lmdb_session_store::run_delete_hooks(MDB_txn* txn, const std::string& id,
     if (int rc = h(txn, id, error); rc != 0)
       return rc;
   return 0;
-}
-
-int64_t lmdb_session_store::now() const {
-  if (opts_.now_ms)
-    return opts_.now_ms();
-  using namespace std::chrono;
-  return duration_cast<milliseconds>(system_clock::now().time_since_epoch())
-    .count();
 }
 
 } // namespace mibyan

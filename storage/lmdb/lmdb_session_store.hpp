@@ -42,11 +42,11 @@
 
 #include "storage/lmdb/fts_index.hpp"
 #include "storage/lmdb/lmdb_env.hpp"
-#include "storage/session_store.hpp"
+#include "storage/session_store_base.hpp"
 
 namespace mibyan {
 
-class lmdb_session_store final : public session_store {
+class lmdb_session_store final : public session_store_base {
 public:
   /// The schema this build writes. Version 2: the layout above. Version 1
   /// kept one index key per (term, message) in `fts_terms`; opening such a
@@ -77,68 +77,15 @@ public:
   /// Adds a hook (thread-safe; hooks run in the order added).
   void add_delete_hook(delete_hook hook);
 
-  /// Deletes as the interface says. Works on a full disk: the store's
-  /// reserve file is released first and re-created afterwards when there
-  /// is room (storage/lmdb/space_reserve.hpp), and a second, empty commit
-  /// makes the pages the delete freed reusable by the next write (LMDB
-  /// reuses a transaction's freed pages only after another commit).
-  store_status delete_session(const std::string& id) override;
-
   const char* backend() const override;
-  store_result<session_info> create_session(const new_session& s) override;
-  store_result<session_info> get_session(const std::string& id) const override;
-  store_result<std::vector<session_info>>
-  list_sessions(size_t limit, size_t offset) const override;
   store_result<std::vector<session_info>>
   list_sessions_where(size_t limit, size_t offset,
                       const std::function<bool(const session_info&)>& keep,
                       bool* more) const override;
   store_result<std::vector<session_info>>
   list_sessions_since(int64_t since_ms, size_t limit) const override;
-  store_result<std::vector<std::string>>
-  list_children(const std::string& id) const override;
-  store_status set_title(const std::string& id,
-                         const std::string& title) override;
-  store_status end_session(const std::string& id, const std::string& reason,
-                           int64_t ended_at_ms = 0) override;
-  store_status add_usage(const std::string& id, const token_usage& usage,
-                         int64_t api_calls = 1) override;
-  store_result<std::vector<std::string>>
-  get_approvals(const std::string& id) const override;
-  store_status set_approvals(const std::string& id,
-                             const std::vector<std::string>& keys) override;
-  store_status put_response(const stored_response& r) override;
-  store_result<stored_response>
-  get_response(const std::string& id) const override;
-  store_status delete_response(const std::string& id) override;
-  store_result<uint64_t>
-  last_message_id(const std::string& session_id) const override;
-  store_status put_cron_job(const cron_job_record& j) override;
-  store_result<cron_job_record>
-  get_cron_job(const std::string& id) const override;
   store_result<cron_job_list>
   list_cron_jobs(bool schedulable_only = false) const override;
-  store_status delete_cron_job(const std::string& id) override;
-  store_result<cron_job_record>
-  update_cron_job(const std::string& id,
-                  const std::function<status(cron_job_record& j)>& fn) override;
-  store_status put_cron_run(const cron_run_record& r, size_t keep) override;
-  store_result<cron_run_record>
-  get_cron_run(const std::string& id) const override;
-  store_result<std::vector<cron_run_record>>
-  list_cron_runs(const std::string& job_id, size_t limit, size_t offset,
-                 bool* more = nullptr) const override;
-  store_status apply_cron_changes(const cron_changes& c, size_t keep) override;
-  store_result<append_outcome>
-  append_message(const std::string& session_id, const chat_message& m,
-                 const std::string& key = {}) override;
-  store_result<std::vector<append_outcome>>
-  append_batch(const std::vector<pending_append>& batch) override;
-  store_status commit_group(std::vector<store_write>& writes) override;
-  store_result<std::vector<stored_message>>
-  load_messages(const std::string& session_id) const override;
-  store_result<search_results> search(const search_request& req) const override;
-  store_status verify(bool deep = false) const override;
   int schema_version() const override;
   store_result<uint64_t> message_count() const override;
   store_stats stats() const override;
@@ -165,10 +112,63 @@ private:
   };
 
   lmdb_session_store() = default;
-  store_result<session_info> prepare_session(const new_session& ns) const;
+
+  // -- the primitives of session_store_base (input already checked) --------
+  store_status do_create_session(session_info& s, bool generated) override;
+  store_result<session_info>
+  do_get_session(const std::string& id) const override;
+  store_result<std::vector<std::string>>
+  do_list_children(const std::string& id) const override;
+  store_status
+  update_session(const std::string& id, const char* what,
+                 const std::function<void(session_info&)>& fn) override;
+  /// Deletes as the interface says. Works on a full disk: the store's
+  /// reserve file is released first and re-created afterwards when there
+  /// is room (storage/lmdb/space_reserve.hpp), and a second, empty commit
+  /// makes the pages the delete freed reusable by the next write (LMDB
+  /// reuses a transaction's freed pages only after another commit).
+  store_status do_delete_session(const std::string& id) override;
+  store_result<std::vector<std::string>>
+  do_get_approvals(const std::string& id) const override;
+  store_status do_set_approvals(const std::string& id,
+                                const std::vector<std::string>& keys) override;
+  store_status do_put_response(const stored_response& r) override;
+  store_result<stored_response>
+  do_get_response(const std::string& id) const override;
+  store_status do_delete_response(const std::string& id) override;
+  store_result<uint64_t>
+  do_last_message_id(const std::string& session_id) const override;
+  store_status do_put_cron_job(const cron_job_record& j) override;
+  store_result<cron_job_record>
+  do_get_cron_job(const std::string& id) const override;
+  store_status do_delete_cron_job(const std::string& id) override;
+  store_result<cron_job_record>
+  do_update_cron_job(const std::string& id,
+                     const std::function<status(cron_job_record&)>& fn) override;
+  store_status do_put_cron_run(const cron_run_record& r, size_t keep) override;
+  store_result<cron_run_record>
+  do_get_cron_run(const std::string& id) const override;
+  store_result<std::vector<cron_run_record>>
+  do_list_cron_runs(const std::string& job_id, size_t limit, size_t offset,
+                    bool* more) const override;
+  store_status do_apply_cron_changes(const cron_changes& c,
+                                     size_t keep) override;
+  store_result<std::vector<append_outcome>>
+  do_append_batch(const std::vector<pending_append>& batch,
+                  int64_t stamp) override;
+  store_status do_commit_group(std::vector<store_write>& writes,
+                               const std::vector<char>& valid,
+                               const std::vector<session_info>& prepared,
+                               int64_t stamp) override;
+  store_result<std::vector<stored_message>>
+  do_load_messages(const std::string& session_id) const override;
+  store_result<search_results>
+  do_search(const search_request& req, const fts_query& q) const override;
+  store_status do_verify(bool deep,
+                         std::vector<std::string>& problems) const override;
+
   int create_txn(MDB_txn* txn, session_info& s, bool generated,
                  std::string& error);
-  std::string check_append(const pending_append& p) const;
   int begin_cache(MDB_txn* txn, txn_cache& c, std::string& error);
   int flush_cache(MDB_txn* txn, txn_cache& c, std::string& error);
   int append_txn(MDB_txn* txn, txn_cache& c, const pending_append& p,
@@ -189,10 +189,6 @@ private:
   int verify_responses(MDB_txn* txn, std::vector<std::string>& problems,
                        std::string& error) const;
   store_status settle_free_pages();
-  int64_t now() const;
-  store_status
-  update_session(const std::string& id, const char* what,
-                 const std::function<std::string(session_info&)>& fn);
 
   session_store_options opts_;
   std::unique_ptr<lmdb_env> env_;

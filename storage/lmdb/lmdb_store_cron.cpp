@@ -69,10 +69,7 @@ int read_job(MDB_txn* txn, MDB_dbi dbi, const std::string& id,
 
 } // namespace
 
-store_status lmdb_session_store::put_cron_job(const cron_job_record& j) {
-  if (auto err = check_cron_job_id(j.id); !err.empty())
-    return store_status::failure(status_code::invalid_argument,
-                                 "put_cron_job: " + err);
+store_status lmdb_session_store::do_put_cron_job(const cron_job_record& j) {
   if (!has_cron_)
     return no_cron("put_cron_job");
   auto value = encode_cron_job(j);
@@ -87,11 +84,8 @@ store_status lmdb_session_store::put_cron_job(const cron_job_record& j) {
 }
 
 store_result<cron_job_record>
-lmdb_session_store::get_cron_job(const std::string& id) const {
+lmdb_session_store::do_get_cron_job(const std::string& id) const {
   using result = store_result<cron_job_record>;
-  if (auto err = check_cron_job_id(id); !err.empty())
-    return result::failure(status_code::invalid_argument,
-                           "get_cron_job: " + err);
   if (!has_cron_)
     return result::failure(status_code::not_found,
                            "get_cron_job: no job '" + id + "'");
@@ -178,10 +172,7 @@ int lmdb_session_store::delete_cron_job_txn(MDB_txn* txn, const std::string& id,
   return 0;
 }
 
-store_status lmdb_session_store::delete_cron_job(const std::string& id) {
-  if (auto err = check_cron_job_id(id); !err.empty())
-    return store_status::failure(status_code::invalid_argument,
-                                 "delete_cron_job: " + err);
+store_status lmdb_session_store::do_delete_cron_job(const std::string& id) {
   if (!has_cron_)
     return no_cron("delete_cron_job");
   return env_->write(
@@ -191,12 +182,9 @@ store_status lmdb_session_store::delete_cron_job(const std::string& id) {
     "delete_cron_job");
 }
 
-store_result<cron_job_record> lmdb_session_store::update_cron_job(
+store_result<cron_job_record> lmdb_session_store::do_update_cron_job(
   const std::string& id, const std::function<status(cron_job_record&)>& fn) {
   using result = store_result<cron_job_record>;
-  if (auto err = check_cron_job_id(id); !err.empty())
-    return result::failure(status_code::invalid_argument,
-                           "update_cron_job: " + err);
   if (!has_cron_)
     return result{no_cron("update_cron_job")};
   cron_job_record j;
@@ -212,12 +200,6 @@ store_result<cron_job_record> lmdb_session_store::update_cron_job(
         error = refused.error;
         return lmdb_env::user_error;
       }
-      if (j.id != id) {
-        refused = status::failure(status_code::invalid_argument,
-                                  "update_cron_job: the id cannot change");
-        error = refused.error;
-        return lmdb_env::user_error;
-      }
       int rc = lmdb_env::put(txn, cron_jobs_, id, encode_cron_job(j));
       if (rc != 0)
         error = "write job '" + id + "'";
@@ -225,8 +207,7 @@ store_result<cron_job_record> lmdb_session_store::update_cron_job(
     },
     "update_cron_job");
   if (!refused.ok())
-    return result{status::failure(refused.code,
-                                  "update_cron_job: " + refused.error)};
+    return result{refused};
   if (!st)
     return result{st};
   return result{std::move(j)};
@@ -310,14 +291,8 @@ int lmdb_session_store::put_cron_run_txn(MDB_txn* txn, const cron_run_record& r,
   return 0;
 }
 
-store_status lmdb_session_store::put_cron_run(const cron_run_record& r,
-                                         size_t keep) {
-  if (auto err = check_cron_run_id(r.id); !err.empty())
-    return store_status::failure(status_code::invalid_argument,
-                                 "put_cron_run: " + err);
-  if (auto err = check_cron_job_id(r.job_id); !err.empty())
-    return store_status::failure(status_code::invalid_argument,
-                                 "put_cron_run: " + err);
+store_status lmdb_session_store::do_put_cron_run(const cron_run_record& r,
+                                                 size_t keep) {
   if (!has_cron_)
     return no_cron("put_cron_run");
   return env_->write(
@@ -328,11 +303,8 @@ store_status lmdb_session_store::put_cron_run(const cron_run_record& r,
 }
 
 store_result<cron_run_record>
-lmdb_session_store::get_cron_run(const std::string& id) const {
+lmdb_session_store::do_get_cron_run(const std::string& id) const {
   using result = store_result<cron_run_record>;
-  if (auto err = check_cron_run_id(id); !err.empty())
-    return result::failure(status_code::invalid_argument,
-                           "get_cron_run: " + err);
   if (!has_cron_)
     return result::failure(status_code::not_found,
                            "get_cron_run: no run '" + id + "'");
@@ -369,16 +341,11 @@ lmdb_session_store::get_cron_run(const std::string& id) const {
 }
 
 store_result<std::vector<cron_run_record>>
-lmdb_session_store::list_cron_runs(const std::string& job_id, size_t limit,
-                              size_t offset, bool* more) const {
+lmdb_session_store::do_list_cron_runs(const std::string& job_id, size_t limit,
+                                      size_t offset, bool* more) const {
   using result = store_result<std::vector<cron_run_record>>;
-  if (more != nullptr)
-    *more = false;
-  if (auto err = check_cron_job_id(job_id); !err.empty())
-    return result::failure(status_code::invalid_argument,
-                           "list_cron_runs: " + err);
   std::vector<cron_run_record> out;
-  if (!has_cron_ || limit == 0)
+  if (!has_cron_)
     return result{std::move(out)};
   bool has_more = false;
   auto st = env_->read(
@@ -438,26 +405,8 @@ lmdb_session_store::list_cron_runs(const std::string& job_id, size_t limit,
   return result{std::move(out)};
 }
 
-store_status lmdb_session_store::apply_cron_changes(const cron_changes& c,
-                                               size_t keep) {
-  if (c.empty())
-    return {};
-  for (auto& j : c.jobs)
-    if (auto err = check_cron_job_id(j.id); !err.empty())
-      return store_status::failure(status_code::invalid_argument,
-                                   "apply_cron_changes: " + err);
-  for (auto& r : c.runs) {
-    auto err = check_cron_run_id(r.id);
-    if (err.empty())
-      err = check_cron_job_id(r.job_id);
-    if (!err.empty())
-      return store_status::failure(status_code::invalid_argument,
-                                   "apply_cron_changes: " + err);
-  }
-  for (auto& d : c.deleted_jobs)
-    if (auto err = check_cron_job_id(d); !err.empty())
-      return store_status::failure(status_code::invalid_argument,
-                                   "apply_cron_changes: " + err);
+store_status lmdb_session_store::do_apply_cron_changes(const cron_changes& c,
+                                                       size_t keep) {
   if (!has_cron_)
     return no_cron("apply_cron_changes");
   return env_->write(

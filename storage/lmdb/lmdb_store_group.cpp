@@ -10,59 +10,10 @@ namespace mibyan {
 
 using namespace store_detail;
 
-namespace {
-
-const char* op_name(store_write::kind k) {
-  switch (k) {
-    case store_write::kind::create: return "create_session";
-    case store_write::kind::append: return "append_message";
-    case store_write::kind::usage: return "add_usage";
-    case store_write::kind::end: return "end_session";
-  }
-  return "write";
-}
-
-} // namespace
-
-store_status lmdb_session_store::commit_group(std::vector<store_write>& writes) {
-  // Input checks need no transaction; a rejected write is skipped below.
-  std::vector<char> valid(writes.size(), 1);
-  std::vector<session_info> prepared(writes.size());
-  for (size_t i = 0; i < writes.size(); ++i) {
-    auto& w = writes[i];
-    std::string err;
-    switch (w.what) {
-      case store_write::kind::create: {
-        auto r = prepare_session(w.create);
-        if (!r) {
-          w.status = r.get_status();
-          valid[i] = 0;
-          continue;
-        }
-        prepared[i] = std::move(*r);
-        break;
-      }
-      case store_write::kind::append:
-        err = check_append(w.append);
-        break;
-      case store_write::kind::usage:
-        if ((err = check_session_id(w.session_id)).empty())
-          err = check_usage(w.usage, w.api_calls);
-        break;
-      case store_write::kind::end:
-        if ((err = check_session_id(w.session_id)).empty())
-          err = check_text_field("end reason", w.reason, max_title_bytes);
-        break;
-    }
-    if (!err.empty()) {
-      w.status = store_status::failure(status_code::invalid_argument,
-                                       std::string{op_name(w.what)} + ": "
-                                         + err);
-      valid[i] = 0;
-    }
-  }
-  int64_t stamp = now();
-  auto st = env_->write(
+store_status lmdb_session_store::do_commit_group(
+  std::vector<store_write>& writes, const std::vector<char>& valid,
+  const std::vector<session_info>& prepared, int64_t stamp) {
+  return env_->write(
     [&](MDB_txn* txn, std::string& error) {
       // Runs again from scratch if the map had to grow.
       txn_cache c;
@@ -82,7 +33,7 @@ store_status lmdb_session_store::commit_group(std::vector<store_write>& writes) 
           if (r == 1) {
             // Refused by its fencing token: nothing of it is written.
             w.status = store_status::failure(status_code::permission_denied,
-                                             std::string{op_name(w.what)}
+                                             std::string{write_op_name(w.what)}
                                                + ": " + why);
             continue;
           }
@@ -116,7 +67,7 @@ store_status lmdb_session_store::commit_group(std::vector<store_write>& writes) 
         // it puts); an LMDB failure poisons the transaction: abort all.
         if (r == lmdb_env::user_error || r == lmdb_env::missing_error) {
           w.status = store_status::failure(
-            lmdb_env::code_of(r), std::string{op_name(w.what)} + ": " + why);
+            lmdb_env::code_of(r), std::string{write_op_name(w.what)} + ": " + why);
         } else if (r != 0) {
           error = why;
           rc = r;
@@ -127,12 +78,6 @@ store_status lmdb_session_store::commit_group(std::vector<store_write>& writes) 
       return rc;
     },
     "group commit");
-  if (!st)
-    for (size_t i = 0; i < writes.size(); ++i)
-      if (valid[i] != 0 && writes[i].status.ok())
-        writes[i].status = store_status::failure(
-          st.code, std::string{op_name(writes[i].what)} + ": " + st.error);
-  return st;
 }
 
 } // namespace mibyan

@@ -22,34 +22,6 @@ using namespace store_detail;
 
 // -- messages -----------------------------------------------------------------
 
-store_result<append_outcome>
-lmdb_session_store::append_message(const std::string& session_id,
-                              const chat_message& m, const std::string& key) {
-  auto r = append_batch({pending_append{session_id, m, key}});
-  if (!r) {
-    std::string_view prefix = "append_batch";
-    auto err = r.error;
-    if (err.compare(0, prefix.size(), prefix) == 0)
-      err.replace(0, prefix.size(), "append_message");
-    return store_result<append_outcome>::failure(r.code, err);
-  }
-  return store_result<append_outcome>{r->front()};
-}
-
-std::string lmdb_session_store::check_append(const pending_append& p) const {
-  if (auto err = check_session_id(p.session_id); !err.empty())
-    return err;
-  if (auto err = check_message(p.message, opts_.max_message_bytes);
-      !err.empty())
-    return err;
-  if (p.key.size() > max_key_bytes)
-    return "idempotency key is longer than " + std::to_string(max_key_bytes)
-           + " bytes";
-  if (p.key.find('\0') != std::string::npos)
-    return "idempotency key contains a NUL byte";
-  return {};
-}
-
 int lmdb_session_store::txn_cache::session(MDB_txn* txn, MDB_dbi dbi,
                                       const std::string& id,
                                       session_info*& out,
@@ -154,19 +126,11 @@ int lmdb_session_store::append_txn(MDB_txn* txn, txn_cache& c,
 }
 
 store_result<std::vector<append_outcome>>
-lmdb_session_store::append_batch(const std::vector<pending_append>& batch) {
+lmdb_session_store::do_append_batch(const std::vector<pending_append>& batch,
+                                    int64_t stamp) {
   using result = store_result<std::vector<append_outcome>>;
   const char* what = "append_batch";
-  for (size_t i = 0; i < batch.size(); ++i) {
-    auto prefix = batch.size() == 1
-                    ? std::string{what} + ": "
-                    : std::string{what} + ": message " + std::to_string(i)
-                        + ": ";
-    if (auto err = check_append(batch[i]); !err.empty())
-      return result::failure(status_code::invalid_argument, prefix + err);
-  }
   std::vector<append_outcome> outcomes;
-  int64_t stamp = now();
   auto st = env_->write(
     [&](MDB_txn* txn, std::string& error) {
       // Runs again from scratch if the map had to grow.
@@ -186,10 +150,8 @@ lmdb_session_store::append_batch(const std::vector<pending_append>& batch) {
 }
 
 store_result<std::vector<stored_message>>
-lmdb_session_store::load_messages(const std::string& session_id) const {
+lmdb_session_store::do_load_messages(const std::string& session_id) const {
   using result = store_result<std::vector<stored_message>>;
-  if (auto err = check_session_id(session_id); !err.empty())
-    return result::failure(status_code::invalid_argument, "load_messages: " + err);
   std::vector<stored_message> out;
   auto st = env_->read(
     [&](MDB_txn* txn, std::string& error) {

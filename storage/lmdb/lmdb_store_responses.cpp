@@ -39,13 +39,7 @@ int read_response_record(MDB_txn* txn, MDB_dbi dbi, const std::string& id,
 
 } // namespace
 
-store_status lmdb_session_store::put_response(const stored_response& r) {
-  if (auto err = check_response_id(r.id); !err.empty())
-    return store_status::failure(status_code::invalid_argument,
-                                 "put_response: " + err);
-  if (auto err = check_session_id(r.session_id); !err.empty())
-    return store_status::failure(status_code::invalid_argument,
-                                 "put_response: " + err);
+store_status lmdb_session_store::do_put_response(const stored_response& r) {
   if (!has_responses_)
     return no_responses("put_response");
   auto value = encode_response(r);
@@ -87,11 +81,8 @@ store_status lmdb_session_store::put_response(const stored_response& r) {
 }
 
 store_result<stored_response>
-lmdb_session_store::get_response(const std::string& id) const {
+lmdb_session_store::do_get_response(const std::string& id) const {
   using result = store_result<stored_response>;
-  if (auto err = check_response_id(id); !err.empty())
-    return result::failure(status_code::invalid_argument,
-                           "get_response: " + err);
   if (!has_responses_)
     return result::failure(status_code::not_found,
                            "get_response: no response '" + id + "'");
@@ -114,10 +105,7 @@ lmdb_session_store::get_response(const std::string& id) const {
   return result{std::move(out)};
 }
 
-store_status lmdb_session_store::delete_response(const std::string& id) {
-  if (auto err = check_response_id(id); !err.empty())
-    return store_status::failure(status_code::invalid_argument,
-                                 "delete_response: " + err);
+store_status lmdb_session_store::do_delete_response(const std::string& id) {
   if (!has_responses_)
     return no_responses("delete_response");
   return env_->write(
@@ -221,11 +209,8 @@ int lmdb_session_store::verify_responses(MDB_txn* txn,
 }
 
 store_result<uint64_t>
-lmdb_session_store::last_message_id(const std::string& session_id) const {
+lmdb_session_store::do_last_message_id(const std::string& session_id) const {
   using result = store_result<uint64_t>;
-  if (auto err = check_session_id(session_id); !err.empty())
-    return result::failure(status_code::invalid_argument,
-                           "last_message_id: " + err);
   uint64_t last = 0;
   auto st = env_->read(
     [&](MDB_txn* txn, std::string& error) {

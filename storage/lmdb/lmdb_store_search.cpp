@@ -23,7 +23,8 @@ using namespace store_detail;
 // -- search -------------------------------------------------------------------
 
 store_result<search_results>
-lmdb_session_store::search(const search_request& req) const {
+lmdb_session_store::do_search(const search_request& req,
+                              const fts_query& q) const {
   using result = store_result<search_results>;
   if (schema_version_ < 2 || !fts_.available())
     return result::failure(status_code::unavailable,
@@ -31,27 +32,11 @@ lmdb_session_store::search(const search_request& req) const {
       "(schema version " + std::to_string(schema_version_) + ") and must be "
       "rebuilt; opening the store read-write rebuilds it (start `mibyan "
       "chat`, `mibyan run` or `mibyan serve` once)");
-  auto q = parse_fts_query(req.query);
-  if (q.empty())
-    return result::failure(status_code::invalid_argument, "search: the query has no searchable words "
-                           "(letters or digits, at most 64 bytes each)");
-  if (req.limit == 0 || req.limit > max_search_limit)
-    return result::failure(status_code::invalid_argument, "search: limit must be between 1 and "
-                           + std::to_string(max_search_limit));
   fts_filter filter;
   filter.limit = req.limit;
   filter.offset = req.offset;
-  for (auto& r : req.roles) {
-    auto code = fts_role_of(r);
-    if (code == fts_role::other)
-      return result::failure(status_code::invalid_argument, "search: unknown role '"
-                             + json::sanitize_utf8(r.substr(0, 40))
-                             + "'; use system, user, assistant or tool");
-    filter.role_mask |= 1u << static_cast<unsigned>(code);
-  }
-  if (!req.session_id.empty())
-    if (auto err = check_session_id(req.session_id); !err.empty())
-      return result::failure(status_code::invalid_argument, "search: " + err);
+  for (auto& r : req.roles) // checked: no unknown role
+    filter.role_mask |= 1u << static_cast<unsigned>(fts_role_of(r));
   search_results out;
   auto st = env_->read(
     [&](MDB_txn* txn, std::string& error) {
@@ -105,9 +90,10 @@ lmdb_session_store::search(const search_request& req) const {
 
 // -- maintenance --------------------------------------------------------------
 
-store_status lmdb_session_store::verify(bool deep) const {
-  std::vector<std::string> problems;
-  auto st = env_->read(
+store_status
+lmdb_session_store::do_verify(bool deep,
+                              std::vector<std::string>& problems) const {
+  return env_->read(
     [&](MDB_txn* txn, std::string& error) {
       std::unordered_map<uint64_t, fts_role> roles;
       std::map<std::string, std::pair<int64_t, int64_t>> counted;
@@ -217,15 +203,6 @@ store_status lmdb_session_store::verify(bool deep) const {
         roles.size(), problems, error);
     },
     "verify");
-  if (!st)
-    return st;
-  if (problems.empty())
-    return {};
-  std::string msg = "verify: " + std::to_string(problems.size())
-                    + " problem(s): ";
-  for (size_t i = 0; i < problems.size() && i < 20; ++i)
-    msg += (i > 0 ? "; " : "") + problems[i];
-  return store_status::failure(status_code::data_corrupt, msg);
 }
 
 } // namespace mibyan

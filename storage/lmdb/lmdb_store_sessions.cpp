@@ -59,54 +59,6 @@ int walk_newest_first(MDB_txn* txn, MDB_dbi by_time, F&& fn) {
 
 // -- sessions -----------------------------------------------------------------
 
-store_result<session_info>
-lmdb_session_store::prepare_session(const new_session& ns) const {
-  using result = store_result<session_info>;
-  const char* what = "create_session";
-  session_info s;
-  s.started_at_ms = ns.started_at_ms > 0 ? ns.started_at_ms : now();
-  if (!ns.id.empty()) {
-    if (auto err = check_session_id(ns.id); !err.empty())
-      return result::failure(status_code::invalid_argument, std::string{what} + ": " + err);
-    s.id = ns.id;
-  }
-  if (!ns.parent_session_id.empty()) {
-    if (auto err = check_session_id(ns.parent_session_id); !err.empty())
-      return result::failure(status_code::invalid_argument, std::string{what} + ": parent " + err);
-  }
-  struct field {
-    const char* name;
-    const std::string* value;
-  };
-  for (auto f : {field{"source", &ns.source}, field{"model", &ns.model},
-                 field{"provider", &ns.provider}, field{"cwd", &ns.cwd},
-                 field{"title", &ns.title}}) {
-    size_t max = f.value == &ns.cwd ? 4096 : max_title_bytes;
-    if (auto err = check_text_field(f.name, *f.value, max); !err.empty())
-      return result::failure(status_code::invalid_argument, std::string{what} + ": " + err);
-  }
-  s.source = ns.source;
-  s.model = ns.model;
-  s.provider = ns.provider;
-  s.cwd = ns.cwd;
-  s.title = ns.title;
-  s.parent_session_id = ns.parent_session_id;
-  if (!ns.metadata_json.empty()) {
-    constexpr size_t max_metadata_bytes = 16 * 1024;
-    if (ns.metadata_json.size() > max_metadata_bytes)
-      return result::failure(status_code::invalid_argument,
-                             std::string{what}
-                               + ": metadata is over 16 KiB");
-    auto m = json::parse(ns.metadata_json);
-    if (!m || !m.v->is_object())
-      return result::failure(status_code::invalid_argument,
-                             std::string{what}
-                               + ": metadata is not a JSON object");
-    s.metadata_json = m.v->dump();
-  }
-  return result{std::move(s)};
-}
-
 int lmdb_session_store::create_txn(MDB_txn* txn, session_info& s, bool generated,
                               std::string& error) {
   std::random_device rd;
@@ -160,29 +112,18 @@ int lmdb_session_store::create_txn(MDB_txn* txn, session_info& s, bool generated
   return rc;
 }
 
-store_result<session_info>
-lmdb_session_store::create_session(const new_session& ns) {
-  using result = store_result<session_info>;
-  auto prepared = prepare_session(ns);
-  if (!prepared)
-    return prepared;
-  session_info s = std::move(*prepared);
-  bool generated = s.id.empty();
-  auto st = env_->write(
+store_status lmdb_session_store::do_create_session(session_info& s,
+                                                   bool generated) {
+  return env_->write(
     [&](MDB_txn* txn, std::string& error) {
       return create_txn(txn, s, generated, error);
     },
     "create_session");
-  if (!st)
-    return result{st};
-  return result{s};
 }
 
 store_result<session_info>
-lmdb_session_store::get_session(const std::string& id) const {
+lmdb_session_store::do_get_session(const std::string& id) const {
   using result = store_result<session_info>;
-  if (auto err = check_session_id(id); !err.empty())
-    return result::failure(status_code::invalid_argument, "get_session: " + err);
   session_info s;
   auto st = env_->read(
     [&](MDB_txn* txn, std::string& error) {
@@ -195,11 +136,8 @@ lmdb_session_store::get_session(const std::string& id) const {
 }
 
 store_result<std::vector<std::string>>
-lmdb_session_store::list_children(const std::string& id) const {
+lmdb_session_store::do_list_children(const std::string& id) const {
   using result = store_result<std::vector<std::string>>;
-  if (auto err = check_session_id(id); !err.empty())
-    return result::failure(status_code::invalid_argument,
-                           "list_children: " + err);
   std::vector<std::string> out;
   auto prefix = sub_key(id, "");
   auto st = env_->read(
@@ -215,11 +153,6 @@ lmdb_session_store::list_children(const std::string& id) const {
   if (!st)
     return result{st};
   return result{out};
-}
-
-store_result<std::vector<session_info>>
-lmdb_session_store::list_sessions(size_t limit, size_t offset) const {
-  return list_sessions_where(limit, offset, {}, nullptr);
 }
 
 store_result<std::vector<session_info>> lmdb_session_store::list_sessions_where(
@@ -300,62 +233,19 @@ lmdb_session_store::list_sessions_since(int64_t since_ms, size_t limit) const {
 
 store_status lmdb_session_store::update_session(
   const std::string& id, const char* what,
-  const std::function<std::string(session_info&)>& fn) {
-  if (auto err = check_session_id(id); !err.empty())
-    return store_status::failure(status_code::invalid_argument, std::string{what} + ": " + err);
+  const std::function<void(session_info&)>& fn) {
   return env_->write(
     [&](MDB_txn* txn, std::string& error) {
       session_info s;
       if (int rc = read_session(txn, sessions_, id, s, error); rc != 0)
         return rc;
-      if (auto err = fn(s); !err.empty()) {
-        error = err;
-        return lmdb_env::user_error;
-      }
+      fn(s);
       return write_session(txn, sessions_, s, error);
     },
     what);
 }
 
-store_status lmdb_session_store::set_title(const std::string& id,
-                                      const std::string& title) {
-  if (auto err = check_text_field("title", title, max_title_bytes);
-      !err.empty())
-    return store_status::failure(status_code::invalid_argument, "set_title: " + err);
-  return update_session(id, "set_title", [&](session_info& s) {
-    s.title = title;
-    return std::string{};
-  });
-}
-
-store_status lmdb_session_store::end_session(const std::string& id,
-                                        const std::string& reason,
-                                        int64_t ended_at_ms) {
-  if (auto err = check_text_field("end reason", reason, max_title_bytes);
-      !err.empty())
-    return store_status::failure(status_code::invalid_argument, "end_session: " + err);
-  int64_t at = ended_at_ms > 0 ? ended_at_ms : now();
-  return update_session(id, "end_session", [&](session_info& s) {
-    apply_end(s, reason, at);
-    return std::string{};
-  });
-}
-
-store_status lmdb_session_store::add_usage(const std::string& id,
-                                      const token_usage& u,
-                                      int64_t api_calls) {
-  if (auto err = check_usage(u, api_calls); !err.empty())
-    return store_status::failure(status_code::invalid_argument,
-                                 "add_usage: " + err);
-  return update_session(id, "add_usage", [&](session_info& s) {
-    apply_usage(s, u, api_calls);
-    return std::string{};
-  });
-}
-
-store_status lmdb_session_store::delete_session(const std::string& id) {
-  if (auto err = check_session_id(id); !err.empty())
-    return store_status::failure(status_code::invalid_argument, "delete_session: " + err);
+store_status lmdb_session_store::do_delete_session(const std::string& id) {
   // With room on the disk a delete is one write transaction. On a disk
   // short of space the reserve's blocks pay for the pages LMDB copies
   // while deleting, so a delete works on a full disk
@@ -466,11 +356,8 @@ store_status lmdb_session_store::delete_session_txn(const std::string& id) {
 // -- approvals ----------------------------------------------------------------
 
 store_result<std::vector<std::string>>
-lmdb_session_store::get_approvals(const std::string& id) const {
+lmdb_session_store::do_get_approvals(const std::string& id) const {
   using result = store_result<std::vector<std::string>>;
-  if (auto err = check_session_id(id); !err.empty())
-    return result::failure(status_code::invalid_argument,
-                           "get_approvals: " + err);
   std::vector<std::string> keys;
   if (!has_approvals_)
     return result{keys};
@@ -499,16 +386,11 @@ lmdb_session_store::get_approvals(const std::string& id) const {
   return result{keys};
 }
 
-store_status lmdb_session_store::set_approvals(const std::string& id,
-                                          const std::vector<std::string>& keys) {
-  if (auto err = check_session_id(id); !err.empty())
-    return store_status::failure(status_code::invalid_argument,
-                                 "set_approvals: " + err);
+store_status
+lmdb_session_store::do_set_approvals(const std::string& id,
+                                     const std::vector<std::string>& keys) {
   if (!has_approvals_)
     return store_status::failure("set_approvals: the store is read-only");
-  if (auto err = check_approval_keys(keys); !err.empty())
-    return store_status::failure(status_code::invalid_argument,
-                                 "set_approvals: " + err);
   std::string value;
   for (auto& k : keys)
     value += k + "\n";

@@ -89,21 +89,15 @@ status put_run_in(pg::connection& c, const cron_run_record& r, size_t keep,
 
 } // namespace
 
-store_status pg_session_store::put_cron_job(const cron_job_record& j) {
-  if (auto err = check_cron_job_id(j.id); !err.empty())
-    return status::failure(status_code::invalid_argument,
-                           "put_cron_job: " + err);
+store_status pg_session_store::do_put_cron_job(const cron_job_record& j) {
   return write_txn("put_cron_job", [&](pg::connection& c) {
     return put_job_in(c, j, "put_cron_job");
   });
 }
 
 store_result<cron_job_record>
-pg_session_store::get_cron_job(const std::string& id) const {
+pg_session_store::do_get_cron_job(const std::string& id) const {
   using result = store_result<cron_job_record>;
-  if (auto err = check_cron_job_id(id); !err.empty())
-    return result::failure(status_code::invalid_argument,
-                           "get_cron_job: " + err);
   cron_job_record out;
   auto st = read("get_cron_job", [&](pg::connection& c) {
     return read_job_in(c, id, false, out, "get_cron_job");
@@ -146,10 +140,7 @@ pg_session_store::list_cron_jobs(bool schedulable_only) const {
   return result{std::move(out)};
 }
 
-store_status pg_session_store::delete_cron_job(const std::string& id) {
-  if (auto err = check_cron_job_id(id); !err.empty())
-    return status::failure(status_code::invalid_argument,
-                           "delete_cron_job: " + err);
+store_status pg_session_store::do_delete_cron_job(const std::string& id) {
   return write_txn("delete_cron_job", [&](pg::connection& c) {
     auto r = c.exec("DELETE FROM mibyan_cron_jobs WHERE id = $1",
                     {param{id}}, "delete_cron_job");
@@ -162,23 +153,16 @@ store_status pg_session_store::delete_cron_job(const std::string& id) {
   });
 }
 
-store_result<cron_job_record> pg_session_store::update_cron_job(
+store_result<cron_job_record> pg_session_store::do_update_cron_job(
   const std::string& id, const std::function<status(cron_job_record&)>& fn) {
   using result = store_result<cron_job_record>;
-  if (auto err = check_cron_job_id(id); !err.empty())
-    return result::failure(status_code::invalid_argument,
-                           "update_cron_job: " + err);
   cron_job_record j;
   auto st = write_txn("update_cron_job", [&](pg::connection& c) {
     j = {};
     if (auto s = read_job_in(c, id, true, j, "update_cron_job"); !s)
       return s;
     if (auto refused = fn(j); !refused.ok())
-      return status::failure(refused.code,
-                             "update_cron_job: " + refused.error);
-    if (j.id != id)
-      return status::failure(status_code::invalid_argument,
-                             "update_cron_job: the id cannot change");
+      return refused;
     return put_job_in(c, j, "update_cron_job");
   });
   if (!st)
@@ -186,25 +170,16 @@ store_result<cron_job_record> pg_session_store::update_cron_job(
   return result{std::move(j)};
 }
 
-store_status pg_session_store::put_cron_run(const cron_run_record& r,
-                                            size_t keep) {
-  if (auto err = check_cron_run_id(r.id); !err.empty())
-    return status::failure(status_code::invalid_argument,
-                           "put_cron_run: " + err);
-  if (auto err = check_cron_job_id(r.job_id); !err.empty())
-    return status::failure(status_code::invalid_argument,
-                           "put_cron_run: " + err);
+store_status pg_session_store::do_put_cron_run(const cron_run_record& r,
+                                               size_t keep) {
   return write_txn("put_cron_run", [&](pg::connection& c) {
     return put_run_in(c, r, keep, true, "put_cron_run");
   });
 }
 
 store_result<cron_run_record>
-pg_session_store::get_cron_run(const std::string& id) const {
+pg_session_store::do_get_cron_run(const std::string& id) const {
   using result = store_result<cron_run_record>;
-  if (auto err = check_cron_run_id(id); !err.empty())
-    return result::failure(status_code::invalid_argument,
-                           "get_cron_run: " + err);
   cron_run_record out;
   auto st = read("get_cron_run", [&](pg::connection& c) {
     auto r = c.exec("SELECT record FROM mibyan_cron_runs WHERE id = $1",
@@ -226,17 +201,10 @@ pg_session_store::get_cron_run(const std::string& id) const {
 }
 
 store_result<std::vector<cron_run_record>>
-pg_session_store::list_cron_runs(const std::string& job_id, size_t limit,
-                                 size_t offset, bool* more) const {
+pg_session_store::do_list_cron_runs(const std::string& job_id, size_t limit,
+                                    size_t offset, bool* more) const {
   using result = store_result<std::vector<cron_run_record>>;
-  if (more != nullptr)
-    *more = false;
-  if (auto err = check_cron_job_id(job_id); !err.empty())
-    return result::failure(status_code::invalid_argument,
-                           "list_cron_runs: " + err);
   std::vector<cron_run_record> out;
-  if (limit == 0)
-    return result{std::move(out)};
   bool has_more = false;
   auto st = read("list_cron_runs", [&](pg::connection& c) {
     out.clear();
@@ -271,26 +239,8 @@ pg_session_store::list_cron_runs(const std::string& job_id, size_t limit,
   return result{std::move(out)};
 }
 
-store_status pg_session_store::apply_cron_changes(const cron_changes& c,
-                                                  size_t keep) {
-  if (c.empty())
-    return {};
-  for (auto& j : c.jobs)
-    if (auto err = check_cron_job_id(j.id); !err.empty())
-      return status::failure(status_code::invalid_argument,
-                             "apply_cron_changes: " + err);
-  for (auto& r : c.runs) {
-    auto err = check_cron_run_id(r.id);
-    if (err.empty())
-      err = check_cron_job_id(r.job_id);
-    if (!err.empty())
-      return status::failure(status_code::invalid_argument,
-                             "apply_cron_changes: " + err);
-  }
-  for (auto& d : c.deleted_jobs)
-    if (auto err = check_cron_job_id(d); !err.empty())
-      return status::failure(status_code::invalid_argument,
-                             "apply_cron_changes: " + err);
+store_status pg_session_store::do_apply_cron_changes(const cron_changes& c,
+                                                     size_t keep) {
   const char* what = "apply_cron_changes";
   return write_txn(what, [&](pg::connection& conn) {
     for (auto& j : c.jobs)

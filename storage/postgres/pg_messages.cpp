@@ -100,49 +100,12 @@ status append_in(pg::connection& c, touched_sessions& ts,
 
 } // namespace
 
-std::string pg_session_store::check_append(const pending_append& p) const {
-  if (auto err = check_session_id(p.session_id); !err.empty())
-    return err;
-  if (auto err = check_message(p.message, opts_.max_message_bytes);
-      !err.empty())
-    return err;
-  if (p.key.size() > session_store::max_key_bytes)
-    return "idempotency key is longer than "
-           + std::to_string(session_store::max_key_bytes) + " bytes";
-  if (p.key.find('\0') != std::string::npos)
-    return "idempotency key contains a NUL byte";
-  return {};
-}
-
-store_result<append_outcome>
-pg_session_store::append_message(const std::string& session_id,
-                                 const chat_message& m,
-                                 const std::string& key) {
-  auto r = append_batch({pending_append{session_id, m, key}});
-  if (!r) {
-    std::string_view prefix = "append_batch";
-    auto err = r.error;
-    if (err.compare(0, prefix.size(), prefix) == 0)
-      err.replace(0, prefix.size(), "append_message");
-    return store_result<append_outcome>::failure(r.code, err);
-  }
-  return store_result<append_outcome>{r->front()};
-}
-
 store_result<std::vector<append_outcome>>
-pg_session_store::append_batch(const std::vector<pending_append>& batch) {
+pg_session_store::do_append_batch(const std::vector<pending_append>& batch,
+                                  const int64_t stamp) {
   using result = store_result<std::vector<append_outcome>>;
   const char* what = "append_batch";
-  for (size_t i = 0; i < batch.size(); ++i) {
-    auto prefix = batch.size() == 1
-                    ? std::string{what} + ": "
-                    : std::string{what} + ": message " + std::to_string(i)
-                        + ": ";
-    if (auto err = check_append(batch[i]); !err.empty())
-      return result::failure(status_code::invalid_argument, prefix + err);
-  }
   std::vector<append_outcome> outcomes;
-  const int64_t stamp = now();
   auto st = write_txn(what, [&](pg::connection& c) {
     outcomes.assign(batch.size(), append_outcome{});
     touched_sessions ts;
@@ -163,16 +126,6 @@ pg_session_store::append_batch(const std::vector<pending_append>& batch) {
 
 namespace {
 
-const char* op_name(store_write::kind k) {
-  switch (k) {
-    case store_write::kind::create: return "create_session";
-    case store_write::kind::append: return "append_message";
-    case store_write::kind::usage: return "add_usage";
-    case store_write::kind::end: return "end_session";
-  }
-  return "write";
-}
-
 // A refusal of one write (the others still commit) rather than a failure
 // of the transaction.
 bool is_refusal(const status& st) {
@@ -182,44 +135,10 @@ bool is_refusal(const status& st) {
 
 } // namespace
 
-store_status pg_session_store::commit_group(std::vector<store_write>& writes) {
-  std::vector<char> valid(writes.size(), 1);
-  std::vector<session_info> prepared(writes.size());
-  for (size_t i = 0; i < writes.size(); ++i) {
-    auto& w = writes[i];
-    std::string err;
-    switch (w.what) {
-      case store_write::kind::create: {
-        auto r = prepare_session(w.create);
-        if (!r) {
-          w.status = r.get_status();
-          valid[i] = 0;
-          continue;
-        }
-        prepared[i] = std::move(*r);
-        break;
-      }
-      case store_write::kind::append:
-        err = check_append(w.append);
-        break;
-      case store_write::kind::usage:
-        if ((err = check_session_id(w.session_id)).empty())
-          err = check_usage(w.usage, w.api_calls);
-        break;
-      case store_write::kind::end:
-        if ((err = check_session_id(w.session_id)).empty())
-          err = check_text_field("end reason", w.reason,
-                                 session_store::max_title_bytes);
-        break;
-    }
-    if (!err.empty()) {
-      w.status = status::failure(status_code::invalid_argument,
-                                 std::string{op_name(w.what)} + ": " + err);
-      valid[i] = 0;
-    }
-  }
-  const int64_t stamp = now();
-  auto st = write_txn("group commit", [&](pg::connection& c) {
+store_status pg_session_store::do_commit_group(
+  std::vector<store_write>& writes, const std::vector<char>& valid,
+  const std::vector<session_info>& prepared, const int64_t stamp) {
+  return write_txn("group commit", [&](pg::connection& c) {
     touched_sessions ts;
     std::vector<std::string> ids;
     for (size_t i = 0; i < writes.size(); ++i) {
@@ -238,7 +157,7 @@ store_status pg_session_store::commit_group(std::vector<store_write>& writes) {
         continue;
       auto& w = writes[i];
       w.status = {};
-      const char* what = op_name(w.what);
+      const char* what = write_op_name(w.what);
       status r;
       if (w.fence != 0 && w.what != store_write::kind::create) {
         // Fencing (storage/session_lease.hpp): the lease row is
@@ -293,20 +212,11 @@ store_status pg_session_store::commit_group(std::vector<store_write>& writes) {
     }
     return ts.flush(c, "group commit");
   });
-  if (!st)
-    for (size_t i = 0; i < writes.size(); ++i)
-      if (valid[i] != 0 && writes[i].status.ok())
-        writes[i].status = status::failure(
-          st.code, std::string{op_name(writes[i].what)} + ": " + st.error);
-  return st;
 }
 
 store_result<std::vector<stored_message>>
-pg_session_store::load_messages(const std::string& session_id) const {
+pg_session_store::do_load_messages(const std::string& session_id) const {
   using result = store_result<std::vector<stored_message>>;
-  if (auto err = check_session_id(session_id); !err.empty())
-    return result::failure(status_code::invalid_argument,
-                           "load_messages: " + err);
   std::vector<stored_message> out;
   // One statement (one snapshot, one round trip): no row at all means no
   // session; a row without a record is a session without messages.

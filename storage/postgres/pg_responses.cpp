@@ -11,13 +11,7 @@ namespace mibyan {
 using namespace store_checks;
 using pg::param;
 
-store_status pg_session_store::put_response(const stored_response& r) {
-  if (auto err = check_response_id(r.id); !err.empty())
-    return status::failure(status_code::invalid_argument,
-                           "put_response: " + err);
-  if (auto err = check_session_id(r.session_id); !err.empty())
-    return status::failure(status_code::invalid_argument,
-                           "put_response: " + err);
+store_status pg_session_store::do_put_response(const stored_response& r) {
   auto value = encode_response(r);
   return write_txn("put_response", [&](pg::connection& c) {
     auto s = c.exec("SELECT 1 FROM mibyan_sessions WHERE id = $1 "
@@ -40,11 +34,8 @@ store_status pg_session_store::put_response(const stored_response& r) {
 }
 
 store_result<stored_response>
-pg_session_store::get_response(const std::string& id) const {
+pg_session_store::do_get_response(const std::string& id) const {
   using result = store_result<stored_response>;
-  if (auto err = check_response_id(id); !err.empty())
-    return result::failure(status_code::invalid_argument,
-                           "get_response: " + err);
   stored_response out;
   auto st = read("get_response", [&](pg::connection& c) {
     auto r = c.exec("SELECT record FROM mibyan_responses WHERE id = $1",
@@ -65,10 +56,7 @@ pg_session_store::get_response(const std::string& id) const {
   return result{std::move(out)};
 }
 
-store_status pg_session_store::delete_response(const std::string& id) {
-  if (auto err = check_response_id(id); !err.empty())
-    return status::failure(status_code::invalid_argument,
-                           "delete_response: " + err);
+store_status pg_session_store::do_delete_response(const std::string& id) {
   return write_txn("delete_response", [&](pg::connection& c) {
     auto r = c.exec("DELETE FROM mibyan_responses WHERE id = $1",
                     {param{id}}, "delete_response");
@@ -82,11 +70,8 @@ store_status pg_session_store::delete_response(const std::string& id) {
 }
 
 store_result<uint64_t>
-pg_session_store::last_message_id(const std::string& session_id) const {
+pg_session_store::do_last_message_id(const std::string& session_id) const {
   using result = store_result<uint64_t>;
-  if (auto err = check_session_id(session_id); !err.empty())
-    return result::failure(status_code::invalid_argument,
-                           "last_message_id: " + err);
   uint64_t last = 0;
   auto st = read(
     "last_message_id",

@@ -24,30 +24,10 @@ constexpr uint64_t rank_window = 5000;
 } // namespace
 
 store_result<search_results>
-pg_session_store::search(const search_request& req) const {
+pg_session_store::do_search(const search_request& req,
+                            const fts_query& q) const {
   using result = store_result<search_results>;
-  auto q = parse_fts_query(req.query);
-  if (q.empty())
-    return result::failure(status_code::invalid_argument,
-                           "search: the query has no searchable words "
-                           "(letters or digits, at most 64 bytes each)");
-  if (req.limit == 0 || req.limit > max_search_limit)
-    return result::failure(status_code::invalid_argument,
-                           "search: limit must be between 1 and "
-                             + std::to_string(max_search_limit));
-  std::vector<std::string> roles;
-  for (auto& r : req.roles) {
-    if (fts_role_of(r) == fts_role::other)
-      return result::failure(status_code::invalid_argument,
-                             "search: unknown role '"
-                               + json::sanitize_utf8(r.substr(0, 40))
-                               + "'; use system, user, assistant or tool");
-    roles.push_back(r);
-  }
-  if (!req.session_id.empty())
-    if (auto err = check_session_id(req.session_id); !err.empty())
-      return result::failure(status_code::invalid_argument,
-                             "search: " + err);
+  const std::vector<std::string>& roles = req.roles; // checked
   const std::string tsq = pgd::tsquery_text(q);
   const param role_param = roles.empty() ? param{}
                                          : param{pgd::text_array(roles)};
@@ -132,9 +112,10 @@ pg_session_store::search(const search_request& req) const {
   return result{std::move(out)};
 }
 
-store_status pg_session_store::verify(bool deep) const {
-  std::vector<std::string> problems;
-  auto st = read(
+store_status
+pg_session_store::do_verify(bool deep,
+                            std::vector<std::string>& problems) const {
+  return read(
     "verify",
     [&](pg::connection& c) {
       problems.clear();
@@ -226,15 +207,6 @@ store_status pg_session_store::verify(bool deep) const {
       return status{};
     },
     true);
-  if (!st)
-    return st;
-  if (problems.empty())
-    return {};
-  std::string msg = "verify: " + std::to_string(problems.size())
-                    + " problem(s): ";
-  for (size_t i = 0; i < problems.size() && i < 20; ++i)
-    msg += (i > 0 ? "; " : "") + problems[i];
-  return status::failure(status_code::data_corrupt, msg);
 }
 
 } // namespace mibyan

@@ -160,20 +160,6 @@ public:
     return n;
   }
 
-  status check(const std::string& name, uint64_t token) const override {
-    auto row = get(name);
-    if (!row)
-      return row.code == status_code::not_found ? status{} : row.get_status();
-    if (row->token > token)
-      return status::failure(status_code::permission_denied,
-                             std::string{fenced_prefix} + "lease '" + name
-                               + "' has token " + std::to_string(row->token)
-                               + " (held by " + row->holder
-                               + "); this writer holds "
-                               + std::to_string(token));
-    return {};
-  }
-
 private:
   result<int64_t> clock(pg::connection& c) const {
     if (now_)

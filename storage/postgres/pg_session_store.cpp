@@ -42,6 +42,7 @@ pg_session_store::open(pg_store_options opts) {
   using res = store_result<std::unique_ptr<pg_session_store>>;
   std::unique_ptr<pg_session_store> self{new pg_session_store};
   self->pool_ = std::make_unique<pg::pool>(pool_options_of(opts));
+  self->set_common_options(opts.max_message_bytes, opts.now_ms);
   self->opts_ = std::move(opts);
   auto lease = self->pool_->acquire();
   if (!lease)
@@ -111,14 +112,6 @@ pg_session_store::migrate(const pg_store_options& o) {
 }
 
 pg_session_store::~pg_session_store() = default;
-
-int64_t pg_session_store::now() const {
-  if (opts_.now_ms)
-    return opts_.now_ms();
-  using namespace std::chrono;
-  return duration_cast<milliseconds>(system_clock::now().time_since_epoch())
-    .count();
-}
 
 status pg_session_store::read_only_refusal(const char* what) const {
   return status::failure(std::string{what}
@@ -216,54 +209,6 @@ store_status pg_session_store::read(const char* what, const txn_fn& fn,
 
 // -- sessions -----------------------------------------------------------------
 
-store_result<session_info>
-pg_session_store::prepare_session(const new_session& ns) const {
-  using result = store_result<session_info>;
-  const char* what = "create_session";
-  session_info s;
-  s.started_at_ms = ns.started_at_ms > 0 ? ns.started_at_ms : now();
-  if (!ns.id.empty()) {
-    if (auto err = check_session_id(ns.id); !err.empty())
-      return result::failure(status_code::invalid_argument,
-                             std::string{what} + ": " + err);
-    s.id = ns.id;
-  }
-  if (!ns.parent_session_id.empty())
-    if (auto err = check_session_id(ns.parent_session_id); !err.empty())
-      return result::failure(status_code::invalid_argument,
-                             std::string{what} + ": parent " + err);
-  struct field {
-    const char* name;
-    const std::string* value;
-  };
-  for (auto f : {field{"source", &ns.source}, field{"model", &ns.model},
-                 field{"provider", &ns.provider}, field{"cwd", &ns.cwd},
-                 field{"title", &ns.title}}) {
-    size_t max = f.value == &ns.cwd ? 4096 : session_store::max_title_bytes;
-    if (auto err = check_text_field(f.name, *f.value, max); !err.empty())
-      return result::failure(status_code::invalid_argument,
-                             std::string{what} + ": " + err);
-  }
-  s.source = ns.source;
-  s.model = ns.model;
-  s.provider = ns.provider;
-  s.cwd = ns.cwd;
-  s.title = ns.title;
-  s.parent_session_id = ns.parent_session_id;
-  if (!ns.metadata_json.empty()) {
-    if (ns.metadata_json.size() > 16 * 1024)
-      return result::failure(status_code::invalid_argument,
-                             std::string{what} + ": metadata is over 16 KiB");
-    auto m = json::parse(ns.metadata_json);
-    if (!m || !m.v->is_object())
-      return result::failure(status_code::invalid_argument,
-                             std::string{what}
-                               + ": metadata is not a JSON object");
-    s.metadata_json = m.v->dump();
-  }
-  return result{std::move(s)};
-}
-
 status pg_session_store::create_in(pg::connection& c, session_info& s,
                                    bool generated, const char* what) const {
   if (!s.parent_session_id.empty()) {
@@ -307,29 +252,18 @@ status pg_session_store::create_in(pg::connection& c, session_info& s,
   }
 }
 
-store_result<session_info>
-pg_session_store::create_session(const new_session& ns) {
-  using result = store_result<session_info>;
-  auto prepared = prepare_session(ns);
-  if (!prepared)
-    return prepared;
-  const bool generated = prepared->id.empty();
-  session_info s;
-  auto st = write_txn("create_session", [&](pg::connection& c) {
-    s = *prepared;
+store_status pg_session_store::do_create_session(session_info& s,
+                                                 bool generated) {
+  const session_info prepared = s;
+  return write_txn("create_session", [&](pg::connection& c) {
+    s = prepared;
     return create_in(c, s, generated, "create_session");
   });
-  if (!st)
-    return result{st};
-  return result{std::move(s)};
 }
 
 store_result<session_info>
-pg_session_store::get_session(const std::string& id) const {
+pg_session_store::do_get_session(const std::string& id) const {
   using result = store_result<session_info>;
-  if (auto err = check_session_id(id); !err.empty())
-    return result::failure(status_code::invalid_argument,
-                           "get_session: " + err);
   session_info s;
   auto st = read("get_session", [&](pg::connection& c) {
     return pgd::read_session(c, id, s, false, "get_session");
@@ -340,11 +274,8 @@ pg_session_store::get_session(const std::string& id) const {
 }
 
 store_result<std::vector<std::string>>
-pg_session_store::list_children(const std::string& id) const {
+pg_session_store::do_list_children(const std::string& id) const {
   using result = store_result<std::vector<std::string>>;
-  if (auto err = check_session_id(id); !err.empty())
-    return result::failure(status_code::invalid_argument,
-                           "list_children: " + err);
   std::vector<std::string> out;
   auto st = read("list_children", [&](pg::connection& c) {
     out.clear();
@@ -361,11 +292,6 @@ pg_session_store::list_children(const std::string& id) const {
   if (!st)
     return result{st};
   return result{std::move(out)};
-}
-
-store_result<std::vector<session_info>>
-pg_session_store::list_sessions(size_t limit, size_t offset) const {
-  return list_sessions_where(limit, offset, {}, nullptr);
 }
 
 store_result<std::vector<session_info>> pg_session_store::list_sessions_where(
@@ -482,67 +408,19 @@ pg_session_store::list_sessions_since(int64_t since_ms, size_t limit) const {
   return result{std::move(out)};
 }
 
-status pg_session_store::update_session(
+store_status pg_session_store::update_session(
   const std::string& id, const char* what,
-  const std::function<std::string(session_info&)>& fn) {
-  if (auto err = check_session_id(id); !err.empty())
-    return status::failure(status_code::invalid_argument,
-                           std::string{what} + ": " + err);
+  const std::function<void(session_info&)>& fn) {
   return write_txn(what, [&](pg::connection& c) {
     session_info s;
     if (auto st = pgd::read_session(c, id, s, true, what); !st)
       return st;
-    if (auto err = fn(s); !err.empty())
-      return status::failure(status_code::invalid_argument,
-                             std::string{what} + ": " + err);
+    fn(s);
     return pgd::write_session(c, s, what);
   });
 }
 
-store_status pg_session_store::set_title(const std::string& id,
-                                         const std::string& title) {
-  if (auto err = check_text_field("title", title,
-                                  session_store::max_title_bytes);
-      !err.empty())
-    return status::failure(status_code::invalid_argument,
-                           "set_title: " + err);
-  return update_session(id, "set_title", [&](session_info& s) {
-    s.title = title;
-    return std::string{};
-  });
-}
-
-store_status pg_session_store::end_session(const std::string& id,
-                                           const std::string& reason,
-                                           int64_t ended_at_ms) {
-  if (auto err = check_text_field("end reason", reason,
-                                  session_store::max_title_bytes);
-      !err.empty())
-    return status::failure(status_code::invalid_argument,
-                           "end_session: " + err);
-  int64_t at = ended_at_ms > 0 ? ended_at_ms : now();
-  return update_session(id, "end_session", [&](session_info& s) {
-    apply_end(s, reason, at);
-    return std::string{};
-  });
-}
-
-store_status pg_session_store::add_usage(const std::string& id,
-                                         const token_usage& u,
-                                         int64_t api_calls) {
-  if (auto err = check_usage(u, api_calls); !err.empty())
-    return status::failure(status_code::invalid_argument,
-                           "add_usage: " + err);
-  return update_session(id, "add_usage", [&](session_info& s) {
-    apply_usage(s, u, api_calls);
-    return std::string{};
-  });
-}
-
-store_status pg_session_store::delete_session(const std::string& id) {
-  if (auto err = check_session_id(id); !err.empty())
-    return status::failure(status_code::invalid_argument,
-                           "delete_session: " + err);
+store_status pg_session_store::do_delete_session(const std::string& id) {
   // Messages, responses and every other table that references the
   // session (ON DELETE CASCADE) go in this transaction; children keep
   // their parent_session_id (as in LMDB).
@@ -577,11 +455,8 @@ store_status pg_session_store::delete_session(const std::string& id) {
 // -- approvals ----------------------------------------------------------------
 
 store_result<std::vector<std::string>>
-pg_session_store::get_approvals(const std::string& id) const {
+pg_session_store::do_get_approvals(const std::string& id) const {
   using result = store_result<std::vector<std::string>>;
-  if (auto err = check_session_id(id); !err.empty())
-    return result::failure(status_code::invalid_argument,
-                           "get_approvals: " + err);
   std::vector<std::string> keys;
   auto st = read("get_approvals", [&](pg::connection& c) {
     keys.clear();
@@ -608,14 +483,8 @@ pg_session_store::get_approvals(const std::string& id) const {
   return result{std::move(keys)};
 }
 
-store_status pg_session_store::set_approvals(
+store_status pg_session_store::do_set_approvals(
   const std::string& id, const std::vector<std::string>& keys) {
-  if (auto err = check_session_id(id); !err.empty())
-    return status::failure(status_code::invalid_argument,
-                           "set_approvals: " + err);
-  if (auto err = check_approval_keys(keys); !err.empty())
-    return status::failure(status_code::invalid_argument,
-                           "set_approvals: " + err);
   std::string value;
   for (size_t i = 0; i < keys.size(); ++i) {
     // PostgreSQL text holds UTF-8 without NUL bytes.

@@ -1,7 +1,8 @@
 // File: tests/support/cluster_fixture.hpp
 //
 // Clusters of real `mibyan node` processes on loopback for the cluster
-// suites (cluster_test, cluster_hardening_test): start nodes and `serve`
+// suites (cluster_test, cluster_hardening_test,
+// kernel_checkpoint_cluster_test): start nodes and `serve`
 // gateways with their own $MIBYAN_HOME and workdir, connect clients, poll
 // the member list. Waits are bounded polls; nothing asserts a time.
 // Header-only; each suite includes it once.
@@ -40,6 +41,13 @@ inline const std::string cluster_key_value = "test-cluster-key-0123456789";
 
 inline bool contains(const std::string& s, const std::string& part) {
   return s.find(part) != std::string::npos;
+}
+
+/// execute_code's arguments for `code`.
+inline std::string code_args(const std::string& code) {
+  json::value a;
+  a["code"] = code;
+  return a.dump();
 }
 
 struct node_process : child_process {
@@ -285,6 +293,27 @@ struct cluster_fixture {
     BOOST_REQUIRE_MESSAGE(parsed && parsed.v->is_object(),
                           "bad result: " << out.result_json);
     return *parsed.v;
+  }
+
+  /// What start_gateway_and_two_workers starts (members destroyed in
+  /// reverse order: the client first, the gateway last).
+  struct gateway_and_workers {
+    std::unique_ptr<node_process> gw;
+    std::unique_ptr<node_process> w1;
+    std::unique_ptr<node_process> w2;
+    std::unique_ptr<cluster_client> c;
+  };
+
+  // A gateway, two workers joined to it, and a client of the gateway that
+  // has seen all three up.
+  gateway_and_workers start_gateway_and_two_workers() {
+    gateway_and_workers g;
+    g.gw = start({"--role", "gateway"});
+    g.w1 = start({"--role", "worker", "--join", g.gw->address});
+    g.w2 = start({"--role", "worker", "--join", g.gw->address});
+    g.c = connect(g.gw->address);
+    wait_members(*g.c, 3);
+    return g;
   }
 
   test::process_options cli_env() {

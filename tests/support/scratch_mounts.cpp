@@ -1,6 +1,7 @@
 #include "tests/support/scratch_mounts.hpp"
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 
 #include <sys/mount.h>
@@ -8,6 +9,18 @@
 #include <unistd.h>
 
 namespace mibyan::test {
+
+std::string incompressible_bytes(size_t n) {
+  std::string out(n, '\0');
+  uint64_t x = 88172645463325252ull;
+  for (auto& ch : out) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    ch = static_cast<char>(x);
+  }
+  return out;
+}
 
 tmpfs_mount::tmpfs_mount(std::string dir, size_t bytes) : dir_(std::move(dir)) {
   auto opts = "size=" + std::to_string(bytes) + ",mode=0700";

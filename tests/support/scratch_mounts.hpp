@@ -14,6 +14,10 @@
 
 namespace mibyan::test {
 
+/// `n` pseudo-random bytes (xorshift, the same every call) that no
+/// compression shrinks: what fills a tmpfs_mount to the brim.
+std::string incompressible_bytes(size_t n);
+
 class tmpfs_mount {
 public:
   /// Mounts a tmpfs of `bytes` bytes on the existing directory `dir`.

@@ -37,6 +37,28 @@ std::string completion(const std::string& content,
   return body.dump();
 }
 
+std::string streamed_completion_script(const std::vector<std::string>& parts,
+                                       int chunk_ms) {
+  json::value s;
+  s["path"] = "/v1/chat/completions";
+  s["status"] = 200;
+  s["headers"]["Content-Type"] = "text/event-stream";
+  s["chunk_ms"] = chunk_ms;
+  s["chunks"] = json::value::make_array();
+  for (auto& part : parts) {
+    json::value d;
+    d["choices"] = json::value::make_array();
+    json::value ch;
+    ch["index"] = 0;
+    ch["delta"]["content"] = part;
+    d["choices"].push_back(std::move(ch));
+    s["chunks"].push_back("data: " + d.dump() + "\n\n");
+  }
+  s["chunks"].push_back(R"(data: {"choices":[{"index":0,"delta":{},)"
+                        R"("finish_reason":"stop"}]})" "\n\ndata: [DONE]\n\n");
+  return s.dump();
+}
+
 std::vector<json::value> request_bodies(const http_server& server) {
   auto parsed = json::parse(server.requests());
   BOOST_REQUIRE(parsed);

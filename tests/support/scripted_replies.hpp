@@ -20,6 +20,12 @@ std::string completion(const std::string& content,
                        const std::string& call_name = {},
                        const std::string& call_args = {});
 
+/// A script for http_server::script: a streamed chat completion (SSE,
+/// one event every `chunk_ms`) with `parts` as content deltas, then a
+/// finish reason "stop" and [DONE].
+std::string streamed_completion_script(const std::vector<std::string>& parts,
+                                       int chunk_ms);
+
 /// The JSON bodies of every request `server` has received, in order
 /// (a Boost.Test requirement fails when one does not parse).
 std::vector<json::value> request_bodies(const http_server& server);

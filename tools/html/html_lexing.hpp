@@ -1,8 +1,9 @@
 // File: tools/html/html_lexing.hpp
 //
-// The lexical helpers of the HTML-to-text converter (tools/html/html_text.cpp):
-// ASCII character classes, character-reference decoding, whitespace
-// collapsing and URL resolution against a parsed base (libcurl's URL API).
+// The lexical helpers of the HTML-to-text converter
+// (tools/html/html_converter.hpp): ASCII character classes,
+// character-reference decoding, whitespace collapsing and URL resolution
+// against a parsed base (libcurl's URL API).
 // Internal to tools/; the public surface is tools/html/html_text.hpp.
 //
 // Thread-safe (no shared state). Nothing here throws except std::bad_alloc.
