@@ -208,7 +208,7 @@ int parse(const std::vector<std::string>& args, cron_args& a) {
     return 2;
   }
   if (!a.id.empty())
-    if (auto why = check_cron_job_id(a.id); !why.empty()) {
+    if (auto why = check_cron_job_id(a.id).error; !why.empty()) {
       std::cerr << "mibyan cron: malformed job id '" << a.id << "': " << why
                 << "\n";
       return 2;

@@ -102,20 +102,9 @@ ALLOWED = {
     ("kernels/stub_generator.hpp", "make_script_tool_spec"):
         "PENDING: helper schema owns the stub generator this session",
     ("storage/checkpoint_store.hpp", "delete_checkpoints_txn"):
-        "PENDING: an LMDB primitive (int code); helper folds reshapes the "
-        "backends' primitives this session",
-    ("storage/session_record.hpp", "decode_session"):
-        "PENDING: helper folds moves its callers into session_store_base",
-    ("storage/cron_record.hpp", "check_cron_job_id"):
-        "PENDING: helper folds moves its callers into session_store_base",
-    ("storage/response_record.hpp", "check_response_id"):
-        "PENDING: helper folds moves its callers into session_store_base",
-    ("storage/file_checkpoint_git.hpp", "write_stat_cache"):
-        "PENDING: helper folds rewrites the file-checkpoint writers",
-    ("storage/file_checkpoint_git.hpp", "write_entry"):
-        "PENDING: helper folds rewrites the file-checkpoint writers",
-    ("storage/file_checkpoint_git.hpp", "remove_entry"):
-        "PENDING: helper folds rewrites the file-checkpoint writers",
+        "an LMDB primitive run inside a caller's write transaction: it "
+        "returns the LMDB code the transaction helper maps in one place "
+        "(lmdb_env::code_of), with `error` naming the step",
     ("kernels/rpc_codec.hpp", "decode_rpc_request"):
         "PENDING: its caller (actors/kernel_rpc.cpp) is rewritten by helper "
         "invoke this session",

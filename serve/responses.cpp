@@ -232,7 +232,7 @@ bool parse_responses_request(std::string_view body, responses_request& out,
     if (!p->is_string())
       return refuse("'previous_response_id' must be a string",
                     "previous_response_id");
-    if (auto err = check_response_id(p->as_string()); !err.empty())
+    if (auto err = check_response_id(p->as_string()).error; !err.empty())
       return refuse("'previous_response_id' is malformed: " + err,
                     "previous_response_id");
     out.previous_response_id = p->as_string();

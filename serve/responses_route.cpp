@@ -84,7 +84,7 @@ void serve_connection::responses(const std::string& path) {
   }
   if (method != http::verb::get && method != http::verb::delete_)
     return method_not_allowed();
-  if (auto err = check_response_id(id); !err.empty()) {
+  if (auto err = check_response_id(id).error; !err.empty()) {
     send_json(http::status::bad_request,
               error_body_param("malformed response id: " + err,
                                "invalid_request_error", "bad_response_id",
