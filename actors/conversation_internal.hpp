@@ -58,7 +58,7 @@ struct delegation_run; // conversation_delegate.cpp
 
 struct pending_turn {
   turn_request req;
-  caf::typed_response_promise<std::string> rp;
+  caf::typed_response_promise<turn_result> rp;
 };
 
 /// The running turn.

@@ -63,7 +63,8 @@ void deliver(conv_pointer self) {
   t.res.max_iterations = t.budget.max();
   // Moved, not copied: the messages may be tens of megabytes.
   t.res.messages = std::move(t.msgs);
-  t.res.completed = t.res.compute_completed();
+  t.res.completed = compute_completed(t.res);
+  t.res.started = true;
   // Every turn of a conversation ends here, once (docs/metrics.md).
   metrics::count_turn(t.res.interrupted ? "interrupted"
                       : t.res.failed    ? "failed"
@@ -73,10 +74,10 @@ void deliver(conv_pointer self) {
                       std::chrono::duration<double>(
                         std::chrono::steady_clock::now() - t.started)
                         .count());
-  auto text = t.res.to_json().dump();
-  t.p.rp.deliver(std::move(text));
+  // The conversation keeps the history and the caller gets its copy.
   if (t.user_persisted)
-    st.history = std::move(t.res.messages);
+    st.history = t.res.messages;
+  t.p.rp.deliver(std::move(t.res));
   st.cur.reset();
   start_next(self);
 }
@@ -233,7 +234,7 @@ void summarize(conv_pointer self) {
   chat_request req;
   req.request_id = st.deps.session_id + "-" + std::to_string(
                      st.next_request++);
-  req.model = t.p.req.model;
+  req.model = t.p.req.endpoint.model;
   req.messages = request_messages(self, t.msgs);
   chat_message nudge;
   nudge.role = "user";
@@ -321,7 +322,7 @@ void iterate(conv_pointer self) {
   chat_request req;
   req.request_id = st.deps.session_id + "-" + std::to_string(
                      st.next_request++);
-  req.model = t.p.req.model;
+  req.model = t.p.req.endpoint.model;
   req.messages = request_messages(self, t.msgs);
   req.messages.insert(req.messages.end(), t.scaffold.begin(),
                       t.scaffold.end());
@@ -380,9 +381,7 @@ void start_next(conv_pointer self) {
   auto& cfg = st.deps.svc->cfg;
   t->budget = iteration_budget{req.max_iterations > 0 ? req.max_iterations
                                                       : cfg.agent.max_turns};
-  t->res.model = req.model;
-  t->res.provider = req.provider_name;
-  t->res.base_url = req.base_url;
+  t->res.provider = req.endpoint;
   t->provider = caf::actor_cast<provider_actor>(req.provider);
   // File checkpoints (docs/checkpoints.md): a rollback's marker, stored
   // by the rollback, joins the history; the tools learn the turn number

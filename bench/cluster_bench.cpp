@@ -251,9 +251,10 @@ int main(int argc, char** argv) {
     if (!options_from_config(rc, &lopts, &err))
       die(err);
   }
-  auto rt = runtime::create(lopts, &err);
-  if (!rt)
-    die("runtime: " + err);
+  auto made = create_runtime(lopts);
+  if (!made)
+    die("runtime: " + made.error);
+  auto rt = std::move(*made);
   std::vector<double> local;
   for (int i = 0; i < n + 50; ++i) {
     auto t = clock_type::now();

@@ -289,10 +289,10 @@ std::unique_ptr<runtime> make_runtime(bench_env& env, int64_t prestart,
   extra.push_back(std::make_unique<sleep_extract_tool>());
   extra.push_back(std::make_unique<noop_pool_tool>());
   std::string err;
-  auto rt = runtime::create(opts, &err, std::move(extra));
+  auto rt = create_runtime(opts, std::move(extra));
   if (!rt)
-    die("runtime::create: " + err);
-  return rt;
+    die("create_runtime: " + rt.error);
+  return std::move(*rt);
 }
 
 struct exec_out {
@@ -940,7 +940,7 @@ void concurrency(runtime& rt, int reps) {
   std::printf("32 parallel, in-script ms:  %s (blocking_threads = %lld)\n",
               std::string{strings::trim_right_view(
                   r32.output, strings::ascii_space)}.c_str(),
-              static_cast<long long>(rt.config().runtime.blocking_threads));
+              static_cast<long long>(config_of(rt).runtime.blocking_threads));
   add_row("16 x 100 ms calls, ThreadPoolExecutor(16)", median(par),
           median(seq), "ms", "16 sequential", "< 2x one call (200 ms)",
           median(par) < 200);

@@ -20,6 +20,7 @@
 
 #include <unistd.h>
 
+#include "agent/turn_result.hpp"
 #include "base/json.hpp"
 #include "base/log.hpp"
 #include "base/private_file.hpp"
@@ -49,7 +50,7 @@ void usage() {
 
 struct finished {
   batch::prompt_entry prompt;
-  turn_outcome out;
+  turn_result out;
   int64_t duration_ms = 0;
 };
 
@@ -74,8 +75,8 @@ std::string format_eta(double seconds) {
 }
 
 // Error kind of a turn that produced no sample.
-std::string failure_kind(const json::value& res) {
-  auto reason = res.get_string("turn_exit_reason", "");
+std::string failure_kind(const turn_result& res) {
+  auto reason = turn_exit_reason(res);
   auto cut = reason.find('(');
   if (cut != std::string::npos)
     reason.resize(cut);
@@ -261,17 +262,17 @@ int batch_command(const std::vector<std::string>& args,
               << done_before << " of " << total << " prompts already done\n";
 
   block_interrupt_signals();
-  std::string err;
-  auto rt = runtime::create(std::move(opts), &err);
-  if (!rt) {
-    std::cerr << "mibyan: cannot start the runtime: " << err << "\n";
+  auto made = create_runtime(std::move(opts));
+  if (!made) {
+    std::cerr << "mibyan: cannot start the runtime: " << made.error << "\n";
     return 1;
   }
+  std::unique_ptr<runtime> rt = std::move(*made);
   rt->set_approval_context(approval_context::cron);
 
   std::set<std::string> known_tools;
   std::vector<trajectory_tool> offered;
-  for (auto t : rt->tools().all()) {
+  for (auto t : tools_of(*rt).all()) {
     known_tools.insert(t->name());
     bool wanted = base.toolsets.empty();
     for (auto& ts : base.toolsets)
@@ -301,7 +302,7 @@ int batch_command(const std::vector<std::string>& args,
       in_flight[p.index] = call.session_id;
     }
     auto t0 = clock_type::now();
-    rt->run_turn_async(call, [&box, p = std::move(p), t0](turn_outcome o) {
+    rt->run_turn_async(call, [&box, p = std::move(p), t0](turn_result o) {
       finished f;
       f.prompt = p;
       f.out = std::move(o);
@@ -391,7 +392,7 @@ int batch_command(const std::vector<std::string>& args,
         }
         rt->close_session(sid);
         auto idx = f.prompt.index;
-        if (!f.out.error.empty()) {
+        if (!f.out.started) {
           ++errors;
           (void)batch::append_error(rp, idx,
                                     f.out.config_error ? "config" : "start",
@@ -402,30 +403,24 @@ int batch_command(const std::vector<std::string>& args,
           }
           continue;
         }
-        auto res = json::parse(f.out.result_json);
-        if (!res || !res.v->is_object()) {
-          ++errors;
-          (void)batch::append_error(rp, idx, "malformed_result",
-                                    "the turn result is not a JSON object");
-          continue;
-        }
-        if (res.v->get_bool("failed", false)
-            || res.v->get_bool("interrupted", false)) {
+        const auto& res = f.out;
+        if (res.failed || res.interrupted) {
           ++errors;
           (void)batch::append_error(rp, idx,
-                              res.v->get_bool("interrupted", false)
-                                ? std::string{"interrupted"}
-                                : failure_kind(*res.v),
-                              res.v->get_string("error", "the turn failed"));
+                              res.interrupted ? std::string{"interrupted"}
+                                              : failure_kind(res),
+                              res.error.empty() ? "the turn failed"
+                                                : res.error);
           continue;
         }
-        static const json::value no_messages = json::value::make_array();
-        auto msgs = res.v->find("messages");
-        auto traj = make_trajectory(msgs ? *msgs : no_messages, offered,
-                                    res.v->get_string("model", ""),
-                                    res.v->get_bool("completed", false),
-                                    std::time(nullptr));
-        auto sample = batch::make_sample(f.prompt, run_name, *res.v,
+        // The conversation's JSON form, rendered here at the edge.
+        auto msgs = json::value::make_array();
+        for (auto& m : res.messages)
+          msgs.push_back(turn_message_json(m));
+        auto traj = make_trajectory(msgs, offered, res.provider.model,
+                                    res.completed, std::time(nullptr));
+        auto sample = batch::make_sample(f.prompt, run_name, res,
+                                         turn_exit_reason(res),
                                          std::move(traj["conversations"]),
                                          f.duration_ms);
         if (auto w = batch::write_sample(rp, idx, sample.dump()); !w.ok()) {

@@ -317,11 +317,12 @@ void print_run_text(const cron_run& r, const std::string& zone) {
 // `run ID` with no scheduler anywhere: this process runs one for the run.
 int run_here(const std::string& id, bool as_json, options opts) {
   std::string error;
-  auto rt = runtime::create(std::move(opts), &error);
-  if (!rt) {
-    std::cerr << "mibyan: cannot start the runtime: " << error << "\n";
+  auto made = create_runtime(std::move(opts));
+  if (!made) {
+    std::cerr << "mibyan: cannot start the runtime: " << made.error << "\n";
     return 1;
   }
+  std::unique_ptr<runtime> rt = std::move(*made);
   cron_scheduler_options so;
   so.holder = "mibyan cron run " + id;
   if (auto st = start_cron_scheduler(*rt, so); !st) {

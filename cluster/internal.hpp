@@ -73,10 +73,10 @@ void configure_cluster_transport(caf::actor_system_config& cfg,
 /// thread. Shared by the runtime's forwarder and the member actor.
 class turn_forwards {
 public:
-  using callback = std::function<void(bool delivered, turn_outcome out)>;
+  using callback = std::function<void(bool delivered, turn_result out)>;
   uint64_t add(callback cb);
   /// Runs and forgets the callback of `id` (nothing if already answered).
-  void finish(uint64_t id, bool delivered, turn_outcome out);
+  void finish(uint64_t id, bool delivered, turn_result out);
   bool has(uint64_t id);
   /// Answers every pending callback with error `why` (shutdown).
   void fail_all(const std::string& why);
@@ -108,8 +108,8 @@ struct cluster_settings {
   int64_t drain_timeout_ms = 30000;
   /// Connect to peers through CAF's OpenSSL module.
   bool tls = false;
-  /// Provider overrides for turns (gateway).
-  std::string provider, model, base_url;
+  /// Provider overrides for turns (gateway; each "" = the configuration's).
+  provider_config provider;
   /// The routing node's own default working directory: a call that names
   /// it (a gateway's conversation does) runs in the worker's own workdir.
   std::string own_cwd;
@@ -193,7 +193,7 @@ struct cluster_state {
 
   // Turns on a gateway, answered through the actor (never from a runtime
   // thread).
-  std::map<uint64_t, caf::typed_response_promise<cluster_turn_result>> turns;
+  std::map<uint64_t, caf::typed_response_promise<turn_result>> turns;
   /// Dashboard requests of clients being answered (dashboard.cpp).
   std::map<uint64_t, caf::typed_response_promise<dashboard_reply>> dashboards;
 

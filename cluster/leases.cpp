@@ -37,7 +37,7 @@ uint64_t turn_forwards::add(callback cb) {
   return id;
 }
 
-void turn_forwards::finish(uint64_t id, bool delivered, turn_outcome out) {
+void turn_forwards::finish(uint64_t id, bool delivered, turn_result out) {
   callback cb;
   {
     std::lock_guard<std::mutex> g{mtx_};
@@ -62,7 +62,7 @@ void turn_forwards::fail_all(const std::string& why) {
     all.swap(pending_);
   }
   for (auto& [id, cb] : all) {
-    turn_outcome o;
+    turn_result o;
     o.error = why;
     cb(true, std::move(o));
   }
@@ -72,7 +72,7 @@ turn_forwarder make_turn_forwarder(caf::actor member,
                                    std::shared_ptr<turn_forwards> forwards) {
   caf::weak_actor_ptr weak = caf::actor_cast<caf::weak_actor_ptr>(member);
   return [weak, forwards](const std::string& node, const turn_call& call,
-                          std::function<void(bool, turn_outcome)> done) {
+                          std::function<void(bool, turn_result)> done) {
     auto strong = caf::actor_cast<caf::actor>(weak.lock());
     if (!strong) {
       done(false, {});
@@ -82,8 +82,7 @@ turn_forwarder make_turn_forwarder(caf::actor member,
     t.session_id = call.session_id;
     t.prompt = call.prompt;
     t.provider = call.provider;
-    t.model = call.model;
-    t.base_url = call.base_url;
+    t.provider.api_key.clear(); // keys never travel
     t.max_iterations = call.max_iterations;
     t.toolsets = call.toolsets;
     t.save_trajectory = call.save_trajectory;
@@ -111,19 +110,13 @@ void forward_turn(cluster_actor* self, const std::string& node,
   self
     ->request(it->second.handle, caf::infinite, turn_atom_v, std::move(t))
     .then(
-      [self, fw, id](cluster_turn_result& r) {
+      [self, fw, id](turn_result& r) {
         self->state.forwarding.erase(id);
-        turn_outcome o;
-        o.result_json = std::move(r.result_json);
-        o.session_id = std::move(r.session_id);
-        o.error = std::move(r.error);
-        o.config_error = r.config_error;
-        o.trajectory_error = std::move(r.trajectory_error);
-        fw->finish(id, true, std::move(o));
+        fw->finish(id, true, std::move(r));
       },
       [self, fw, id, node](caf::error& e) {
         self->state.forwarding.erase(id);
-        turn_outcome o;
+        turn_result o;
         o.error = "gateway " + node + " did not answer the forwarded turn: "
                   + self->system().render(e);
         fw->finish(id, true, std::move(o));

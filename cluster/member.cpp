@@ -569,7 +569,7 @@ caf::behavior cluster_member(cluster_actor* self, cluster_settings cfg,
       // Hosted sessions idle past the kernel idle timeout are forgotten
       // (their kernels are reaped by the registry's own timer).
       auto idle = seconds(
-        st.rt->config().code_execution.kernel_idle_timeout);
+        config_of(*st.rt).code_execution.kernel_idle_timeout);
       for (auto it = st.hosted.begin(); it != st.hosted.end();)
         it = now - it->second.last_used > idle ? st.hosted.erase(it)
                                                : std::next(it);
@@ -598,7 +598,7 @@ caf::behavior cluster_member(cluster_actor* self, cluster_settings cfg,
       if (!sender_allowed(self))
         return not_allowed();
       std::vector<std::string> names;
-      for (auto t : self->state.rt->tools().all())
+      for (auto t : tools_of(*self->state.rt).all())
         names.push_back(t->name());
       return names;
     },
@@ -677,11 +677,11 @@ caf::behavior cluster_member(cluster_actor* self, cluster_settings cfg,
         self->send(self->state.local, interrupt_atom_v, req);
     },
     // -- agent turns (gateway) -------------------------------------------
-    [self](turn_atom, cluster_turn& t) -> caf::result<cluster_turn_result> {
+    [self](turn_atom, cluster_turn& t) -> caf::result<turn_result> {
       auto& st = self->state;
       if (!sender_allowed(self))
         return not_allowed();
-      cluster_turn_result out;
+      turn_result out;
       out.session_id = t.session_id;
       if (!is_gateway_role(st.cfg.role)) {
         out.error = "node " + st.cfg.node_id
@@ -699,26 +699,27 @@ caf::behavior cluster_member(cluster_actor* self, cluster_settings cfg,
       do
         id = rng();
       while (st.turns.count(id) > 0);
-      auto rp = self->make_response_promise<cluster_turn_result>();
+      auto rp = self->make_response_promise<turn_result>();
       st.turns.emplace(id, rp);
       ++st.busy;
       turn_call call;
       call.session_id = t.session_id;
       call.prompt = t.prompt;
-      call.provider = !t.provider.empty() ? t.provider : st.cfg.provider;
-      call.model = !t.model.empty() ? t.model : st.cfg.model;
-      call.base_url = !t.base_url.empty() ? t.base_url : st.cfg.base_url;
+      auto pick = [](const std::string& asked, const std::string& own) {
+        return !asked.empty() ? asked : own;
+      };
+      call.provider.provider = pick(t.provider.provider,
+                                    st.cfg.provider.provider);
+      call.provider.model = pick(t.provider.model, st.cfg.provider.model);
+      call.provider.base_url = pick(t.provider.base_url,
+                                    st.cfg.provider.base_url);
       call.max_iterations = t.max_iterations;
       call.toolsets = t.toolsets;
       call.save_trajectory = t.save_trajectory;
       call.source = "cluster";
       auto me = caf::actor_cast<caf::actor>(self);
-      auto answer = [me, id](turn_outcome o) {
-        caf::anon_send(me, end_atom_v, id,
-                       cluster_turn_result{std::move(o.result_json),
-                                           std::move(o.session_id),
-                                           std::move(o.error), o.config_error,
-                                           std::move(o.trajectory_error)});
+      auto answer = [me, id](turn_result o) {
+        caf::anon_send(me, end_atom_v, id, std::move(o));
       };
       // A turn another gateway forwarded to this lease holder runs here
       // (or waits for the lease); it is never forwarded again.
@@ -743,7 +744,7 @@ caf::behavior cluster_member(cluster_actor* self, cluster_settings cfg,
     [self](end_atom, uint64_t id, dashboard_reply& r) {
       dashboard_done(self, id, std::move(r));
     },
-    [self](end_atom, uint64_t id, cluster_turn_result& r) {
+    [self](end_atom, uint64_t id, turn_result& r) {
       // Sent by run_turn_async's callback; ids are random, so a peer
       // cannot answer someone else's turn.
       auto& st = self->state;

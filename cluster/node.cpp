@@ -292,8 +292,6 @@ cluster_process::start(const node_args& a, options opts,
   s.drain_timeout_ms = o.cluster.drain_timeout_ms;
   s.tls = tls;
   s.provider = a.provider;
-  s.model = a.model;
-  s.base_url = a.base_url;
   s.dashboard = a.dashboard;
   s.census = std::make_shared<member_census>();
   ip->members_gauge = metrics::cluster_members().attach(
@@ -323,7 +321,7 @@ cluster_process::start(const node_args& a, options opts,
   svc->checkpoints->set_enabled(
     checkpoints_wanted(o.code_execution.checkpoint, true));
   svc->checkpoints->set_key(kernel_checkpoints::cluster_key(key));
-  auto rp = std::make_unique<runtime::impl>();
+  auto rp = std::make_unique<runtime_impl>();
   rp->svc = svc;
   rp->sys = &sys;
   if (!wire_runtime(*rp, &error)) {
@@ -413,8 +411,6 @@ cluster_process::start(const node_args& a, options opts,
     cron_scheduler_options so;
     so.holder = "node " + s.node_id;
     so.provider = a.provider;
-    so.model = a.model;
-    so.base_url = a.base_url;
     so.check_cwd = is_worker_role(s.role);
     if (auto cs = start_cron_scheduler(*ip->rt, so); !cs)
       MIBYAN_LOG(warning, "cron", "scheduler not started: " << cs.error);

@@ -13,6 +13,8 @@
 #include "caf/actor.hpp"
 #include "caf/meta/type_name.hpp"
 
+#include "messages/turn_result.hpp"
+
 namespace mibyan {
 
 /// The first message of a peer (node or client) to a node: who it is and
@@ -105,13 +107,14 @@ typename Inspector::result_type inspect(Inspector& f, cluster_welcome& x) {
            x.members, x.member);
 }
 
-/// An agent turn a client asks a gateway to run.
+/// An agent turn a client asks a gateway to run. The gateway answers
+/// with the turn's result (mibyan/turn.hpp; `started` false when it could
+/// not start there).
 struct cluster_turn {
   std::string session_id;
   std::string prompt;
-  std::string provider;
-  std::string model;
-  std::string base_url;
+  /// Provider overrides; the api_key never travels ("" here).
+  provider_config provider;
   int64_t max_iterations = 0;
   std::vector<std::string> toolsets;
   bool save_trajectory = false;
@@ -120,24 +123,8 @@ struct cluster_turn {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, cluster_turn& x) {
   return f(caf::meta::type_name("mibyan::cluster_turn"), x.session_id,
-           x.prompt, x.provider, x.model, x.base_url, x.max_iterations,
-           x.toolsets, x.save_trajectory);
-}
-
-/// The gateway's answer to a cluster_turn (fields of turn_outcome).
-struct cluster_turn_result {
-  std::string result_json;
-  std::string session_id;
-  std::string error;
-  bool config_error = false;
-  std::string trajectory_error;
-};
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, cluster_turn_result& x) {
-  return f(caf::meta::type_name("mibyan::cluster_turn_result"),
-           x.result_json, x.session_id, x.error, x.config_error,
-           x.trajectory_error);
+           x.prompt, x.provider, x.max_iterations, x.toolsets,
+           x.save_trajectory);
 }
 
 /// A dashboard request a `mibyan dashboard --connect` process forwards to

@@ -97,7 +97,7 @@ std::string content_text(const json::value& content) {
 
 } // namespace
 
-void wire_mcp(runtime::impl& p) {
+void wire_mcp(runtime_impl& p) {
   auto& svc = p.svc;
   if (!svc->mcp)
     return;

@@ -128,7 +128,7 @@ void configure_actor_system(caf::actor_system_config& cfg,
           std::vector<std::string>{"mibyan-v1"});
 }
 
-runtime::impl::~impl() {
+runtime_impl::~impl() {
   // No process end reaches a conversation any more.
   if (background)
     background->detach();
@@ -239,12 +239,12 @@ bool options_from_config(const runtime_config& cfg, options* out,
     return false;
   }
   auto& o = loaded.opts;
-  if (!cfg.provider.empty())
-    o.model.provider = cfg.provider;
-  if (!cfg.model.empty())
-    o.model.default_model = cfg.model;
-  if (!cfg.base_url.empty())
-    o.model.base_url = cfg.base_url;
+  if (!cfg.provider.provider.empty())
+    o.model.provider = cfg.provider.provider;
+  if (!cfg.provider.model.empty())
+    o.model.default_model = cfg.provider.model;
+  if (!cfg.provider.base_url.empty())
+    o.model.base_url = cfg.provider.base_url;
   if (cfg.scheduler_threads > 0)
     o.runtime.scheduler_threads = cfg.scheduler_threads;
   if (cfg.blocking_threads > 0)
@@ -366,7 +366,7 @@ namespace {
 
 // Connects the approval service to the session store (session grants) and
 // to provider connections (smart-mode reviews); docs/approvals.md.
-void install_approval_hooks(runtime::impl& p) {
+void install_approval_hooks(runtime_impl& p) {
   approval_service::hooks h;
   std::weak_ptr<session_store> store = p.store;
   h.load_session = [store](const std::string& sid) {
@@ -438,7 +438,7 @@ void attach_checkpoint_store(runtime_services& svc,
 
 } // namespace
 
-bool wire_runtime(runtime::impl& p, std::string* error) {
+bool wire_runtime(runtime_impl& p, std::string* error) {
   auto& svc = p.svc;
   if (auto failures = message_self_test(*p.sys); !failures.empty()) {
     std::string text = "message type self-test failed:";
@@ -549,7 +549,7 @@ start(std::shared_ptr<runtime_services> svc, caf::actor_system* host,
   // The system's constructor and the wiring spawn on this thread, which
   // need not be the one that destroys the runtime (actors/outside_spawn.hpp).
   outside_spawn_guard guard;
-  auto p = std::make_unique<runtime::impl>();
+  auto p = std::make_unique<runtime_impl>();
   p->svc = svc;
   if (host != nullptr) {
     p->sys = host;
@@ -565,39 +565,44 @@ start(std::shared_ptr<runtime_services> svc, caf::actor_system* host,
 
 } // namespace
 
-std::unique_ptr<runtime> create_runtime(const runtime_config& cfg,
-                                        caf::actor_system* host,
-                                        std::string* error) {
+result<std::unique_ptr<runtime>> create_runtime(const runtime_config& cfg,
+                                                caf::actor_system* host) {
   std::string err;
   options opts;
   std::vector<std::unique_ptr<tool>> tools;
   std::vector<script_tool_spec> scripts;
   if (!options_from_config(cfg, &opts, &err)
-      || !make_host_tools(cfg.tools, &tools, &scripts, &err)) {
-    if (error)
-      *error = err;
-    return nullptr;
-  }
-  return start(make_services(std::move(opts), std::move(tools),
-                             std::move(scripts), error),
-               host, error);
+      || !make_host_tools(cfg.tools, &tools, &scripts, &err))
+    return result<std::unique_ptr<runtime>>::failure(
+      status_code::config_invalid, err);
+  auto rt = start(make_services(std::move(opts), std::move(tools),
+                                std::move(scripts), &err),
+                  host, &err);
+  if (!rt)
+    return result<std::unique_ptr<runtime>>::failure(status_code::internal,
+                                                     err);
+  runtime_access::of(*rt).default_api_key = cfg.provider.api_key;
+  return rt;
 }
 
-std::unique_ptr<runtime> runtime::create(const runtime_config& cfg,
-                                         std::string* error) {
-  return create_runtime(cfg, nullptr, error);
+result<std::unique_ptr<runtime>> runtime::create(const runtime_config& cfg) {
+  return create_runtime(cfg, nullptr);
 }
 
-std::unique_ptr<runtime> runtime::create(options opts, std::string* error) {
-  return create(std::move(opts), error, {});
+result<std::unique_ptr<runtime>>
+create_runtime(options opts, std::vector<std::unique_ptr<tool>> extra_tools) {
+  std::string err;
+  auto rt = start(make_services(std::move(opts), std::move(extra_tools), {},
+                                &err),
+                  nullptr, &err);
+  if (!rt)
+    return result<std::unique_ptr<runtime>>::failure(status_code::internal,
+                                                     err);
+  return rt;
 }
 
-std::unique_ptr<runtime>
-runtime::create(options opts, std::string* error,
-                std::vector<std::unique_ptr<tool>> extra_tools) {
-  return start(make_services(std::move(opts), std::move(extra_tools), {},
-                             error),
-               nullptr, error);
+std::unique_ptr<runtime> runtime_access::make(std::unique_ptr<impl> p) {
+  return std::unique_ptr<runtime>(new runtime(std::move(p)));
 }
 
 runtime::runtime(std::unique_ptr<impl> p) : impl_(std::move(p)) {}
@@ -745,12 +750,12 @@ std::string runtime::kernel_stats() {
   return out;
 }
 
-const tool_registry& runtime::tools() const {
-  return impl_->svc->tools;
+const tool_registry& tools_of(const runtime& rt) {
+  return runtime_access::of(const_cast<runtime&>(rt)).svc->tools;
 }
 
-const options& runtime::config() const {
-  return impl_->svc->cfg;
+const options& config_of(const runtime& rt) {
+  return runtime_access::of(const_cast<runtime&>(rt)).svc->cfg;
 }
 
 } // namespace mibyan

@@ -98,6 +98,9 @@ struct runtime::impl {
   /// The actor behind call_tool_async (runtime/tool_call_facade.hpp); stopped
   /// before the dispatcher.
   std::unique_ptr<tool_call_facade> calls;
+  /// runtime_config::provider.api_key: the key of turns that name none
+  /// ("" = the provider's key variable). Set once at creation.
+  std::string default_api_key;
   /// Scrape-time gauges of this runtime (store, MCP;
   /// runtime/metrics_hooks.cpp). Last member: detached first, before what
   /// they read goes away.
@@ -105,21 +108,14 @@ struct runtime::impl {
 };
 
 /// Attaches the runtime's scrape-time gauges (docs/metrics.md).
-void attach_metrics(runtime::impl& p);
+void attach_metrics(runtime_impl& p);
 
 /// Stops the scheduler of `p` if it runs (runtime/cron_scheduler.cpp):
 /// its runs are interrupted and stay "running" in the store.
-void stop_cron(runtime::impl& p);
+void stop_cron(runtime_impl& p);
 /// The verbs of `p`'s jobs (runtime/cron_service.cpp); never null.
-std::shared_ptr<cron_service> cron_service_of(runtime::impl& p);
+std::shared_ptr<cron_service> cron_service_of(runtime_impl& p);
 
-/// Builds runtimes for the files of runtime/ (the constructor is private).
-struct runtime_access {
-  static std::unique_ptr<runtime> make(std::unique_ptr<runtime::impl> p) {
-    return std::unique_ptr<runtime>(new runtime(std::move(p)));
-  }
-  static runtime::impl& of(runtime& rt) { return *rt.impl_; }
-};
 
 /// Reads the configuration `cfg` names (its file, home and overrides).
 /// Returns false and sets `*error` on a missing or bad file.
@@ -150,11 +146,11 @@ void load_middleman(caf::actor_system_config& cfg, int64_t spin_us);
 /// Spawns the long-lived actors of `p` into `*p.sys` (after the message
 /// self-test) and opens the session store. Returns false and sets `*error`
 /// when the self-test fails.
-bool wire_runtime(runtime::impl& p, std::string* error);
+bool wire_runtime(runtime_impl& p, std::string* error);
 
-/// Builds a runtime from `cfg` in `host` (null: its own system).
-std::unique_ptr<runtime> create_runtime(const runtime_config& cfg,
-                                        caf::actor_system* host,
-                                        std::string* error);
+/// Builds a runtime from `cfg` in `host` (null: its own system). Errors:
+/// config_invalid (the configuration or a host tool), internal (start-up).
+result<std::unique_ptr<runtime>> create_runtime(const runtime_config& cfg,
+                                                caf::actor_system* host);
 
 } // namespace mibyan

@@ -39,9 +39,6 @@ ALLOWED = {
     ("agent/tool_guardrails.hpp", "before_call"):
         "returns the tool result to hand the model instead of running the "
         "call (a BLOCKED result object), not why before_call failed",
-    ("agent/turn_result.hpp", "turn_result"):
-        "a turn's record: a failed turn is an answer to show, not a failed "
-        "call (helper api reshapes it this session)",
     ("base/http_client.hpp", "http_response_summary"):
         "delivered to callbacks with several outcome flags (blocked, "
         "capped, timed_out, cancelled) beside the text; get_status() gives "
@@ -67,17 +64,10 @@ ALLOWED = {
         "the slot a request waits in: the server's error reply is data",
     ("tools/mcp/mcp_tools.hpp", "mcp_server_report"):
         "a server's state report for people: the last error is data",
+    ("include/mibyan/turn.hpp", "turn_result"):
+        "a turn's record in the public API: a failed turn is an answer to "
+        "show with its messages, usage and exit reason; the error is data",
     # -- Owned by another helper this session (issue 29) --------------------
-    ("include/mibyan/actors.hpp", "attach"):
-        "public API: helper api converts it",
-    ("include/mibyan/runtime.hpp", "create"):
-        "public API: helper api makes runtime::create return a result",
-    ("include/mibyan/runtime.hpp", "turn_outcome"):
-        "public API: helper api folds it into one result type",
-    ("include/mibyan/agent.hpp", "turn_result"):
-        "public API: helper api reshapes it",
-    ("runtime/runtime_impl.hpp", "create_runtime"):
-        "helper api rewrites create_runtime with runtime::create",
     ("runtime/runtime_impl.hpp", "options_from_config"):
         "PENDING: converted after merging helper api's runtime.cpp",
     ("runtime/runtime_impl.hpp", "make_services"):
@@ -92,8 +82,6 @@ ALLOWED = {
         "PENDING: helper api edits cluster/client this session",
     ("cluster/client.hpp", "dashboard"):
         "PENDING: helper api edits cluster/client this session",
-    ("providers/openai_messages.hpp", "chat_messages_from_openai"):
-        "PENDING: helper api moves the OpenAI-to-message conversion to serve/",
     ("providers/provider_profile.hpp", "endpoint_resolution"):
         "PENDING: helper api makes one provider-settings struct, which "
         "holds these",

@@ -93,8 +93,8 @@ http_server::start(runtime& rt, http_server_settings settings) {
   // approvals.http / clarify.http: pending - flagged commands and
   // questions wait for an answer over HTTP (serve/pending_http.cpp).
   runtime::pending_channels channels;
-  channels.approvals = rt.config().approvals.http == "pending";
-  channels.clarify = rt.config().clarify.http == "pending";
+  channels.approvals = config_of(rt).approvals.http == "pending";
+  channels.clarify = config_of(rt).clarify.http == "pending";
   if (channels.approvals || channels.clarify)
     rt.use_pending_channels(channels);
   beast::error_code ec;

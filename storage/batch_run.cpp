@@ -204,7 +204,8 @@ bool tool_result_failed(std::string_view content) {
 }
 
 json::value make_sample(const prompt_entry& p, const std::string& run_name,
-                        const json::value& turn_result,
+                        const turn_result& result,
+                        const std::string& exit_reason,
                         json::value conversations, int64_t duration_ms) {
   json::value out = json::value::make_object();
   out["prompt_index"] = static_cast<int64_t>(p.index);
@@ -213,11 +214,11 @@ json::value make_sample(const prompt_entry& p, const std::string& run_name,
                                             : json::value::make_object();
   meta["run_name"] = run_name;
   meta["timestamp"] = utc_now();
-  meta["model"] = string_member(turn_result, "model");
+  meta["model"] = result.provider.model;
   out["metadata"] = std::move(meta);
-  out["completed"] = turn_result.get_bool("completed", false);
-  out["partial"] = turn_result.get_bool("partial", false);
-  out["api_calls"] = int_member(turn_result, "api_calls");
+  out["completed"] = result.completed;
+  out["partial"] = result.partial;
+  out["api_calls"] = result.api_calls;
 
   // Tool calls by name, their results' success, and arguments that were
   // not a JSON object.
@@ -226,37 +227,27 @@ json::value make_sample(const prompt_entry& p, const std::string& run_name,
   std::set<std::string> names;
   int64_t turns = 0;
   int64_t bad_arguments = 0;
-  if (auto msgs = turn_result.find("messages"); msgs && msgs->is_array()) {
-    for (auto& m : msgs->as_array()) {
-      if (!m.is_object())
-        continue;
-      auto role = string_member(m, "role");
-      if (role == "assistant") {
-        ++turns;
-        auto calls = m.find("tool_calls");
-        if (calls == nullptr || !calls->is_array())
-          continue;
-        for (auto& c : calls->as_array()) {
-          const json::value* fn = c.find("function");
-          auto name = fn ? string_member(*fn, "name") : std::string{};
-          auto args = fn ? string_member(*fn, "arguments") : std::string{};
-          call_names[string_member(c, "id")] = name;
-          names.insert(name);
-          ++stats[name].count;
-          auto parsed = json::parse(args.empty() ? std::string{"{}"} : args);
-          if (!parsed || !parsed.v->is_object())
-            ++bad_arguments;
-        }
-      } else if (role == "tool") {
-        auto it = call_names.find(string_member(m, "tool_call_id"));
-        auto name = it != call_names.end() ? it->second
-                                           : string_member(m, "name");
-        auto& s = stats[name];
-        if (tool_result_failed(string_member(m, "content")))
-          ++s.failure;
-        else
-          ++s.success;
+  for (auto& m : result.messages) {
+    if (m.role == "assistant") {
+      ++turns;
+      for (auto& c : m.tool_calls) {
+        call_names[c.id] = c.name;
+        names.insert(c.name);
+        ++stats[c.name].count;
+        // The model's argument text (not the turn's result).
+        auto parsed = json::parse(c.arguments.empty() ? std::string{"{}"}
+                                                      : c.arguments);
+        if (!parsed || !parsed.v->is_object())
+          ++bad_arguments;
       }
+    } else if (m.role == "tool") {
+      auto it = call_names.find(m.tool_call_id);
+      auto name = it != call_names.end() ? it->second : m.tool_name;
+      auto& s = stats[name];
+      if (tool_result_failed(m.content))
+        ++s.failure;
+      else
+        ++s.success;
     }
   }
   out["turns"] = turns;
@@ -275,12 +266,15 @@ json::value make_sample(const prompt_entry& p, const std::string& run_name,
   out["tool_names"] = std::move(tn);
   out["bad_arguments"] = bad_arguments;
   json::value tokens = json::value::make_object();
-  tokens["input"] = int_member(turn_result, "input_tokens");
-  tokens["output"] = int_member(turn_result, "output_tokens");
-  tokens["total"] = int_member(turn_result, "total_tokens");
+  const auto& u = result.usage;
+  auto prompt_tokens = u.input_tokens + u.cache_read_tokens
+                       + u.cache_write_tokens;
+  tokens["input"] = u.input_tokens;
+  tokens["output"] = u.output_tokens;
+  tokens["total"] = prompt_tokens + u.output_tokens;
   out["tokens"] = std::move(tokens);
   out["duration_ms"] = duration_ms;
-  out["exit_reason"] = string_member(turn_result, "turn_exit_reason");
+  out["exit_reason"] = exit_reason;
   return out;
 }
 

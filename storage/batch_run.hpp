@@ -33,6 +33,7 @@
 
 #include "base/json.hpp"
 #include "base/status.hpp"
+#include "mibyan/turn.hpp"
 
 namespace mibyan::batch {
 
@@ -86,8 +87,11 @@ bool tool_result_failed(std::string_view content);
 /// "bad_arguments":N,"tokens":{"input","output","total"},"duration_ms",
 /// "exit_reason"}. `bad_arguments` counts tool calls whose argument text
 /// is not a JSON object.
+/// `exit_reason` is the turn's detailed exit text (turn_exit_reason of
+/// agent/turn_result.hpp).
 json::value make_sample(const prompt_entry& p, const std::string& run_name,
-                        const json::value& turn_result,
+                        const turn_result& result,
+                        const std::string& exit_reason,
                         json::value conversations, int64_t duration_ms);
 
 /// The run's paths.

@@ -120,8 +120,9 @@ struct fixture {
     extra.push_back(std::make_unique<inline_noop>());
     extra.push_back(std::make_unique<waiting_tool>());
     std::string err;
-    rt = runtime::create(opts, &err, std::move(extra));
-    BOOST_REQUIRE_MESSAGE(rt != nullptr, err);
+    auto made = create_runtime(opts, std::move(extra));
+    BOOST_REQUIRE_MESSAGE(made, made.error);
+    rt = std::move(*made);
   }
 
   json::value exec(const std::string& code) {

@@ -281,9 +281,9 @@ BOOST_AUTO_TEST_CASE(unsafe_state_directories_are_refused) {
   BOOST_TEST(check.err.find("chmod 700 " + home) != std::string::npos);
   options opts;
   opts.home = home;
-  std::string err;
-  BOOST_TEST(!runtime::create(opts, &err));
-  BOOST_TEST(err.find(home) != std::string::npos, err);
+  auto made = create_runtime(opts);
+  BOOST_TEST(!made);
+  BOOST_TEST(made.error.find(home) != std::string::npos, made.error);
   ::chmod(home.c_str(), 0700);
   if (::geteuid() == 0) {
     // Someone else's directory (only root can hand one over in a test).

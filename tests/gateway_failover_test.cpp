@@ -18,6 +18,7 @@
 #include <fstream>
 #include <future>
 
+#include "agent/turn_result.hpp"
 #include "storage/session_lease.hpp"
 #include "storage/session_store.hpp"
 #include "tests/support/cluster_fixture.hpp"
@@ -92,7 +93,7 @@ struct gateways : cluster_fixture {
     return *msgs;
   }
 
-  turn_outcome turn(cluster_client& c, const std::string& sid,
+  turn_result turn(cluster_client& c, const std::string& sid,
                     const std::string& prompt) {
     turn_call call;
     call.session_id = sid;
@@ -135,11 +136,10 @@ int free_port() {
   return ntohs(sa.sin_port);
 }
 
-void check_ok(const turn_outcome& o) {
-  BOOST_REQUIRE_MESSAGE(o.error.empty(), "turn failed: " << o.error);
-  auto r = json::parse(o.result_json);
-  BOOST_REQUIRE_MESSAGE(r && r.v->get_bool("completed", false),
-                        "turn not completed: " << o.result_json);
+void check_ok(const turn_result& o) {
+  BOOST_REQUIRE_MESSAGE(o.started, "turn failed: " << o.error);
+  BOOST_REQUIRE_MESSAGE(o.completed, "turn not completed: "
+                                       << turn_result_json(o).dump());
 }
 
 // The gateways' store on a throw-away PostgreSQL server: config.yaml
