@@ -10,6 +10,7 @@
 #include "providers/anthropic_codec.hpp"
 #include "providers/openai_codec.hpp"
 #include "providers/wire_format.hpp"
+#include "config/option_bounds.hpp"
 #include "base/http_client.hpp"
 #include "base/log.hpp"
 #include "base/runtime_metrics.hpp"
@@ -515,14 +516,16 @@ provider_settings make_provider_settings(const options& opts,
   s.main = resolve_main_endpoint(opts, api_key);
   if (!opts.model.fallback_provider.empty())
     s.fallbacks.push_back(resolve_fallback_endpoint(opts));
+  // The ranges of config/option_table.def, also for options an embedding
+  // host built without the loader.
   s.retry.max_attempts = static_cast<int>(
-    std::clamp<int64_t>(opts.agent.api_max_retries, 1, 100));
+    clamp_to_bounds("agent", "api_max_retries", opts.agent.api_max_retries));
   s.request_timeout = std::chrono::seconds{opts.provider.request_timeout};
   s.stream_idle_timeout
     = std::chrono::seconds{opts.provider.stream_idle_timeout};
   s.connect_timeout = std::chrono::seconds{opts.provider.connect_timeout};
-  s.max_response_bytes = static_cast<uint64_t>(std::clamp<int64_t>(
-    opts.provider.max_response_bytes, int64_t{64} << 10, int64_t{1} << 30));
+  s.max_response_bytes = static_cast<uint64_t>(clamp_to_bounds(
+    "provider", "max_response_bytes", opts.provider.max_response_bytes));
   return s;
 }
 

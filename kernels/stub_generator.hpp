@@ -5,8 +5,10 @@
 // Unix-socket connection per process, request ids, and a leader/follower
 // read path: the waiting caller that finds no reader reads and routes replies
 // itself, so a single-threaded script needs no extra thread), the helpers `json_parse`, `shell_quote` and
-// `retry`, and one function per allowed tool. The wire protocol is described
-// in docs/kernel_protocol.md.
+// `retry`, and one function per allowed tool. The transport and helpers are
+// the Python module kernels/mibyan_tools_transport.py, embedded at build time
+// (kernels/runner_source.hpp); the functions are generated from the tools'
+// schemas. The wire protocol is described in docs/kernel_protocol.md.
 //
 // Pure functions: no I/O, no state, safe to call from any thread.
 #pragma once

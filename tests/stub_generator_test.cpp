@@ -12,8 +12,10 @@
 
 #include "tests/support/kernel_harness.hpp"
 #include "tests/support/kernel_rpc_server.hpp"
+#include "tests/support/paths.hpp"
 #include "tests/support/process.hpp"
 #include "config/options.hpp"
+#include "kernels/runner_source.hpp"
 #include "tools/core_tools.hpp"
 #include "tools/execute_code.hpp"
 #include "tools/registry.hpp"
@@ -255,6 +257,42 @@ BOOST_AUTO_TEST_CASE(generated_source_is_valid_python_with_those_signatures) {
                         "replace_all=None, mode=None, patch=None, "
                         "cross_profile=None)\n")
              != std::string::npos);
+}
+
+// The transport is a Python module of its own (issue 29): the file in the
+// tree compiles and imports without the host, the library embeds it byte
+// for byte, and a generated stub is that file with its tool list filled in
+// and the tool functions after it.
+BOOST_AUTO_TEST_CASE(transport_is_an_embedded_python_module) {
+  auto path = source_dir() + "/kernels/mibyan_tools_transport.py";
+  std::string file = slurp(path);
+  BOOST_REQUIRE(!file.empty());
+  BOOST_TEST((file == stub_transport_source()));
+  temp_dir dir;
+  dir.write("mibyan_tools_transport.py", file);
+  process_options o;
+  o.timeout_seconds = 60;
+  auto compiled = run_process(
+    {"python3", "-m", "py_compile", dir.path() + "/mibyan_tools_transport.py"},
+    o);
+  BOOST_TEST(compiled.exit_code == 0, compiled.err);
+  auto r = run_python(dir, "import mibyan_tools_transport as m\n"
+                           "print(m.AVAILABLE_TOOLS, m.HELPERS, m.__all__)\n");
+  BOOST_TEST(r.exit_code == 0, r.err);
+  BOOST_TEST(r.out == "() ('json_parse', 'shell_quote', 'retry') "
+                      "['json_parse', 'shell_quote', 'retry']\n",
+             r.out);
+  // The generated module: the file up to the marker, the kernel's list,
+  // the rest of the file, then the functions.
+  auto generated = stub({"terminal", "read_file"});
+  auto marker = file.find("AVAILABLE_TOOLS = ()");
+  BOOST_REQUIRE(marker != std::string::npos);
+  auto rest = file.substr(file.find('\n', marker));
+  BOOST_TEST(generated.compare(0, marker, file, 0, marker) == 0);
+  std::string expected = "AVAILABLE_TOOLS = (\"read_file\", \"terminal\",)"
+                         + rest;
+  BOOST_TEST(generated.substr(marker, expected.size()) == expected);
+  BOOST_TEST(generated.find(rest + "\n\ndef read_file(") != std::string::npos);
 }
 
 // Every built-in script tool's stub parameters are its schema's properties
