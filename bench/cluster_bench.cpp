@@ -248,8 +248,10 @@ int main(int argc, char** argv) {
   {
     runtime_config rc;
     rc.home = (tmp / "home" / "local").string();
-    if (!options_from_config(rc, &lopts, &err))
-      die(err);
+    auto read = options_from_config(rc);
+    if (!read)
+      die(read.error);
+    lopts = std::move(*read);
   }
   auto made = create_runtime(lopts);
   if (!made)

@@ -309,12 +309,12 @@ cluster_process::start(const node_args& a, options opts,
     return nullptr;
   }
   auto& sys = *ip->sys;
-  std::string error;
-  auto svc = make_services(o, {}, {}, &error);
-  if (!svc) {
-    std::cerr << "mibyan: cannot start the runtime: " << error << "\n";
+  auto made = make_services(o, {}, {});
+  if (!made) {
+    std::cerr << "mibyan: cannot start the runtime: " << made.error << "\n";
     return nullptr;
   }
+  auto svc = std::move(*made);
   // Kernel checkpoints: "auto" is on in a cluster; every member seals and
   // opens them with a key derived from the cluster key, so a checkpoint
   // taken on one worker is restored on another (docs/cluster.md).
@@ -324,8 +324,8 @@ cluster_process::start(const node_args& a, options opts,
   auto rp = std::make_unique<runtime_impl>();
   rp->svc = svc;
   rp->sys = &sys;
-  if (!wire_runtime(*rp, &error)) {
-    std::cerr << "mibyan: cannot start the runtime: " << error << "\n";
+  if (auto wired = wire_runtime(*rp); !wired.ok()) {
+    std::cerr << "mibyan: cannot start the runtime: " << wired.error << "\n";
     return nullptr;
   }
   ip->rt = runtime_access::make(std::move(rp));

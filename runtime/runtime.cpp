@@ -24,6 +24,7 @@
 #include "kernels/kernel_process.hpp"
 #include "kernels/staging_dirs.hpp"
 #include "base/env_filter.hpp"
+#include "base/errno_status.hpp"
 #include "base/http_client.hpp"
 #include "base/log.hpp"
 #include "base/runtime_metrics.hpp"
@@ -201,8 +202,7 @@ runtime_impl::~impl() {
     svc->pool->shutdown();
 }
 
-bool options_from_config(const runtime_config& cfg, options* out,
-                         std::string* error) {
+result<options> options_from_config(const runtime_config& cfg) {
   auto home = cfg.home.empty() ? resolve_home() : cfg.home;
   std::error_code ec;
   home = fs::absolute(home, ec).lexically_normal().string();
@@ -213,10 +213,9 @@ bool options_from_config(const runtime_config& cfg, options* out,
     // The named file replaces config.yaml; secrets still come from the
     // home's .env (docs/embedding.md).
     std::ifstream in{cfg.config_file, std::ios::binary};
-    if (!in) {
-      *error = "cannot read config file " + cfg.config_file;
-      return false;
-    }
+    if (!in)
+      return status::failure(status_code::config_invalid,
+                             "cannot read config file " + cfg.config_file);
     std::ostringstream text;
     text << in.rdbuf();
     loaded = parse_options(text.str(), cfg.config_file);
@@ -234,10 +233,8 @@ bool options_from_config(const runtime_config& cfg, options* out,
       }
     }
   }
-  if (!loaded.ok()) {
-    *error = loaded.error;
-    return false;
-  }
+  if (!loaded.ok())
+    return status::failure(status_code::config_invalid, loaded.error);
   auto& o = loaded.opts;
   if (!cfg.provider.provider.empty())
     o.model.provider = cfg.provider.provider;
@@ -249,33 +246,24 @@ bool options_from_config(const runtime_config& cfg, options* out,
     o.runtime.scheduler_threads = cfg.scheduler_threads;
   if (cfg.blocking_threads > 0)
     o.runtime.blocking_threads = cfg.blocking_threads;
-  *out = std::move(o);
-  return true;
+  return std::move(o);
 }
 
-std::shared_ptr<runtime_services>
+result<std::shared_ptr<runtime_services>>
 make_services(options opts, std::vector<std::unique_ptr<tool>> extra_tools,
-              std::vector<script_tool_spec> script_host_tools,
-              std::string* error) {
-  if (auto usable = check_state_dir(opts.home); !usable.ok()) {
-    if (error)
-      *error = usable.error;
-    return nullptr;
-  }
+              std::vector<script_tool_spec> script_host_tools) {
+  if (auto usable = check_state_dir(opts.home); !usable.ok())
+    return usable;
   // Scripts must not reach the host's memory, credentials or signals
   // (docs/security.md).
-  if (auto err = isolate_scripts(opts); !err.empty()) {
-    if (error)
-      *error = err;
-    return nullptr;
-  }
+  if (auto err = isolate_scripts(opts); !err.empty())
+    return status::failure(status_code::unavailable, err);
   std::error_code ec;
   fs::create_directories(opts.home, ec);
-  if (ec) {
-    if (error)
-      *error = "cannot create MIBYAN_HOME " + opts.home + ": " + ec.message();
-    return nullptr;
-  }
+  if (ec)
+    return status::failure(errno_code(ec.value()),
+                           "cannot create MIBYAN_HOME " + opts.home + ": "
+                             + ec.message());
   fs::permissions(opts.home, fs::perms::owner_all, fs::perm_options::replace,
                   ec);
   // Kernel staging dirs left by hosts that died without cleaning up
@@ -314,11 +302,8 @@ make_services(options opts, std::vector<std::unique_ptr<tool>> extra_tools,
   // host's and the MCP servers' tools. A built-in name wins over a host
   // tool of the same name (generate_stub keeps the first).
   auto specs = builtin_script_specs(svc->tools);
-  if (!specs) {
-    if (error)
-      *error = "script stubs: " + specs.error;
-    return nullptr;
-  }
+  if (!specs)
+    return status::failure(specs.code, "script stubs: " + specs.error);
   std::vector<script_tool_spec> script_tools = std::move(*specs);
   for (auto& h : script_host_tools)
     script_tools.push_back(std::move(h));
@@ -438,15 +423,13 @@ void attach_checkpoint_store(runtime_services& svc,
 
 } // namespace
 
-bool wire_runtime(runtime_impl& p, std::string* error) {
+status wire_runtime(runtime_impl& p) {
   auto& svc = p.svc;
   if (auto failures = message_self_test(*p.sys); !failures.empty()) {
     std::string text = "message type self-test failed:";
     for (auto& f : failures)
       text += "\n  " + f;
-    if (error)
-      *error = text;
-    return false;
+    return status::failure(status_code::internal, text);
   }
   // Pending approvals and questions appear on the live stream. The watch
   // lives as long as the registry; the hub is held weakly.
@@ -473,17 +456,11 @@ bool wire_runtime(runtime_impl& p, std::string* error) {
     // A configuration the store cannot be opened with at all (section
     // `storage`) stops the start instead.
     auto so = store_options_from(svc->cfg);
-    if (!so) {
-      if (error)
-        *error = so.error;
-      return false;
-    }
+    if (!so)
+      return so.get_status();
     auto opened = open_session_store(*so);
-    if (!opened && opened.code == status_code::config_invalid) {
-      if (error)
-        *error = opened.error;
-      return false;
-    }
+    if (!opened && opened.code == status_code::config_invalid)
+      return opened.get_status();
     if (opened) {
       p.store = std::shared_ptr<session_store>(std::move(*opened));
       // Leases share the store's environment; opened here, during set-up.
@@ -541,11 +518,12 @@ bool wire_runtime(runtime_impl& p, std::string* error) {
 
 namespace {
 
-std::unique_ptr<runtime>
-start(std::shared_ptr<runtime_services> svc, caf::actor_system* host,
-      std::string* error) {
-  if (!svc)
-    return nullptr;
+result<std::unique_ptr<runtime>>
+start(result<std::shared_ptr<runtime_services>> made,
+      caf::actor_system* host) {
+  if (!made)
+    return made.get_status();
+  auto svc = std::move(*made);
   // The system's constructor and the wiring spawn on this thread, which
   // need not be the one that destroys the runtime (actors/outside_spawn.hpp).
   outside_spawn_guard guard;
@@ -558,8 +536,8 @@ start(std::shared_ptr<runtime_services> svc, caf::actor_system* host,
     p->own_sys = std::make_unique<caf::actor_system>(p->cfg);
     p->sys = p->own_sys.get();
   }
-  if (!wire_runtime(*p, error))
-    return nullptr;
+  if (auto wired = wire_runtime(*p); !wired.ok())
+    return wired;
   return runtime_access::make(std::move(p));
 }
 
@@ -567,21 +545,21 @@ start(std::shared_ptr<runtime_services> svc, caf::actor_system* host,
 
 result<std::unique_ptr<runtime>> create_runtime(const runtime_config& cfg,
                                                 caf::actor_system* host) {
+  auto opts = options_from_config(cfg);
+  if (!opts)
+    return opts.get_status();
   std::string err;
-  options opts;
   std::vector<std::unique_ptr<tool>> tools;
   std::vector<script_tool_spec> scripts;
-  if (!options_from_config(cfg, &opts, &err)
-      || !make_host_tools(cfg.tools, &tools, &scripts, &err))
+  if (!make_host_tools(cfg.tools, &tools, &scripts, &err))
     return result<std::unique_ptr<runtime>>::failure(
       status_code::config_invalid, err);
-  auto rt = start(make_services(std::move(opts), std::move(tools),
-                                std::move(scripts), &err),
-                  host, &err);
+  auto rt = start(make_services(std::move(*opts), std::move(tools),
+                                std::move(scripts)),
+                  host);
   if (!rt)
-    return result<std::unique_ptr<runtime>>::failure(status_code::internal,
-                                                     err);
-  runtime_access::of(*rt).default_api_key = cfg.provider.api_key;
+    return rt;
+  runtime_access::of(**rt).default_api_key = cfg.provider.api_key;
   return rt;
 }
 
@@ -591,14 +569,8 @@ result<std::unique_ptr<runtime>> runtime::create(const runtime_config& cfg) {
 
 result<std::unique_ptr<runtime>>
 create_runtime(options opts, std::vector<std::unique_ptr<tool>> extra_tools) {
-  std::string err;
-  auto rt = start(make_services(std::move(opts), std::move(extra_tools), {},
-                                &err),
-                  nullptr, &err);
-  if (!rt)
-    return result<std::unique_ptr<runtime>>::failure(status_code::internal,
-                                                     err);
-  return rt;
+  return start(make_services(std::move(opts), std::move(extra_tools), {}),
+               nullptr);
 }
 
 std::unique_ptr<runtime> runtime_access::make(std::unique_ptr<impl> p) {

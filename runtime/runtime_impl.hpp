@@ -118,18 +118,18 @@ std::shared_ptr<cron_service> cron_service_of(runtime_impl& p);
 
 
 /// Reads the configuration `cfg` names (its file, home and overrides).
-/// Returns false and sets `*error` on a missing or bad file.
-bool options_from_config(const runtime_config& cfg, options* out,
-                         std::string* error);
+/// Fails with config_invalid on a missing or bad file.
+result<options> options_from_config(const runtime_config& cfg);
 
 /// The shared services of a runtime: core tools, `extra_tools`, the stubs
 /// of the tools scripts may call (the built-in ones from their schemas, then
-/// `script_host_tools`, already among `extra_tools`) and execute_code. Returns null and sets `*error` when
-/// $MIBYAN_HOME cannot be created.
-std::shared_ptr<runtime_services>
+/// `script_host_tools`, already among `extra_tools`) and execute_code.
+/// Fails when $MIBYAN_HOME may not hold state (check_state_dir's code) or
+/// cannot be created (the error's code), or with unavailable when
+/// `code_execution.sandbox: required` cannot be met.
+result<std::shared_ptr<runtime_services>>
 make_services(options opts, std::vector<std::unique_ptr<tool>> extra_tools,
-              std::vector<script_tool_spec> script_host_tools,
-              std::string* error);
+              std::vector<script_tool_spec> script_host_tools);
 
 /// Registers Mibyan's message types and error category on `cfg` and loads
 /// the middleman (the kernel brokers need it). With `opts` (a system of
@@ -144,9 +144,10 @@ void configure_actor_system(caf::actor_system_config& cfg,
 void load_middleman(caf::actor_system_config& cfg, int64_t spin_us);
 
 /// Spawns the long-lived actors of `p` into `*p.sys` (after the message
-/// self-test) and opens the session store. Returns false and sets `*error`
-/// when the self-test fails.
-bool wire_runtime(runtime_impl& p, std::string* error);
+/// self-test) and opens the session store. Fails (internal) when the
+/// self-test fails, and with config_invalid when the store's settings are
+/// unusable.
+status wire_runtime(runtime_impl& p);
 
 /// Builds a runtime from `cfg` in `host` (null: its own system). Errors:
 /// config_invalid (the configuration or a host tool), internal (start-up).

@@ -68,12 +68,6 @@ ALLOWED = {
         "a turn's record in the public API: a failed turn is an answer to "
         "show with its messages, usage and exit reason; the error is data",
     # -- Owned by another helper this session (issue 29) --------------------
-    ("runtime/runtime_impl.hpp", "options_from_config"):
-        "PENDING: converted after merging helper api's runtime.cpp",
-    ("runtime/runtime_impl.hpp", "make_services"):
-        "PENDING: converted after merging helper api's runtime.cpp",
-    ("runtime/runtime_impl.hpp", "wire_runtime"):
-        "PENDING: converted after merging helper api's runtime.cpp",
     ("cluster/client.hpp", "connect"):
         "PENDING: helper api edits cluster/client this session",
     ("cluster/client.hpp", "tool_names"):
