@@ -513,7 +513,7 @@ status wire_runtime(runtime_impl& p) {
   p.background = wire_background(p);
   wire_mcp(p);
   attach_metrics(p);
-  return true;
+  return {};
 }
 
 namespace {
