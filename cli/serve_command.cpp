@@ -166,7 +166,8 @@ int run_node(const std::vector<std::string>& args, const global_flags& flags,
   }
   st.limits = opts.server;
   st.effective = std::make_shared<const options>(opts);
-  st.model_id = !tmpl.model.empty() ? tmpl.model : opts.model.default_model;
+  st.model_id = !tmpl.provider.model.empty() ? tmpl.provider.model
+                                             : opts.model.default_model;
   if (st.model_id.empty())
     st.model_id = "mibyan";
   st.turn = tmpl;

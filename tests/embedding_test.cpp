@@ -589,7 +589,9 @@ BOOST_AUTO_TEST_CASE(actor_level_in_host_system) {
     // The contract of mibyan/actors.hpp: the runtime goes only after the
     // actors spawned into it have exited (a conversation's exit closes its
     // session through the runtime).
-    for (auto& a : {conv, tools, listener}) {
+    for (auto& a : {caf::actor_cast<caf::actor>(conv),
+                    caf::actor_cast<caf::actor>(tools),
+                    caf::actor_cast<caf::actor>(listener)}) {
       self->monitor(a);
       self->send_exit(a, caf::exit_reason::user_shutdown);
     }
