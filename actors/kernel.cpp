@@ -45,8 +45,7 @@ namespace kernel_detail {
 const char* kernel_state::name = "kernel";
 
 kernel_state::~kernel_state() {
-  for (auto& c : calls.take_all())
-    c.cancel->store(true); // the tools stop their work
+  interrupt_script_calls(*this, "the session kernel ended"); // tools stop
   // Every cell taken is answered, whichever way the broker ends (its
   // caller waits without a timeout: actors/kernel_registry.cpp).
   if (opts.usage) {
@@ -146,8 +145,7 @@ void settle(kernel_broker* self, const json::value* frame) {
   close_rpc_conns(self);
   // Cancel tool calls the cell left running; they belong to it. Their
   // connections are closed, so no answer is written.
-  for (auto& c : st.calls.take_all())
-    c.cancel->store(true);
+  interrupt_script_calls(st, "the execute_code cell ended");
   cell_outcome c;
   c.tools = st.opts.tools;
   c.mode = st.opts.mode;
@@ -524,10 +522,9 @@ caf::behavior kernel_impl(kernel_broker* self, services_ptr svc,
       return rp;
     },
     [=](done_atom, uint64_t seq, std::string& result_json) {
-      // A pool thread finished a script call; dropped when the call was
-      // answered by its deadline or cancelled with its cell.
-      if (auto c = self->state.calls.take(seq))
-        write_conn(self, c->conn, encode_rpc_response(c->id, result_json));
+      // A script call's invocation answered (its result, its deadline's or
+      // its failure's); dropped when the call was let go with its cell.
+      script_call_done(self, seq, result_json);
     },
     [=](interrupt_atom, interrupt_request& req) {
       // One call (runtime::cancel_call): its running cell kills the kernel

@@ -34,11 +34,11 @@
 //       Kills the process group and removes the staging dir.
 //
 // RPC frames from the script become tool_requests (`from_script = true`),
-// run by the broker itself or on the blocking pool (actors/script_calls.hpp)
-// after the token, cell-authority, allow-list, duplicate-id and budget
+// each run by its own invocation actor (actors/tool_invocation.hpp) after
+// the token, cell-authority, allow-list, duplicate-id and budget
 // checks (docs/execute_code.md, "Per-cell budgets"); replies are written
 // from the handler (kernels/direct_writes.hpp). Calls still running when
-// the cell ends, however it ends, are cancelled. The code: actors/kernel.cpp
+// the cell ends, however it ends, are interrupted (cancelled). The code: actors/kernel.cpp
 // (cells, behavior), actors/kernel_rpc.cpp (RPC), actors/kernel_broker.hpp.
 //
 // After the kernel process is gone (exit, death, timeout, interrupt) the

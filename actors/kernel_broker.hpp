@@ -15,6 +15,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 
 #include "caf/all.hpp"
 #include "caf/io/all.hpp"
@@ -84,8 +85,16 @@ struct kernel_state {
   std::unique_ptr<frame_parser> parser;
   std::deque<pending_cell> queue;
   std::unique_ptr<running_cell> cell;
-  // The script's tool calls in flight (actors/script_calls.hpp).
-  script_call_table<caf::io::connection_handle> calls;
+  // The script's tool calls in flight, each with its invocation actor
+  // (actors/tool_invocation.hpp), by sequence number: where its answer
+  // goes, and whom to interrupt when the cell ends.
+  struct script_call {
+    caf::io::connection_handle conn;
+    std::string id; // the script's request id
+    caf::actor invocation;
+  };
+  std::unordered_map<uint64_t, script_call> calls;
+  uint64_t call_seq = 0;
   int64_t execution_count = 0;
   uint64_t cell_seq = 0;
   // The random part of the next cell's id, drawn after a cell line went
@@ -155,8 +164,8 @@ struct kernel_state {
     auto& u = *opts.usage;
     if (res.kernel_ended)
       u.ended.store(true);
-    u.last_answer_ns.store(static_cast<int64_t>(
-      clock_type::now().time_since_epoch().count()));
+    u.last_answer_ns.store(std::chrono::duration_cast<std::chrono::nanoseconds>(
+      svc->clock->steady_now().time_since_epoch()).count());
     rp.deliver(std::move(res));
     u.attached.fetch_sub(1);
   }
@@ -233,9 +242,14 @@ void close_conn(kernel_broker* self, caf::io::connection_handle hdl);
 void refuse_conn(kernel_broker* self, caf::io::connection_handle hdl,
                  rpc_verdict why);
 void close_rpc_conns(kernel_broker* self);
-void arm_call_timer(kernel_broker* self);
-/// The call timer fired: answers the script calls past their deadline.
-void on_call_timer(kernel_broker* self);
+/// Lets every script call in flight go: each invocation gets an interrupt
+/// (its tool's cancel flag is set) and no answer is written. Safe from the
+/// state's destructor.
+void interrupt_script_calls(kernel_state& st, const std::string& reason);
+/// An invocation answered call `seq`: writes the reply, unless the call
+/// was let go.
+void script_call_done(kernel_broker* self, uint64_t seq,
+                      const std::string& result_json);
 void handle_rpc_line(kernel_broker* self, caf::io::connection_handle hdl,
                      std::string_view line);
 

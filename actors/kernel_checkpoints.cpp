@@ -95,6 +95,18 @@ bool checkpoints_wanted(const std::string& setting, bool in_cluster) {
 kernel_checkpoints::kernel_checkpoints(bool enabled, int64_t max_bytes)
     : max_bytes_(max_bytes), enabled_(enabled) {}
 
+kernel_checkpoints::~kernel_checkpoints() {
+  store_jobs_.shutdown();
+}
+
+bool kernel_checkpoints::submit_store_job(std::function<void()> job) {
+  return store_jobs_.submit(std::move(job));
+}
+
+void kernel_checkpoints::stop_store_jobs() {
+  store_jobs_.shutdown();
+}
+
 bool kernel_checkpoints::enabled() const {
   std::lock_guard<std::mutex> lock(mtx_);
   return enabled_;
@@ -319,7 +331,7 @@ kernel_checkpoints::fetch_sealed(const std::string& session) {
                        && out.envelope[i] >= '0' && out.envelope[i] <= '9';
          ++i)
       count = count * 10 + (out.envelope[i] - '0');
-    auto known = known_count(session);
+    auto known = known_or_recorded_count(session);
     auto covered = std::max(count, covered_count(session));
     out.known_count = count + (known > covered ? known - covered : 0);
   }
@@ -378,6 +390,24 @@ status kernel_checkpoints::drop(const std::string& session) {
   if (!store)
     return {};
   return store->remove(session);
+}
+
+void kernel_checkpoints::set_history_count(history_count_fn fn) {
+  std::lock_guard<std::mutex> lock(mtx_);
+  history_count_ = std::move(fn);
+}
+
+int64_t
+kernel_checkpoints::known_or_recorded_count(const std::string& session) const {
+  auto known = known_count(session);
+  if (known >= 0)
+    return known;
+  history_count_fn history;
+  {
+    std::lock_guard<std::mutex> lock(mtx_);
+    history = history_count_;
+  }
+  return history ? history(session) : -1;
 }
 
 void kernel_checkpoints::note_count(const std::string& session,

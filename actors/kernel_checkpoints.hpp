@@ -30,6 +30,7 @@
 #include <optional>
 #include <string>
 
+#include "base/blocking_pool.hpp"
 #include "base/status.hpp"
 #include "storage/checkpoint_store.hpp"
 
@@ -56,6 +57,22 @@ public:
   /// `enabled`: code_execution.checkpoint resolved for this process;
   /// `max_bytes`: code_execution.checkpoint_max_mb in bytes.
   kernel_checkpoints(bool enabled, int64_t max_bytes);
+  /// Waits for the store jobs that are running (submit_store_job); the
+  /// queued ones are dropped.
+  ~kernel_checkpoints();
+
+  /// Runs `job` on the hub's own store threads (at most two, started on
+  /// demand), not on the runtime's blocking pool: a cluster member serves
+  /// store requests there, and the requests of this node's own kernels
+  /// come from pool threads that block until they are answered, so with
+  /// the pool full (runtime.blocking_threads: 1) a job queued behind them
+  /// would never run. A job must wait on nothing but the store. False
+  /// once the hub is going away.
+  bool submit_store_job(std::function<void()> job);
+  /// Refuses store jobs from now on, drops the queued ones and waits for
+  /// the running ones (they may message actors: called by the runtime
+  /// before its actor system ends). Idempotent.
+  void stop_store_jobs();
 
   bool enabled() const;
   /// Turns checkpoints on or off (a cluster member resolves "auto" to on).
@@ -109,11 +126,21 @@ public:
   /// Drops the checkpoints of `session` (reset: true; blocking).
   status drop(const std::string& session);
 
+  /// Where the count of a session this process has not seen run comes
+  /// from after a restart: the execution count of the session's last
+  /// execute_code result in its stored history (-1: none). Installed by
+  /// the runtime; called on pool threads by fetch and fetch_sealed.
+  using history_count_fn = std::function<int64_t(const std::string& session)>;
+  void set_history_count(history_count_fn fn);
+
   /// The session reached execution count `count` (a cell started or
   /// answered with it); kept as the highest seen.
   void note_count(const std::string& session, int64_t count);
   /// The highest count seen for `session`, or -1.
   int64_t known_count(const std::string& session) const;
+  /// known_count, or (nothing seen in this process) what the session's
+  /// stored history says (set_history_count). Blocking.
+  int64_t known_or_recorded_count(const std::string& session) const;
   /// The session's stored checkpoint holds the state after cell `count`
   /// (a checkpoint of it was stored, or the cell changed nothing); kept
   /// as the highest seen. The age of a restored checkpoint is the cells
@@ -148,9 +175,11 @@ private:
   put_fn put_;
   get_fn get_;
   drop_fn drop_;
+  history_count_fn history_count_;
   std::map<std::string, int64_t> counts_;
   std::map<std::string, int64_t> covered_;
   uint64_t last_seq_ = 0;
+  blocking_pool store_jobs_{2};
 };
 
 /// Whether code_execution.checkpoint turns checkpoints on for a process

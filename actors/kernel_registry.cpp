@@ -76,6 +76,8 @@ struct registry_state {
   // the key computation shared with it (actors/warm_kernels.hpp). Every
   // change to `kernels` is mirrored here.
   std::shared_ptr<warm_kernel_index> warm;
+  // Spawns the actor of a started kernel (empty: spawn_kernel_actor).
+  kernel_actor_factory spawn_kernel;
 
   // The registry owns its kernels: when it goes, they go (otherwise the
   // actor system would wait for them forever at shutdown).
@@ -157,13 +159,13 @@ caf::actor start_kernel(registry_pointer self, const kernel_shape& shape,
   so.strict = shape.mode == "strict";
   so.home = st.svc->cfg.home;
   so.limits = script_limits(st.svc->cfg);
-  auto spawned = spawn_kernel(so);
-  if (!spawned) {
+  auto started = st.svc->launcher->start_kernel(so);
+  if (!started) {
     if (error)
-      *error = spawned.error;
+      *error = started.error;
     return {};
   }
-  auto proc = std::move(*spawned);
+  auto proc = std::move(*started);
   ++st.spawned;
   metrics::note_sandbox(st.svc->cfg.code_execution.sandbox,
                         so.bwrap.empty() ? "none" : "bwrap");
@@ -188,10 +190,12 @@ caf::actor start_kernel(registry_pointer self, const kernel_shape& shape,
   ko.usage->pid = pid;
   ko.usage->sandboxed = sandboxed;
   ko.usage->mode = shape.mode.empty() ? "project" : shape.mode;
-  ko.usage->started_ns = usage_clock_now();
+  ko.usage->started_ns = usage_clock_now(*st.svc->clock);
   if (usage)
     *usage = ko.usage;
-  auto handle = spawn_kernel_actor(self->system(), st.svc, std::move(ko));
+  auto handle = st.spawn_kernel
+                  ? st.spawn_kernel(self->system(), st.svc, std::move(ko))
+                  : spawn_kernel_actor(self->system(), st.svc, std::move(ko));
   self->monitor(handle);
   return handle;
 }
@@ -259,7 +263,7 @@ void reap_idle(registry_pointer self) {
   auto& st = self->state;
   auto idle = std::chrono::seconds(
     st.svc->cfg.code_execution.kernel_idle_timeout);
-  auto now = clock_type::now();
+  auto now = st.svc->clock->steady_now();
   for (auto i = st.kernels.begin(); i != st.kernels.end();) {
     if (i->second.attached() == 0 && now - i->second.idle_since() >= idle
         && st.warm->remove_if_idle(i->first, i->second.handle)) {
@@ -292,7 +296,7 @@ constexpr auto spare_refill_limit = std::chrono::seconds(2);
 void refill_spares_when_quiet(registry_pointer self,
                               clock_type::time_point latest) {
   start_exit_timer(self, spare_refill_quiet, [self, latest] {
-    auto now = clock_type::now();
+    auto now = self->state.svc->clock->steady_now();
     auto& kernels = self->state.kernels;
     bool busy = std::any_of(kernels.begin(), kernels.end(), [&](auto& kv) {
       return kv.second.attached() > 0
@@ -325,11 +329,11 @@ bool checkpointed_owner(const registry_state& s, const std::string& owner) {
 // Hands a cell to its kernel. The kernel answers the caller directly
 // (the promise is delegated): the registry is not on the reply path, and
 // learns about the answer through the kernel's usage record.
-void run_cell(kernel_record& rec, exec_cell cell,
+void run_cell(const runtime_clock& clock, kernel_record& rec, exec_cell cell,
               caf::typed_response_promise<tool_response> rp) {
   rec.usage->attached.fetch_add(1);
-  rec.last_used = clock_type::now();
-  rec.usage->last_handed_ns.store(usage_clock_now());
+  rec.last_used = clock.steady_now();
+  rec.usage->last_handed_ns.store(usage_clock_now(clock));
   rec.usage->cells.fetch_add(1, std::memory_order_relaxed);
   rp.delegate(caf::actor_cast<kernel_cell_actor>(rec.handle), exec_atom_v,
               std::move(cell));
@@ -339,8 +343,10 @@ void run_cell(kernel_record& rec, exec_cell cell,
 
 registry_impl_actor::behavior_type
 registry_behavior(registry_pointer self,
-                  std::shared_ptr<warm_kernel_index> warm) {
+                  std::shared_ptr<warm_kernel_index> warm,
+                  kernel_actor_factory spawn_kernel) {
   auto& st = self->state;
+  st.spawn_kernel = std::move(spawn_kernel);
   auto& routing = warm->routing();
   st.svc = routing.svc;
   st.python = routing.python;
@@ -436,7 +442,7 @@ registry_behavior(registry_pointer self,
       }
       if (i != s.kernels.end()) {
         cell.reused = true;
-        run_cell(i->second, std::move(cell), rp);
+        run_cell(*s.svc->clock, i->second, std::move(cell), rp);
         return rp;
       }
       // A skill became active since the session's kernel started: that
@@ -527,18 +533,18 @@ registry_behavior(registry_pointer self,
       rec.handle = handle;
       rec.usage = usage;
       rec.pinned = is_subagent_owner(owner);
-      rec.last_used = clock_type::now();
+      rec.last_used = s.svc->clock->steady_now();
       auto& stored = s.kernels[key] = std::move(rec);
       s.warm->put(key, stored.handle, stored.usage);
       enforce_cap(self, key);
       if (note.empty()) {
-        run_cell(stored, std::move(cell), rp);
+        run_cell(*s.svc->clock, stored, std::move(cell), rp);
       } else {
         // Add the note to the result (the kernel answers here).
         auto req_copy = req;
         stored.usage->attached.fetch_add(1);
         stored.usage->cells.fetch_add(1, std::memory_order_relaxed);
-        stored.last_used = clock_type::now();
+        stored.last_used = s.svc->clock->steady_now();
         self->request(handle, caf::infinite, exec_atom_v, std::move(cell))
           .then(
             [=](tool_response& res) mutable {
@@ -555,7 +561,7 @@ registry_behavior(registry_pointer self,
       }
       if (s.svc->cfg.code_execution.prestart_kernels > 0)
         refill_spares_when_quiet(self,
-                                 clock_type::now() + spare_refill_limit);
+                                 s.svc->clock->steady_now() + spare_refill_limit);
       return rp;
     },
     [=](interrupt_atom, interrupt_request& req) {
@@ -638,7 +644,7 @@ registry_behavior(registry_pointer self,
     },
     [=](kernels_atom) -> std::vector<kernel_info> {
       auto& s = self->state;
-      auto now = usage_clock_now();
+      auto now = usage_clock_now(*s.svc->clock);
       std::vector<kernel_info> out;
       for (auto& [key, rec] : s.kernels) {
         auto& u = *rec.usage;
@@ -662,7 +668,8 @@ registry_behavior(registry_pointer self,
 kernel_registry_actor
 spawn_kernel_registry(caf::actor_system& sys, services_ptr svc,
                       std::string python, std::string default_python,
-                      std::shared_ptr<warm_kernel_index>* warm) {
+                      std::shared_ptr<warm_kernel_index>* warm,
+                      kernel_actor_factory spawn_kernel) {
   kernel_routing routing;
   for (auto& s : svc->script_tools)
     routing.tools.push_back(s.name);
@@ -678,7 +685,8 @@ spawn_kernel_registry(caf::actor_system& sys, services_ptr svc,
   // On the scheduler. Starting a kernel (staging files, fork, exec) blocks
   // this actor's thread for milliseconds; a detached registry was tried and
   // hung the system's shutdown under load (docs/architecture.md, "Actors").
-  auto impl = sys.spawn(registry_behavior, std::move(index));
+  auto impl = sys.spawn(registry_behavior, std::move(index),
+                       std::move(spawn_kernel));
   return caf::actor_cast<kernel_registry_actor>(impl);
 }
 

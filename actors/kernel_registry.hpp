@@ -32,6 +32,7 @@
 // `prestart_kernels` kernels kept ready for new sessions.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -45,6 +46,14 @@
 namespace mibyan {
 
 class warm_kernel_index;
+struct kernel_actor_options; // actors/kernel.hpp
+
+/// What spawns the actor of a started kernel: spawn_kernel_actor (the
+/// broker), or in tests an actor that speaks the broker's cell protocol and
+/// keeps the options' usage record the way the broker does (kernel_usage's
+/// contract, actors/kernel.hpp).
+using kernel_actor_factory = std::function<caf::actor(
+  caf::actor_system&, services_ptr, kernel_actor_options)>;
 
 using kernel_registry_actor = tool_dispatcher_actor::extend<
   caf::reacts_to<dispose_atom, std::string>,
@@ -58,10 +67,14 @@ using kernel_registry_actor = tool_dispatcher_actor::extend<
 /// resolved only when a kernel starts (kernels/interpreter_cache.hpp).
 /// `warm` (optional) receives the index of its running kernels, for the
 /// warm-cell fast path of the runtime's call facade
-/// (actors/warm_kernels.hpp).
+/// (actors/warm_kernels.hpp). Kernel processes start through
+/// `svc->launcher`; `spawn_kernel` (empty: spawn_kernel_actor) spawns the
+/// actor that owns a started one (tests spawn a scripted actor instead of
+/// the broker).
 kernel_registry_actor
 spawn_kernel_registry(caf::actor_system& sys, services_ptr svc,
                       std::string python, std::string default_python,
-                      std::shared_ptr<warm_kernel_index>* warm = nullptr);
+                      std::shared_ptr<warm_kernel_index>* warm = nullptr,
+                      kernel_actor_factory spawn_kernel = {});
 
 } // namespace mibyan

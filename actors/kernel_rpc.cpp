@@ -1,8 +1,8 @@
 // The kernel broker's side of the script's RPC connections (docs/
-// execute_code.md, "Per-cell budgets" and "Bridge fast path"): replies,
-// closing, the checks of a request and running its tool.
+// execute_code.md, "Per-cell budgets" and "Script tool calls"): replies,
+// closing, the checks of a request and handing it to its invocation actor.
 #include "actors/kernel_broker.hpp"
-#include "actors/exit_timer.hpp"
+#include "actors/tool_invocation.hpp"
 
 #include <algorithm>
 
@@ -53,75 +53,22 @@ void close_rpc_conns(kernel_broker* self) {
     close_conn(self, hdl);
 }
 
-// Arms the broker's one deadline timer when the earliest deadline of the
-// calls in flight moved before the armed one (actors/script_calls.hpp).
-void arm_call_timer(kernel_broker* self) {
-  auto& st = self->state;
-  if (auto when = st.calls.timer_to_arm()) {
-    auto delay = *when - clock_type::now();
-    // Ends with the broker (actors/exit_timer.hpp).
-    start_exit_timer(self, delay,
-                     [self] { on_call_timer(self); });
-  }
+void interrupt_script_calls(kernel_state& st, const std::string& reason) {
+  for (auto& kv : st.calls)
+    caf::anon_send(kv.second.invocation, interrupt_atom_v, reason);
+  st.calls.clear();
 }
 
-void on_call_timer(kernel_broker* self) {
-  auto& s = self->state;
-  s.calls.timer_fired();
-  for (auto& c : s.calls.take_expired(clock_type::now())) {
-    c.cancel->store(true);
-    auto secs = std::chrono::duration_cast<std::chrono::seconds>(
-                  clock_type::now() - c.start).count();
-    MIBYAN_LOG(warning, "tool", c.tool << " call " << c.id
-               << " passed its deadline after " << secs << " s");
-    write_conn(self, c.conn,
-               encode_rpc_response(c.id, call_timeout_result(c.tool, secs)));
-  }
-  arm_call_timer(self);
+void script_call_done(kernel_broker* self, uint64_t seq,
+                      const std::string& result_json) {
+  auto& calls = self->state.calls;
+  auto i = calls.find(seq);
+  if (i == calls.end())
+    return; // let go with its cell
+  auto c = std::move(i->second);
+  calls.erase(i);
+  write_conn(self, c.conn, encode_rpc_response(c.id, result_json));
 }
-
-namespace {
-
-// Runs one admitted script call (the bridge fast path, docs/
-// execute_code.md): a non-blocking tool at once on this thread, any other
-// on the blocking pool with the deadline kept in `st.calls`.
-void run_script_call(kernel_broker* self, caf::io::connection_handle hdl,
-                     tool_request req) {
-  auto& st = self->state;
-  auto svc = st.svc;
-  auto call = prepare_call(*svc, std::move(req));
-  auto now = clock_type::now();
-  if (call.non_blocking) {
-    std::atomic<bool> cancel{false};
-    auto result = run_prepared_call(*svc, call, &cancel, now + call.limit);
-    write_conn(self, hdl, encode_rpc_response(call.req.call_id, result));
-    return;
-  }
-  auto cancel = std::make_shared<std::atomic<bool>>(false);
-  auto seq = st.calls.add({hdl, call.req.call_id, call.req.tool, cancel, now,
-                           now + call.limit});
-  caf::actor_addr me = self->address(); // weak: a late result is dropped
-  auto job = [svc, call = std::move(call), cancel, deadline = now + call.limit,
-              me, seq]() mutable {
-    if (cancel->load())
-      return; // answered already (deadline or cell end)
-    auto result = run_prepared_call(*svc, call, cancel.get(), deadline);
-    if (auto broker = caf::actor_cast<caf::actor>(me))
-      caf::anon_send(broker, done_atom_v, seq, std::move(result));
-  };
-  if (!svc->pool->submit(std::move(job))) {
-    if (auto c = st.calls.take(seq))
-      write_conn(self, hdl,
-                 encode_rpc_response(c->id,
-                                     error_result("The runtime is shutting "
-                                                  "down; the tool was not "
-                                                  "run.").dump()));
-    return;
-  }
-  arm_call_timer(self);
-}
-
-} // namespace
 
 void handle_rpc_line(kernel_broker* self, caf::io::connection_handle hdl,
                      std::string_view line) {
@@ -192,7 +139,13 @@ void handle_rpc_line(kernel_broker* self, caf::io::connection_handle hdl,
   ++cell.tool_calls;
   tool_request tr{cell.cell.session_id, req.id, req.tool,
                   std::move(req.args_json), st.opts.proc.cwd, true};
-  run_script_call(self, hdl, std::move(tr));
+  // Every call gets its invocation actor (actors/tool_invocation.hpp), on
+  // this same thread: its answer comes back as (done_atom, seq, result).
+  auto seq = ++st.call_seq;
+  auto inv = spawn_script_invocation(self->system(), st.svc, std::move(tr),
+                                     self->address(), seq);
+  st.calls.emplace(seq, kernel_state::script_call{hdl, std::move(req.id),
+                                                  std::move(inv)});
 }
 
 } // namespace mibyan::kernel_detail

@@ -57,7 +57,7 @@ struct call_state {
   bool emitted = false;   // deltas went to the sink since the last restart
   clock_type::time_point last_activity;
   std::vector<std::string> notes; // why earlier endpoints gave up
-  clock_type::time_point started = clock_type::now();
+  clock_type::time_point started;
 };
 
 struct provider_state {
@@ -197,7 +197,7 @@ void start_attempt(provider_pointer self, call_state& call) {
   };
   call.transfer = seq;
   st.transfers.emplace(seq, call.req.request_id);
-  call.last_activity = clock_type::now();
+  call.last_activity = st.cfg.clock->steady_now();
   call.http_id = st.http->submit(std::move(hr), std::move(cb));
   MIBYAN_LOG(debug, "provider", "request " << call.req.request_id
              << " attempt " << call.total_attempts << " -> " << ep.provider
@@ -220,7 +220,7 @@ void finish_call(provider_pointer self, const std::string& id,
   // (docs/metrics.md); a cancelled one in the cancel handler.
   metrics::count_provider_call(
     ep.provider, resp.error.empty() ? "ok" : "error",
-    std::chrono::duration<double>(clock_type::now() - call.started).count());
+    std::chrono::duration<double>(st.cfg.clock->steady_now() - call.started).count());
   const auto& u = resp.usage;
   metrics::count_tokens(ep.provider, model_for(ep, call), u.input_tokens,
                         u.output_tokens, u.cache_read_tokens,
@@ -315,7 +315,11 @@ void attempt_done(provider_pointer self, call_state& call,
   metrics::count_provider_error(ep.provider, to_string(decision.cls));
   if (decision.retry && st.policy->can_retry(call.attempt)) {
     metrics::count_provider_retry(ep.provider, to_string(decision.cls));
-    auto ra = parse_retry_after(call.retry_after);
+    // An HTTP-date Retry-After counts from the injected wall clock.
+    auto ra = parse_retry_after(
+      call.retry_after,
+      std::chrono::system_clock::time_point{
+        milliseconds{st.cfg.clock->wall_ms()}});
     auto wait = st.policy->delay(call.attempt, ra, decision.slow);
     ++call.gen; // a stale timer of the finished attempt must not fire
     self->delayed_send(self, wait, retry_atom_v, id, call.gen);
@@ -407,6 +411,7 @@ provider_impl(provider_pointer self, std::shared_ptr<http_client> http,
       }
       auto id = req.request_id;
       auto& call = st.calls[id];
+      call.started = st.cfg.clock->steady_now();
       call.rp = self->make_response_promise<chat_response>();
       call.tools = std::move(tools);
       call.req = std::move(req);
@@ -426,7 +431,7 @@ provider_impl(provider_pointer self, std::shared_ptr<http_client> http,
       MIBYAN_LOG(info, "provider", "request " << id << " cancelled");
       metrics::count_provider_call(
         endpoint_of(self, call).provider, "cancelled",
-        std::chrono::duration<double>(clock_type::now() - call.started)
+        std::chrono::duration<double>(st.cfg.clock->steady_now() - call.started)
           .count());
       call.rp.deliver(request_error(ec::interrupted,
                                     "request " + id + " was cancelled"));
@@ -439,7 +444,7 @@ provider_impl(provider_pointer self, std::shared_ptr<http_client> http,
         return;
       call->status = status;
       call->retry_after = std::move(retry_after);
-      call->last_activity = clock_type::now();
+      call->last_activity = self->state.cfg.clock->steady_now();
       auto& ep = endpoint_of(self, *call);
       call->decoder = std::make_unique<response_decoder>(ep.format, status,
                                                          ctype);
@@ -461,7 +466,7 @@ provider_impl(provider_pointer self, std::shared_ptr<http_client> http,
       auto call = call_of_transfer(self, seq);
       if (call == nullptr || call->stale)
         return;
-      call->last_activity = clock_type::now();
+      call->last_activity = self->state.cfg.clock->steady_now();
       if (call->decoder)
         call->decoder->feed(bytes);
     },
@@ -493,7 +498,7 @@ provider_impl(provider_pointer self, std::shared_ptr<http_client> http,
       auto& call = i->second;
       auto idle = st.cfg.stream_idle_timeout;
       auto quiet = std::chrono::duration_cast<milliseconds>(
-        clock_type::now() - call.last_activity);
+        st.cfg.clock->steady_now() - call.last_activity);
       if (quiet < idle) {
         arm_stale_timer(self, call, idle - quiet);
         return;

@@ -43,6 +43,7 @@
 #include "caf/replies_to.hpp"
 #include "caf/typed_actor.hpp"
 
+#include "base/clock.hpp"
 #include "config/options.hpp"
 #include "messages/type_ids.hpp"
 #include "providers/provider_profile.hpp"
@@ -78,6 +79,9 @@ struct provider_settings {
   /// Largest response body of one attempt (provider.max_response_bytes);
   /// the transfer stops at the cap and the call fails, not retried.
   uint64_t max_response_bytes = uint64_t{32} << 20;
+  /// The clock of stream silence (base/clock.hpp); the timers that check it
+  /// and the retry back-off are CAF's. Never null.
+  clock_ptr clock = real_clock();
 };
 
 /// Builds the settings from the configuration: main provider from

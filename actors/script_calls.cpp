@@ -22,6 +22,7 @@ tool_context make_call_context(const runtime_services& svc,
   ctx.processes = svc.processes.get();
   ctx.approvals = svc.approvals.get();
   ctx.agent = svc.agent_tools.get();
+  ctx.launcher = svc.launcher.get();
   return ctx;
 }
 

@@ -1,20 +1,24 @@
 // File: actors/services.hpp
 //
 // The shared, long-lived parts of one runtime that actors use: the
-// configuration, the tool registry, the blocking-work pool and the HTTP
-// client. Created once by `runtime`, shared by pointer with every actor.
+// configuration, the tool registry, the blocking-work pool, the HTTP
+// client, the clock and the process launcher. Created once by `runtime`,
+// shared by pointer with every actor.
 //
 // Thread safety: all members are either immutable after construction
-// (cfg, tools, default_cwd) or internally synchronised (pool, http).
+// (cfg, tools, default_cwd) or internally synchronised (pool, http, clock,
+// launcher).
 #pragma once
 
 #include <memory>
 #include <string>
 
 #include "actors/background_board.hpp"
+#include "base/clock.hpp"
 #include "approvals/approval_service.hpp"
 #include "config/options.hpp"
 #include "base/blocking_pool.hpp"
+#include "kernels/process_launcher.hpp"
 #include "kernels/stub_generator.hpp"
 #include "tools/registry.hpp"
 #include "tools/agent/agent_tool_state.hpp"
@@ -76,6 +80,13 @@ struct runtime_services {
   /// the runtime, internally synchronised. Null in unit tests that build
   /// services by hand (no checkpoints).
   std::shared_ptr<kernel_checkpoints> checkpoints;
+  /// The time the actors' logic reads (deadlines, idle reaping,
+  /// heartbeats, back-off; base/clock.hpp). Never null: the machine's
+  /// clocks unless a test injects a manual one.
+  clock_ptr clock = real_clock();
+  /// Starts kernels and tool commands (kernels/process_launcher.hpp).
+  /// Never null: real processes unless a test injects its own.
+  launcher_ptr launcher = real_process_launcher();
 };
 
 using services_ptr = std::shared_ptr<const runtime_services>;

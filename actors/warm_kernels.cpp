@@ -20,9 +20,10 @@ std::string join(const std::vector<std::string>& xs) {
 
 } // namespace
 
-int64_t usage_clock_now() {
-  return static_cast<int64_t>(
-    std::chrono::steady_clock::now().time_since_epoch().count());
+int64_t usage_clock_now(const runtime_clock& clock) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+           clock.steady_now().time_since_epoch())
+    .count();
 }
 
 std::string kernel_shape::text(const std::vector<std::string>& tools) const {
@@ -89,7 +90,7 @@ std::optional<warm_cell> warm_kernel_index::take(const tool_request& req) {
     if (e == nullptr || e->handle != handle)
       return std::nullopt;
     e->usage->attached.fetch_add(1);
-    e->usage->last_handed_ns.store(usage_clock_now());
+    e->usage->last_handed_ns.store(usage_clock_now(*svc.clock));
     e->usage->cells.fetch_add(1, std::memory_order_relaxed);
     out.kernel = caf::actor_cast<kernel_cell_actor>(e->handle);
   }

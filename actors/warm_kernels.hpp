@@ -102,7 +102,8 @@ private:
   std::map<std::string, entry> kernels_;
 };
 
-/// steady_clock nanoseconds now (the unit of kernel_usage's times).
-int64_t usage_clock_now();
+/// `clock`'s steady time now in nanoseconds (the unit of kernel_usage's
+/// times; the runtime's clock, actors/services.hpp).
+int64_t usage_clock_now(const runtime_clock& clock);
 
 } // namespace mibyan

@@ -171,7 +171,7 @@ public:
 
   /// Stops the thread. Requests still pending or in flight end with error
   /// "shutdown" (their `on_done` runs before the destructor returns).
-  ~http_client();
+  virtual ~http_client();
 
   http_client(const http_client&) = delete;
   http_client& operator=(const http_client&) = delete;
@@ -180,12 +180,14 @@ public:
 
   /// Queues `req` and returns its id at once. The transfer starts on the
   /// client thread; `cb.on_done` reports the outcome (also for requests that
-  /// fail immediately, e.g. on a malformed URL).
-  http_request_id submit(http_request req, http_callbacks cb);
+  /// fail immediately, e.g. on a malformed URL). Virtual with `cancel`, so
+  /// that actor tests can script a provider's transfers (a subclass then
+  /// owes the same contract, callbacks included).
+  virtual http_request_id submit(http_request req, http_callbacks cb);
 
   /// Stops request `id` if it has not ended yet; its `on_done` then reports
   /// `cancelled` with error "cancelled". Unknown or finished ids are ignored.
-  void cancel(http_request_id id);
+  virtual void cancel(http_request_id id);
 
   // -- blocking interface (worker threads only) -------------------------------
 

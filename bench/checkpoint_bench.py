@@ -8,14 +8,20 @@ Rows (ratios against a baseline measured in the same run):
     of 1,000 names, p50, with the default strategy ("identity": same
     immutable object = unchanged) against "pickle" (pickle every value and
     compare); goal < 2 ms;
-  * MB/s of a checkpoint after a 10 MB list changed, against pickle.dumps of
-    the same list alone; goal >= 0.8x;
-  * MB/s restoring a 50 MB namespace, against pickle.loads of the same
-    pickles alone; goal >= 0.8x;
+  * MB/s of a checkpoint after a 10 MB list changed (pickled and written
+    to its file), against pickle.dumps of the same list alone; goal >= 0.8x;
+  * MB/s restoring a 50 MB namespace (the file mapped, every value
+    unpickled), against pickle.loads of the same pickles alone; goal >=
+    0.8x;
   * with MIBYAN_BINARY: warm `pass` cell latency (p50) through `mibyan tool
     --stdin` with checkpoints on against off, alternating rounds, medians;
     goal within 5 %.
 Prints BENCH_ROW lines.
+
+The MB/s rows time the process's CPU (time.process_time: user + system,
+so writing the file counts) and take the fastest of the rounds, ours and
+the baseline's alternating: on a machine shared with other work the wall
+clock measures the neighbours as much as the code.
 """
 
 import importlib.util
@@ -83,18 +89,19 @@ def big_list_change(ck, tmp, rounds):
     os.unlink(path % 0)
     size = len(pickle.dumps(big, protocol=5))
     ours, base = [], []
+    cpu = time.process_time
     for r in range(rounds):
         big[r] = "changed %d" % r
-        t = time.perf_counter()
+        t = cpu()
         s = c.write(path % (r + 1), r + 2, 64 << 20, 5)
-        ours.append(time.perf_counter() - t)
+        ours.append(cpu() - t)
         assert s["changed"]
         os.unlink(path % (r + 1))
-        t = time.perf_counter()
+        t = cpu()
         pickle.dumps(big, protocol=5)
-        base.append(time.perf_counter() - t)
+        base.append(cpu() - t)
     mb = size / 1e6
-    return mb / p50(ours), mb / p50(base)
+    return mb / min(ours), mb / min(base)
 
 
 def restore_50mb(ck, tmp, rounds):
@@ -107,19 +114,20 @@ def restore_50mb(ck, tmp, rounds):
     pickles = [pickle.dumps(ns["part%d" % k], protocol=5) for k in range(5)]
     size = sum(len(p) for p in pickles)
     ours, base = [], []
+    cpu = time.process_time
     for _ in range(rounds):
         fresh = {}
-        t = time.perf_counter()
+        t = cpu()
         out = ck.restore(fresh, path, 30)
-        ours.append(time.perf_counter() - t)
+        ours.append(cpu() - t)
         assert not out["error"] and len(out["restored"]) == 5, out
         del fresh
-        t = time.perf_counter()
+        t = cpu()
         back = [pickle.loads(p) for p in pickles]
-        base.append(time.perf_counter() - t)
+        base.append(cpu() - t)
         del back
     mb = size / 1e6
-    return mb / p50(ours), mb / p50(base)
+    return mb / min(ours), mb / min(base)
 
 
 def warm_cells(binary, checkpoint, cells):

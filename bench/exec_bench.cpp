@@ -57,6 +57,7 @@
 #include <unistd.h>
 
 #include "caf/all.hpp"
+#include "caf/io/all.hpp"
 
 #include "config/options.hpp"
 #include "kernels/kernel_process.hpp"
@@ -115,8 +116,9 @@ public:
   std::string description() const override { return "bench no-op"; }
   // Callable from scripts, like the built-in tool it replaces.
   script_policy script() const override { return {true, {}, ""}; }
-  // Answered on the kernel broker's thread (docs/execute_code.md, "Bridge
-  // fast path"); read_file below measures the blocking-pool path.
+  // Runs in its invocation actor's handler on the I/O thread
+  // (docs/execute_code.md, "Script tool calls"), like a host tool declared
+  // non_blocking; read_file below measures the route built-in tools take.
   bool non_blocking() const override { return true; }
   json::value schema() const override {
     return *json::parse(R"({"type":"object","properties":{
@@ -352,22 +354,77 @@ void add_row(std::string metric, double ours, double base, std::string unit,
 // request and quits, request and reply included, from a blocking caller;
 // (b) one blocking_pool hand-off and back (submit, the job fulfils a
 // promise the caller waits on). Per operation, median of 5 blocks of 2,000.
+// (c) and (d): what an invocation per script call costs as the kernel broker
+// sees it: from a broker on the I/O thread, spawn a child that sends one
+// message back and quits, 2,000 times in a row; the child is a broker on
+// the same I/O thread (how a script call's invocation is hosted,
+// actors/tool_invocation.hpp) or an event-based actor on the scheduler.
 struct actor_costs {
   double spawn_request_us = 0;
   double pool_round_trip_us = 0;
+  double io_child_us = 0;
+  double scheduled_child_us = 0;
 };
+
+struct spawn_driver_state {
+  int left = 0;
+  bool on_io = false;
+  std::promise<void>* done = nullptr;
+};
+
+using spawn_driver = caf::io::stateful_broker<spawn_driver_state>;
+
+void spawn_child(spawn_driver* self) {
+  auto me = caf::actor_cast<caf::actor>(self);
+  auto body = [me](auto* child) -> caf::behavior {
+    caf::anon_send(me, 1);
+    child->quit();
+    return {};
+  };
+  if (self->state.on_io)
+    self->system().middleman().spawn_broker(
+      [body](caf::io::broker* c) { return body(c); });
+  else
+    self->spawn([body](caf::event_based_actor* c) { return body(c); });
+}
+
+double spawn_children_us(caf::actor_system& sys, bool on_io, int n) {
+  std::promise<void> done;
+  auto f = done.get_future();
+  auto t0 = clock_type::now();
+  sys.middleman().spawn_broker(
+    [&done, on_io, n](spawn_driver* self) -> caf::behavior {
+      self->state.left = n;
+      self->state.on_io = on_io;
+      self->state.done = &done;
+      spawn_child(self);
+      return {[self](int) {
+        if (--self->state.left > 0) {
+          spawn_child(self);
+          return;
+        }
+        self->state.done->set_value();
+        self->quit();
+      }};
+    });
+  f.get();
+  return ms_since(t0) * 1000.0 / n;
+}
 
 actor_costs measure_actor_costs() {
   caf::actor_system_config cfg;
   // The runtime's scheduler settings (runtime/runtime.cpp).
   cfg.set("scheduler.max-threads", size_t{2});
   cfg.set("scheduler.policy", caf::atom("sharing"));
+  cfg.load<caf::io::middleman>();
   caf::actor_system sys{cfg};
   caf::scoped_actor self{sys};
   constexpr int n = 2000;
-  std::vector<double> spawn_blocks, pool_blocks;
+  std::vector<double> spawn_blocks, pool_blocks, io_blocks, sched_blocks;
   blocking_pool pool{1};
   for (int block = 0; block < 5; ++block) {
+    io_blocks.push_back(spawn_children_us(sys, true, n));
+    sched_blocks.push_back(spawn_children_us(sys, false, n));
     auto t0 = clock_type::now();
     for (int i = 0; i < n; ++i) {
       auto a = sys.spawn([](caf::event_based_actor* me) -> caf::behavior {
@@ -390,7 +447,8 @@ actor_costs measure_actor_costs() {
     }
     pool_blocks.push_back(ms_since(t0) * 1000.0 / n);
   }
-  return {median(spawn_blocks), median(pool_blocks)};
+  return {median(spawn_blocks), median(pool_blocks), median(io_blocks),
+          median(sched_blocks)};
 }
 
 void per_call_overhead(bench_env& env, runtime& rt, int reps) {
@@ -502,12 +560,23 @@ void per_call_overhead(bench_env& env, runtime& rt, int reps) {
   auto floor = median(plain);
   add_row("spawn an event-based actor + one request", costs.spawn_request_us,
           floor, "us", "py echo floor", "info: invocation actor cost");
+  std::printf("from the I/O thread, spawn + one message back: child on "
+              "the I/O thread %.2f us, on the scheduler %.2f us\n",
+              costs.io_child_us, costs.scheduled_child_us);
+  add_row("invocation on the I/O thread: spawn + answer, from the kernel's "
+          "thread", costs.io_child_us, costs.scheduled_child_us, "us",
+          "the same child on the scheduler",
+          "info: how a script call's invocation is hosted");
   add_row("blocking pool hand-off and back (no tool)",
           costs.pool_round_trip_us, floor, "us", "py echo floor",
           "info: pool hop cost");
-  add_row("no-op call, in-script", median(in_script), floor, "us",
-          "py echo floor", "<= 1.25x floor",
-          median(in_script) <= 1.25 * floor);
+  // A tool declaring non_blocking runs in its invocation actor's handler
+  // on the I/O thread; no built-in tool declares it (host tools may), so
+  // this row is the floor of the invocation actor, not a goal row: the
+  // goal rows below use the route every built-in tool takes.
+  add_row("no-op call, in-script (non_blocking host-tool route)",
+          median(in_script), floor, "us", "py echo floor",
+          "info: no built-in tool takes this route");
   add_row("no-op call, cell wall/1000", median(wall), floor, "us",
           "py echo floor", "info");
   add_row("no-op call via the blocking pool, in-script", median(pool_us),

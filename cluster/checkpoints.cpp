@@ -13,8 +13,9 @@
 //   (restore_atom, std::string session)   the latest checkpoint
 // From this process (the node's own kernels, on pool threads) they go to
 // the session's gateway, or are served here when this node is it; from an
-// authenticated peer they are served here. Store work runs on the blocking
-// pool and its result comes back to the member as
+// authenticated peer they are served here. Store work runs on the hub's
+// store threads (never on the blocking pool, whose threads may all be
+// waiting for it) and its result comes back to the member as
 // (checkpoint_atom, uint64_t op, kernel_checkpoint).
 #include "cluster/internal.hpp"
 
@@ -66,11 +67,15 @@ void serve_locally(cluster_actor* self, kernel_checkpoint req, bool fetch,
   st.ckpt_ops.emplace(id, rp);
   caf::actor_addr me = self->address(); // weak: the member may be gone
   auto* sys = &self->system();
+  // A plain pointer: the hub waits for its running store jobs before it
+  // goes, and a job must never hold the last reference (the hub would
+  // then wait for the very thread it runs on).
+  auto* store_hub = hub.get();
   auto job = [=, req = std::move(req)]() mutable {
     kernel_checkpoint out;
     out.session = req.session;
     if (fetch) {
-      auto got = hub->fetch_sealed(req.session);
+      auto got = store_hub->fetch_sealed(req.session);
       if (!got) {
         out.error = got.error;
       } else {
@@ -80,9 +85,9 @@ void serve_locally(cluster_actor* self, kernel_checkpoint req, bool fetch,
         out.known_count = got->known_count;
       }
     } else if (req.bytes.empty()) {
-      if (auto s = hub->drop(req.session); !s)
+      if (auto s = store_hub->drop(req.session); !s)
         out.error = s.error;
-    } else if (auto s = hub->store_sealed(req.session, req.seq, req.bytes);
+    } else if (auto s = store_hub->store_sealed(req.session, req.seq, req.bytes);
                !s) {
       out.error = s.error;
     }
@@ -93,8 +98,10 @@ void serve_locally(cluster_actor* self, kernel_checkpoint req, bool fetch,
       from->send(member, checkpoint_atom_v, id, std::move(out));
     }
   };
-  auto& pool = runtime_access::of(*st.rt).svc->pool;
-  if (!(pool && pool->submit(std::move(job)))) {
+  // The hub's store threads, not the blocking pool: this node's kernels
+  // ask from pool threads and block until answered (see
+  // kernel_checkpoints::submit_store_job).
+  if (!hub->submit_store_job(std::move(job))) {
     st.ckpt_ops.erase(id);
     kernel_checkpoint out;
     out.session = req.session;

@@ -31,6 +31,7 @@
 #include "caf/event_based_actor.hpp"
 
 #include "actors/kernel_registry.hpp"
+#include "base/clock.hpp"
 #include "cluster/node.hpp"
 #include "actors/tool_dispatcher.hpp"
 #include "config/options.hpp"
@@ -120,6 +121,13 @@ struct cluster_settings {
   std::shared_ptr<member_census> census;
   /// Turns forwarded to lease holders (null: leases are not enabled).
   std::shared_ptr<turn_forwards> forwards;
+  /// The runtime's clock (actors/services.hpp): heartbeat silence, drain
+  /// deadline, hosted sessions' idle time. The tick that reads it is a
+  /// CAF timer. Never null.
+  clock_ptr clock = real_clock();
+  /// Hosted sessions idle this long are forgotten
+  /// (code_execution.kernel_idle_timeout).
+  int64_t kernel_idle_timeout_s = 1800;
 };
 
 using steady = std::chrono::steady_clock;

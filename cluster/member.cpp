@@ -77,7 +77,7 @@ void add_peer(cluster_actor* self, const std::string& id,
   p.info.role = role;
   if (fresh || back || p.info.state == "suspect")
     p.info.state = "up";
-  p.last_seen = steady::now();
+  p.last_seen = st.cfg.clock->steady_now();
   if (fresh)
     MIBYAN_LOG(info, "cluster", "member " << id << " (" << role << ") at "
                                           << address << " joined");
@@ -250,7 +250,7 @@ void check_drain(cluster_actor* self) {
   auto& st = self->state;
   if (!st.drain_requested || st.left)
     return;
-  auto now = steady::now();
+  auto now = st.cfg.clock->steady_now();
   bool late = now >= st.drain_deadline;
   if (st.busy > 0 && !late)
     return;
@@ -526,7 +526,7 @@ caf::behavior cluster_member(cluster_actor* self, cluster_settings cfg,
         mark_lost(self, info.node_id, "", true);
         return;
       }
-      p.last_seen = steady::now();
+      p.last_seen = st.cfg.clock->steady_now();
       if (back)
         MIBYAN_LOG(warning, "cluster", "member " << info.node_id
                                                  << " is reachable again");
@@ -546,7 +546,7 @@ caf::behavior cluster_member(cluster_actor* self, cluster_settings cfg,
       if (st.left)
         return;
       broadcast_heartbeat(self);
-      auto now = steady::now();
+      auto now = st.cfg.clock->steady_now();
       std::vector<std::pair<std::string, int64_t>> lost;
       for (auto& kv : st.peers) {
         auto& p = kv.second;
@@ -568,8 +568,7 @@ caf::behavior cluster_member(cluster_actor* self, cluster_settings cfg,
                               + " ms", false);
       // Hosted sessions idle past the kernel idle timeout are forgotten
       // (their kernels are reaped by the registry's own timer).
-      auto idle = seconds(
-        config_of(*st.rt).code_execution.kernel_idle_timeout);
+      auto idle = seconds(st.cfg.kernel_idle_timeout_s);
       for (auto it = st.hosted.begin(); it != st.hosted.end();)
         it = now - it->second.last_used > idle ? st.hosted.erase(it)
                                                : std::next(it);
@@ -612,7 +611,7 @@ caf::behavior cluster_member(cluster_actor* self, cluster_settings cfg,
       if (!st.drain_requested) {
         st.drain_requested = true;
         st.state = "draining";
-        st.drain_deadline = steady::now()
+        st.drain_deadline = st.cfg.clock->steady_now()
                             + milliseconds(st.cfg.drain_timeout_ms);
         MIBYAN_LOG(info, "cluster", "node " << st.cfg.node_id << " draining ("
                                             << st.busy << " call(s) running)");

@@ -332,6 +332,8 @@ cluster_process::start(const node_args& a, options opts,
   auto& ri = runtime_access::of(*ip->rt);
   ip->local = ri.dispatcher;
   s.own_cwd = ri.svc->default_cwd;
+  s.clock = ri.svc->clock;
+  s.kernel_idle_timeout_s = o.code_execution.kernel_idle_timeout;
   ip->mm = tls ? caf::actor_cast<caf::actor>(
                    sys.openssl_manager().actor_handle())
                : caf::actor_cast<caf::actor>(sys.middleman().actor_handle());

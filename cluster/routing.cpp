@@ -181,7 +181,7 @@ void route_call(cluster_actor* self, tool_request req,
     // This node is the worker: its own dispatcher runs the call.
     auto& h = st.hosted[sid];
     h.gateway = st.cfg.node_id;
-    h.last_used = steady::now();
+    h.last_used = st.cfg.clock->steady_now();
     auto me = st.cfg.node_id;
     self->request(st.local, caf::infinite, invoke_atom_v, req)
       .then(
@@ -270,7 +270,7 @@ void work_call(cluster_actor* self, const caf::node_id& sender_node,
                                                    << " for " << gateway);
   }
   it->second.gateway = gateway;
-  it->second.last_used = steady::now();
+  it->second.last_used = st.cfg.clock->steady_now();
   ++st.busy;
   self->request(st.local, caf::infinite, invoke_atom_v, req)
     .then(

@@ -769,12 +769,12 @@ class Kernel(object):
             "traceback": trace, "execution_count": self.execution_count,
             "exit_code": exit_code}
         if self.checkpoint_req is not None and status in ("ok", "error"):
-            # Section 3.1: most cells change nothing, which is cheap to
-            # tell; only then is the answer in this frame. Otherwise the
-            # checkpoint follows the frame, off the result's path.
+            # Section 3.1: in a small namespace "unchanged" costs next to
+            # nothing to tell and is answered in this frame. Otherwise the
+            # checkpoint (or the check) follows the frame, off the result's
+            # path.
             ckpt = self._checkpointer
-            if ckpt is not None and ckpt.quick_unchanged(
-                    self.checkpoint_req[2]):
+            if ckpt is not None and ckpt.quick_unchanged():
                 self.checkpoint_req = None
                 body["checkpoint"] = "unchanged"
             else:
@@ -838,9 +838,11 @@ class Kernel(object):
             code_or_none = self.run_cell(cell_id, code, timeout)
             if code_or_none is not None:
                 return code_or_none
+            # The next cell's streams first: they are ready by the time the
+            # host has the frame, the checkpoint after them.
+            self.between_cells()
             if self.checkpoint_req is not None:
                 self.send_checkpoint(cell_id)
-            self.between_cells()
 
 
 # -- parent-death watchdog -------------------------------------------------

@@ -109,6 +109,7 @@ void wire_mcp(runtime_impl& p) {
   if (!sampling)
     return;
   auto settings = make_provider_settings(svc->cfg);
+  settings.clock = svc->clock;
   if (!settings.main.ok()) {
     MIBYAN_LOG(warning, "mcp", "sampling is enabled but no model is "
                                "configured; servers' sampling requests "

@@ -148,6 +148,7 @@ runtime_impl::~impl() {
   if (calls)
     calls->stop();
   metric_hooks.clear(); // a scrape no longer reads this runtime
+  store_final_kernel_checkpoints(*this);
   if (sys) {
     {
       std::lock_guard<std::mutex> guard{mtx};
@@ -189,6 +190,10 @@ runtime_impl::~impl() {
   // MCP servers too: sessions closed, stdio process groups killed.
   if (svc && svc->mcp)
     svc->mcp->shutdown();
+  // Checkpoint store jobs message the cluster member: done before the
+  // system goes.
+  if (svc && svc->checkpoints)
+    svc->checkpoints->stop_store_jobs();
   // Our own system ends here, with every actor of ours (in a host's
   // system, which outlives this runtime, our actors only exit).
   own_sys.reset();
@@ -394,35 +399,6 @@ void install_approval_hooks(runtime_impl& p) {
 
 } // namespace
 
-namespace {
-
-// Kernel checkpoints live in the session store's environment; the key is
-// read (made on first use) only when checkpoints are on.
-void attach_checkpoint_store(runtime_services& svc,
-                             const std::shared_ptr<session_store>& store) {
-  // Kept alive with the checkpoint store (pool jobs may still store one
-  // while the runtime ends), as agent_tools->store keeps it.
-  auto opened = open_checkpoint_store(store);
-  if (!opened) {
-    MIBYAN_LOG(warning, "runtime", "kernel checkpoints unavailable: "
-                                     << opened.error);
-    return;
-  }
-  svc.checkpoints->set_store(std::shared_ptr<checkpoint_store>(
-    std::move(*opened)));
-  if (!svc.checkpoints->enabled() || svc.checkpoints->has_key())
-    return; // off, or a cluster's key (cluster/node.cpp)
-  auto key = kernel_checkpoints::load_or_create_key(svc.cfg.home);
-  if (!key) {
-    MIBYAN_LOG(warning, "runtime", "kernel checkpoints off: " << key.error);
-    svc.checkpoints->set_enabled(false);
-    return;
-  }
-  svc.checkpoints->set_key(std::move(*key));
-}
-
-} // namespace
-
 status wire_runtime(runtime_impl& p) {
   auto& svc = p.svc;
   if (auto failures = message_self_test(*p.sys); !failures.empty()) {
@@ -502,6 +478,7 @@ status wire_runtime(runtime_impl& p) {
   }
   if (svc->cfg.approvals.mode == "smart") {
     auto settings = make_provider_settings(svc->cfg);
+    settings.clock = svc->clock;
     if (settings.main.ok())
       p.guardian = spawn_provider(*p.sys, svc->http, std::move(settings));
   }

@@ -110,6 +110,15 @@ struct runtime::impl {
 /// Attaches the runtime's scrape-time gauges (docs/metrics.md).
 void attach_metrics(runtime_impl& p);
 
+/// Kernel checkpoints (runtime/kernel_checkpoint_wiring.cpp): gives the
+/// services' checkpoint hub its store (in `store`'s backend), its key and
+/// the stored history it counts a restored checkpoint's age from.
+void attach_checkpoint_store(runtime_services& svc,
+                             const std::shared_ptr<session_store>& store);
+/// Before the kernels of `p` stop: their pending and final checkpoints are
+/// stored (bounded; a no-op with checkpoints off). Blocks the caller.
+void store_final_kernel_checkpoints(runtime::impl& p);
+
 /// Stops the scheduler of `p` if it runs (runtime/cron_scheduler.cpp):
 /// its runs are interrupted and stay "running" in the store.
 void stop_cron(runtime_impl& p);

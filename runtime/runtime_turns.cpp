@@ -92,6 +92,7 @@ bool prepare_turn(runtime_impl& p, const turn_call& call, prepared_turn& t,
   auto settings = make_provider_settings(
     opts, call.provider.api_key.empty() ? p.default_api_key
                                         : call.provider.api_key);
+  settings.clock = p.svc->clock;
   if (!settings.main.ok())
     return fail(settings.main.error, true);
   // Toolsets (docs/tools.md, "Toolsets"): an unknown name fails the turn.

@@ -1,22 +1,27 @@
-// The execute_code bridge's fast path (docs/execute_code.md, "Bridge fast
-// path"): script calls run without a per-call invocation actor, a tool
-// declaring itself non-blocking on the kernel broker's thread, others on
-// the blocking pool with the deadlines kept by the broker. These tests pin
-// the guarantees the invocation actor gave: deadlines (also an earlier one
-// arriving after a later one), cancellation when the cell ends, budgets.
+// The execute_code bridge (docs/execute_code.md, "Script tool calls"):
+// every script call runs in its own invocation actor on the middleman's I/O
+// thread (actors/tool_invocation.hpp), a tool declaring itself non-blocking
+// in that actor's handler, others on the blocking pool, each call with its
+// own deadline timer. These tests pin that shape and its guarantees:
+// deadlines (also an earlier one arriving after a later one), cancellation
+// when the cell ends, budgets.
 #define BOOST_TEST_MODULE bridge_fast_path
 #include <boost/test/unit_test.hpp>
 
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <stdexcept>
 #include <string>
 #include <mutex>
 #include <thread>
 
 #include <pthread.h>
 
-#include "actors/script_calls.hpp"
+#include "caf/actor_registry.hpp"
+#include "caf/actor_system.hpp"
+
+#include "mibyan/actors.hpp"
 #include "runtime/runtime.hpp"
 #include "tests/support/kernel_options.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -29,6 +34,20 @@ namespace {
 
 std::atomic<int> noop_runs{0};
 std::atomic<int> cancelled_seen{0};
+// The runtime under test, and the running actors its tools saw: during
+// the last non-blocking call, and once `hold_calls` pool calls were in
+// flight at the same time.
+std::atomic<runtime*> current_rt{nullptr};
+std::atomic<long> actors_in_noop{-1};
+std::atomic<long> actors_in_pool{-1};
+std::atomic<int> pool_in_flight{0};
+std::atomic<int> hold_calls{0};
+
+long running_actors() {
+  auto* rt = current_rt.load();
+  return rt ? static_cast<long>(actor_system_of(*rt).registry().running())
+            : -1;
+}
 std::mutex names_mtx;
 std::string noop_thread, wait_thread; // names of the threads that ran them
 
@@ -55,6 +74,7 @@ public:
   json::value run(const json::value& args,
                   const tool_context& ctx) const override {
     ++noop_runs;
+    actors_in_noop = running_actors();
     {
       std::lock_guard<std::mutex> g{names_mtx};
       noop_thread = thread_name();
@@ -94,6 +114,11 @@ public:
       std::lock_guard<std::mutex> g{names_mtx};
       wait_thread = thread_name();
     }
+    if (++pool_in_flight == hold_calls)
+      actors_in_pool = running_actors();
+    struct leave {
+      ~leave() { --pool_in_flight; }
+    } on_return;
     auto until = std::chrono::steady_clock::now() + hold;
     while (std::chrono::steady_clock::now() < until) {
       if (ctx.is_cancelled()) {
@@ -104,6 +129,32 @@ public:
     }
     json::value r;
     r["waited"] = true;
+    return r;
+  }
+};
+
+// Replaces search_files: its deadline() throws for the pattern "boom",
+// outside the tool's run (where the registry would catch it): the failure
+// happens inside the invocation actor itself.
+class throwing_tool final : public tool {
+public:
+  const char* name() const override { return "search_files"; }
+  const char* toolset() const override { return "file"; }
+  std::string description() const override { return "test throw"; }
+  script_policy script() const override { return {true, {}, ""}; }
+  json::value schema() const override {
+    return *json::parse(R"({"type":"object","properties":{
+      "pattern":{"type":"string"}},"required":["pattern"]})").v;
+  }
+  std::chrono::milliseconds deadline(const json::value& args,
+                                     const options&) const override {
+    if (args.get_string("pattern") == "boom")
+      throw std::runtime_error("deadline exploded");
+    return std::chrono::milliseconds{60000};
+  }
+  json::value run(const json::value& args, const tool_context&) const override {
+    json::value r;
+    r["echo"] = args.get_string("pattern");
     return r;
   }
 };
@@ -119,11 +170,15 @@ struct fixture {
     std::vector<std::unique_ptr<tool>> extra;
     extra.push_back(std::make_unique<inline_noop>());
     extra.push_back(std::make_unique<waiting_tool>());
+    extra.push_back(std::make_unique<throwing_tool>());
     std::string err;
     auto made = create_runtime(opts, std::move(extra));
     BOOST_REQUIRE_MESSAGE(made, made.error);
     rt = std::move(*made);
+    current_rt = rt.get();
   }
+
+  ~fixture() { current_rt = nullptr; }
 
   json::value exec(const std::string& code) {
     return test::run_cell(*rt, work.path(), code);
@@ -135,56 +190,6 @@ bool contains(const std::string& haystack, const std::string& needle) {
 }
 
 } // namespace
-
-BOOST_AUTO_TEST_SUITE(call_table)
-
-using table = script_call_table<int>;
-using clock_type = std::chrono::steady_clock;
-
-BOOST_AUTO_TEST_CASE(arms_one_timer_until_an_earlier_deadline_arrives) {
-  table t;
-  auto now = clock_type::now();
-  auto a = t.add({1, "a", "x", nullptr, now, now + 10s});
-  auto first = t.timer_to_arm();
-  BOOST_REQUIRE(first.has_value());
-  BOOST_TEST((*first == now + 10s));
-  // A later deadline needs no new timer; an earlier one does.
-  t.add({1, "b", "x", nullptr, now, now + 20s});
-  BOOST_TEST(!t.timer_to_arm().has_value());
-  auto c = t.add({2, "c", "x", nullptr, now, now + 1s});
-  auto second = t.timer_to_arm();
-  BOOST_REQUIRE(second.has_value());
-  BOOST_TEST((*second == now + 1s));
-  // The timer fires: only expired calls come out, and the next timer is
-  // for the earliest remaining deadline.
-  t.timer_fired();
-  auto expired = t.take_expired(now + 1s);
-  BOOST_REQUIRE(expired.size() == 1u);
-  BOOST_TEST(expired[0].id == "c");
-  BOOST_TEST(!t.take(c).has_value()); // answered by its deadline
-  auto next = t.timer_to_arm();
-  BOOST_REQUIRE(next.has_value());
-  BOOST_TEST((*next == now + 10s));
-  // A completed call is not expired later.
-  BOOST_TEST(t.take(a).has_value());
-  auto rest = t.take_expired(now + 30s);
-  BOOST_REQUIRE(rest.size() == 1u);
-  BOOST_TEST(rest[0].id == "b");
-  BOOST_TEST(t.empty());
-}
-
-BOOST_AUTO_TEST_CASE(take_all_empties_the_table) {
-  table t;
-  auto now = clock_type::now();
-  auto a = t.add({1, "a", "x", nullptr, now, now + 1s});
-  t.add({1, "b", "x", nullptr, now, now + 2s});
-  BOOST_TEST(t.take_all().size() == 2u);
-  BOOST_TEST(!t.take(a).has_value());
-  BOOST_TEST(t.take_expired(now + 1h).empty());
-  BOOST_TEST(!t.timer_to_arm().has_value());
-}
-
-BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_FIXTURE_TEST_SUITE(bridge, fixture)
 
@@ -208,9 +213,39 @@ BOOST_AUTO_TEST_CASE(non_blocking_runs_on_the_io_thread_others_on_the_pool) {
                 "print(web_extract(['1'])['waited'])\n");
   BOOST_TEST(r.get_string("output") == "True\n", r.dump());
   std::lock_guard<std::mutex> g{names_mtx};
-  // CAF names its I/O thread; the pool's threads are ours.
+  // A non-blocking tool runs in its invocation actor's handler, and that
+  // actor lives on the middleman's I/O thread (CAF names it), beside the
+  // kernel broker that spawned it; any other tool runs on the pool's
+  // threads (ours), never on a CAF scheduler thread.
   BOOST_TEST(noop_thread == "caf.multiplexer");
   BOOST_TEST(wait_thread == "mibyan.block");
+}
+
+BOOST_AUTO_TEST_CASE(every_call_runs_in_its_own_invocation_actor) {
+  start();
+  hold_calls = 3;
+  pool_in_flight = 0;
+  actors_in_noop = -1;
+  actors_in_pool = -1;
+  // A non-blocking call first (its own invocation is alive while it
+  // runs), then three pool calls in flight at once: three more actors.
+  auto r = exec("import threading\n"
+                "from mibyan_tools import web_search, web_extract\n"
+                "web_search('x')\n"
+                "ts = [threading.Thread(target=lambda: web_extract(['400']))"
+                " for _ in range(3)]\n"
+                "[t.start() for t in ts]\n"
+                "[t.join() for t in ts]\n"
+                "print('ok')\n");
+  BOOST_TEST(r.get_string("output") == "ok\n", r.dump());
+  BOOST_REQUIRE(actors_in_noop.load() > 0);
+  BOOST_REQUIRE_MESSAGE(actors_in_pool.load() > 0,
+                        "the three calls were never in flight together");
+  BOOST_TEST(actors_in_pool.load() - actors_in_noop.load() >= 2,
+             "running actors: " << actors_in_noop.load() << " during the "
+             "non-blocking call, " << actors_in_pool.load()
+             << " with three pool calls in flight");
+  hold_calls = 0;
 }
 
 BOOST_AUTO_TEST_CASE(budget_applies_to_non_blocking_calls) {
@@ -262,17 +297,43 @@ BOOST_AUTO_TEST_CASE(cell_end_cancels_a_running_pool_call) {
   start();
   cancelled_seen = 0;
   // A thread's call is still running when the cell ends: the tool sees its
-  // cancel flag (the cell's calls belong to it).
+  // cancel flag (the cell's calls belong to it). The thread outlives its
+  // cell, so its call ends in an error (the cell's connection is gone);
+  // it swallows that, or its traceback could land in the next cell's
+  // output.
   auto r = exec("import threading, time\n"
                 "from mibyan_tools import web_extract\n"
-                "threading.Thread(target=lambda: web_extract(['30000']),"
-                " daemon=True).start()\n"
+                "def call():\n"
+                "    try:\n"
+                "        web_extract(['30000'])\n"
+                "    except BaseException:\n"
+                "        pass\n"
+                "threading.Thread(target=call, daemon=True).start()\n"
                 "time.sleep(0.3)\n");
   BOOST_TEST(r.get_string("status") == "success", r.dump());
   for (int i = 0; i < 500 && cancelled_seen.load() == 0; ++i)
     std::this_thread::sleep_for(10ms);
   BOOST_TEST(cancelled_seen.load() == 1);
   // The kernel is still usable for the next cell.
+  auto next = exec("from mibyan_tools import web_search\n"
+                   "print(web_search('again')['echo'])\n");
+  BOOST_TEST(next.get_string("output") == "again\n", next.dump());
+}
+
+BOOST_AUTO_TEST_CASE(a_failing_invocation_is_contained) {
+  start();
+  // The invocation of the first call fails before its tool runs: that call
+  // gets an error result, and the cell, its kernel and the next calls go
+  // on.
+  auto r = exec("from mibyan_tools import search_files, web_search\n"
+                "bad = search_files('boom')\n"
+                "print('error' in bad, bad.get('error', ''))\n"
+                "print(search_files('fine')['echo'])\n"
+                "print(web_search('x')['echo'])\n");
+  BOOST_TEST(r.get_string("status") == "success", r.dump());
+  auto out = r.get_string("output");
+  BOOST_TEST(contains(out, "True Tool 'search_files' failed"), out);
+  BOOST_TEST(contains(out, "\nfine\nx\n"), out);
   auto next = exec("from mibyan_tools import web_search\n"
                    "print(web_search('again')['echo'])\n");
   BOOST_TEST(next.get_string("output") == "again\n", next.dump());

@@ -274,6 +274,83 @@ BOOST_AUTO_TEST_CASE(approval_keys_follow_links_made_after_a_check) {
                .value_or("") == system_write_key);
 }
 
+// patch decides a write in one pass (write_policy_of): the same refusal,
+// in the same order, and the same approval key as write_refusal, then
+// cross_profile_refusal, then write_approval_key, for every kind of path.
+BOOST_AUTO_TEST_CASE(one_pass_write_policy_answers_like_the_three_checks) {
+  fs::create_directories(mibyan_home + "/profiles/other");
+  fs::create_directories(home + "/.config/systemd/user");
+  fs::create_directory_symlink(home + "/.config", work + "/cfg");
+  fs::create_directory_symlink(mibyan_home + "/profiles/other",
+                               work + "/other");
+  std::vector<std::string> paths{
+    work + "/x.txt",
+    work + "/cfg/systemd/user/x.service",
+    home + "/.bashrc",
+    home + "/.ssh/id_ed25519",
+    home + "/.ssh/config",
+    mibyan_home + "/config.yaml",
+    mibyan_home + "/skills/x/SKILL.md",
+    mibyan_home + "/memories/MEMORY.md",
+    mibyan_home + "/profiles/other/notes.txt",
+    mibyan_home + "/profiles/other/skills/y/SKILL.md",
+    work + "/other/notes.txt",
+    "/etc/sudoers",
+    "/dev/sda",
+    "/proc/self/environ",
+  };
+  int refused = 0, keyed = 0, cross = 0;
+  for (auto& p : paths)
+    for (bool cross_ok : {false, true}) {
+      auto got = write_policy_of(p, mibyan_home, cross_ok);
+      std::optional<std::string> want_refusal = write_refusal(p, mibyan_home);
+      if (!want_refusal && !cross_ok)
+        want_refusal = cross_profile_refusal(p, mibyan_home);
+      BOOST_TEST(got.refusal.value_or("-") == want_refusal.value_or("-"),
+                 p << " cross_profile=" << cross_ok);
+      auto want_key = want_refusal ? std::nullopt
+                                   : write_approval_key(p, mibyan_home);
+      BOOST_TEST(got.approval_key.value_or("-") == want_key.value_or("-"),
+                 p << " cross_profile=" << cross_ok);
+      refused += got.refusal.has_value();
+      keyed += got.approval_key.has_value();
+      cross += !cross_ok && got.refusal
+               && contains(*got.refusal, "another Mibyan profile");
+    }
+  // Every branch was taken.
+  BOOST_TEST(refused > 0);
+  BOOST_TEST(keyed > 0);
+  BOOST_TEST(cross >= 2);
+}
+
+// A patch into another profile is refused without cross_profile and goes
+// ahead with it; a refused patch leaves the file as it was.
+BOOST_AUTO_TEST_CASE(patch_into_another_profile_needs_cross_profile) {
+  auto other = mibyan_home + "/profiles/other/notes.txt";
+  fs::create_directories(mibyan_home + "/profiles/other");
+  { std::ofstream(other) << "alpha\n"; }
+  auto r = call("patch", obj({{"mode", "replace"}, {"path", other},
+                              {"old_string", "alpha"},
+                              {"new_string", "beta"}}));
+  BOOST_TEST(contains(error_of(r), "another Mibyan profile"), r.dump());
+  r = call("patch", obj({{"mode", "patch"},
+                         {"patch", "*** Begin Patch\n*** Update File: "
+                                   + other + "\n@@\n-alpha\n+beta\n"
+                                   "*** End Patch\n"}}));
+  BOOST_TEST(contains(error_of(r), "another Mibyan profile"), r.dump());
+  std::ifstream in(other);
+  std::string line;
+  std::getline(in, line);
+  BOOST_TEST(line == "alpha");
+  r = call("patch", obj({{"mode", "replace"}, {"path", other},
+                         {"old_string", "alpha"}, {"new_string", "beta"},
+                         {"cross_profile", true}}));
+  BOOST_TEST(error_of(r).empty(), r.dump());
+  std::ifstream again(other);
+  std::getline(again, line);
+  BOOST_TEST(line == "beta");
+}
+
 BOOST_AUTO_TEST_CASE(devices_and_kernel_interfaces_are_never_written) {
   // Only classified (see above): no tool is called on these paths.
   for (auto* p : {"/proc/sysrq-trigger", "/proc/sys/kernel/core_pattern",

@@ -140,6 +140,31 @@ BOOST_AUTO_TEST_CASE(drain_moves_an_idle_session_with_its_state) {
   BOOST_CHECK_MESSAGE(lost_names(next).empty(), next.dump());
 }
 
+// One node that is gateway and worker at once, with one blocking-pool
+// thread: its kernels' checkpoint requests (made from that thread, which
+// waits for the answer) are served by the node itself. Served from the
+// same pool they would wait for themselves until the request timed out.
+BOOST_AUTO_TEST_CASE(role_all_with_one_blocking_thread_stores_checkpoints) {
+  auto node = start({"--role", "all"}, "runtime:\n  blocking_threads: 1\n");
+  auto c = connect(node->address);
+  wait_members(*c, 1);
+  auto r1 = call(*c, "solo", "execute_code", code_args("a = [1, 2]"));
+  BOOST_REQUIRE_MESSAGE(r1.get_string("status") == "success", r1.dump());
+  auto r2 = call(*c, "solo", "execute_code", code_args("a.append(3)"));
+  BOOST_REQUIRE_MESSAGE(r2.get_string("status") == "success", r2.dump());
+  // Well inside the 60 s a request to the member may wait.
+  int64_t count = -1;
+  for (int i = 0; i < 300 && count < 2; ++i) {
+    count = stored_count(dir / "node1", "solo");
+    if (count < 2)
+      std::this_thread::sleep_for(milliseconds{50});
+  }
+  BOOST_CHECK_MESSAGE(count >= 2, "no checkpoint of cell 2 within 15 s "
+                                  "(last: " << count << ")");
+  // The drain's final checkpoints go the same way.
+  BOOST_CHECK_EQUAL(node->stop(SIGTERM), 0);
+}
+
 BOOST_AUTO_TEST_CASE(checkpoint_off_in_a_cluster_resets_as_before) {
   code_execution_extra = "  checkpoint: off\n";
   auto [gw, w1, w2, c] = start_gateway_and_two_workers();

@@ -277,7 +277,43 @@ BOOST_AUTO_TEST_CASE(envelope_refuses_tampering_truncation_and_other_sessions) {
               != kernel_checkpoints::cluster_key("b"));
 }
 
+// The runner's change detection (identity snapshots of containers, the
+// check before a frame) against every way of changing a namespace, and
+// what it pickles: tests/support/checkpoint_changes_check.py.
+BOOST_AUTO_TEST_CASE(every_kind_of_change_is_noticed) {
+  test::temp_dir dir;
+  auto res = test::run_process(
+    {"python3", test::test_source_dir() + "/support/checkpoint_changes_check.py",
+     test::source_dir() + "/kernels/mibyan_checkpoint.py", dir.path()});
+  BOOST_CHECK_MESSAGE(res.exit_code == 0, res.out << res.err);
+  BOOST_CHECK_MESSAGE(contains(res.out, "0 failures"), res.out << res.err);
+}
+
 BOOST_FIXTURE_TEST_SUITE(node, ckpt_fixture)
+
+// Values changed in place (no name rebound) are in the next checkpoint,
+// in a namespace small enough for the check before the frame and in one
+// that is checked after it.
+BOOST_AUTO_TEST_CASE(changes_in_place_are_checkpointed) {
+  start();
+  exec("small = [1, 2]\nd = {'k': [1]}\nb = bytearray(b'ab')\n");
+  exec("big = [{'i': i} for i in range(2000)]\n");
+  wait_stored(2);
+  exec("small.append(3)");
+  wait_stored(3);
+  exec("d['k'].append(2)\nb[0] = 0x7a");
+  wait_stored(4);
+  exec("big[1500]['i'] = -1");
+  wait_stored(5);
+  exec("pass");
+  wait_stored(6);
+  restart();
+  auto r = exec("print(small, d, b, big[1500], big[1499])");
+  BOOST_CHECK_EQUAL(r.get_string("output"),
+                    "[1, 2, 3] {'k': [1, 2]} bytearray(b'zb') {'i': -1} "
+                    "{'i': 1499}\n");
+  BOOST_CHECK_EQUAL(kernel_of(r)->get_int("checkpoint_age_cells", -1), 0);
+}
 
 BOOST_AUTO_TEST_CASE(restart_restores_the_namespace) {
   start();
@@ -318,6 +354,46 @@ BOOST_AUTO_TEST_CASE(restart_restores_the_namespace) {
   auto after = exec("print(len(d))");
   BOOST_CHECK(kernel_of(after)->find("state_restored") == nullptr);
   BOOST_CHECK_EQUAL(after.get_string("output"), "2\n");
+}
+
+// The node died after cells whose checkpoints never landed: after the
+// restart the session's stored history knows how far it got, and the
+// restored checkpoint's age counts the cells it lacks.
+BOOST_AUTO_TEST_CASE(age_after_a_restart_counts_the_cells_past_the_checkpoint) {
+  start();
+  exec("x = 1");
+  wait_stored(1);
+  auto old = hub()->store()->latest("s1");
+  BOOST_REQUIRE(old && *old);
+  auto first = (*old)->bytes;
+  exec("x = 2");
+  auto third = exec("x = 3");
+  wait_stored(3);
+  // The conversation recorded the cells' results, as a turn does.
+  auto store = session_store_of(*rt);
+  BOOST_REQUIRE(store);
+  new_session ns;
+  ns.id = "s1";
+  (void) store->create_session(ns);
+  chat_message m;
+  m.role = "tool";
+  m.tool_call_id = "call-3";
+  m.tool_name = "execute_code";
+  m.content = third.dump();
+  auto appended = store->append_message("s1", m);
+  BOOST_REQUIRE_MESSAGE(appended, appended.error);
+  store.reset();
+  // Cells 2 and 3 were lost with the node: the first checkpoint is the
+  // newest one stored.
+  plant(first);
+  restart();
+  auto r = exec("print(x)");
+  BOOST_CHECK_EQUAL(r.get_string("output"), "1\n");
+  auto k = kernel_of(r);
+  BOOST_CHECK(k->get_bool("state_restored", false));
+  BOOST_CHECK_EQUAL(k->get_int("checkpoint_age_cells", -1), 2);
+  BOOST_CHECK_MESSAGE(contains(r.get_string("note"), "2 cell(s) old"),
+                      r.dump());
 }
 
 BOOST_AUTO_TEST_CASE(reset_drops_the_checkpoint) {
@@ -497,6 +573,36 @@ BOOST_AUTO_TEST_CASE(checkpoints_off_keeps_the_old_behaviour) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+// One-shot `mibyan tool execute_code` processes: each exits right after
+// its cell, and the checkpoint of that cell (large: it takes a while to
+// pickle and store) is stored before the exit, so the next one-shot has
+// the state.
+BOOST_AUTO_TEST_CASE(one_shot_tool_exits_after_its_checkpoint_is_stored) {
+  test::temp_dir home, work;
+  home.write("config.yaml",
+             "code_execution:\n  checkpoint: on\n  sandbox: off\n"
+             "  prestart_kernels: 0\napprovals:\n  unattended_mode: approve\n"
+             "  single_query_mode: approve\n");
+  test::process_options o;
+  o.env = {{"MIBYAN_HOME", home.path()}};
+  o.cwd = work.path();
+  auto run = [&](const std::string& code) {
+    json::value a;
+    a["code"] = code;
+    auto res = test::run_mibyan({"tool", "--session", "once", "execute_code",
+                                 a.dump()},
+                                o);
+    BOOST_REQUIRE_MESSAGE(res.exit_code == 0, res.out << res.err);
+    return res.out;
+  };
+  run("big = [str(i) for i in range(1500000)]\nsmall = {'k': 1}");
+  auto out = run("small['k'] += 1\nprint(len(big), small)");
+  BOOST_CHECK_MESSAGE(contains(out, "1500000 {'k': 2}"), out);
+  BOOST_CHECK_MESSAGE(contains(out, "\"state_restored\":true"), out);
+  out = run("print(small)");
+  BOOST_CHECK_MESSAGE(contains(out, "{'k': 2}"), out);
+}
 
 // A real node killed with SIGKILL: `mibyan tool --stdin` builds state,
 // is killed, and a new process's next cell has it back.

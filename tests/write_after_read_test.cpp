@@ -10,6 +10,7 @@
 #include <utime.h>
 
 #include "tests/support/file_tool_fixture.hpp"
+#include "tools/line_index.hpp"
 
 using namespace mibyan;
 
@@ -135,4 +136,56 @@ BOOST_FIXTURE_TEST_CASE(deleted_file_warns, fixture) {
   auto r = write("recreated\n");
   BOOST_TEST(warned(r));
   BOOST_TEST(r.get_string("_warning").find("deleted") != std::string::npos);
+}
+
+// A file over read_file's 8 KiB sniff goes through the line index, whose
+// single pass also hashes it (tools/line_index.hpp): read_file records the
+// version it read without reading the file a second time, and the check
+// behaves as for a small file (twice in a row: a touched file reads again).
+BOOST_FIXTURE_TEST_CASE(indexed_files_are_checked_like_small_ones, fixture) {
+  std::string big;
+  for (int i = 0; i < 20000; ++i)
+    big += "line " + std::to_string(i) + " of a larger file\n";
+  put(big);
+  struct stat st;
+  for (int pass = 0; pass < 2; ++pass) {
+    BOOST_TEST(read().find("content") != nullptr);
+    ::stat(file.c_str(), &st);
+    struct timespec touched[2] = {st.st_atim, st.st_mtim};
+    touched[1].tv_sec += 5;
+    ::utimensat(AT_FDCWD, file.c_str(), touched, 0);
+    // Touched with identical content: no warning.
+    auto r = write(big);
+    BOOST_TEST(!warned(r), r.dump());
+  }
+  // The same size, one byte different: a warning.
+  read();
+  auto changed = big;
+  changed[changed.size() / 2] = changed[changed.size() / 2] == 'x' ? 'y' : 'x';
+  change_externally(changed);
+  BOOST_TEST(warned(write(big)));
+}
+
+BOOST_AUTO_TEST_CASE(content_hash_does_not_depend_on_how_bytes_arrive) {
+  std::string text;
+  for (int i = 0; i < 1000; ++i)
+    text += static_cast<char>('a' + (i * 7) % 26);
+  content_hasher whole;
+  whole.update(text.data(), text.size());
+  for (size_t step : {1u, 3u, 7u, 8u, 9u, 64u, 999u}) {
+    content_hasher parts;
+    for (size_t i = 0; i < text.size(); i += step)
+      parts.update(text.data() + i, std::min(step, text.size() - i));
+    BOOST_TEST(parts.value() == whole.value(), "step " << step);
+  }
+  // Different bytes, or the same bytes plus a zero, hash differently.
+  content_hasher other;
+  auto changed = text;
+  changed[500] = '#';
+  other.update(changed.data(), changed.size());
+  BOOST_TEST(other.value() != whole.value());
+  content_hasher longer;
+  longer.update(text.data(), text.size());
+  longer.update("\0", 1);
+  BOOST_TEST(longer.value() != whole.value());
 }

@@ -49,8 +49,16 @@ std::optional<std::string> check_write(const std::string& abs_path,
                                        const std::string& tool_name,
                                        const std::string& preview,
                                        const tool_context& ctx) {
+  return check_write_keyed(abs_path,
+                           write_approval_key(abs_path, mibyan_home_of(ctx)),
+                           tool_name, preview, ctx);
+}
+
+std::optional<std::string> check_write_keyed(
+  const std::string& abs_path, const std::optional<std::string>& key,
+  const std::string& tool_name, const std::string& preview,
+  const tool_context& ctx) {
   constexpr size_t max_preview = 2000;
-  auto key = write_approval_key(abs_path, mibyan_home_of(ctx));
   if (!key || ctx.approvals == nullptr)
     return std::nullopt;
   auto what = tool_name + " " + abs_path;

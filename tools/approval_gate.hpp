@@ -39,4 +39,11 @@ std::optional<std::string> check_write(const std::string& abs_path,
                                        const std::string& preview,
                                        const tool_context& ctx);
 
+/// The same check with the approval key already known (write_policy_of's
+/// `approval_key` for this path): no second resolution of the path.
+std::optional<std::string> check_write_keyed(
+  const std::string& abs_path, const std::optional<std::string>& key,
+  const std::string& tool_name, const std::string& preview,
+  const tool_context& ctx);
+
 } // namespace mibyan

@@ -380,6 +380,12 @@ result<write_outcome> atomic_write(const std::string& path,
     return fail("Cannot set the mode of " + path, errno);
   if (::fsync(fd) != 0)
     return fail("Cannot flush " + path, errno);
+  struct stat written;
+  if (::fstat(fd, &written) != 0)
+    return fail("Cannot stat " + path, errno);
+  out.device = static_cast<uint64_t>(written.st_dev);
+  out.inode = static_cast<uint64_t>(written.st_ino);
+  out.size = static_cast<int64_t>(written.st_size);
   if (::close(fd) != 0) {
     err = errno;
     ::unlink(tmpl.c_str());

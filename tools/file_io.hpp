@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -64,6 +65,11 @@ struct write_outcome {
   int dirs_created = 0;
   /// The file actually replaced (the target when `path` is a symlink).
   std::string written_path;
+  /// The identity of the file written (device, inode) and its size, for
+  /// checking cheaply that it is still the one at `path`.
+  uint64_t device = 0;
+  uint64_t inode = 0;
+  int64_t size = 0;
 };
 
 /// Replaces the file at `path` with `content` atomically: creates missing

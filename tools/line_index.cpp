@@ -53,6 +53,50 @@ line_checkpoint line_index::nearest(int64_t line) const {
   return *(i - 1);
 }
 
+void content_hasher::mix(uint64_t word) {
+  h_ ^= word * 0x87c37b91114253d5ull;
+  h_ = ((h_ << 31) | (h_ >> 33)) * 0x4cf5ad432745937full;
+}
+
+void content_hasher::update(const char* data, size_t n) {
+  total_ += n;
+  if (fill_ > 0) {
+    size_t take = std::min(n, sizeof pending_ - fill_);
+    std::memcpy(pending_ + fill_, data, take);
+    fill_ += take;
+    data += take;
+    n -= take;
+    if (fill_ < sizeof pending_)
+      return;
+    uint64_t w;
+    std::memcpy(&w, pending_, sizeof w);
+    mix(w);
+    fill_ = 0;
+  }
+  for (; n >= 8; data += 8, n -= 8) {
+    uint64_t w;
+    std::memcpy(&w, data, sizeof w);
+    mix(w);
+  }
+  std::memcpy(pending_, data, n);
+  fill_ = n;
+}
+
+uint64_t content_hasher::value() const {
+  content_hasher last = *this;
+  uint64_t w = 0;
+  std::memcpy(&w, pending_, fill_);
+  last.mix(w ^ (static_cast<uint64_t>(fill_) << 56));
+  uint64_t h = last.h_ ^ total_;
+  // MurmurHash3's finaliser.
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdull;
+  h ^= h >> 33;
+  h *= 0xc4ceb9fe1a85ec53ull;
+  h ^= h >> 33;
+  return h;
+}
+
 std::shared_ptr<const line_index>
 build_line_index(int fd, int64_t size, const std::function<bool()>& should_stop,
                  int& err, const line_index_limits& limits) {
@@ -70,6 +114,9 @@ build_line_index(int fd, int64_t size, const std::function<bool()>& should_stop,
   int64_t newlines = 0;
   int64_t pos = 0;
   char last_byte = '\n';
+  std::optional<content_hasher> hasher;
+  if (size <= limits.hash_max_bytes)
+    hasher.emplace();
   while (pos < size) {
     if (should_stop && should_stop()) {
       err = ECANCELED;
@@ -89,6 +136,8 @@ build_line_index(int fd, int64_t size, const std::function<bool()>& should_stop,
     const char* base = buf.get();
     const char* p = base;
     const char* end = base + n;
+    if (hasher)
+      hasher->update(base, static_cast<size_t>(n));
     for (;;) {
       auto nl = static_cast<const char*>(
         std::memchr(p, '\n', static_cast<size_t>(end - p)));
@@ -116,6 +165,8 @@ build_line_index(int fd, int64_t size, const std::function<bool()>& should_stop,
   if (cps.size() > 1 && cps.back().offset >= pos)
     cps.pop_back();
   idx->size = pos;
+  if (hasher)
+    idx->content_hash = hasher->value();
   idx->total_lines = newlines + (pos > 0 && last_byte != '\n' ? 1 : 0);
   return idx;
 }

@@ -16,12 +16,14 @@
 // 0 lines; "a\nb" and "a\nb\n" both have 2.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <list>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -48,6 +50,23 @@ struct file_version {
   bool operator!=(const file_version& o) const { return !(*this == o); }
 };
 
+/// A 64-bit hash of a byte stream fed in pieces of any size (the same bytes
+/// give the same value however they are split). Not cryptographic: it tells
+/// an unchanged file from a changed one (tools/read_tracker.hpp).
+class content_hasher {
+public:
+  void update(const char* data, size_t n);
+  uint64_t value() const;
+
+private:
+  void mix(uint64_t word);
+
+  uint64_t h_ = 0x9e3779b97f4a7c15ull;
+  uint64_t total_ = 0;
+  unsigned char pending_[8] = {};
+  size_t fill_ = 0;
+};
+
 /// A line that starts at a known byte offset.
 struct line_checkpoint {
   int64_t line = 1;   // 1-indexed line number
@@ -65,6 +84,9 @@ struct line_index {
   int64_t size = 0;
   /// CLOCK_REALTIME (ns) just before the pass over the file started.
   int64_t built_at_ns = 0;
+  /// content_hasher's value of the indexed bytes, when the file had at
+  /// most line_index_limits::hash_max_bytes.
+  std::optional<uint64_t> content_hash;
 
   /// Returns the last checkpoint at or before `line` (line >= 1).
   line_checkpoint nearest(int64_t line) const;
@@ -76,6 +98,8 @@ struct line_index_limits {
   int64_t byte_stride = 1 << 20;
   size_t max_checkpoints = 8192;
   size_t block_bytes = 256 * 1024;
+  /// Files of at most this many bytes also get their content hash.
+  int64_t hash_max_bytes = 0;
 };
 
 /// Builds the index of the first `size` bytes of the open file `fd` (read

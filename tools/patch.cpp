@@ -89,17 +89,14 @@ private:
   std::unordered_map<std::string, int> counts_;
 };
 
-// Checks that `path` (absolute) may be modified by this call.
-std::optional<std::string> modification_refusal(const std::string& path,
-                                                const json::value& args,
-                                                const tool_context& ctx) {
-  auto home = mibyan_home_of(ctx);
-  if (auto why = write_refusal(path, home))
-    return why;
-  if (!args.get_bool("cross_profile", false))
-    if (auto why = cross_profile_refusal(path, home))
-      return why;
-  return std::nullopt;
+// Whether `path` (absolute) may be modified by this call and, if so, the
+// approval key its write needs: one pass over the path policy
+// (tools/path_policy.hpp, write_policy_of).
+write_policy modification_policy(const std::string& path,
+                                 const json::value& args,
+                                 const tool_context& ctx) {
+  return write_policy_of(path, mibyan_home_of(ctx),
+                         args.get_bool("cross_profile", false));
 }
 
 // Reads an existing text file for editing, or explains why it cannot. A
@@ -159,12 +156,20 @@ std::string write_verified(const tool_context& ctx, const std::string& path,
     auto w = atomic_write(path, content);
     if (!w.ok())
       return w.error;
-    auto back = read_whole_file(path, max_patch_bytes + content.size());
-    if (!back)
-      return "Wrote " + path + " but could not read it back: " + back.error;
-    if (*back != content)
-      return "Wrote " + path + " but the content read back differs (another "
-             "process may have changed it concurrently). Re-read the file.";
+    // The file at `path` must still be the one written, with its size:
+    // another process that replaced or resized it in the meantime is
+    // reported (one stat, not a second read of the file).
+    struct stat now;
+    if (::stat(path.c_str(), &now) != 0)
+      return "Wrote " + path + " but could not stat it afterwards: "
+             + std::error_code(errno, std::generic_category()).message();
+    if (static_cast<uint64_t>(now.st_dev) != w->device
+        || static_cast<uint64_t>(now.st_ino) != w->inode
+        || static_cast<int64_t>(now.st_size) != w->size
+        || w->size != static_cast<int64_t>(content.size()))
+      return "Wrote " + path + " but the file there is no longer the one "
+             "written (another process may have changed it concurrently). "
+             "Re-read the file.";
   }
   report_file_change(ctx, path, before ? &*before : nullptr, content);
   return {};
@@ -257,8 +262,9 @@ json::value patch_tool::run_replace(const json::value& args,
   if (auto usable = check_path_text(raw); !usable.ok())
     return failure(usable.error);
   auto path = resolve_path(raw, ctx.cwd);
-  if (auto why = modification_refusal(path, args, ctx))
-    return failure(*why);
+  auto policy = modification_policy(path, args, ctx);
+  if (policy.refusal)
+    return failure(*policy.refusal);
   std::string err;
   auto before = load_for_edit(ctx, path, err);
   if (!before) {
@@ -296,7 +302,8 @@ json::value patch_tool::run_replace(const json::value& args,
   failures_.reset(fail_key);
   auto diff = unified_diff(*before, r.content, diff_label("a", raw),
                            diff_label("b", raw));
-  if (auto blocked = check_write(path, "patch", diff, ctx))
+  if (auto blocked = check_write_keyed(path, policy.approval_key, "patch",
+                                       diff, ctx))
     return failure(*blocked);
   auto stale = stale_write_warning(ctx, path);
   // A checkpoint of the project first (docs/checkpoints.md).
@@ -345,6 +352,8 @@ json::value patch_tool::run_v4a(const json::value& args,
     std::optional<std::string> after;
   };
   std::map<std::string, planned> plan;
+  // The approval key of every path checked (write_policy_of).
+  std::map<std::string, std::optional<std::string>> keys;
   std::vector<std::string> order; // first-touch order of paths
   auto current = [&](const std::string& path, std::string& err)
     -> std::optional<std::string> {
@@ -371,8 +380,10 @@ json::value patch_tool::run_v4a(const json::value& args,
     if (auto usable = check_path_text(s.path); !usable.ok())
       return failure(s.path + ": " + usable.error);
     auto path = resolve_path(s.path, ctx.cwd);
-    if (auto why = modification_refusal(path, args, ctx))
-      return failure(*why);
+    auto policy = modification_policy(path, args, ctx);
+    if (policy.refusal)
+      return failure(*policy.refusal);
+    keys[path] = std::move(policy.approval_key);
     std::string err;
     struct stat st;
     bool on_disk = ::stat(path.c_str(), &st) == 0;
@@ -413,8 +424,10 @@ json::value patch_tool::run_v4a(const json::value& args,
         if (auto usable = check_path_text(s.move_to); !usable.ok())
           return failure(s.move_to + ": " + usable.error);
         auto dest = resolve_path(s.move_to, ctx.cwd);
-        if (auto why = modification_refusal(dest, args, ctx))
-          return failure(*why);
+        auto dest_policy = modification_policy(dest, args, ctx);
+        if (dest_policy.refusal)
+          return failure(*dest_policy.refusal);
+        keys[dest] = std::move(dest_policy.approval_key);
         struct stat dst;
         auto dknown = plan.find(dest);
         bool dexists = dknown != plan.end()
@@ -442,7 +455,7 @@ json::value patch_tool::run_v4a(const json::value& args,
                           p.after ? *p.after : std::string{},
                           p.before ? diff_label("a", p.label) : "/dev/null",
                           p.after ? diff_label("b", p.label) : "/dev/null");
-    if (auto blocked = check_write(path, "patch", d, ctx))
+    if (auto blocked = check_write_keyed(path, keys[path], "patch", d, ctx))
       return failure(*blocked);
   }
   // A checkpoint of every project touched first (docs/checkpoints.md).

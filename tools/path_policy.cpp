@@ -474,10 +474,11 @@ bool matches(const target& t, const resolved_guard& r) {
 }
 
 std::optional<std::string> refusal(const std::string& abs_path,
+                                   std::vector<std::string> forms,
                                    const std::string& mibyan_home,
                                    bool for_write) {
   target t;
-  t.forms = forms_of(abs_path);
+  t.forms = std::move(forms);
   for (auto& f : t.forms)
     if (is_proc_environ(f))
       return "Access denied: " + abs_path
@@ -530,32 +531,32 @@ protected_inodes::protected_inodes(const std::string& mibyan_home) {
 
 std::optional<std::string> read_refusal(const std::string& abs_path,
                                         const std::string& mibyan_home) {
-  return refusal(abs_path, mibyan_home, false);
+  return refusal(abs_path, forms_of(abs_path), mibyan_home, false);
 }
 
 std::optional<std::string> write_refusal(const std::string& abs_path,
                                          const std::string& mibyan_home) {
-  return refusal(abs_path, mibyan_home, true);
+  return refusal(abs_path, forms_of(abs_path), mibyan_home, true);
 }
 
 const char* const system_write_key = "write to a system or credential file";
 const char* const agent_state_write_key = "write to Mibyan's skills or memories";
 
-std::optional<std::string> write_approval_key(const std::string& abs_path,
-                                              const std::string& mibyan_home) {
-  auto forms = forms_of(abs_path);
+namespace {
+
+std::optional<std::string> approval_key_of(const std::vector<std::string>& forms,
+                                           const write_paths& paths) {
   auto in = [&](const std::string& dir) {
     for (auto& f : forms)
       if (f == dir || under(f, dir))
         return true;
     return false;
   };
-  auto paths = write_paths_cached(mibyan_home);
-  for (auto& ff : paths->startup_files)
+  for (auto& ff : paths.startup_files)
     for (auto& f : ff)
       if (in(f))
         return std::string{system_write_key};
-  for (auto& dd : paths->startup_dirs)
+  for (auto& dd : paths.startup_dirs)
     for (auto& d : dd)
       if (in(d))
         return std::string{system_write_key};
@@ -568,19 +569,19 @@ std::optional<std::string> write_approval_key(const std::string& abs_path,
                         "/boot"})
     if (in(d))
       return std::string{system_write_key};
-  for (auto& hh : paths->agent_dirs)
+  for (auto& hh : paths.agent_dirs)
     for (auto& h : hh)
       if (in(h))
         return std::string{agent_state_write_key};
   return std::nullopt;
 }
 
-std::optional<std::string> cross_profile_refusal(
-  const std::string& abs_path, const std::string& mibyan_home) {
-  auto paths = write_paths_cached(mibyan_home);
-  auto& roots = paths->root_forms;
-  auto& homes = paths->home_forms;
-  for (auto& p : forms_of(abs_path)) {
+std::optional<std::string> cross_profile_of(
+  const std::string& abs_path, const std::vector<std::string>& forms,
+  const write_paths& paths) {
+  auto& roots = paths.root_forms;
+  auto& homes = paths.home_forms;
+  for (auto& p : forms) {
     for (auto& r : roots) {
       if (!under(p, r))
         continue;
@@ -598,6 +599,34 @@ std::optional<std::string> cross_profile_refusal(
     }
   }
   return std::nullopt;
+}
+
+} // namespace
+
+std::optional<std::string> write_approval_key(const std::string& abs_path,
+                                              const std::string& mibyan_home) {
+  return approval_key_of(forms_of(abs_path), *write_paths_cached(mibyan_home));
+}
+
+std::optional<std::string> cross_profile_refusal(
+  const std::string& abs_path, const std::string& mibyan_home) {
+  return cross_profile_of(abs_path, forms_of(abs_path),
+                          *write_paths_cached(mibyan_home));
+}
+
+write_policy write_policy_of(const std::string& abs_path,
+                             const std::string& mibyan_home,
+                             bool cross_profile_ok) {
+  write_policy out;
+  auto forms = forms_of(abs_path);
+  if ((out.refusal = refusal(abs_path, forms, mibyan_home, true)))
+    return out;
+  auto paths = write_paths_cached(mibyan_home);
+  if (!cross_profile_ok)
+    if ((out.refusal = cross_profile_of(abs_path, forms, *paths)))
+      return out;
+  out.approval_key = approval_key_of(forms, *paths);
+  return out;
 }
 
 } // namespace mibyan

@@ -113,4 +113,17 @@ private:
 std::optional<std::string> cross_profile_refusal(
   const std::string& abs_path, const std::string& mibyan_home);
 
+/// What may happen to a write of `abs_path`, decided in one pass (the
+/// path resolved once, each cached set validated once): `refusal` is
+/// write_refusal's answer, else (unless `cross_profile_ok`)
+/// cross_profile_refusal's; when neither refuses, `approval_key` is
+/// write_approval_key's. The same answers as the three calls in that order.
+struct write_policy {
+  std::optional<std::string> refusal;
+  std::optional<std::string> approval_key;
+};
+write_policy write_policy_of(const std::string& abs_path,
+                             const std::string& mibyan_home,
+                             bool cross_profile_ok);
+
 } // namespace mibyan

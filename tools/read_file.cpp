@@ -549,6 +549,9 @@ json::value read_file_tool::run(const json::value& args,
       }
   }
   std::shared_ptr<const line_index> index;
+  // The content hash of the bytes read, for the write-after-read check
+  // (tools/read_tracker.hpp): taken here, so it costs no second read.
+  std::optional<uint64_t> seen_hash;
   if (!extracted && !client_text && head.size() < sniff_bytes) {
     // The sniffed head is the whole file: one pass over it does it all.
     window.emplace(offset, limit, max_line, budget);
@@ -556,12 +559,17 @@ json::value read_file_tool::run(const json::value& args,
     window->finish();
     total = window->total_lines();
     file_size = static_cast<int64_t>(head.size());
+    content_hasher h;
+    h.update(head.data(), head.size());
+    seen_hash = h.value();
   } else if (!extracted && !client_text) {
     auto version = file_version::of(st);
     index = index_cache_.find(version);
     if (index == nullptr) {
       int err = 0;
-      index = build_line_index(fd, version.size, stop, err);
+      line_index_limits limits;
+      limits.hash_max_bytes = read_tracker_hash_bytes;
+      index = build_line_index(fd, version.size, stop, err, limits);
       if (index == nullptr)
         return err == ECANCELED ? cancelled_error()
                                 : error_result("Cannot read " + path + ": "
@@ -571,6 +579,7 @@ json::value read_file_tool::run(const json::value& args,
     }
     total = index->total_lines;
     file_size = index->size;
+    seen_hash = index->content_hash;
   }
 
   if (offset > total && !(total == 0 && offset == 1)) {
@@ -625,7 +634,12 @@ json::value read_file_tool::run(const json::value& args,
   } else if (total == 0) {
     out["hint"] = "The file is empty.";
   }
-  note_file_read(ctx, path);
+  if (extracted || client_text)
+    note_file_read(ctx, path);
+  else if (file_size == static_cast<int64_t>(st.st_size))
+    note_file_read(ctx, path, st, seen_hash);
+  else
+    note_file_read(ctx, path); // it changed while read: as it is now
   if (guarded) {
     guard_.record(ctx.session_id, key, stamp);
     if (decision.consecutive == 3)

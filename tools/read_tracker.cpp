@@ -11,13 +11,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "tools/line_index.hpp"
+
 namespace mibyan {
 
 namespace {
 
 constexpr size_t max_files_per_session = 2048;
 constexpr size_t max_sessions = 256;
-constexpr int64_t max_hash_bytes = 8 << 20;
+constexpr int64_t max_hash_bytes = read_tracker_hash_bytes;
 
 struct version {
   int64_t mtime_ns = 0;
@@ -25,6 +27,15 @@ struct version {
   uint64_t inode = 0;
   std::optional<uint64_t> hash; // none for large or unreadable files
 };
+
+version version_of(const struct stat& st) {
+  version v;
+  v.mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000
+               + st.st_mtim.tv_nsec;
+  v.size = static_cast<int64_t>(st.st_size);
+  v.inode = static_cast<uint64_t>(st.st_ino);
+  return v;
+}
 
 std::optional<version> stat_version(const std::string& path) {
   struct stat st;
@@ -57,7 +68,9 @@ std::optional<uint64_t> content_hash(const std::string& path, int64_t size) {
   if (got > static_cast<size_t>(size))
     return std::nullopt; // grew while reading: no reliable hash
   data.resize(got);
-  return std::hash<std::string>{}(data);
+  content_hasher h;
+  h.update(data.data(), data.size());
+  return h.value();
 }
 
 std::optional<version> current_version(const std::string& path) {
@@ -126,6 +139,15 @@ tracker& the_tracker() {
 void note_file_read(const tool_context& ctx, const std::string& path) {
   if (auto v = current_version(path))
     the_tracker().put(ctx.session_id, path, std::move(*v));
+}
+
+void note_file_read(const tool_context& ctx, const std::string& path,
+                    const struct stat& st, std::optional<uint64_t> hash) {
+  if (!S_ISREG(st.st_mode))
+    return;
+  auto v = version_of(st);
+  v.hash = v.size <= max_hash_bytes ? hash : std::nullopt;
+  the_tracker().put(ctx.session_id, path, std::move(v));
 }
 
 void note_file_written(const tool_context& ctx, const std::string& path) {

@@ -17,15 +17,30 @@
 // Thread safety: all functions may be called concurrently.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
+
+#include <sys/stat.h>
 
 #include "tools/tool.hpp"
 
 namespace mibyan {
 
 /// Records that the caller's session has seen `path` (absolute) as it is on
-/// disk now. Called by read_file after it returned content.
+/// disk now (a stat and, up to read_tracker_hash_bytes, a read of the whole
+/// file for its hash).
 void note_file_read(const tool_context& ctx, const std::string& path);
+
+/// Files up to this size are remembered with their content hash.
+constexpr int64_t read_tracker_hash_bytes = 8 << 20;
+
+/// The same record from what the caller already knows: `st` is fstat of
+/// the file it read and `hash` content_hasher's value of the bytes it read
+/// (tools/line_index.hpp; nullopt for a file over read_tracker_hash_bytes).
+/// No system call. Called by read_file.
+void note_file_read(const tool_context& ctx, const std::string& path,
+                    const struct stat& st, std::optional<uint64_t> hash);
 
 /// Returns the `_warning` text for writing `path` (absolute) now, or "" when
 /// the session never saw the file or it is unchanged since.

@@ -54,6 +54,7 @@
 #include "base/env_filter.hpp"
 #include "base/redact.hpp"
 #include "base/subprocess.hpp"
+#include "kernels/process_launcher.hpp"
 #include "tools/case_fold.hpp"
 #include "tools/file_io.hpp"
 #include "tools/path_policy.hpp"
@@ -620,7 +621,7 @@ public:
         return true;
       return col.feed(data);
     };
-    auto res = run_subprocess(opts);
+    auto res = launcher_or_real(ctx.launcher).run(opts);
     if (!res.spawn_error.empty())
       return error_result("Failed to run ripgrep: " + res.spawn_error);
     if (res.cancelled)

@@ -27,6 +27,7 @@
 #include "base/env_filter.hpp"
 #include "base/private_file.hpp"
 #include "base/subprocess.hpp"
+#include "kernels/process_launcher.hpp"
 #include "base/output_cap.hpp"
 #include "tools/agent/agent_tool_state.hpp"
 #include "tools/redact_result.hpp"
@@ -340,7 +341,7 @@ public:
       }
       return true;
     };
-    auto res = run_subprocess(opts);
+    auto res = launcher_or_real(ctx.launcher).run(opts);
     if (!res.spawn_error.empty())
       return result_object("", -1, "Failed to start command: "
                                      + res.spawn_error);

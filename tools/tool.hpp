@@ -2,10 +2,10 @@
 //
 // The interface every built-in tool implements. Tools are plain C++: no CAF,
 // no actors. The runtime runs `run()` on a blocking-work thread owned by the
-// runtime (never a CAF scheduler thread) under a deadline: a direct call in
-// a per-invocation actor (actors/tool_invocation.hpp), a script's call in
-// its kernel broker's call table (actors/script_calls.hpp); a tool that
-// declares itself non-blocking may run on the broker's thread.
+// runtime (never a CAF scheduler thread) under a deadline, each call in its
+// own invocation actor (actors/tool_invocation.hpp), whether the model or an
+// execute_code script made it; a tool that declares itself non-blocking may
+// run in that actor's handler instead (a script's: on the I/O thread).
 #pragma once
 
 #include <atomic>
@@ -23,6 +23,7 @@ class redactor;          // base/redact.hpp
 class process_registry;  // base/process_registry.hpp
 class approval_service;  // approvals/approval_service.hpp
 class agent_tool_state;  // tools/agent/agent_tool_state.hpp
+class process_launcher;  // kernels/process_launcher.hpp
 
 /// Everything a tool may use besides its arguments. Owned by the caller and
 /// valid for the whole `run()` call.
@@ -60,6 +61,9 @@ struct tool_context {
   /// State shared by the agent tools (store, clarify channel, active
   /// skills, todo lists). Null outside a runtime (unit tests).
   agent_tool_state* agent = nullptr;
+  /// Starts the tool's commands (terminal, search_files). Null means real
+  /// processes (kernels/process_launcher.hpp, launcher_or_real).
+  const process_launcher* launcher = nullptr;
 
   bool is_cancelled() const {
     return cancelled != nullptr && cancelled->load(std::memory_order_relaxed);
@@ -119,9 +123,9 @@ public:
 
   /// Whether `run` is quick (microseconds) and never blocks: no file,
   /// process, network or lock waits, and no approval prompt. An
-  /// execute_code script's call of such a tool is answered on the kernel
-  /// broker's own I/O thread instead of the blocking pool
-  /// (docs/execute_code.md, "Bridge fast path"). Defaults to false.
+  /// execute_code script's call of such a tool runs in its invocation
+  /// actor's handler on the I/O thread instead of the blocking pool
+  /// (docs/execute_code.md, "Script tool calls"). Defaults to false.
   virtual bool non_blocking() const { return false; }
 
   /// Whether and how execute_code scripts may call the tool. Defaults to
