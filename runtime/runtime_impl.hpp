@@ -117,7 +117,7 @@ void attach_checkpoint_store(runtime_services& svc,
                              const std::shared_ptr<session_store>& store);
 /// Before the kernels of `p` stop: their pending and final checkpoints are
 /// stored (bounded; a no-op with checkpoints off). Blocks the caller.
-void store_final_kernel_checkpoints(runtime::impl& p);
+void store_final_kernel_checkpoints(runtime_impl& p);
 
 /// Stops the scheduler of `p` if it runs (runtime/cron_scheduler.cpp):
 /// its runs are interrupted and stay "running" in the store.
