@@ -112,6 +112,7 @@ BOOST_AUTO_TEST_CASE(json_shape_of_a_completed_turn) {
   BOOST_TEST(j.find("cleanup_errors") == nullptr);
   BOOST_TEST(j.find("pending_steer") == nullptr);
   BOOST_TEST(j.find("retryable") == nullptr);
+  BOOST_TEST(j.find("replayed") == nullptr);
   auto* msgs = j.find("messages");
   BOOST_REQUIRE(msgs != nullptr);
   BOOST_REQUIRE(msgs->size() == 3u);
@@ -178,6 +179,15 @@ BOOST_AUTO_TEST_CASE(a_transient_provider_failure_is_marked_retryable) {
   auto j = turn_result_json(r);
   BOOST_TEST(j.get_bool("retryable", false));
   BOOST_TEST(j.get_string("exit_reason") == "provider_error");
+}
+
+BOOST_AUTO_TEST_CASE(a_replayed_turn_says_so) {
+  turn_result r;
+  r.final_response = "answered once";
+  r.replayed = true;
+  auto j = turn_result_json(r);
+  BOOST_TEST(j.get_bool("replayed", false));
+  BOOST_TEST(j.get_string("final_response") == "answered once");
 }
 
 BOOST_AUTO_TEST_CASE(tool_events_render_as_the_edges_show_them) {

@@ -79,6 +79,7 @@ turn_result full_result() {
   r.cleanup_errors = {"kernel did not stop"};
   r.pending_steer = "later";
   r.trajectory_error = "disk full";
+  r.replayed = true;
   return r;
 }
 
@@ -122,6 +123,7 @@ BOOST_AUTO_TEST_CASE(a_turn_result_keeps_every_member) {
              boost::test_tools::per_element());
   BOOST_TEST(out.pending_steer == "later");
   BOOST_TEST(out.trajectory_error == "disk full");
+  BOOST_TEST(out.replayed);
 }
 
 BOOST_AUTO_TEST_CASE(the_optional_members_travel_both_ways) {
@@ -172,12 +174,37 @@ BOOST_AUTO_TEST_CASE(a_cluster_turn_carries_its_provider_overrides) {
   in.max_iterations = 5;
   in.toolsets = {"file"};
   in.save_trajectory = true;
+  in.turn_key = "k-1";
+  in.stream_id = 77;
   auto out = load<cluster_turn>(save(in));
+  BOOST_TEST(out.turn_key == "k-1");
+  BOOST_TEST(out.stream_id == 77u);
   BOOST_TEST(out.provider.provider == "custom");
   BOOST_TEST(out.provider.model == "m");
   BOOST_TEST(out.provider.base_url == "http://x/v1");
   BOOST_TEST(out.max_iterations == 5);
   BOOST_TEST(out.save_trajectory);
+}
+
+BOOST_AUTO_TEST_CASE(a_forwarded_turn_event_carries_a_typed_tool_event) {
+  cluster_turn_event in;
+  in.stream_id = 5;
+  in.seq = 9;
+  in.kind = "tool";
+  in.tool.what = tool_event::phase::end;
+  in.tool.call_id = "c2";
+  in.tool.tool = "read_file";
+  in.tool.result_json = R"({"content":"x"})";
+  in.tool.duration_us = 17;
+  auto out = load<cluster_turn_event>(save(in));
+  BOOST_TEST(out.stream_id == 5u);
+  BOOST_TEST(out.seq == 9u);
+  BOOST_TEST(out.kind == "tool");
+  BOOST_TEST((out.tool.what == tool_event::phase::end));
+  BOOST_TEST(out.tool.call_id == "c2");
+  BOOST_TEST(out.tool.tool == "read_file");
+  BOOST_TEST(out.tool.result_json == in.tool.result_json);
+  BOOST_TEST(out.tool.duration_us == 17);
 }
 
 BOOST_AUTO_TEST_CASE(a_truncated_buffer_fails_to_load) {
