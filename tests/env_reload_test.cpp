@@ -35,7 +35,7 @@ BOOST_AUTO_TEST_CASE(key_added_mid_session_works_on_the_next_turn) {
   ::unsetenv("MIBYAN_ENV");
   start(base_options());
   auto c = call("hello", "env-1");
-  c.api_key.clear(); // provider custom: CUSTOM_API_KEY, optional
+  c.provider.api_key.clear(); // provider custom: CUSTOM_API_KEY, optional
   script(chat_completion("no key yet"));
   auto res = run(c);
   BOOST_CHECK_EQUAL(res["final_response"].as_string(), "no key yet");

@@ -198,7 +198,7 @@ BOOST_FIXTURE_TEST_CASE(script_stubs_follow_tool_list_changes, fixture) {
     return call(session, "execute_code", code_args(code).dump());
   };
   auto stubs_list = [&](const std::string& name) {
-    return contains(rt->tools().find("execute_code")->description(), name);
+    return contains(tools_of(*rt).find("execute_code")->description(), name);
   };
   auto out = cell("s1", "import mibyan_tools\n"
                         "from mibyan_tools import mcp\n"
@@ -394,14 +394,14 @@ BOOST_FIXTURE_TEST_CASE(roots_are_the_runtime_working_directory, fixture) {
 
 BOOST_FIXTURE_TEST_CASE(list_changed_reaches_the_next_turn_only, fixture) {
   start(false, false, 0, "", {test::misbehaving_stdio("grow", "bad")});
-  BOOST_TEST(rt->tools().find("mcp__bad__fresh") == nullptr);
+  BOOST_TEST(tools_of(*rt).find("mcp__bad__fresh") == nullptr);
   // Turn 1 calls `grow`: the server adds `fresh` and says so.
   script(test::completion("", "mcp__bad__grow", "{}"));
   script(test::completion("done"));
   run("grow");
   // Re-registered at once...
   BOOST_REQUIRE(eventually([&] {
-    return rt->tools().find("mcp__bad__fresh") != nullptr;
+    return tools_of(*rt).find("mcp__bad__fresh") != nullptr;
   }));
   // ...but turn 1 kept the tool list it started with.
   auto bodies = test::request_bodies(server);
