@@ -29,6 +29,7 @@
 #include "base/json.hpp"
 #include "config/options.hpp"
 #include "cluster/client.hpp"
+#include "tests/support/loopback.hpp"
 #include "tests/support/paths.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -206,35 +207,11 @@ struct cluster_fixture {
   // returns the whole response (status line, headers, body).
   std::string http_post(const std::string& address, const std::string& path,
                         const std::string& body) {
-    auto port = std::stoi(address.substr(address.rfind(':') + 1));
-    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    BOOST_REQUIRE(fd >= 0);
-    sockaddr_in sa{};
-    sa.sin_family = AF_INET;
-    sa.sin_port = htons(static_cast<uint16_t>(port));
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    BOOST_REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa)
-                  == 0);
-    std::string req = "POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-                      "Content-Type: application/json\r\nConnection: close"
-                      "\r\nContent-Length: "
-                      + std::to_string(body.size()) + "\r\n\r\n" + body;
-    BOOST_REQUIRE(::send(fd, req.data(), req.size(), MSG_NOSIGNAL)
-                  == static_cast<ssize_t>(req.size()));
-    std::string out;
-    char buf[4096];
-    auto deadline = steady_clock::now() + seconds{120};
-    while (steady_clock::now() < deadline) {
-      pollfd p{fd, POLLIN, 0};
-      if (::poll(&p, 1, 100) <= 0)
-        continue;
-      auto got = ::recv(fd, buf, sizeof buf, 0);
-      if (got <= 0)
-        break;
-      out.append(buf, static_cast<size_t>(got));
-    }
-    ::close(fd);
-    return out;
+    return test::exchange_http(
+      address, "POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+               "Content-Type: application/json\r\nConnection: close"
+               "\r\nContent-Length: " + std::to_string(body.size())
+               + "\r\n\r\n" + body);
   }
 
   options client_options() {

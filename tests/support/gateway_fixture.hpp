@@ -126,31 +126,7 @@ struct gateways : cluster_fixture {
   // read until the server closes (at most two minutes).
   static std::string http_request(const std::string& address,
                                   const std::string& req) {
-    auto port = std::stoi(address.substr(address.rfind(':') + 1));
-    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    BOOST_REQUIRE(fd >= 0);
-    sockaddr_in sa{};
-    sa.sin_family = AF_INET;
-    sa.sin_port = htons(static_cast<uint16_t>(port));
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    BOOST_REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa)
-                  == 0);
-    BOOST_REQUIRE(::send(fd, req.data(), req.size(), MSG_NOSIGNAL)
-                  == static_cast<ssize_t>(req.size()));
-    std::string out;
-    char buf[4096];
-    auto deadline = steady_clock::now() + seconds{120};
-    while (steady_clock::now() < deadline) {
-      pollfd p{fd, POLLIN, 0};
-      if (::poll(&p, 1, 100) <= 0)
-        continue;
-      auto got = ::recv(fd, buf, sizeof buf, 0);
-      if (got <= 0)
-        break;
-      out.append(buf, static_cast<size_t>(got));
-    }
-    ::close(fd);
-    return out;
+    return test::exchange_http(address, req);
   }
 
   // The JSON body of an HTTP response ("" when it has none).

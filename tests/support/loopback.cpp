@@ -1,7 +1,11 @@
 // Raw loopback TCP helpers for tests (tests/support/loopback.hpp).
 #include "tests/support/loopback.hpp"
 
+#include <chrono>
+
 #include <arpa/inet.h>
+#include <poll.h>
+#include <unistd.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 
@@ -34,6 +38,26 @@ void send_all(int fd, const std::string& data) {
 uint16_t port_of(const std::string& address) {
   return static_cast<uint16_t>(
     std::stoi(address.substr(address.rfind(':') + 1)));
+}
+
+std::string exchange_http(const std::string& address,
+                          const std::string& request) {
+  int fd = dial_loopback(port_of(address));
+  send_all(fd, request);
+  std::string out;
+  char buf[4096];
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{120};
+  while (std::chrono::steady_clock::now() < deadline) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 100) <= 0)
+      continue;
+    auto got = ::recv(fd, buf, sizeof buf, 0);
+    if (got <= 0)
+      break;
+    out.append(buf, static_cast<size_t>(got));
+  }
+  ::close(fd);
+  return out;
 }
 
 } // namespace mibyan::test

@@ -2,7 +2,7 @@
 //
 // Raw TCP on 127.0.0.1 for tests that play a misbehaving peer or client:
 // dial a port, send everything (stopping quietly when the other side
-// closes), and read a "HOST:PORT" address's port.
+// closes), read a "HOST:PORT" address's port, and one raw HTTP exchange.
 #pragma once
 
 #include <cstdint>
@@ -19,5 +19,11 @@ void send_all(int fd, const std::string& data);
 
 /// The port of "HOST:PORT".
 uint16_t port_of(const std::string& address);
+
+/// Sends the whole HTTP request `request` to "127.0.0.1:PORT" `address` and
+/// returns everything read until the server closes the connection (status
+/// line, headers, body), waiting two minutes at most.
+std::string exchange_http(const std::string& address,
+                          const std::string& request);
 
 } // namespace mibyan::test
