@@ -229,18 +229,18 @@ void acp_agent::send_commands(const acp_session& s) {
   update(s.id, std::move(u));
 }
 
-acp_agent::session_ptr acp_agent::open_session(const std::string& sid,
-                                               const std::string& cwd,
-                                               const json::value& mcp_servers,
-                                               std::string& why) {
+result<acp_agent::session_ptr>
+acp_agent::open_session(const std::string& sid, const std::string& cwd,
+                        const json::value& mcp_servers) {
   auto s = std::make_shared<acp_session>();
   s->id = sid;
   s->cwd = cwd;
   s->runtime_id = sid;
   if (mcp_servers.is_array() && !mcp_servers.as_array().empty()) {
+    std::string why;
     auto tools = acp_session_tools::start(rt_, cwd, mcp_servers, why);
     if (!tools)
-      return nullptr;
+      return status::failure(status_code::invalid_argument, why);
     s->tools = std::move(tools);
   }
   bind_runtime_session(s, sid);
@@ -291,19 +291,19 @@ void acp_agent::new_session(const json::value& id, const json::value& params) {
     if (!taken)
       break;
   }
-  std::string why;
-  auto s = open_session(sid, cwd, servers ? *servers : json::value{}, why);
+  auto opened = open_session(sid, cwd, servers ? *servers : json::value{});
   {
     std::lock_guard<std::mutex> guard{mtx_};
-    if (s)
-      sessions_[sid] = s;
+    if (opened)
+      sessions_[sid] = *opened;
     else
       sessions_.erase(sid);
   }
-  if (!s) {
-    conn_.reply_error(id, acp_error::invalid_params, why);
+  if (!opened) {
+    conn_.reply_error(id, acp_error::invalid_params, opened.error);
     return;
   }
+  auto s = std::move(*opened);
   MIBYAN_LOG(info, "acp", "session " << sid << " in " << cwd);
   json::value r;
   r["sessionId"] = sid;
@@ -352,12 +352,12 @@ void acp_agent::load_session(const json::value& id,
   if (cwd.empty() || !is_directory(cwd))
     cwd = params.get_string("cwd");
   auto servers = params.find("mcpServers");
-  std::string why;
-  auto s = open_session(sid, cwd, servers ? *servers : json::value{}, why);
-  if (!s) {
-    conn_.reply_error(id, acp_error::invalid_params, why);
+  auto opened = open_session(sid, cwd, servers ? *servers : json::value{});
+  if (!opened) {
+    conn_.reply_error(id, acp_error::invalid_params, opened.error);
     return;
   }
+  auto s = std::move(*opened);
   session_ptr replaced;
   {
     std::lock_guard<std::mutex> guard{mtx_};

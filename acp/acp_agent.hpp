@@ -33,6 +33,7 @@
 
 #include "acp/acp_connection.hpp"
 #include "base/json.hpp"
+#include "base/status.hpp"
 
 namespace mibyan {
 
@@ -88,9 +89,11 @@ private:
   /// runtime session `rsid` to `s`.
   void bind_runtime_session(const session_ptr& s, const std::string& rsid);
   /// Creates the session object for `sid` with `cwd` and the client's
-  /// MCP servers; false with `why` when a server cannot be started.
-  session_ptr open_session(const std::string& sid, const std::string& cwd,
-                           const json::value& mcp_servers, std::string& why);
+  /// MCP servers; invalid_argument with why when a server entry is
+  /// malformed or its transport is not offered.
+  result<session_ptr> open_session(const std::string& sid,
+                                   const std::string& cwd,
+                                   const json::value& mcp_servers);
   json::value modes_of(const acp_session& s) const;
   void send_commands(const acp_session& s);
   /// A slash command of the prompt, handled here; false when `text` is

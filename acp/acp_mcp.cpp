@@ -94,7 +94,7 @@ acp_session_tools::start(runtime& rt, const std::string& cwd,
                          const json::value& servers, std::string& why) {
   std::shared_ptr<acp_session_tools> t{new acp_session_tools};
   t->rt_ = &rt;
-  t->cfg_ = std::make_unique<options>(rt.config());
+  t->cfg_ = std::make_unique<options>(config_of(rt));
   t->cfg_->mcp_servers.clear();
   if (!servers.is_array()) {
     why = "mcpServers must be an array";

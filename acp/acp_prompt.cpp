@@ -170,32 +170,24 @@ void acp_agent::prompt(const json::value& id, const json::value& params) {
     // "restart": the provider call is retried; ACP has no way to take
     // back sent chunks, so they stay.
   };
-  call.on_tool = [this, weak](const std::string& kind,
-                              const std::string& event) {
+  call.on_tool = [this, weak](const tool_event& ev) {
     auto s = weak.lock();
     if (!s)
       return;
-    auto parsed = json::parse(event);
-    if (!parsed || !parsed.v->is_object())
-      return;
-    auto& ev = *parsed.v;
-    auto cid = ev.get_string("id");
-    auto name = ev.get_string("name");
-    if (kind == "tool_start") {
+    const auto& cid = ev.call_id;
+    const auto& name = ev.tool;
+    if (ev.what == tool_event::phase::start) {
+      // The model's arguments (JSON text, possibly invalid).
       json::value args;
-      if (auto a = ev.find("arguments"); a != nullptr && a->is_string()) {
-        if (auto pa = json::parse(a->as_string()))
-          args = std::move(*pa.v);
-      } else if (a != nullptr) {
-        args = *a;
-      }
+      if (auto pa = json::parse(ev.args_json))
+        args = std::move(*pa.v);
       {
         std::lock_guard<std::mutex> guard{s->mtx};
         s->streamed.clear();
         s->calls[cid] = {name, args};
       }
       update(s->id, acp_tool_call(cid, name, args));
-    } else if (kind == "tool_end") {
+    } else {
       json::value args;
       std::vector<acp_file_diff> diffs;
       {
@@ -210,7 +202,7 @@ void acp_agent::prompt(const json::value& id, const json::value& params) {
           s->diffs.erase(it);
         }
       }
-      auto result = ev.get_string("result");
+      const auto& result = ev.result_json;
       update(s->id, acp_tool_call_done(cid, name, args, result, diffs));
       if (name == "todo")
         if (auto r = json::parse(result))
@@ -220,12 +212,10 @@ void acp_agent::prompt(const json::value& id, const json::value& params) {
   };
   MIBYAN_LOG(info, "acp", "session " << s->id << ": prompt of "
                                      << call.prompt.size() << " bytes");
-  rt_.run_turn_async(call, [this, s, id](turn_outcome out) {
-    std::string error = out.error;
+  rt_.run_turn_async(call, [this, s, id](turn_result out) {
+    std::string error;
     std::string final_text;
-    std::string reason;
-    if (error.empty())
-      reason = acp_stop_reason(out.result_json, error, final_text);
+    std::string reason = acp_stop_reason(out, error, final_text);
     bool rebind = false;
     std::string streamed;
     {

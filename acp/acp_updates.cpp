@@ -1,15 +1,15 @@
 #include "acp/acp_updates.hpp"
 
+#include "agent/turn_result.hpp"
+
 #include <algorithm>
 #include <cstring>
+
+#include "base/strings.hpp"
 
 namespace mibyan {
 
 namespace {
-
-bool starts_with(const std::string& s, const char* prefix) {
-  return s.rfind(prefix, 0) == 0;
-}
 
 // The first line of `s`, cut to `max` bytes (on a character boundary).
 std::string short_line(const std::string& s, size_t max = 80) {
@@ -78,7 +78,7 @@ void v4a_paths(const std::string& text, std::vector<std::string>& out) {
     auto line = text.substr(pos, e == std::string::npos ? std::string::npos
                                                         : e - pos);
     for (auto h : heads)
-      if (starts_with(line, h)) {
+      if (strings::starts_with(line, h)) {
         auto p = line.substr(std::strlen(h));
         auto b = p.find_first_not_of(" \t");
         auto l = p.find_last_not_of(" \t\r");
@@ -184,7 +184,7 @@ std::string acp_tool_title(const std::string& tool, const json::value& args) {
   }
   if (tool == "session_search")
     return "Search past sessions: " + arg("query");
-  if (starts_with(tool, "mcp__")) {
+  if (strings::starts_with(tool, "mcp__")) {
     auto rest = tool.substr(5);
     auto sep = rest.find("__");
     if (sep != std::string::npos)
@@ -338,31 +338,28 @@ json::value acp_plan_from_todo(const json::value& result) {
   return u;
 }
 
-std::string acp_stop_reason(const std::string& result_json,
-                            std::string& error, std::string& final_text) {
-  auto parsed = json::parse_members(
-    result_json, {"final_response", "interrupted", "failed", "exit_reason",
-                  "turn_exit_reason", "error"});
-  if (!parsed || !parsed.v->is_object()) {
-    error = "the turn produced no readable result";
+std::string acp_stop_reason(const turn_result& r, std::string& error,
+                            std::string& final_text) {
+  if (!r.started) {
+    error = r.error.empty() ? "the turn did not start" : r.error;
     return {};
   }
-  auto& r = *parsed.v;
-  final_text = r.get_string("final_response");
-  auto exit = r.get_string("exit_reason");
-  auto detail = r.get_string("turn_exit_reason");
-  if (r.get_bool("interrupted", false) || exit == "interrupted_by_user")
+  final_text = r.final_response.value_or("");
+  auto exit = r.exit;
+  auto detail = turn_exit_reason(r);
+  if (r.interrupted || exit == turn_exit::interrupted_by_user)
     return "cancelled";
-  if (exit == "budget_exhausted" || exit == "max_iterations_reached")
+  if (exit == turn_exit::budget_exhausted
+      || exit == turn_exit::max_iterations_reached)
     return "max_turn_requests";
-  if (exit == "truncated" || detail.find("finish_reason=length")
-                               != std::string::npos)
+  if (exit == turn_exit::truncated
+      || detail.find("finish_reason=length") != std::string::npos)
     return "max_tokens";
   if (detail.find("finish_reason=content_filter") != std::string::npos
       || detail.find("finish_reason=refusal") != std::string::npos)
     return "refusal";
-  if (r.get_bool("failed", false)) {
-    error = r.get_string("error");
+  if (r.failed) {
+    error = r.error;
     if (error.empty())
       error = "the turn failed (" + detail + ")";
     return {};

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "base/json.hpp"
+#include "mibyan/turn.hpp"
 
 namespace mibyan {
 
@@ -68,8 +69,8 @@ json::value acp_text_chunk(const char* kind, const std::string& text);
 /// reasons"): end_turn, cancelled, max_turn_requests, max_tokens or
 /// refusal; "" when the turn failed, with `error` saying why.
 /// `final_text` receives the final answer ("" when none).
-std::string acp_stop_reason(const std::string& result_json,
-                            std::string& error, std::string& final_text);
+std::string acp_stop_reason(const turn_result& result, std::string& error,
+                            std::string& final_text);
 
 /// The files a call names (path arguments and V4A patch headers), for
 /// `locations`.

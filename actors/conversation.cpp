@@ -83,8 +83,8 @@ conversation_behavior(conv_pointer self, conversation_deps deps) {
     live->clear();
   });
   return {
-    [self](turn_atom, turn_request& req) -> caf::result<std::string> {
-      auto rp = self->make_response_promise<std::string>();
+    [self](turn_atom, turn_request& req) -> caf::result<turn_result> {
+      auto rp = self->make_response_promise<turn_result>();
       self->state.queue.push_back(pending_turn{std::move(req), rp});
       start_next(self);
       return rp;

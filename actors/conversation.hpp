@@ -4,9 +4,9 @@
 // each user turn, one turn at a time.
 //
 // Protocol:
-//   (turn_atom, turn_request) -> std::string
-//       Runs one user turn and answers with the turn result as JSON text
-//       (turn_result::to_json()). Turns of one conversation run in arrival
+//   (turn_atom, turn_request) -> turn_result
+//       Runs one user turn and answers with its result (mibyan/turn.hpp;
+//       `started` is set, `session_id` is this conversation's). Turns of one conversation run in arrival
 //       order: a turn that arrives while another runs waits for it. A
 //       turn that cannot run (no store, bad provider handle) answers with
 //       a failed turn result, never with an error.
@@ -56,7 +56,7 @@ class session_store;
 class prompt_store;
 
 using conversation_actor = caf::typed_actor<
-  caf::replies_to<turn_atom, turn_request>::with<std::string>,
+  caf::replies_to<turn_atom, turn_request>::with<turn_result>,
   caf::reacts_to<interrupt_atom, std::string>,
   caf::reacts_to<delta_atom, std::string, std::string, std::string>,
   caf::reacts_to<notice_atom, background_notice>>;

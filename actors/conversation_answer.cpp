@@ -89,9 +89,9 @@ bool recover_answer(conv_pointer self, chat_response& r) {
     return true;
   }
   if (visible.empty() && t.length_parts.empty()) {
-    auto reasoning = trim(r.reasoning);
-    if (reasoning.empty() && !trim(r.content).empty())
-      reasoning = trim(r.content); // reasoning inside tags only
+    auto reasoning = strings::trim(r.reasoning);
+    if (reasoning.empty() && !strings::trim(r.content).empty())
+      reasoning = strings::trim(r.content); // reasoning inside tags only
     auto prev = previous_housekeeping_text(t);
     auto step = t.recovery.on_empty(!reasoning.empty(), !prev.empty());
     switch (step) {
@@ -135,7 +135,7 @@ bool recover_answer(conv_pointer self, chat_response& r) {
   if (!t.length_parts.empty()) {
     r.content = strip_reasoning_tags(t.length_parts + r.content);
     t.length_parts.clear();
-  } else if (visible != trim(r.content)) {
+  } else if (visible != strings::trim(r.content)) {
     r.content = std::move(visible);
   }
   return false;

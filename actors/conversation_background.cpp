@@ -57,7 +57,7 @@ std::string cut_middle(const std::string& s, size_t max) {
 }
 
 std::string first_line(const std::string& s, size_t max) {
-  auto t = trim(s);
+  auto t = strings::trim(s);
   auto nl = t.find('\n');
   if (nl != std::string::npos)
     t = t.substr(0, nl);
@@ -92,7 +92,8 @@ std::string stored_summary(const session_store& store, const std::string& id) {
   if (!msgs)
     return {};
   for (auto it = msgs->rbegin(); it != msgs->rend(); ++it)
-    if (it->message.role == "assistant" && !trim(it->message.content).empty())
+    if (it->message.role == "assistant"
+        && !strings::trim(it->message.content).empty())
       return it->message.content;
   return {};
 }

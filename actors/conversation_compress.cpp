@@ -31,7 +31,7 @@ int64_t threshold_of(conv_pointer self) {
   auto& st = self->state;
   auto& t = *st.cur;
   auto& cfg = st.deps.svc->cfg;
-  auto window = context_window(t.p.req.model, cfg.model.context_length);
+  auto window = context_window(t.p.req.endpoint.model, cfg.model.context_length);
   return compression_threshold(window, t.recovery.max_tokens(),
                                cfg.compression.threshold);
 }
@@ -51,8 +51,8 @@ void rotate(conv_pointer self, compression_cut cut, std::string summary) {
   auto old_id = st.deps.session_id;
   session_meta meta;
   meta.source = "cli";
-  meta.model = t.p.req.model;
-  meta.provider = t.p.req.provider_name;
+  meta.model = t.p.req.endpoint.model;
+  meta.provider = t.p.req.endpoint.provider;
   meta.cwd = st.cwd;
   meta.parent_session_id = old_id;
   if (st.deps.store)
@@ -184,7 +184,7 @@ bool maybe_compress(conv_pointer self) {
   chat_request req;
   req.request_id = st.deps.session_id + "-" + std::to_string(
                      st.next_request++);
-  req.model = t.p.req.model;
+  req.model = t.p.req.endpoint.model;
   chat_message sys;
   sys.role = "system";
   sys.content = summarizer_system_prompt;
@@ -219,7 +219,7 @@ bool maybe_compress(conv_pointer self) {
           end_interrupted(self);
           return;
         }
-        auto summary = trim(r.content);
+        auto summary = strings::trim(r.content);
         if (!r.error.empty() || summary.empty()) {
           MIBYAN_LOG(warning, "conversation",
                      "the summary call gave no summary; not compressing"

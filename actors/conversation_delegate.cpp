@@ -19,7 +19,7 @@
 //
 // Parent and child talk only through typed messages: the writer creates
 // the child's session (create_atom), the child gets one turn
-// (turn_atom, turn_request -> turn result JSON text) and interrupts
+// (turn_atom, turn_request -> turn_result) and interrupts
 // (interrupt_atom). Nothing is shared in memory, so `spawn_child` is the
 // one place to change for a child on another node.
 #include "actors/conversation_internal.hpp"
@@ -89,15 +89,15 @@ double seconds_since(int64_t start_ms) {
   return static_cast<double>(now_ms() - start_ms) / 1000.0;
 }
 
-// The result entry of a task from the child's turn result (JSON text).
+// The result entry of a task from the child's turn result (`r` null when
+// the child failed before answering, `failure` says why).
 json::value task_entry(size_t index, const delegation_run::task& t,
-                       const std::string& turn_json,
-                       const std::string& failure) {
+                       const turn_result* r, const std::string& failure) {
   json::value e;
   e["task_index"] = static_cast<int64_t>(index);
   e["session_id"] = t.session_id;
   e["duration_seconds"] = seconds_since(t.started_ms);
-  if (!failure.empty()) {
+  if (r == nullptr) {
     e["status"] = "error";
     e["summary"] = json::value{};
     e["error"] = failure;
@@ -105,32 +105,21 @@ json::value task_entry(size_t index, const delegation_run::task& t,
     e["exit_reason"] = "error";
     return e;
   }
-  auto parsed = json::parse_members(
-    turn_json, {"final_response", "api_calls", "completed", "interrupted",
-                "failed", "turn_exit_reason", "model", "input_tokens",
-                "output_tokens", "error"});
-  if (!parsed || !parsed.v->is_object()) {
-    e["status"] = "error";
-    e["error"] = "malformed child turn result";
-    e["exit_reason"] = "error";
-    return e;
-  }
-  auto& r = *parsed.v;
   const char* status = "ok";
-  if (r.get_bool("interrupted", false))
+  if (r->interrupted)
     status = "interrupted";
-  else if (!r.get_bool("completed", false))
+  else if (!r->completed)
     status = "error";
   e["status"] = status;
-  auto fr = r.find("final_response");
-  e["summary"] = fr != nullptr && fr->is_string() ? *fr : json::value{};
-  e["api_calls"] = r.get_int("api_calls", 0);
-  e["model"] = r.get_string("model");
-  e["exit_reason"] = r.get_string("turn_exit_reason");
-  e["tokens"]["input"] = r.get_int("input_tokens", 0);
-  e["tokens"]["output"] = r.get_int("output_tokens", 0);
-  if (auto err = r.get_string("error"); !err.empty())
-    e["error"] = err;
+  e["summary"] = r->final_response ? json::value{*r->final_response}
+                                   : json::value{};
+  e["api_calls"] = r->api_calls;
+  e["model"] = r->provider.model;
+  e["exit_reason"] = turn_exit_reason(*r);
+  e["tokens"]["input"] = r->usage.input_tokens;
+  e["tokens"]["output"] = r->usage.output_tokens;
+  if (!r->error.empty())
+    e["error"] = r->error;
   return e;
 }
 
@@ -158,16 +147,15 @@ std::string run_result(const delegation_run& run) {
 
 // The tool event of the delegate_task call itself, for the turn's sink.
 void delegate_event(conv_pointer self, const turn_state& t,
-                    const tool_call& c, const char* kind, json::value v) {
+                    const tool_call& c, tool_event ev) {
   auto sink = t.p.req.sink;
   if (!sink)
     return;
-  v["id"] = c.id;
-  v["name"] = c.name;
-  if (self->state.deps.depth > 0)
-    v["depth"] = self->state.deps.depth;
-  caf::anon_send(sink, delta_atom_v, self->state.deps.session_id,
-                 std::string{kind}, v.dump());
+  ev.call_id = c.id;
+  ev.tool = c.name;
+  ev.depth = self->state.deps.depth;
+  caf::anon_send(sink, tool_event_atom_v, self->state.deps.session_id,
+                 std::move(ev));
 }
 
 // Delivers the run's result once: into the batch when it is still the
@@ -182,10 +170,11 @@ void deliver_run(conv_pointer self, const std::shared_ptr<delegation_run>& run) 
   auto& dl = tp->delegations;
   dl.erase(std::remove(dl.begin(), dl.end(), run), dl.end());
   auto text = run_result(*run);
-  json::value ev;
-  ev["result"] = text;
-  ev["duration_us"] = (now_ms() - run->started_ms) * 1000;
-  delegate_event(self, *tp, tp->plan.calls[run->call_index].call, "tool_end",
+  tool_event ev;
+  ev.what = tool_event::phase::end;
+  ev.result_json = text;
+  ev.duration_us = (now_ms() - run->started_ms) * 1000;
+  delegate_event(self, *tp, tp->plan.calls[run->call_index].call,
                  std::move(ev));
   tp->results[run->call_index] = std::move(text);
   auto then = std::move(run->then);
@@ -222,7 +211,7 @@ void release_child(conv_pointer self, const std::string& sid,
 void start_children(conv_pointer self, std::shared_ptr<delegation_run> run);
 
 void child_done(conv_pointer self, std::shared_ptr<delegation_run> run,
-                size_t i, const std::string& turn_json,
+                size_t i, const turn_result* res,
                 const std::string& failure) {
   auto& t = run->tasks[i];
   if (t.finished)
@@ -231,7 +220,7 @@ void child_done(conv_pointer self, std::shared_ptr<delegation_run> run,
   t.running = false;
   if (auto& gate = self->state.deps.svc->approvals)
     gate->channels()->forget(t.session_id);
-  t.result = task_entry(i, t, turn_json, failure);
+  t.result = task_entry(i, t, res, failure);
   --run->running;
   ++run->finished;
   auto& st = self->state;
@@ -277,7 +266,8 @@ void spawn_child(conv_pointer self, std::shared_ptr<delegation_run> run,
   // A call's children end with its turn; background ones run on.
   if (run->interrupted
       || (!run->background && current(self, run->turn) == nullptr)) {
-    child_done(self, run, i, {}, "interrupted before the child started");
+    child_done(self, run, i, nullptr,
+               "interrupted before the child started");
     return;
   }
   // A child gets no memory snapshot: the memory tool is blocked for it and
@@ -293,9 +283,11 @@ void spawn_child(conv_pointer self, std::shared_ptr<delegation_run> run,
   req.text = child_prompt(t);
   self->request(t.child, caf::infinite, turn_atom_v, std::move(req))
     .then(
-      [self, run, i](std::string& res) { child_done(self, run, i, res, {}); },
+      [self, run, i](turn_result& res) {
+        child_done(self, run, i, &res, {});
+      },
       [self, run, i](caf::error& err) {
-        child_done(self, run, i, {},
+        child_done(self, run, i, nullptr,
                    "the child failed: " + error_text(self->system(), err));
       });
 }
@@ -330,8 +322,8 @@ void start_children(conv_pointer self, std::shared_ptr<delegation_run> run) {
     meta.cwd = st.cwd;
     meta.parent_session_id = parent;
     meta.title = t.goal.substr(0, max_title_chars);
-    meta.model = run->child_req.model;
-    meta.provider = run->child_req.provider_name;
+    meta.model = run->child_req.endpoint.model;
+    meta.provider = run->child_req.endpoint.provider;
     if (run->background) {
       // The stored record of a background task (its status and summary
       // are read back after a restart, conversation_background.cpp).
@@ -346,7 +338,7 @@ void start_children(conv_pointer self, std::shared_ptr<delegation_run> run) {
     self->request(st.deps.writer, caf::infinite, create_atom_v, meta)
       .then([self, run, i](std::string&) { spawn_child(self, run, i); },
             [self, run, i](caf::error& err) {
-              child_done(self, run, i, {},
+              child_done(self, run, i, nullptr,
                          "cannot create the child session: "
                            + error_text(self->system(), err));
             });
@@ -512,13 +504,13 @@ void start_delegation(conv_pointer self, size_t idx,
       } else if (x.is_string()) {
         task.goal = x.as_string();
       }
-      if (trim(task.goal).empty()) {
+      if (strings::trim(task.goal).empty()) {
         fail("delegate_task: every task needs a non-empty goal");
         return;
       }
       tasks.push_back(std::move(task));
     }
-  } else if (!trim(a.get_string("goal")).empty()) {
+  } else if (!strings::trim(a.get_string("goal")).empty()) {
     delegation_run::task task;
     task.goal = a.get_string("goal");
     task.context = a.get_string("context");
@@ -537,11 +529,11 @@ void start_delegation(conv_pointer self, size_t idx,
       return;
     }
     for (auto& x : ts->as_array()) {
-      if (!x.is_string() || trim(x.as_string()).empty()) {
+      if (!x.is_string() || strings::trim(x.as_string()).empty()) {
         fail("delegate_task: `toolsets` must be a list of toolset names");
         return;
       }
-      sets.push_back(trim(x.as_string()));
+      sets.push_back(strings::trim(x.as_string()));
     }
   }
   if (sets.empty())
@@ -561,9 +553,7 @@ void start_delegation(conv_pointer self, size_t idx,
       child.blocked_tools.push_back(name);
   child.stream = false;
   child.provider = t.p.req.provider;
-  child.model = t.p.req.model;
-  child.provider_name = t.p.req.provider_name;
-  child.base_url = t.p.req.base_url;
+  child.endpoint = t.p.req.endpoint;
   if (a.get_bool("background", false)) {
     // Background: each task runs on its own; the call answers now.
     auto limit = cfg.delegation.max_background_children;
@@ -619,10 +609,10 @@ void start_delegation(conv_pointer self, size_t idx,
   run->started_ms = now_ms();
   run->then = std::move(then);
   t.delegations.push_back(run);
-  json::value ev;
-  ev["arguments"] = c.arguments;
-  ev["tasks"] = static_cast<int64_t>(run->tasks.size());
-  delegate_event(self, t, c, "tool_start", std::move(ev));
+  tool_event ev;
+  ev.args_json = c.arguments;
+  ev.tasks = static_cast<int32_t>(run->tasks.size());
+  delegate_event(self, t, c, std::move(ev));
   MIBYAN_LOG(info, "delegate",
              st.deps.session_id << ": delegating " << run->tasks.size()
                                 << " task(s)");

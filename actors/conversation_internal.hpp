@@ -50,6 +50,7 @@
 #include "agent/tool_result_shaping.hpp"
 #include "agent/turn_result.hpp"
 #include "base/json.hpp"
+#include "base/strings.hpp"
 #include "storage/session_record.hpp"
 
 namespace mibyan::conversation_detail {
@@ -58,7 +59,7 @@ struct delegation_run; // conversation_delegate.cpp
 
 struct pending_turn {
   turn_request req;
-  caf::typed_response_promise<std::string> rp;
+  caf::typed_response_promise<turn_result> rp;
 };
 
 /// The running turn.
@@ -182,14 +183,6 @@ inline int64_t now_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
            std::chrono::system_clock::now().time_since_epoch())
     .count();
-}
-
-inline std::string trim(const std::string& s) {
-  auto b = s.find_first_not_of(" \t\r\n");
-  if (b == std::string::npos)
-    return {};
-  auto e = s.find_last_not_of(" \t\r\n");
-  return s.substr(b, e - b + 1);
 }
 
 /// The message text of a caf::error (the context string when there is one).

@@ -111,6 +111,7 @@ bool take_keyed_turn(conv_pointer self) {
                          << " was run before: answering it again");
   auto& res = t.res;
   res.replayed = true;
+  res.started = true;
   res.session_id = st.deps.session_id;
   res.max_iterations = t.budget.max();
   if (it->second.answered) {
@@ -123,8 +124,8 @@ bool take_keyed_turn(conv_pointer self) {
                   "the session followed it, so it is not run again";
   }
   res.messages = st.history;
-  res.completed = res.compute_completed();
-  t.p.rp.deliver(res.to_json().dump());
+  res.completed = compute_completed(res);
+  t.p.rp.deliver(std::move(res));
   st.cur.reset();
   start_next(self);
   return true;

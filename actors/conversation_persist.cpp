@@ -69,7 +69,7 @@ void record_usage(conv_pointer self, const chat_response& r) {
   t.res.last_prompt_tokens = r.usage.input_tokens + r.usage.cache_read_tokens
                              + r.usage.cache_write_tokens;
   if (!r.model.empty())
-    t.res.model = r.model;
+    t.res.provider.model = r.model;
   usage_update up{st.deps.session_id, r.usage, 1};
   self->request(st.deps.writer, caf::infinite, usage_atom_v, std::move(up))
     .then([](bool) {},

@@ -130,17 +130,16 @@ void invoke(conv_pointer self, size_t idx, std::function<void()> then) {
   auto sink = t.p.req.sink;
   auto sid = st.deps.session_id;
   auto event = [sink, sid, call_id = c.id, name = c.name,
-                depth = st.deps.depth](const char* kind, json::value v) {
-    v["id"] = call_id;
-    v["name"] = name;
-    if (depth > 0) // a delegate_task child's call (docs/embedding.md)
-      v["depth"] = depth;
-    caf::anon_send(sink, delta_atom_v, sid, std::string{kind}, v.dump());
+                depth = st.deps.depth](tool_event ev) {
+    ev.call_id = call_id;
+    ev.tool = name;
+    ev.depth = depth; // > 0: a delegate_task child's call
+    caf::anon_send(sink, tool_event_atom_v, sid, std::move(ev));
   };
   if (sink) {
-    json::value v;
-    v["arguments"] = c.arguments;
-    event("tool_start", std::move(v));
+    tool_event ev;
+    ev.args_json = c.arguments;
+    event(std::move(ev));
   }
   self->request(st.deps.dispatcher, caf::infinite, invoke_atom_v,
                 std::move(req))
@@ -148,10 +147,11 @@ void invoke(conv_pointer self, size_t idx, std::function<void()> then) {
       [alive, idx, then, sink, event, name = c.name, args = c.arguments](
         tool_response& resp) {
         if (sink) {
-          json::value v;
-          v["result"] = resp.result_json;
-          v["duration_us"] = resp.duration_us;
-          event("tool_end", std::move(v));
+          tool_event ev;
+          ev.what = tool_event::phase::end;
+          ev.result_json = resp.result_json;
+          ev.duration_us = resp.duration_us;
+          event(std::move(ev));
         }
         if (auto tp = alive()) {
           tp->results[idx] = tp->guards.after_call(

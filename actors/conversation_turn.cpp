@@ -63,7 +63,8 @@ void deliver(conv_pointer self) {
   t.res.max_iterations = t.budget.max();
   // Moved, not copied: the messages may be tens of megabytes.
   t.res.messages = std::move(t.msgs);
-  t.res.completed = t.res.compute_completed();
+  t.res.completed = compute_completed(t.res);
+  t.res.started = true;
   // Every turn of a conversation ends here, once (docs/metrics.md).
   metrics::count_turn(t.res.interrupted ? "interrupted"
                       : t.res.failed    ? "failed"
@@ -75,10 +76,10 @@ void deliver(conv_pointer self) {
                         .count());
   if (t.user_persisted)
     note_turn_delivered(st, t);
-  auto text = t.res.to_json().dump();
-  t.p.rp.deliver(std::move(text));
+  // The conversation keeps the history and the caller gets its copy.
   if (t.user_persisted)
-    st.history = std::move(t.res.messages);
+    st.history = t.res.messages;
+  t.p.rp.deliver(std::move(t.res));
   st.cur.reset();
   start_next(self);
 }
@@ -235,7 +236,7 @@ void summarize(conv_pointer self) {
   chat_request req;
   req.request_id = st.deps.session_id + "-" + std::to_string(
                      st.next_request++);
-  req.model = t.p.req.model;
+  req.model = t.p.req.endpoint.model;
   req.messages = request_messages(self, t.msgs);
   chat_message nudge;
   nudge.role = "user";
@@ -253,11 +254,12 @@ void summarize(conv_pointer self) {
     auto& tt = *tp;
     tt.inflight.clear();
     // An empty summary is retried once (docs/agent_loop.md, "Budget-exhausted summary").
-    if (trim(text).empty() && error.empty() && tt.summary_retries++ == 0) {
+    if (strings::trim(text).empty() && error.empty()
+        && tt.summary_retries++ == 0) {
       summarize(self);
       return;
     }
-    if (trim(text).empty())
+    if (strings::trim(text).empty())
       text = "The iteration limit of this turn (" + std::to_string(
                tt.budget.max())
              + ") was reached and no summary could be produced"
@@ -322,7 +324,7 @@ void iterate(conv_pointer self) {
   chat_request req;
   req.request_id = st.deps.session_id + "-" + std::to_string(
                      st.next_request++);
-  req.model = t.p.req.model;
+  req.model = t.p.req.endpoint.model;
   req.messages = request_messages(self, t.msgs);
   req.messages.insert(req.messages.end(), t.scaffold.begin(),
                       t.scaffold.end());
@@ -381,9 +383,7 @@ void start_next(conv_pointer self) {
   auto& cfg = st.deps.svc->cfg;
   t->budget = iteration_budget{req.max_iterations > 0 ? req.max_iterations
                                                       : cfg.agent.max_turns};
-  t->res.model = req.model;
-  t->res.provider = req.provider_name;
-  t->res.base_url = req.base_url;
+  t->res.provider = req.endpoint;
   t->provider = caf::actor_cast<provider_actor>(req.provider);
   // File checkpoints (docs/checkpoints.md): a rollback's marker, stored
   // by the rollback, joins the history; the tools learn the turn number

@@ -4,6 +4,8 @@
 
 #include "caf/all.hpp"
 
+#include "actors/error_mapping.hpp"
+
 namespace mibyan {
 
 struct guardian_relay::waiting {
@@ -33,12 +35,15 @@ guardian_relay::guardian_relay(caf::actor_system& sys)
           .then(
             [=](chat_response& res) {
               if (!res.error.empty())
-                w->fulfil(id, {false, "", res.error});
+                w->fulfil(id, guardian_reply::failure(status_code::unavailable,
+                                                      res.error));
               else
-                w->fulfil(id, {true, res.content, ""});
+                w->fulfil(id, guardian_reply{res.content});
             },
             [=](caf::error& err) {
-              w->fulfil(id, {false, "", self->system().render(err)});
+              w->fulfil(id, guardian_reply::failure(
+                              to_status(err).code,
+                              self->system().render(err)));
             });
       },
     };
@@ -72,9 +77,11 @@ guardian_reply guardian_relay::ask(const provider_actor& provider,
                                    const std::atomic<bool>* cancelled) {
   static std::atomic<uint64_t> seq{0};
   if (!provider)
-    return {false, "", "no reviewer model is configured"};
+    return guardian_reply::failure(status_code::unavailable,
+                                   "no reviewer model is configured");
   if (waiting_->stopped)
-    return {false, "", "the runtime is shutting down"};
+    return guardian_reply::failure(status_code::unavailable,
+                                   "the runtime is shutting down");
   req.request_id = "guardian-" + std::to_string(++seq);
   req.stream = false;
   auto id = req.request_id;
@@ -96,7 +103,10 @@ guardian_reply guardian_relay::ask(const provider_actor& provider,
         waiting_->calls.erase(id);
       }
       caf::anon_send(provider, cancel_atom_v, id);
-      return {false, "", stop ? "cancelled" : "the reviewer timed out"};
+      return stop ? guardian_reply::failure(status_code::cancelled,
+                                            "cancelled")
+                  : guardian_reply::failure(status_code::timeout,
+                                            "the reviewer timed out");
     }
   }
   return answer.get();

@@ -114,10 +114,10 @@ kernel_state::~kernel_state() {
 std::string spill_to_cache(const std::string& home, const std::string& text,
                            const std::string& tag) {
   auto dir = home + "/cache/exec";
-  if (!make_private_dirs(dir).empty())
+  if (!make_private_dirs(dir).ok())
     return {};
   auto path = dir + "/stdout-" + tag + "-" + random_token(6) + ".txt";
-  return write_private_file(path, text, true).empty() ? path : std::string{};
+  return write_private_file(path, text, true).ok() ? path : std::string{};
 }
 
 // Answers every queued cell with an error: this kernel cannot run them.
@@ -364,11 +364,11 @@ bool refresh_script_tools(kernel_broker* self) {
   if (snap->generation == st.opts.stub_generation)
     return false;
   // A few KiB, only after a tool list change.
-  auto err = write_private_file(st.opts.proc.staging_dir + "/mibyan_tools.py",
-                                snap->stub);
-  if (!err.empty()) {
+  auto written = write_private_file(
+    st.opts.proc.staging_dir + "/mibyan_tools.py", snap->stub);
+  if (!written.ok()) {
     MIBYAN_LOG(warning, "kernel", "pid " << st.opts.proc.pid
-               << ": cannot write the new mibyan_tools: " << err);
+               << ": cannot write the new mibyan_tools: " << written.error);
     return false;
   }
   st.opts.tools = snap->names;

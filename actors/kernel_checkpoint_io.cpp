@@ -131,10 +131,10 @@ void adopt_session(kernel_broker* self, std::string session, bool restore) {
     }
     // Read by the kernel, which is the only one who may unpickle it; the
     // staging dir is private (0700) and the file 0600.
-    if (auto err = write_private_file(dir + "/" + file, r.payload);
-        !err.empty()) {
+    if (auto st = write_private_file(dir + "/" + file, r.payload);
+        !st.ok()) {
       tell(actor, restore_atom_v, true, std::string{},
-                     "cannot hand the checkpoint to the kernel: " + err,
+                     "cannot hand the checkpoint to the kernel: " + st.error,
                      int64_t{0});
       return;
     }

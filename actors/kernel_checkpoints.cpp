@@ -147,17 +147,18 @@ kernel_checkpoints::load_or_create_key(const std::string& home) {
                "to make a new one (existing checkpoints are then refused)");
     }
   }
-  if (auto err = make_private_dirs(home); !err.empty())
+  if (auto st = make_private_dirs(home); !st.ok())
     return result<std::string>::failure(status_code::permission_denied,
-                                        err);
+                                        st.error);
   auto hex = random_hex(32);
   // Not replaced when another process made one meanwhile.
-  if (auto err = write_private_file(path, hex + "\n", true); !err.empty()) {
+  if (auto written = write_private_file(path, hex + "\n", true);
+      !written.ok()) {
     std::ifstream again(path, std::ios::binary);
     if (!again)
       return result<std::string>::failure(status_code::permission_denied,
                                           "cannot write " + path + ": "
-                                            + err);
+                                            + written.error);
     std::stringstream ss;
     ss << again.rdbuf();
     auto key = from_hex(ss.str().substr(0, 64));

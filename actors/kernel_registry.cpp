@@ -147,13 +147,13 @@ caf::actor start_kernel(registry_pointer self, const kernel_shape& shape,
                         shape.skill_env.end());
   so.rpc_timeout = static_cast<double>(st.svc->cfg.code_execution.timeout);
   so.specs = scripts ? scripts->specs : st.svc->script_tools;
-  std::string isolation_error;
-  so.bwrap = script_sandbox_bwrap(st.svc->cfg, &isolation_error);
-  if (!isolation_error.empty()) {
+  auto bwrap = script_sandbox_bwrap(st.svc->cfg);
+  if (!bwrap) {
     if (error)
-      *error = isolation_error;
+      *error = bwrap.error;
     return {};
   }
+  so.bwrap = std::move(*bwrap);
   if (so.bwrap.empty())
     become_subreaper(); // the fallback hunts orphaned daemons at teardown
   so.strict = shape.mode == "strict";

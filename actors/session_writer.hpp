@@ -17,8 +17,9 @@
 //   (append_atom, message_append) -> uint64_t             the message id
 //   (usage_atom, usage_update) -> bool
 //   (end_atom, std::string session_id, std::string reason) -> bool
-// Failures come back as caf::error (ec::storage_failure, ec::not_found,
-// ec::invalid_request) with the store's message; the store is unchanged.
+// Failures come back as caf::error with the store's status code mapped
+// one-to-one (actors/error_mapping.hpp: ec::internal, ec::not_found,
+// ec::invalid_request, ...) and its message; the store is unchanged.
 #pragma once
 
 #include <memory>

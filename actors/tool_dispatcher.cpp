@@ -101,7 +101,8 @@ std::optional<tool_response> script_guard_response(const runtime_services& svc,
   auto cwd = req.cwd.empty() ? svc.default_cwd : req.cwd;
   bool exposes_home = svc.cfg.code_execution.mode != "strict"
                       && workdir_contains_home(cwd);
-  call.isolated = !script_sandbox_bwrap(svc.cfg).empty() && !exposes_home;
+  auto bwrap = script_sandbox_bwrap(svc.cfg);
+  call.isolated = bwrap.ok() && !bwrap->empty() && !exposes_home;
   auto v = svc.approvals->check_script(call);
   if (v.approved)
     return std::nullopt;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "base/strings.hpp"
+
 namespace mibyan {
 
 const char* const empty_answer_nudge
@@ -16,20 +18,6 @@ const char* const length_continue_prompt
 
 namespace {
 
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (auto& c : out)
-    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
-std::string trimmed(const std::string& s) {
-  auto b = s.find_first_not_of(" \t\r\n");
-  if (b == std::string::npos)
-    return {};
-  return s.substr(b, s.find_last_not_of(" \t\r\n") - b + 1);
-}
-
 } // namespace
 
 std::string strip_reasoning_tags(std::string_view text) {
@@ -41,7 +29,7 @@ std::string strip_reasoning_tags(std::string_view text) {
     std::string open = std::string{"<"} + name + ">";
     std::string close = std::string{"</"} + name + ">";
     for (;;) {
-      auto low = lower(out);
+      auto low = strings::lower(out);
       auto b = low.find(open);
       auto stray_close = low.find(close);
       if (b == std::string::npos) {
@@ -60,7 +48,7 @@ std::string strip_reasoning_tags(std::string_view text) {
       out.erase(b, e + close.size() - b);
     }
   }
-  return trimmed(out);
+  return strings::trim(out);
 }
 
 bool only_housekeeping_calls(const std::vector<tool_call>& calls) {

@@ -5,6 +5,7 @@
 
 #include "base/json.hpp"
 #include "tools/file_io.hpp"
+#include "base/strings.hpp"
 
 namespace mibyan {
 
@@ -22,16 +23,6 @@ struct call_class {
   std::vector<reservation> paths;
 };
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t'
-                        || s.front() == '\r'))
-    s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t'
-                        || s.back() == '\r'))
-    s.remove_suffix(1);
-  return s;
-}
-
 call_class classify(const tool_call& call, const batch_plan_options& opts) {
   call_class out;
   if (call.name == "clarify")
@@ -45,7 +36,8 @@ call_class classify(const tool_call& call, const batch_plan_options& opts) {
   };
   auto path_arg = [&](std::string& out_path) {
     auto* p = args.find("path");
-    if (p == nullptr || !p->is_string() || trim(p->as_string()).empty())
+    if (p == nullptr || !p->is_string()
+        || strings::trim_view(p->as_string(), " \t\r").empty())
       return false;
     out_path = resolve(p->as_string());
     return true;
@@ -118,7 +110,7 @@ bool paths_overlap(std::string_view a, std::string_view b) {
 std::vector<std::string> v4a_patch_paths(std::string_view patch) {
   std::vector<std::string> out;
   auto add = [&](std::string_view p) {
-    p = trim(p);
+    p = strings::trim_view(p, " \t\r");
     if (!p.empty())
       out.emplace_back(p);
   };
@@ -127,7 +119,7 @@ std::vector<std::string> v4a_patch_paths(std::string_view patch) {
     auto end = patch.find('\n', pos);
     if (end == std::string_view::npos)
       end = patch.size();
-    auto line = trim(patch.substr(pos, end - pos));
+    auto line = strings::trim_view(patch.substr(pos, end - pos), " \t\r");
     pos = end + 1;
     for (std::string_view head : {"*** Update File:", "*** Add File:",
                                   "*** Delete File:", "*** Move to:"}) {

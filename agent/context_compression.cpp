@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "base/strings.hpp"
+
 namespace mibyan {
 
 const char* const compaction_marker
@@ -22,13 +24,6 @@ const char* const summarizer_system_prompt
 
 namespace {
 
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (auto& c : out)
-    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
 int64_t message_chars(const chat_message& m) {
   int64_t n = static_cast<int64_t>(m.content.size() + m.reasoning.size()) + 16;
   for (auto& c : m.tool_calls)
@@ -42,7 +37,7 @@ int64_t message_chars(const chat_message& m) {
 int64_t context_window(std::string_view model, int64_t configured) {
   if (configured > 0)
     return configured;
-  auto m = lower(model);
+  auto m = strings::lower(model);
   auto has = [&](const char* s) { return m.find(s) != std::string::npos; };
   if (has("gpt-4.1") || has("gemini"))
     return 1'000'000;

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "providers/tool_call_id.hpp"
+#include "base/strings.hpp"
 
 namespace mibyan {
 
@@ -20,15 +21,10 @@ bool is_space(char c) {
 }
 
 bool trim_in_place(std::string& s) {
-  size_t b = 0;
-  while (b < s.size() && is_space(s[b]))
-    ++b;
-  size_t e = s.size();
-  while (e > b && is_space(s[e - 1]))
-    --e;
-  if (b == 0 && e == s.size())
+  auto kept = strings::trim_view(s, strings::ascii_space);
+  if (kept.size() == s.size())
     return false;
-  s = s.substr(b, e - b);
+  s = std::string{kept};
   return true;
 }
 

@@ -9,35 +9,15 @@
 
 #include "providers/tool_call_id.hpp"
 #include "base/json.hpp"
+#include "base/strings.hpp"
 
 namespace mibyan {
 
 namespace {
 
-bool is_space(char c) {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f'
-         || c == '\v';
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && is_space(s.front()))
-    s.remove_prefix(1);
-  while (!s.empty() && is_space(s.back()))
-    s.remove_suffix(1);
-  return s;
-}
-
 bool is_upper(char c) { return c >= 'A' && c <= 'Z'; }
 bool is_lower_or_digit(char c) {
   return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
-}
-
-std::string to_lower(std::string_view s) {
-  std::string out{s};
-  for (auto& c : out)
-    if (is_upper(c))
-      c = static_cast<char>(c - 'A' + 'a');
-  return out;
 }
 
 std::string underscores(std::string s) {
@@ -179,7 +159,8 @@ std::string repair_tool_name(std::string_view name,
   if (valid.count(name) > 0)
     return std::string{name};
   auto cut = name.find_first_of("\"'<>");
-  auto base = std::string{trim(name.substr(0, cut))};
+  auto base = std::string{
+    strings::trim_view(name.substr(0, cut), strings::ascii_space)};
   if (base.empty())
     return {};
   std::vector<std::string> forms;
@@ -192,13 +173,13 @@ std::string repair_tool_name(std::string_view name,
   };
   if (try_form(base))
     return base;
-  auto lowered = to_lower(base);
+  auto lowered = strings::lower(base);
   if (try_form(lowered))
     return lowered;
   auto normal = underscores(lowered);
   if (try_form(normal))
     return normal;
-  auto snake = to_lower(underscores(split_camel(base)));
+  auto snake = strings::lower(underscores(split_camel(base)));
   if (try_form(snake))
     return snake;
   for (auto start : {normal, snake}) {
@@ -232,7 +213,7 @@ std::string repair_tool_name(std::string_view name,
 
 normalized_arguments normalize_arguments(std::string_view raw) {
   normalized_arguments out;
-  if (trim(raw).empty()) {
+  if (strings::trim_view(raw, strings::ascii_space).empty()) {
     out.text = "{}";
     return out;
   }
@@ -404,7 +385,7 @@ tool_call_plan plan_tool_calls(std::vector<tool_call> calls,
     planned_call pc;
     pc.call = std::move(items[i].first);
     pc.model_name = std::move(items[i].second);
-    if (trim(pc.call.name).empty()) {
+    if (strings::trim_view(pc.call.name, strings::ascii_space).empty()) {
       pc.problem = call_problem::empty_name;
       pc.result = error_json(
         "Tool call rejected: the tool name is empty, so nothing was run. "

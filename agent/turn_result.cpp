@@ -74,13 +74,15 @@ std::string max_iterations_reason(int64_t used, int64_t max) {
          + std::to_string(max) + ")";
 }
 
-bool turn_result::compute_completed() const {
-  return final_response.has_value() && !failed
-         && (api_calls < max_iterations || exit == turn_exit::completed);
+bool compute_completed(const turn_result& r) {
+  return r.final_response.has_value() && !r.failed
+         && (r.api_calls < r.max_iterations
+             || r.exit == turn_exit::completed);
 }
 
-std::string turn_result::turn_exit_reason() const {
-  return exit_detail.empty() ? std::string{to_string(exit)} : exit_detail;
+std::string turn_exit_reason(const turn_result& r) {
+  return r.exit_detail.empty() ? std::string{to_string(r.exit)}
+                               : r.exit_detail;
 }
 
 json::value turn_message_json(const chat_message& m) {
@@ -114,50 +116,71 @@ json::value turn_message_json(const chat_message& m) {
   return out;
 }
 
-json::value turn_result::to_json() const {
+json::value tool_event_json(const tool_event& ev) {
+  auto v = json::value::make_object();
+  if (ev.what == tool_event::phase::start) {
+    v["arguments"] = ev.args_json;
+    if (ev.tasks > 0)
+      v["tasks"] = static_cast<int64_t>(ev.tasks);
+  } else {
+    v["result"] = ev.result_json;
+    v["duration_us"] = ev.duration_us;
+  }
+  v["id"] = ev.call_id;
+  v["name"] = ev.tool;
+  if (ev.depth > 0)
+    v["depth"] = static_cast<int64_t>(ev.depth);
+  return v;
+}
+
+const char* tool_event_kind(const tool_event& ev) {
+  return ev.what == tool_event::phase::start ? "tool_start" : "tool_end";
+}
+
+json::value turn_result_json(const turn_result& r) {
   auto out = json::value::make_object();
-  out["final_response"] = optional_string(final_response);
-  out["last_reasoning"] = optional_string(last_reasoning);
+  out["final_response"] = optional_string(r.final_response);
+  out["last_reasoning"] = optional_string(r.last_reasoning);
   auto msgs = json::value::make_array();
-  for (auto& m : messages)
+  for (auto& m : r.messages)
     msgs.push_back(turn_message_json(m));
   out["messages"] = std::move(msgs);
-  out["api_calls"] = api_calls;
-  out["completed"] = completed;
-  out["turn_exit_reason"] = turn_exit_reason();
-  out["exit_reason"] = to_string(exit);
-  out["failed"] = failed;
-  out["partial"] = partial;
-  out["interrupted"] = interrupted;
-  out["model"] = model;
-  out["provider"] = provider;
-  out["base_url"] = base_url;
-  out["input_tokens"] = usage.input_tokens;
-  out["output_tokens"] = usage.output_tokens;
-  out["cache_read_tokens"] = usage.cache_read_tokens;
-  out["cache_write_tokens"] = usage.cache_write_tokens;
-  out["reasoning_tokens"] = usage.reasoning_tokens;
-  auto prompt = usage.input_tokens + usage.cache_read_tokens
-                + usage.cache_write_tokens;
+  out["api_calls"] = r.api_calls;
+  out["completed"] = r.completed;
+  out["turn_exit_reason"] = turn_exit_reason(r);
+  out["exit_reason"] = to_string(r.exit);
+  out["failed"] = r.failed;
+  out["partial"] = r.partial;
+  out["interrupted"] = r.interrupted;
+  out["model"] = r.provider.model;
+  out["provider"] = r.provider.provider;
+  out["base_url"] = r.provider.base_url;
+  out["input_tokens"] = r.usage.input_tokens;
+  out["output_tokens"] = r.usage.output_tokens;
+  out["cache_read_tokens"] = r.usage.cache_read_tokens;
+  out["cache_write_tokens"] = r.usage.cache_write_tokens;
+  out["reasoning_tokens"] = r.usage.reasoning_tokens;
+  auto prompt = r.usage.input_tokens + r.usage.cache_read_tokens
+                + r.usage.cache_write_tokens;
   out["prompt_tokens"] = prompt;
-  out["completion_tokens"] = usage.output_tokens;
-  out["total_tokens"] = prompt + usage.output_tokens;
-  out["last_prompt_tokens"] = last_prompt_tokens;
-  out["session_id"] = session_id;
-  out["error"] = error.empty() ? json::value{} : json::value{error};
-  if (interrupted || !interrupt_message.empty())
-    out["interrupt_message"] = interrupt_message;
-  if (!cleanup_errors.empty()) {
+  out["completion_tokens"] = r.usage.output_tokens;
+  out["total_tokens"] = prompt + r.usage.output_tokens;
+  out["last_prompt_tokens"] = r.last_prompt_tokens;
+  out["session_id"] = r.session_id;
+  out["error"] = r.error.empty() ? json::value{} : json::value{r.error};
+  if (r.interrupted || !r.interrupt_message.empty())
+    out["interrupt_message"] = r.interrupt_message;
+  if (!r.cleanup_errors.empty()) {
     auto errs = json::value::make_array();
-    for (auto& e : cleanup_errors)
+    for (auto& e : r.cleanup_errors)
       errs.push_back(e);
     out["cleanup_errors"] = std::move(errs);
   }
-  if (!pending_steer.empty())
-    out["pending_steer"] = pending_steer;
-  if (retryable)
+  if (!r.pending_steer.empty())
+    out["pending_steer"] = r.pending_steer;
+  if (r.retryable)
     out["retryable"] = true;
-  if (replayed)
+  if (r.replayed)
     out["replayed"] = true;
   return out;
 }

@@ -194,10 +194,10 @@ void approval_service::grant(const std::string& session,
                                          : cfg_.config_path;
     std::lock_guard<std::mutex> guard{config_write_mtx_};
     for (auto& k : keys) {
-      auto err = add_to_command_allowlist(path, k);
-      if (!err.empty())
+      auto saved = add_to_command_allowlist(path, k);
+      if (!saved.ok())
         MIBYAN_LOG(warning, "approvals", "could not save '" << k
-                   << "' to command_allowlist: " << err);
+                   << "' to command_allowlist: " << saved.error);
     }
   }
 }
@@ -300,8 +300,8 @@ approval_verdict approval_service::flagged(const std::string& command,
                             std::chrono::seconds(std::max<int64_t>(
                               1, cfg_.approvals.guardian_timeout)),
                             call.cancelled);
-      if (reply.ok) {
-        v = parse_guardian_answer(reply.text);
+      if (reply.ok()) {
+        v = parse_guardian_answer(*reply);
         verdict_text = v == guardian_verdict::approve ? "APPROVE"
                        : v == guardian_verdict::deny  ? "DENY"
                                                       : "ESCALATE";

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "approvals/approval_types.hpp"
+#include "base/status.hpp"
 #include "approvals/session_channels.hpp"
 #include "approvals/denial_breaker.hpp"
 
@@ -60,12 +61,10 @@ struct approval_verdict {
   std::string description;
 };
 
-/// A reviewer model's answer (smart mode).
-struct guardian_reply {
-  bool ok = false;
-  std::string text;
-  std::string error;
-};
+/// A reviewer model's answer text (smart mode), or why there is none:
+/// unavailable (no reviewer, shutting down, the provider failed), timeout
+/// or cancelled.
+using guardian_reply = result<std::string>;
 
 class approval_service {
 public:

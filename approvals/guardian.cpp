@@ -1,6 +1,7 @@
 #include "approvals/guardian.hpp"
 
 #include "approvals/normalize.hpp"
+#include "base/strings.hpp"
 
 namespace mibyan::approvals {
 
@@ -41,7 +42,7 @@ guardian_verdict parse_guardian_answer(const std::string& text) {
     ++b;
   while (e > b && (junk(text[e - 1]) || text[e - 1] == '.'))
     --e;
-  auto word = lowercase(text.substr(b, e - b));
+  auto word = strings::lower(text.substr(b, e - b));
   if (word == "approve")
     return guardian_verdict::approve;
   if (word == "deny")

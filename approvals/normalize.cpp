@@ -5,6 +5,7 @@
 #include <regex>
 
 #include "approvals/structure.hpp"
+#include "base/strings.hpp"
 
 namespace mibyan::approvals {
 
@@ -550,7 +551,7 @@ std::string strip_all_lines(const std::string& s) {
 // Bodies of `sh -c '...'`, `bash -c "..."` and `eval '...'`.
 std::vector<std::string> inline_scripts(const std::string& s) {
   std::vector<std::string> out;
-  auto lower = lowercase(s);
+  auto lower = strings::lower(s);
   if (lower.size() > 16384
       || (s.find('\'') == std::string::npos
           && s.find('"') == std::string::npos)
@@ -576,14 +577,6 @@ void add_unique(std::vector<std::string>& xs, std::string v) {
 }
 
 } // namespace
-
-std::string lowercase(std::string_view s) {
-  std::string out{s};
-  for (auto& c : out)
-    if (c >= 'A' && c <= 'Z')
-      c = static_cast<char>(c - 'A' + 'a');
-  return out;
-}
 
 std::string normalize_preserving_case(std::string_view command,
                                       const home_paths& paths) {
@@ -628,7 +621,7 @@ command_variants make_variants(std::string_view command,
     v.structural = std::move(found.keys);
   }
   for (auto& c : cased)
-    add_unique(v.lower, lowercase(c));
+    add_unique(v.lower, strings::lower(c));
   v.cased = std::move(cased);
   return v;
 }

@@ -31,9 +31,6 @@ struct home_paths {
 std::string normalize_preserving_case(std::string_view command,
                                       const home_paths& paths);
 
-/// ASCII lowercase.
-std::string lowercase(std::string_view s);
-
 /// The detection variants of one command. `cased` holds the case-preserved
 /// forms (for case-sensitive patterns); `lower` holds the same forms
 /// lowercased (the canonical string first). Duplicates are removed.

@@ -5,6 +5,7 @@
 #include <regex>
 
 #include "approvals/structure.hpp"
+#include "base/strings.hpp"
 
 namespace mibyan::approvals {
 
@@ -395,7 +396,7 @@ std::vector<keyword_bits> bits_of(const table& t,
   std::vector<keyword_bits> out;
   out.reserve(xs.size());
   for (auto& x : xs)
-    out.push_back(present_keywords(t, lower_first ? lowercase(x) : x));
+    out.push_back(present_keywords(t, lower_first ? strings::lower(x) : x));
   return out;
 }
 

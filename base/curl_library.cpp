@@ -75,13 +75,10 @@ const loaded& instance() {
 
 } // namespace
 
-const curl_library* curl_lib(std::string* error) {
+result<const curl_library*> curl_lib() {
   auto& l = instance();
-  if (!l.ok) {
-    if (error != nullptr)
-      *error = l.error;
-    return nullptr;
-  }
+  if (!l.ok)
+    return status::failure(status_code::unavailable, l.error);
   return &l.lib;
 }
 

@@ -9,8 +9,8 @@
 //
 // Contract:
 //   * `curl_lib()` loads the library once (thread-safe) and returns the
-//     table, or null with `*error` set when libcurl.so.4 or one of the
-//     functions below is missing. Callers that get null report the error
+//     table, or fails (unavailable) when libcurl.so.4 or one of the
+//     functions below is missing. Callers that get a failure report it
 //     and do not touch libcurl.
 //   * `curl_api()` is for code that already got a table from `curl_lib()`
 //     (a handle exists only then); it never loads.
@@ -22,6 +22,8 @@
 #include <string>
 
 #include <curl/curl.h>
+
+#include "base/status.hpp"
 
 namespace mibyan {
 
@@ -52,8 +54,9 @@ struct curl_library {
   decltype(&::curl_url_strerror) url_strerror;
 };
 
-/// The loaded library, or null (and `*error`, when given, says why).
-const curl_library* curl_lib(std::string* error = nullptr);
+/// The loaded library, or unavailable with why it could not be loaded.
+/// The pointer is never null and stays valid for the process's life.
+result<const curl_library*> curl_lib();
 
 /// The loaded library; only after `curl_lib()` returned it.
 const curl_library& curl_api();

@@ -3,27 +3,13 @@
 #include <algorithm>
 #include <cctype>
 
+#include "base/strings.hpp"
+
 extern char** environ;
 
 namespace mibyan {
 
 namespace {
-
-std::string upper(std::string_view s) {
-  std::string result{s};
-  for (auto& c : result)
-    c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return result;
-}
-
-bool starts_with(std::string_view s, std::string_view prefix) {
-  return s.size() >= prefix.size() && s.substr(0, prefix.size()) == prefix;
-}
-
-bool ends_with(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size()
-         && s.substr(s.size() - suffix.size()) == suffix;
-}
 
 } // namespace
 
@@ -32,20 +18,20 @@ bool is_secret_env_name(std::string_view name) {
     "KEY",  "TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASSPHRASE",
     "AUTH", "CREDENTIAL", "CREDS", "DSN", "WEBHOOK", "BEARER",
     "APIKEY", "COOKIE", "PRIVATE"};
-  auto u = upper(name);
+  auto u = strings::upper(name);
   if (std::any_of(std::begin(markers), std::end(markers),
                   [&](const char* m) {
                     return u.find(m) != std::string::npos;
                   }))
     return true;
   for (const char* suffix : {"_PAT", "_PASS", "_PWD"})
-    if (ends_with(u, suffix))
+    if (strings::ends_with(u, suffix))
       return true;
   if (u.find("_PAT_") != std::string::npos)
     return true;
-  if (starts_with(u, "PG") && u.find("PASS") != std::string::npos)
+  if (strings::starts_with(u, "PG") && u.find("PASS") != std::string::npos)
     return true;
-  return starts_with(u, "AWS_SESSION_");
+  return strings::starts_with(u, "AWS_SESSION_");
 }
 
 bool is_secret_env_value(std::string_view v) {
@@ -72,7 +58,7 @@ bool is_secret_env_value(std::string_view v) {
     auto word = v.substr(i);
     word = word.substr(0, word.find_first_of(" \t,;'\""));
     for (const char* p : prefixes) {
-      if (!starts_with(word, p))
+      if (!strings::starts_with(word, p))
         continue;
       auto body = word.substr(std::string_view{p}.size());
       if (std::string_view{p} == "AKIA" || std::string_view{p} == "ASIA") {
@@ -109,7 +95,7 @@ bool is_allowlisted_env_name(std::string_view name) {
   static const char* const product_names[] = {
     "MIBYAN_HOME", "MIBYAN_PROFILE", "MIBYAN_CONFIG", "MIBYAN_ENV"};
   for (auto p : safe_prefixes)
-    if (starts_with(name, p))
+    if (strings::starts_with(name, p))
       return true;
   for (auto p : product_names)
     if (name == p)
@@ -143,7 +129,7 @@ const std::vector<std::string>& provider_credential_names() {
 
 bool is_provider_credential(std::string_view name) {
   auto& names = provider_credential_names();
-  return std::binary_search(names.begin(), names.end(), upper(name));
+  return std::binary_search(names.begin(), names.end(), strings::upper(name));
 }
 
 std::vector<std::string>

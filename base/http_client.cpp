@@ -16,6 +16,7 @@
 #include "base/curl_library.hpp"
 
 #include "base/log.hpp"
+#include "base/strings.hpp"
 
 namespace mibyan {
 
@@ -23,26 +24,10 @@ namespace {
 
 using clock_type = std::chrono::steady_clock;
 
-bool iequals(std::string_view x, std::string_view y) {
-  if (x.size() != y.size())
-    return false;
-  for (size_t i = 0; i < x.size(); ++i) {
-    auto a = static_cast<unsigned char>(x[i]);
-    auto b = static_cast<unsigned char>(y[i]);
-    if (std::tolower(a) != std::tolower(b))
-      return false;
-  }
-  return true;
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
-    s.remove_prefix(1);
-  while (!s.empty()
-         && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'
-             || s.back() == '\n'))
-    s.remove_suffix(1);
-  return s;
+// Header text without leading blanks and trailing blanks or line ends.
+std::string_view header_trim(std::string_view s) {
+  return strings::trim_right_view(strings::trim_left_view(s, " \t"),
+                                  " \t\r\n");
 }
 
 // One request from submit() to on_done. Owned by the client thread once it
@@ -117,7 +102,7 @@ size_t on_header_line(char* buffer, size_t size, size_t count, void* ud) {
     }
     return n;
   }
-  auto content = trim(line);
+  auto content = header_trim(line);
   if (content.empty()) {
     if (!t->headers_reported && t->block_status != 0 && t->block_is_final())
       t->report_headers();
@@ -134,9 +119,9 @@ size_t on_header_line(char* buffer, size_t size, size_t count, void* ud) {
   auto colon = content.find(':');
   if (colon == std::string_view::npos)
     return n;
-  auto name = trim(content.substr(0, colon));
-  auto value = trim(content.substr(colon + 1));
-  if (iequals(name, "location"))
+  auto name = header_trim(content.substr(0, colon));
+  auto value = header_trim(content.substr(colon + 1));
+  if (strings::iequals(name, "location"))
     t->block_has_location = true;
   t->block_headers.emplace_back(std::string{name}, std::string{value});
   return n;
@@ -184,19 +169,21 @@ curl_socket_t on_open_socket(void* ud, curlsocktype purpose,
     auto ip = format_address(addr);
     char* url = nullptr;
     curl_api().easy_getinfo(t->easy, CURLINFO_EFFECTIVE_URL, &url);
-    std::optional<std::string> reason;
+    status allowed;
     if (ip.empty()) {
-      reason = "refusing to connect to an address of an unknown family";
+      allowed = status::failure(
+        status_code::permission_denied,
+        "refusing to connect to an address of an unknown family");
     } else {
       try {
-        reason = t->req.connect_check(url != nullptr ? url : "", ip);
+        allowed = t->req.connect_check(url != nullptr ? url : "", ip);
       } catch (...) {
-        reason = "connection check failed";
+        allowed = status::failure("connection check failed");
       }
     }
-    if (reason) {
+    if (!allowed.ok()) {
       t->blocked = true;
-      t->block_reason = std::move(*reason);
+      t->block_reason = std::move(allowed.error);
       return CURL_SOCKET_BAD;
     }
   }
@@ -210,7 +197,7 @@ curl_socket_t on_open_socket(void* ud, curlsocktype purpose,
 const std::string* find_header(const http_headers& headers,
                                std::string_view name) {
   for (auto& kv : headers)
-    if (iequals(kv.first, name))
+    if (strings::iequals(kv.first, name))
       return &kv.second;
   return nullptr;
 }
@@ -243,9 +230,8 @@ struct http_client::impl {
   std::string start_locked() {
     if (started)
       return {};
-    std::string error;
-    if (curl_lib(&error) == nullptr)
-      return error;
+    if (auto lib = curl_lib(); !lib.ok())
+      return lib.error;
     multi = curl_api().multi_init();
     if (multi == nullptr)
       return "curl_multi_init failed";
@@ -372,7 +358,7 @@ struct http_client::impl {
       set(CURLOPT_NOPROXY, "*");
     bool has_expect = false;
     for (auto& [name, value] : r.headers) {
-      if (iequals(name, "expect"))
+      if (strings::iequals(name, "expect"))
         has_expect = true;
       auto line = value.empty() ? name + ";" : name + ": " + value;
       auto* next = curl_api().slist_append(t.header_list, line.c_str());

@@ -47,9 +47,10 @@ const std::string* find_header(const http_headers& headers,
 /// for every new connection (the first one and each one a redirect opens),
 /// after DNS resolution and before `connect`, with the URL being fetched and
 /// the numeric address about to be dialled ("93.184.215.14", "::1").
-/// Returns nullopt to allow, or the reason for refusing; the transfer then
-/// fails with `blocked` set and that reason as its error.
-using http_connect_check = std::function<std::optional<std::string>(
+/// Returns ok to allow, or a failure whose message is the reason for
+/// refusing; the transfer then fails with `blocked` set and that reason as
+/// its error.
+using http_connect_check = std::function<status(
   const std::string& url, const std::string& ip)>;
 
 /// One HTTP request. Plain data; `submit` takes it by value.

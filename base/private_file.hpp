@@ -9,16 +9,21 @@
 #include <string>
 #include <string_view>
 
+#include "base/status.hpp"
+
 namespace mibyan {
 
-/// Creates `dir` and its missing parents with mode 0700. Returns "" or an
-/// error message naming the component that failed.
-std::string make_private_dirs(const std::string& dir);
+/// Creates `dir` and its missing parents with mode 0700. On failure the
+/// message names the component that failed; the code follows its errno
+/// (base/errno_status.hpp), or is invalid_argument when `dir` exists but
+/// is not a directory.
+status make_private_dirs(const std::string& dir);
 
 /// Writes `data` to `path` with mode 0600. With `exclusive`, fails when the
 /// path exists (O_EXCL); otherwise replaces the content. On failure the
-/// partial file is removed. Returns "" or an error message.
-std::string write_private_file(const std::string& path, std::string_view data,
-                               bool exclusive = false);
+/// partial file is removed. The failure's code follows errno
+/// (already_exists for an existing path with `exclusive`).
+status write_private_file(const std::string& path, std::string_view data,
+                          bool exclusive = false);
 
 } // namespace mibyan

@@ -16,6 +16,8 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include "base/errno_status.hpp"
+
 namespace mibyan {
 
 using clock_type = std::chrono::steady_clock;
@@ -110,25 +112,25 @@ process_registry::~process_registry() {
   shutdown();
 }
 
-process_registry::start_result
+result<process_registry::started>
 process_registry::start(const process_spec& spec) {
-  start_result res;
   {
     std::lock_guard<std::mutex> g{mtx_};
     if (stopping_ || epoll_fd_ < 0) {
-      res.error = "background processes are unavailable (the runtime is "
-                  "shutting down)";
-      return res;
+      return status::failure(status_code::unavailable,
+                             "background processes are unavailable (the "
+                             "runtime is shutting down)");
     }
     size_t live = 0;
     for (auto& p : procs_)
       live += p->running ? 1 : 0;
     if (live >= max_) {
-      res.error = "Too many background processes: " + std::to_string(max_)
-                  + " are running (the limit). Kill one with "
-                    "process(action=\"kill\", session_id=...) or wait for "
-                    "one to finish before starting another.";
-      return res;
+      return status::failure(
+        status_code::resource_exhausted,
+        "Too many background processes: " + std::to_string(max_)
+          + " are running (the limit). Kill one with "
+            "process(action=\"kill\", session_id=...) or wait for "
+            "one to finish before starting another.");
     }
     // Forget finished processes, oldest first, to stay within the cap.
     while (procs_.size() >= max_) {
@@ -181,8 +183,7 @@ process_registry::start(const process_spec& spec) {
     ws.ws_row = 24;
     ws.ws_col = 200;
     if (::openpty(&master, &slave, nullptr, nullptr, &ws) != 0) {
-      res.error = std::string{"openpty failed: "} + std::strerror(errno);
-      return res;
+      return errno_status(errno, "openpty failed");
     }
     set_cloexec_nonblock(master, false);
     set_cloexec_nonblock(slave, false);
@@ -199,8 +200,7 @@ process_registry::start(const process_spec& spec) {
     ::close(slave);
     if (pid < 0) {
       ::close(master);
-      res.error = std::string{"fork failed: "} + std::strerror(err);
-      return res;
+      return errno_status(err, "fork failed");
     }
     p->out_fd = master;
     p->in_fd = ::fcntl(master, F_DUPFD_CLOEXEC, 0);
@@ -210,14 +210,13 @@ process_registry::start(const process_spec& spec) {
     // child stops reading.
     int in[2], out[2];
     if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, in) != 0) {
-      res.error = std::string{"socketpair failed: "} + std::strerror(errno);
-      return res;
+      return errno_status(errno, "socketpair failed");
     }
     if (::pipe2(out, O_CLOEXEC) != 0) {
-      res.error = std::string{"pipe failed: "} + std::strerror(errno);
+      auto failed = errno_status(errno, "pipe failed");
       ::close(in[0]);
       ::close(in[1]);
-      return res;
+      return failed;
     }
     pid = ::fork();
     if (pid == 0) {
@@ -233,8 +232,7 @@ process_registry::start(const process_spec& spec) {
     if (pid < 0) {
       ::close(in[1]);
       ::close(out[0]);
-      res.error = std::string{"fork failed: "} + std::strerror(err);
-      return res;
+      return errno_status(err, "fork failed");
     }
     // Also from the parent, so a kill right after start reaches the group.
     ::setpgid(pid, pid);
@@ -266,9 +264,7 @@ process_registry::start(const process_spec& spec) {
   }
   if (stopping_)
     kill_group(*p, "shutdown");
-  res.id = p->id;
-  res.pid = pid;
-  return res;
+  return started{p->id, pid};
 }
 
 void process_registry::reader_loop() {
@@ -447,13 +443,13 @@ process_registry::wait(const std::string& session_id, const std::string& id,
   }
 }
 
-std::string process_registry::kill(const std::string& session_id,
-                                   const std::string& id,
-                                   std::chrono::milliseconds grace) {
+status process_registry::kill(const std::string& session_id,
+                              const std::string& id,
+                              std::chrono::milliseconds grace) {
   std::unique_lock<std::mutex> lock{mtx_};
   auto p = find_locked(session_id, id);
   if (!p)
-    return "not found";
+    return status::failure(status_code::not_found, "not found");
   if (!p->running) {
     // The leader is gone; stragglers of its group may not be.
     ::kill(-p->pid, SIGKILL);
@@ -470,27 +466,29 @@ std::string process_registry::kill(const std::string& session_id,
   return {};
 }
 
-std::string process_registry::write(const std::string& session_id,
-                                    const std::string& id,
-                                    const std::string& data) {
+status process_registry::write(const std::string& session_id,
+                               const std::string& id,
+                               const std::string& data) {
   int fd;
   bool pty;
   {
     std::lock_guard<std::mutex> g{mtx_};
     auto p = find_locked(session_id, id);
     if (!p)
-      return "not found";
+      return status::failure(status_code::not_found, "not found");
     if (!p->running)
-      return "the process has exited";
+      return status::failure(status_code::invalid_argument,
+                             "the process has exited");
     if (p->in_fd < 0)
-      return "stdin of the process is closed";
+      return status::failure(status_code::invalid_argument,
+                             "stdin of the process is closed");
     fd = ::fcntl(p->in_fd, F_DUPFD_CLOEXEC, 0);
     pty = p->pty;
   }
   if (fd < 0)
-    return std::string{"cannot write: "} + std::strerror(errno);
+    return errno_status(errno, "cannot write");
   size_t off = 0;
-  std::string err;
+  status err;
   auto until = clock_type::now() + std::chrono::seconds{5};
   while (off < data.size()) {
     auto r = pty ? ::write(fd, data.data() + off, data.size() - off)
@@ -506,20 +504,21 @@ std::string process_registry::write(const std::string& session_id,
       ::usleep(10000);
       continue;
     }
-    err = std::string{"write failed: "}
-          + (r < 0 ? std::strerror(errno) : "no progress");
+    err = r < 0 ? errno_status(errno, "write failed")
+                : status::failure(status_code::unavailable,
+                                  "write failed: no progress");
     break;
   }
   ::close(fd);
   return err;
 }
 
-std::string process_registry::close_stdin(const std::string& session_id,
-                                          const std::string& id) {
+status process_registry::close_stdin(const std::string& session_id,
+                                     const std::string& id) {
   std::lock_guard<std::mutex> g{mtx_};
   auto p = find_locked(session_id, id);
   if (!p)
-    return "not found";
+    return status::failure(status_code::not_found, "not found");
   if (p->in_fd < 0)
     return {};
   if (p->pty) {
@@ -529,7 +528,7 @@ std::string process_registry::close_stdin(const std::string& session_id,
     if (::tcgetattr(p->in_fd, &t) == 0 && t.c_cc[VEOF] != 0)
       eof = static_cast<char>(t.c_cc[VEOF]);
     if (::write(p->in_fd, &eof, 1) != 1)
-      return std::string{"write failed: "} + std::strerror(errno);
+      return errno_status(errno, "write failed");
     return {};
   }
   close_fd(p->in_fd);

@@ -34,6 +34,8 @@
 #include <thread>
 #include <vector>
 
+#include "base/status.hpp"
+
 namespace mibyan {
 
 struct process_snapshot;
@@ -97,15 +99,16 @@ public:
   process_registry(const process_registry&) = delete;
   process_registry& operator=(const process_registry&) = delete;
 
-  struct start_result {
-    std::string id;      // "proc_" + 12 hex digits; empty on error
+  /// A process that started.
+  struct started {
+    std::string id; // "proc_" + 12 hex digits
     int pid = -1;
-    std::string error;   // why it did not start
   };
 
-  /// Starts `spec`. Fails with a clear message when `max_processes` are
-  /// running, after shutdown, or when fork/exec setup fails.
-  start_result start(const process_spec& spec);
+  /// Starts `spec`. Fails with a clear message: resource_exhausted when
+  /// `max_processes` are running, unavailable after shutdown, the errno's
+  /// code when fork/exec setup fails.
+  result<started> start(const process_spec& spec);
 
   /// Processes of `session_id`, oldest first (output left empty).
   std::vector<process_snapshot> list(const std::string& session_id);
@@ -125,20 +128,21 @@ public:
                    const std::atomic<bool>* cancel);
 
   /// Kills the process group: SIGTERM, then SIGKILL after `grace` if the
-  /// leader is still alive. Returns "" or an error ("not found", ...).
-  /// Killing an exited process is not an error.
-  std::string kill(const std::string& session_id, const std::string& id,
+  /// leader is still alive. Fails with not_found for an id unknown to
+  /// `session_id`. Killing an exited process is not an error.
+  status kill(const std::string& session_id, const std::string& id,
                    std::chrono::milliseconds grace
                    = std::chrono::milliseconds{2000});
 
-  /// Writes `data` to the process's stdin. Errors: not found, exited,
-  /// stdin closed, write failure.
-  std::string write(const std::string& session_id, const std::string& id,
-                    const std::string& data);
+  /// Writes `data` to the process's stdin. Errors: not_found,
+  /// invalid_argument (exited, stdin closed), the errno's code for a write
+  /// failure, unavailable when the process reads nothing for 5 s.
+  status write(const std::string& session_id, const std::string& id,
+               const std::string& data);
 
-  /// Closes stdin (under a PTY: sends the EOF character, Ctrl-D).
-  std::string close_stdin(const std::string& session_id,
-                          const std::string& id);
+  /// Closes stdin (under a PTY: sends the EOF character, Ctrl-D). Errors:
+  /// not_found, the errno's code for a failed write of the EOF character.
+  status close_stdin(const std::string& session_id, const std::string& id);
 
   /// Kills and forgets every process of `session_id`.
   void close_session(const std::string& session_id);

@@ -11,6 +11,7 @@
 #include "base/redact_names.hpp"
 #include "base/redact_normalize.hpp"
 #include "base/redact_shapes.hpp"
+#include "base/strings.hpp"
 
 namespace mibyan {
 
@@ -270,8 +271,8 @@ bool redactor::impl::pair(std::string_view s, size_t i, match& m) const {
       // Authorization-style value ("Bearer x", "Basic x") visible.
       auto sp = v.find(' ');
       auto first = v.substr(0, sp);
-      if (iequals(first, "bearer") || iequals(first, "basic")
-          || iequals(first, "token")) {
+      if (strings::iequals(first, "bearer") || strings::iequals(first, "basic")
+          || strings::iequals(first, "token")) {
         vb += sp + 1;
         while (vb < ve && is_space(s[vb]))
           ++vb;

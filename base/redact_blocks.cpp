@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "base/redact_names.hpp"
+#include "base/strings.hpp"
 
 namespace mibyan::redact_detail {
 
@@ -24,8 +25,8 @@ size_t private_key_label(std::string_view s, size_t j) {
          && (is_upper(s[j]) || is_digit(s[j]) || s[j] == ' '))
     ++j;
   auto label = s.substr(b, j - b);
-  if (!(ends_with(label, "PRIVATE KEY")
-        || ends_with(label, "PRIVATE KEY BLOCK")))
+  if (!(strings::ends_with(label, "PRIVATE KEY")
+        || strings::ends_with(label, "PRIVATE KEY BLOCK")))
     return 0;
   if (!starts_at(s, j, "-----"))
     return 0;

@@ -6,26 +6,13 @@
 
 #include "base/env_filter.hpp"
 #include "base/redact.hpp"
+#include "base/strings.hpp"
 
 namespace mibyan {
 
 namespace redact_detail {
 
 using namespace std::string_view_literals;
-
-bool iequals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size())
-    return false;
-  for (size_t i = 0; i < a.size(); ++i)
-    if (lower(a[i]) != lower(b[i]))
-      return false;
-  return true;
-}
-
-bool ends_with(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size()
-         && s.substr(s.size() - suffix.size()) == suffix;
-}
 
 namespace {
 
@@ -104,7 +91,7 @@ bool is_secret_pair_name(std::string_view name) {
   for (auto s : {"token"sv, "secret"sv, "password"sv, "passwd"sv,
                  "passphrase"sv, "apikey"sv, "secretkey"sv, "privatekey"sv,
                  "accesskey"sv})
-    if (ends_with(last, s))
+    if (strings::ends_with(last, s))
       return true;
   if (last == "pwd" && t.words >= 2)
     return true; // DB_PWD, not the shell's PWD
@@ -139,7 +126,7 @@ bool is_placeholder_value(std::string_view v) {
     return true;
   for (auto w : {"null"sv, "none"sv, "true"sv, "false"sv, "undefined"sv,
                  "nil"sv, "redacted"sv, "hidden"sv, "masked"sv})
-    if (iequals(v, w))
+    if (strings::iequals(v, w))
       return true;
   return false;
 }
@@ -180,7 +167,7 @@ bool is_secret_variable_name(std::string_view name) {
   for (char c : name)
     u.push_back(is_lower(c) ? static_cast<char>(c - 'a' + 'A') : c);
   for (auto s : {"_SOCK", "_PATH", "_FILE", "_DIR", "_SOCKET"})
-    if (ends_with(u, s))
+    if (strings::ends_with(u, s))
       return false;
   if (is_provider_credential(name) || is_secret_env_name(name))
     return true;

@@ -36,11 +36,6 @@ constexpr char lower(char c) {
   return is_upper(c) ? static_cast<char>(c - 'A' + 'a') : c;
 }
 
-/// ASCII case-insensitive equality.
-bool iequals(std::string_view a, std::string_view b);
-
-bool ends_with(std::string_view s, std::string_view suffix);
-
 /// Whether a pair called `name` (e.g. OPENAI_API_KEY, apiKey,
 /// client_secret) holds a secret: decided by its last word.
 bool is_secret_pair_name(std::string_view name);

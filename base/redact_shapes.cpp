@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "base/redact_names.hpp"
+#include "base/strings.hpp"
 
 namespace mibyan::redact_detail {
 
@@ -160,7 +161,7 @@ bool jwt(std::string_view s, size_t i, match& m) {
 
 // Bearer <token>
 bool bearer(std::string_view s, size_t i, match& m) {
-  if (s.size() - i < 7 || !iequals(s.substr(i, 6), "bearer"))
+  if (s.size() - i < 7 || !strings::iequals(s.substr(i, 6), "bearer"))
     return false;
   size_t j = i + 6;
   if (!is_space(s[j]))

@@ -10,6 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/errno_status.hpp"
+
 namespace mibyan {
 
 namespace {
@@ -54,36 +56,42 @@ std::string default_state_dir() {
   return home.empty() ? std::string{} : home + "/.mibyan";
 }
 
-std::string state_dir_problem(const std::string& dir) {
+status check_state_dir(const std::string& dir) {
   struct stat st;
   if (::stat(dir.c_str(), &st) != 0) {
     if (errno == ENOENT)
       return {};
-    return "state directory " + dir + " cannot be checked: "
-           + std::strerror(errno)
-           + ". Fix: set MIBYAN_HOME to a private directory you own.";
+    int err = errno;
+    return status::failure(
+      errno_code(err),
+      "state directory " + dir + " cannot be checked: " + std::strerror(err)
+        + ". Fix: set MIBYAN_HOME to a private directory you own.");
   }
   if (!S_ISDIR(st.st_mode))
-    return "state directory " + dir
-           + " is not a directory. Fix: remove it or set MIBYAN_HOME to a "
-             "private directory you own.";
+    return status::failure(
+      status_code::invalid_argument,
+      "state directory " + dir
+        + " is not a directory. Fix: remove it or set MIBYAN_HOME to a "
+          "private directory you own.");
   auto me = ::geteuid();
   if (st.st_uid != me)
-    return "state directory " + dir + " belongs to " + who(st.st_uid)
+    return status::failure(status_code::permission_denied,
+      "state directory " + dir + " belongs to " + who(st.st_uid)
            + ", not to you (" + who(me)
            + "), so that user controls Mibyan's configuration and secrets. "
              "Fix: set MIBYAN_HOME to a private directory you own (e.g. "
-             "~/.mibyan), or remove " + dir + " if you did not create it.";
+             "~/.mibyan), or remove " + dir + " if you did not create it.");
   if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
     char mode[8];
     std::snprintf(mode, sizeof(mode), "%04o",
                   static_cast<unsigned>(st.st_mode & 07777));
-    return "state directory " + dir + " is writable by "
+    return status::failure(status_code::permission_denied,
+      "state directory " + dir + " is writable by "
            + ((st.st_mode & S_IWOTH) != 0 ? "other users" : "its group")
            + " (mode " + mode
            + "), so they could replace Mibyan's configuration or secrets. "
              "Fix: chmod 700 " + dir
-           + ", or set MIBYAN_HOME to a private directory.";
+           + ", or set MIBYAN_HOME to a private directory.");
   }
   return {};
 }

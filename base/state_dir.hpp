@@ -8,6 +8,8 @@
 
 #include <string>
 
+#include "base/status.hpp"
+
 namespace mibyan {
 
 /// Returns the current user's home directory from the password database
@@ -19,11 +21,13 @@ std::string passwd_home();
 /// (never a shared temporary directory).
 std::string default_state_dir();
 
-/// Returns "" when `dir` may hold Mibyan's state: it does not exist yet
+/// Succeeds when `dir` may hold Mibyan's state: it does not exist yet
 /// (it will be created 0700), or it is a directory (symlinks followed)
 /// owned by the effective user and not writable by group or others.
-/// Otherwise returns a one-line error naming the path, the problem and the
-/// fix.
-std::string state_dir_problem(const std::string& dir);
+/// Otherwise fails with a one-line message naming the path, the problem
+/// and the fix: permission_denied for another owner or a group- or
+/// world-writable directory, invalid_argument for a non-directory, the
+/// errno's code when it cannot be checked.
+status check_state_dir(const std::string& dir);
 
 } // namespace mibyan

@@ -8,6 +8,7 @@
 #include <arpa/inet.h>
 
 #include "base/curl_library.hpp"
+#include "base/strings.hpp"
 
 namespace mibyan {
 
@@ -15,18 +16,6 @@ const char* const blocked_url_message
   = "Blocked: URL targets a private or internal network address";
 
 namespace {
-
-std::string lower(std::string_view s) {
-  std::string result{s};
-  for (auto& c : result)
-    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return result;
-}
-
-bool ends_with(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size()
-         && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
 
 // Strips "[...]" and a "%zone" suffix.
 std::string_view bare_address(std::string_view ip) {
@@ -137,7 +126,7 @@ bool credential_parameter(std::string_view name) {
     "client_secret", "password",    "passwd",        "auth",
     "app_key",      "subscription-key", "bearer",
   };
-  auto n = lower(name);
+  auto n = strings::lower(name);
   for (auto* x : names)
     if (n == x)
       return true;
@@ -220,25 +209,21 @@ bool is_internal(address_class x) {
 }
 
 bool is_internal_host_name(std::string_view host) {
-  auto h = lower(host);
+  auto h = strings::lower(host);
   while (!h.empty() && h.back() == '.')
     h.pop_back();
-  return h == "localhost" || ends_with(h, ".localhost")
+  return h == "localhost" || strings::ends_with(h, ".localhost")
          || h == "metadata.google.internal" || h == "metadata.goog"
          || h == "metadata" || h == "instance-data"
-         || ends_with(h, ".internal");
+         || strings::ends_with(h, ".internal");
 }
 
-url_validation validate_url(std::string_view url) {
-  url_validation result;
-  auto fail = [&](std::string msg) {
-    result.error = std::move(msg);
-    return result;
+result<url_parts> validate_url(std::string_view url) {
+  auto fail = [](std::string msg) {
+    return result<url_parts>::failure(status_code::invalid_argument,
+                                      std::move(msg));
   };
-  while (!url.empty() && std::isspace(static_cast<unsigned char>(url.front())))
-    url.remove_prefix(1);
-  while (!url.empty() && std::isspace(static_cast<unsigned char>(url.back())))
-    url.remove_suffix(1);
+  url = strings::trim_view(url, strings::ascii_space);
   if (url.empty())
     return fail("URL is empty");
   if (url.size() > 8192)
@@ -251,13 +236,12 @@ url_validation validate_url(std::string_view url) {
   if (sep == std::string_view::npos)
     return fail("Not an absolute URL: it must start with http:// or "
                 "https://");
-  auto scheme = lower(url.substr(0, sep));
+  auto scheme = strings::lower(url.substr(0, sep));
   if (scheme != "http" && scheme != "https")
     return fail("Unsupported URL scheme '" + scheme.substr(0, 20)
                 + "': only http:// and https:// URLs can be fetched");
-  std::string load_error;
-  if (curl_lib(&load_error) == nullptr)
-    return fail(load_error);
+  if (auto lib = curl_lib(); !lib.ok())
+    return lib.get_status();
   std::unique_ptr<CURLU, curlu_deleter> h{curl_api().url()};
   if (!h)
     return fail("out of memory parsing URL");
@@ -275,7 +259,7 @@ url_validation validate_url(std::string_view url) {
     return fail("URL has no host name");
   url_parts parts;
   parts.scheme = scheme;
-  parts.host = lower(*host);
+  parts.host = strings::lower(*host);
   if (parts.host.size() >= 2 && parts.host.front() == '[') {
     parts.host = std::string{bare_address(parts.host)};
   }
@@ -308,38 +292,43 @@ url_validation validate_url(std::string_view url) {
   if (auto prefix = find_key_pattern(url))
     return fail("URL embeds what looks like an API key (" + *prefix
                 + "...); credentials must not be sent to web pages.");
-  result.parts = std::move(parts);
-  return result;
+  return parts;
 }
 
-std::optional<std::string>
-url_policy::check_address(std::string_view ip) const {
+namespace {
+
+status blocked() {
+  return status::failure(status_code::permission_denied, blocked_url_message);
+}
+
+} // namespace
+
+status url_policy::check_address(std::string_view ip) const {
   if (allow_private)
-    return std::nullopt;
+    return {};
   std::array<uint8_t, 16> bytes{};
   auto len = parse_address(ip, bytes);
   if (len == 0)
-    return std::string{blocked_url_message};
+    return blocked();
   for (auto& allowed : allowed_addresses) {
     std::array<uint8_t, 16> other{};
     if (parse_address(allowed, other) == len
         && std::memcmp(bytes.data(), other.data(), len) == 0)
-      return std::nullopt;
+      return {};
   }
   if (is_internal(classify_address(ip)))
-    return std::string{blocked_url_message};
-  return std::nullopt;
+    return blocked();
+  return {};
 }
 
-std::optional<std::string>
-url_policy::check_host(const url_parts& url) const {
+status url_policy::check_host(const url_parts& url) const {
   if (allow_private)
-    return std::nullopt;
+    return {};
   if (url.host_is_ip)
     return check_address(url.host);
   if (is_internal_host_name(url.host))
-    return std::string{blocked_url_message};
-  return std::nullopt;
+    return blocked();
+  return {};
 }
 
 } // namespace mibyan

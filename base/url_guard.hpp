@@ -20,6 +20,8 @@
 #include <string_view>
 #include <vector>
 
+#include "base/status.hpp"
+
 namespace mibyan {
 
 /// What kind of network an IP address belongs to.
@@ -65,19 +67,13 @@ struct url_parts {
   bool host_is_ip = false;
 };
 
-/// The outcome of `validate_url`: parts on success, else a message a model
-/// can act on.
-struct url_validation {
-  std::optional<url_parts> parts;
-  std::string error;
-  explicit operator bool() const { return parts.has_value(); }
-};
-
 /// Checks a URL given by a model: absolute http:// or https:// only, at
 /// most 8,192 characters, no user name or password, and no query parameter
 /// that looks like a credential (`key`, `api_key`, `token`, ... with a value
 /// of 16 or more characters) nor a well-known API key pattern anywhere.
-url_validation validate_url(std::string_view url);
+/// Returns its parts, or invalid_argument with a message a model can act
+/// on (unavailable when libcurl cannot be loaded).
+result<url_parts> validate_url(std::string_view url);
 
 /// The per-URL error of blocked targets, as shown to models.
 extern const char* const blocked_url_message;
@@ -91,12 +87,13 @@ struct url_policy {
   /// "::1" matches "0:0:0:0:0:0:0:1".
   std::vector<std::string> allowed_addresses;
 
-  /// Returns the reason to refuse a connection to `ip`, or nullopt.
-  std::optional<std::string> check_address(std::string_view ip) const;
+  /// Allows a connection to `ip`, or refuses it with permission_denied and
+  /// the reason (blocked_url_message).
+  status check_address(std::string_view ip) const;
 
-  /// Returns the reason to refuse `url` before any lookup (an internal IP
-  /// literal or internal host name), or nullopt.
-  std::optional<std::string> check_host(const url_parts& url) const;
+  /// Allows `url` before any lookup, or refuses it with permission_denied
+  /// and the reason (an internal IP literal or internal host name).
+  status check_host(const url_parts& url) const;
 };
 
 } // namespace mibyan

@@ -65,6 +65,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "agent/turn_result.hpp"
 #include "bench/bench_rows.hpp"
 #include "bench/bench_util.hpp"
 #include "bench/scripted_provider.hpp"
@@ -155,10 +156,10 @@ std::unique_ptr<runtime> make_runtime(const bench_env& env,
   opts.agent.api_max_retries = 1;
   opts.logging.level = "warning";
   std::string err;
-  auto rt = runtime::create(opts, &err);
+  auto rt = create_runtime(opts);
   if (!rt)
-    die("runtime::create: " + err);
-  return rt;
+    die("create_runtime: " + rt.error);
+  return std::move(*rt);
 }
 
 turn_call make_call(const scripted_server& srv, const std::string& sid,
@@ -166,10 +167,10 @@ turn_call make_call(const scripted_server& srv, const std::string& sid,
   turn_call c;
   c.session_id = sid;
   c.prompt = "Read the file again and again. rounds=" + std::to_string(rounds);
-  c.provider = "custom";
-  c.base_url = srv.url();
-  c.model = "m";
-  c.api_key = "sk-bench-0123456789";
+  c.provider.provider = "custom";
+  c.provider.base_url = srv.url();
+  c.provider.model = "m";
+  c.provider.api_key = "sk-bench-0123456789";
   c.max_iterations = rounds + 5;
   c.toolsets = {"file"};
   c.stream = stream;
@@ -179,16 +180,12 @@ turn_call make_call(const scripted_server& srv, const std::string& sid,
 // Runs one turn and checks it did `rounds` tool rounds and finished.
 void run_checked(runtime& rt, const turn_call& c, int rounds) {
   auto out = rt.run_turn(c);
-  if (!out.error.empty())
+  if (!out.started)
     die("run_turn: " + out.error);
-  auto parsed = json::parse(out.result_json);
-  if (!parsed)
-    die("run_turn result is not JSON");
-  auto& r = *parsed.v;
-  if (!r["completed"].as_bool() || r["api_calls"].as_int() != rounds + 1)
-    die("unexpected turn result (api_calls " + r["api_calls"].dump()
-        + ", exit " + r["exit_reason"].dump() + "): "
-        + r["final_response"].dump());
+  if (!out.completed || out.api_calls != rounds + 1)
+    die("unexpected turn result (api_calls " + std::to_string(out.api_calls)
+        + ", exit " + to_string(out.exit) + "): "
+        + out.final_response.value_or("null"));
 }
 
 // -- sections -----------------------------------------------------------------
@@ -380,16 +377,12 @@ conc_result concurrent_conversations(const bench_env& env,
   long rss_threads = proc_status_kib("VmRSS");
   auto start = clock_type::now();
   for (auto& call : calls)
-    rt->run_turn_async(call, [&](turn_outcome out) {
+    rt->run_turn_async(call, [&](turn_result out) {
       // Runs on a runtime thread: check, count down, no waiting.
-      std::string problem = out.error;
-      if (problem.empty()) {
-        auto parsed = json::parse(out.result_json);
-        if (!parsed || !(*parsed.v)["completed"].as_bool()
-            || (*parsed.v)["api_calls"].as_int() != 6)
-          problem = "turn did not complete 5 rounds: "
-                    + out.result_json.substr(0, 300);
-      }
+      std::string problem = out.started ? "" : out.error;
+      if (problem.empty() && (!out.completed || out.api_calls != 6))
+        problem = "turn did not complete 5 rounds: "
+                  + turn_exit_reason(out) + " " + out.error;
       std::lock_guard<std::mutex> g{mtx};
       if (!problem.empty() && failures++ == 0)
         first_error = problem;

@@ -37,10 +37,10 @@ inline std::unique_ptr<runtime> bench_runtime(options& opts) {
   opts = loaded.opts;
   opts.code_execution.prestart_kernels = 0;
   std::string err;
-  auto rt = runtime::create(opts, &err);
+  auto rt = create_runtime(opts);
   if (!rt)
-    provider_die("runtime: " + err);
-  return rt;
+    provider_die("runtime: " + rt.error);
+  return std::move(*rt);
 }
 
 class serve_rig {
@@ -58,10 +58,10 @@ public:
     st.host = "127.0.0.1";
     st.port = 0;
     st.limits = opts.server;
-    st.turn.provider = "custom";
-    st.turn.base_url = provider.url();
-    st.turn.model = "m";
-    st.turn.api_key = "sk-bench";
+    st.turn.provider.provider = "custom";
+    st.turn.provider.base_url = provider.url();
+    st.turn.provider.model = "m";
+    st.turn.provider.api_key = "sk-bench";
     st.model_id = "m";
     st.new_session_id = [this, sid_prefix] {
       return sid_prefix + std::to_string(::getpid()) + "_"
@@ -69,10 +69,10 @@ public:
     };
     if (tune)
       tune(st);
-    std::string err;
-    server = http_server::start(*rt, st, &err);
-    if (!server)
-      provider_die("serve: " + err);
+    auto started = http_server::start(*rt, st);
+    if (!started)
+      provider_die("serve: " + started.error);
+    server = std::move(*started);
     port = server->port();
   }
 

@@ -248,12 +248,15 @@ int main(int argc, char** argv) {
   {
     runtime_config rc;
     rc.home = (tmp / "home" / "local").string();
-    if (!options_from_config(rc, &lopts, &err))
-      die(err);
+    auto read = options_from_config(rc);
+    if (!read)
+      die(read.error);
+    lopts = std::move(*read);
   }
-  auto rt = runtime::create(lopts, &err);
-  if (!rt)
-    die("runtime: " + err);
+  auto made = create_runtime(lopts);
+  if (!made)
+    die("runtime: " + made.error);
+  auto rt = std::move(*made);
   std::vector<double> local;
   for (int i = 0; i < n + 50; ++i) {
     auto t = clock_type::now();

@@ -122,9 +122,10 @@ int main(int argc, char** argv) {
   o.code_execution.prestart_kernels = 0;
   o.cron.max_concurrent = 64;
   std::string err;
-  auto rt = runtime::create(o, &err);
-  if (!rt)
-    bench_die("runtime: " + err);
+  auto made = create_runtime(o);
+  if (!made)
+    bench_die("runtime: " + made.error);
+  auto rt = std::move(*made);
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
 
   // -- idle: the baseline, then with the scheduler ---------------------------
@@ -133,10 +134,10 @@ int main(int argc, char** argv) {
   long rss0 = status_kib("VmRSS");
   double heap0 = heap_mib();
   cron_scheduler_options so;
-  so.provider = "custom";
-  so.base_url = provider.url();
-  so.model = "m";
-  so.api_key = "sk-bench-0123456789";
+  so.provider.provider = "custom";
+  so.provider.base_url = provider.url();
+  so.provider.model = "m";
+  so.provider.api_key = "sk-bench-0123456789";
   auto load_t0 = clock_type::now();
   if (auto s = start_cron_scheduler(*rt, so); !s)
     bench_die("scheduler: " + s.error);

@@ -71,6 +71,7 @@
 #include "tools/registry.hpp"
 #include "tools/script_specs.hpp"
 #include "tools/tool.hpp"
+#include "base/strings.hpp"
 
 #ifndef MIBYAN_BENCH_DIR
 #define MIBYAN_BENCH_DIR "bench"
@@ -188,12 +189,6 @@ std::string capture(const std::vector<std::string>& argv) {
   return r.out();
 }
 
-std::string trim(std::string s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back())))
-    s.pop_back();
-  return s;
-}
-
 std::string which(const std::string& name) {
   const char* path = std::getenv("PATH");
   std::stringstream ss{path ? path : ""};
@@ -296,10 +291,10 @@ std::unique_ptr<runtime> make_runtime(bench_env& env, int64_t prestart,
   extra.push_back(std::make_unique<sleep_extract_tool>());
   extra.push_back(std::make_unique<noop_pool_tool>());
   std::string err;
-  auto rt = runtime::create(opts, &err, std::move(extra));
+  auto rt = create_runtime(opts, std::move(extra));
   if (!rt)
-    die("runtime::create: " + err);
-  return rt;
+    die("create_runtime: " + rt.error);
+  return std::move(*rt);
 }
 
 struct exec_out {
@@ -880,12 +875,12 @@ void cold_start(bench_env& env, int reps) {
       so.tools = core_script_tool_names();
       so.specs = core_script_specs();
       so.inherited_env = current_environment();
-      std::string err;
       auto start = clock_type::now();
-      auto k = spawn_kernel(so, &err);
+      auto spawned = spawn_kernel(so);
       t.push_back(ms_since(start));
-      if (k.pid < 0)
-        die("spawn_kernel: " + err);
+      if (!spawned)
+        die("spawn_kernel: " + spawned.error);
+      auto& k = *spawned;
       signal_kernel(k.pid, SIGKILL);
       int status;
       ::waitpid(k.pid, &status, 0);
@@ -911,12 +906,12 @@ void cold_start(bench_env& env, int reps) {
         so.inherited_env = current_environment();
         if (sandboxed)
           so.bwrap = probe_sandbox().bwrap;
-        std::string err;
         auto start = clock_type::now();
-        auto k = spawn_kernel(so, &err);
+        auto spawned = spawn_kernel(so);
         t.push_back(ms_since(start));
-        if (k.pid < 0)
-          die("spawn_kernel: " + err);
+        if (!spawned)
+          die("spawn_kernel: " + spawned.error);
+        auto& k = *spawned;
         signal_kernel(k.pid, SIGKILL);
         int status;
         ::waitpid(k.pid, &status, 0);
@@ -1012,8 +1007,9 @@ void concurrency(runtime& rt, int reps) {
   std::printf("16 sequential, in-script ms: %s (cell wall %s)\n",
               list(seq).c_str(), list(seq_wall).c_str());
   std::printf("32 parallel, in-script ms:  %s (blocking_threads = %lld)\n",
-              trim(r32.output).c_str(),
-              static_cast<long long>(rt.config().runtime.blocking_threads));
+              std::string{strings::trim_right_view(
+                  r32.output, strings::ascii_space)}.c_str(),
+              static_cast<long long>(config_of(rt).runtime.blocking_threads));
   add_row("16 x 100 ms calls, ThreadPoolExecutor(16)", median(par),
           median(seq), "ms", "16 sequential", "< 2x one call (200 ms)",
           median(par) < 200);
@@ -1062,8 +1058,9 @@ int main(int argc, char** argv) {
   env.python_path = which("python3");
   if (env.python_path.empty())
     die("python3 is not on PATH");
-  env.python_real = trim(capture({"python3", "-c",
-                                  "import sys; print(sys.executable)"}));
+  env.python_real = std::string{strings::trim_right_view(
+    capture({"python3", "-c", "import sys; print(sys.executable)"}),
+    strings::ascii_space)};
   std::error_code ec;
   auto resolved = fs::canonical(env.python_path, ec).string();
   std::printf("# execute_code bridge benchmark (%d repetitions)\n", reps);

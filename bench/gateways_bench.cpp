@@ -214,7 +214,7 @@ throughput run_turns(scripted_server& provider, const fs::path& root, int n,
                           + std::to_string(t);
         call.prompt = "turn " + std::to_string(k) + " rounds=0";
         auto out = conns[t][(t + k) % n]->run_turn(call);
-        if (!out.error.empty()) {
+        if (!out.started) {
           ++failed;
           std::lock_guard<std::mutex> g{err_mtx};
           if (first_error.empty())
@@ -265,7 +265,7 @@ double failover_trial(scripted_server& provider, const std::string& home,
   provider.hold(true);
   auto before = provider.held.load();
   std::atomic<bool> done{false};
-  turn_outcome out;
+  turn_result out;
   std::thread t([&] {
     turn_call call;
     call.session_id = "failover-" + std::to_string(trial);
@@ -282,7 +282,7 @@ double failover_trial(scripted_server& provider, const std::string& home,
   provider.hold(false);
   t.join();
   double ms = ms_since(t0);
-  if (!out.error.empty())
+  if (!out.started)
     die("failover trial " + std::to_string(trial) + ": " + out.error);
   if (client->current_address() != b.address)
     die("the client did not move to the other gateway");

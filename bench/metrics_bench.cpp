@@ -123,7 +123,7 @@ int main(int argc, char** argv) {
   for (int i = 0; i < (quick ? 20 : 100); ++i)
     if (!round_trip(fd, chat_request(i % 3), in))
       provider_die("a workload turn failed: " + in.substr(0, 200));
-  populate(rt->tools());
+  populate(tools_of(*rt));
 
   std::printf("mibyan metrics benchmark (%u cores)\n\n",
               std::thread::hardware_concurrency());

@@ -174,7 +174,7 @@ load_result run_direct_load(runtime& rt, const http_server_settings& st,
       call.prompt = "rounds=" + std::to_string(rounds) + " please";
       auto out = rt.run_turn(call);
       done[static_cast<size_t>(c)].push_back(out.session_id);
-      return out.error.empty();
+      return out.started;
     },
     [&](int c) {
       for (auto& id : done[static_cast<size_t>(c)])
@@ -193,7 +193,7 @@ double direct_turn_p50(runtime& rt, const http_server_settings& st,
     auto t0 = clock_type::now();
     auto out = rt.run_turn(c);
     xs.push_back(ms_since(t0));
-    if (!out.error.empty())
+    if (!out.started)
       provider_die("run_turn: " + out.error);
     rt.close_session(out.session_id);
   }

@@ -40,6 +40,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "agent/turn_result.hpp"
 #include "base/json.hpp"
 #include "runtime/runtime.hpp"
 
@@ -177,27 +178,25 @@ struct soak_state {
   std::atomic<bool> stopping{false};
 };
 
-std::string classify(const turn_outcome& o, bool& completed,
+std::string classify(const turn_result& o, bool& completed,
                      uint64_t& messages_bytes) {
   completed = false;
-  if (!o.error.empty())
+  if (!o.started)
     return "start_error";
-  auto r = json::parse_members(o.result_json,
-                               {"completed", "failed", "interrupted",
-                                "turn_exit_reason", "messages"});
-  if (!r || !r.v->is_object())
-    return "malformed_result";
-  if (auto m = r.v->find("messages"))
-    messages_bytes = m->dump().size();
-  if (r.v->get_bool("interrupted", false))
+  // The size of the conversation as the JSON result would carry it.
+  auto msgs = json::value::make_array();
+  for (auto& m : o.messages)
+    msgs.push_back(turn_message_json(m));
+  messages_bytes = msgs.dump().size();
+  if (o.interrupted)
     return "interrupted";
-  auto reason = r.v->get_string("turn_exit_reason", "");
+  auto reason = turn_exit_reason(o);
   auto cut = reason.find('(');
   if (cut != std::string::npos)
     reason.resize(cut);
-  if (r.v->get_bool("failed", false))
+  if (o.failed)
     return "failed:" + (reason.empty() ? std::string{"?"} : reason);
-  completed = r.v->get_bool("completed", false);
+  completed = o.completed;
   return completed ? "completed" : "partial:" + reason;
 }
 
@@ -295,12 +294,13 @@ int main(int argc, char** argv) {
   opts.approvals.unattended_mode = "approve";
   opts.code_execution.max_session_kernels = 64;
   std::string err;
-  auto rt = runtime::create(opts, &err);
-  if (!rt) {
-    std::fprintf(stderr, "mibyan_soak: runtime: %s\n", err.c_str());
+  auto made = create_runtime(opts);
+  if (!made) {
+    std::fprintf(stderr, "mibyan_soak: runtime: %s\n", made.error.c_str());
     ::kill(provider, SIGKILL);
     return 1;
   }
+  std::unique_ptr<runtime> rt = std::move(*made);
 
   soak_state st;
   std::vector<conversation> convs(static_cast<size_t>(conversations));
@@ -322,9 +322,9 @@ int main(int argc, char** argv) {
     call.session_id = c.session;
     call.prompt = "Soak turn " + std::to_string(c.turn)
                   + ": look around with the tools, then answer.";
-    call.provider = "custom";
-    call.base_url = base_url;
-    call.model = "m";
+    call.provider.provider = "custom";
+    call.provider.base_url = base_url;
+    call.provider.model = "m";
     call.max_iterations = 8;
     call.source = "soak";
     ++c.turn;
@@ -333,7 +333,7 @@ int main(int argc, char** argv) {
       st.active.insert(c.session);
       ++st.in_flight;
     }
-    rt->run_turn_async(call, [&st, &c, &start_turn](turn_outcome o) {
+    rt->run_turn_async(call, [&st, &c, &start_turn](turn_result o) {
       bool completed = false;
       uint64_t bytes = 0;
       auto kind = classify(o, completed, bytes);

@@ -153,10 +153,10 @@ int main(int argc, char** argv) {
   st.limits = opts.server;
   st.model_id = "m";
   st.new_session_id = [] { return std::string{"unused"}; };
-  std::string err;
-  auto server = http_server::start(*rt, st, &err);
-  if (!server)
-    die("serve: " + err);
+  auto started = http_server::start(*rt, st);
+  if (!started)
+    die("serve: " + started.error);
+  auto server = std::move(*started);
   auto port = server->port();
   std::printf("dashboard endpoints: %lld sessions (built in %.1f s), %d "
               "requests each, one keep-alive connection\n\n",

@@ -91,12 +91,13 @@ int acp_command(const std::vector<std::string>& args,
   if (!toolsets.empty())
     opts.agent.toolsets = split_list(toolsets);
   std::string error;
-  auto rt = runtime::create(std::move(opts), &error);
-  if (!rt) {
-    MIBYAN_LOG(error, "acp", "cannot start the runtime: " << error);
-    std::cerr << "mibyan: cannot start the runtime: " << error << "\n";
+  auto made = create_runtime(std::move(opts));
+  if (!made) {
+    MIBYAN_LOG(error, "acp", "cannot start the runtime: " << made.error);
+    std::cerr << "mibyan: cannot start the runtime: " << made.error << "\n";
     return 1;
   }
+  std::unique_ptr<runtime> rt = std::move(*made);
   // Sessions get channels of their own (acp/acp_agent.hpp); anything else
   // is unattended.
   rt->set_approval_context(approval_context::unattended);

@@ -20,6 +20,7 @@
 
 #include <unistd.h>
 
+#include "agent/turn_result.hpp"
 #include "base/json.hpp"
 #include "base/log.hpp"
 #include "base/private_file.hpp"
@@ -49,7 +50,7 @@ void usage() {
 
 struct finished {
   batch::prompt_entry prompt;
-  turn_outcome out;
+  turn_result out;
   int64_t duration_ms = 0;
 };
 
@@ -74,8 +75,8 @@ std::string format_eta(double seconds) {
 }
 
 // Error kind of a turn that produced no sample.
-std::string failure_kind(const json::value& res) {
-  auto reason = res.get_string("turn_exit_reason", "");
+std::string failure_kind(const turn_result& res) {
+  auto reason = turn_exit_reason(res);
   auto cut = reason.find('(');
   if (cut != std::string::npos)
     reason.resize(cut);
@@ -176,11 +177,12 @@ int batch_command(const std::vector<std::string>& args,
   }
   const auto& prompts_path = positional[0];
 
-  auto pf = batch::load_prompts(prompts_path);
-  if (!pf.error.empty()) {
-    std::cerr << "mibyan batch: " << pf.error << "\n";
+  auto loaded = batch::load_prompts(prompts_path);
+  if (!loaded) {
+    std::cerr << "mibyan batch: " << loaded.error << "\n";
     return 2;
   }
+  auto& pf = *loaded;
   for (auto& b : pf.bad_lines)
     std::cerr << "mibyan batch: " << prompts_path << ": skipped " << b
               << "\n";
@@ -193,12 +195,12 @@ int batch_command(const std::vector<std::string>& args,
   options opts;
   if (!load_config_or_report(flags, opts))
     return 2;
-  std::string err;
-  batch::run_paths rp{batch::run_dir(opts.home, run_name, &err)};
-  if (rp.dir.empty()) {
-    std::cerr << "mibyan batch: " << err << "\n";
+  auto dir = batch::run_dir(opts.home, run_name);
+  if (!dir) {
+    std::cerr << "mibyan batch: " << dir.error << "\n";
     return 2;
   }
+  batch::run_paths rp{*dir};
   // The run's identity: a resumed run must use the same prompts file.
   {
     std::string text;
@@ -229,8 +231,8 @@ int batch_command(const std::vector<std::string>& args,
         return 2;
       }
     }
-    if (auto e = make_private_dirs(rp.samples_dir()); !e.empty()) {
-      std::cerr << "mibyan batch: " << e << "\n";
+    if (auto made = make_private_dirs(rp.samples_dir()); !made.ok()) {
+      std::cerr << "mibyan batch: " << made.error << "\n";
       return 1;
     }
     if (!prev.is_object()) {
@@ -240,9 +242,9 @@ int batch_command(const std::vector<std::string>& args,
       run["prompts_hash"] = pf.hash;
       run["total_prompts"] = static_cast<int64_t>(pf.prompts.size());
       run["started_at"] = static_cast<int64_t>(std::time(nullptr));
-      if (auto e = batch::write_atomic(rp.run_file(), run.pretty() + "\n");
-          !e.empty()) {
-        std::cerr << "mibyan batch: " << e << "\n";
+      if (auto w = batch::write_atomic(rp.run_file(), run.pretty() + "\n");
+          !w.ok()) {
+        std::cerr << "mibyan batch: " << w.error << "\n";
         return 1;
       }
     }
@@ -260,16 +262,17 @@ int batch_command(const std::vector<std::string>& args,
               << done_before << " of " << total << " prompts already done\n";
 
   block_interrupt_signals();
-  auto rt = runtime::create(std::move(opts), &err);
-  if (!rt) {
-    std::cerr << "mibyan: cannot start the runtime: " << err << "\n";
+  auto made = create_runtime(std::move(opts));
+  if (!made) {
+    std::cerr << "mibyan: cannot start the runtime: " << made.error << "\n";
     return 1;
   }
+  std::unique_ptr<runtime> rt = std::move(*made);
   rt->set_approval_context(approval_context::cron);
 
   std::set<std::string> known_tools;
   std::vector<trajectory_tool> offered;
-  for (auto t : rt->tools().all()) {
+  for (auto t : tools_of(*rt).all()) {
     known_tools.insert(t->name());
     bool wanted = base.toolsets.empty();
     for (auto& ts : base.toolsets)
@@ -299,7 +302,7 @@ int batch_command(const std::vector<std::string>& args,
       in_flight[p.index] = call.session_id;
     }
     auto t0 = clock_type::now();
-    rt->run_turn_async(call, [&box, p = std::move(p), t0](turn_outcome o) {
+    rt->run_turn_async(call, [&box, p = std::move(p), t0](turn_result o) {
       finished f;
       f.prompt = p;
       f.out = std::move(o);
@@ -343,11 +346,11 @@ int batch_command(const std::vector<std::string>& args,
       for (auto& [i, s] : in_flight)
         flying.insert(i);
     }
-    auto e = batch::write_atomic(rp.checkpoint_file(),
+    auto w = batch::write_atomic(rp.checkpoint_file(),
                                  checkpoint_json(run_name, done, flying,
                                                  errors));
-    if (!e.empty())
-      MIBYAN_LOG(warning, "batch", "checkpoint not written: " << e);
+    if (!w.ok())
+      MIBYAN_LOG(warning, "batch", "checkpoint not written: " << w.error);
     last_checkpoint = clock_type::now();
   };
 
@@ -389,46 +392,41 @@ int batch_command(const std::vector<std::string>& args,
         }
         rt->close_session(sid);
         auto idx = f.prompt.index;
-        if (!f.out.error.empty()) {
+        if (!f.out.started) {
           ++errors;
-          batch::append_error(rp, idx, f.out.config_error ? "config" : "start",
-                              f.out.error);
+          (void)batch::append_error(rp, idx,
+                                    f.out.config_error ? "config" : "start",
+                                    f.out.error);
           if (f.out.config_error && !config_failure) {
             config_failure = true;
             std::cerr << "mibyan batch: " << f.out.error << "\n";
           }
           continue;
         }
-        auto res = json::parse(f.out.result_json);
-        if (!res || !res.v->is_object()) {
+        const auto& res = f.out;
+        if (res.failed || res.interrupted) {
           ++errors;
-          batch::append_error(rp, idx, "malformed_result",
-                              "the turn result is not a JSON object");
+          (void)batch::append_error(rp, idx,
+                              res.interrupted ? std::string{"interrupted"}
+                                              : failure_kind(res),
+                              res.error.empty() ? "the turn failed"
+                                                : res.error);
           continue;
         }
-        if (res.v->get_bool("failed", false)
-            || res.v->get_bool("interrupted", false)) {
-          ++errors;
-          batch::append_error(rp, idx,
-                              res.v->get_bool("interrupted", false)
-                                ? std::string{"interrupted"}
-                                : failure_kind(*res.v),
-                              res.v->get_string("error", "the turn failed"));
-          continue;
-        }
-        static const json::value no_messages = json::value::make_array();
-        auto msgs = res.v->find("messages");
-        auto traj = make_trajectory(msgs ? *msgs : no_messages, offered,
-                                    res.v->get_string("model", ""),
-                                    res.v->get_bool("completed", false),
-                                    std::time(nullptr));
-        auto sample = batch::make_sample(f.prompt, run_name, *res.v,
+        // The conversation's JSON form, rendered here at the edge.
+        auto msgs = json::value::make_array();
+        for (auto& m : res.messages)
+          msgs.push_back(turn_message_json(m));
+        auto traj = make_trajectory(msgs, offered, res.provider.model,
+                                    res.completed, std::time(nullptr));
+        auto sample = batch::make_sample(f.prompt, run_name, res,
+                                         turn_exit_reason(res),
                                          std::move(traj["conversations"]),
                                          f.duration_ms);
-        if (auto e = batch::write_sample(rp, idx, sample.dump()); !e.empty()) {
+        if (auto w = batch::write_sample(rp, idx, sample.dump()); !w.ok()) {
           ++errors;
-          std::cerr << "mibyan batch: sample " << idx << " not saved: " << e
-                    << "\n";
+          std::cerr << "mibyan batch: sample " << idx << " not saved: "
+                    << w.error << "\n";
           continue;
         }
         done.insert(idx);
@@ -449,11 +447,11 @@ int batch_command(const std::vector<std::string>& args,
                                  static_cast<int64_t>(total),
                                  static_cast<int64_t>(pf.bad_lines.size()),
                                  wall);
-  if (!merged.error.empty()) {
+  if (!merged) {
     std::cerr << "mibyan batch: merge failed: " << merged.error << "\n";
     return 1;
   }
-  std::cerr << batch::summary_table(merged.stats);
+  std::cerr << batch::summary_table(merged->stats);
   std::cerr << "trajectories: " << rp.trajectories_file() << "\n";
   if (config_failure)
     return 2;

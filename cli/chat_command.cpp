@@ -1,6 +1,6 @@
 // `mibyan chat`: an interactive conversation, one agent turn per input line.
 #include "cli/commands.hpp"
-#include "base/ascii_text.hpp"
+#include "base/strings.hpp"
 #include "cli/approval_prompt.hpp"
 #include "cli/clarify_prompt.hpp"
 #include "cli/interrupt_watcher.hpp"
@@ -208,13 +208,13 @@ int chat_command(const std::vector<std::string>& args,
   {
     // Fail before reading input, as `mibyan run` does.
     options probe = opts;
-    if (!call.provider.empty())
-      probe.model.provider = call.provider;
-    if (!call.model.empty())
-      probe.model.default_model = call.model;
-    if (!call.base_url.empty())
-      probe.model.base_url = call.base_url;
-    auto ep = resolve_main_endpoint(probe, call.api_key);
+    if (!call.provider.provider.empty())
+      probe.model.provider = call.provider.provider;
+    if (!call.provider.model.empty())
+      probe.model.default_model = call.provider.model;
+    if (!call.provider.base_url.empty())
+      probe.model.base_url = call.provider.base_url;
+    auto ep = resolve_main_endpoint(probe, call.provider.api_key);
     if (!ep.ok()) {
       std::cerr << "mibyan chat: " << ep.error << "\n";
       return 2;
@@ -235,11 +235,12 @@ int chat_command(const std::vector<std::string>& args,
     activity = std::make_unique<tool_activity>(std::cout, st.mtx);
   std::string error;
   const options saved_opts = opts; // for /rollback
-  auto rt = runtime::create(std::move(opts), &error);
-  if (!rt) {
-    std::cerr << "mibyan: cannot start the runtime: " << error << "\n";
+  auto made = create_runtime(std::move(opts));
+  if (!made) {
+    std::cerr << "mibyan: cannot start the runtime: " << made.error << "\n";
     return 1;
   }
+  std::unique_ptr<runtime> rt = std::move(*made);
   const bool interactive = ::isatty(0) == 1;
   const char* prompt = "> ";
   // Approvals: a terminal is the approval channel (docs/approvals.md).
@@ -305,7 +306,7 @@ int chat_command(const std::vector<std::string>& args,
     }
     if (!std::getline(std::cin, line))
       break;
-    auto text = trim_space(line);
+    auto text = strings::trim(line);
     if (text.empty())
       continue;
     if (text == "/exit" || text == "/quit")
@@ -342,7 +343,7 @@ int chat_command(const std::vector<std::string>& args,
     if (text == "/rollback" || text.rfind("/rollback ", 0) == 0) {
       std::lock_guard<std::mutex> guard{st.mtx};
       chat_rollback(*rt, saved_opts, st.session_id,
-                    std::string{trim_space(text.substr(9))});
+                    std::string{strings::trim(text.substr(9))});
       continue;
     }
     if (text[0] == '/' && text.find(' ') == std::string::npos) {
@@ -376,9 +377,8 @@ int chat_command(const std::vector<std::string>& args,
       st.interrupted = false;
     }
     if (activity)
-      turn.on_tool = [&activity](const std::string& kind,
-                                 const std::string& text) {
-        activity->on_event(kind, text);
+      turn.on_tool = [&activity](const tool_event& ev) {
+        activity->on_event(ev);
       };
     auto out = rt->run_turn(turn);
     if (activity)
@@ -389,7 +389,7 @@ int chat_command(const std::vector<std::string>& args,
     }
     // Background work that ended during the turn is shown after the
     // turn's own answer (below, or before the next prompt).
-    if (!out.error.empty()) {
+    if (!out.started) {
       std::cerr << "mibyan chat: " << out.error << "\n";
       // A configuration error stops the chat before its first turn, as
       // `mibyan run` does; later ones (e.g. a removed key) do not.
@@ -410,21 +410,13 @@ int chat_command(const std::vector<std::string>& args,
     if (!out.trajectory_error.empty())
       std::cerr << "mibyan chat: trajectory not saved: "
                 << out.trajectory_error << "\n";
-    // Only the members shown (the result carries the whole conversation).
-    auto parsed = json::parse_members(
-      out.result_json, {"interrupted", "failed", "final_response", "error"});
-    if (!parsed || !parsed.v->is_object()) {
-      std::cerr << "mibyan chat: malformed turn result\n";
-      continue;
-    }
-    auto& res = *parsed.v;
     // The turn's own account decides: a Ctrl-C that came after the answer
     // was complete interrupts nothing.
-    bool interrupted = res.get_bool("interrupted", false);
-    auto answer = res.find("final_response");
+    bool interrupted = out.interrupted;
+    const auto& answer = out.final_response;
     std::lock_guard<std::mutex> guard{st.mtx};
-    if (answer != nullptr && answer->is_string() && !interrupted) {
-      const auto& a = answer->as_string();
+    if (answer && !interrupted) {
+      const auto& a = *answer;
       if (streamed.empty())
         std::cout << a << "\n";
       else if (streamed != a)
@@ -436,9 +428,8 @@ int chat_command(const std::vector<std::string>& args,
     }
     if (interrupted) {
       std::cout << "[interrupted]\n";
-    } else if (res.get_bool("failed", false) || answer == nullptr
-               || !answer->is_string()) {
-      auto err = res.get_string("error");
+    } else if (out.failed || !answer) {
+      const auto& err = out.error;
       std::cerr << "mibyan chat: "
                 << (err.empty() ? "the turn produced no answer" : err)
                 << "\n";

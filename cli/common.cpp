@@ -53,13 +53,13 @@ bool is_agent_flag(const std::string& flag) {
 std::string apply_agent_flag(const std::string& flag, const std::string& value,
                              turn_call& call) {
   if (flag == "--provider") {
-    call.provider = value;
+    call.provider.provider = value;
   } else if (flag == "--model") {
-    call.model = value;
+    call.provider.model = value;
   } else if (flag == "--base-url") {
-    call.base_url = value;
+    call.provider.base_url = value;
   } else if (flag == "--api-key") {
-    call.api_key = value;
+    call.provider.api_key = value;
     std::cerr << "mibyan: warning: a key given with --api-key is visible to "
                  "every local user in the process list; prefer the "
                  "provider's environment variable or $MIBYAN_HOME/.env\n";

@@ -208,7 +208,7 @@ int parse(const std::vector<std::string>& args, cron_args& a) {
     return 2;
   }
   if (!a.id.empty())
-    if (auto why = check_cron_job_id(a.id); !why.empty()) {
+    if (auto why = check_cron_job_id(a.id).error; !why.empty()) {
       std::cerr << "mibyan cron: malformed job id '" << a.id << "': " << why
                 << "\n";
       return 2;
@@ -317,11 +317,12 @@ void print_run_text(const cron_run& r, const std::string& zone) {
 // `run ID` with no scheduler anywhere: this process runs one for the run.
 int run_here(const std::string& id, bool as_json, options opts) {
   std::string error;
-  auto rt = runtime::create(std::move(opts), &error);
-  if (!rt) {
-    std::cerr << "mibyan: cannot start the runtime: " << error << "\n";
+  auto made = create_runtime(std::move(opts));
+  if (!made) {
+    std::cerr << "mibyan: cannot start the runtime: " << made.error << "\n";
     return 1;
   }
+  std::unique_ptr<runtime> rt = std::move(*made);
   cron_scheduler_options so;
   so.holder = "mibyan cron run " + id;
   if (auto st = start_cron_scheduler(*rt, so); !st) {

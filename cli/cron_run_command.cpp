@@ -57,9 +57,6 @@ int cron_run_command(const std::vector<std::string>& args,
     }
   }
   so.provider = tmpl.provider;
-  so.model = tmpl.model;
-  so.base_url = tmpl.base_url;
-  so.api_key = tmpl.api_key;
   so.holder = "mibyan cron run";
   options opts;
   if (!load_config_or_report(flags, opts))
@@ -73,11 +70,12 @@ int cron_run_command(const std::vector<std::string>& args,
   ::pthread_sigmask(SIG_BLOCK, &set, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
   std::string error;
-  auto rt = runtime::create(std::move(opts), &error);
-  if (!rt) {
-    std::cerr << "mibyan: cannot start the runtime: " << error << "\n";
+  auto made = create_runtime(std::move(opts));
+  if (!made) {
+    std::cerr << "mibyan: cannot start the runtime: " << made.error << "\n";
     return 1;
   }
+  std::unique_ptr<runtime> rt = std::move(*made);
   if (auto st = start_cron_scheduler(*rt, so); !st) {
     std::cerr << "mibyan cron run: " << st.error << "\n";
     return 1;

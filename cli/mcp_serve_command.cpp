@@ -198,11 +198,12 @@ int mcp_serve_command(const std::vector<std::string>& args,
   }
   std::string error;
   auto cfg_copy = opts;
-  auto rt = runtime::create(std::move(opts), &error);
-  if (!rt) {
-    std::cerr << "mibyan: cannot start the runtime: " << error << "\n";
+  auto made = create_runtime(std::move(opts));
+  if (!made) {
+    std::cerr << "mibyan: cannot start the runtime: " << made.error << "\n";
     return 1;
   }
+  std::unique_ptr<runtime> rt = std::move(*made);
   // An unknown toolset is a start-up error, not a failing tools/list.
   auto backend = runtime_mcp_backend(*rt, toolsets, cwd);
   if (auto tools = backend.list_tools(); !tools) {
@@ -225,11 +226,12 @@ int mcp_serve_command(const std::vector<std::string>& args,
     rt.reset();
     return rc;
   }
-  auto server = mcp_http_server::start(core, hs, &error);
-  if (!server) {
-    std::cerr << "mibyan mcp serve: " << error << "\n";
+  auto started = mcp_http_server::start(core, hs);
+  if (!started) {
+    std::cerr << "mibyan mcp serve: " << started.error << "\n";
     return 1;
   }
+  auto server = std::move(*started);
   auto host = server->host();
   if (host.find(':') != std::string::npos)
     host = "[" + host + "]";

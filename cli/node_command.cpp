@@ -45,11 +45,11 @@ int node_command(const std::vector<std::string>& args,
     else if (f == "--workdir")
       target = &a.workdir;
     else if (f == "--provider")
-      target = &a.provider;
+      target = &a.provider.provider;
     else if (f == "--model")
-      target = &a.model;
+      target = &a.provider.model;
     else if (f == "--base-url")
-      target = &a.base_url;
+      target = &a.provider.base_url;
     else if (f == "-h" || f == "--help") {
       node_usage();
       return 0;
@@ -74,12 +74,12 @@ int node_command(const std::vector<std::string>& args,
   // A worker keeps no sessions; a gateway's store must open.
   if (a.role != "worker" && !check_store_at_startup(opts, "mibyan node"))
     return 2;
-  if (!a.provider.empty())
-    opts.model.provider = a.provider;
-  if (!a.model.empty())
-    opts.model.default_model = a.model;
-  if (!a.base_url.empty())
-    opts.model.base_url = a.base_url;
+  if (!a.provider.provider.empty())
+    opts.model.provider = a.provider.provider;
+  if (!a.provider.model.empty())
+    opts.model.default_model = a.provider.model;
+  if (!a.provider.base_url.empty())
+    opts.model.base_url = a.provider.base_url;
   // A gateway answers `mibyan dashboard --connect` (cli/dashboard_api.hpp).
   auto hooks = std::make_shared<dashboard_hooks>();
   a.dashboard = gateway_dashboard_handler(hooks);

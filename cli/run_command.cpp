@@ -16,6 +16,7 @@
 #include <pthread.h>
 #include <unistd.h>
 
+#include "agent/turn_result.hpp"
 #include "base/json.hpp"
 #include "base/log.hpp"
 #include "cluster/client.hpp"
@@ -136,11 +137,12 @@ int run_command(const std::vector<std::string>& args,
   }
   block_interrupt_signals();
   if (!client) {
-    rt = runtime::create(std::move(opts), &error);
-    if (!rt) {
-      std::cerr << "mibyan: cannot start the runtime: " << error << "\n";
+    auto made = create_runtime(std::move(opts));
+    if (!made) {
+      std::cerr << "mibyan: cannot start the runtime: " << made.error << "\n";
       return 1;
     }
+    rt = std::move(*made);
     // Non-interactive: flagged commands follow single_query_mode.
     rt->set_approval_context(approval_context::single_query);
   }
@@ -158,9 +160,8 @@ int run_command(const std::vector<std::string>& args,
   };
   if (live) {
     activity = std::make_unique<tool_activity>(std::cout, out_mtx);
-    call.on_tool = [&activity](const std::string& kind,
-                               const std::string& text) {
-      activity->on_event(kind, text);
+    call.on_tool = [&activity](const tool_event& ev) {
+      activity->on_event(ev);
     };
     call.on_delta = [&streamed, &activity, &out_mtx](const std::string& kind,
                                                      const std::string& text) {
@@ -177,7 +178,7 @@ int run_command(const std::vector<std::string>& args,
       }
     };
   }
-  turn_outcome out;
+  turn_result out;
   {
     interrupt_watcher watcher{[&rt, &client, id = call.session_id] {
       MIBYAN_LOG(info, "cli", "interrupt requested (SIGINT)");
@@ -193,7 +194,7 @@ int run_command(const std::vector<std::string>& args,
   // Background subagents the turn started finish before the runtime goes
   // (their summaries reach the session's next turn, docs/agent_loop.md,
   // "Background deliveries"); Ctrl-C stops them.
-  if (rt && out.error.empty()) {
+  if (rt && out.started) {
     if (auto n = background_running(*rt, call.session_id); n > 0) {
       std::cerr << "mibyan run: waiting for " << n
                 << " background subagent(s) to finish (Ctrl-C stops them)"
@@ -216,33 +217,21 @@ int run_command(const std::vector<std::string>& args,
   // memory) is not needed to print the result.
   rt.reset();
   client.reset();
-  if (!out.error.empty()) {
+  if (!out.started) {
     std::cerr << "mibyan run: " << out.error << "\n";
     return out.config_error ? 2 : 1;
   }
   if (!out.trajectory_error.empty())
     std::cerr << "mibyan run: trajectory not saved: " << out.trajectory_error
               << "\n";
-  // The result carries the whole conversation; the text output needs three
-  // members, so only those are materialised (docs/security.md, memory).
-  auto parsed = as_json ? json::parse(out.result_json)
-                        : json::parse_members(out.result_json,
-                                              {"failed", "final_response",
-                                               "error"});
-  if (!parsed || !parsed.v->is_object()) {
-    std::cerr << "mibyan run: malformed turn result\n";
-    return 1;
-  }
-  auto& res = *parsed.v;
-  bool failed = res["failed"].is_bool() && res["failed"].as_bool();
-  auto final_response = res.find("final_response");
-  bool has_answer = final_response != nullptr && final_response->is_string();
-  std::string err_text = res["error"].is_string() ? res["error"].as_string()
-                                                  : std::string{};
+  bool failed = out.failed;
+  bool has_answer = out.final_response.has_value();
+  const std::string& err_text = out.error;
   if (as_json) {
-    std::cout << res.pretty() << std::endl;
+    // The JSON form is rendered here, at the edge (docs/embedding.md).
+    std::cout << turn_result_json(out).pretty() << std::endl;
   } else if (has_answer) {
-    const auto& answer = final_response->as_string();
+    const auto& answer = *out.final_response;
     if (!live || streamed.empty())
       std::cout << answer << std::endl;
     else if (streamed != answer)

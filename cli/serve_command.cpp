@@ -166,7 +166,8 @@ int run_node(const std::vector<std::string>& args, const global_flags& flags,
   }
   st.limits = opts.server;
   st.effective = std::make_shared<const options>(opts);
-  st.model_id = !tmpl.model.empty() ? tmpl.model : opts.model.default_model;
+  st.model_id = !tmpl.provider.model.empty() ? tmpl.provider.model
+                                             : opts.model.default_model;
   if (st.model_id.empty())
     st.model_id = "mibyan";
   st.turn = tmpl;
@@ -198,8 +199,7 @@ int run_node(const std::vector<std::string>& args, const global_flags& flags,
   if (!cluster.join.empty()) {
     // Turns that peers send this gateway use the same overrides.
     cluster.provider = tmpl.provider;
-    cluster.model = tmpl.model;
-    cluster.base_url = tmpl.base_url;
+    cluster.provider.api_key.clear(); // a gateway's turns never carry it
     // The gateway answers `mibyan dashboard --connect` with the same
     // functions as its HTTP server's /ui/api/* (cli/dashboard_api.hpp).
     auto hooks = std::make_shared<dashboard_hooks>();
@@ -214,30 +214,28 @@ int run_node(const std::vector<std::string>& args, const global_flags& flags,
                                          << cluster.join << ", member at "
                                          << node->address());
   } else {
-    rt = runtime::create(std::move(opts), &error);
-    if (!rt) {
-      std::cerr << "mibyan: cannot start the runtime: " << error << "\n";
+    auto made = create_runtime(std::move(opts));
+    if (!made) {
+      std::cerr << "mibyan: cannot start the runtime: " << made.error << "\n";
       return 1;
     }
+    rt = std::move(*made);
   }
   // Scheduled jobs (docs/cron.md): `serve` runs the scheduler of its
   // store; a gateway member started it already (cluster/node.cpp).
-  if (rt && fl.allows_join && rt->config().cron.enabled) {
+  if (rt && fl.allows_join && config_of(*rt).cron.enabled) {
     cron_scheduler_options so;
     so.holder = "mibyan serve";
     so.provider = tmpl.provider;
-    so.model = tmpl.model;
-    so.base_url = tmpl.base_url;
-    so.api_key = tmpl.api_key;
     if (auto cs = start_cron_scheduler(*rt, so); !cs)
       MIBYAN_LOG(warning, "cron", "scheduler not started: " << cs.error);
   }
-  auto server = http_server::start(node ? node->rt() : *rt, std::move(st),
-                                   &error);
-  if (!server) {
-    std::cerr << me << ": " << error << "\n";
+  auto started = http_server::start(node ? node->rt() : *rt, std::move(st));
+  if (!started) {
+    std::cerr << me << ": " << started.error << "\n";
     return 1;
   }
+  auto server = std::move(*started);
   auto host = server->host();
   if (host.find(':') != std::string::npos)
     host = "[" + host + "]";

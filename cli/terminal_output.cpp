@@ -156,26 +156,21 @@ void tool_activity::draw_status_locked() {
   status_shown_ = true;
 }
 
-void tool_activity::on_event(const std::string& kind,
-                             const std::string& json_text) {
-  auto parsed = json::parse(json_text);
-  if (!parsed || !parsed.v->is_object())
-    return;
-  auto& e = *parsed.v;
-  auto id = e.get_string("id");
-  auto name = e.get_string("name");
-  int depth = static_cast<int>(e.get_int("depth", 0));
+void tool_activity::on_event(const tool_event& e) {
+  const auto& id = e.call_id;
+  const auto& name = e.tool;
+  int depth = e.depth;
   std::string indent(2 + 2 * static_cast<size_t>(depth), ' ');
   std::lock_guard<std::mutex> guard{mtx_};
   clear_status_locked();
-  if (kind == "tool_start") {
+  if (e.what == tool_event::phase::start) {
     running_[id] = running_call{name, depth, std::chrono::steady_clock::now()};
     last_started_ = id;
-    auto args = short_arguments(name, e.get_string("arguments"));
+    auto args = short_arguments(name, e.args_json);
     out_ << indent << "> " << name << (args.empty() ? "" : "  ") << args
          << "\n";
-  } else if (kind == "tool_end") {
-    double secs = static_cast<double>(e.get_int("duration_us", 0)) / 1e6;
+  } else {
+    double secs = static_cast<double>(e.duration_us) / 1e6;
     if (auto i = running_.find(id); i != running_.end()) {
       if (secs <= 0)
         secs = std::chrono::duration<double>(
@@ -183,7 +178,7 @@ void tool_activity::on_event(const std::string& kind,
                  .count();
       running_.erase(i);
     }
-    bool error = result_is_error(e.get_string("result"));
+    bool error = result_is_error(e.result_json);
     out_ << indent << (error ? "x " : "ok ") << name << " "
          << seconds_text(secs) << (error ? "  (error)" : "") << "\n";
   }

@@ -25,6 +25,8 @@
 
 #include "cli/commands.hpp"
 
+#include "mibyan/turn.hpp"
+
 namespace mibyan {
 struct options;
 }
@@ -56,9 +58,9 @@ public:
   tool_activity(const tool_activity&) = delete;
   tool_activity& operator=(const tool_activity&) = delete;
 
-  /// Handles a tool event of the runtime (kind tool_start / tool_end,
-  /// JSON text as in docs/embedding.md, "Tool events").
-  void on_event(const std::string& kind, const std::string& json_text);
+  /// Handles a tool event of the runtime (docs/embedding.md, "Tool
+  /// events").
+  void on_event(const tool_event& e);
 
   /// Erases the status line (call with the mutex held, before writing
   /// anything else to the terminal).

@@ -49,15 +49,15 @@ std::string generate_session_id() {
 }
 
 int list_tools(runtime& rt, const std::vector<std::string>& toolsets) {
-  auto names = offered_tool_names(&toolsets_of(rt), rt.tools(), rt.config(),
-                                  toolsets);
+  auto names = offered_tool_names(&toolsets_of(rt), tools_of(rt),
+                                  config_of(rt), toolsets);
   if (!names) {
     std::cerr << "mibyan tool: " << names.error << "\n";
     return 2;
   }
   json::value out = json::value::make_array();
   for (auto& n : *names) {
-    auto t = rt.tools().find(n);
+    auto t = tools_of(rt).find(n);
     json::value entry;
     entry["name"] = t->name();
     entry["toolset"] = t->toolset();
@@ -271,11 +271,12 @@ int tool_command(const std::vector<std::string>& args,
                            opts);
   block_interrupt_signals();
   std::string error;
-  auto rt = runtime::create(std::move(opts), &error);
-  if (!rt) {
-    std::cerr << "mibyan: cannot start the runtime: " << error << "\n";
+  auto made = create_runtime(std::move(opts));
+  if (!made) {
+    std::cerr << "mibyan: cannot start the runtime: " << made.error << "\n";
     return 1;
   }
+  std::unique_ptr<runtime> rt = std::move(*made);
   // Non-interactive: flagged commands follow single_query_mode.
   rt->set_approval_context(approval_context::single_query);
 
@@ -298,9 +299,9 @@ int tool_command(const std::vector<std::string>& args,
     }, lines);
   }
   const auto& name = positional[0];
-  if (rt->tools().find(name) == nullptr) {
+  if (tools_of(*rt).find(name) == nullptr) {
     std::cerr << "mibyan tool: unknown tool '" << name
-              << "'. Available tools: " << rt->tools().names() << "\n";
+              << "'. Available tools: " << tools_of(*rt).names() << "\n";
     return 2;
   }
   auto outcome = rt->call_tool(tool_call_request{session, "cli-1", name, args_json,

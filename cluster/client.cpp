@@ -313,7 +313,7 @@ std::vector<std::string> cluster_client::tool_names(std::string* error) {
   return names;
 }
 
-turn_outcome cluster_client::run_turn(const turn_call& call) {
+turn_result cluster_client::run_turn(const turn_call& call) {
   cluster_turn t;
   // A turn sent again to another gateway (below) must find its session and
   // key (docs/cluster.md, "Idempotent turns"): both are chosen here.
@@ -321,28 +321,22 @@ turn_outcome cluster_client::run_turn(const turn_call& call) {
   t.turn_key = call.turn_key.empty() ? random_hex(16) : call.turn_key;
   t.prompt = call.prompt;
   t.provider = call.provider;
-  t.model = call.model;
-  t.base_url = call.base_url;
+  t.provider.api_key.clear(); // keys never travel
   t.max_iterations = call.max_iterations;
   t.toolsets = call.toolsets;
   t.save_trajectory = call.save_trajectory;
-  cluster_turn_result r;
+  turn_result r;
   std::string err;
-  turn_outcome out;
-  out.session_id = t.session_id;
   bool ok = impl_->ask(r, &err, turn_atom_v, t);
   while (!ok && impl_->lost && fail_over())
     ok = impl_->ask(r, &err, turn_atom_v, t);
   if (!ok) {
+    turn_result out;
+    out.session_id = t.session_id;
     out.error = "cluster error: " + err;
     return out;
   }
-  out.result_json = std::move(r.result_json);
-  out.session_id = std::move(r.session_id);
-  out.error = std::move(r.error);
-  out.config_error = r.config_error;
-  out.trajectory_error = std::move(r.trajectory_error);
-  return out;
+  return r;
 }
 
 std::string cluster_client::members_json(std::string* error) {

@@ -53,7 +53,7 @@ public:
   /// sent again: the session's history then shows the interrupted turn
   /// (its tool calls reported as interrupted by a gateway loss) and the
   /// prompt once more.
-  turn_outcome run_turn(const turn_call& call);
+  turn_result run_turn(const turn_call& call);
 
   /// The member list as a JSON array (docs/cluster.md); "" on error.
   std::string members_json(std::string* error);

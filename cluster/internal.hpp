@@ -74,28 +74,29 @@ void configure_cluster_transport(caf::actor_system_config& cfg,
 /// thread. Shared by the runtime's forwarder and the member actor.
 class turn_forwards {
 public:
-  using callback = std::function<void(bool delivered, turn_outcome out)>;
-  /// Receives a streamed turn's deltas or tool events (turn_call::on_delta,
-  /// on_tool); may be empty.
-  using event_sink
+  using callback = std::function<void(bool delivered, turn_result out)>;
+  /// Receive a streamed turn's deltas and tool events (turn_call::on_delta,
+  /// on_tool); either may be empty.
+  using delta_sink
     = std::function<void(const std::string& kind, const std::string& text)>;
-  uint64_t add(callback cb, event_sink on_delta = {},
-               event_sink on_tool = {});
+  using tool_sink = std::function<void(const tool_event&)>;
+  uint64_t add(callback cb, delta_sink on_delta = {}, tool_sink on_tool = {});
   /// Runs and forgets the callback of `id` (nothing if already answered).
-  void finish(uint64_t id, bool delivered, turn_outcome out);
+  void finish(uint64_t id, bool delivered, turn_result out);
   bool has(uint64_t id);
   /// Whether forward `id` wants its turn's events.
   bool streams(uint64_t id);
   /// Hands one event of forward `id` to its sink (on the caller's thread;
-  /// nothing once the forward was answered).
-  void event(uint64_t id, const std::string& kind, const std::string& text);
+  /// nothing once the forward was answered): a tool event (kind "tool") to
+  /// the tool sink, anything else to the delta sink.
+  void event(uint64_t id, const cluster_turn_event& ev);
   /// Answers every pending callback with error `why` (shutdown).
   void fail_all(const std::string& why);
 
 private:
   struct entry {
     callback done;
-    std::shared_ptr<const std::pair<event_sink, event_sink>> sinks;
+    std::shared_ptr<const std::pair<delta_sink, tool_sink>> sinks;
   };
   std::mutex mtx_;
   std::map<uint64_t, entry> pending_;
@@ -126,8 +127,8 @@ struct cluster_settings {
   int64_t drain_timeout_ms = 30000;
   /// Connect to peers through CAF's OpenSSL module.
   bool tls = false;
-  /// Provider overrides for turns (gateway).
-  std::string provider, model, base_url;
+  /// Provider overrides for turns (gateway; each "" = the configuration's).
+  provider_config provider;
   /// The routing node's own default working directory: a call that names
   /// it (a gateway's conversation does) runs in the worker's own workdir.
   std::string own_cwd;
@@ -218,7 +219,7 @@ struct cluster_state {
 
   // Turns on a gateway, answered through the actor (never from a runtime
   // thread).
-  std::map<uint64_t, caf::typed_response_promise<cluster_turn_result>> turns;
+  std::map<uint64_t, caf::typed_response_promise<turn_result>> turns;
   /// Dashboard requests of clients being answered (dashboard.cpp).
   std::map<uint64_t, caf::typed_response_promise<dashboard_reply>> dashboards;
 
@@ -330,11 +331,10 @@ bool from_peer_member(cluster_actor* self);
 
 /// A client's or a peer gateway's (turn, cluster_turn): runs it in this
 /// gateway's runtime (a peer's forwarded turn is never forwarded again).
-caf::result<cluster_turn_result> take_turn(cluster_actor* self,
-                                           cluster_turn& t);
+caf::result<turn_result> take_turn(cluster_actor* self, cluster_turn& t);
 
 /// Turn `id` taken by take_turn ended (its callback's message).
-void turn_done(cluster_actor* self, uint64_t id, cluster_turn_result r);
+void turn_done(cluster_actor* self, uint64_t id, turn_result r);
 
 /// Forwarding side: one event of a streamed turn this gateway forwarded,
 /// from the holder; handed to the turn's callbacks and acknowledged.

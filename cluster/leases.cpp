@@ -26,8 +26,8 @@ bool forwardable(const peer_state& p) {
 
 } // namespace
 
-uint64_t turn_forwards::add(callback cb, event_sink on_delta,
-                           event_sink on_tool) {
+uint64_t turn_forwards::add(callback cb, delta_sink on_delta,
+                           tool_sink on_tool) {
   static thread_local std::mt19937_64 rng{std::random_device{}()};
   std::lock_guard<std::mutex> g{mtx_};
   uint64_t id = 0;
@@ -37,7 +37,7 @@ uint64_t turn_forwards::add(callback cb, event_sink on_delta,
   entry e;
   e.done = std::move(cb);
   if (on_delta || on_tool)
-    e.sinks = std::make_shared<const std::pair<event_sink, event_sink>>(
+    e.sinks = std::make_shared<const std::pair<delta_sink, tool_sink>>(
       std::move(on_delta), std::move(on_tool));
   pending_.emplace(id, std::move(e));
   return id;
@@ -49,9 +49,8 @@ bool turn_forwards::streams(uint64_t id) {
   return it != pending_.end() && it->second.sinks != nullptr;
 }
 
-void turn_forwards::event(uint64_t id, const std::string& kind,
-                          const std::string& text) {
-  std::shared_ptr<const std::pair<event_sink, event_sink>> sinks;
+void turn_forwards::event(uint64_t id, const cluster_turn_event& ev) {
+  std::shared_ptr<const std::pair<delta_sink, tool_sink>> sinks;
   {
     std::lock_guard<std::mutex> g{mtx_};
     auto it = pending_.find(id);
@@ -61,13 +60,15 @@ void turn_forwards::event(uint64_t id, const std::string& kind,
   }
   if (!sinks)
     return;
-  bool tool = kind == "tool_start" || kind == "tool_end";
-  auto& sink = tool ? sinks->second : sinks->first;
-  if (sink)
-    sink(kind, text);
+  if (ev.kind == "tool") {
+    if (sinks->second)
+      sinks->second(ev.tool);
+  } else if (sinks->first) {
+    sinks->first(ev.kind, ev.text);
+  }
 }
 
-void turn_forwards::finish(uint64_t id, bool delivered, turn_outcome out) {
+void turn_forwards::finish(uint64_t id, bool delivered, turn_result out) {
   callback cb;
   {
     std::lock_guard<std::mutex> g{mtx_};
@@ -92,7 +93,7 @@ void turn_forwards::fail_all(const std::string& why) {
     all.swap(pending_);
   }
   for (auto& [id, e] : all) {
-    turn_outcome o;
+    turn_result o;
     o.error = why;
     e.done(true, std::move(o));
   }
@@ -102,7 +103,7 @@ turn_forwarder make_turn_forwarder(caf::actor member,
                                    std::shared_ptr<turn_forwards> forwards) {
   caf::weak_actor_ptr weak = caf::actor_cast<caf::weak_actor_ptr>(member);
   return [weak, forwards](const std::string& node, const turn_call& call,
-                          std::function<void(bool, turn_outcome)> done) {
+                          std::function<void(bool, turn_result)> done) {
     auto strong = caf::actor_cast<caf::actor>(weak.lock());
     if (!strong) {
       done(false, {});
@@ -112,8 +113,7 @@ turn_forwarder make_turn_forwarder(caf::actor member,
     t.session_id = call.session_id;
     t.prompt = call.prompt;
     t.provider = call.provider;
-    t.model = call.model;
-    t.base_url = call.base_url;
+    t.provider.api_key.clear(); // keys never travel
     t.max_iterations = call.max_iterations;
     t.toolsets = call.toolsets;
     t.save_trajectory = call.save_trajectory;
@@ -145,19 +145,13 @@ void forward_turn(cluster_actor* self, const std::string& node,
   self
     ->request(it->second.handle, caf::infinite, turn_atom_v, std::move(t))
     .then(
-      [self, fw, id](cluster_turn_result& r) {
+      [self, fw, id](turn_result& r) {
         self->state.forwarding.erase(id);
-        turn_outcome o;
-        o.result_json = std::move(r.result_json);
-        o.session_id = std::move(r.session_id);
-        o.error = std::move(r.error);
-        o.config_error = r.config_error;
-        o.trajectory_error = std::move(r.trajectory_error);
-        fw->finish(id, true, std::move(o));
+        fw->finish(id, true, std::move(r));
       },
       [self, fw, id, node](caf::error& e) {
         self->state.forwarding.erase(id);
-        turn_outcome o;
+        turn_result o;
         o.error = "gateway " + node + " did not answer the forwarded turn: "
                   + self->system().render(e);
         fw->finish(id, true, std::move(o));

@@ -604,7 +604,7 @@ caf::behavior cluster_member(cluster_actor* self, cluster_settings cfg,
       if (!sender_allowed(self))
         return not_allowed();
       std::vector<std::string> names;
-      for (auto t : self->state.rt->tools().all())
+      for (auto t : tools_of(*self->state.rt).all())
         names.push_back(t->name());
       return names;
     },
@@ -683,7 +683,7 @@ caf::behavior cluster_member(cluster_actor* self, cluster_settings cfg,
         self->send(self->state.local, interrupt_atom_v, req);
     },
     // -- agent turns (gateway; turns.cpp) ------------------------------
-    [self](turn_atom, cluster_turn& t) -> caf::result<cluster_turn_result> {
+    [self](turn_atom, cluster_turn& t) -> caf::result<turn_result> {
       return take_turn(self, t);
     },
     [self](delta_atom, cluster_turn_event& ev) {
@@ -707,7 +707,7 @@ caf::behavior cluster_member(cluster_actor* self, cluster_settings cfg,
     [self](end_atom, uint64_t id, dashboard_reply& r) {
       dashboard_done(self, id, std::move(r));
     },
-    [self](end_atom, uint64_t id, cluster_turn_result& r) {
+    [self](end_atom, uint64_t id, turn_result& r) {
       turn_done(self, id, std::move(r));
     },
   };

@@ -292,8 +292,6 @@ cluster_process::start(const node_args& a, options opts,
   s.drain_timeout_ms = o.cluster.drain_timeout_ms;
   s.tls = tls;
   s.provider = a.provider;
-  s.model = a.model;
-  s.base_url = a.base_url;
   s.dashboard = a.dashboard;
   s.census = std::make_shared<member_census>();
   ip->members_gauge = metrics::cluster_members().attach(
@@ -311,23 +309,23 @@ cluster_process::start(const node_args& a, options opts,
     return nullptr;
   }
   auto& sys = *ip->sys;
-  std::string error;
-  auto svc = make_services(o, {}, {}, &error);
-  if (!svc) {
-    std::cerr << "mibyan: cannot start the runtime: " << error << "\n";
+  auto made = make_services(o, {}, {});
+  if (!made) {
+    std::cerr << "mibyan: cannot start the runtime: " << made.error << "\n";
     return nullptr;
   }
+  auto svc = std::move(*made);
   // Kernel checkpoints: "auto" is on in a cluster; every member seals and
   // opens them with a key derived from the cluster key, so a checkpoint
   // taken on one worker is restored on another (docs/cluster.md).
   svc->checkpoints->set_enabled(
     checkpoints_wanted(o.code_execution.checkpoint, true));
   svc->checkpoints->set_key(kernel_checkpoints::cluster_key(key));
-  auto rp = std::make_unique<runtime::impl>();
+  auto rp = std::make_unique<runtime_impl>();
   rp->svc = svc;
   rp->sys = &sys;
-  if (!wire_runtime(*rp, &error)) {
-    std::cerr << "mibyan: cannot start the runtime: " << error << "\n";
+  if (auto wired = wire_runtime(*rp); !wired.ok()) {
+    std::cerr << "mibyan: cannot start the runtime: " << wired.error << "\n";
     return nullptr;
   }
   ip->rt = runtime_access::make(std::move(rp));
@@ -415,8 +413,6 @@ cluster_process::start(const node_args& a, options opts,
     cron_scheduler_options so;
     so.holder = "node " + s.node_id;
     so.provider = a.provider;
-    so.model = a.model;
-    so.base_url = a.base_url;
     so.check_cwd = is_worker_role(s.role);
     if (auto cs = start_cron_scheduler(*ip->rt, so); !cs)
       MIBYAN_LOG(warning, "cron", "scheduler not started: " << cs.error);

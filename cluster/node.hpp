@@ -9,6 +9,7 @@
 #include <string>
 
 #include "config/options.hpp"
+#include "mibyan/turn.hpp"
 
 namespace mibyan {
 
@@ -47,10 +48,9 @@ struct node_args {
   std::string role = "all";
   /// Working directory of the sessions this node hosts ("" = current).
   std::string workdir;
-  /// Provider overrides for the turns a gateway runs ("" = config).
-  std::string provider;
-  std::string model;
-  std::string base_url;
+  /// Provider overrides for the turns a gateway runs (each "" = config;
+  /// the key never comes from here).
+  provider_config provider;
   /// Answers dashboard requests clients forward (null: they get 404).
   dashboard_handler dashboard;
   /// run_node calls it once the member runs, before the ready line.

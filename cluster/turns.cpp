@@ -36,6 +36,10 @@ constexpr uint64_t relay_window = 64;
 constexpr uint64_t ack_every = 8;
 constexpr size_t relay_max_bytes = size_t{8} << 20;
 
+size_t event_bytes(const cluster_turn_event& ev) {
+  return ev.text.size() + ev.tool.args_json.size() + ev.tool.result_json.size();
+}
+
 } // namespace
 
 // Thread safety: push/finish run on runtime threads, ack/stop on the
@@ -53,6 +57,7 @@ struct turn_relay {
   /// The member's id of the turn (cluster_state::turns).
   const uint64_t turn_id;
 
+  /// A delta (turn_call::on_delta).
   void push(const std::string& kind, const std::string& text) {
     std::unique_lock<std::mutex> g{mtx_};
     if (stopped_)
@@ -61,18 +66,19 @@ struct turn_relay {
     if (mergeable && !queue_.empty() && queue_.back().kind == kind)
       queue_.back().text += text;
     else
-      queue_.push_back(cluster_turn_event{stream_id, 0, kind, text});
+      queue_.push_back(cluster_turn_event{stream_id, 0, kind, text, {}});
     queued_bytes_ += text.size();
-    if (queued_bytes_ > relay_max_bytes) {
-      MIBYAN_LOG(warning, "cluster",
-                 "stream " << stream_id << " of a forwarded turn stopped: "
-                           << queued_bytes_ << " bytes wait for the "
-                                               "forwarding gateway");
-      stopped_ = true;
-      queue_.clear();
-      queued_bytes_ = 0;
-    }
-    pump(g);
+    bound(g);
+  }
+
+  /// A tool event (turn_call::on_tool); never merged.
+  void push(const tool_event& tool) {
+    std::unique_lock<std::mutex> g{mtx_};
+    if (stopped_)
+      return;
+    queue_.push_back(cluster_turn_event{stream_id, 0, "tool", {}, tool});
+    queued_bytes_ += event_bytes(queue_.back());
+    bound(g);
   }
 
   void ack(uint64_t seq) {
@@ -97,13 +103,27 @@ struct turn_relay {
   }
 
 private:
+  // Stops the stream when too much waits, then sends what it may.
+  void bound(std::unique_lock<std::mutex>& g) {
+    if (queued_bytes_ > relay_max_bytes) {
+      MIBYAN_LOG(warning, "cluster",
+                 "stream " << stream_id << " of a forwarded turn stopped: "
+                           << queued_bytes_ << " bytes wait for the "
+                                               "forwarding gateway");
+      stopped_ = true;
+      queue_.clear();
+      queued_bytes_ = 0;
+    }
+    pump(g);
+  }
+
   // Sends what the window allows; runs `last_` (unlocked) once nothing
   // waits.
   void pump(std::unique_lock<std::mutex>& g) {
     while (!queue_.empty() && sent_ - acked_ < relay_window) {
       auto ev = std::move(queue_.front());
       queue_.pop_front();
-      queued_bytes_ -= std::min(queued_bytes_, ev.text.size());
+      queued_bytes_ -= std::min(queued_bytes_, event_bytes(ev));
       ev.seq = ++sent_;
       caf::send_as(member, target, delta_atom_v, std::move(ev));
     }
@@ -139,12 +159,11 @@ std::string sending_peer(cluster_actor* self) {
 
 } // namespace
 
-caf::result<cluster_turn_result> take_turn(cluster_actor* self,
-                                           cluster_turn& t) {
+caf::result<turn_result> take_turn(cluster_actor* self, cluster_turn& t) {
   auto& st = self->state;
   if (!sender_allowed(self))
     return not_allowed();
-  cluster_turn_result out;
+  turn_result out;
   out.session_id = t.session_id;
   if (!is_gateway_role(st.cfg.role)) {
     out.error = "node " + st.cfg.node_id
@@ -167,27 +186,26 @@ caf::result<cluster_turn_result> take_turn(cluster_actor* self,
   do
     id = rng();
   while (st.turns.count(id) > 0);
-  auto rp = self->make_response_promise<cluster_turn_result>();
+  auto rp = self->make_response_promise<turn_result>();
   st.turns.emplace(id, rp);
   ++st.busy;
   turn_call call;
   call.session_id = t.session_id;
   call.prompt = t.prompt;
-  call.provider = !t.provider.empty() ? t.provider : st.cfg.provider;
-  call.model = !t.model.empty() ? t.model : st.cfg.model;
-  call.base_url = !t.base_url.empty() ? t.base_url : st.cfg.base_url;
+  auto pick = [](const std::string& asked, const std::string& own) {
+    return !asked.empty() ? asked : own;
+  };
+  call.provider.provider = pick(t.provider.provider, st.cfg.provider.provider);
+  call.provider.model = pick(t.provider.model, st.cfg.provider.model);
+  call.provider.base_url = pick(t.provider.base_url, st.cfg.provider.base_url);
   call.max_iterations = t.max_iterations;
   call.toolsets = t.toolsets;
   call.save_trajectory = t.save_trajectory;
   call.turn_key = t.turn_key;
   call.source = "cluster";
   auto me = caf::actor_cast<caf::actor>(self);
-  std::function<void(turn_outcome)> answer = [me, id](turn_outcome o) {
-    caf::anon_send(me, end_atom_v, id,
-                   cluster_turn_result{std::move(o.result_json),
-                                       std::move(o.session_id),
-                                       std::move(o.error), o.config_error,
-                                       std::move(o.trajectory_error)});
+  std::function<void(turn_result)> answer = [me, id](turn_result o) {
+    caf::anon_send(me, end_atom_v, id, std::move(o));
   };
   if (!from_peer) {
     st.rt->run_turn_async(call, std::move(answer));
@@ -201,9 +219,9 @@ caf::result<cluster_turn_result> take_turn(cluster_actor* self,
     call.on_delta = [relay](const std::string& kind, const std::string& text) {
       relay->push(kind, text);
     };
-    call.on_tool = call.on_delta;
-    answer = [relay, plain = std::move(answer)](turn_outcome o) {
-      auto out = std::make_shared<turn_outcome>(std::move(o));
+    call.on_tool = [relay](const tool_event& ev) { relay->push(ev); };
+    answer = [relay, plain = std::move(answer)](turn_result o) {
+      auto out = std::make_shared<turn_result>(std::move(o));
       relay->finish([plain, out] { plain(std::move(*out)); });
     };
   }
@@ -218,7 +236,7 @@ void forwarded_turn_event(cluster_actor* self, cluster_turn_event& ev) {
   // Only from the gateway this turn was forwarded to.
   if (!fw || it == st.forwarding.end() || sending_peer(self) != it->second)
     return;
-  fw->event(ev.stream_id, ev.kind, ev.text);
+  fw->event(ev.stream_id, ev);
   if (ev.seq % ack_every == 0)
     self->send(caf::actor_cast<caf::actor>(self->current_sender()),
                ack_atom_v, ev.stream_id, ev.seq);
@@ -240,7 +258,7 @@ void relays_lost(cluster_actor* self, const std::string& node) {
     it->second->stop();
 }
 
-void turn_done(cluster_actor* self, uint64_t id, cluster_turn_result r) {
+void turn_done(cluster_actor* self, uint64_t id, turn_result r) {
   // Sent by run_turn_async's callback; ids are random, so a peer cannot
   // answer someone else's turn.
   auto& st = self->state;

@@ -23,12 +23,14 @@ std::string quoted(const std::string& s) {
 
 } // namespace
 
-std::string add_to_command_allowlist(const std::string& path,
-                                     const std::string& key) {
+status add_to_command_allowlist(const std::string& path,
+                                const std::string& key) {
   if (path.empty())
-    return "no config file path";
+    return status::failure(status_code::invalid_argument,
+                           "no config file path");
   if (key.empty() || key.find('\n') != std::string::npos || key.size() > 200)
-    return "invalid pattern key";
+    return status::failure(status_code::invalid_argument,
+                           "invalid pattern key");
   std::string text;
   {
     std::ifstream in(path, std::ios::binary);
@@ -41,7 +43,8 @@ std::string add_to_command_allowlist(const std::string& path,
   try {
     YAML::Node root = text.empty() ? YAML::Node{} : YAML::Load(text);
     if (root && !root.IsNull() && !root.IsMap())
-      return path + ": the top level is not a mapping";
+      return status::failure(status_code::config_invalid,
+                             path + ": the top level is not a mapping");
     YAML::Node list = (root && root.IsMap()) ? root["command_allowlist"]
                                               : YAML::Node{};
     if (!list || list.IsNull()) {
@@ -54,7 +57,8 @@ std::string add_to_command_allowlist(const std::string& path,
         return write_private_file(path, text);
       }
     } else if (!list.IsSequence()) {
-      return path + ": command_allowlist is not a list";
+      return status::failure(status_code::config_invalid,
+                             path + ": command_allowlist is not a list");
     } else {
       for (const auto& item : list)
         if (item.IsScalar() && item.Scalar() == key)
@@ -68,7 +72,8 @@ std::string add_to_command_allowlist(const std::string& path,
     out << root;
     return write_private_file(path, std::string{out.c_str()} + "\n");
   } catch (const std::exception& e) {
-    return path + ": " + e.what();
+    return status::failure(status_code::config_invalid,
+                           path + ": " + e.what());
   }
 }
 

@@ -8,14 +8,19 @@
 
 #include <string>
 
+#include "base/status.hpp"
+
 namespace mibyan {
 
 /// Appends `key` to `command_allowlist` in the YAML file `path` (created
 /// 0600 when missing). When the file has no such key, a block is appended
 /// at the end and the rest of the file (comments included) stays as it
 /// is; otherwise the file is rewritten through yaml-cpp (comments are
-/// lost). A key already listed changes nothing. Returns "" or an error.
-std::string add_to_command_allowlist(const std::string& path,
-                                     const std::string& key);
+/// lost). A key already listed changes nothing. Fails with
+/// invalid_argument for an empty path or a bad key, config_invalid for a
+/// file that is not YAML or has a non-list command_allowlist, and the
+/// write's status when the file cannot be written.
+status add_to_command_allowlist(const std::string& path,
+                                const std::string& key);
 
 } // namespace mibyan

@@ -8,11 +8,12 @@
 #include <sstream>
 #include <vector>
 
+#include "base/errno_status.hpp"
 #include "config/loader.hpp"
 
 namespace mibyan {
 
-std::string reload_env_file(options& o) {
+status reload_env_file(options& o) {
   if (o.home.empty())
     return {};
   auto path = o.home + "/.env";
@@ -24,7 +25,7 @@ std::string reload_env_file(options& o) {
       o.env_file.clear();
       return {};
     }
-    return "cannot read " + path + ": " + std::strerror(errno);
+    return errno_status(errno, "cannot read " + path);
   }
   std::ostringstream text;
   text << in.rdbuf();

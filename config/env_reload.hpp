@@ -8,14 +8,15 @@
 
 #include <string>
 
+#include "base/status.hpp"
 #include "config/options.hpp"
 
 namespace mibyan {
 
 /// Replaces `o.env_file` with the current contents of the .env file of
 /// `o.home`. A missing file empties it; an unreadable file keeps the old
-/// values and returns the reason ("" on success). Malformed lines are
-/// skipped, as at start-up.
-std::string reload_env_file(options& o);
+/// values and fails with the errno's code and the reason. Malformed lines
+/// are skipped, as at start-up.
+status reload_env_file(options& o);
 
 } // namespace mibyan

@@ -61,7 +61,7 @@ std::string check_home(const std::string& home) {
     return "no state directory: MIBYAN_HOME and HOME are unset and the "
            "user has no home directory in the password database. Fix: set "
            "MIBYAN_HOME to a private directory you own.";
-  return state_dir_problem(home);
+  return check_state_dir(home).error;
 }
 
 } // namespace

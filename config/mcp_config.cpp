@@ -368,22 +368,25 @@ std::string parse_server(const std::string& name, const YAML::Node& n,
 
 } // namespace
 
-std::string parse_mcp_servers(const YAML::Node& node,
-                              std::vector<mcp_server_options>& out,
-                              std::vector<std::string>& warnings) {
+status parse_mcp_servers(const YAML::Node& node,
+                         std::vector<mcp_server_options>& out,
+                         std::vector<std::string>& warnings) {
+  auto bad = [](std::string msg) {
+    return status::failure(status_code::config_invalid, std::move(msg));
+  };
   out.clear();
   if (node.IsNull())
     return {};
   if (!node.IsMap())
-    return "mcp_servers: expected a mapping of server names, got "
-           + describe(node);
+    return bad("mcp_servers: expected a mapping of server names, got "
+               + describe(node));
   for (const auto& kv : node) {
     auto name = kv.first.as<std::string>();
     if (name.empty() || name.size() > 64)
-      return "mcp_servers: a server name must have 1 to 64 characters";
+      return bad("mcp_servers: a server name must have 1 to 64 characters");
     mcp_server_options s;
     if (auto err = parse_server(name, kv.second, s, warnings); !err.empty())
-      return err;
+      return bad(std::move(err));
     out.push_back(std::move(s));
   }
   std::sort(out.begin(), out.end(),

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "base/status.hpp"
 #include "config/mcp_options.hpp"
 
 namespace YAML {
@@ -19,12 +20,13 @@ namespace mibyan {
 struct options;
 
 /// Parses `node` (the value of `mcp_servers`) into `out`, sorted by name.
-/// Returns "" or one error naming the server and key. Bool-ish strings
-/// (true/false/1/0/yes/no/on/off) are accepted; a bad boolean keeps the
-/// default and adds a warning to `warnings`. Unknown keys are errors.
-std::string parse_mcp_servers(const YAML::Node& node,
-                              std::vector<mcp_server_options>& out,
-                              std::vector<std::string>& warnings);
+/// Fails with config_invalid and one error naming the server and key.
+/// Bool-ish strings (true/false/1/0/yes/no/on/off) are accepted; a bad
+/// boolean keeps the default and adds a warning to `warnings`. Unknown
+/// keys are errors.
+status parse_mcp_servers(const YAML::Node& node,
+                         std::vector<mcp_server_options>& out,
+                         std::vector<std::string>& warnings);
 
 /// Replaces `${NAME}` and `${env:NAME}` in `text` by `cfg.secret(NAME)`
 /// (process environment, then `$MIBYAN_HOME/.env`). A reference to an

@@ -184,10 +184,10 @@ std::string parse_mcp_server_map(const YAML::Node& node,
                                  std::vector<mcp_server_options>& out,
                                  std::vector<std::string>& warnings) {
   std::vector<mcp_server_options> servers;
-  auto err = parse_mcp_servers(node, servers, warnings);
-  if (err.empty())
+  auto parsed = parse_mcp_servers(node, servers, warnings);
+  if (parsed.ok())
     out = std::move(servers);
-  return err;
+  return parsed.error;
 }
 
 std::string show_mcp_server_map(const std::vector<mcp_server_options>& s) {

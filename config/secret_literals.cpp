@@ -3,24 +3,13 @@
 #include <yaml-cpp/yaml.h>
 
 #include "base/redact_names.hpp"
+#include "base/strings.hpp"
 
 namespace mibyan {
 
 namespace {
 
 using namespace std::string_view_literals;
-
-std::string lower(std::string_view s) {
-  std::string out{s};
-  for (auto& c : out)
-    c = redact_detail::lower(c);
-  return out;
-}
-
-bool ends_with(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size()
-         && s.substr(s.size() - suffix.size()) == suffix;
-}
 
 // The last word of a key: split at _ . - and camelCase humps, lower-cased.
 std::string last_word(std::string_view name) {
@@ -33,7 +22,7 @@ std::string last_word(std::string_view name) {
              && redact_detail::is_lower(name[i - 1]))
       b = i;
   }
-  return lower(name.substr(b));
+  return strings::lower(name.substr(b));
 }
 
 // A value that names something instead of holding a secret.
@@ -49,7 +38,7 @@ std::string_view credential_part(std::string_view v) {
   auto sp = v.find(' ');
   if (sp == std::string_view::npos)
     return v;
-  auto scheme = lower(v.substr(0, sp));
+  auto scheme = strings::lower(v.substr(0, sp));
   if (scheme == "bearer" || scheme == "basic" || scheme == "token") {
     v.remove_prefix(sp + 1);
     while (!v.empty() && v.front() == ' ')
@@ -83,10 +72,10 @@ void walk(const YAML::Node& node, const std::string& path, bool secret,
 bool is_secret_config_key(std::string_view name) {
   if (name.empty() || name.size() > 64)
     return false;
-  auto l = lower(name);
+  auto l = strings::lower(name);
   for (auto s : {"_file"sv, "_path"sv, "_dir"sv, "_cert"sv, "_sock"sv,
                  "_socket"sv, "_env"sv, "_var"sv, "_variable"sv, "_name"sv})
-    if (ends_with(l, s))
+    if (strings::ends_with(l, s))
       return false;
   if (l.rfind("tls_", 0) == 0 || l.rfind("tls-", 0) == 0
       || l.find("public") != std::string::npos)
@@ -99,7 +88,7 @@ bool is_secret_config_key(std::string_view name) {
       return true;
   // apiKey-style words glued together (accesstoken, clientsecret).
   for (auto s : {"apikey"sv, "token"sv, "secret"sv, "password"sv})
-    if (w.size() > s.size() && ends_with(w, s))
+    if (w.size() > s.size() && strings::ends_with(w, s))
       return true;
   return false;
 }

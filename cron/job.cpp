@@ -266,7 +266,7 @@ status validate_cron_job(const cron_job& j) {
   auto bad = [](const std::string& e) {
     return status::failure(status_code::invalid_argument, e);
   };
-  if (auto e = check_cron_job_id(j.id); !e.empty())
+  if (auto e = check_cron_job_id(j.id).error; !e.empty())
     return bad("id: " + e);
   if (j.name.empty())
     return bad("name: empty");

@@ -9,6 +9,8 @@
 #include <date/date.h>
 #include <date/tz.h>
 
+#include "base/strings.hpp"
+
 namespace mibyan {
 
 namespace {
@@ -35,29 +37,6 @@ const char* const month_words[] = {"January", "February", "March",
                                    "April",   "May",      "June",
                                    "July",    "August",   "September",
                                    "October", "November", "December"};
-
-std::string lower(std::string_view s) {
-  std::string out{s};
-  for (auto& c : out)
-    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
-std::string upper(std::string_view s) {
-  std::string out{s};
-  for (auto& c : out)
-    c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return out;
-}
-
-std::string trim(std::string_view s) {
-  size_t b = 0, e = s.size();
-  while (b < e && std::isspace(static_cast<unsigned char>(s[b])))
-    ++b;
-  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1])))
-    --e;
-  return std::string{s.substr(b, e - b)};
-}
 
 std::vector<std::string> split_ws(std::string_view s) {
   std::vector<std::string> out;
@@ -115,7 +94,7 @@ std::string parse_duration(std::string_view text, int64_t& ms) {
     size_t u = i;
     while (i < text.size() && std::isalpha(static_cast<unsigned char>(text[i])))
       ++i;
-    auto unit = lower(text.substr(u, i - u));
+    auto unit = strings::lower(text.substr(u, i - u));
     int64_t scale = 0;
     if (unit == "s" || unit == "sec" || unit == "secs" || unit == "second"
         || unit == "seconds")
@@ -193,7 +172,7 @@ std::string parse_field(std::string_view field, int lo, int hi,
       return {};
     }
     if (names != nullptr) {
-      auto u = upper(tok);
+      auto u = strings::upper(tok);
       for (int i = 0; i < name_count; ++i)
         if (u == names[i]) {
           out = names_base + i;
@@ -271,7 +250,7 @@ std::string field_words(std::string_view field, const char* const* words,
     if (tok.empty())
       return std::string{tok};
     if (!std::isdigit(static_cast<unsigned char>(tok[0]))) {
-      auto u = upper(tok);
+      auto u = strings::upper(tok);
       for (int i = 0; i < count; ++i)
         if (u == names[i])
           return words[i];
@@ -458,7 +437,7 @@ result<cron_schedule> cron_schedule::parse(std::string_view text_in,
                                            std::string_view zone,
                                            cron_time anchor) {
   using R = result<cron_schedule>;
-  auto text = trim(text_in);
+  auto text = strings::trim(text_in, strings::ascii_space);
   auto fail = [&](const std::string& why) {
     return R::failure(status_code::invalid_argument,
                       "schedule '" + text + "': " + why);
@@ -480,7 +459,7 @@ result<cron_schedule> cron_schedule::parse(std::string_view text_in,
   if (s.zone_ == nullptr)
     return R::failure(status_code::invalid_argument, error);
 
-  auto low = lower(text);
+  auto low = strings::lower(text);
   if (low.rfind("in ", 0) == 0 || low.rfind("every ", 0) == 0) {
     bool once = low[0] == 'i';
     int64_t ms = 0;
@@ -664,7 +643,7 @@ std::string cron_schedule::describe() const {
   // The fields as written (an alias stands for its expression).
   std::string expr = text_;
   if (!expr.empty() && expr[0] == '@')
-    if (auto* e = alias_expr(lower(expr)))
+    if (auto* e = alias_expr(strings::lower(expr)))
       expr = e;
   auto fields_ = split_ws(expr);
   if (fields_.size() != 5)

@@ -15,11 +15,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   mcp_line_reader reader{4096};
   size_t skipped = 0;
   auto on_message = [](std::string text) {
-    std::vector<mcp_incoming> msgs;
-    std::string why;
-    if (!parse_mcp_messages(text, msgs, &why))
+    auto msgs = parse_mcp_messages(text);
+    if (!msgs)
       return;
-    for (auto& m : msgs) {
+    for (auto& m : *msgs) {
       // What the session reads of each kind.
       if (m.k == mcp_incoming::kind::reply)
         (void)m.id.as_int();

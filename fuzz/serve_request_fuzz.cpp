@@ -36,14 +36,8 @@ void route(const http::request<http::string_body>& req) {
   chat_completion_request cr;
   if (!parse_chat_completion(req.body(), cr, 1000))
     return;
-  if (cr.history_json.empty())
-    return;
-  auto h = json::parse(cr.history_json);
-  if (!h)
-    return;
-  std::vector<chat_message> msgs;
-  std::string error;
-  (void)chat_messages_from_openai(*h.v, msgs, error);
+  // The typed history the turn call would carry.
+  (void)history_of(std::move(cr.history));
 }
 
 // The Responses API body, then a response whose events come from it.
@@ -52,15 +46,21 @@ void responses(std::string_view body) {
   responses_refusal why;
   if (!parse_responses_request(body, rr, 1000, why))
     return;
-  (void)history_json_of(rr.earlier);
+  (void)history_of(rr.earlier);
   response_builder b{response_id(), 1, "m", json::value{}, true};
   std::string out = b.start();
   for (size_t i = 0; i < rr.prompt.size(); i += 7)
     out += b.text(rr.prompt.substr(i, 7));
   int n = 0;
   for (auto& m : rr.earlier) {
-    // Tool events with fuzzed JSON text, starts and ends unpaired too.
-    out += b.tool(n % 3 == 2 ? "tool_end" : "tool_start", m.content);
+    // Tool events with fuzzed text, starts and ends unpaired too.
+    tool_event ev;
+    ev.what = n % 3 == 2 ? tool_event::phase::end : tool_event::phase::start;
+    ev.call_id = m.tool_call_id.empty() ? m.role : m.tool_call_id;
+    ev.tool = m.tool_name;
+    ev.args_json = m.content;
+    ev.result_json = m.content;
+    out += b.tool(ev);
     if (++n % 4 == 0)
       out += b.restart();
   }

@@ -1,6 +1,7 @@
 #include "kernels/env_scrub.hpp"
 
 #include "base/env_filter.hpp"
+#include "base/strings.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -10,10 +11,6 @@
 namespace mibyan {
 
 namespace {
-
-bool starts_with(std::string_view s, std::string_view prefix) {
-  return s.size() >= prefix.size() && s.substr(0, prefix.size()) == prefix;
-}
 
 std::string strip_trailing_slashes(std::string s) {
   while (s.size() > 1 && s.back() == '/')
@@ -30,7 +27,7 @@ bool is_runtime_path(const std::string& entry, const env_scrub_options& o) {
       return true;
   auto slash = e.rfind('/');
   auto last = slash == std::string::npos ? e : e.substr(slash + 1);
-  return starts_with(last, "mibyan_kernel_");
+  return strings::starts_with(last, "mibyan_kernel_");
 }
 
 std::string compose_pythonpath(const std::string& user,
@@ -120,7 +117,7 @@ kernel_env build_kernel_env(const std::vector<std::string>& inherited,
              && !is_secret_env_value(std::string_view{entry}.substr(eq + 1));
     if (!keep) {
       res.dropped.push_back(name);
-      if (starts_with(name, "MIBYAN_"))
+      if (strings::starts_with(name, "MIBYAN_"))
         res.dropped_product.push_back(name);
       continue;
     }

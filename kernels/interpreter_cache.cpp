@@ -113,11 +113,11 @@ void store_cache(const std::string& home, json::value& cache,
   while (obj.size() >= max_entries)
     obj.erase(obj.begin());
   cache[key] = value;
-  if (!make_private_dirs(home + "/cache").empty())
+  if (!make_private_dirs(home + "/cache").ok())
     return;
   auto path = cache_path(home);
   auto tmp = path + ".tmp" + std::to_string(::getpid());
-  if (write_private_file(tmp, cache.dump()).empty())
+  if (write_private_file(tmp, cache.dump()).ok())
     std::rename(tmp.c_str(), path.c_str());
   else
     ::unlink(tmp.c_str());

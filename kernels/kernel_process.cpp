@@ -26,6 +26,7 @@
 #include "kernels/runner_source.hpp"
 #include "kernels/staging_dirs.hpp"
 #include "kernels/stub_generator.hpp"
+#include "base/errno_status.hpp"
 #include "base/pids_cgroup.hpp"
 #include "base/private_file.hpp"
 #include "base/subprocess.hpp"
@@ -279,17 +280,15 @@ bool reap_kernel(pid_t pid, int* status) {
   return rc < 0 && errno == ECHILD;
 }
 
-kernel_process spawn_kernel(const kernel_spawn_options& opts,
-                            std::string* error) {
+result<kernel_process> spawn_kernel(const kernel_spawn_options& opts) {
   kernel_process k;
-  auto fail = [&](std::string msg) {
-    if (error)
-      *error = std::move(msg);
+  auto fail = [&](std::string msg,
+                  status_code code = status_code::unavailable) {
     close_kernel_fds(k);
     remove_staging_dir(k.staging_dir);
     remove_pids_cgroup(k.cgroup_dir, 0);
     k.pid = -1;
-    return k;
+    return result<kernel_process>::failure(code, std::move(msg));
   };
   // Named after this process (pid and start time) so that a later
   // runtime can tell it is stale once we are gone (kernels/staging_dirs.hpp).
@@ -302,13 +301,14 @@ kernel_process spawn_kernel(const kernel_spawn_options& opts,
   auto runner_path = k.staging_dir + "/mibyan_kernel_runner.py";
   auto stub_path = k.staging_dir + "/mibyan_tools.py";
   auto written = write_private_file(runner_path, kernel_runner_source(), true);
-  if (written.empty())
+  if (written.ok())
     written = write_private_file(k.staging_dir + "/mibyan_checkpoint.py",
                                  kernel_checkpoint_source(), true);
-  if (written.empty())
-    written = write_private_file(stub_path, generate_stub(opts.tools, opts.specs), true);
-  if (!written.empty())
-    return fail("cannot write the kernel files: " + written);
+  if (written.ok())
+    written = write_private_file(stub_path,
+                                 generate_stub(opts.tools, opts.specs), true);
+  if (!written.ok())
+    return fail("cannot write the kernel files: " + written.error);
   k.token = random_token(32);
   k.sentinel = "@@MIBYAN-KERNEL-" + random_token(16) + "@@";
   k.cwd = opts.cwd.empty() ? k.staging_dir : opts.cwd;
@@ -418,7 +418,8 @@ kernel_process spawn_kernel(const kernel_spawn_options& opts,
       close_child_ends();
       ::close(ep[0]);
       return fail("cannot start " + opts.python
-                  + ": No such file or directory");
+                    + ": No such file or directory",
+                  status_code::not_found);
     }
     python = found;
   }
@@ -427,7 +428,8 @@ kernel_process spawn_kernel(const kernel_spawn_options& opts,
     int e = errno;
     close_child_ends();
     ::close(ep[0]);
-    return fail("cannot start " + opts.python + ": " + std::strerror(e));
+    return fail("cannot start " + opts.python + ": " + std::strerror(e),
+                errno_code(e));
   }
   std::vector<std::string> argv_s{python, "-u", runner_path};
   if (k.sandboxed) {
@@ -542,7 +544,7 @@ kernel_process spawn_kernel(const kernel_spawn_options& opts,
     live_kernels()[k.staging_dir]
       = live_kernel{pid, k.sandboxed, k.marker, k.cgroup_dir};
   }
-  return k;
+  return std::move(k);
 }
 
 std::string resolve_interpreter(const std::string& python) {

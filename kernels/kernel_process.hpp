@@ -27,6 +27,7 @@
 
 #include "kernels/stub_generator.hpp"
 #include "base/sandbox.hpp"
+#include "base/status.hpp"
 
 namespace mibyan {
 
@@ -80,10 +81,11 @@ struct kernel_process {
   std::string cgroup_dir;
 };
 
-/// Starts a kernel. On failure returns pid -1 with `*error` set, and leaves
-/// nothing behind (descriptors closed, staging dir removed).
-kernel_process spawn_kernel(const kernel_spawn_options& opts,
-                            std::string* error);
+/// Starts a kernel. On failure leaves nothing behind (descriptors closed,
+/// staging dir removed) and says why: not_found or permission_denied when
+/// the interpreter cannot be started, unavailable for a failed system call
+/// (a full descriptor table, a staging dir that cannot be made).
+result<kernel_process> spawn_kernel(const kernel_spawn_options& opts);
 
 /// Sends `sig` to the kernel's process group (and the process itself).
 void signal_kernel(pid_t pid, int sig);

@@ -12,13 +12,7 @@ public:
 
   result<kernel_process>
   start_kernel(const kernel_spawn_options& opts) const override {
-    std::string error;
-    auto proc = spawn_kernel(opts, &error);
-    if (proc.pid < 0)
-      return result<kernel_process>::failure(
-        status_code::internal,
-        error.empty() ? "the kernel did not start" : error);
-    return proc;
+    return spawn_kernel(opts);
   }
 };
 

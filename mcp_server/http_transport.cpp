@@ -8,8 +8,9 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/strand.hpp>
 
-#include "base/ascii_text.hpp"
+#include "base/errno_status.hpp"
 #include "base/log.hpp"
+#include "base/strings.hpp"
 
 namespace mibyan {
 
@@ -22,7 +23,7 @@ namespace {
 // "scheme://host[:port][/...]" -> host and "host:port" (lower case).
 bool origin_host(const std::string& origin, std::string& host,
                  std::string& host_port) {
-  auto o = ascii_lower(origin);
+  auto o = strings::lower(origin);
   auto sep = o.find("://");
   if (sep == std::string::npos)
     return false;
@@ -50,10 +51,11 @@ bool mcp_http_server::impl::origin_allowed(const std::string& origin) const {
     return false; // "null" (sandboxed pages, files) and garbage
   if (host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0)
     return true;
-  if (host == ascii_lower(cfg.host) && cfg.host != "0.0.0.0" && cfg.host != "::")
+  if (host == strings::lower(cfg.host) && cfg.host != "0.0.0.0"
+      && cfg.host != "::")
     return true;
   for (auto& a : cfg.allowed_hosts) {
-    auto x = ascii_lower(a);
+    auto x = strings::lower(a);
     if (x == host || x == host_port)
       return true;
   }
@@ -190,18 +192,16 @@ void mcp_http_server::impl::accept() {
     });
 }
 
-std::unique_ptr<mcp_http_server>
+result<std::unique_ptr<mcp_http_server>>
 mcp_http_server::start(std::shared_ptr<mcp_server_core> core,
-                       mcp_http_settings settings, std::string* error) {
+                       mcp_http_settings settings) {
   auto p = std::make_shared<impl>(std::move(core), std::move(settings));
   beast::error_code ec;
   auto addr = net::ip::make_address(p->cfg.host, ec);
-  if (ec) {
-    if (error)
-      *error = "invalid listen address '" + p->cfg.host + "': "
-               + ec.message();
-    return nullptr;
-  }
+  if (ec)
+    return status::failure(status_code::invalid_argument,
+                           "invalid listen address '" + p->cfg.host + "': "
+                             + ec.message());
   tcp::endpoint ep{addr, p->cfg.port};
   p->acceptor.open(ep.protocol(), ec);
   if (!ec)
@@ -210,12 +210,9 @@ mcp_http_server::start(std::shared_ptr<mcp_server_core> core,
     p->acceptor.bind(ep, ec);
   if (!ec)
     p->acceptor.listen(net::socket_base::max_listen_connections, ec);
-  if (ec) {
-    if (error)
-      *error = "cannot listen on " + p->cfg.host + ":"
-               + std::to_string(p->cfg.port) + ": " + ec.message();
-    return nullptr;
-  }
+  if (ec)
+    return errno_status(ec.value(), "cannot listen on " + p->cfg.host + ":"
+                                      + std::to_string(p->cfg.port));
   p->accept();
   int n = std::max(1, p->cfg.io_threads);
   for (int i = 0; i < n; ++i)

@@ -36,6 +36,7 @@
 #include <string>
 #include <vector>
 
+#include "base/status.hpp"
 #include "mcp_server/server_core.hpp"
 
 namespace mibyan {
@@ -63,11 +64,11 @@ struct mcp_http_settings {
 
 class mcp_http_server {
 public:
-  /// Binds and starts serving; nullptr with `*error` when the address
-  /// cannot be bound.
-  static std::unique_ptr<mcp_http_server>
-  start(std::shared_ptr<mcp_server_core> core, mcp_http_settings settings,
-        std::string* error);
+  /// Binds and starts serving. Fails with invalid_argument for a bad listen
+  /// address, else with the socket error's code (unavailable for an
+  /// address in use).
+  static result<std::unique_ptr<mcp_http_server>>
+  start(std::shared_ptr<mcp_server_core> core, mcp_http_settings settings);
 
   std::string host() const;
   uint16_t port() const;

@@ -26,8 +26,8 @@ mcp_backend runtime_mcp_backend(runtime& rt, std::vector<std::string> toolsets,
   mcp_backend b;
   runtime* r = &rt;
   b.list_tools = [r, toolsets]() -> result<std::vector<mcp_offered_tool>> {
-    const auto& reg = r->tools();
-    auto names = offered_tool_names(&toolsets_of(*r), reg, r->config(),
+    const auto& reg = tools_of(*r);
+    auto names = offered_tool_names(&toolsets_of(*r), reg, config_of(*r),
                                     toolsets);
     if (!names)
       return result<std::vector<mcp_offered_tool>>::failure(names.code,
@@ -66,9 +66,9 @@ mcp_backend runtime_mcp_backend(runtime& rt, std::vector<std::string> toolsets,
     r->cancel_call(sid, call_id, why);
   };
   b.watch_tools = [r](std::function<void()> fn) {
-    return r->tools().subscribe(std::move(fn));
+    return tools_of(*r).subscribe(std::move(fn));
   };
-  b.unwatch_tools = [r](uint64_t id) { r->tools().unsubscribe(id); };
+  b.unwatch_tools = [r](uint64_t id) { tools_of(*r).unsubscribe(id); };
   b.close_session = [r](const std::string& sid) { r->close_session(sid); };
   b.set_channels = [r](const std::string& sid, approval_callback approve,
                        clarify_callback clarify) {

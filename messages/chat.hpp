@@ -1,7 +1,9 @@
 // File: messages/chat.hpp
 //
 // The conversation data model shared by providers, the agent loop and the
-// session store. Plain structs with inspect(), so they cross nodes. JSON
+// session store: the public value types of mibyan/turn.hpp (tool_call,
+// chat_message, token_usage) with their inspect(), so they cross nodes,
+// and the answer of one model call. JSON
 // that providers send (tool-call arguments) stays text here.
 #pragma once
 
@@ -11,42 +13,15 @@
 
 #include "caf/meta/type_name.hpp"
 
-namespace mibyan {
+#include "mibyan/turn.hpp"
 
-/// One tool call the model asked for.
-struct tool_call {
-  /// The provider's call id ("call_abc", "toolu_01..."); generated when the
-  /// provider sent none.
-  std::string id;
-  /// Function name as the model wrote it.
-  std::string name;
-  /// Arguments as the model wrote them: JSON text, possibly invalid.
-  std::string arguments;
-};
+namespace mibyan {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, tool_call& x) {
   return f(caf::meta::type_name("mibyan::tool_call"), x.id, x.name,
            x.arguments);
 }
-
-/// One message of a conversation.
-struct chat_message {
-  /// system, user, assistant or tool.
-  std::string role;
-  std::string content;
-  /// Assistant messages: the calls it made, in the model's order.
-  std::vector<tool_call> tool_calls;
-  /// Tool messages: the call this answers, and the tool's name.
-  std::string tool_call_id;
-  std::string tool_name;
-  /// Reasoning text kept apart from the visible content.
-  std::string reasoning;
-  /// Assistant messages: why generation stopped (stop, tool_calls, length).
-  std::string finish_reason;
-  /// Milliseconds since the epoch; 0 when unknown.
-  int64_t timestamp_ms = 0;
-};
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, chat_message& x) {
@@ -55,19 +30,12 @@ typename Inspector::result_type inspect(Inspector& f, chat_message& x) {
            x.finish_reason, x.timestamp_ms);
 }
 
-/// Token counts of one or more model calls.
-struct token_usage {
-  int64_t input_tokens = 0;
-  int64_t output_tokens = 0;
-  int64_t cache_read_tokens = 0;
-  int64_t cache_write_tokens = 0;
-  int64_t reasoning_tokens = 0;
-  /// What the provider charged for these tokens, in US dollars, when it
-  /// says (OpenRouter-style `usage.cost`); `has_cost` is false when no
-  /// call counted here reported a cost.
-  double cost_usd = 0;
-  bool has_cost = false;
-};
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, token_usage& x) {
+  return f(caf::meta::type_name("mibyan::token_usage"), x.input_tokens,
+           x.output_tokens, x.cache_read_tokens, x.cache_write_tokens,
+           x.reasoning_tokens, x.cost_usd, x.has_cost);
+}
 
 /// Adds `b`'s counts and cost into `a`.
 inline void add_token_usage(token_usage& a, const token_usage& b) {
@@ -80,13 +48,6 @@ inline void add_token_usage(token_usage& a, const token_usage& b) {
     a.cost_usd += b.cost_usd;
     a.has_cost = true;
   }
-}
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, token_usage& x) {
-  return f(caf::meta::type_name("mibyan::token_usage"), x.input_tokens,
-           x.output_tokens, x.cache_read_tokens, x.cache_write_tokens,
-           x.reasoning_tokens, x.cost_usd, x.has_cost);
 }
 
 /// What one model call produced: an answer, tool calls, or an error.

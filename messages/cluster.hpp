@@ -13,6 +13,8 @@
 #include "caf/actor.hpp"
 #include "caf/meta/type_name.hpp"
 
+#include "messages/turn_result.hpp"
+
 namespace mibyan {
 
 /// The first message of a peer (node or client) to a node: who it is and
@@ -105,13 +107,14 @@ typename Inspector::result_type inspect(Inspector& f, cluster_welcome& x) {
            x.members, x.member);
 }
 
-/// An agent turn a client asks a gateway to run.
+/// An agent turn a client asks a gateway to run. The gateway answers
+/// with the turn's result (mibyan/turn.hpp; `started` false when it could
+/// not start there).
 struct cluster_turn {
   std::string session_id;
   std::string prompt;
-  std::string provider;
-  std::string model;
-  std::string base_url;
+  /// Provider overrides; the api_key never travels ("" here).
+  provider_config provider;
   int64_t max_iterations = 0;
   std::vector<std::string> toolsets;
   bool save_trajectory = false;
@@ -127,45 +130,31 @@ struct cluster_turn {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, cluster_turn& x) {
   return f(caf::meta::type_name("mibyan::cluster_turn"), x.session_id,
-           x.prompt, x.provider, x.model, x.base_url, x.max_iterations,
-           x.toolsets, x.save_trajectory, x.turn_key, x.stream_id);
+           x.prompt, x.provider, x.max_iterations, x.toolsets,
+           x.save_trajectory, x.turn_key, x.stream_id);
 }
 
 /// One delta or tool event of a forwarded, streamed turn: the lease holder
 /// sends them, in order, to the member that forwarded the turn, before the
-/// turn's cluster_turn_result. That member acknowledges them with
+/// turn's result (a turn_result). That member acknowledges them with
 /// (ack, stream_id, seq); the holder keeps at most a window of unacknowledged
 /// events in flight and coalesces the rest.
 struct cluster_turn_event {
   uint64_t stream_id = 0;
   /// 1, 2, ... within the stream.
   uint64_t seq = 0;
-  /// A delta's kind ("text", "reasoning", "restart", "context") or
-  /// "tool_start" / "tool_end" (turn_call::on_delta, on_tool).
+  /// A delta's kind ("text", "reasoning", "restart", "context";
+  /// turn_call::on_delta) with its `text`, or "tool" for a tool event
+  /// (turn_call::on_tool) in `tool`.
   std::string kind;
   std::string text;
+  tool_event tool;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, cluster_turn_event& x) {
   return f(caf::meta::type_name("mibyan::cluster_turn_event"), x.stream_id,
-           x.seq, x.kind, x.text);
-}
-
-/// The gateway's answer to a cluster_turn (fields of turn_outcome).
-struct cluster_turn_result {
-  std::string result_json;
-  std::string session_id;
-  std::string error;
-  bool config_error = false;
-  std::string trajectory_error;
-};
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, cluster_turn_result& x) {
-  return f(caf::meta::type_name("mibyan::cluster_turn_result"),
-           x.result_json, x.session_id, x.error, x.config_error,
-           x.trajectory_error);
+           x.seq, x.kind, x.text, x.tool);
 }
 
 /// A dashboard request a `mibyan dashboard --connect` process forwards to

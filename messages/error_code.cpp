@@ -9,8 +9,12 @@ std::string to_string(ec x) {
     case ec::not_found: return "not_found";
     case ec::interrupted: return "interrupted";
     case ec::timeout: return "timeout";
-    case ec::storage_failure: return "storage_failure";
+    case ec::internal: return "internal";
     case ec::config_invalid: return "config_invalid";
+    case ec::already_exists: return "already_exists";
+    case ec::permission_denied: return "permission_denied";
+    case ec::resource_exhausted: return "resource_exhausted";
+    case ec::data_corrupt: return "data_corrupt";
   }
   return "unknown";
 }

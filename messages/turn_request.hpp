@@ -12,6 +12,8 @@
 #include "caf/actor.hpp"
 #include "caf/meta/type_name.hpp"
 
+#include "messages/turn_result.hpp"
+
 namespace mibyan {
 
 struct turn_request {
@@ -24,14 +26,15 @@ struct turn_request {
   /// Ask the provider for a stream.
   bool stream = true;
   /// Receives (delta_atom, std::string session_id, std::string kind,
-  /// std::string text) while the turn runs; may be invalid.
+  /// std::string text) for streamed fragments and (tool_event_atom,
+  /// std::string session_id, tool_event) for tool activity while the turn
+  /// runs; may be invalid.
   caf::actor sink;
   /// The provider connection (a provider_actor) for this turn.
   caf::actor provider;
-  /// Reported in the turn result.
-  std::string model;
-  std::string provider_name;
-  std::string base_url;
+  /// The provider, model and base URL the connection uses, reported in
+  /// the turn result (`api_key` stays "": the connection holds the key).
+  provider_config endpoint;
   /// Tools never offered this turn, by name (a delegate_task child's
   /// restricted set, docs/tools.md).
   std::vector<std::string> blocked_tools;
@@ -59,8 +62,7 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, turn_request& x) {
   return f(caf::meta::type_name("mibyan::turn_request"), x.text,
            x.max_iterations, x.toolsets, x.stream, x.sink, x.provider,
-           x.model, x.provider_name, x.base_url, x.blocked_tools,
-           x.turn_key);
+           x.endpoint, x.blocked_tools, x.turn_key);
 }
 
 } // namespace mibyan

@@ -27,6 +27,7 @@
 #include "messages/tool_request.hpp"
 #include "messages/tool_response.hpp"
 #include "messages/turn_request.hpp"
+#include "messages/turn_result.hpp"
 
 CAF_ERROR_CODE_ENUM(mibyan::ec, "mibyan")
 
@@ -83,7 +84,6 @@ CAF_BEGIN_TYPE_ID_BLOCK(mibyan, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(mibyan, (std::vector<mibyan::member_info>))
   CAF_ADD_TYPE_ID(mibyan, (mibyan::cluster_welcome))
   CAF_ADD_TYPE_ID(mibyan, (mibyan::cluster_turn))
-  CAF_ADD_TYPE_ID(mibyan, (mibyan::cluster_turn_result))
   CAF_ADD_TYPE_ID(mibyan, (mibyan::cluster_turn_event))
   CAF_ADD_ATOM(mibyan, mibyan, hello_atom, "hello")
   CAF_ADD_ATOM(mibyan, mibyan, auth_atom, "auth")
@@ -107,6 +107,12 @@ CAF_BEGIN_TYPE_ID_BLOCK(mibyan, caf::first_custom_type_id)
 
   // Kernel checkpoints (actors/kernel_checkpoints.hpp, docs/cluster.md).
   CAF_ADD_TYPE_ID(mibyan, (mibyan::kernel_checkpoint))
+
+  // A turn's answer and tool events (mibyan/turn.hpp).
+  CAF_ADD_TYPE_ID(mibyan, (mibyan::provider_config))
+  CAF_ADD_TYPE_ID(mibyan, (mibyan::tool_event))
+  CAF_ADD_TYPE_ID(mibyan, (mibyan::turn_result))
+  CAF_ADD_ATOM(mibyan, mibyan, tool_event_atom, "toolevent")
   CAF_ADD_ATOM(mibyan, mibyan, checkpoint_atom, "checkpoint")
   CAF_ADD_ATOM(mibyan, mibyan, restore_atom, "restore")
 CAF_END_TYPE_ID_BLOCK(mibyan)

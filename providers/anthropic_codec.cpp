@@ -9,14 +9,13 @@
 #include "providers/provider_error.hpp"
 #include "providers/tool_call_id.hpp"
 #include "providers/tool_schema.hpp"
+#include "base/strings.hpp"
 
 namespace mibyan::anthropic {
 
 namespace {
 
 using codec::int_member;
-using codec::lower;
-using codec::trim;
 using codec::valid_json;
 
 json::value text_block(std::string text) {
@@ -63,7 +62,7 @@ bool empty_is_valid(std::string_view stop_reason) {
 // -- request -----------------------------------------------------------------
 
 thinking_style thinking_style_for(std::string_view model) {
-  auto m = lower(model);
+  auto m = strings::lower(model);
   if (m.find("haiku") != std::string::npos)
     return thinking_style::none;
   if (m.find("claude-3") != std::string::npos)

@@ -1,9 +1,8 @@
 // File: providers/codec_support.hpp
 //
 // Small helpers shared by the wire-format codecs (`openai_codec`,
-// `anthropic_codec`): text trimming and case folding, tolerant member
-// reads, and the common opening of whole-response parsing. Pure functions;
-// nothing here throws.
+// `anthropic_codec`): tolerant member reads and the common opening of
+// whole-response parsing. Pure functions; nothing here throws.
 #pragma once
 
 #include <cstdint>
@@ -14,12 +13,6 @@
 #include "base/json.hpp"
 
 namespace mibyan::codec {
-
-/// Returns `s` in ASCII lower case.
-std::string lower(std::string_view s);
-
-/// Returns `s` without leading and trailing whitespace.
-std::string_view trim(std::string_view s);
 
 /// Returns the number member `key` of `obj` as an integer, or `fallback`
 /// when it is missing or not a number.

@@ -9,6 +9,7 @@
 #include "providers/provider_error.hpp"
 #include "providers/tool_call_id.hpp"
 #include "providers/tool_schema.hpp"
+#include "base/strings.hpp"
 
 namespace mibyan::openai {
 
@@ -17,17 +18,10 @@ namespace {
 // -- small helpers -----------------------------------------------------------
 
 using codec::int_member;
-using codec::lower;
-using codec::trim;
 using codec::valid_json;
 
 bool contains(std::string_view s, std::string_view needle) {
   return s.find(needle) != std::string_view::npos;
-}
-
-bool ends_with(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size()
-         && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 /// Returns a string or integer as text, "" for anything else.
@@ -120,16 +114,16 @@ std::string plain_reasoning(const json::value& msg) {
 
 bool wants_max_completion_tokens(std::string_view base_url,
                                  std::string_view model) {
-  auto url = lower(base_url);
+  auto url = strings::lower(base_url);
   std::string_view host = url;
   if (auto p = host.find("://"); p != std::string_view::npos)
     host.remove_prefix(p + 3);
   host = host.substr(0, host.find_first_of("/:?#"));
-  if (host == "api.openai.com" || ends_with(host, ".azure.com")
+  if (host == "api.openai.com" || strings::ends_with(host, ".azure.com")
       || host == "api.githubcopilot.com"
-      || ends_with(host, ".githubcopilot.com"))
+      || strings::ends_with(host, ".githubcopilot.com"))
     return true;
-  auto m = lower(model);
+  auto m = strings::lower(model);
   std::string_view name = m;
   if (auto slash = name.rfind('/'); slash != std::string_view::npos)
     name.remove_prefix(slash + 1);
@@ -145,7 +139,7 @@ json::value encode_message(const chat_message& msg,
   json::value m = json::value::make_object();
   auto role = msg.role;
   if (role == "system") {
-    auto model = lower(opts.model);
+    auto model = strings::lower(opts.model);
     if (contains(model, "gpt-5") || contains(model, "codex"))
       role = "developer";
   }

@@ -6,17 +6,11 @@
 
 #include "base/credential_vault.hpp"
 #include "base/url_guard.hpp"
+#include "base/strings.hpp"
 
 namespace mibyan {
 
 namespace {
-
-std::string lower(std::string_view s) {
-  std::string out{s};
-  for (auto& c : out)
-    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 std::string trim_slashes(std::string s) {
   while (!s.empty() && (s.back() == '/' || s.back() == ' '))
@@ -26,7 +20,7 @@ std::string trim_slashes(std::string s) {
 
 std::string host_of(const provider_profile& p) {
   auto v = validate_url(p.default_base_url);
-  return v ? v.parts->host : std::string{};
+  return v ? v->host : std::string{};
 }
 
 // Looks a variable up in the process environment, then in .env. Sets
@@ -87,7 +81,7 @@ const std::vector<provider_profile>& known_providers() {
 }
 
 const provider_profile* find_provider(std::string_view name) {
-  auto key = lower(name);
+  auto key = strings::lower(name);
   for (auto& p : known_providers())
     if (key == p.name)
       return &p;
@@ -138,9 +132,9 @@ bool is_default_host(const provider_profile& profile,
       h.pop_back(); // "api.openai.com." is the same host
     return h;
   };
-  return got.parts->scheme == want.parts->scheme
-         && host(got.parts->host) == host(want.parts->host)
-         && port(*got.parts) == port(*want.parts);
+  return got->scheme == want->scheme
+         && host(got->host) == host(want->host)
+         && port(*got) == port(*want);
 }
 
 bool plausible_key(std::string_view value) {
@@ -149,7 +143,7 @@ bool plausible_key(std::string_view value) {
   for (char c : value)
     if (std::isspace(static_cast<unsigned char>(c)) || c == '<' || c == '>')
       return false;
-  auto v = lower(value);
+  auto v = strings::lower(value);
   for (const char* bad : {"your_api_key", "your-api-key", "yourapikey",
                           "your_key", "your-key", "placeholder", "changeme",
                           "change_me", "replace_me", "replace-me", "xxxx",

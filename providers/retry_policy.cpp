@@ -8,16 +8,11 @@
 #include <memory>
 #include <random>
 
+#include "base/strings.hpp"
+
 namespace mibyan {
 
 namespace {
-
-std::string lower(std::string_view s) {
-  std::string out{s};
-  for (auto& c : out)
-    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 bool contains_any(const std::string& text,
                   std::initializer_list<const char*> needles) {
@@ -68,9 +63,9 @@ const char* to_string(failure_class x) {
 }
 
 retry_decision classify(const attempt_facts& f) {
-  auto msg = lower(f.message);
+  auto msg = strings::lower(f.message);
   if (!f.transport_error.empty()) {
-    auto t = lower(f.transport_error);
+    auto t = strings::lower(f.transport_error);
     if (contains_any(t, {"certificate", "ssl peer", "self signed",
                          "self-signed"}))
       return make(failure_class::certificate, false, false);
@@ -143,8 +138,9 @@ retry_decision classify_response(const chat_response& resp) {
     return classify(f);
   if (resp.http_status == 0) {
     f.transport_error = resp.error;
-    f.timed_out = lower(resp.error).find("timeout") != std::string::npos
-                  || lower(resp.error).find("timed out") != std::string::npos;
+    auto lowered = strings::lower(resp.error);
+    f.timed_out = lowered.find("timeout") != std::string::npos
+                  || lowered.find("timed out") != std::string::npos;
   } else if (resp.http_status >= 200 && resp.http_status < 300) {
     f.invalid_body = true;
     f.body_retryable = resp.retryable;

@@ -5,6 +5,7 @@
 
 #include "providers/codec_support.hpp"
 #include "providers/provider_error.hpp"
+#include "base/strings.hpp"
 
 namespace mibyan {
 
@@ -20,7 +21,7 @@ stream_accumulator_base::~stream_accumulator_base() {
 void stream_accumulator_base::add(const sse_event& ev) {
   if (finished_ || fatal_)
     return;
-  auto data = codec::trim(ev.data);
+  auto data = strings::trim_view(ev.data, strings::ascii_space);
   if (data.empty())
     return; // keep-alive "data:" without payload
   add_data(data, ev.event);

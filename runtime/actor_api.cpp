@@ -1,6 +1,6 @@
 // The actor-level API (include/mibyan/actors.hpp): a runtime wired into the
-// application's own actor system, and two gateway actors that speak a
-// protocol of plain strings to the application.
+// application's own actor system, and two typed gateway actors that speak
+// the public protocol (strings and the value types of mibyan/turn.hpp).
 #include "mibyan/actors.hpp"
 
 #include <map>
@@ -31,12 +31,17 @@ std::string error_json(const std::string& message) {
 struct conversation_state {
   std::shared_ptr<agent> conv;
   uint64_t next_id = 0;
-  std::map<uint64_t, caf::response_promise> pending;
+  std::map<uint64_t, caf::typed_response_promise<turn_result>> pending;
 };
 
-caf::behavior
-conversation_gateway(caf::stateful_actor<conversation_state>* self,
-                     runtime* rt, agent_config cfg, caf::actor listener) {
+// The gateway's own protocol: the public one plus the completions its
+// agent sends to itself.
+using conversation_gateway_actor = conversation_handle::extend<
+  caf::reacts_to<turn_done_atom, uint64_t, turn_result>>;
+
+conversation_gateway_actor::behavior_type conversation_gateway(
+  conversation_gateway_actor::stateful_pointer<conversation_state> self,
+  runtime* rt, agent_config cfg, event_listener listener) {
   if (listener) {
     auto send = [listener](const char* kind) {
       return [listener, kind](const std::string& text) {
@@ -45,49 +50,35 @@ conversation_gateway(caf::stateful_actor<conversation_state>* self,
     };
     cfg.on_text = send("text");
     cfg.on_reasoning = send("reasoning");
-    cfg.on_tool_start = [listener](const tool_event& ev) {
-      json::value v;
-      v["id"] = ev.call_id;
-      v["name"] = ev.tool;
-      v["arguments"] = ev.args_json;
-      caf::anon_send(listener, event_atom_v, std::string{"tool_start"},
-                     v.dump());
+    auto tool = [listener](const tool_event& ev) {
+      caf::anon_send(listener, event_atom_v, ev);
     };
-    cfg.on_tool_end = [listener](const tool_event& ev) {
-      json::value v;
-      v["id"] = ev.call_id;
-      v["name"] = ev.tool;
-      v["result"] = ev.result_json;
-      v["duration_us"] = ev.duration_us;
-      caf::anon_send(listener, event_atom_v, std::string{"tool_end"},
-                     v.dump());
-    };
+    cfg.on_tool_start = tool;
+    cfg.on_tool_end = tool;
   }
   // When this actor exits, the agent's destructor closes the session
   // (without blocking).
   self->state.conv = std::make_shared<agent>(*rt, std::move(cfg));
   return {
-    [self](run_atom, std::string& prompt) -> caf::result<std::string> {
+    [self](run_atom, std::string& prompt) -> caf::result<turn_result> {
       auto& st = self->state;
       auto id = st.next_id++;
-      auto rp = self->make_response_promise<std::string>();
+      auto rp = self->make_response_promise<turn_result>();
       st.pending.emplace(id, rp);
-      caf::actor me = caf::actor_cast<caf::actor>(self);
+      auto me = caf::actor_cast<conversation_gateway_actor>(self);
       st.conv->run(std::move(prompt), turn_options{},
                    [me, id](turn_result r) {
-                     auto text = !r.result_json.empty()
-                                   ? r.result_json
-                                   : error_json(r.error);
-                     caf::anon_send(me, turn_done_atom::value, id, text);
+                     caf::anon_send(me, turn_done_atom::value, id,
+                                    std::move(r));
                    });
       return rp;
     },
-    [self](turn_done_atom, uint64_t id, std::string& result_json) {
+    [self](turn_done_atom, uint64_t id, turn_result& r) {
       auto& st = self->state;
       auto i = st.pending.find(id);
       if (i == st.pending.end())
         return;
-      i->second.deliver(std::move(result_json));
+      i->second.deliver(std::move(r));
       st.pending.erase(i);
     },
     [self](cancel_atom, std::string& reason) {
@@ -96,8 +87,8 @@ conversation_gateway(caf::stateful_actor<conversation_state>* self,
   };
 }
 
-caf::behavior tool_gateway(caf::event_based_actor* self,
-                           tool_dispatcher_actor dispatcher) {
+tool_handle::behavior_type tool_gateway(tool_handle::pointer self,
+                                        tool_dispatcher_actor dispatcher) {
   return {
     [self, dispatcher](tool_atom, std::string& session, std::string& tool,
                        std::string& args_json) -> caf::result<std::string> {
@@ -125,21 +116,21 @@ void configure(caf::actor_system_config& cfg) {
   configure_actor_system(cfg, nullptr);
 }
 
-std::unique_ptr<runtime> attach(caf::actor_system& sys,
-                                const runtime_config& cfg,
-                                std::string* error) {
-  return create_runtime(cfg, &sys, error);
+result<std::unique_ptr<runtime>> attach(caf::actor_system& sys,
+                                        const runtime_config& cfg) {
+  return create_runtime(cfg, &sys);
 }
 
-caf::actor spawn_conversation(runtime& rt, agent_config cfg,
-                              caf::actor listener) {
+conversation_handle spawn_conversation(runtime& rt, agent_config cfg,
+                                       event_listener listener) {
   auto& p = runtime_access::of(rt);
   outside_spawn_guard guard; // an application's thread (actors/outside_spawn.hpp)
-  return p.sys->spawn(conversation_gateway, &rt, std::move(cfg),
-                      std::move(listener));
+  auto gw = p.sys->spawn(conversation_gateway, &rt, std::move(cfg),
+                         std::move(listener));
+  return caf::actor_cast<conversation_handle>(gw);
 }
 
-caf::actor spawn_tool_actor(runtime& rt) {
+tool_handle spawn_tool_actor(runtime& rt) {
   auto& p = runtime_access::of(rt);
   outside_spawn_guard guard; // an application's thread (actors/outside_spawn.hpp)
   return p.sys->spawn(tool_gateway, p.dispatcher);

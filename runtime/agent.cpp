@@ -10,51 +10,9 @@
 #include <mutex>
 #include <random>
 
-#include "base/json.hpp"
 #include "storage/session_id.hpp"
 
 namespace mibyan {
-
-namespace {
-
-
-turn_result to_turn_result(const turn_outcome& out) {
-  turn_result r;
-  r.session_id = out.session_id;
-  r.error = out.error;
-  r.result_json = out.result_json;
-  if (out.result_json.empty())
-    return r;
-  auto parsed = json::parse(out.result_json);
-  if (!parsed || !parsed.v->is_object()) {
-    r.error = "the turn result is not a JSON object";
-    return r;
-  }
-  auto& v = *parsed.v;
-  r.completed = v.get_bool("completed", false);
-  r.interrupted = v.get_bool("interrupted", false);
-  r.final_response = v.get_string("final_response", "");
-  if (r.error.empty())
-    r.error = v.get_string("error", "");
-  return r;
-}
-
-tool_event to_tool_event(const std::string& text) {
-  tool_event ev;
-  auto parsed = json::parse(text);
-  if (!parsed || !parsed.v->is_object())
-    return ev;
-  auto& v = *parsed.v;
-  ev.call_id = v.get_string("id", "");
-  ev.tool = v.get_string("name", "");
-  ev.args_json = v.get_string("arguments", "");
-  ev.result_json = v.get_string("result", "");
-  if (auto d = v.find("duration_us"); d != nullptr && d->is_int())
-    ev.duration_us = d->as_int();
-  return ev;
-}
-
-} // namespace
 
 struct agent::impl : std::enable_shared_from_this<agent::impl> {
   struct pending {
@@ -87,9 +45,6 @@ struct agent::impl : std::enable_shared_from_this<agent::impl> {
     call.session_id = session_id;
     call.prompt = std::move(next.message);
     call.provider = cfg.provider;
-    call.model = cfg.model;
-    call.base_url = cfg.base_url;
-    call.api_key = cfg.api_key;
     call.max_iterations = next.opts.max_iterations;
     call.toolsets = cfg.toolsets;
     call.stream = next.opts.stream;
@@ -108,18 +63,18 @@ struct agent::impl : std::enable_shared_from_this<agent::impl> {
     if (cfg.on_tool_start || cfg.on_tool_end) {
       auto on_start = cfg.on_tool_start;
       auto on_end = cfg.on_tool_end;
-      call.on_tool = [on_start, on_end](const std::string& kind,
-                                        const std::string& text) {
-        if (kind == "tool_start" && on_start)
-          on_start(to_tool_event(text));
-        else if (kind == "tool_end" && on_end)
-          on_end(to_tool_event(text));
+      call.on_tool = [on_start, on_end](const tool_event& ev) {
+        if (ev.what == tool_event::phase::start) {
+          if (on_start)
+            on_start(ev);
+        } else if (on_end) {
+          on_end(ev);
+        }
       };
     }
     auto self = shared_from_this();
     auto done = std::move(next.done);
-    rt->run_turn_async(call, [self, done](turn_outcome out) {
-      auto r = to_turn_result(out);
+    rt->run_turn_async(call, [self, done](turn_result r) {
       if (r.session_id.empty())
         r.session_id = self->session_id;
       if (done)

@@ -89,7 +89,7 @@ void background_router::deliver(background_notice n) {
   p_->svc->background->announce(n);
 }
 
-std::shared_ptr<background_router> wire_background(runtime::impl& p) {
+std::shared_ptr<background_router> wire_background(runtime_impl& p) {
   auto router = std::make_shared<background_router>(&p);
   if (p.svc->agent_tools)
     p.svc->agent_tools->on_process_exit = [router](process_exit_notice e) {

@@ -17,7 +17,7 @@
 #include <mutex>
 #include <string>
 
-#include "mibyan/runtime.hpp"
+#include "runtime/runtime.hpp"
 #include "messages/background_notice.hpp"
 
 namespace mibyan {
@@ -44,7 +44,7 @@ size_t wait_background(runtime& rt, const std::string& session_id,
 /// dropped.
 class background_router {
 public:
-  explicit background_router(runtime::impl* p) : p_(p) {}
+  explicit background_router(runtime_impl* p) : p_(p) {}
   void detach();
   /// Sends `n` to the conversation of `n.session_id`; without one, only
   /// announces it on the runtime's board.
@@ -52,11 +52,11 @@ public:
 
 private:
   std::mutex mtx_;
-  runtime::impl* p_;
+  runtime_impl* p_;
 };
 
 /// Wires the background deliveries of `p` (the process-exit hook of the
 /// agent tools, the live-stream publisher). Called by wire_runtime.
-std::shared_ptr<background_router> wire_background(runtime::impl& p);
+std::shared_ptr<background_router> wire_background(runtime_impl& p);
 
 } // namespace mibyan

@@ -180,9 +180,9 @@ status deliver_to_webhook(http_client& http, const std::string& url,
   auto valid = validate_url(url);
   if (!valid)
     return status::failure(status_code::invalid_argument, valid.error);
-  if (auto reason = s.policy.check_host(*valid.parts))
-    return status::failure(status_code::permission_denied,
-                           *reason + " (cron.allow_private_webhooks or "
+  if (auto allowed = s.policy.check_host(*valid); !allowed.ok())
+    return status::failure(allowed.code,
+                           allowed.error + " (cron.allow_private_webhooks or "
                                      "security.allow_private_urls allows it)");
   auto body = webhook_body(p);
   int attempts = std::max(1, s.attempts);

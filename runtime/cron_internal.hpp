@@ -68,7 +68,7 @@ private:
 /// What the runtime, the verbs, the runs and the actor share. Owned by the
 /// runtime's impl (`cron_host_of`); runs hold it weakly.
 struct cron_host {
-  runtime::impl* p = nullptr;
+  runtime_impl* p = nullptr;
   /// The runtime object (set by start_cron_scheduler: runs need its
   /// public API). Null until then.
   runtime* rt = nullptr;
@@ -100,7 +100,7 @@ struct cron_host {
 };
 
 /// The host of `p`, made on first use (never null).
-std::shared_ptr<cron_host> cron_host_of(runtime::impl& p);
+std::shared_ptr<cron_host> cron_host_of(runtime_impl& p);
 
 /// The actor's state (cron_scheduler.cpp).
 struct cron_sched_state {

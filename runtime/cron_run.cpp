@@ -13,6 +13,7 @@
 
 #include "caf/all.hpp"
 
+#include "agent/turn_result.hpp"
 #include "base/log.hpp"
 #include "storage/session_store.hpp"
 #include "tools/agent/agent_tool_state.hpp"
@@ -172,11 +173,10 @@ result<std::string> load_skills(const options& cfg, agent_tool_state* agent,
     if (!sk)
       return status::failure(status_code::not_found,
                              "the job's skill '" + name + "' was not found");
-    std::string err;
-    auto text = read_whole_file(sk->skill_md, 4 * max_skill_md_chars, err);
+    auto text = read_whole_file(sk->skill_md, 4 * max_skill_md_chars);
     if (!text)
       return status::failure(status_code::unavailable,
-                             "the job's skill '" + name + "': " + err);
+                             "the job's skill '" + name + "': " + text.error);
     if (agent != nullptr)
       agent->activate_skill(sid, sk->name, sk->required_env);
     out += "[Skill '" + sk->name + "' is loaded for this run]\n" + *text
@@ -208,32 +208,23 @@ std::string run_metadata(const cron_start& s) {
 
 // Notes a tool result the approval gate refused (tools/approval_gate.cpp:
 // {"status":"blocked","approved":false,"error":...}).
-void note_refusal(const run_ptr& c, const std::string& event_json) {
-  auto ev = json::parse(event_json);
-  if (!ev || !ev.v->is_object())
+void note_refusal(const run_ptr& c, const tool_event& ev) {
+  // The tool's result is JSON text (tool results, not the turn's).
+  auto p = json::parse(ev.result_json);
+  if (!p)
     return;
-  auto* res = ev.v->find("result");
-  json::value parsed;
-  const json::value* r = res;
-  if (res != nullptr && res->is_string()) {
-    auto p = json::parse(res->as_string());
-    if (!p)
-      return;
-    parsed = std::move(*p.v);
-    r = &parsed;
-  }
-  if (r == nullptr || !r->is_object()
+  const json::value* r = &*p.v;
+  if (!r->is_object()
       || r->get_string("status", "") != "blocked"
       || r->get_bool("approved", true))
     return;
-  std::string args;
-  if (auto* a = ev.v->find("arguments"))
-    args = a->is_string() ? a->as_string() : a->dump();
+  std::string args = ev.args_json;
   if (args.size() > 300)
     args = args.substr(0, 300) + "...";
   std::lock_guard<std::mutex> g{c->mtx};
   if (c->refused.size() < 20)
-    c->refused.push_back(ev.v->get_string("name", "tool") + " " + args + ": "
+    c->refused.push_back((ev.tool.empty() ? std::string{"tool"} : ev.tool)
+                         + " " + args + ": "
                          + r->get_string("error", "refused"));
 }
 
@@ -266,54 +257,51 @@ void launch_prompt(const std::shared_ptr<cron_host>& hp, const run_ptr& c) {
   turn_call call;
   call.session_id = c->sid;
   call.prompt = run_preamble(job) + *skills + job.prompt;
-  call.provider = job.provider.empty() ? h.opts.provider : job.provider;
-  call.model = job.model.empty() ? h.opts.model : job.model;
+  // The job's provider and model, else the node's overrides (a job that
+  // names its provider takes the configuration's URL and key for it).
+  call.provider.provider = job.provider.empty() ? h.opts.provider.provider
+                                                : job.provider;
+  call.provider.model = job.model.empty() ? h.opts.provider.model
+                                          : job.model;
   if (job.provider.empty()) {
-    call.base_url = h.opts.base_url;
-    call.api_key = h.opts.api_key;
+    call.provider.base_url = h.opts.provider.base_url;
+    call.provider.api_key = h.opts.provider.api_key;
   }
   call.toolsets = job.toolsets;
   call.stream = false;
   call.source = "cron";
   call.cwd = job.cwd;
   call.metadata = run_metadata(c->s);
-  call.on_tool = [c](const std::string& kind, const std::string& json) {
-    if (kind == "tool_end")
-      note_refusal(c, json);
+  call.on_tool = [c](const tool_event& ev) {
+    if (ev.what == tool_event::phase::end)
+      note_refusal(c, ev);
   };
   c->rt->set_session_channels(c->sid, run_channels(h));
-  c->rt->run_turn_async(call, [c](turn_outcome out) {
-    if (!out.error.empty()) {
-      complete_later(c, "", failure(out.error));
+  c->rt->run_turn_async(call, [c](turn_result r) {
+    if (!r.started) {
+      complete_later(c, "", failure(r.error));
       return;
     }
-    auto res = json::parse(out.result_json);
-    if (!res || !res.v->is_object()) {
-      complete_later(c, "", failure("the turn result is not a JSON object"));
-      return;
-    }
-    auto& r = *res.v;
-    std::string answer = r.get_string("final_response", "");
+    auto or_else = [](const std::string& s, const char* fallback) {
+      return s.empty() ? std::string{fallback} : s;
+    };
+    std::string answer = r.final_response.value_or("");
     cron_outcome o;
-    if (r.get_bool("failed", false)) {
-      o = failure(r.get_string("error", "the turn failed"));
+    if (r.failed) {
+      o = failure(or_else(r.error, "the turn failed"));
       // Provider unreachable after its retries: the engine retries the
       // run later (5, 15, 30 minutes).
-      o.provider_unreachable = r.get_bool("retryable", false);
-    } else if (r.get_bool("interrupted", false)) {
-      o = failure(r.get_string("error", "the run was interrupted"));
+      o.provider_unreachable = r.retryable;
+    } else if (r.interrupted) {
+      o = failure(or_else(r.error, "the run was interrupted"));
     } else if (answer.empty()) {
-      o = failure("the run ended without an answer ("
-                  + r.get_string("turn_exit_reason", "no final response")
+      o = failure("the run ended without an answer (" + turn_exit_reason(r)
                   + ")");
     } else {
       o.status = cron_run_status::ok;
-      if (!r.get_bool("completed", false))
-        o.error = "the run ended early: "
-                  + r.get_string("turn_exit_reason", "")
-                  + (r.get_string("error", "").empty()
-                       ? ""
-                       : " (" + r.get_string("error", "") + ")");
+      if (!r.completed)
+        o.error = "the run ended early: " + turn_exit_reason(r)
+                  + (r.error.empty() ? "" : " (" + r.error + ")");
     }
     complete_later(c, std::move(answer), std::move(o));
   });

@@ -337,7 +337,7 @@ bool cron_host::post(std::function<void(cron_sched_state&)> fn) {
   return true;
 }
 
-std::shared_ptr<cron_host> cron_host_of(runtime::impl& p) {
+std::shared_ptr<cron_host> cron_host_of(runtime_impl& p) {
   std::lock_guard<std::mutex> g{p.mtx};
   if (!p.cron) {
     auto h = std::make_shared<cron_host>();
@@ -397,7 +397,7 @@ void stop_cron_scheduler(runtime& rt) {
   stop_cron(runtime_access::of(rt));
 }
 
-void stop_cron(runtime::impl& p) {
+void stop_cron(runtime_impl& p) {
   std::shared_ptr<cron_host> h;
   {
     std::lock_guard<std::mutex> g{p.mtx};

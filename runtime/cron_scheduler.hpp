@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "base/status.hpp"
+#include "mibyan/turn.hpp"
 #include "cron/cron_service.hpp"
 #include "cron/schedule.hpp"
 
@@ -64,11 +65,8 @@ struct cron_scheduler_options {
   std::vector<std::chrono::milliseconds> retry_delays;
   /// The node's provider overrides (`--provider`, `--model`, `--base-url`,
   /// `--api-key` of serve and node), used by runs whose job names none
-  /// ("" = the configuration's).
-  std::string provider;
-  std::string model;
-  std::string base_url;
-  std::string api_key;
+  /// (each "" = the configuration's).
+  provider_config provider;
 };
 
 /// Starts the scheduler of `rt` (idempotent: a second call does nothing).

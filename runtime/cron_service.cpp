@@ -416,7 +416,7 @@ std::shared_ptr<cron_service> cron_of(runtime& rt) {
   return cron_service_of(runtime_access::of(rt));
 }
 
-std::shared_ptr<cron_service> cron_service_of(runtime::impl& p) {
+std::shared_ptr<cron_service> cron_service_of(runtime_impl& p) {
   auto h = cron_host_of(p);
   std::lock_guard<std::mutex> g{h->mtx};
   if (!h->service)

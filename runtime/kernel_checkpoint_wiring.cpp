@@ -78,7 +78,7 @@ void attach_checkpoint_store(runtime_services& svc,
   svc.checkpoints->set_key(std::move(*key));
 }
 
-void store_final_kernel_checkpoints(runtime::impl& p) {
+void store_final_kernel_checkpoints(runtime_impl& p) {
   // Kernel state outlives the process (docs/execute_code.md,
   // "Checkpoints"): the checkpoint a cell's answer left pending, or each
   // idle session kernel's final one, is stored before the kernels stop.

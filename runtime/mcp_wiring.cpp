@@ -97,7 +97,7 @@ std::string content_text(const json::value& content) {
 
 } // namespace
 
-void wire_mcp(runtime::impl& p) {
+void wire_mcp(runtime_impl& p) {
   auto& svc = p.svc;
   if (!svc->mcp)
     return;
@@ -166,12 +166,12 @@ void wire_mcp(runtime::impl& p) {
         return result<json::value>::failure(status_code::invalid_argument,
                                             "no messages to sample");
       auto reply = relay->ask(sampler, std::move(req), timeout, nullptr);
-      if (!reply.ok)
+      if (!reply.ok())
         return result<json::value>::failure(status_code::unavailable,
                                             reply.error);
       json::value content;
       content["type"] = "text";
-      content["text"] = reply.text;
+      content["text"] = *reply;
       json::value out;
       out["role"] = "assistant";
       out["content"] = std::move(content);

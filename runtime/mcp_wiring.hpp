@@ -26,6 +26,6 @@ void start_mcp(runtime_services& svc,
 /// Spawns one `mcp_server` upkeep actor per session into `p.mcp_actors`
 /// and, when a server enables sampling and a model is configured, a
 /// provider connection that serves `sampling/createMessage`.
-void wire_mcp(runtime::impl& p);
+void wire_mcp(runtime_impl& p);
 
 } // namespace mibyan

@@ -1,6 +1,6 @@
 // The runtime's scrape-time gauges (docs/metrics.md): the session store's
 // size and the MCP servers' states. The callbacks hold weak references
-// and are detached first when the runtime ends (runtime::impl).
+// and are detached first when the runtime ends (runtime_impl).
 #include "runtime/runtime_impl.hpp"
 
 #include <map>
@@ -13,7 +13,7 @@
 
 namespace mibyan {
 
-void attach_metrics(runtime::impl& p) {
+void attach_metrics(runtime_impl& p) {
   metrics::register_all();
   if (p.store) {
     std::weak_ptr<session_store> weak = p.store;

@@ -24,6 +24,7 @@
 #include "kernels/kernel_process.hpp"
 #include "kernels/staging_dirs.hpp"
 #include "base/env_filter.hpp"
+#include "base/errno_status.hpp"
 #include "base/http_client.hpp"
 #include "base/log.hpp"
 #include "base/runtime_metrics.hpp"
@@ -79,15 +80,15 @@ std::string isolate_scripts(const options& opts) {
   // (actors/kernel_registry.cpp).
   // Without bwrap on PATH the probe spawns nothing, so `auto` still warns
   // at start-up that scripts run unsandboxed.
-  std::string error;
+  result<std::string> bwrap{std::string{}};
   metrics::note_sandbox(opts.code_execution.sandbox, "");
   auto setting = parse_sandbox_setting(opts.code_execution.sandbox);
   if ((setting == sandbox_setting::required
        || (setting == sandbox_setting::automatic
            && find_executable("bwrap").empty()))
-      && script_sandbox_bwrap(opts, &error).empty() && error.empty())
+      && (bwrap = script_sandbox_bwrap(opts)).ok() && bwrap->empty())
     become_subreaper(); // the fallback hunts orphaned daemons at teardown
-  return error;
+  return bwrap.ok() ? std::string{} : bwrap.error;
 }
 
 } // namespace
@@ -128,7 +129,7 @@ void configure_actor_system(caf::actor_system_config& cfg,
           std::vector<std::string>{"mibyan-v1"});
 }
 
-runtime::impl::~impl() {
+runtime_impl::~impl() {
   // No process end reaches a conversation any more.
   if (background)
     background->detach();
@@ -206,8 +207,7 @@ runtime::impl::~impl() {
     svc->pool->shutdown();
 }
 
-bool options_from_config(const runtime_config& cfg, options* out,
-                         std::string* error) {
+result<options> options_from_config(const runtime_config& cfg) {
   auto home = cfg.home.empty() ? resolve_home() : cfg.home;
   std::error_code ec;
   home = fs::absolute(home, ec).lexically_normal().string();
@@ -218,10 +218,9 @@ bool options_from_config(const runtime_config& cfg, options* out,
     // The named file replaces config.yaml; secrets still come from the
     // home's .env (docs/embedding.md).
     std::ifstream in{cfg.config_file, std::ios::binary};
-    if (!in) {
-      *error = "cannot read config file " + cfg.config_file;
-      return false;
-    }
+    if (!in)
+      return status::failure(status_code::config_invalid,
+                             "cannot read config file " + cfg.config_file);
     std::ostringstream text;
     text << in.rdbuf();
     loaded = parse_options(text.str(), cfg.config_file);
@@ -239,48 +238,37 @@ bool options_from_config(const runtime_config& cfg, options* out,
       }
     }
   }
-  if (!loaded.ok()) {
-    *error = loaded.error;
-    return false;
-  }
+  if (!loaded.ok())
+    return status::failure(status_code::config_invalid, loaded.error);
   auto& o = loaded.opts;
-  if (!cfg.provider.empty())
-    o.model.provider = cfg.provider;
-  if (!cfg.model.empty())
-    o.model.default_model = cfg.model;
-  if (!cfg.base_url.empty())
-    o.model.base_url = cfg.base_url;
+  if (!cfg.provider.provider.empty())
+    o.model.provider = cfg.provider.provider;
+  if (!cfg.provider.model.empty())
+    o.model.default_model = cfg.provider.model;
+  if (!cfg.provider.base_url.empty())
+    o.model.base_url = cfg.provider.base_url;
   if (cfg.scheduler_threads > 0)
     o.runtime.scheduler_threads = cfg.scheduler_threads;
   if (cfg.blocking_threads > 0)
     o.runtime.blocking_threads = cfg.blocking_threads;
-  *out = std::move(o);
-  return true;
+  return std::move(o);
 }
 
-std::shared_ptr<runtime_services>
+result<std::shared_ptr<runtime_services>>
 make_services(options opts, std::vector<std::unique_ptr<tool>> extra_tools,
-              std::vector<script_tool_spec> script_host_tools,
-              std::string* error) {
-  if (auto bad = state_dir_problem(opts.home); !bad.empty()) {
-    if (error)
-      *error = bad;
-    return nullptr;
-  }
+              std::vector<script_tool_spec> script_host_tools) {
+  if (auto usable = check_state_dir(opts.home); !usable.ok())
+    return usable;
   // Scripts must not reach the host's memory, credentials or signals
   // (docs/security.md).
-  if (auto err = isolate_scripts(opts); !err.empty()) {
-    if (error)
-      *error = err;
-    return nullptr;
-  }
+  if (auto err = isolate_scripts(opts); !err.empty())
+    return status::failure(status_code::unavailable, err);
   std::error_code ec;
   fs::create_directories(opts.home, ec);
-  if (ec) {
-    if (error)
-      *error = "cannot create MIBYAN_HOME " + opts.home + ": " + ec.message();
-    return nullptr;
-  }
+  if (ec)
+    return status::failure(errno_code(ec.value()),
+                           "cannot create MIBYAN_HOME " + opts.home + ": "
+                             + ec.message());
   fs::permissions(opts.home, fs::perms::owner_all, fs::perm_options::replace,
                   ec);
   // Kernel staging dirs left by hosts that died without cleaning up
@@ -319,11 +307,8 @@ make_services(options opts, std::vector<std::unique_ptr<tool>> extra_tools,
   // host's and the MCP servers' tools. A built-in name wins over a host
   // tool of the same name (generate_stub keeps the first).
   auto specs = builtin_script_specs(svc->tools);
-  if (!specs) {
-    if (error)
-      *error = "script stubs: " + specs.error;
-    return nullptr;
-  }
+  if (!specs)
+    return status::failure(specs.code, "script stubs: " + specs.error);
   std::vector<script_tool_spec> script_tools = std::move(*specs);
   for (auto& h : script_host_tools)
     script_tools.push_back(std::move(h));
@@ -371,7 +356,7 @@ namespace {
 
 // Connects the approval service to the session store (session grants) and
 // to provider connections (smart-mode reviews); docs/approvals.md.
-void install_approval_hooks(runtime::impl& p) {
+void install_approval_hooks(runtime_impl& p) {
   approval_service::hooks h;
   std::weak_ptr<session_store> store = p.store;
   h.load_session = [store](const std::string& sid) {
@@ -396,7 +381,8 @@ void install_approval_hooks(runtime::impl& p) {
                     const std::string& user, std::chrono::milliseconds timeout,
                     const std::atomic<bool>* cancelled) -> guardian_reply {
     if (pp->stopping)
-      return {false, "", "the runtime is shutting down"};
+      return guardian_reply::failure(status_code::unavailable,
+                                     "the runtime is shutting down");
     provider_actor prov;
     {
       std::lock_guard<std::mutex> guard{pp->mtx};
@@ -413,15 +399,13 @@ void install_approval_hooks(runtime::impl& p) {
 
 } // namespace
 
-bool wire_runtime(runtime::impl& p, std::string* error) {
+status wire_runtime(runtime_impl& p) {
   auto& svc = p.svc;
   if (auto failures = message_self_test(*p.sys); !failures.empty()) {
     std::string text = "message type self-test failed:";
     for (auto& f : failures)
       text += "\n  " + f;
-    if (error)
-      *error = text;
-    return false;
+    return status::failure(status_code::internal, text);
   }
   // Pending approvals and questions appear on the live stream. The watch
   // lives as long as the registry; the hub is held weakly.
@@ -448,17 +432,11 @@ bool wire_runtime(runtime::impl& p, std::string* error) {
     // A configuration the store cannot be opened with at all (section
     // `storage`) stops the start instead.
     auto so = store_options_from(svc->cfg);
-    if (!so) {
-      if (error)
-        *error = so.error;
-      return false;
-    }
+    if (!so)
+      return so.get_status();
     auto opened = open_session_store(*so);
-    if (!opened && opened.code == status_code::config_invalid) {
-      if (error)
-        *error = opened.error;
-      return false;
-    }
+    if (!opened && opened.code == status_code::config_invalid)
+      return opened.get_status();
     if (opened) {
       p.store = std::shared_ptr<session_store>(std::move(*opened));
       // Leases share the store's environment; opened here, during set-up.
@@ -512,20 +490,21 @@ bool wire_runtime(runtime::impl& p, std::string* error) {
   p.background = wire_background(p);
   wire_mcp(p);
   attach_metrics(p);
-  return true;
+  return {};
 }
 
 namespace {
 
-std::unique_ptr<runtime>
-start(std::shared_ptr<runtime_services> svc, caf::actor_system* host,
-      std::string* error) {
-  if (!svc)
-    return nullptr;
+result<std::unique_ptr<runtime>>
+start(result<std::shared_ptr<runtime_services>> made,
+      caf::actor_system* host) {
+  if (!made)
+    return made.get_status();
+  auto svc = std::move(*made);
   // The system's constructor and the wiring spawn on this thread, which
   // need not be the one that destroys the runtime (actors/outside_spawn.hpp).
   outside_spawn_guard guard;
-  auto p = std::make_unique<runtime::impl>();
+  auto p = std::make_unique<runtime_impl>();
   p->svc = svc;
   if (host != nullptr) {
     p->sys = host;
@@ -534,46 +513,45 @@ start(std::shared_ptr<runtime_services> svc, caf::actor_system* host,
     p->own_sys = std::make_unique<caf::actor_system>(p->cfg);
     p->sys = p->own_sys.get();
   }
-  if (!wire_runtime(*p, error))
-    return nullptr;
+  if (auto wired = wire_runtime(*p); !wired.ok())
+    return wired;
   return runtime_access::make(std::move(p));
 }
 
 } // namespace
 
-std::unique_ptr<runtime> create_runtime(const runtime_config& cfg,
-                                        caf::actor_system* host,
-                                        std::string* error) {
+result<std::unique_ptr<runtime>> create_runtime(const runtime_config& cfg,
+                                                caf::actor_system* host) {
+  auto opts = options_from_config(cfg);
+  if (!opts)
+    return opts.get_status();
   std::string err;
-  options opts;
   std::vector<std::unique_ptr<tool>> tools;
   std::vector<script_tool_spec> scripts;
-  if (!options_from_config(cfg, &opts, &err)
-      || !make_host_tools(cfg.tools, &tools, &scripts, &err)) {
-    if (error)
-      *error = err;
-    return nullptr;
-  }
-  return start(make_services(std::move(opts), std::move(tools),
-                             std::move(scripts), error),
-               host, error);
+  if (!make_host_tools(cfg.tools, &tools, &scripts, &err))
+    return result<std::unique_ptr<runtime>>::failure(
+      status_code::config_invalid, err);
+  auto rt = start(make_services(std::move(*opts), std::move(tools),
+                                std::move(scripts)),
+                  host);
+  if (!rt)
+    return rt;
+  runtime_access::of(**rt).default_api_key = cfg.provider.api_key;
+  return rt;
 }
 
-std::unique_ptr<runtime> runtime::create(const runtime_config& cfg,
-                                         std::string* error) {
-  return create_runtime(cfg, nullptr, error);
+result<std::unique_ptr<runtime>> runtime::create(const runtime_config& cfg) {
+  return create_runtime(cfg, nullptr);
 }
 
-std::unique_ptr<runtime> runtime::create(options opts, std::string* error) {
-  return create(std::move(opts), error, {});
+result<std::unique_ptr<runtime>>
+create_runtime(options opts, std::vector<std::unique_ptr<tool>> extra_tools) {
+  return start(make_services(std::move(opts), std::move(extra_tools), {}),
+               nullptr);
 }
 
-std::unique_ptr<runtime>
-runtime::create(options opts, std::string* error,
-                std::vector<std::unique_ptr<tool>> extra_tools) {
-  return start(make_services(std::move(opts), std::move(extra_tools), {},
-                             error),
-               nullptr, error);
+std::unique_ptr<runtime> runtime_access::make(std::unique_ptr<impl> p) {
+  return std::unique_ptr<runtime>(new runtime(std::move(p)));
 }
 
 runtime::runtime(std::unique_ptr<impl> p) : impl_(std::move(p)) {}
@@ -721,12 +699,12 @@ std::string runtime::kernel_stats() {
   return out;
 }
 
-const tool_registry& runtime::tools() const {
-  return impl_->svc->tools;
+const tool_registry& tools_of(const runtime& rt) {
+  return runtime_access::of(const_cast<runtime&>(rt)).svc->tools;
 }
 
-const options& runtime::config() const {
-  return impl_->svc->cfg;
+const options& config_of(const runtime& rt) {
+  return runtime_access::of(const_cast<runtime&>(rt)).svc->cfg;
 }
 
 } // namespace mibyan

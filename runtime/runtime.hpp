@@ -11,15 +11,45 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "base/status.hpp"
 
 #include "config/options.hpp"
+#include "tools/registry.hpp"
 #include "tools/tool.hpp"
 
 namespace mibyan {
+
+/// Reaches the private parts of a runtime, for the files of runtime/ and
+/// the node's wiring (the constructor and `impl` are private).
+struct runtime_access {
+  using impl = runtime::impl;
+  static std::unique_ptr<runtime> make(std::unique_ptr<impl> p);
+  static impl& of(runtime& rt) { return *rt.impl_; }
+};
+
+/// The internals of a runtime (runtime/runtime_impl.hpp defines them).
+using runtime_impl = runtime_access::impl;
+
+/// Library-internal: builds a runtime from the full option struct
+/// (config/options.hpp). `extra_tools` are offered next to the core tools
+/// (a tool with a core tool's name replaces it). Every create also hardens
+/// the process once (docs/security.md): not dumpable, provider credentials
+/// moved out of the environment, signal dispositions still at their
+/// default adjusted; it fails when `code_execution.sandbox` is "required"
+/// and the kernel sandbox is unavailable. Errors: config_invalid for bad
+/// options, internal for any other start-up failure (an unusable home, a
+/// failed message self-test).
+result<std::unique_ptr<runtime>>
+create_runtime(options opts,
+               std::vector<std::unique_ptr<tool>> extra_tools = {});
+
+/// The configuration `rt` runs with, and its tool registry.
+const options& config_of(const runtime& rt);
+const tool_registry& tools_of(const runtime& rt);
 
 class session_store;
 class kernel_checkpoints;

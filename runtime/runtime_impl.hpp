@@ -98,6 +98,9 @@ struct runtime::impl {
   /// The actor behind call_tool_async (runtime/tool_call_facade.hpp); stopped
   /// before the dispatcher.
   std::unique_ptr<tool_call_facade> calls;
+  /// runtime_config::provider.api_key: the key of turns that name none
+  /// ("" = the provider's key variable). Set once at creation.
+  std::string default_api_key;
   /// Scrape-time gauges of this runtime (store, MCP;
   /// runtime/metrics_hooks.cpp). Last member: detached first, before what
   /// they read goes away.
@@ -105,7 +108,7 @@ struct runtime::impl {
 };
 
 /// Attaches the runtime's scrape-time gauges (docs/metrics.md).
-void attach_metrics(runtime::impl& p);
+void attach_metrics(runtime_impl& p);
 
 /// Kernel checkpoints (runtime/kernel_checkpoint_wiring.cpp): gives the
 /// services' checkpoint hub its store (in `store`'s backend), its key and
@@ -114,35 +117,28 @@ void attach_checkpoint_store(runtime_services& svc,
                              const std::shared_ptr<session_store>& store);
 /// Before the kernels of `p` stop: their pending and final checkpoints are
 /// stored (bounded; a no-op with checkpoints off). Blocks the caller.
-void store_final_kernel_checkpoints(runtime::impl& p);
+void store_final_kernel_checkpoints(runtime_impl& p);
 
 /// Stops the scheduler of `p` if it runs (runtime/cron_scheduler.cpp):
 /// its runs are interrupted and stay "running" in the store.
-void stop_cron(runtime::impl& p);
+void stop_cron(runtime_impl& p);
 /// The verbs of `p`'s jobs (runtime/cron_service.cpp); never null.
-std::shared_ptr<cron_service> cron_service_of(runtime::impl& p);
+std::shared_ptr<cron_service> cron_service_of(runtime_impl& p);
 
-/// Builds runtimes for the files of runtime/ (the constructor is private).
-struct runtime_access {
-  static std::unique_ptr<runtime> make(std::unique_ptr<runtime::impl> p) {
-    return std::unique_ptr<runtime>(new runtime(std::move(p)));
-  }
-  static runtime::impl& of(runtime& rt) { return *rt.impl_; }
-};
 
 /// Reads the configuration `cfg` names (its file, home and overrides).
-/// Returns false and sets `*error` on a missing or bad file.
-bool options_from_config(const runtime_config& cfg, options* out,
-                         std::string* error);
+/// Fails with config_invalid on a missing or bad file.
+result<options> options_from_config(const runtime_config& cfg);
 
 /// The shared services of a runtime: core tools, `extra_tools`, the stubs
 /// of the tools scripts may call (the built-in ones from their schemas, then
-/// `script_host_tools`, already among `extra_tools`) and execute_code. Returns null and sets `*error` when
-/// $MIBYAN_HOME cannot be created.
-std::shared_ptr<runtime_services>
+/// `script_host_tools`, already among `extra_tools`) and execute_code.
+/// Fails when $MIBYAN_HOME may not hold state (check_state_dir's code) or
+/// cannot be created (the error's code), or with unavailable when
+/// `code_execution.sandbox: required` cannot be met.
+result<std::shared_ptr<runtime_services>>
 make_services(options opts, std::vector<std::unique_ptr<tool>> extra_tools,
-              std::vector<script_tool_spec> script_host_tools,
-              std::string* error);
+              std::vector<script_tool_spec> script_host_tools);
 
 /// Registers Mibyan's message types and error category on `cfg` and loads
 /// the middleman (the kernel brokers need it). With `opts` (a system of
@@ -157,13 +153,14 @@ void configure_actor_system(caf::actor_system_config& cfg,
 void load_middleman(caf::actor_system_config& cfg, int64_t spin_us);
 
 /// Spawns the long-lived actors of `p` into `*p.sys` (after the message
-/// self-test) and opens the session store. Returns false and sets `*error`
-/// when the self-test fails.
-bool wire_runtime(runtime::impl& p, std::string* error);
+/// self-test) and opens the session store. Fails (internal) when the
+/// self-test fails, and with config_invalid when the store's settings are
+/// unusable.
+status wire_runtime(runtime_impl& p);
 
-/// Builds a runtime from `cfg` in `host` (null: its own system).
-std::unique_ptr<runtime> create_runtime(const runtime_config& cfg,
-                                        caf::actor_system* host,
-                                        std::string* error);
+/// Builds a runtime from `cfg` in `host` (null: its own system). Errors:
+/// config_invalid (the configuration or a host tool), internal (start-up).
+result<std::unique_ptr<runtime>> create_runtime(const runtime_config& cfg,
+                                                caf::actor_system* host);
 
 } // namespace mibyan

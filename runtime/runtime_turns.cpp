@@ -31,12 +31,12 @@
 #include "base/runtime_metrics.hpp"
 #include "config/env_reload.hpp"
 #include "agent/history_repair.hpp"
+#include "agent/turn_result.hpp"
 #include "runtime/runtime_impl.hpp"
 #include "runtime/session_lease_keeper.hpp"
 #include "runtime/session_prompt.hpp"
 #include "storage/prompt_store.hpp"
 #include "runtime/turn_events.hpp"
-#include "providers/openai_messages.hpp"
 #include "storage/session_lease.hpp"
 #include "storage/session_store.hpp"
 #include "storage/trajectory.hpp"
@@ -52,7 +52,7 @@ struct prepared_turn {
   bool create = false;
   session_meta meta;
   /// Messages stored after creating the session, before the turn
-  /// (turn_call::history_json).
+  /// (turn_call::history).
   std::vector<chat_message> seed;
   /// The request, without its sink.
   turn_request req;
@@ -67,8 +67,8 @@ struct prepared_turn {
 // Validates `call` and resolves its provider connection (the synchronous,
 // non-blocking part of a turn). Returns false with `out.error` set when
 // the turn cannot start.
-bool prepare_turn(runtime::impl& p, const turn_call& call, prepared_turn& t,
-                  turn_outcome& out) {
+bool prepare_turn(runtime_impl& p, const turn_call& call, prepared_turn& t,
+                  turn_result& out) {
   auto fail = [&](std::string msg, bool config) {
     out.error = std::move(msg);
     out.config_error = config;
@@ -83,17 +83,19 @@ bool prepare_turn(runtime::impl& p, const turn_call& call, prepared_turn& t,
   // The provider connection: the configuration with the call's overrides.
   options opts = p.svc->cfg;
   // Keys added to .env since start-up count from this turn on.
-  if (auto err = reload_env_file(opts); !err.empty())
-    MIBYAN_LOG(warning, "config", err);
+  if (auto reloaded = reload_env_file(opts); !reloaded.ok())
+    MIBYAN_LOG(warning, "config", reloaded.error);
   else if (p.svc->redact)
     p.svc->redact->update(opts.env_file); // ...and are redacted
-  if (!call.provider.empty())
-    opts.model.provider = call.provider;
-  if (!call.model.empty())
-    opts.model.default_model = call.model;
-  if (!call.base_url.empty())
-    opts.model.base_url = call.base_url;
-  auto settings = make_provider_settings(opts, call.api_key);
+  if (!call.provider.provider.empty())
+    opts.model.provider = call.provider.provider;
+  if (!call.provider.model.empty())
+    opts.model.default_model = call.provider.model;
+  if (!call.provider.base_url.empty())
+    opts.model.base_url = call.provider.base_url;
+  auto settings = make_provider_settings(
+    opts, call.provider.api_key.empty() ? p.default_api_key
+                                        : call.provider.api_key);
   settings.clock = p.svc->clock;
   if (!settings.main.ok())
     return fail(settings.main.error, true);
@@ -126,11 +128,12 @@ bool prepare_turn(runtime::impl& p, const turn_call& call, prepared_turn& t,
       t.meta.cwd = call.cwd;
     }
     t.meta.metadata_json = call.metadata;
-    if (!call.history_json.empty()) {
-      auto parsed = json::parse(call.history_json);
-      std::string err;
-      if (!parsed || !chat_messages_from_openai(*parsed.v, t.seed, err))
-        return fail("bad history: " + (parsed ? err : parsed.error), false);
+    for (auto& m : call.history) {
+      if (m.role == "system")
+        return fail("bad history: a system message (the session has its "
+                    "own system prompt)",
+                    false);
+      t.seed.push_back(m);
     }
   }
   auto& ep = settings.main.endpoint;
@@ -175,15 +178,13 @@ bool prepare_turn(runtime::impl& p, const turn_call& call, prepared_turn& t,
     pr.store = call.source != "api-stateless";
   }
   t.req.stream = call.stream;
-  t.req.model = ep.model;
-  t.req.provider_name = ep.provider;
-  t.req.base_url = ep.base_url;
+  t.req.endpoint = {ep.provider, ep.model, ep.base_url, {}};
   return true;
 }
 
 // The conversation of `sid`, spawned on first use; invalid once the
 // runtime is shutting down.
-conversation_actor conversation_for(runtime::impl& p, const std::string& sid,
+conversation_actor conversation_for(runtime_impl& p, const std::string& sid,
                                     session_prompt* prompt) {
   std::lock_guard<std::mutex> guard{p.mtx};
   if (p.closing)
@@ -207,26 +208,21 @@ conversation_actor conversation_for(runtime::impl& p, const std::string& sid,
 // Appends the finished turn to its trajectory file when asked for. Blocks
 // on file I/O: runs on the blocking pool.
 void save_trajectory(const runtime_services& svc, const turn_call& call,
-                     turn_outcome& out) {
-  if (out.result_json.empty()
+                     turn_result& out) {
+  if (!out.started
       || !(call.save_trajectory || svc.cfg.agent.save_trajectories))
     return;
-  auto res = json::parse(out.result_json);
   std::vector<trajectory_tool> offered;
   if (auto names = offered_tool_names(svc.toolsets.get(), svc.tools, svc.cfg,
                                       call.toolsets))
     for (auto& n : *names)
       if (auto t = svc.tools.find(n))
         offered.push_back({t->name(), t->description(), t->schema()});
-  if (res && res.v->is_object()) {
-    auto completed = res.v->get_bool("completed", false);
-    out.trajectory_error = append_trajectory_line(
-      svc.cfg.agent.trajectory_dir,
-      completed ? trajectory_samples_file : failed_trajectories_file,
-      trajectory_line(*res.v, offered, std::time(nullptr)));
-  } else {
-    out.trajectory_error = "the turn result is not a JSON object";
-  }
+  out.trajectory_error = append_trajectory_line(
+    svc.cfg.agent.trajectory_dir,
+    out.completed ? trajectory_samples_file : failed_trajectories_file,
+    trajectory_line(turn_result_json(out), offered, std::time(nullptr)))
+      .error;
   if (!out.trajectory_error.empty())
     MIBYAN_LOG(warning, "runtime",
                "trajectory not saved: " << out.trajectory_error);
@@ -235,15 +231,11 @@ void save_trajectory(const runtime_services& svc, const turn_call& call,
 // Compression continues a conversation in a new session
 // (docs/agent_loop.md, "Context compression"): the outcome names the new
 // id, and the conversation answers to it too.
-void follow_compression(runtime::impl& p, const conversation_actor& conv,
-                        turn_outcome& out) {
-  auto parsed = json::parse_members(out.result_json, {"session_id"});
-  if (!parsed || !parsed.v->is_object())
+void follow_compression(runtime_impl& p, const conversation_actor& conv,
+                        const std::string& asked, const turn_result& out) {
+  const auto& sid = out.session_id;
+  if (sid.empty() || sid == asked)
     return;
-  auto sid = parsed.v->get_string("session_id");
-  if (sid.empty() || sid == out.session_id)
-    return;
-  out.session_id = sid;
   std::lock_guard<std::mutex> guard{p.mtx};
   if (!p.closing)
     p.conversations[sid] = conv;
@@ -251,13 +243,13 @@ void follow_compression(runtime::impl& p, const conversation_actor& conv,
 
 // One turn in flight: shared by its driver actor's handlers.
 struct turn_job {
-  runtime::impl* p;
+  runtime_impl* p;
   std::shared_ptr<runtime_services> svc;
   session_writer_actor writer;
   turn_call call;
   prepared_turn t;
-  turn_outcome out;
-  std::function<void(turn_outcome)> done;
+  turn_result out;
+  std::function<void(turn_result)> done;
   /// The runtime's turn-event hub; `event_token` is this turn's entry in
   /// its running table (0: not started), `event_sid` its session then.
   std::shared_ptr<turn_event_hub> events;
@@ -297,18 +289,14 @@ struct turn_job {
 
 // How a turn ended, for the turn_end event: "error" (it could not run),
 // "interrupted", "failed" or "completed".
-std::string turn_outcome_name(const turn_outcome& out) {
-  if (!out.error.empty())
+std::string turn_outcome_name(const turn_result& out) {
+  if (!out.started)
     return "error";
-  auto parsed = json::parse_members(out.result_json,
-                                    {"completed", "interrupted", "failed"});
-  if (!parsed || !parsed.v->is_object())
-    return "error";
-  if (parsed.v->get_bool("interrupted", false))
+  if (out.interrupted)
     return "interrupted";
-  if (parsed.v->get_bool("failed", false))
+  if (out.failed)
     return "failed";
-  return parsed.v->get_bool("completed", false) ? "completed" : "failed";
+  return out.completed ? "completed" : "failed";
 }
 
 void finish_turn(caf::event_based_actor* self, std::shared_ptr<turn_job> job) {
@@ -321,7 +309,7 @@ void finish_turn(caf::event_based_actor* self, std::shared_ptr<turn_job> job) {
     job->event_token = 0;
   }
   // A turn that produced a result was counted by its conversation.
-  if (job->out.result_json.empty())
+  if (!job->out.started)
     metrics::count_turn_not_started();
   // The job may outlive the actor system on the pool: no handles in it.
   job->writer = nullptr;
@@ -332,7 +320,7 @@ void finish_turn(caf::event_based_actor* self, std::shared_ptr<turn_job> job) {
     job->done = nullptr;
     done(std::move(job->out));
   };
-  if (!job->out.result_json.empty()
+  if (job->out.started
       && (job->call.save_trajectory || job->svc->cfg.agent.save_trajectories)) {
     if (job->svc->pool && job->svc->pool->submit(deliver))
       return;
@@ -357,13 +345,17 @@ void send_turn(caf::event_based_actor* self, std::shared_ptr<turn_job> job) {
   req.sink = caf::actor_cast<caf::actor>(self);
   job->event_sid = job->out.session_id;
   job->event_token = job->events->turn_started(
-    running_turn{job->event_sid, 0, job->call.prompt, job->t.req.model,
+    running_turn{job->event_sid, 0, job->call.prompt, job->t.req.endpoint.model,
                  job->call.source});
   self->request(conv, caf::infinite, turn_atom_v, std::move(req))
     .then(
-      [self, job, conv](std::string& res) {
-        job->out.result_json = std::move(res);
-        follow_compression(*job->p, conv, job->out);
+      [self, job, conv](turn_result& res) {
+        // Compression continues in a new session: the result names it.
+        auto asked = std::move(job->out.session_id);
+        job->out = std::move(res);
+        if (job->out.session_id.empty())
+          job->out.session_id = asked;
+        follow_compression(*job->p, conv, asked, job->out);
         finish_turn(self, job);
       },
       [self, job](caf::error& e) {
@@ -466,18 +458,17 @@ caf::behavior turn_driver(caf::event_based_actor* self,
     [self, job](done_atom) { seed_history(self, job); },
     [job](delta_atom, const std::string&, const std::string& kind,
           const std::string& text) {
-      bool tool_event = kind == "tool_start" || kind == "tool_end";
       // The prompt's notice is for the caller only, not the live view.
-      if (job->events->active() && kind != "context") {
-        if (tool_event)
-          job->events->tool(job->event_sid, kind, text);
-        else
-          job->events->delta(job->event_sid, kind, text);
-      }
-      if (tool_event && job->call.on_tool)
-        job->call.on_tool(kind, text);
-      else if (!tool_event && job->call.on_delta)
+      if (job->events->active() && kind != "context")
+        job->events->delta(job->event_sid, kind, text);
+      if (job->call.on_delta)
         job->call.on_delta(kind, text);
+    },
+    [job](tool_event_atom, const std::string&, const tool_event& ev) {
+      if (job->events->active())
+        job->events->tool(job->event_sid, ev);
+      if (job->call.on_tool)
+        job->call.on_tool(ev);
     },
   };
 }
@@ -485,7 +476,7 @@ caf::behavior turn_driver(caf::event_based_actor* self,
 // Forgets the cached conversation of `sid` (and the other ids it answers
 // to): the session was written under another lease token since it loaded
 // its history, so the next turn spawns one that loads it again.
-void drop_conversation(runtime::impl& p, const std::string& sid) {
+void drop_conversation(runtime_impl& p, const std::string& sid) {
   std::lock_guard<std::mutex> guard{p.mtx};
   auto it = p.conversations.find(sid);
   if (it == p.conversations.end())
@@ -501,7 +492,7 @@ void drop_conversation(runtime::impl& p, const std::string& sid) {
 // "Failover"), written under the new token before the turn runs, so the
 // model sees what happened and nothing is re-run silently. Blocking store
 // work: runs on the keeper's thread.
-status report_interrupted_calls(runtime::impl& p, const std::string& sid,
+status report_interrupted_calls(runtime_impl& p, const std::string& sid,
                                 uint64_t token, const std::string& lost) {
   auto loaded = p.store->load_messages(sid);
   if (!loaded)
@@ -535,7 +526,7 @@ status report_interrupted_calls(runtime::impl& p, const std::string& sid,
   return {};
 }
 
-void start_driver(runtime::impl& p, std::shared_ptr<turn_job> job) {
+void start_driver(runtime_impl& p, std::shared_ptr<turn_job> job) {
   outside_spawn_guard guard;
   p.sys->spawn(turn_driver, job);
 }
@@ -550,7 +541,7 @@ void fail_job(std::shared_ptr<turn_job> job, std::string error) {
 
 // Takes the session's lease before the turn runs (several gateways over one
 // store): runs it here, forwards it to the live holder, or fails it.
-void admit_turn(runtime::impl& p, std::shared_ptr<turn_job> job,
+void admit_turn(runtime_impl& p, std::shared_ptr<turn_job> job,
                 bool may_forward) {
   auto owned = p.keeper;
   if (!owned) {
@@ -571,7 +562,7 @@ void admit_turn(runtime::impl& p, std::shared_ptr<turn_job> job,
       case lease_admission::kind::forward: {
         auto& fwd = keeper->settings().forward;
         fwd(a.node, job->call,
-            [&p, job](bool delivered, turn_outcome out) {
+            [&p, job](bool delivered, turn_result out) {
               if (!delivered) {
                 // The holder is gone or unreachable: wait for its lease.
                 admit_turn(p, job, false);
@@ -623,8 +614,8 @@ void admit_turn(runtime::impl& p, std::shared_ptr<turn_job> job,
   });
 }
 
-void run_turn_impl(runtime::impl& p, const turn_call& call,
-                   std::function<void(turn_outcome)> done, bool may_forward) {
+void run_turn_impl(runtime_impl& p, const turn_call& call,
+                   std::function<void(turn_result)> done, bool may_forward) {
   // Spawns (the conversation, its provider, the turn's driver) from the
   // caller's thread: an application's or a pool thread
   // (actors/outside_spawn.hpp).
@@ -653,14 +644,14 @@ void run_turn_impl(runtime::impl& p, const turn_call& call,
 } // namespace
 
 void runtime::run_turn_async(const turn_call& call,
-                             std::function<void(turn_outcome)> done) {
+                             std::function<void(turn_result)> done) {
   run_turn_impl(*impl_, call, std::move(done), true);
 }
 
-turn_outcome runtime::run_turn(const turn_call& call) {
-  auto result = std::make_shared<std::promise<turn_outcome>>();
+turn_result runtime::run_turn(const turn_call& call) {
+  auto result = std::make_shared<std::promise<turn_result>>();
   auto future = result->get_future();
-  run_turn_async(call, [result](turn_outcome out) {
+  run_turn_async(call, [result](turn_result out) {
     result->set_value(std::move(out));
   });
   return future.get();
@@ -681,7 +672,7 @@ status enable_session_leases(runtime& rt, lease_keeper_settings s) {
 }
 
 void run_forwarded_turn(runtime& rt, const turn_call& call,
-                        std::function<void(turn_outcome)> done) {
+                        std::function<void(turn_result)> done) {
   run_turn_impl(runtime_access::of(rt), call, std::move(done), false);
 }
 

@@ -39,7 +39,7 @@ class lease_tokens;
 /// partly there; the keeper waits for its lease to lapse).
 using turn_forwarder = std::function<void(
   const std::string& node, const turn_call& call,
-  std::function<void(bool delivered, turn_outcome out)> done)>;
+  std::function<void(bool delivered, turn_result out)> done)>;
 
 struct lease_keeper_settings {
   /// This gateway's node id (the leases' holder).
@@ -115,7 +115,7 @@ status enable_session_leases(runtime& rt, lease_keeper_settings s);
 /// again (waits for the lease or takes the session over). Without leases
 /// enabled it is run_turn_async.
 void run_forwarded_turn(runtime& rt, const turn_call& call,
-                        std::function<void(turn_outcome)> done);
+                        std::function<void(turn_result)> done);
 
 /// Member `node` was lost (no-op without leases). Any thread.
 void session_holder_lost(runtime& rt, const std::string& node);

@@ -6,6 +6,7 @@
 #include <string_view>
 #include <utility>
 
+#include "agent/turn_result.hpp"
 #include "base/json.hpp"
 
 namespace mibyan {
@@ -223,21 +224,16 @@ void turn_event_hub::delta(const std::string& session_id,
 }
 
 void turn_event_hub::tool(const std::string& session_id,
-                          const std::string& kind, const std::string& text) {
-  if (!active() || (kind != "tool_start" && kind != "tool_end"))
+                          const tool_event& ev) {
+  if (!active())
     return;
-  auto parsed = json::parse(text);
-  json::value v;
-  if (parsed && parsed.v->is_object())
-    v = std::move(*parsed.v);
-  else
-    v["raw"] = truncate(text, max_field_bytes);
+  auto v = tool_event_json(ev);
   for (auto* key : {"arguments", "result"})
     if (auto f = v.find(key); f && f->is_string()
                               && f->as_string().size() > max_field_bytes)
       *f = truncate(f->as_string(), max_field_bytes);
   v["session_id"] = session_id;
-  publish(turn_event{kind, v.dump(), {}});
+  publish(turn_event{tool_event_kind(ev), v.dump(), {}});
 }
 
 void turn_event_hub::turn_ended(uint64_t token, const std::string& outcome) {

@@ -42,6 +42,8 @@
 #include <string>
 #include <vector>
 
+#include "mibyan/turn.hpp"
+
 namespace mibyan {
 
 /// One formatted event: `name` is the SSE event name, `data` its JSON,
@@ -123,10 +125,9 @@ public:
   /// Streamed fragment `kind` ("text", "reasoning", "restart").
   void delta(const std::string& session_id, const std::string& kind,
              const std::string& text);
-  /// Tool activity: `kind` "tool_start" or "tool_end", `json` the object
-  /// of turn_call::on_tool.
-  void tool(const std::string& session_id, const std::string& kind,
-            const std::string& json);
+  /// Tool activity (turn_call::on_tool), published as tool_start or
+  /// tool_end with the object of tool_event_json.
+  void tool(const std::string& session_id, const tool_event& ev);
   /// The turn of `token` ended with `outcome`.
   void turn_ended(uint64_t token, const std::string& outcome);
   /// Another event of the live stream (e.g. "approval" or "clarify" with

@@ -14,6 +14,7 @@
 
 #include "base/json.hpp"
 #include "base/log.hpp"
+#include "agent/turn_result.hpp"
 #include "messages/turn_request.hpp"
 #include "serve/openai_chat.hpp"
 #include "serve/routes.hpp"
@@ -120,7 +121,7 @@ void serve_connection::chat() {
   model_ = srv_->cfg.model_id;
   turn_call call = srv_->cfg.turn;
   call.prompt = std::move(cr.prompt);
-  call.history_json = std::move(cr.history_json);
+  call.history = std::move(cr.history);
   // A stateless request's session is new every time: nothing to repeat.
   if (stateful_)
     call.turn_key = std::move(turn_key);
@@ -152,12 +153,16 @@ void serve_connection::run_turn(turn_call call, bool reserved) {
           self->on_delta(kind, text);
         });
     };
-    call.on_tool = call.on_delta; // tool events share the stream
+    // Tool events share the stream.
+    call.on_tool = [weak, ex](const tool_event& ev) {
+      if (auto self = weak.lock())
+        self->srv_->post_if_open(ex, [self, ev] { self->on_tool(ev); });
+    };
   }
   if (stream_mode_) {
     start_stream();
     // Approvals and questions of this session appear on the stream.
-    const auto& c = srv_->rt.config();
+    const auto& c = config_of(srv_->rt);
     if (c.approvals.http == "pending" || c.clarify.http == "pending")
       watch_pending();
   }
@@ -165,7 +170,7 @@ void serve_connection::run_turn(turn_call call, bool reserved) {
   auto self = shared_from_this();
   watch_disconnect();
   auto root = stateful_ ? std::string{} : session_;
-  srv_->rt.run_turn_async(call, [self, ex, root](turn_outcome out) {
+  srv_->rt.run_turn_async(call, [self, ex, root](turn_result out) {
     auto answer = [self, ex, out = std::move(out)]() mutable {
       self->srv_->post_if_open(ex, [self, out = std::move(out)]() mutable {
         self->on_turn_done(std::move(out));
@@ -212,7 +217,7 @@ void serve_connection::client_gone() {
     srv_->rt.interrupt(session_, "the HTTP client disconnected");
 }
 
-void serve_connection::on_turn_done(turn_outcome out) {
+void serve_connection::on_turn_done(turn_result out) {
   in_turn_ = false;
   --srv_->turns;
   {
@@ -245,7 +250,7 @@ bool serve_connection::begin_answer(const std::string& session) {
 }
 
 // Maps a turn outcome to the response.
-void serve_connection::finish_turn(turn_outcome out) {
+void serve_connection::finish_turn(turn_result out) {
   auto s = serve::summarize_turn(out, session_);
   if (!begin_answer(session_))
     return;
@@ -366,12 +371,7 @@ void serve_connection::on_delta(const std::string& kind,
     push(chunk_event(id_, created_, model_, d, "", json::value{}));
     return;
   }
-  if (kind == "tool_start" || kind == "tool_end") {
-    round_text_.clear();
-    ext["type"] = kind;
-    auto parsed = json::parse(text);
-    ext["tool"] = parsed ? *parsed.v : json::value{text};
-  } else if (kind == "reasoning") {
+  if (kind == "reasoning") {
     ext["type"] = "reasoning";
     ext["text"] = text;
   } else if (kind == "restart") {
@@ -380,6 +380,20 @@ void serve_connection::on_delta(const std::string& kind,
   } else {
     return;
   }
+  push(chunk_event(id_, created_, model_, json::value{}, "", ext));
+}
+
+void serve_connection::on_tool(const tool_event& ev) {
+  if (gone_)
+    return;
+  if (api_ == turn_api::responses) {
+    response_tool(ev);
+    return;
+  }
+  round_text_.clear();
+  json::value ext;
+  ext["type"] = tool_event_kind(ev);
+  ext["tool"] = tool_event_json(ev);
   push(chunk_event(id_, created_, model_, json::value{}, "", ext));
 }
 

@@ -137,10 +137,10 @@ private:
   // left: interrupt the turn (what was done is persisted).
   void watch_disconnect();
   void client_gone();
-  void on_turn_done(turn_outcome out);
+  void on_turn_done(turn_result out);
 
   // Maps a turn outcome to the response.
-  void finish_turn(turn_outcome out);
+  void finish_turn(turn_result out);
   // The start of every turn's answer (chat and responses): false after
   // logging 499 and closing when the client has gone; else true, with
   // X-Mibyan-Session `session` added for a stateful turn.
@@ -156,12 +156,16 @@ private:
   // not streaming one).
   void response_extension(const std::string& name, json::value data);
   void response_delta(const std::string& kind, const std::string& text);
-  void finish_response(turn_outcome out);
+  // A tool event of the response's turn: its item, streamed when asked.
+  void response_tool(const tool_event& ev);
+  void finish_response(turn_result out);
 
   // -- streaming (serve/chat.cpp) --------------------------------------
 
   void start_stream();
   void on_delta(const std::string& kind, const std::string& text);
+  /// A tool event of the running turn (on the connection's strand).
+  void on_tool(const tool_event& ev);
   void push(std::string event);
   void push_last();
   void pump();

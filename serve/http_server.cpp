@@ -9,6 +9,7 @@
 #include <boost/asio/strand.hpp>
 #include <boost/beast/core/error.hpp>
 
+#include "base/errno_status.hpp"
 #include "base/log.hpp"
 #include "runtime/background.hpp"
 #include "serve/impl.hpp"
@@ -86,25 +87,22 @@ void http_server::impl::accept() {
     });
 }
 
-std::unique_ptr<http_server> http_server::start(runtime& rt,
-                                                http_server_settings settings,
-                                                std::string* error) {
+result<std::unique_ptr<http_server>>
+http_server::start(runtime& rt, http_server_settings settings) {
   auto p = std::make_shared<impl>(rt, std::move(settings));
   // approvals.http / clarify.http: pending - flagged commands and
   // questions wait for an answer over HTTP (serve/pending_http.cpp).
   runtime::pending_channels channels;
-  channels.approvals = rt.config().approvals.http == "pending";
-  channels.clarify = rt.config().clarify.http == "pending";
+  channels.approvals = config_of(rt).approvals.http == "pending";
+  channels.clarify = config_of(rt).clarify.http == "pending";
   if (channels.approvals || channels.clarify)
     rt.use_pending_channels(channels);
   beast::error_code ec;
   auto addr = net::ip::make_address(p->cfg.host, ec);
-  if (ec) {
-    if (error)
-      *error = "invalid listen address '" + p->cfg.host + "': "
-               + ec.message();
-    return nullptr;
-  }
+  if (ec)
+    return status::failure(status_code::invalid_argument,
+                           "invalid listen address '" + p->cfg.host + "': "
+                             + ec.message());
   tcp::endpoint ep{addr, p->cfg.port};
   p->acceptor.open(ep.protocol(), ec);
   if (!ec)
@@ -113,12 +111,9 @@ std::unique_ptr<http_server> http_server::start(runtime& rt,
     p->acceptor.bind(ep, ec);
   if (!ec)
     p->acceptor.listen(net::socket_base::max_listen_connections, ec);
-  if (ec) {
-    if (error)
-      *error = "cannot listen on " + p->cfg.host + ":"
-               + std::to_string(p->cfg.port) + ": " + ec.message();
-    return nullptr;
-  }
+  if (ec)
+    return errno_status(ec.value(), "cannot listen on " + p->cfg.host + ":"
+                                      + std::to_string(p->cfg.port));
   serve::ui_auth_settings ua;
   ua.key = p->cfg.key;
   ua.listen_host = p->cfg.host;

@@ -18,6 +18,7 @@
 #include <memory>
 #include <string>
 
+#include "base/status.hpp"
 #include "config/options.hpp"
 #include "runtime/runtime.hpp"
 #include "serve/ui_ops.hpp"
@@ -56,11 +57,12 @@ struct http_server_settings {
 
 class http_server {
 public:
-  /// Binds, starts the I/O threads and returns the running server; nullptr
-  /// with `*error` set when the address cannot be bound.
-  static std::unique_ptr<http_server> start(runtime& rt,
-                                            http_server_settings settings,
-                                            std::string* error);
+  /// Binds, starts the I/O threads and returns the running server. Fails
+  /// with invalid_argument for a bad listen address, else with the
+  /// socket error's code (unavailable for an address in use,
+  /// permission_denied for a privileged port).
+  static result<std::unique_ptr<http_server>>
+  start(runtime& rt, http_server_settings settings);
 
   /// The bound address and port.
   std::string host() const;

@@ -73,37 +73,28 @@ status parse_chat_completion(std::string_view body,
   rest.pop_back();
   if (out.prompt.find_first_not_of(" \t\r\n") == std::string::npos)
     return bad("the last user message is empty");
-  out.history_json = history_json_of(rest);
+  out.history = history_of(std::move(rest));
   return {};
 }
 
-std::string history_json_of(const std::vector<chat_message>& messages) {
-  json::value arr = json::value::make_array();
+std::vector<chat_message> history_of(std::vector<chat_message> messages) {
+  std::vector<chat_message> out;
+  out.reserve(messages.size());
   for (auto& m : messages) {
     if (m.role == "system")
       continue;
-    json::value o;
-    o["role"] = m.role;
-    o["content"] = m.content;
-    if (!m.tool_calls.empty()) {
-      json::value calls = json::value::make_array();
-      for (auto& c : m.tool_calls) {
-        json::value tc;
-        tc["id"] = c.id;
-        tc["type"] = "function";
-        tc["function"]["name"] = c.name;
-        tc["function"]["arguments"] = c.arguments;
-        calls.push_back(std::move(tc));
-      }
-      o["tool_calls"] = std::move(calls);
+    chat_message h;
+    h.role = std::move(m.role);
+    h.content = std::move(m.content);
+    if (h.role == "assistant")
+      h.tool_calls = std::move(m.tool_calls);
+    if (h.role == "tool") {
+      h.tool_call_id = std::move(m.tool_call_id);
+      h.tool_name = std::move(m.tool_name);
     }
-    if (!m.tool_call_id.empty())
-      o["tool_call_id"] = m.tool_call_id;
-    if (!m.tool_name.empty())
-      o["name"] = m.tool_name;
-    arr.push_back(std::move(o));
+    out.push_back(std::move(h));
   }
-  return arr.size() == 0 ? std::string{} : arr.dump();
+  return out;
 }
 
 namespace {

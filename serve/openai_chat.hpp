@@ -4,7 +4,7 @@
 // (docs/serve.md): request parsing, the conversion of a client's message
 // list into a prompt plus history, and the response, chunk and error
 // bodies. The message conversion itself (chat_messages_from_openai) is the
-// providers layer's (providers/openai_messages.hpp). Pure functions on text
+// providers layer's (serve/openai_messages.hpp). Pure functions on text
 // and json::value; no I/O.
 #pragma once
 
@@ -16,7 +16,7 @@
 #include "base/json.hpp"
 #include "base/status.hpp"
 #include "messages/chat.hpp"
-#include "providers/openai_messages.hpp"
+#include "serve/openai_messages.hpp"
 
 namespace mibyan {
 
@@ -29,9 +29,9 @@ struct chat_completion_request {
   /// The last message (role user): the turn's prompt. The text of the
   /// client's system messages is put in front of the first user message.
   std::string prompt;
-  /// The messages before the last one, as a JSON array (OpenAI format,
-  /// no system messages); "" when there are none.
-  std::string history_json;
+  /// The messages before the last one (no system messages), the form of
+  /// turn_call::history.
+  std::vector<chat_message> history;
 };
 
 /// Parses `body`, a request of at most `max_messages` messages. Errors
@@ -43,10 +43,10 @@ status parse_chat_completion(std::string_view body,
                              chat_completion_request& out,
                              size_t max_messages);
 
-/// `messages` as a JSON array in the OpenAI chat format ({"role","content",
-/// "tool_calls","tool_call_id","name"}), the form of turn_call::
-/// history_json; "" when empty. System messages are left out.
-std::string history_json_of(const std::vector<chat_message>& messages);
+/// `messages` as the history of a turn call (turn_call::history): what the
+/// OpenAI chat format carries of each (role, content, tool calls, and a
+/// tool message's call id and name); system messages are left out.
+std::vector<chat_message> history_of(std::vector<chat_message> messages);
 
 /// Token counts as reported in `usage`.
 struct completion_usage {

@@ -27,7 +27,7 @@ void serve_connection::pending(const std::string& path,
   // answer (serve/ui_auth.hpp); on false the error has been sent.
   if (!ui_authorised(method != http::verb::get && method != http::verb::head))
     return;
-  const auto& c = srv_->rt.config();
+  const auto& c = config_of(srv_->rt);
   bool enabled = kind == pending_kind::approval ? c.approvals.http == "pending"
                                                 : c.clarify.http == "pending";
   serve::api_reply r;

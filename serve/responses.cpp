@@ -232,7 +232,7 @@ bool parse_responses_request(std::string_view body, responses_request& out,
     if (!p->is_string())
       return refuse("'previous_response_id' must be a string",
                     "previous_response_id");
-    if (auto err = check_response_id(p->as_string()); !err.empty())
+    if (auto err = check_response_id(p->as_string()).error; !err.empty())
       return refuse("'previous_response_id' is malformed: " + err,
                     "previous_response_id");
     out.previous_response_id = p->as_string();
@@ -493,15 +493,10 @@ std::string response_builder::text(const std::string& delta) {
   return out + emit("response.output_text.delta", std::move(d));
 }
 
-std::string response_builder::tool(const std::string& kind,
-                                   const std::string& json_text) {
-  auto parsed = json::parse(json_text);
-  if (!parsed || !parsed.v->is_object())
-    return {};
-  auto& t = *parsed.v;
-  auto call_id = t.get_string("id");
+std::string response_builder::tool(const tool_event& ev) {
+  const auto& call_id = ev.call_id;
   std::string out;
-  if (kind == "tool_start") {
+  if (ev.what == tool_event::phase::start) {
     // The text the model wrote before its tool calls is an item of its own.
     if (open_ >= 0)
       out += close_message(text_, "completed");
@@ -509,8 +504,8 @@ std::string response_builder::tool(const std::string& kind,
     item["id"] = item_id("mtc");
     item["type"] = "mibyan_tool_call";
     item["call_id"] = call_id;
-    item["name"] = t.get_string("name");
-    item["arguments"] = t.get_string("arguments");
+    item["name"] = ev.tool;
+    item["arguments"] = ev.args_json;
     item["status"] = "in_progress";
     item["result"] = nullptr;
     item["duration_us"] = nullptr;
@@ -521,18 +516,19 @@ std::string response_builder::tool(const std::string& kind,
     output_.push_back(std::move(item));
     return out + emit("response.output_item.added", std::move(added));
   }
-  if (kind != "tool_end")
-    return {};
   auto it = tools_.find(call_id);
-  if (it == tools_.end()) // an end without a start: report it whole
-    out += tool("tool_start", json_text), it = tools_.find(call_id);
+  if (it == tools_.end()) { // an end without a start: report it whole
+    auto start = ev;
+    start.what = tool_event::phase::start;
+    out += tool(start);
+    it = tools_.find(call_id);
+  }
   auto idx = it->second;
   tools_.erase(it);
   auto& item = output_[idx];
   item["status"] = "completed";
-  if (auto r = t.find("result"))
-    item["result"] = r->is_string() ? *r : json::value{r->dump()};
-  item["duration_us"] = t.get_int("duration_us", 0);
+  item["result"] = ev.result_json;
+  item["duration_us"] = ev.duration_us;
   json::value done;
   done["output_index"] = static_cast<int64_t>(idx);
   done["item"] = item;

@@ -95,9 +95,9 @@ public:
   std::string start();
   /// A text fragment of the current round.
   std::string text(const std::string& delta);
-  /// Tool activity: "tool_start" {"id","name","arguments"} or "tool_end"
-  /// {"id","name","result","duration_us"} (JSON text).
-  std::string tool(const std::string& kind, const std::string& json_text);
+  /// Tool activity: a call starts (an in-progress item) or ends (the item
+  /// completes with its result and duration).
+  std::string tool(const tool_event& ev);
   /// The provider call was retried: the text since the last tool event is
   /// void (its message item ends with status "incomplete").
   std::string restart();

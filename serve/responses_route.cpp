@@ -84,7 +84,7 @@ void serve_connection::responses(const std::string& path) {
   }
   if (method != http::verb::get && method != http::verb::delete_)
     return method_not_allowed();
-  if (auto err = check_response_id(id); !err.empty()) {
+  if (auto err = check_response_id(id).error; !err.empty()) {
     send_json(http::status::bad_request,
               error_body_param("malformed response id: " + err,
                                "invalid_request_error", "bad_response_id",
@@ -198,7 +198,7 @@ void serve_connection::create_response() {
   call.prompt = std::move(rr.prompt);
   if (rr.previous_response_id.empty()) {
     session_ = rr.store ? srv_->cfg.new_session_id() : srv_->stateless_id();
-    call.history_json = history_json_of(rr.earlier);
+    call.history = history_of(rr.earlier);
     start_response(std::move(call), false);
     return;
   }
@@ -263,7 +263,7 @@ void serve_connection::create_response() {
               history.push_back(std::move(m.message));
           for (auto& m : rr.earlier)
             history.push_back(std::move(m));
-          call.history_json = history_json_of(history);
+          call.history = history_of(std::move(history));
         }
       }
     }
@@ -307,13 +307,19 @@ void serve_connection::response_delta(const std::string& kind,
     ev = b.start();
   else if (kind == "text")
     ev = b.text(text);
-  else if (kind == "tool_start" || kind == "tool_end")
-    ev = b.tool(kind, text);
   else if (kind == "restart")
     ev = b.restart();
   // Reasoning is not reported (docs/serve.md).
   if (stream_mode_ && !ev.empty() && !gone_)
     push(std::move(ev));
+}
+
+void serve_connection::response_tool(const tool_event& ev) {
+  if (!resp_)
+    return;
+  auto out = resp_->builder.tool(ev);
+  if (stream_mode_ && !out.empty() && !gone_)
+    push(std::move(out));
 }
 
 void serve_connection::response_extension(const std::string& name,
@@ -325,7 +331,7 @@ void serve_connection::response_extension(const std::string& name,
     push(std::move(ev));
 }
 
-void serve_connection::finish_response(turn_outcome out) {
+void serve_connection::finish_response(turn_result out) {
   auto sid = out.session_id.empty() ? session_ : out.session_id;
   auto s = serve::summarize_turn(out, sid);
   response_end end;

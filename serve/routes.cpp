@@ -1,5 +1,7 @@
 #include "serve/routes.hpp"
 
+#include "agent/turn_result.hpp"
+
 #include <atomic>
 #include <cctype>
 #include <cstdio>
@@ -152,37 +154,34 @@ api_reply run_sessions_call(session_store& store, const sessions_call& call,
   return r;
 }
 
-turn_summary summarize_turn(const turn_outcome& out,
+turn_summary summarize_turn(const turn_result& out,
                             const std::string& session_id) {
   turn_summary s;
   bool failed = false, has_answer = false;
   std::string err;
-  if (!out.error.empty()) {
+  if (!out.started) {
     failed = true;
     s.not_started = true;
     err = out.error;
-  } else if (auto parsed = json::parse(out.result_json);
-             parsed && parsed.v->is_object()) {
-    auto& r = *parsed.v;
-    if (auto fr = r.find("final_response"); fr && fr->is_string()) {
-      s.answer = fr->as_string();
+  } else {
+    if (out.final_response) {
+      s.answer = *out.final_response;
       has_answer = true;
     }
-    failed = r.get_bool("failed", false);
-    s.interrupted = r.get_bool("interrupted", false);
-    err = r.get_string("error", "");
-    s.usage.prompt_tokens = r.get_int("prompt_tokens", 0);
-    s.usage.completion_tokens = r.get_int("completion_tokens", 0);
-    s.usage.total_tokens = r.get_int("total_tokens", 0);
-    s.usage.cached_tokens = r.get_int("cache_read_tokens", 0);
-    s.usage.reasoning_tokens = r.get_int("reasoning_tokens", 0);
+    failed = out.failed;
+    s.interrupted = out.interrupted;
+    err = out.error;
+    auto& u = out.usage;
+    s.usage.prompt_tokens = u.input_tokens + u.cache_read_tokens
+                            + u.cache_write_tokens;
+    s.usage.completion_tokens = u.output_tokens;
+    s.usage.total_tokens = s.usage.prompt_tokens + u.output_tokens;
+    s.usage.cached_tokens = u.cache_read_tokens;
+    s.usage.reasoning_tokens = u.reasoning_tokens;
     s.ext["session_id"] = session_id;
-    s.ext["api_calls"] = r.get_int("api_calls", 0);
-    s.ext["turn_exit_reason"] = r.get_string("turn_exit_reason", "");
-    s.ext["completed"] = r.get_bool("completed", false);
-  } else {
-    failed = true;
-    err = "malformed turn result";
+    s.ext["api_calls"] = out.api_calls;
+    s.ext["turn_exit_reason"] = turn_exit_reason(out);
+    s.ext["completed"] = out.completed;
   }
   s.ok = has_answer && !failed;
   if (!s.ok)

@@ -80,7 +80,7 @@ struct turn_summary {
   json::value ext;
 };
 
-turn_summary summarize_turn(const turn_outcome& out,
+turn_summary summarize_turn(const turn_result& out,
                             const std::string& session_id);
 
 } // namespace serve

@@ -7,7 +7,7 @@
 #include <cctype>
 #include <chrono>
 
-#include "base/ascii_text.hpp"
+#include "base/strings.hpp"
 #include "base/crypto.hpp"
 #include "base/json.hpp"
 
@@ -39,7 +39,7 @@ void split_host(const std::string& text, std::string& name, long& port) {
     if (colon != std::string::npos)
       rest = text.substr(colon);
   }
-  name = ascii_lower(name);
+  name = strings::lower(name);
   if (!rest.empty()) {
     auto digits = rest.substr(1);
     if (digits.empty() || digits.size() > 5
@@ -150,7 +150,7 @@ bool ui_auth::origin_ok(const std::string& origin) const {
   auto host = origin.substr(sep + 3);
   if (auto slash = host.find('/'); slash != std::string::npos)
     host.resize(slash);
-  auto scheme = ascii_lower(origin.substr(0, sep));
+  auto scheme = strings::lower(origin.substr(0, sep));
   std::string name;
   long port = -1;
   split_host(host, name, port);
@@ -230,7 +230,7 @@ std::string ui_auth::make_cookie(const std::string& value, int64_t max_age,
 bool ui_auth::bearer_given(const ui_request& r, std::string& given) const {
   const std::string prefix = "bearer ";
   if (r.authorization.size() < prefix.size()
-      || ascii_lower(r.authorization.substr(0, prefix.size())) != prefix)
+      || strings::lower(r.authorization.substr(0, prefix.size())) != prefix)
     return false;
   given = r.authorization.substr(prefix.size());
   return true;

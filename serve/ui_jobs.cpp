@@ -197,7 +197,7 @@ void answer_ui_jobs(runtime& rt, const ops_request& req, ops_done done) {
               && verb != "resume"))
         return done(ops_error(404, "no such endpoint: " + path, "not_found"));
     }
-    if (auto why = check_cron_job_id(id); !why.empty())
+    if (auto why = check_cron_job_id(id).error; !why.empty())
       return done(ops_error(400, "malformed job id: " + why, "bad_job_id"));
   }
   int64_t limit = runs_default, offset = 0;

@@ -132,8 +132,8 @@ void answer_ui_store(runtime& rt, const ops_request& req, ops_done done) {
     return false;
   };
   env.deleted = [rtp](const std::string& sid) { rtp->close_session(sid); };
-  env.effective = std::make_shared<const options>(rt.config());
-  env.max_export_bytes = rt.config().server.max_export_bytes;
+  env.effective = std::make_shared<const options>(config_of(rt));
+  env.max_export_bytes = config_of(rt).server.max_export_bytes;
   auto route = route_ui_store(
     req.method, req.path.substr(std::string{"/ui/api/"}.size()), req.query,
     env);

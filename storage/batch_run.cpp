@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/errno_status.hpp"
 #include "base/private_file.hpp"
 
 namespace mibyan::batch {
@@ -160,24 +161,16 @@ prompt_file parse_prompts(std::string_view text) {
   return out;
 }
 
-prompt_file load_prompts(const std::string& path) {
+result<prompt_file> load_prompts(const std::string& path) {
   std::string text;
   struct stat st{};
-  if (::stat(path.c_str(), &st) != 0) {
-    prompt_file out;
-    out.error = "cannot read " + path + ": " + std::strerror(errno);
-    return out;
-  }
-  if (!S_ISREG(st.st_mode)) {
-    prompt_file out;
-    out.error = path + " is not a regular file";
-    return out;
-  }
-  if (!read_whole(path, text)) {
-    prompt_file out;
-    out.error = "cannot read " + path;
-    return out;
-  }
+  if (::stat(path.c_str(), &st) != 0)
+    return errno_status(errno, "cannot read " + path);
+  if (!S_ISREG(st.st_mode))
+    return status::failure(status_code::invalid_argument,
+                           path + " is not a regular file");
+  if (!read_whole(path, text))
+    return status::failure(status_code::unavailable, "cannot read " + path);
   return parse_prompts(text);
 }
 
@@ -211,7 +204,8 @@ bool tool_result_failed(std::string_view content) {
 }
 
 json::value make_sample(const prompt_entry& p, const std::string& run_name,
-                        const json::value& turn_result,
+                        const turn_result& result,
+                        const std::string& exit_reason,
                         json::value conversations, int64_t duration_ms) {
   json::value out = json::value::make_object();
   out["prompt_index"] = static_cast<int64_t>(p.index);
@@ -220,11 +214,11 @@ json::value make_sample(const prompt_entry& p, const std::string& run_name,
                                             : json::value::make_object();
   meta["run_name"] = run_name;
   meta["timestamp"] = utc_now();
-  meta["model"] = string_member(turn_result, "model");
+  meta["model"] = result.provider.model;
   out["metadata"] = std::move(meta);
-  out["completed"] = turn_result.get_bool("completed", false);
-  out["partial"] = turn_result.get_bool("partial", false);
-  out["api_calls"] = int_member(turn_result, "api_calls");
+  out["completed"] = result.completed;
+  out["partial"] = result.partial;
+  out["api_calls"] = result.api_calls;
 
   // Tool calls by name, their results' success, and arguments that were
   // not a JSON object.
@@ -233,37 +227,27 @@ json::value make_sample(const prompt_entry& p, const std::string& run_name,
   std::set<std::string> names;
   int64_t turns = 0;
   int64_t bad_arguments = 0;
-  if (auto msgs = turn_result.find("messages"); msgs && msgs->is_array()) {
-    for (auto& m : msgs->as_array()) {
-      if (!m.is_object())
-        continue;
-      auto role = string_member(m, "role");
-      if (role == "assistant") {
-        ++turns;
-        auto calls = m.find("tool_calls");
-        if (calls == nullptr || !calls->is_array())
-          continue;
-        for (auto& c : calls->as_array()) {
-          const json::value* fn = c.find("function");
-          auto name = fn ? string_member(*fn, "name") : std::string{};
-          auto args = fn ? string_member(*fn, "arguments") : std::string{};
-          call_names[string_member(c, "id")] = name;
-          names.insert(name);
-          ++stats[name].count;
-          auto parsed = json::parse(args.empty() ? std::string{"{}"} : args);
-          if (!parsed || !parsed.v->is_object())
-            ++bad_arguments;
-        }
-      } else if (role == "tool") {
-        auto it = call_names.find(string_member(m, "tool_call_id"));
-        auto name = it != call_names.end() ? it->second
-                                           : string_member(m, "name");
-        auto& s = stats[name];
-        if (tool_result_failed(string_member(m, "content")))
-          ++s.failure;
-        else
-          ++s.success;
+  for (auto& m : result.messages) {
+    if (m.role == "assistant") {
+      ++turns;
+      for (auto& c : m.tool_calls) {
+        call_names[c.id] = c.name;
+        names.insert(c.name);
+        ++stats[c.name].count;
+        // The model's argument text (not the turn's result).
+        auto parsed = json::parse(c.arguments.empty() ? std::string{"{}"}
+                                                      : c.arguments);
+        if (!parsed || !parsed.v->is_object())
+          ++bad_arguments;
       }
+    } else if (m.role == "tool") {
+      auto it = call_names.find(m.tool_call_id);
+      auto name = it != call_names.end() ? it->second : m.tool_name;
+      auto& s = stats[name];
+      if (tool_result_failed(m.content))
+        ++s.failure;
+      else
+        ++s.success;
     }
   }
   out["turns"] = turns;
@@ -282,12 +266,15 @@ json::value make_sample(const prompt_entry& p, const std::string& run_name,
   out["tool_names"] = std::move(tn);
   out["bad_arguments"] = bad_arguments;
   json::value tokens = json::value::make_object();
-  tokens["input"] = int_member(turn_result, "input_tokens");
-  tokens["output"] = int_member(turn_result, "output_tokens");
-  tokens["total"] = int_member(turn_result, "total_tokens");
+  const auto& u = result.usage;
+  auto prompt_tokens = u.input_tokens + u.cache_read_tokens
+                       + u.cache_write_tokens;
+  tokens["input"] = u.input_tokens;
+  tokens["output"] = u.output_tokens;
+  tokens["total"] = prompt_tokens + u.output_tokens;
   out["tokens"] = std::move(tokens);
   out["duration_ms"] = duration_ms;
-  out["exit_reason"] = string_member(turn_result, "turn_exit_reason");
+  out["exit_reason"] = exit_reason;
   return out;
 }
 
@@ -295,12 +282,10 @@ std::string run_paths::sample_file(uint64_t index) const {
   return samples_dir() + "/" + std::to_string(index) + ".json";
 }
 
-std::string run_dir(const std::string& home, const std::string& name,
-                    std::string* error) {
-  auto fail = [&](const std::string& why) {
-    if (error)
-      *error = why;
-    return std::string{};
+result<std::string> run_dir(const std::string& home,
+                            const std::string& name) {
+  auto fail = [](const std::string& why) {
+    return result<std::string>::failure(status_code::invalid_argument, why);
   };
   if (name.empty())
     return fail("the run name is empty");
@@ -314,26 +299,27 @@ std::string run_dir(const std::string& home, const std::string& name,
       return fail("the run name '" + name
                   + "' may only contain letters, digits, '.', '_' and '-'");
   if (home.empty())
-    return fail("no state directory ($MIBYAN_HOME)");
+    return result<std::string>::failure(status_code::config_invalid,
+                                        "no state directory ($MIBYAN_HOME)");
   return home + "/batch/" + name;
 }
 
-std::string write_atomic(const std::string& path, const std::string& data) {
+status write_atomic(const std::string& path, const std::string& data) {
   auto tmp = path + ".tmp." + std::to_string(::getpid());
   int fd = ::open(tmp.c_str(),
                   O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0)
-    return "cannot create " + tmp + ": " + std::strerror(errno);
-  std::string err;
+    return errno_status(errno, "cannot create " + tmp);
+  status err;
   if (write_all(fd, data) != 0)
-    err = "cannot write " + tmp + ": " + std::strerror(errno);
+    err = errno_status(errno, "cannot write " + tmp);
   else if (::fsync(fd) != 0)
-    err = "cannot sync " + tmp + ": " + std::strerror(errno);
-  if (::close(fd) != 0 && err.empty())
-    err = "cannot write " + tmp + ": " + std::strerror(errno);
-  if (err.empty() && ::rename(tmp.c_str(), path.c_str()) != 0)
-    err = "cannot rename " + tmp + ": " + std::strerror(errno);
-  if (!err.empty()) {
+    err = errno_status(errno, "cannot sync " + tmp);
+  if (::close(fd) != 0 && err.ok())
+    err = errno_status(errno, "cannot write " + tmp);
+  if (err.ok() && ::rename(tmp.c_str(), path.c_str()) != 0)
+    err = errno_status(errno, "cannot rename " + tmp);
+  if (!err.ok()) {
     ::unlink(tmp.c_str());
     return err;
   }
@@ -345,8 +331,8 @@ std::string write_atomic(const std::string& path, const std::string& data) {
   return {};
 }
 
-std::string write_sample(const run_paths& rp, uint64_t index,
-                         const std::string& sample_json) {
+status write_sample(const run_paths& rp, uint64_t index,
+                    const std::string& sample_json) {
   return write_atomic(rp.sample_file(index), sample_json);
 }
 
@@ -367,8 +353,8 @@ std::set<uint64_t> completed_samples(const run_paths& rp) {
   return out;
 }
 
-std::string append_error(const run_paths& rp, uint64_t index,
-                         const std::string& kind, const std::string& text) {
+status append_error(const run_paths& rp, uint64_t index,
+                    const std::string& kind, const std::string& text) {
   json::value rec = json::value::make_object();
   rec["prompt_index"] = static_cast<int64_t>(index);
   rec["kind"] = kind;
@@ -380,19 +366,21 @@ std::string append_error(const run_paths& rp, uint64_t index,
                   O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW,
                   0600);
   if (fd < 0)
-    return "cannot open " + path + ": " + std::strerror(errno);
-  std::string err;
+    return errno_status(errno, "cannot open " + path);
+  status err;
   if (write_all(fd, line) != 0)
-    err = "cannot write " + path + ": " + std::strerror(errno);
+    err = errno_status(errno, "cannot write " + path);
   ::fdatasync(fd);
   ::close(fd);
   return err;
 }
 
-merge_result merge_run(const run_paths& rp, const std::string& run_name,
-                       const std::set<std::string>& known_tools,
-                       int64_t total_prompts, int64_t bad_prompt_lines,
-                       double wall_seconds) {
+result<merge_result> merge_run(const run_paths& rp,
+                               const std::string& run_name,
+                               const std::set<std::string>& known_tools,
+                               int64_t total_prompts,
+                               int64_t bad_prompt_lines,
+                               double wall_seconds) {
   merge_result r;
   auto done = completed_samples(rp);
   std::string out;
@@ -446,10 +434,9 @@ merge_result merge_run(const run_paths& rp, const std::string& run_name,
         acc.failure += int_member(c, "failure");
       }
   }
-  if (auto err = write_atomic(rp.trajectories_file(), out); !err.empty()) {
-    r.error = err;
-    return r;
-  }
+  if (auto written = write_atomic(rp.trajectories_file(), out);
+      !written.ok())
+    return written;
 
   std::map<std::string, int64_t> errors;
   int64_t error_total = 0;
@@ -523,9 +510,9 @@ merge_result merge_run(const run_paths& rp, const std::string& run_name,
   st["durations"] = std::move(dur);
   st["wall_seconds"] = wall_seconds;
   st["completed_at"] = utc_now();
-  if (auto err = write_atomic(rp.stats_file(), st.pretty() + "\n");
-      !err.empty())
-    r.error = err;
+  if (auto written = write_atomic(rp.stats_file(), st.pretty() + "\n");
+      !written.ok())
+    return written;
   return r;
 }
 

@@ -32,6 +32,8 @@
 #include <vector>
 
 #include "base/json.hpp"
+#include "base/status.hpp"
+#include "mibyan/turn.hpp"
 
 namespace mibyan::batch {
 
@@ -53,13 +55,13 @@ struct prompt_file {
   std::vector<std::string> bad_lines;
   /// FNV-1a 64 of the whole file, as 16 hex digits.
   std::string hash;
-  /// Why the file could not be read at all ("" when it was).
-  std::string error;
 };
 
 /// Reads a JSONL prompts file: each line a JSON object with a non-empty
 /// string `prompt`. Other lines are reported in `bad_lines`, never fatal.
-prompt_file load_prompts(const std::string& path);
+/// Fails only when the file cannot be read at all (the errno's code;
+/// invalid_argument for a non-regular file).
+result<prompt_file> load_prompts(const std::string& path);
 /// The same from text already in memory (used by the fuzz target).
 prompt_file parse_prompts(std::string_view text);
 
@@ -85,8 +87,11 @@ bool tool_result_failed(std::string_view content);
 /// "bad_arguments":N,"tokens":{"input","output","total"},"duration_ms",
 /// "exit_reason"}. `bad_arguments` counts tool calls whose argument text
 /// is not a JSON object.
+/// `exit_reason` is the turn's detailed exit text (turn_exit_reason of
+/// agent/turn_result.hpp).
 json::value make_sample(const prompt_entry& p, const std::string& run_name,
-                        const json::value& turn_result,
+                        const turn_result& result,
+                        const std::string& exit_reason,
                         json::value conversations, int64_t duration_ms);
 
 /// The run's paths.
@@ -104,28 +109,29 @@ struct run_paths {
 };
 
 /// Returns the directory of run `name` under `home` ("<home>/batch/<name>").
-/// `*error` is set (and "" returned) for a name that is empty, longer than
-/// 128 characters, or not made of [A-Za-z0-9._-] (or starts with '.').
-std::string run_dir(const std::string& home, const std::string& name,
-                    std::string* error);
+/// Fails with invalid_argument for a name that is empty, longer than 128
+/// characters, or not made of [A-Za-z0-9._-] (or starts with '.'), and
+/// with config_invalid when `home` is empty.
+result<std::string> run_dir(const std::string& home, const std::string& name);
 
 /// Writes `data` to `path` durably: a temporary file in the same
 /// directory, fsync, rename over `path`, fsync of the directory. A crash
-/// leaves either the old file or the new one. Returns "" or an error.
-std::string write_atomic(const std::string& path, const std::string& data);
+/// leaves either the old file or the new one. Fails with the errno's code.
+status write_atomic(const std::string& path, const std::string& data);
 
 /// Writes the sample of `index` (its JSON text) durably (`write_atomic`).
-std::string write_sample(const run_paths& rp, uint64_t index,
-                         const std::string& sample_json);
+status write_sample(const run_paths& rp, uint64_t index,
+                    const std::string& sample_json);
 
 /// Returns the indices that have a sample file (the done set). Leftover
 /// temporary files of an interrupted write are removed.
 std::set<uint64_t> completed_samples(const run_paths& rp);
 
 /// Appends one error record {"prompt_index","kind","error"} to
-/// errors.jsonl (one O_APPEND write, then fdatasync).
-std::string append_error(const run_paths& rp, uint64_t index,
-                         const std::string& kind, const std::string& text);
+/// errors.jsonl (one O_APPEND write, then fdatasync). Fails with the
+/// errno's code.
+status append_error(const run_paths& rp, uint64_t index,
+                    const std::string& kind, const std::string& text);
 
 /// What a merge found.
 struct merge_result {
@@ -134,7 +140,6 @@ struct merge_result {
   int64_t invalid_json = 0;     ///< unparseable sample, or a tool call
                                 ///< whose arguments were not a JSON object
   int64_t invalid_tool_name = 0;///< called a tool not in the known set
-  std::string error;            ///< why the merge failed ("" when it ran)
   json::value stats = json::value::make_object();
 };
 
@@ -143,10 +148,14 @@ struct merge_result {
 /// JSON or unknown tool names (`known_tools`), and computes the statistics
 /// (turns, tool calls by name, errors from errors.jsonl by kind, tokens,
 /// durations, filtered counts, `bad_prompt_lines`). Writes stats.json.
-merge_result merge_run(const run_paths& rp, const std::string& run_name,
-                       const std::set<std::string>& known_tools,
-                       int64_t total_prompts, int64_t bad_prompt_lines,
-                       double wall_seconds);
+/// Fails with the errno's code when trajectories.jsonl or stats.json
+/// cannot be written.
+result<merge_result> merge_run(const run_paths& rp,
+                               const std::string& run_name,
+                               const std::set<std::string>& known_tools,
+                               int64_t total_prompts,
+                               int64_t bad_prompt_lines,
+                               double wall_seconds);
 
 /// Renders the statistics object of `merge_run` as a plain-text table.
 std::string summary_table(const json::value& stats);

@@ -158,12 +158,16 @@ bool decode_cron_run(std::string_view in, cron_run_record& r) {
   return ok && in.empty();
 }
 
-std::string check_cron_job_id(std::string_view id) {
-  return check_id(id, "job");
+status check_cron_job_id(std::string_view id) {
+  auto why = check_id(id, "job");
+  return why.empty() ? status{}
+                     : status::failure(status_code::invalid_argument, why);
 }
 
-std::string check_cron_run_id(std::string_view id) {
-  return check_id(id, "run");
+status check_cron_run_id(std::string_view id) {
+  auto why = check_id(id, "run");
+  return why.empty() ? status{}
+                     : status::failure(status_code::invalid_argument, why);
 }
 
 void cron_changes::append(cron_changes other) {

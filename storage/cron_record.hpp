@@ -20,6 +20,8 @@
 #include <string_view>
 #include <vector>
 
+#include "base/status.hpp"
+
 namespace mibyan {
 
 /// A scheduled job: definition and state in one record, so that one write
@@ -115,11 +117,11 @@ bool decode_cron_job(std::string_view bytes, cron_job_record& out);
 std::string encode_cron_run(const cron_run_record& r);
 bool decode_cron_run(std::string_view bytes, cron_run_record& out);
 
-/// "" for a well-formed job id (1..64 bytes of [A-Za-z0-9_-]), else why
-/// not.
-std::string check_cron_job_id(std::string_view id);
+/// Succeeds for a well-formed job id (1..64 bytes of [A-Za-z0-9_-]), else
+/// invalid_argument with why not.
+status check_cron_job_id(std::string_view id);
 /// The same for run ids.
-std::string check_cron_run_id(std::string_view id);
+status check_cron_run_id(std::string_view id);
 
 /// One batch of scheduler changes, written by
 /// session_store::apply_cron_changes in ONE transaction, in this order:

@@ -65,6 +65,15 @@ status_code code_of_errno(int err) {
   }
 }
 
+namespace {
+
+// A failed system call: the errno's code and text.
+status os_failure(int err) {
+  return status::failure(code_of_errno(err), errno_text(err));
+}
+
+} // namespace
+
 status git_failure(const std::string& what, int rc) {
   int saved = errno; // libgit2 leaves some OS failures without a message
   const git_error* e = git_error_last();
@@ -338,7 +347,7 @@ stat_cache read_stat_cache(const std::string& path) {
   return c;
 }
 
-std::string write_stat_cache(const std::string& path, const stat_cache& c) {
+status write_stat_cache(const std::string& path, const stat_cache& c) {
   std::string text;
   char buf[160];
   for (auto& [rel, ce] : c) {
@@ -357,15 +366,15 @@ std::string write_stat_cache(const std::string& path, const stat_cache& c) {
   auto tmp = path + ".tmp";
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0)
-    return errno_text(errno);
+    return os_failure(errno);
   if (int err = write_all(fd, text); err != 0) {
     ::close(fd);
     ::unlink(tmp.c_str());
-    return errno_text(err);
+    return os_failure(err);
   }
   ::close(fd);
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    auto err = errno_text(errno);
+    auto err = os_failure(errno);
     ::unlink(tmp.c_str());
     return err;
   }
@@ -522,8 +531,8 @@ std::string relative_to(const std::string& root, const std::string& path) {
 namespace {
 
 // Makes sure every directory from root down to the parent of `rel` is a
-// real directory (created when missing). "" or the error.
-std::string prepare_parents(const std::string& root, const std::string& rel) {
+// real directory (created when missing).
+status prepare_parents(const std::string& root, const std::string& rel) {
   size_t pos = 0;
   std::string cur = root;
   while (true) {
@@ -534,13 +543,17 @@ std::string prepare_parents(const std::string& root, const std::string& rel) {
     struct stat st;
     if (::lstat(cur.c_str(), &st) == 0) {
       if (S_ISLNK(st.st_mode))
-        return "refusing to write through the symlink "
-               + rel.substr(0, slash);
+        return status::failure(status_code::permission_denied,
+                               "refusing to write through the symlink "
+                                 + rel.substr(0, slash));
       if (!S_ISDIR(st.st_mode))
-        return rel.substr(0, slash) + " is not a directory";
+        return status::failure(status_code::invalid_argument,
+                               rel.substr(0, slash) + " is not a directory");
     } else if (::mkdir(cur.c_str(), 0755) != 0 && errno != EEXIST) {
-      return "cannot create " + rel.substr(0, slash) + ": "
-             + errno_text(errno);
+      int err = errno;
+      return status::failure(code_of_errno(err),
+                             "cannot create " + rel.substr(0, slash) + ": "
+                               + errno_text(err));
     }
     pos = slash + 1;
   }
@@ -548,16 +561,17 @@ std::string prepare_parents(const std::string& root, const std::string& rel) {
 
 } // namespace
 
-std::string write_entry(const std::string& root, const std::string& rel,
-                        const std::string& content, uint32_t mode) {
-  if (auto err = prepare_parents(root, rel); !err.empty())
-    return err;
+status write_entry(const std::string& root, const std::string& rel,
+                   const std::string& content, uint32_t mode) {
+  if (auto ready = prepare_parents(root, rel); !ready.ok())
+    return ready;
   auto path = root + "/" + rel;
   struct stat st;
   bool exists = ::lstat(path.c_str(), &st) == 0;
   if (exists && S_ISDIR(st.st_mode)) {
     if (::rmdir(path.c_str()) != 0)
-      return "a directory that is not empty is in the way";
+      return status::failure(status_code::already_exists,
+                             "a directory that is not empty is in the way");
     exists = false;
   }
   auto slash = path.rfind('/');
@@ -566,20 +580,20 @@ std::string write_entry(const std::string& root, const std::string& rel,
   ::unlink(tmp.c_str());
   if (mode == mode_link) {
     if (::symlink(content.c_str(), tmp.c_str()) != 0)
-      return errno_text(errno);
+      return os_failure(errno);
   } else {
     int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW
                                    | O_CLOEXEC,
                     mode == mode_exec ? 0755 : 0644);
     if (fd < 0)
-      return errno_text(errno);
+      return os_failure(errno);
     if (int err = write_all(fd, content); err != 0) {
       ::close(fd);
       ::unlink(tmp.c_str());
-      return errno_text(err);
+      return os_failure(err);
     }
     if (::fsync(fd) != 0 || ::close(fd) != 0) {
-      auto err = errno_text(errno);
+      auto err = os_failure(errno);
       ::unlink(tmp.c_str());
       return err;
     }
@@ -589,14 +603,14 @@ std::string write_entry(const std::string& root, const std::string& rel,
       ::chmod(tmp.c_str(), st.st_mode & 07777);
   }
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    auto err = errno_text(errno);
+    auto err = os_failure(errno);
     ::unlink(tmp.c_str());
     return err;
   }
   return {};
 }
 
-std::string remove_entry(const std::string& root, const std::string& rel) {
+status remove_entry(const std::string& root, const std::string& rel) {
   auto slash = rel.rfind('/');
   if (slash != std::string::npos) {
     // Never remove through a link on the way.
@@ -607,13 +621,15 @@ std::string remove_entry(const std::string& root, const std::string& rel) {
       cur += "/" + rel.substr(pos, s - pos);
       struct stat st;
       if (::lstat(cur.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
-        return "refusing to remove through " + rel.substr(0, s);
+        return status::failure(status_code::permission_denied,
+                               "refusing to remove through "
+                                 + rel.substr(0, s));
       pos = s + 1;
     }
   }
   auto path = root + "/" + rel;
   if (::unlink(path.c_str()) != 0 && errno != ENOENT)
-    return errno_text(errno);
+    return os_failure(errno);
   // Remove parents the removal emptied (rmdir fails on a non-empty one).
   while (slash != std::string::npos) {
     auto dir = rel.substr(0, slash);

@@ -56,8 +56,8 @@ using stat_cache = std::map<std::string, stat_cache_entry>;
 
 /// Reads `path` (empty when missing or damaged: a cache is only a cache).
 stat_cache read_stat_cache(const std::string& path);
-/// Writes `c` to `path` atomically; "" or the error.
-std::string write_stat_cache(const std::string& path, const stat_cache& c);
+/// Writes `c` to `path` atomically; fails with the errno's code.
+status write_stat_cache(const std::string& path, const stat_cache& c);
 /// lstat of `path` as a disk_entry; false when it is missing or neither a
 /// regular file nor a link.
 bool stat_entry(const std::string& path, disk_entry& out);
@@ -110,14 +110,17 @@ std::string relative_to(const std::string& root, const std::string& path);
 /// Writes `content` (mode: file, exec or link) at `root/rel` atomically,
 /// creating missing parents. Refuses to go through a symlink or a
 /// non-directory on the way (a link leading out of the project is never
-/// followed). Returns "" or the error text.
-std::string write_entry(const std::string& root, const std::string& rel,
-                        const std::string& content, uint32_t mode);
+/// followed). Fails with permission_denied for a symlink on the way,
+/// invalid_argument for a non-directory parent, already_exists for a
+/// non-empty directory at the path, else the errno's code.
+status write_entry(const std::string& root, const std::string& rel,
+                   const std::string& content, uint32_t mode);
 
 /// Removes the file or link `root/rel` (never a directory's content; an
-/// emptied parent directory is removed too, up to the root). "" or the
-/// error text.
-std::string remove_entry(const std::string& root, const std::string& rel);
+/// emptied parent directory is removed too, up to the root). Fails with
+/// permission_denied when a parent is not a real directory, else the
+/// errno's code; a missing file is not a failure.
+status remove_entry(const std::string& root, const std::string& rel);
 
 /// Whether every directory on the way from `root` to `rel` is a real
 /// directory (no symlink, nothing missing).

@@ -268,8 +268,8 @@ file_checkpoint_store::restore(const std::string& project, int64_t number,
       rep.kept.push_back(rel); // never in the snapshot: not ours to drop
       continue;
     }
-    if (auto err = remove_entry(project, rel); !err.empty())
-      rep.failed.push_back(rel + ": " + err);
+    if (auto removed = remove_entry(project, rel); !removed.ok())
+      rep.failed.push_back(rel + ": " + removed.error);
     else
       rep.deleted.push_back(rel);
   }
@@ -287,9 +287,9 @@ file_checkpoint_store::restore(const std::string& project, int64_t number,
       rep.failed.push_back(rel + ": " + content.error);
       continue;
     }
-    if (auto err = write_entry(project, rel, *content, t->second.mode);
-        !err.empty())
-      rep.failed.push_back(rel + ": " + err);
+    if (auto written = write_entry(project, rel, *content, t->second.mode);
+        !written.ok())
+      rep.failed.push_back(rel + ": " + written.error);
     else
       rep.restored.push_back(rel);
   }

@@ -44,10 +44,10 @@ file_checkpoint_store::open(const std::string& dir,
   using R = result<std::unique_ptr<file_checkpoint_store>>;
   static const int init_once = git_libgit2_init();
   (void)init_once;
-  if (auto err = make_private_dirs(dir + "/projects"); !err.empty())
+  if (auto made = make_private_dirs(dir + "/projects"); !made.ok())
     return R::failure(code_of_errno(errno),
                       "cannot create the checkpoint store " + dir + ": "
-                        + err);
+                        + made.error);
   std::unique_ptr<file_checkpoint_store> s{new file_checkpoint_store};
   s->dir_ = dir;
   s->limits_ = limits;

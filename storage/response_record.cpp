@@ -34,17 +34,20 @@ bool decode_response(std::string_view in, stored_response& r) {
          && codec::get_string(in, r.object_json);
 }
 
-std::string check_response_id(std::string_view id) {
+status check_response_id(std::string_view id) {
+  auto bad = [](std::string msg) {
+    return status::failure(status_code::invalid_argument, std::move(msg));
+  };
   constexpr std::string_view prefix = "resp_";
   if (id.substr(0, prefix.size()) != prefix || id.size() == prefix.size())
-    return "a response id starts with 'resp_'";
+    return bad("a response id starts with 'resp_'");
   if (id.size() > max_response_id_bytes)
-    return "a response id has at most "
-           + std::to_string(max_response_id_bytes) + " bytes";
+    return bad("a response id has at most "
+               + std::to_string(max_response_id_bytes) + " bytes");
   for (char c : id)
     if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_'
           || c == '-'))
-      return "a response id may only contain letters, digits, _ and -";
+      return bad("a response id may only contain letters, digits, _ and -");
   return {};
 }
 

@@ -16,6 +16,8 @@
 #include <string>
 #include <string_view>
 
+#include "base/status.hpp"
+
 namespace mibyan {
 
 struct stored_response {
@@ -36,8 +38,8 @@ std::string encode_response(const stored_response& r);
 /// False for truncated records and unknown versions.
 bool decode_response(std::string_view bytes, stored_response& out);
 
-/// "" for a well-formed response id ("resp_" then 1..123 of
-/// [A-Za-z0-9_-]), else why not.
-std::string check_response_id(std::string_view id);
+/// Succeeds for a well-formed response id ("resp_" then 1..123 of
+/// [A-Za-z0-9_-]), else invalid_argument with why not.
+status check_response_id(std::string_view id);
 
 } // namespace mibyan

@@ -99,24 +99,24 @@ store_result<std::string> spill_result(const std::string& home,
     return R::failure("spill_result: no MIBYAN_HOME");
   // $MIBYAN_HOME itself is checked by the config loader; below it every
   // component is ours and verified.
-  if (auto err = make_private_dirs(home); !err.empty())
-    return R::failure("spill_result: " + err);
+  if (auto made = make_private_dirs(home); !made.ok())
+    return R::failure("spill_result: " + made.error);
   for (auto dir : {home + "/cache", spill_root(home),
                    spill_dir(home, session_id)})
     if (auto err = ensure_private_dir(dir); !err.empty())
       return R::failure("spill_result: " + err);
   auto base = spill_dir(home, session_id) + "/"
               + encode_component(call_id.empty() ? "result" : call_id, 64);
-  std::string last;
+  status last;
   for (int attempt = 0; attempt < 4; ++attempt) {
     auto path = base + "-" + random_hex(8) + ".txt";
     last = write_private_file(path, text, /*exclusive=*/true);
-    if (last.empty())
+    if (last.ok())
       return R{path};
-    if (errno != EEXIST)
+    if (last.code != status_code::already_exists)
       break;
   }
-  return R::failure("spill_result: " + last);
+  return R::failure("spill_result: " + last.error);
 }
 
 store_status remove_spilled_results(const std::string& home,

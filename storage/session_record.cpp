@@ -41,19 +41,16 @@ std::string encode_session(const session_info& s) {
   return o.dump();
 }
 
-bool decode_session(std::string_view text, session_info& s,
-                    std::string& error) {
+result<session_info> decode_session(std::string_view text) {
   auto parsed = json::parse(text);
-  if (!parsed) {
-    error = "session record is not JSON: " + parsed.error;
-    return false;
-  }
+  if (!parsed)
+    return status::failure(status_code::data_corrupt,
+                           "session record is not JSON: " + parsed.error);
   const auto& o = *parsed.v;
-  if (!o.is_object() || o.get_string("id").empty()) {
-    error = "session record has no id";
-    return false;
-  }
-  s = session_info{};
+  if (!o.is_object() || o.get_string("id").empty())
+    return status::failure(status_code::data_corrupt,
+                           "session record has no id");
+  session_info s;
   s.id = o.get_string("id");
   s.source = o.get_string("source");
   s.model = o.get_string("model");
@@ -78,7 +75,7 @@ bool decode_session(std::string_view text, session_info& s,
     s.tokens.cost_usd = c->as_double();
     s.tokens.has_cost = true;
   }
-  return true;
+  return s;
 }
 
 std::string tool_calls_to_json(const std::vector<tool_call>& calls) {

@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/status.hpp"
 #include "messages/chat.hpp"
 
 namespace mibyan {
@@ -57,10 +58,9 @@ struct stored_message {
 };
 
 std::string encode_session(const session_info& s);
-/// Returns false (with a reason in `error`) for text that is not a session
-/// object.
-bool decode_session(std::string_view text, session_info& out,
-                    std::string& error);
+/// The session object in `text`; data_corrupt with a reason for text that
+/// is not one.
+result<session_info> decode_session(std::string_view text);
 
 std::string encode_message(const stored_message& m);
 /// Returns false for truncated or unknown-version records.

@@ -195,7 +195,7 @@ session_store_base::set_approvals(const std::string& id,
 // -- responses ----------------------------------------------------------------
 
 store_status session_store_base::put_response(const stored_response& r) {
-  if (auto err = check_response_id(r.id); !err.empty())
+  if (auto err = check_response_id(r.id).error; !err.empty())
     return invalid("put_response", err);
   if (auto err = check_session_id(r.session_id); !err.empty())
     return invalid("put_response", err);
@@ -204,13 +204,13 @@ store_status session_store_base::put_response(const stored_response& r) {
 
 store_result<stored_response>
 session_store_base::get_response(const std::string& id) const {
-  if (auto err = check_response_id(id); !err.empty())
+  if (auto err = check_response_id(id).error; !err.empty())
     return refuse<stored_response>("get_response", err);
   return do_get_response(id);
 }
 
 store_status session_store_base::delete_response(const std::string& id) {
-  if (auto err = check_response_id(id); !err.empty())
+  if (auto err = check_response_id(id).error; !err.empty())
     return invalid("delete_response", err);
   return do_delete_response(id);
 }
@@ -232,20 +232,20 @@ session_store_base::last_message_id(const std::string& session_id) const {
 // -- scheduled jobs -----------------------------------------------------------
 
 store_status session_store_base::put_cron_job(const cron_job_record& j) {
-  if (auto err = check_cron_job_id(j.id); !err.empty())
+  if (auto err = check_cron_job_id(j.id).error; !err.empty())
     return invalid("put_cron_job", err);
   return do_put_cron_job(j);
 }
 
 store_result<cron_job_record>
 session_store_base::get_cron_job(const std::string& id) const {
-  if (auto err = check_cron_job_id(id); !err.empty())
+  if (auto err = check_cron_job_id(id).error; !err.empty())
     return refuse<cron_job_record>("get_cron_job", err);
   return do_get_cron_job(id);
 }
 
 store_status session_store_base::delete_cron_job(const std::string& id) {
-  if (auto err = check_cron_job_id(id); !err.empty())
+  if (auto err = check_cron_job_id(id).error; !err.empty())
     return invalid("delete_cron_job", err);
   return do_delete_cron_job(id);
 }
@@ -253,7 +253,7 @@ store_status session_store_base::delete_cron_job(const std::string& id) {
 store_result<cron_job_record> session_store_base::update_cron_job(
   const std::string& id, const std::function<status(cron_job_record&)>& fn) {
   const char* what = "update_cron_job";
-  if (auto err = check_cron_job_id(id); !err.empty())
+  if (auto err = check_cron_job_id(id).error; !err.empty())
     return refuse<cron_job_record>(what, err);
   return do_update_cron_job(id, [&](cron_job_record& j) {
     if (auto refused = fn(j); !refused.ok())
@@ -267,16 +267,16 @@ store_result<cron_job_record> session_store_base::update_cron_job(
 
 store_status session_store_base::put_cron_run(const cron_run_record& r,
                                               size_t keep) {
-  if (auto err = check_cron_run_id(r.id); !err.empty())
+  if (auto err = check_cron_run_id(r.id).error; !err.empty())
     return invalid("put_cron_run", err);
-  if (auto err = check_cron_job_id(r.job_id); !err.empty())
+  if (auto err = check_cron_job_id(r.job_id).error; !err.empty())
     return invalid("put_cron_run", err);
   return do_put_cron_run(r, keep);
 }
 
 store_result<cron_run_record>
 session_store_base::get_cron_run(const std::string& id) const {
-  if (auto err = check_cron_run_id(id); !err.empty())
+  if (auto err = check_cron_run_id(id).error; !err.empty())
     return refuse<cron_run_record>("get_cron_run", err);
   return do_get_cron_run(id);
 }
@@ -287,7 +287,7 @@ session_store_base::list_cron_runs(const std::string& job_id, size_t limit,
   using result = store_result<std::vector<cron_run_record>>;
   if (more != nullptr)
     *more = false;
-  if (auto err = check_cron_job_id(job_id); !err.empty())
+  if (auto err = check_cron_job_id(job_id).error; !err.empty())
     return refuse<std::vector<cron_run_record>>("list_cron_runs", err);
   if (limit == 0)
     return result{std::vector<cron_run_record>{}};
@@ -300,17 +300,17 @@ store_status session_store_base::apply_cron_changes(const cron_changes& c,
   if (c.empty())
     return {};
   for (auto& j : c.jobs)
-    if (auto err = check_cron_job_id(j.id); !err.empty())
+    if (auto err = check_cron_job_id(j.id).error; !err.empty())
       return invalid(what, err);
   for (auto& r : c.runs) {
-    auto err = check_cron_run_id(r.id);
+    auto err = check_cron_run_id(r.id).error;
     if (err.empty())
-      err = check_cron_job_id(r.job_id);
+      err = check_cron_job_id(r.job_id).error;
     if (!err.empty())
       return invalid(what, err);
   }
   for (auto& d : c.deleted_jobs)
-    if (auto err = check_cron_job_id(d); !err.empty())
+    if (auto err = check_cron_job_id(d).error; !err.empty())
       return invalid(what, err);
   return do_apply_cron_changes(c, keep);
 }

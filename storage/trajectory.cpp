@@ -8,6 +8,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/errno_status.hpp"
+
 namespace mibyan {
 
 namespace {
@@ -107,7 +109,7 @@ std::string local_timestamp(std::time_t when) {
 }
 
 // Creates `dir` and its missing parents with mode 0700.
-std::string make_dirs(const std::string& dir) {
+status make_dirs(const std::string& dir) {
   std::string path;
   size_t pos = 0;
   while (pos <= dir.size()) {
@@ -119,11 +121,12 @@ std::string make_dirs(const std::string& dir) {
     if (path.empty())
       continue;
     if (::mkdir(path.c_str(), 0700) != 0 && errno != EEXIST)
-      return "cannot create directory " + path + ": " + std::strerror(errno);
+      return errno_status(errno, "cannot create directory " + path);
   }
   struct stat st{};
   if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
-    return dir + " is not a directory";
+    return status::failure(status_code::invalid_argument,
+                           dir + " is not a directory");
   return {};
 }
 
@@ -204,38 +207,40 @@ std::string trajectory_line(const json::value& turn_result,
     .dump();
 }
 
-std::string append_trajectory_line(const std::string& dir,
-                                   const std::string& file,
-                                   const std::string& line) {
+status append_trajectory_line(const std::string& dir,
+                              const std::string& file,
+                              const std::string& line) {
   if (file.empty() || file.find('/') != std::string::npos)
-    return "invalid trajectory file name '" + file + "'";
+    return status::failure(status_code::invalid_argument,
+                           "invalid trajectory file name '" + file + "'");
   if (line.find('\n') != std::string::npos)
-    return "a trajectory line must not contain a newline";
+    return status::failure(status_code::invalid_argument,
+                           "a trajectory line must not contain a newline");
   std::string path = file;
   if (!dir.empty()) {
-    auto err = make_dirs(dir);
-    if (!err.empty())
-      return err;
+    if (auto made = make_dirs(dir); !made.ok())
+      return made;
     path = dir + (dir.back() == '/' ? "" : "/") + file;
   }
   int fd = ::open(path.c_str(),
                   O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW,
                   0600);
   if (fd < 0)
-    return "cannot open " + path + ": " + std::strerror(errno);
+    return errno_status(errno, "cannot open " + path);
   std::string data = line + "\n";
   // One write: O_APPEND writes to regular files are not interleaved.
   ssize_t n;
   do {
     n = ::write(fd, data.data(), data.size());
   } while (n < 0 && errno == EINTR);
-  std::string err;
+  status err;
   if (n < 0)
-    err = "cannot write " + path + ": " + std::strerror(errno);
+    err = errno_status(errno, "cannot write " + path);
   else if (static_cast<size_t>(n) != data.size())
-    err = "short write to " + path + " (disk full?)";
-  if (::close(fd) != 0 && err.empty())
-    err = "cannot write " + path + ": " + std::strerror(errno);
+    err = status::failure(status_code::resource_exhausted,
+                          "short write to " + path + " (disk full?)");
+  if (::close(fd) != 0 && err.ok())
+    err = errno_status(errno, "cannot write " + path);
   return err;
 }
 

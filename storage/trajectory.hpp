@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "base/json.hpp"
+#include "base/status.hpp"
 
 namespace mibyan {
 
@@ -65,10 +66,12 @@ std::string trajectory_line(const json::value& turn_result,
 
 /// Appends `line` + "\n" to `dir`/`file` in a single O_APPEND write.
 /// Creates `dir` (mode 0700, parents included) and the file (mode 0600)
-/// when missing. `dir` "" means the current directory. Returns "" on
-/// success, else an error message naming the path and the cause.
-std::string append_trajectory_line(const std::string& dir,
-                                   const std::string& file,
-                                   const std::string& line);
+/// when missing. `dir` "" means the current directory. Fails with a
+/// message naming the path and the cause: invalid_argument for a bad file
+/// name, a line with a newline or a non-directory `dir`, else the errno's
+/// code (resource_exhausted for a short write).
+status append_trajectory_line(const std::string& dir,
+                              const std::string& file,
+                              const std::string& line);
 
 } // namespace mibyan

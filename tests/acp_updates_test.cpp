@@ -123,31 +123,47 @@ BOOST_AUTO_TEST_CASE(fences_outgrow_backticks_in_the_output) {
 }
 
 BOOST_AUTO_TEST_CASE(stop_reasons_follow_the_turn_result) {
-  auto reason = [](const std::string& result) {
+  auto reason = [](const turn_result& result) {
     std::string error, final_text;
     auto r = acp_stop_reason(result, error, final_text);
     return r.empty() ? "error: " + error : r;
   };
-  const std::pair<const char*, const char*> cases[] = {
-    {R"({"final_response":"hi","exit_reason":"completed","failed":false})",
-     "end_turn"},
-    {R"({"interrupted":true,"exit_reason":"interrupted_by_user"})",
-     "cancelled"},
-    {R"({"exit_reason":"max_iterations_reached","final_response":"x"})",
-     "max_turn_requests"},
-    {R"({"exit_reason":"budget_exhausted"})", "max_turn_requests"},
-    {R"({"exit_reason":"truncated","failed":false})", "max_tokens"},
-    {R"x({"turn_exit_reason":"text_response(finish_reason=content_filter)"})x",
-     "refusal"},
-    {R"({"exit_reason":"provider_error","failed":true,"error":"HTTP 500"})",
-     "error: HTTP 500"},
-    {"not json", "error: the turn produced no readable result"},
+  auto result = [](turn_exit exit, std::string detail = {}) {
+    turn_result r;
+    r.started = true;
+    r.exit = exit;
+    r.exit_detail = std::move(detail);
+    return r;
   };
-  for (auto& [result, expected] : cases)
-    BOOST_CHECK_EQUAL(reason(result), std::string{expected});
+  auto answered = result(turn_exit::completed);
+  answered.final_response = "hi";
+  auto interrupted = result(turn_exit::interrupted_by_user);
+  interrupted.interrupted = true;
+  auto at_cap = result(turn_exit::max_iterations_reached);
+  at_cap.final_response = "x";
+  auto failed = result(turn_exit::provider_error);
+  failed.failed = true;
+  failed.error = "HTTP 500";
+  turn_result not_started;
+  not_started.error = "no provider";
+  const std::pair<turn_result, const char*> cases[] = {
+    {answered, "end_turn"},
+    {interrupted, "cancelled"},
+    {at_cap, "max_turn_requests"},
+    {result(turn_exit::budget_exhausted), "max_turn_requests"},
+    {result(turn_exit::truncated), "max_tokens"},
+    {result(turn_exit::completed,
+            "text_response(finish_reason=content_filter)"),
+     "refusal"},
+    {failed, "error: HTTP 500"},
+    {not_started, "error: no provider"},
+  };
+  for (auto& [res, expected] : cases)
+    BOOST_CHECK_EQUAL(reason(res), std::string{expected});
   std::string error, final_text;
-  auto r = acp_stop_reason(R"({"final_response":"the answer"})", error,
-                           final_text);
+  auto done = result(turn_exit::completed);
+  done.final_response = "the answer";
+  auto r = acp_stop_reason(done, error, final_text);
   BOOST_CHECK_EQUAL(r, "end_turn");
   BOOST_CHECK_EQUAL(final_text, "the answer");
 }

@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "agent/turn_result.hpp"
 #include "tests/support/agent_fixture.hpp"
 
 using namespace mibyan;
@@ -222,7 +223,7 @@ BOOST_AUTO_TEST_CASE(parent_interrupt_stops_the_children) {
                                one_arg("goal", "wait a long time")}}));
   script(chat_completion("", {{"call_s", "terminal", targs.dump()}}));
   std::string sid = "deleg-interrupt";
-  std::optional<turn_outcome> out;
+  std::optional<turn_result> out;
   std::thread th([&] { out = rt->run_turn(call("go", sid)); });
   BOOST_REQUIRE(wait_for([&] { return !processes_with("sleep 31.5").empty(); },
                          20));
@@ -230,8 +231,8 @@ BOOST_AUTO_TEST_CASE(parent_interrupt_stops_the_children) {
   rt->interrupt(sid, "stop everything");
   th.join();
   BOOST_CHECK_LT(duration<double>(steady_clock::now() - t0).count(), 10.0);
-  BOOST_REQUIRE(out && out->error.empty());
-  auto parsed = json::parse(out->result_json);
+  BOOST_REQUIRE(out && out->started);
+  auto parsed = json::parse(turn_result_json(*out).dump());
   BOOST_REQUIRE(parsed);
   auto& res = *parsed.v;
   BOOST_CHECK(res["interrupted"].as_bool());

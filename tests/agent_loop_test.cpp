@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "agent/turn_result.hpp"
 #include "base/json.hpp"
 #include "runtime/runtime.hpp"
 #include "storage/session_store.hpp"
@@ -126,8 +127,9 @@ struct fixture {
     // Scripts run without a human here (docs/approvals.md, whole-script guard).
     opts.approvals.unattended_mode = "approve";
     std::string err;
-    rt = runtime::create(opts, &err);
-    BOOST_REQUIRE_MESSAGE(rt != nullptr, err);
+    auto made = create_runtime(opts);
+    BOOST_REQUIRE_MESSAGE(made, made.error);
+    rt = std::move(*made);
   }
 
   void script(const std::string& body, int times = 1, int delay_ms = 0) {
@@ -167,23 +169,24 @@ struct fixture {
     turn_call c;
     c.session_id = sid;
     c.prompt = prompt;
-    c.provider = "custom";
-    c.base_url = server.url("/v1");
-    c.model = "m";
-    c.api_key = "sk-test-0123456789";
+    c.provider.provider = "custom";
+    c.provider.base_url = server.url("/v1");
+    c.provider.model = "m";
+    c.provider.api_key = "sk-test-0123456789";
     c.stream = false;
     return c;
   }
 
   json::value run(const turn_call& c, std::string* sid = nullptr) {
     auto out = rt->run_turn(c);
-    BOOST_REQUIRE_MESSAGE(out.error.empty(), out.error);
-    auto parsed = json::parse(out.result_json);
-    BOOST_REQUIRE(parsed);
+    BOOST_REQUIRE_MESSAGE(out.started, out.error);
+    // The JSON form the edges render (docs/embedding.md, "Turn results").
+    auto rendered = turn_result_json(out);
+    auto* parsed = &rendered;
     if (sid != nullptr)
       *sid = out.session_id;
-    BOOST_CHECK_EQUAL((*parsed.v)["session_id"].as_string(), out.session_id);
-    return *parsed.v;
+    BOOST_CHECK_EQUAL((*parsed)["session_id"].as_string(), out.session_id);
+    return rendered;
   }
 
   std::vector<stored_message> stored(const std::string& sid,
@@ -493,7 +496,7 @@ BOOST_AUTO_TEST_CASE(interrupt_mid_tool) {
   targs["command"] = "touch '" + marker + "'; sleep 30";
   script(completion("", {{"call_sleep", "terminal", targs.dump()}}));
   std::string sid = "interrupt-test-1";
-  std::optional<turn_outcome> out;
+  std::optional<turn_result> out;
   auto t0 = steady_clock::now();
   std::thread th([&] { out = rt->run_turn(call("sleep", sid)); });
   // Interrupted while the command runs.
@@ -504,8 +507,8 @@ BOOST_AUTO_TEST_CASE(interrupt_mid_tool) {
   auto secs = duration<double>(steady_clock::now() - t0).count();
   BOOST_CHECK_LT(secs, 5.0);
   BOOST_REQUIRE(out);
-  BOOST_REQUIRE_MESSAGE(out->error.empty(), out->error);
-  auto parsed = json::parse(out->result_json);
+  BOOST_REQUIRE_MESSAGE(out->started, out->error);
+  auto parsed = json::parse(turn_result_json(*out).dump());
   BOOST_REQUIRE(parsed);
   auto& res = *parsed.v;
   BOOST_CHECK(res["interrupted"].as_bool());
@@ -535,7 +538,7 @@ BOOST_AUTO_TEST_CASE(interrupt_mid_tool) {
 BOOST_AUTO_TEST_CASE(interrupt_during_provider_call) {
   script(completion("late"), 1, 10000);
   std::string sid = "interrupt-test-2";
-  std::optional<turn_outcome> out;
+  std::optional<turn_result> out;
   auto t0 = steady_clock::now();
   std::thread th([&] { out = rt->run_turn(call("wait", sid)); });
   for (int i = 0; i < 200 && requests().empty(); ++i)
@@ -543,8 +546,8 @@ BOOST_AUTO_TEST_CASE(interrupt_during_provider_call) {
   rt->interrupt(sid, "never mind");
   th.join();
   BOOST_CHECK_LT(duration<double>(steady_clock::now() - t0).count(), 5.0);
-  BOOST_REQUIRE(out && out->error.empty());
-  auto parsed = json::parse(out->result_json);
+  BOOST_REQUIRE(out && out->started);
+  auto parsed = json::parse(turn_result_json(*out).dump());
   BOOST_REQUIRE(parsed);
   BOOST_CHECK((*parsed.v)["interrupted"].as_bool());
   BOOST_CHECK_EQUAL((*parsed.v)["exit_reason"].as_string(),
@@ -558,7 +561,7 @@ BOOST_AUTO_TEST_CASE(turns_of_one_session_are_serialised) {
   std::optional<json::value> r1;
   std::thread th([&] {
     auto o = rt->run_turn(call("one", sid));
-    auto p = json::parse(o.result_json);
+    auto p = json::parse(turn_result_json(o).dump());
     if (p)
       r1 = *p.v;
   });
@@ -581,7 +584,7 @@ BOOST_AUTO_TEST_CASE(turns_of_one_session_are_serialised) {
 BOOST_AUTO_TEST_CASE(sessions_run_concurrently) {
   script(completion("slow answer"), 2, 1000);
   auto t0 = steady_clock::now();
-  std::optional<turn_outcome> a, b;
+  std::optional<turn_result> a, b;
   std::thread ta([&] { a = rt->run_turn(call("one", "conc-a")); });
   std::thread tb([&] { b = rt->run_turn(call("two", "conc-b")); });
   ta.join();
@@ -589,8 +592,8 @@ BOOST_AUTO_TEST_CASE(sessions_run_concurrently) {
   auto secs = duration<double>(steady_clock::now() - t0).count();
   BOOST_CHECK_LT(secs, 1.9);
   BOOST_REQUIRE(a && b);
-  BOOST_CHECK(contains(a->result_json, "slow answer"));
-  BOOST_CHECK(contains(b->result_json, "slow answer"));
+  BOOST_CHECK(a->final_response.value_or("") == "slow answer");
+  BOOST_CHECK(b->final_response.value_or("") == "slow answer");
   BOOST_CHECK_EQUAL(a->session_id, "conc-a");
   BOOST_CHECK_EQUAL(b->session_id, "conc-b");
 }
@@ -629,13 +632,13 @@ BOOST_AUTO_TEST_CASE(provider_error_fails_the_turn) {
 
 BOOST_AUTO_TEST_CASE(configuration_errors) {
   auto c = call("hi");
-  c.provider.clear();
-  c.base_url.clear();
+  c.provider.provider.clear();
+  c.provider.base_url.clear();
   auto out = rt->run_turn(c);
   BOOST_CHECK(out.config_error);
   BOOST_CHECK(contains(out.error, "No model provider is configured"));
   c = call("hi");
-  c.provider = "no-such-provider";
+  c.provider.provider = "no-such-provider";
   out = rt->run_turn(c);
   BOOST_CHECK(out.config_error);
   BOOST_CHECK(!out.error.empty());
@@ -685,8 +688,9 @@ BOOST_AUTO_TEST_CASE(oversized_results_are_spilled_privately) {
   opts.agent.api_max_retries = 1;
   opts.tool_output.max_bytes = 400000;
   std::string err;
-  rt = runtime::create(opts, &err);
-  BOOST_REQUIRE_MESSAGE(rt != nullptr, err);
+  auto made2 = create_runtime(opts);
+  BOOST_REQUIRE_MESSAGE(made2, made2.error);
+  rt = std::move(*made2);
   auto cmd = args_json("command", "head -c 150000 /dev/zero | tr '\\0' q");
   script(completion("", {{"call_1", "terminal", cmd}}));
   script(completion("done"));
@@ -731,8 +735,9 @@ BOOST_AUTO_TEST_CASE(oversized_provider_responses_fail_without_retry) {
   opts.agent.api_max_retries = 3;
   opts.provider.max_response_bytes = 64 * 1024;
   std::string err;
-  rt = runtime::create(opts, &err);
-  BOOST_REQUIRE_MESSAGE(rt != nullptr, err);
+  auto made3 = create_runtime(opts);
+  BOOST_REQUIRE_MESSAGE(made3, made3.error);
+  rt = std::move(*made3);
   // Streamed: about 2 MB of deltas.
   auto s = test::delta_flood(2000);
   s["times"] = 3;

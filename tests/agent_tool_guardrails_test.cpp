@@ -5,6 +5,7 @@
 #include <map>
 #include <optional>
 
+#include "agent/turn_result.hpp"
 #include "agent/tool_guardrails.hpp"
 #include "base/json.hpp"
 #include "runtime/runtime.hpp"
@@ -187,8 +188,9 @@ struct loop_fixture {
     opts.code_execution.prestart_kernels = 0;
     opts.tool_loop_guardrails.hard_stop_enabled = hard_stop;
     std::string err;
-    rt = runtime::create(opts, &err);
-    BOOST_REQUIRE_MESSAGE(rt != nullptr, err);
+    auto made = create_runtime(opts);
+    BOOST_REQUIRE_MESSAGE(made, made.error);
+    rt = std::move(*made);
   }
 
   void script(const std::string& body, int times) {
@@ -203,14 +205,14 @@ struct loop_fixture {
   json::value run() {
     turn_call c;
     c.prompt = "fix the file";
-    c.provider = "custom";
-    c.base_url = server.url("/v1");
-    c.model = "m";
-    c.api_key = "sk-test-0123456789";
+    c.provider.provider = "custom";
+    c.provider.base_url = server.url("/v1");
+    c.provider.model = "m";
+    c.provider.api_key = "sk-test-0123456789";
     c.stream = false;
     auto out = rt->run_turn(c);
-    BOOST_REQUIRE_MESSAGE(out.error.empty(), out.error);
-    auto parsed = json::parse(out.result_json);
+    BOOST_REQUIRE_MESSAGE(out.started, out.error);
+    auto parsed = json::parse(turn_result_json(out).dump());
     BOOST_REQUIRE(parsed);
     return *parsed.v;
   }

@@ -399,12 +399,13 @@ BOOST_AUTO_TEST_CASE(clarify_through_the_embedding_callback) {
   script(completion("proceeding"));
   runtime_config cfg;
   cfg.home = home.path();
-  cfg.provider = "custom";
-  cfg.model = "m";
-  cfg.base_url = server.url("/v1");
+  cfg.provider.provider = "custom";
+  cfg.provider.model = "m";
+  cfg.provider.base_url = server.url("/v1");
   std::string err;
-  auto rt = runtime::create(cfg, &err);
-  BOOST_REQUIRE_MESSAGE(rt != nullptr, err);
+  auto made = runtime::create(cfg);
+  BOOST_REQUIRE_MESSAGE(made, made.error);
+  auto rt = std::move(*made);
   std::vector<std::string> asked;
   rt->set_clarify_callback([&](const clarify_prompt& p) {
     asked.push_back(p.question + "|" + std::to_string(p.choices.size()));
@@ -414,7 +415,7 @@ BOOST_AUTO_TEST_CASE(clarify_through_the_embedding_callback) {
   call.prompt = "do it";
   call.stream = false;
   auto out = rt->run_turn(call);
-  BOOST_REQUIRE_MESSAGE(out.error.empty(), out.error);
+  BOOST_REQUIRE_MESSAGE(out.started, out.error);
   BOOST_TEST(asked == std::vector<std::string>{"Proceed?|2"});
   auto reqs = requests();
   BOOST_REQUIRE_EQUAL(reqs.size(), 2u);

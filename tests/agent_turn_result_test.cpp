@@ -33,26 +33,26 @@ BOOST_AUTO_TEST_CASE(detailed_exit_texts) {
   BOOST_TEST(max_iterations_reason(90, 90) == "max_iterations_reached(90/90)");
   turn_result r;
   r.exit = turn_exit::budget_exhausted;
-  BOOST_TEST(r.turn_exit_reason() == "budget_exhausted");
+  BOOST_TEST(turn_exit_reason(r) == "budget_exhausted");
   r.exit_detail = max_iterations_reason(3, 3);
-  BOOST_TEST(r.turn_exit_reason() == "max_iterations_reached(3/3)");
+  BOOST_TEST(turn_exit_reason(r) == "max_iterations_reached(3/3)");
 }
 
 BOOST_AUTO_TEST_CASE(completed_rule) {
   turn_result r;
   r.max_iterations = 10;
   r.api_calls = 4;
-  BOOST_TEST(!r.compute_completed());  // no final response
+  BOOST_TEST(!compute_completed(r));  // no final response
   r.final_response = "answer";
-  BOOST_TEST(r.compute_completed());
+  BOOST_TEST(compute_completed(r));
   r.failed = true;
-  BOOST_TEST(!r.compute_completed());
+  BOOST_TEST(!compute_completed(r));
   r.failed = false;
   r.api_calls = 10;
   r.exit = turn_exit::max_iterations_reached;
-  BOOST_TEST(!r.compute_completed());  // at the cap, not a text response
+  BOOST_TEST(!compute_completed(r));  // at the cap, not a text response
   r.exit = turn_exit::completed;
-  BOOST_TEST(r.compute_completed());   // text response on the last call
+  BOOST_TEST(compute_completed(r));   // text response on the last call
 }
 
 BOOST_AUTO_TEST_CASE(json_shape_of_a_completed_turn) {
@@ -64,9 +64,9 @@ BOOST_AUTO_TEST_CASE(json_shape_of_a_completed_turn) {
   r.completed = true;
   r.exit_detail = text_response_reason("stop");
   r.session_id = "s1";
-  r.model = "m";
-  r.provider = "openai";
-  r.base_url = "http://127.0.0.1:1/v1";
+  r.provider.model = "m";
+  r.provider.provider = "openai";
+  r.provider.base_url = "http://127.0.0.1:1/v1";
   r.usage.input_tokens = 100;
   r.usage.output_tokens = 20;
   r.usage.cache_read_tokens = 50;
@@ -88,7 +88,7 @@ BOOST_AUTO_TEST_CASE(json_shape_of_a_completed_turn) {
   res.content = "{}";
   res.timestamp_ms = 1700000000000;
   r.messages = {user, call, res};
-  auto j = r.to_json();
+  auto j = turn_result_json(r);
   BOOST_TEST(j.get_string("final_response") == "The answer is 42.");
   BOOST_TEST(j.get_string("last_reasoning") == "thought");
   BOOST_TEST(j.get_int("api_calls", -1) == 2);
@@ -112,6 +112,7 @@ BOOST_AUTO_TEST_CASE(json_shape_of_a_completed_turn) {
   BOOST_TEST(j.find("cleanup_errors") == nullptr);
   BOOST_TEST(j.find("pending_steer") == nullptr);
   BOOST_TEST(j.find("retryable") == nullptr);
+  BOOST_TEST(j.find("replayed") == nullptr);
   auto* msgs = j.find("messages");
   BOOST_REQUIRE(msgs != nullptr);
   BOOST_REQUIRE(msgs->size() == 3u);
@@ -143,7 +144,7 @@ BOOST_AUTO_TEST_CASE(json_shape_of_an_interrupted_partial_turn) {
   r.error = "Operation interrupted.";
   r.cleanup_errors = {"kernel did not stop"};
   r.pending_steer = "also check x";
-  auto j = r.to_json();
+  auto j = turn_result_json(r);
   BOOST_TEST(j.find("final_response")->is_null());
   BOOST_TEST(j.find("last_reasoning")->is_null());
   BOOST_TEST(j.get_bool("interrupted", false));
@@ -165,7 +166,7 @@ BOOST_AUTO_TEST_CASE(binary_content_still_gives_valid_json) {
   m.role = "tool";
   m.content = std::string("\x80\x81", 2);
   r.messages.push_back(m);
-  auto text = r.to_json().dump();
+  auto text = turn_result_json(r).dump();
   BOOST_TEST(json::parse(text).v.has_value());
 }
 
@@ -175,7 +176,46 @@ BOOST_AUTO_TEST_CASE(a_transient_provider_failure_is_marked_retryable) {
   r.exit = turn_exit::provider_error;
   r.error = "API call failed after 3 attempts on 'custom': transport error";
   r.retryable = true;
-  auto j = r.to_json();
+  auto j = turn_result_json(r);
   BOOST_TEST(j.get_bool("retryable", false));
   BOOST_TEST(j.get_string("exit_reason") == "provider_error");
+}
+
+BOOST_AUTO_TEST_CASE(a_replayed_turn_says_so) {
+  turn_result r;
+  r.final_response = "answered once";
+  r.replayed = true;
+  auto j = turn_result_json(r);
+  BOOST_TEST(j.get_bool("replayed", false));
+  BOOST_TEST(j.get_string("final_response") == "answered once");
+}
+
+BOOST_AUTO_TEST_CASE(tool_events_render_as_the_edges_show_them) {
+  tool_event start;
+  start.call_id = "c1";
+  start.tool = "delegate_task";
+  start.args_json = R"({"goal":"x"})";
+  start.tasks = 2;
+  auto s = tool_event_json(start);
+  BOOST_TEST(std::string{tool_event_kind(start)} == "tool_start");
+  BOOST_TEST(s.get_string("id") == "c1");
+  BOOST_TEST(s.get_string("name") == "delegate_task");
+  BOOST_TEST(s.get_string("arguments") == R"({"goal":"x"})");
+  BOOST_TEST(s.get_int("tasks", 0) == 2);
+  BOOST_TEST(s.find("depth") == nullptr);
+  BOOST_TEST(s.find("result") == nullptr);
+  tool_event end;
+  end.what = tool_event::phase::end;
+  end.call_id = "c2";
+  end.tool = "read_file";
+  end.result_json = R"({"content":"a"})";
+  end.duration_us = 1500;
+  end.depth = 1;
+  auto e = tool_event_json(end);
+  BOOST_TEST(std::string{tool_event_kind(end)} == "tool_end");
+  BOOST_TEST(e.get_string("result") == R"({"content":"a"})");
+  BOOST_TEST(e.get_int("duration_us", 0) == 1500);
+  BOOST_TEST(e.get_int("depth", 0) == 1);
+  BOOST_TEST(e.find("arguments") == nullptr);
+  BOOST_TEST(e.find("tasks") == nullptr);
 }

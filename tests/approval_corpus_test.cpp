@@ -263,10 +263,11 @@ struct service_fixture {
                         const std::string&, std::chrono::milliseconds,
                         const std::atomic<bool>*) {
       if (verdicts.empty())
-        return guardian_reply{false, "", "no reviewer"};
+        return guardian_reply::failure(status_code::unavailable,
+                                       "no reviewer");
       auto v = verdicts.front();
       verdicts.erase(verdicts.begin());
-      return guardian_reply{true, v, ""};
+      return guardian_reply{v};
     };
     svc->set_hooks(std::move(h));
   }
@@ -494,7 +495,7 @@ BOOST_AUTO_TEST_CASE(allowlist_writer_keeps_existing_entries) {
   test::temp_dir dir;
   // Appended block: the rest of the file (comments included) stays.
   dir.write("a.yaml", "# my settings\nagent:\n  max_turns: 5\n");
-  BOOST_CHECK_EQUAL(add_to_command_allowlist(dir / "a.yaml", "sh -c"), "");
+  BOOST_CHECK(add_to_command_allowlist(dir / "a.yaml", "sh -c").ok());
   auto a = test::slurp(dir / "a.yaml");
   BOOST_CHECK(contains(a, "# my settings"));
   auto pa = parse_options(a, "a.yaml");
@@ -502,12 +503,12 @@ BOOST_AUTO_TEST_CASE(allowlist_writer_keeps_existing_entries) {
   BOOST_CHECK_EQUAL(pa.opts.agent.max_turns, 5);
   BOOST_REQUIRE_EQUAL(pa.opts.command_allowlist.size(), 1u);
   // An existing list is extended; duplicates change nothing.
-  BOOST_CHECK_EQUAL(add_to_command_allowlist(dir / "a.yaml", "recursive rm"),
-                    "");
-  BOOST_CHECK_EQUAL(add_to_command_allowlist(dir / "a.yaml", "sh -c"), "");
+  BOOST_CHECK(add_to_command_allowlist(dir / "a.yaml", "recursive rm").ok());
+  BOOST_CHECK(add_to_command_allowlist(dir / "a.yaml", "sh -c").ok());
   auto pb = parse_options(test::slurp(dir / "a.yaml"), "a.yaml");
   BOOST_REQUIRE_MESSAGE(pb.ok(), pb.error);
   BOOST_CHECK_EQUAL(pb.opts.agent.max_turns, 5);
   BOOST_CHECK_EQUAL(pb.opts.command_allowlist.size(), 2u);
-  BOOST_CHECK(!add_to_command_allowlist(dir / "a.yaml", "bad\nkey").empty());
+  BOOST_CHECK(add_to_command_allowlist(dir / "a.yaml", "bad\nkey").code
+              == status_code::invalid_argument);
 }

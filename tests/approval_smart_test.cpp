@@ -52,8 +52,9 @@ struct fixture {
     opts.approvals.timeout = 10;
     opts.approvals.unattended_mode = unattended;
     std::string err;
-    rt = runtime::create(opts, &err);
-    BOOST_REQUIRE_MESSAGE(rt != nullptr, err);
+    auto made = create_runtime(opts);
+    BOOST_REQUIRE_MESSAGE(made, made.error);
+    rt = std::move(*made);
     if (human)
       rt->set_approval_callback([this](const approval_prompt& p) {
         std::lock_guard<std::mutex> guard{mtx};

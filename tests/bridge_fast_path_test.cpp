@@ -172,8 +172,9 @@ struct fixture {
     extra.push_back(std::make_unique<waiting_tool>());
     extra.push_back(std::make_unique<throwing_tool>());
     std::string err;
-    rt = runtime::create(opts, &err, std::move(extra));
-    BOOST_REQUIRE_MESSAGE(rt != nullptr, err);
+    auto made = create_runtime(opts, std::move(extra));
+    BOOST_REQUIRE_MESSAGE(made, made.error);
+    rt = std::move(*made);
     current_rt = rt.get();
   }
 

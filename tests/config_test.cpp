@@ -270,7 +270,7 @@ BOOST_AUTO_TEST_CASE(unsafe_state_directories_are_refused) {
   auto home = dir / "state";
   ::mkdir(home.c_str(), 0700);
   BOOST_TEST(load_options(home).ok());
-  BOOST_TEST(state_dir_problem(dir / "not-yet") == "");
+  BOOST_TEST(check_state_dir(dir / "not-yet").ok());
   ::chmod(home.c_str(), 0777);
   auto r = load_options(home);
   BOOST_TEST(r.error.find(home) != std::string::npos, r.error);
@@ -285,9 +285,9 @@ BOOST_AUTO_TEST_CASE(unsafe_state_directories_are_refused) {
   BOOST_TEST(check.err.find("chmod 700 " + home) != std::string::npos);
   options opts;
   opts.home = home;
-  std::string err;
-  BOOST_TEST(!runtime::create(opts, &err));
-  BOOST_TEST(err.find(home) != std::string::npos, err);
+  auto made = create_runtime(opts);
+  BOOST_TEST(!made);
+  BOOST_TEST(made.error.find(home) != std::string::npos, made.error);
   ::chmod(home.c_str(), 0700);
   if (::geteuid() == 0) {
     // Someone else's directory (only root can hand one over in a test).

@@ -109,7 +109,7 @@ BOOST_AUTO_TEST_CASE(the_json_form_round_trips_with_state) {
   cron_job j;
   j.id = new_cron_job_id();
   BOOST_CHECK_EQUAL(j.id.size(), 20u);
-  BOOST_CHECK(check_cron_job_id(j.id).empty());
+  BOOST_CHECK(check_cron_job_id(j.id).ok());
   j.name = "nightly";
   j.schedule = "30 2 * * *";
   j.timezone = "America/New_York";

@@ -49,10 +49,10 @@ struct cron_fixture : agent_fixture {
     cron_scheduler_options so;
     auto c = now_ms;
     so.clock = [c] { return cron_time_from_ms(c->load()); };
-    so.provider = "custom";
-    so.model = "m";
-    so.base_url = provider_url;
-    so.api_key = "sk-test-0123456789";
+    so.provider.provider = "custom";
+    so.provider.model = "m";
+    so.provider.base_url = provider_url;
+    so.provider.api_key = "sk-test-0123456789";
     so.holder = "cron_runner_test";
     return so;
   }

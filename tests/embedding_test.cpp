@@ -122,12 +122,13 @@ struct fixture {
     runtime_config cfg;
     cfg.home = home.path();
     cfg.config_file = yaml;
-    cfg.provider = "custom";
-    cfg.model = "m";
+    cfg.provider.provider = "custom";
+    cfg.provider.model = "m";
     cfg.tools = host_tools();
     std::string err;
-    rt = runtime::create(cfg, &err);
-    BOOST_REQUIRE_MESSAGE(rt != nullptr, err);
+    auto made = runtime::create(cfg);
+    BOOST_REQUIRE_MESSAGE(made, made.error);
+    rt = std::move(*made);
   }
 
   ~fixture() {
@@ -215,8 +216,8 @@ struct fixture {
 
   agent_config agent_cfg(const std::string& prefix = "/v1") {
     agent_config ac;
-    ac.base_url = server.url(prefix);
-    ac.api_key = "sk-test-0123456789";
+    ac.provider.base_url = server.url(prefix);
+    ac.provider.api_key = "sk-test-0123456789";
     return ac;
   }
 
@@ -273,7 +274,7 @@ BOOST_AUTO_TEST_CASE(model_calls_host_tool_with_events) {
   auto r = a.run("Weather in Oslo?", no_stream()).get();
   BOOST_TEST_REQUIRE(r.error.empty(), r.error);
   BOOST_TEST(r.completed);
-  BOOST_TEST(r.final_response == "Oslo is sunny.");
+  BOOST_TEST(r.final_response.value_or("") == "Oslo is sunny.");
   BOOST_TEST(r.session_id == a.session_id());
   {
     std::lock_guard<std::mutex> guard{log->mtx};
@@ -328,7 +329,7 @@ BOOST_AUTO_TEST_CASE(streamed_text_reaches_on_text) {
   agent a{*rt, ac};
   auto r = a.run("Stream please.").get();
   BOOST_TEST_REQUIRE(r.error.empty(), r.error);
-  BOOST_TEST(r.final_response == "Hello from a stream.");
+  BOOST_TEST(r.final_response.value_or("") == "Hello from a stream.");
   BOOST_TEST(text == "Hello from a stream.");
   BOOST_TEST(pieces >= 2);
 }
@@ -375,7 +376,7 @@ BOOST_AUTO_TEST_CASE(interrupt_mid_tool) {
   // The agent stays usable after an interrupt.
   script("/v1", completion("Back."));
   auto r2 = a.run("Again.", no_stream()).get();
-  BOOST_TEST(r2.final_response == "Back.");
+  BOOST_TEST(r2.final_response.value_or("") == "Back.");
 }
 
 BOOST_AUTO_TEST_CASE(close_twice_disposes_kernels) {
@@ -401,7 +402,7 @@ BOOST_AUTO_TEST_CASE(close_twice_disposes_kernels) {
   ac.session_id = a.session_id();
   agent b{*rt, ac};
   auto r2 = b.run("Still there?", no_stream()).get();
-  BOOST_TEST(r2.final_response == "Resumed.");
+  BOOST_TEST(r2.final_response.value_or("") == "Resumed.");
   auto reqs = requests();
   BOOST_TEST(contains(reqs.back()["messages"].dump(), "Run code."));
 }
@@ -419,8 +420,8 @@ BOOST_AUTO_TEST_CASE(two_agents_in_parallel) {
   auto fb = b.run("B", no_stream());
   auto ra = fa.get();
   auto rb = fb.get();
-  BOOST_TEST(ra.final_response == "done /a/v1");
-  BOOST_TEST(rb.final_response == "done /b/v1");
+  BOOST_TEST(ra.final_response.value_or("") == "done /a/v1");
+  BOOST_TEST(rb.final_response.value_or("") == "done /b/v1");
   auto seen = last_content(requests("/a/v1")[1]);
   bool met = contains(seen, "\"met\": true") || contains(seen, "\"met\":true");
   BOOST_TEST(met, seen);
@@ -438,7 +439,7 @@ BOOST_AUTO_TEST_CASE(queued_runs_keep_order) {
     fs.push_back(a.run(msg, no_stream()));
   std::vector<std::string> finals;
   for (auto& f : fs)
-    finals.push_back(f.get().final_response);
+    finals.push_back(f.get().final_response.value_or(""));
   BOOST_TEST(finals == (std::vector<std::string>{"r1", "r2", "r3"}),
              boost::test_tools::per_element());
   auto reqs = requests();
@@ -463,7 +464,7 @@ BOOST_AUTO_TEST_CASE(queued_runs_keep_order) {
   for (auto msg : {"four", "five"})
     a.run(msg, no_stream(), [order](turn_result r) {
       std::lock_guard<std::mutex> guard{order->mtx};
-      order->done_order.push_back(r.final_response);
+      order->done_order.push_back(r.final_response.value_or(""));
       if (order->done_order.size() == 2)
         order->both.set_value();
     });
@@ -492,10 +493,10 @@ BOOST_AUTO_TEST_CASE(bad_host_tools_are_refused) {
     runtime_config cfg;
     cfg.home = home.path();
     cfg.tools.push_back(std::move(t));
-    std::string err;
-    auto r = runtime::create(cfg, &err);
-    BOOST_TEST((r == nullptr));
-    return err;
+    auto r = runtime::create(cfg);
+    BOOST_TEST(!r);
+    BOOST_TEST((r.code == status_code::config_invalid));
+    return r.error;
   };
   host_tool t;
   t.name = "read_file";
@@ -510,9 +511,9 @@ BOOST_AUTO_TEST_CASE(bad_host_tools_are_refused) {
   runtime_config missing;
   missing.home = home.path();
   missing.config_file = home / "no-such.yaml";
-  std::string err;
-  BOOST_TEST((runtime::create(missing, &err) == nullptr));
-  BOOST_TEST(contains(err, "no-such.yaml"));
+  auto r = runtime::create(missing);
+  BOOST_TEST(!r);
+  BOOST_TEST(contains(r.error, "no-such.yaml"));
 }
 
 BOOST_AUTO_TEST_CASE(actor_level_in_host_system) {
@@ -524,38 +525,48 @@ BOOST_AUTO_TEST_CASE(actor_level_in_host_system) {
   {
     runtime_config rc;
     rc.home = host_home.path();
-    rc.provider = "custom";
-    rc.model = "m";
+    rc.provider.provider = "custom";
+    rc.provider.model = "m";
     rc.tools = host_tools();
-    std::string err;
-    auto hrt = actors::attach(sys, rc, &err);
-    BOOST_REQUIRE_MESSAGE(hrt != nullptr, err);
+    auto made = actors::attach(sys, rc);
+    BOOST_REQUIRE_MESSAGE(made, made.error);
+    auto hrt = std::move(*made);
     BOOST_TEST(&actor_system_of(*hrt) == &sys);
 
     auto events = std::make_shared<std::vector<std::string>>();
     auto events_mtx = std::make_shared<std::mutex>();
-    auto listener = sys.spawn([=](caf::event_based_actor*) -> caf::behavior {
-      return {
-        [=](actors::event_atom, const std::string& kind,
-            const std::string& text) {
-          std::lock_guard<std::mutex> guard{*events_mtx};
-          events->push_back(kind + " " + text);
-        },
-      };
-    });
+    auto listener = sys.spawn(
+      [=]() -> actors::event_listener::behavior_type {
+        return {
+          [=](actors::event_atom, const std::string& kind,
+              const std::string& text) {
+            std::lock_guard<std::mutex> guard{*events_mtx};
+            events->push_back(kind + " " + text);
+          },
+          [=](actors::event_atom, const tool_event& e) {
+            std::lock_guard<std::mutex> guard{*events_mtx};
+            events->push_back(
+              (e.what == tool_event::phase::start ? "tool_start " : "tool_end ")
+              + e.tool + " " + e.args_json + " " + e.result_json);
+          },
+        };
+      });
     script("/v1", completion("", {{"c1", "get_weather", R"({"city":"Rome"})"}}));
     script("/v1", completion("Rome is sunny."));
     auto conv = actors::spawn_conversation(*hrt, agent_cfg(), listener);
     caf::scoped_actor self{sys};
-    std::string result;
+    turn_result turn;
     self->request(conv, caf::infinite, actors::run_atom_v,
                   std::string{"Weather in Rome?"})
-      .receive([&](std::string& r) { result = std::move(r); },
+      .receive([&](turn_result& r) { turn = std::move(r); },
                [&](caf::error& e) { BOOST_FAIL(sys.render(e)); });
-    auto parsed = json::parse(result);
-    BOOST_TEST_REQUIRE(parsed.v.has_value(), result);
-    BOOST_TEST(parsed.v->get_bool("completed", false), result);
-    BOOST_TEST(parsed.v->get_string("final_response", "") == "Rome is sunny.");
+    BOOST_TEST(turn.started, turn.error);
+    BOOST_TEST(turn.completed, turn.error);
+    BOOST_TEST(turn.final_response.value_or("") == "Rome is sunny.");
+    // The typed result carries the conversation (no JSON in between).
+    BOOST_TEST_REQUIRE(!turn.messages.empty());
+    BOOST_TEST(turn.messages.back().role == "assistant");
+    std::string result;
     BOOST_TEST(wait_until([&] {
       std::lock_guard<std::mutex> guard{*events_mtx};
       return events->size() >= 2;
@@ -578,7 +589,9 @@ BOOST_AUTO_TEST_CASE(actor_level_in_host_system) {
     // The contract of mibyan/actors.hpp: the runtime goes only after the
     // actors spawned into it have exited (a conversation's exit closes its
     // session through the runtime).
-    for (auto& a : {conv, tools, listener}) {
+    for (auto& a : {caf::actor_cast<caf::actor>(conv),
+                    caf::actor_cast<caf::actor>(tools),
+                    caf::actor_cast<caf::actor>(listener)}) {
       self->monitor(a);
       self->send_exit(a, caf::exit_reason::user_shutdown);
     }

@@ -35,7 +35,7 @@ BOOST_AUTO_TEST_CASE(key_added_mid_session_works_on_the_next_turn) {
   ::unsetenv("MIBYAN_ENV");
   start(base_options());
   auto c = call("hello", "env-1");
-  c.api_key.clear(); // provider custom: CUSTOM_API_KEY, optional
+  c.provider.api_key.clear(); // provider custom: CUSTOM_API_KEY, optional
   script(chat_completion("no key yet"));
   auto res = run(c);
   BOOST_CHECK_EQUAL(res["final_response"].as_string(), "no key yet");
@@ -98,13 +98,13 @@ BOOST_AUTO_TEST_CASE(reload_reads_and_clears) {
   options o;
   o.home = home.path();
   o.env_file["OLD"] = "1";
-  BOOST_CHECK(reload_env_file(o).empty());
+  BOOST_CHECK(reload_env_file(o).ok());
   BOOST_CHECK(o.env_file.empty()); // no file: nothing
   {
     std::ofstream env(home.path() + "/.env");
     env << "# comment\nexport A_KEY='v1'\nnot a line\n";
   }
-  BOOST_CHECK(reload_env_file(o).empty());
+  BOOST_CHECK(reload_env_file(o).ok());
   BOOST_CHECK_EQUAL(o.env_file.size(), 1u);
   BOOST_CHECK_EQUAL(o.env_file["A_KEY"], "v1");
 }

@@ -37,8 +37,9 @@ struct exec_fixture {
     if (adjust)
       adjust(opts);
     std::string err;
-    rt = runtime::create(opts, &err);
-    BOOST_REQUIRE_MESSAGE(rt != nullptr, err);
+    auto made = create_runtime(opts);
+    BOOST_REQUIRE_MESSAGE(made, made.error);
+    rt = std::move(*made);
   }
 
   json::value exec(const std::string& code, const std::string& session = "s1",

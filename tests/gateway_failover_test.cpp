@@ -18,6 +18,7 @@
 #include <fstream>
 #include <future>
 
+#include "agent/turn_result.hpp"
 #include "storage/session_lease.hpp"
 #include "tests/support/gateway_fixture.hpp"
 

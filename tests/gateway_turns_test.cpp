@@ -78,10 +78,8 @@ void retried_after_kill_9(gateways& f) {
   // stored answer comes back, nothing runs, nothing is stored.
   auto again = client->run_turn(call);
   check_ok(again);
-  auto r = json::parse(again.result_json);
-  BOOST_REQUIRE(r);
-  BOOST_CHECK(r.v->get_bool("replayed", false));
-  BOOST_CHECK_EQUAL(r.v->get_string("final_response", ""), "answered once");
+  BOOST_CHECK(again.replayed);
+  BOOST_CHECK_EQUAL(again.final_response.value_or(""), "answered once");
   BOOST_CHECK_EQUAL(f.chat_requests().size(), 2u);
   BOOST_CHECK_EQUAL(f.history("keyed").size(), 2u);
   // A new key is a new turn.

@@ -257,9 +257,9 @@ BOOST_AUTO_TEST_CASE(interrupt_and_destruction_end_a_wait) {
   // An interrupt: the turn ends without waiting approvals.timeout (60 s).
   script(rm_call("build-output"));
   script(test::chat_completion("never"));
-  std::promise<turn_outcome> done;
+  std::promise<turn_result> done;
   auto c = call("clean", "host-1");
-  rt->run_turn_async(c, [&](turn_outcome o) { done.set_value(std::move(o)); });
+  rt->run_turn_async(c, [&](turn_result o) { done.set_value(std::move(o)); });
   BOOST_REQUIRE(wait_for(
     [&] { return rt->pending_requests(pending_kind::approval).size() == 1; },
     30));
@@ -276,9 +276,9 @@ BOOST_AUTO_TEST_CASE(interrupt_and_destruction_end_a_wait) {
   server.reset();
   script(rm_call("build-output"));
   script(test::chat_completion("never either"));
-  std::promise<turn_outcome> done2;
+  std::promise<turn_result> done2;
   rt->run_turn_async(call("clean", "host-2"),
-                     [&](turn_outcome o) { done2.set_value(std::move(o)); });
+                     [&](turn_result o) { done2.set_value(std::move(o)); });
   BOOST_REQUIRE(wait_for(
     [&] { return rt->pending_requests(pending_kind::approval).size() == 1; },
     30));

@@ -356,11 +356,11 @@ BOOST_AUTO_TEST_CASE(connect_check_refuses_before_connecting) {
   std::mutex mtx;
   std::vector<std::pair<std::string, std::string>> seen;
   auto req = get("/text");
-  req.connect_check = [&](const std::string& url, const std::string& ip)
-    -> std::optional<std::string> {
+  req.connect_check = [&](const std::string& url, const std::string& ip) {
     std::lock_guard<std::mutex> guard{mtx};
     seen.emplace_back(url, ip);
-    return std::string{"no loopback please"};
+    return status::failure(status_code::permission_denied,
+                           "no loopback please");
   };
   auto res = client.fetch(req);
   BOOST_TEST(!res.summary.ok());
@@ -385,12 +385,12 @@ BOOST_AUTO_TEST_CASE(connect_check_applies_to_redirect_hops) {
   req.url = "http://localhost:" + std::to_string(server.port())
             + "/redirect?to=" + target;
   std::atomic<int> calls{0};
-  req.connect_check = [&](const std::string& url, const std::string&)
-    -> std::optional<std::string> {
+  req.connect_check = [&](const std::string& url, const std::string&) {
     ++calls;
     if (url.find("/page") != std::string::npos)
-      return std::string{"second hop refused"};
-    return std::nullopt;
+      return status::failure(status_code::permission_denied,
+                             "second hop refused");
+    return status{};
   };
   auto res = client.fetch(req);
   BOOST_TEST(calls.load() >= 2);
@@ -398,8 +398,9 @@ BOOST_AUTO_TEST_CASE(connect_check_applies_to_redirect_hops) {
   BOOST_TEST(res.summary.error == "second hop refused");
   BOOST_TEST(res.body.find("Main Heading") == std::string::npos);
   // Allowed: the same redirect goes through.
-  req.connect_check = [](const std::string&, const std::string&)
-    -> std::optional<std::string> { return std::nullopt; };
+  req.connect_check = [](const std::string&, const std::string&) {
+    return status{};
+  };
   res = client.fetch(req);
   BOOST_TEST(res.summary.ok(), res.summary.error);
   BOOST_TEST(res.body.find("Main Heading") != std::string::npos);

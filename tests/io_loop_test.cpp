@@ -39,8 +39,9 @@ BOOST_AUTO_TEST_CASE(a_polling_loop_runs_cells_and_stops) {
   opts.code_execution.timeout = 2;
   opts.code_execution.max_tool_calls = 500;
   std::string err;
-  auto rt = runtime::create(opts, &err);
-  BOOST_REQUIRE_MESSAGE(rt != nullptr, err);
+  auto made = create_runtime(opts);
+  BOOST_REQUIRE_MESSAGE(made, made.error);
+  auto rt = std::move(*made);
   for (int i = 0; i < 200; ++i) {
     auto r = test::run_cell(*rt, work.path(), "print(" + std::to_string(i)
                                                   + ")");

@@ -97,8 +97,9 @@ struct ckpt_fixture {
     opts.code_execution.checkpoint = "on";
     opts.code_execution.checkpoint_max_mb = max_mb;
     std::string err;
-    rt = runtime::create(opts, &err);
-    BOOST_REQUIRE_MESSAGE(rt != nullptr, err);
+    auto made = create_runtime(opts);
+    BOOST_REQUIRE_MESSAGE(made, made.error);
+    rt = std::move(*made);
   }
 
   void restart() {
@@ -555,12 +556,15 @@ BOOST_AUTO_TEST_CASE(sealed_bad_payloads_are_reported_by_name) {
 BOOST_AUTO_TEST_CASE(checkpoints_off_keeps_the_old_behaviour) {
   auto opts = test::kernel_test_options(home.path());
   std::string err;
-  rt = runtime::create(opts, &err); // "auto": off on a single node
-  BOOST_REQUIRE(rt);
+  auto made = create_runtime(opts); // "auto": off on a single node
+  BOOST_REQUIRE_MESSAGE(made, made.error);
+  rt = std::move(*made);
   BOOST_CHECK(!kernel_checkpoints_of(*rt)->enabled());
   exec("v = 1");
   rt.reset();
-  rt = runtime::create(opts, &err);
+  auto again = create_runtime(opts);
+  BOOST_REQUIRE_MESSAGE(again, again.error);
+  rt = std::move(*again);
   auto r = exec("print(v)");
   BOOST_CHECK(contains(r.get_string("output"), "NameError"));
   BOOST_CHECK(kernel_of(r)->find("state_restored") == nullptr);

@@ -89,8 +89,9 @@ BOOST_AUTO_TEST_CASE(stale_staging_dirs_are_swept_at_runtime_start) {
     runtime_config cfg;
     cfg.home = home.path();
     std::string err;
-    auto rt = runtime::create(cfg, &err);
-    BOOST_REQUIRE_MESSAGE(rt != nullptr, err);
+    auto made = runtime::create(cfg);
+    BOOST_REQUIRE_MESSAGE(made, made.error);
+    auto rt = std::move(*made);
   }
   BOOST_TEST(!fs::exists(tmp / dead));
   BOOST_TEST(!fs::exists(tmp / reused));

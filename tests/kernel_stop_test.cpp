@@ -33,8 +33,9 @@ struct fixture {
   fixture() {
     auto opts = test::kernel_test_options(home.path());
     std::string err;
-    rt = runtime::create(opts, &err);
-    BOOST_REQUIRE_MESSAGE(rt != nullptr, err);
+    auto made = create_runtime(opts);
+    BOOST_REQUIRE_MESSAGE(made, made.error);
+    rt = std::move(*made);
   }
 
   tool_call_request exec(const std::string& code, bool reset = false,

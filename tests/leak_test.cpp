@@ -126,8 +126,9 @@ BOOST_AUTO_TEST_CASE(ten_thousand_cells_and_tool_calls_leave_nothing) {
   opts.home = home.path();
   opts.approvals.unattended_mode = "approve";
   std::string err;
-  auto rt = runtime::create(opts, &err);
-  BOOST_REQUIRE_MESSAGE(rt != nullptr, err);
+  auto made = create_runtime(opts);
+  BOOST_REQUIRE_MESSAGE(made, made.error);
+  auto rt = std::move(*made);
 
   const std::vector<std::string> sessions{"leak-a", "leak-b", "leak-c",
                                           "leak-d"};
@@ -240,8 +241,9 @@ BOOST_AUTO_TEST_CASE(ended_kernels_give_back_their_memory) {
   opts.approvals.unattended_mode = "approve";
   opts.code_execution.prestart_kernels = 0;
   std::string err;
-  auto rt = runtime::create(opts, &err);
-  BOOST_REQUIRE_MESSAGE(rt != nullptr, err);
+  auto made2 = create_runtime(opts);
+  BOOST_REQUIRE_MESSAGE(made2, made2.error);
+  auto rt = std::move(*made2);
   auto one = [&](const std::string& session) {
     json::value args;
     // A tool call from the script: the RPC listener and a connection.

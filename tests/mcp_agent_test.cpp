@@ -18,6 +18,7 @@
 #include <sstream>
 #include <thread>
 
+#include "agent/turn_result.hpp"
 #include "base/json.hpp"
 #include "config/options.hpp"
 #include "runtime/runtime.hpp"
@@ -73,8 +74,9 @@ struct fixture {
     for (auto& e : extra)
       opts.mcp_servers.push_back(e);
     std::string err;
-    rt = runtime::create(opts, &err);
-    BOOST_REQUIRE_MESSAGE(rt != nullptr, err);
+    auto made = create_runtime(opts);
+    BOOST_REQUIRE_MESSAGE(made, made.error);
+    rt = std::move(*made);
   }
 
   void script(const std::string& body) {
@@ -88,14 +90,14 @@ struct fixture {
   json::value run(const std::string& prompt) {
     turn_call c;
     c.prompt = prompt;
-    c.provider = "custom";
-    c.base_url = server.url("/v1");
-    c.model = "m";
-    c.api_key = "sk-test-0123456789";
+    c.provider.provider = "custom";
+    c.provider.base_url = server.url("/v1");
+    c.provider.model = "m";
+    c.provider.api_key = "sk-test-0123456789";
     c.stream = false;
     auto out = rt->run_turn(c);
-    BOOST_REQUIRE_MESSAGE(out.error.empty(), out.error);
-    auto parsed = json::parse(out.result_json);
+    BOOST_REQUIRE_MESSAGE(out.started, out.error);
+    auto parsed = json::parse(turn_result_json(out).dump());
     BOOST_REQUIRE(parsed);
     return *parsed.v;
   }
@@ -196,7 +198,7 @@ BOOST_FIXTURE_TEST_CASE(script_stubs_follow_tool_list_changes, fixture) {
     return call(session, "execute_code", code_args(code).dump());
   };
   auto stubs_list = [&](const std::string& name) {
-    return contains(rt->tools().find("execute_code")->description(), name);
+    return contains(tools_of(*rt).find("execute_code")->description(), name);
   };
   auto out = cell("s1", "import mibyan_tools\n"
                         "from mibyan_tools import mcp\n"
@@ -392,14 +394,14 @@ BOOST_FIXTURE_TEST_CASE(roots_are_the_runtime_working_directory, fixture) {
 
 BOOST_FIXTURE_TEST_CASE(list_changed_reaches_the_next_turn_only, fixture) {
   start(false, false, 0, "", {test::misbehaving_stdio("grow", "bad")});
-  BOOST_TEST(rt->tools().find("mcp__bad__fresh") == nullptr);
+  BOOST_TEST(tools_of(*rt).find("mcp__bad__fresh") == nullptr);
   // Turn 1 calls `grow`: the server adds `fresh` and says so.
   script(test::completion("", "mcp__bad__grow", "{}"));
   script(test::completion("done"));
   run("grow");
   // Re-registered at once...
   BOOST_REQUIRE(eventually([&] {
-    return rt->tools().find("mcp__bad__fresh") != nullptr;
+    return tools_of(*rt).find("mcp__bad__fresh") != nullptr;
   }));
   // ...but turn 1 kept the tool list it started with.
   auto bodies = test::request_bodies(server);
@@ -411,14 +413,14 @@ BOOST_FIXTURE_TEST_CASE(list_changed_reaches_the_next_turn_only, fixture) {
   script(test::completion("done"));
   turn_call c;
   c.prompt = "use the new tool";
-  c.provider = "custom";
-  c.base_url = server.url("/v1");
-  c.model = "m";
-  c.api_key = "sk-test-0123456789";
+  c.provider.provider = "custom";
+  c.provider.base_url = server.url("/v1");
+  c.provider.model = "m";
+  c.provider.api_key = "sk-test-0123456789";
   c.stream = false;
   c.toolsets = {"mcp-bad"};
   auto out = rt->run_turn(c);
-  BOOST_REQUIRE_MESSAGE(out.error.empty(), out.error);
+  BOOST_REQUIRE_MESSAGE(out.started, out.error);
   bodies = test::request_bodies(server);
   BOOST_REQUIRE(bodies.size() == 4u);
   BOOST_TEST(contains(bodies[2].find("tools")->dump(), "mcp__bad__fresh"));

@@ -15,10 +15,9 @@ using kind = mcp_incoming::kind;
 namespace {
 
 std::vector<mcp_incoming> parse(const std::string& text) {
-  std::vector<mcp_incoming> out;
-  std::string why;
-  BOOST_REQUIRE_MESSAGE(parse_mcp_messages(text, out, &why), why);
-  return out;
+  auto out = parse_mcp_messages(text);
+  BOOST_REQUIRE_MESSAGE(out.ok(), out.error);
+  return std::move(*out);
 }
 
 } // namespace
@@ -53,11 +52,10 @@ BOOST_AUTO_TEST_CASE(classifies_each_kind) {
 }
 
 BOOST_AUTO_TEST_CASE(rejects_text_that_is_no_json) {
-  std::vector<mcp_incoming> out;
-  std::string why;
-  BOOST_TEST(!parse_mcp_messages("{\"id\":1,", out, &why));
-  BOOST_TEST(!why.empty());
-  BOOST_TEST(out.empty());
+  auto out = parse_mcp_messages("{\"id\":1,");
+  BOOST_TEST(!out.ok());
+  BOOST_TEST((out.code == status_code::invalid_argument));
+  BOOST_TEST(!out.error.empty());
 }
 
 BOOST_AUTO_TEST_CASE(line_reader_splits_any_chunking) {

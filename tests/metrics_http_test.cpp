@@ -312,8 +312,9 @@ BOOST_AUTO_TEST_CASE(metrics_off_loopback_need_a_key) {
   opts.home = home.path();
   opts.code_execution.prestart_kernels = 0;
   std::string err;
-  auto rt = runtime::create(opts, &err);
-  BOOST_REQUIRE_MESSAGE(rt, err);
+  auto made = create_runtime(opts);
+  BOOST_REQUIRE_MESSAGE(made, made.error);
+  auto rt = std::move(*made);
   for (std::string k : {std::string{}, std::string{"in-process-key"}}) {
     http_server_settings st;
     st.host = "0.0.0.0";
@@ -322,8 +323,9 @@ BOOST_AUTO_TEST_CASE(metrics_off_loopback_need_a_key) {
     st.limits = opts.server;
     st.model_id = "m";
     st.new_session_id = [] { return std::string{"s"}; };
-    auto server = http_server::start(*rt, st, &err);
-    BOOST_REQUIRE_MESSAGE(server, err);
+    auto started = http_server::start(*rt, st);
+    BOOST_REQUIRE_MESSAGE(started.ok(), started.error);
+    auto server = std::move(*started);
     auto port = server->port();
     BOOST_CHECK_EQUAL(status_of(http(port, "GET", "/health")), 200);
     if (k.empty()) {

@@ -36,23 +36,18 @@ BOOST_AUTO_TEST_CASE(last_user_message_is_the_prompt_and_the_rest_history) {
   BOOST_CHECK(r.stream);
   BOOST_CHECK(r.include_usage);
   BOOST_CHECK_EQUAL(r.prompt, "Again");
-  auto h = json::parse(r.history_json);
-  BOOST_REQUIRE(h);
-  BOOST_REQUIRE_EQUAL(h.v->size(), 4u);
-  auto& first = h.v->as_array()[0];
-  BOOST_CHECK_EQUAL(first.get_string("role", ""), "user");
+  // The history is typed chat messages (what the runtime stores).
+  auto& h = r.history;
+  BOOST_REQUIRE_EQUAL(h.size(), 4u);
+  BOOST_CHECK_EQUAL(h[0].role, "user");
   // The client's system text leads the first user message.
-  BOOST_CHECK_EQUAL(first.get_string("content", ""), "Be brief.\n\nHi there");
-  BOOST_CHECK_EQUAL(h.v->as_array()[1]["tool_calls"].as_array()[0]
-                      ["function"].get_string("name", ""),
-                    "read_file");
-  BOOST_CHECK_EQUAL(h.v->as_array()[2].get_string("tool_call_id", ""), "c1");
-  // The history converts back to chat messages (what the runtime stores).
-  std::vector<chat_message> msgs;
-  std::string e2;
-  BOOST_REQUIRE(chat_messages_from_openai(*h.v, msgs, e2));
-  BOOST_CHECK_EQUAL(msgs[1].tool_calls.at(0).arguments, R"({"path":"a"})");
-  BOOST_CHECK_EQUAL(msgs[2].tool_name, "read_file");
+  BOOST_CHECK_EQUAL(h[0].content, "Be brief.\n\nHi there");
+  BOOST_REQUIRE_EQUAL(h[1].tool_calls.size(), 1u);
+  BOOST_CHECK_EQUAL(h[1].tool_calls[0].name, "read_file");
+  BOOST_CHECK_EQUAL(h[1].tool_calls[0].arguments, R"({"path":"a"})");
+  BOOST_CHECK_EQUAL(h[2].tool_call_id, "c1");
+  BOOST_CHECK_EQUAL(h[2].tool_name, "read_file");
+  BOOST_CHECK_EQUAL(h[3].content, "Read it.");
 }
 
 BOOST_AUTO_TEST_CASE(system_text_folds_into_a_single_prompt) {
@@ -64,7 +59,7 @@ BOOST_AUTO_TEST_CASE(system_text_folds_into_a_single_prompt) {
       .error,
     "");
   BOOST_CHECK_EQUAL(r.prompt, "S\n\nU");
-  BOOST_CHECK(r.history_json.empty());
+  BOOST_CHECK(r.history.empty());
 }
 
 BOOST_AUTO_TEST_CASE(bad_requests_have_clear_messages) {
@@ -105,7 +100,7 @@ BOOST_AUTO_TEST_CASE(too_many_messages_is_its_own_code) {
   auto over = parse_chat_completion(body(11), r, 10);
   BOOST_CHECK(over.code == status_code::resource_exhausted);
   BOOST_CHECK(over.error.find("server.max_messages") != std::string::npos);
-  BOOST_CHECK(r.prompt.empty() && r.history_json.empty());
+  BOOST_CHECK(r.prompt.empty() && r.history.empty());
   BOOST_CHECK(parse_chat_completion(body(10), r, 10).ok());
   BOOST_CHECK_EQUAL(r.prompt, "x");
   // Malformed JSON stays an invalid request.
@@ -167,23 +162,33 @@ BOOST_AUTO_TEST_CASE(targets_ids_and_keys) {
 }
 
 BOOST_AUTO_TEST_CASE(turn_outcomes_map_to_replies) {
-  turn_outcome not_started;
+  turn_result not_started;
   not_started.error = "no provider";
   auto a = serve::summarize_turn(not_started, "s");
   BOOST_CHECK(!a.ok);
   BOOST_CHECK(a.not_started);
   BOOST_CHECK_EQUAL(a.message, "no provider");
-  turn_outcome done;
-  done.result_json = R"J({"final_response":"hi","failed":false,"interrupted":false,
-    "prompt_tokens":3,"completion_tokens":2,"total_tokens":5,"api_calls":2,
-    "turn_exit_reason":"text_response(finish_reason=stop)","completed":true})J";
+  turn_result done;
+  done.started = true;
+  done.final_response = "hi";
+  done.usage.input_tokens = 2;
+  done.usage.cache_read_tokens = 1;
+  done.usage.output_tokens = 2;
+  done.api_calls = 2;
+  done.exit_detail = "text_response(finish_reason=stop)";
+  done.completed = true;
   auto b = serve::summarize_turn(done, "s");
   BOOST_CHECK(b.ok);
   BOOST_CHECK_EQUAL(b.answer, "hi");
+  BOOST_CHECK_EQUAL(b.usage.prompt_tokens, 3);
+  BOOST_CHECK_EQUAL(b.usage.cached_tokens, 1);
   BOOST_CHECK_EQUAL(b.usage.total_tokens, 5);
+  BOOST_CHECK_EQUAL(b.ext.get_string("turn_exit_reason", ""),
+                    "text_response(finish_reason=stop)");
   BOOST_CHECK_EQUAL(b.ext.get_int("api_calls", 0), 2);
-  turn_outcome stopped;
-  stopped.result_json = R"({"final_response":null,"failed":false,"interrupted":true})";
+  turn_result stopped;
+  stopped.started = true;
+  stopped.interrupted = true;
   auto c = serve::summarize_turn(stopped, "s");
   BOOST_CHECK(!c.ok);
   BOOST_CHECK(c.interrupted);

@@ -52,8 +52,9 @@ struct fixture {
     opts.home = home.path();
     opts.code_execution.prestart_kernels = 0;
     std::string err;
-    rt = runtime::create(opts, &err);
-    BOOST_REQUIRE_MESSAGE(rt != nullptr, err);
+    auto made = create_runtime(opts);
+    BOOST_REQUIRE_MESSAGE(made, made.error);
+    rt = std::move(*made);
   }
 
   json::value call(const std::string& tool, const std::string& args,

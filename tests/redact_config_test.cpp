@@ -79,8 +79,9 @@ BOOST_AUTO_TEST_CASE(read_file_of_the_config_returns_secrets_masked) {
   runtime_config cfg;
   cfg.home = home.path();
   std::string err;
-  auto rt = runtime::create(cfg, &err);
-  BOOST_REQUIRE_MESSAGE(rt != nullptr, err);
+  auto made = runtime::create(cfg);
+  BOOST_REQUIRE_MESSAGE(made, made.error);
+  auto rt = std::move(*made);
   const std::string secrets[] = {server_key, cluster_key, mcp_token,
                                  header_token};
   // config.yaml itself (refused or masked) and a copy of it (masked).

@@ -227,8 +227,9 @@ struct e2e_fixture {
     // only redaction stands between it and the result.
     opts.terminal.env_passthrough = {planted_name};
     std::string err;
-    rt = runtime::create(opts, &err);
-    BOOST_REQUIRE_MESSAGE(rt != nullptr, err);
+    auto made = create_runtime(opts);
+    BOOST_REQUIRE_MESSAGE(made, made.error);
+    rt = std::move(*made);
   }
   ~e2e_fixture() {
     rt.reset();

@@ -322,20 +322,27 @@ BOOST_AUTO_TEST_CASE(builder_orders_items_and_numbers_events) {
   both([](response_builder& x) { return x.text("lo"); });
   both([](response_builder& x) { return x.restart(); }); // voids "Hello"
   both([](response_builder& x) { return x.text("Again"); });
-  both([](response_builder& x) {
-    return x.tool("tool_start",
-                  R"({"id":"c1","name":"execute_code","arguments":"{}"})");
+  auto event = [](tool_event::phase what, const char* id, const char* tool,
+                  const char* text, int64_t us) {
+    tool_event e;
+    e.what = what;
+    e.call_id = id;
+    e.tool = tool;
+    (what == tool_event::phase::start ? e.args_json : e.result_json) = text;
+    e.duration_us = us;
+    return e;
+  };
+  both([&](response_builder& x) {
+    return x.tool(event(tool_event::phase::start, "c1", "execute_code", "{}",
+                        0));
   });
-  both([](response_builder& x) {
-    return x.tool("tool_end", R"({"id":"c1","name":"execute_code",)"
-                              R"("result":"{\"output\":\"42\"}",)"
-                              R"("duration_us":7})");
+  both([&](response_builder& x) {
+    return x.tool(event(tool_event::phase::end, "c1", "execute_code",
+                        R"({"output":"42"})", 7));
   });
-  both([](response_builder& x) { // an end without a start
-    return x.tool("tool_end", R"({"id":"c2","name":"read_file",)"
-                              R"("result":"r","duration_us":1})");
+  both([&](response_builder& x) { // an end without a start
+    return x.tool(event(tool_event::phase::end, "c2", "read_file", "r", 1));
   });
-  both([](response_builder& x) { return x.tool("tool_start", "not json"); });
   response_end end;
   end.answer = "Final";
   end.usage.prompt_tokens = 5;
@@ -386,8 +393,11 @@ BOOST_AUTO_TEST_CASE(builder_ends_a_failed_turn_with_its_running_tools) {
   response_builder b{"resp_f", 1, "m", json::value{}, true};
   std::string sse = b.start();
   sse += b.text("partial");
-  sse += b.tool("tool_start", R"({"id":"t","name":"terminal",)"
-                              R"("arguments":"{}"})");
+  tool_event start;
+  start.call_id = "t";
+  start.tool = "terminal";
+  start.args_json = "{}";
+  sse += b.tool(start);
   response_end end;
   end.status = "failed";
   end.error = "the provider kept failing";

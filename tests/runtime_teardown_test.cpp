@@ -47,8 +47,9 @@ struct session_runtime {
   explicit session_runtime(int prestart) {
     auto opts = test::kernel_test_options(home.path(), prestart);
     std::string err;
-    rt = runtime::create(opts, &err);
-    BOOST_REQUIRE_MESSAGE(rt != nullptr, err);
+    auto made = create_runtime(opts);
+    BOOST_REQUIRE_MESSAGE(made, made.error);
+    rt = std::move(*made);
   }
 
   tool_call_request exec(const std::string& session, const std::string& code) {

@@ -99,8 +99,9 @@ struct fixture {
     if (unattended_approves)
       opts.approvals.unattended_mode = "approve";
     std::string err;
-    rt = runtime::create(opts, &err);
-    BOOST_REQUIRE_MESSAGE(rt != nullptr, err);
+    auto made = create_runtime(opts);
+    BOOST_REQUIRE_MESSAGE(made, made.error);
+    rt = std::move(*made);
   }
 
   json::value exec(const std::string& code, const std::string& cwd,

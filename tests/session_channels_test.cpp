@@ -48,8 +48,9 @@ struct fixture {
     opts.agent.api_max_retries = 1;
     opts.approvals.cron_mode = cron_mode;
     std::string err;
-    rt = runtime::create(opts, &err);
-    BOOST_REQUIRE_MESSAGE(rt != nullptr, err);
+    auto made = create_runtime(opts);
+    BOOST_REQUIRE_MESSAGE(made, made.error);
+    rt = std::move(*made);
     // The runtime-wide channel denies and records who asked.
     rt->set_approval_callback([this](const approval_prompt& p) {
       std::lock_guard<std::mutex> guard{mtx};
@@ -196,7 +197,7 @@ BOOST_AUTO_TEST_CASE(a_new_session_takes_the_calls_cwd_and_metadata) {
   call.cwd = work.path();
   call.metadata = R"({"cron_job_id":"job-7"})";
   auto out = rt->run_turn(call);
-  BOOST_REQUIRE_MESSAGE(out.error.empty(), out.error);
+  BOOST_REQUIRE_MESSAGE(out.started, out.error);
   // A directory that does not exist fails the turn as a config error.
   turn_call bad = call;
   bad.session_id = "meta-2";

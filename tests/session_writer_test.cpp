@@ -24,8 +24,9 @@ struct fixture {
     opts.home = home.path();
     opts.code_execution.prestart_kernels = 0;
     std::string err;
-    rt = runtime::create(opts, &err);
-    BOOST_REQUIRE_MESSAGE(rt, err);
+    auto made = create_runtime(opts);
+    BOOST_REQUIRE_MESSAGE(made, made.error);
+    rt = std::move(*made);
     session_store_options so;
     so.dir = home.path() + "/store";
     auto opened = session_store::open(so);

@@ -20,6 +20,7 @@
 #include "actors/conversation.hpp"
 #include "actors/provider.hpp"
 #include "actors/services.hpp"
+#include "agent/turn_result.hpp"
 #include "base/blocking_pool.hpp"
 #include "base/http_client.hpp"
 #include "base/json.hpp"
@@ -303,21 +304,19 @@ struct conversation_fixture : fixture {
     run_all();
   }
 
-  std::shared_ptr<mibyan::test::reply_box<std::string>> turn() {
+  std::shared_ptr<mibyan::test::reply_box<turn_result>> turn() {
     turn_request req;
     req.text = "Say hello.";
     req.stream = true;
     req.provider = caf::actor_cast<caf::actor>(provider);
-    req.model = "test-model";
-    req.provider_name = "custom";
-    return ask<std::string>(conv, turn_atom_v, req);
+    req.endpoint.model = "test-model";
+    req.endpoint.provider = "custom";
+    return ask<turn_result>(conv, turn_atom_v, req);
   }
 
-  static json::value result(const mibyan::test::reply_box<std::string>& box) {
+  static turn_result result(const mibyan::test::reply_box<turn_result>& box) {
     BOOST_REQUIRE(box.value);
-    auto r = json::parse(*box.value);
-    BOOST_REQUIRE_MESSAGE(r, *box.value);
-    return std::move(*r.v);
+    return *box.value;
   }
 };
 
@@ -333,11 +332,10 @@ BOOST_FIXTURE_TEST_CASE(turn_fails_when_the_provider_never_answers,
   BOOST_CHECK_EQUAL(attempts(), 3u);
   advance(milliseconds(100));
   auto r = result(*box);
-  BOOST_CHECK(r["failed"].as_bool());
-  BOOST_CHECK_EQUAL(r["exit_reason"].as_string(), "provider_error");
-  BOOST_CHECK_MESSAGE(r["error"].as_string().find("stream stalled")
-                        != std::string::npos,
-                      r.dump());
+  BOOST_CHECK(r.failed);
+  BOOST_CHECK_EQUAL(to_string(r.exit), std::string{"provider_error"});
+  BOOST_CHECK_MESSAGE(r.error.find("stream stalled") != std::string::npos,
+                      turn_result_json(r).dump());
   // The conversation takes the next turn.
   auto next = turn();
   BOOST_CHECK_EQUAL(attempts(), 4u);
@@ -352,7 +350,7 @@ BOOST_FIXTURE_TEST_CASE(interrupt_during_backoff_ends_the_turn,
   self->send(conv, interrupt_atom_v, std::string{"user stopped it"});
   run_all();
   auto r = result(*box);
-  BOOST_CHECK(r["interrupted"].as_bool());
+  BOOST_CHECK(r.interrupted);
   // The provider call was cancelled: no retry follows.
   advance(seconds(30));
   BOOST_CHECK_EQUAL(attempts(), 1u);

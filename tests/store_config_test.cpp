@@ -245,13 +245,12 @@ BOOST_AUTO_TEST_CASE(the_runtime_refuses_a_store_configuration_it_cannot_use) {
   opts.code_execution.prestart_kernels = 0;
   opts.storage.backend = "postgres";
   std::string err;
-  auto rt = runtime::create(opts, &err);
+  auto rt = create_runtime(opts);
   BOOST_TEST(!static_cast<bool>(rt));
-  BOOST_TEST(contains(err, "storage.postgres.url is empty"), err);
+  BOOST_TEST(contains(rt.error, "storage.postgres.url is empty"), rt.error);
   opts.storage.backend = "lmdb";
-  err.clear();
-  rt = runtime::create(opts, &err);
-  BOOST_TEST(static_cast<bool>(rt), err);
+  rt = create_runtime(opts);
+  BOOST_TEST(static_cast<bool>(rt), rt.error);
 }
 
 // The commands that open the store stop with one line and exit 2 when

@@ -19,6 +19,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include "agent/turn_result.hpp"
 #include "base/json.hpp"
 #include "runtime/runtime.hpp"
 #include "storage/session_store.hpp"
@@ -127,8 +128,9 @@ BOOST_AUTO_TEST_CASE(a_failed_persist_stops_the_turn) {
   opts.home = home.path();
   opts.agent.api_max_retries = 1;
   std::string err;
-  auto rt = runtime::create(opts, &err);
-  BOOST_REQUIRE_MESSAGE(rt != nullptr, err);
+  auto made = create_runtime(opts);
+  BOOST_REQUIRE_MESSAGE(made, made.error);
+  auto rt = std::move(*made);
   // The store is open; leave about 1 MiB free.
   fs.fill(1 << 20);
   // 40 rounds of ~45 KB tool output: far more than fits.
@@ -144,15 +146,15 @@ BOOST_AUTO_TEST_CASE(a_failed_persist_stops_the_turn) {
   server.script(s.dump());
   turn_call c;
   c.prompt = "fill the disk";
-  c.provider = "custom";
-  c.base_url = server.url("/v1");
-  c.model = "m";
-  c.api_key = "sk-test-0123456789";
+  c.provider.provider = "custom";
+  c.provider.base_url = server.url("/v1");
+  c.provider.model = "m";
+  c.provider.api_key = "sk-test-0123456789";
   c.stream = false;
   c.max_iterations = 60;
   auto out = rt->run_turn(c);
-  BOOST_REQUIRE_MESSAGE(out.error.empty(), out.error);
-  auto res = json::parse(out.result_json);
+  BOOST_REQUIRE_MESSAGE(out.started, out.error);
+  auto res = json::parse(turn_result_json(out).dump());
   BOOST_REQUIRE(res);
   auto& r = *res.v;
   BOOST_CHECK(r["failed"].as_bool());

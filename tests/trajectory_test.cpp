@@ -234,12 +234,10 @@ BOOST_AUTO_TEST_CASE(line_from_turn_result) {
 BOOST_AUTO_TEST_CASE(append_creates_private_files) {
   test::temp_dir tmp;
   auto dir = tmp / "a/b/traj";
-  BOOST_CHECK_EQUAL(append_trajectory_line(dir, trajectory_samples_file,
-                                           R"({"n":1})"),
-                    "");
-  BOOST_CHECK_EQUAL(append_trajectory_line(dir, trajectory_samples_file,
-                                           R"({"n":2})"),
-                    "");
+  BOOST_CHECK(append_trajectory_line(dir, trajectory_samples_file,
+                                     R"({"n":1})").ok());
+  BOOST_CHECK(append_trajectory_line(dir, trajectory_samples_file,
+                                     R"({"n":2})").ok());
   auto path = dir + "/" + trajectory_samples_file;
   BOOST_CHECK_EQUAL(test::slurp(path), "{\"n\":1}\n{\"n\":2}\n");
   BOOST_CHECK_EQUAL(mode_of(path), 0600u);
@@ -251,7 +249,7 @@ BOOST_AUTO_TEST_CASE(append_creates_private_files) {
   auto err = append_trajectory_line("", failed_trajectories_file, "{}");
   BOOST_REQUIRE_EQUAL(::fchdir(old), 0);
   ::close(old);
-  BOOST_CHECK_EQUAL(err, "");
+  BOOST_CHECK_MESSAGE(err.ok(), err.error);
   BOOST_CHECK_EQUAL(tmp.read(failed_trajectories_file), "{}\n");
 }
 
@@ -259,29 +257,33 @@ BOOST_AUTO_TEST_CASE(append_errors) {
   test::temp_dir tmp;
   tmp.write("plain", "x");
   auto err = append_trajectory_line(tmp / "plain", "t.jsonl", "{}");
-  BOOST_CHECK_MESSAGE(err.find("plain") != std::string::npos, err);
+  BOOST_CHECK_MESSAGE(err.error.find("plain") != std::string::npos, err.error);
   err = append_trajectory_line(tmp / "plain/sub", "t.jsonl", "{}");
-  BOOST_CHECK(!err.empty());
+  BOOST_CHECK(!err.ok());
   err = append_trajectory_line(tmp.path(), "../escape.jsonl", "{}");
-  BOOST_CHECK(!err.empty());
+  BOOST_CHECK(!err.ok());
   err = append_trajectory_line(tmp.path(), "", "{}");
-  BOOST_CHECK(!err.empty());
+  BOOST_CHECK(!err.ok());
   err = append_trajectory_line(tmp.path(), "t.jsonl", "{}\n{}");
-  BOOST_CHECK(err.find("newline") != std::string::npos);
+  BOOST_CHECK(err.error.find("newline") != std::string::npos);
+  BOOST_CHECK(err.code == status_code::invalid_argument);
   BOOST_CHECK_EQUAL(tmp.read("t.jsonl"), "");
   // A symlink in place of the file is not followed.
   BOOST_REQUIRE_EQUAL(::symlink((tmp / "plain").c_str(),
                                 (tmp / "link.jsonl").c_str()),
                       0);
   err = append_trajectory_line(tmp.path(), "link.jsonl", "{}");
-  BOOST_CHECK_MESSAGE(err.find("cannot open") != std::string::npos, err);
+  BOOST_CHECK_MESSAGE(err.error.find("cannot open") != std::string::npos,
+                      err.error);
   BOOST_CHECK_EQUAL(tmp.read("plain"), "x");
   // An unwritable directory.
   if (::geteuid() != 0) {
     auto ro = tmp / "ro";
     BOOST_REQUIRE_EQUAL(::mkdir(ro.c_str(), 0500), 0);
     err = append_trajectory_line(ro, "t.jsonl", "{}");
-    BOOST_CHECK_MESSAGE(err.find("cannot open") != std::string::npos, err);
+    BOOST_CHECK_MESSAGE(err.error.find("cannot open") != std::string::npos,
+                        err.error);
+    BOOST_CHECK(err.code == status_code::permission_denied);
   }
 }
 
@@ -302,7 +304,7 @@ BOOST_AUTO_TEST_CASE(concurrent_processes_do_not_interleave) {
         v["p"] = p;
         v["i"] = i;
         v["fill"] = fill;
-        if (!append_trajectory_line(tmp.path(), "c.jsonl", v.dump()).empty())
+        if (!append_trajectory_line(tmp.path(), "c.jsonl", v.dump()).ok())
           ++bad;
       }
       ::_exit(bad == 0 ? 0 : 1);

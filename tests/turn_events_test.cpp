@@ -38,11 +38,16 @@ BOOST_AUTO_TEST_CASE(events_are_formatted_and_the_running_table_kept) {
   BOOST_TEST(hub.running().size() == 1u);
   BOOST_TEST(hub.running()[0].prompt.size() < 600u);
   hub.delta("s1", "text", "he\"llo\n");
-  hub.tool("s1", "tool_start",
-           R"j({"id":"c1","name":"execute_code","arguments":"print(1)"})j");
-  hub.tool("s1", "tool_end",
-           R"({"id":"c1","name":"execute_code","result":")"
-             + std::string(20000, 'r') + R"(","duration_us":5})");
+  tool_event start;
+  start.call_id = "c1";
+  start.tool = "execute_code";
+  start.args_json = "print(1)";
+  hub.tool("s1", start);
+  tool_event end = start;
+  end.what = tool_event::phase::end;
+  end.result_json = std::string(20000, 'r');
+  end.duration_us = 5;
+  hub.tool("s1", end);
   hub.turn_ended(token, "completed");
   BOOST_TEST(hub.running().empty());
   // One wake for the whole batch (the first event armed it).
@@ -128,8 +133,9 @@ BOOST_AUTO_TEST_CASE(every_turn_of_the_runtime_is_published) {
   opts.agent.api_max_retries = 1;
   opts.code_execution.prestart_kernels = 0;
   std::string err;
-  auto rt = runtime::create(opts, &err);
-  BOOST_REQUIRE_MESSAGE(rt, err);
+  auto made = create_runtime(opts);
+  BOOST_REQUIRE_MESSAGE(made, made.error);
+  auto rt = std::move(*made);
   auto& hub = turn_events_of(*rt);
   auto sub = hub.subscribe(1000, [] {});
   // A turn without any callback (an embedding host that only wants the
@@ -140,13 +146,13 @@ BOOST_AUTO_TEST_CASE(every_turn_of_the_runtime_is_published) {
   turn_call call;
   call.session_id = "ev-1";
   call.prompt = "read it";
-  call.provider = "custom";
-  call.base_url = provider.url("/v1");
-  call.model = "m";
-  call.api_key = "sk-test-0123456789";
+  call.provider.provider = "custom";
+  call.provider.base_url = provider.url("/v1");
+  call.provider.model = "m";
+  call.provider.api_key = "sk-test-0123456789";
   call.stream = false;
   auto out = rt->run_turn(call);
-  BOOST_REQUIRE_MESSAGE(out.error.empty(), out.error);
+  BOOST_REQUIRE_MESSAGE(out.started, out.error);
   std::vector<turn_event_ptr> evs;
   for (int i = 0; i < 500; ++i) {
     for (auto& e : sub->take())

@@ -117,22 +117,22 @@ BOOST_AUTO_TEST_CASE(internal_host_names) {
 BOOST_AUTO_TEST_CASE(accepts_ordinary_urls) {
   auto v = validate_url("https://Example.COM/a/b?q=1&page=2#frag");
   BOOST_TEST_REQUIRE(static_cast<bool>(v), v.error);
-  BOOST_TEST(v.parts->scheme == "https");
-  BOOST_TEST(v.parts->host == "example.com");
-  BOOST_TEST(v.parts->path == "/a/b?q=1&page=2");
-  BOOST_TEST(!v.parts->host_is_ip);
+  BOOST_TEST(v->scheme == "https");
+  BOOST_TEST(v->host == "example.com");
+  BOOST_TEST(v->path == "/a/b?q=1&page=2");
+  BOOST_TEST(!v->host_is_ip);
   v = validate_url("  http://127.0.0.1:8080/x  ");
   BOOST_TEST_REQUIRE(static_cast<bool>(v), v.error);
-  BOOST_TEST(v.parts->host == "127.0.0.1");
-  BOOST_TEST(v.parts->port == "8080");
-  BOOST_TEST(v.parts->host_is_ip);
+  BOOST_TEST(v->host == "127.0.0.1");
+  BOOST_TEST(v->port == "8080");
+  BOOST_TEST(v->host_is_ip);
   v = validate_url("http://[::1]:9/");
   BOOST_TEST_REQUIRE(static_cast<bool>(v), v.error);
-  BOOST_TEST(v.parts->host == "::1");
-  BOOST_TEST(v.parts->host_is_ip);
+  BOOST_TEST(v->host == "::1");
+  BOOST_TEST(v->host_is_ip);
   v = validate_url("HTTPS://example.com");
   BOOST_TEST_REQUIRE(static_cast<bool>(v), v.error);
-  BOOST_TEST(v.parts->path == "/");
+  BOOST_TEST(v->path == "/");
   // Short values of credential-like names are ordinary parameters.
   v = validate_url("https://example.com/?token=abc&key=value");
   BOOST_TEST(static_cast<bool>(v), v.error);
@@ -187,27 +187,28 @@ BOOST_AUTO_TEST_CASE(refuses_bad_urls) {
 
 BOOST_AUTO_TEST_CASE(policy_blocks_internal_targets) {
   url_policy policy;
-  BOOST_TEST(!policy.check_address("8.8.8.8").has_value());
-  BOOST_TEST(!policy.check_address("2001:4860:4860::8888").has_value());
+  BOOST_TEST(policy.check_address("8.8.8.8").ok());
+  BOOST_TEST(policy.check_address("2001:4860:4860::8888").ok());
   for (auto ip : {"127.0.0.1", "10.0.0.1", "169.254.169.254", "::1",
                   "::ffff:127.0.0.1", "fd00:ec2::254", "0.0.0.0", "garbage"}) {
     auto reason = policy.check_address(ip);
-    BOOST_TEST_REQUIRE(reason.has_value(), ip);
-    BOOST_TEST(*reason == blocked_url_message);
+    BOOST_TEST_REQUIRE(!reason.ok(), ip);
+    BOOST_TEST((reason.code == status_code::permission_denied));
+    BOOST_TEST(reason.error == blocked_url_message);
   }
   auto host = [&](const char* url) {
     auto v = validate_url(url);
     BOOST_REQUIRE(v);
-    return policy.check_host(*v.parts);
+    return policy.check_host(*v);
   };
-  BOOST_TEST(host("http://127.0.0.1/").has_value());
-  BOOST_TEST(host("http://[::1]/").has_value());
-  BOOST_TEST(host("http://localhost:8080/").has_value());
-  BOOST_TEST(host("http://metadata.google.internal/computeMetadata/v1/")
-               .has_value());
-  BOOST_TEST(host("http://169.254.169.254/latest/meta-data/").has_value());
-  BOOST_TEST(!host("https://example.com/").has_value());
-  BOOST_TEST(!host("https://8.8.8.8/").has_value());
+  BOOST_TEST(!host("http://127.0.0.1/").ok());
+  BOOST_TEST(!host("http://[::1]/").ok());
+  BOOST_TEST(!host("http://localhost:8080/").ok());
+  BOOST_TEST(!host("http://metadata.google.internal/computeMetadata/v1/")
+                .ok());
+  BOOST_TEST(!host("http://169.254.169.254/latest/meta-data/").ok());
+  BOOST_TEST(host("https://example.com/").ok());
+  BOOST_TEST(host("https://8.8.8.8/").ok());
 }
 
 BOOST_AUTO_TEST_CASE(numeric_host_forms_are_normalised) {
@@ -219,26 +220,26 @@ BOOST_AUTO_TEST_CASE(numeric_host_forms_are_normalised) {
                    "http://[::ffff:127.0.0.1]/"}) {
     auto v = validate_url(url);
     BOOST_TEST_REQUIRE(static_cast<bool>(v), url);
-    BOOST_TEST(v.parts->host_is_ip, url);
-    BOOST_TEST(policy.check_host(*v.parts).has_value(), url);
+    BOOST_TEST(v->host_is_ip, url);
+    BOOST_TEST(!policy.check_host(*v).ok(), url);
   }
 }
 
 BOOST_AUTO_TEST_CASE(policy_overrides) {
   url_policy open;
   open.allow_private = true;
-  BOOST_TEST(!open.check_address("127.0.0.1").has_value());
-  BOOST_TEST(!open.check_address("169.254.169.254").has_value());
+  BOOST_TEST(open.check_address("127.0.0.1").ok());
+  BOOST_TEST(open.check_address("169.254.169.254").ok());
   auto v = validate_url("http://localhost/");
   BOOST_REQUIRE(v);
-  BOOST_TEST(!open.check_host(*v.parts).has_value());
+  BOOST_TEST(open.check_host(*v).ok());
 
   url_policy some;
   some.allowed_addresses = {"127.0.0.1", "0:0:0:0:0:0:0:1"};
-  BOOST_TEST(!some.check_address("127.0.0.1").has_value());
-  BOOST_TEST(!some.check_address("::1").has_value());
-  BOOST_TEST(some.check_address("127.0.0.2").has_value());
-  BOOST_TEST(some.check_address("10.0.0.1").has_value());
+  BOOST_TEST(some.check_address("127.0.0.1").ok());
+  BOOST_TEST(some.check_address("::1").ok());
+  BOOST_TEST(!some.check_address("127.0.0.2").ok());
+  BOOST_TEST(!some.check_address("10.0.0.1").ok());
   // IPv4 entries do not match their mapped IPv6 form by accident.
-  BOOST_TEST(some.check_address("::ffff:127.0.0.1").has_value());
+  BOOST_TEST(!some.check_address("::ffff:127.0.0.1").ok());
 }

@@ -82,8 +82,9 @@ struct runtime_fixture {
       extra.push_back(
         std::make_unique<big_result_tool>("search_files", false));
     }
-    rt = runtime::create(opts, &err, std::move(extra));
-    BOOST_REQUIRE_MESSAGE(rt != nullptr, err);
+    auto made = create_runtime(opts, std::move(extra));
+    BOOST_REQUIRE_MESSAGE(made, made.error);
+    rt = std::move(*made);
   }
 
   json::value exec(const std::string& code) {

@@ -63,9 +63,10 @@ uint64_t append(caf::scoped_actor& self, const session_writer_actor& w,
   opts.home = home + "/home" + std::to_string(round);
   opts.code_execution.prestart_kernels = 0;
   std::string err;
-  auto rt = runtime::create(opts, &err);
-  if (!rt)
+  auto made = create_runtime(opts);
+  if (!made)
     ::_exit(2);
+  auto rt = std::move(*made);
   session_store_options so;
   so.dir = home + "/store";
   auto opened = session_store::open(so);
@@ -200,8 +201,9 @@ BOOST_AUTO_TEST_CASE(queued_appends_share_commits) {
   opts.home = tmp / "home";
   opts.code_execution.prestart_kernels = 0;
   std::string err;
-  auto rt = runtime::create(opts, &err);
-  BOOST_REQUIRE_MESSAGE(rt, err);
+  auto made2 = create_runtime(opts);
+  BOOST_REQUIRE_MESSAGE(made2, made2.error);
+  auto rt = std::move(*made2);
   session_store_options so;
   so.dir = tmp / "store";
   auto opened = session_store::open(so);

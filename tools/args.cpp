@@ -133,11 +133,13 @@ std::optional<std::string> check(const std::string& name,
 
 } // namespace
 
-std::optional<std::string> coerce_and_validate(const json::value& schema,
-                                               json::value& args) {
+status coerce_and_validate(const json::value& schema, json::value& args) {
+  auto bad = [](std::string msg) {
+    return status::failure(status_code::invalid_argument, std::move(msg));
+  };
   if (!args.is_object())
-    return std::string{"Tool arguments must be a JSON object, got "}
-           + json::kind_name(args.type());
+    return bad(std::string{"Tool arguments must be a JSON object, got "}
+               + json::kind_name(args.type()));
   auto props = schema.find("properties");
   if (props && props->is_object()) {
     for (auto& [name, prop] : props->as_object()) {
@@ -149,16 +151,16 @@ std::optional<std::string> coerce_and_validate(const json::value& schema,
         continue;
       }
       if (auto err = check(name, prop, *v))
-        return err;
+        return bad(std::move(*err));
     }
   }
   if (auto req = schema.find("required"); req && req->is_array()) {
     for (auto& r : req->as_array()) {
       if (r.is_string() && args.find(r.as_string()) == nullptr)
-        return "Missing required argument '" + r.as_string() + "'";
+        return bad("Missing required argument '" + r.as_string() + "'");
     }
   }
-  return std::nullopt;
+  return {};
 }
 
 } // namespace mibyan

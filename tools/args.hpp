@@ -11,15 +11,15 @@
 #include <string>
 
 #include "base/json.hpp"
+#include "base/status.hpp"
 
 namespace mibyan {
 
 /// Coerces `args` towards `schema` in place, the way models get it wrong:
 /// "42" -> 42, "true" -> true, JSON text -> array/object where one is
 /// expected, a bare scalar -> [x] where an array is expected, 4.0 -> 4.
-/// Then validates. Returns an error message naming the offending argument,
-/// or nullopt when `args` is valid. Never throws.
-std::optional<std::string> coerce_and_validate(const json::value& schema,
-                                               json::value& args);
+/// Then validates. Fails with invalid_argument and a message naming the
+/// offending argument; ok when `args` is valid. Never throws.
+status coerce_and_validate(const json::value& schema, json::value& args);
 
 } // namespace mibyan

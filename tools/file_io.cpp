@@ -15,6 +15,8 @@
 
 #include "config/options.hpp"
 #include "base/state_dir.hpp"
+#include "base/errno_status.hpp"
+#include "base/strings.hpp"
 
 namespace fs = std::filesystem;
 
@@ -26,20 +28,13 @@ std::string errno_text(int err) {
   return std::error_code(err, std::generic_category()).message();
 }
 
-std::string lower(std::string_view s) {
-  std::string out{s};
-  for (auto& c : out)
-    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
 std::string extension_of(const std::string& path) {
   auto slash = path.find_last_of('/');
   auto dot = path.find_last_of('.');
   if (dot == std::string::npos
       || (slash != std::string::npos && dot < slash))
     return {};
-  return lower(std::string_view{path}.substr(dot));
+  return strings::lower(std::string_view{path}.substr(dot));
 }
 
 // The process umask, read without changing it (calling umask() to query it
@@ -116,15 +111,19 @@ std::string make_parents(const fs::path& dir, int& created) {
 
 } // namespace
 
-std::optional<std::string> check_path_text(std::string_view path) {
+status check_path_text(std::string_view path) {
+  auto bad = [](std::string msg) {
+    return status::failure(status_code::invalid_argument, std::move(msg));
+  };
   if (path.empty())
-    return std::string{"path is empty; give a file path"};
+    return bad("path is empty; give a file path");
   if (path.size() > max_path_chars)
-    return "path is too long (" + std::to_string(path.size())
-           + " characters; at most " + std::to_string(max_path_chars) + ")";
+    return bad("path is too long (" + std::to_string(path.size())
+               + " characters; at most " + std::to_string(max_path_chars)
+               + ")");
   if (path.find('\0') != std::string_view::npos)
-    return std::string{"path contains a NUL byte"};
-  return std::nullopt;
+    return bad("path contains a NUL byte");
+  return {};
 }
 
 std::string resolve_path(std::string_view path, std::string_view cwd) {
@@ -160,25 +159,27 @@ std::string mibyan_home_of(const tool_context& ctx) {
   return resolve_path(default_state_dir(), "/");
 }
 
-std::optional<std::string> read_whole_file(const std::string& path,
-                                           size_t max_bytes,
-                                           std::string& err) {
+result<std::string> read_whole_file(const std::string& path,
+                                    size_t max_bytes) {
+  using R = result<std::string>;
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
-    err = "Cannot open " + path + ": " + errno_text(errno);
-    return std::nullopt;
+    int err = errno;
+    return R::failure(errno_code(err),
+                      "Cannot open " + path + ": " + errno_text(err));
   }
   struct stat st;
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
-    err = "Not a regular file: " + path;
-    return std::nullopt;
+    return R::failure(status_code::invalid_argument,
+                      "Not a regular file: " + path);
   }
   if (static_cast<uint64_t>(st.st_size) > max_bytes) {
     ::close(fd);
-    err = "File is too large (" + std::to_string(st.st_size)
-          + " bytes; at most " + std::to_string(max_bytes) + "): " + path;
-    return std::nullopt;
+    return R::failure(status_code::resource_exhausted,
+                      "File is too large (" + std::to_string(st.st_size)
+                        + " bytes; at most " + std::to_string(max_bytes)
+                        + "): " + path);
   }
   std::string out;
   out.reserve(static_cast<size_t>(st.st_size));
@@ -188,18 +189,19 @@ std::optional<std::string> read_whole_file(const std::string& path,
     if (n < 0) {
       if (errno == EINTR)
         continue;
-      err = "Cannot read " + path + ": " + errno_text(errno);
+      int err = errno;
       ::close(fd);
-      return std::nullopt;
+      return R::failure(errno_code(err),
+                        "Cannot read " + path + ": " + errno_text(err));
     }
     if (n == 0)
       break;
     out.append(buf, static_cast<size_t>(n));
     if (out.size() > max_bytes) {
       ::close(fd);
-      err = "File is too large (more than " + std::to_string(max_bytes)
-            + " bytes): " + path;
-      return std::nullopt;
+      return R::failure(status_code::resource_exhausted,
+                        "File is too large (more than "
+                          + std::to_string(max_bytes) + " bytes): " + path);
     }
   }
   ::close(fd);
@@ -278,7 +280,7 @@ std::vector<std::string> similar_files(const std::string& path, size_t max) {
   std::vector<std::string> result;
   fs::path p{path};
   auto dir = p.parent_path();
-  auto want = lower(p.filename().string());
+  auto want = strings::lower(p.filename().string());
   if (want.empty())
     return result;
   auto want_stem = stem_of(want);
@@ -293,7 +295,7 @@ std::vector<std::string> similar_files(const std::string& path, size_t max) {
       break;
     ++seen;
     auto name = it->path().filename().string();
-    auto low = lower(name);
+    auto low = strings::lower(name);
     int score = 0;
     if (low == want)
       score = 100;
@@ -322,8 +324,12 @@ std::vector<std::string> similar_files(const std::string& path, size_t max) {
   return result;
 }
 
-write_outcome atomic_write(const std::string& path,
-                           std::string_view content) {
+result<write_outcome> atomic_write(const std::string& path,
+                                   std::string_view content) {
+  using R = result<write_outcome>;
+  auto bad = [](std::string msg) {
+    return R::failure(status_code::invalid_argument, std::move(msg));
+  };
   write_outcome out;
   std::string target = path;
   struct stat lst;
@@ -337,40 +343,34 @@ write_outcome atomic_write(const std::string& path,
   struct stat st;
   bool exists = ::stat(target.c_str(), &st) == 0;
   if (exists && S_ISDIR(st.st_mode)) {
-    out.error = "Path is a directory: " + path
-                + ". Give the path of a file inside it.";
-    return out;
+    return bad("Path is a directory: " + path
+               + ". Give the path of a file inside it.");
   }
   if (exists && !S_ISREG(st.st_mode)) {
-    out.error = "Not a regular file (device, FIFO or socket): " + path;
-    return out;
+    return bad("Not a regular file (device, FIFO or socket): " + path);
   }
   if (!exists && errno == ENOTDIR) {
-    out.error = "Cannot write " + path
-                + ": a parent path component is a file, not a directory";
-    return out;
+    return bad("Cannot write " + path
+               + ": a parent path component is a file, not a directory");
   }
   fs::path tp{target};
   auto dir = tp.parent_path();
-  if (auto err = make_parents(dir, out.dirs_created); !err.empty()) {
-    out.error = err;
-    return out;
-  }
+  if (auto err = make_parents(dir, out.dirs_created); !err.empty())
+    return R::failure(errno_code(errno), err);
   auto name = tp.filename().string();
   if (name.size() > 200)
     name.resize(200);
   std::string tmpl = dir.string() + "/." + name + ".mibyan-tmp-XXXXXX";
   int fd = ::mkstemp(tmpl.data());
   if (fd < 0) {
-    out.error = "Cannot create a temporary file in " + dir.string() + ": "
-                + errno_text(errno);
-    return out;
+    int e = errno;
+    return R::failure(errno_code(e), "Cannot create a temporary file in "
+                                       + dir.string() + ": " + errno_text(e));
   }
   auto fail = [&](const std::string& what, int err) {
     ::close(fd);
     ::unlink(tmpl.c_str());
-    out.error = what + ": " + errno_text(err);
-    return out;
+    return R::failure(errno_code(err), what + ": " + errno_text(err));
   };
   int err = 0;
   if (!write_all(fd, content, err))
@@ -389,14 +389,14 @@ write_outcome atomic_write(const std::string& path,
   if (::close(fd) != 0) {
     err = errno;
     ::unlink(tmpl.c_str());
-    out.error = "Cannot close " + path + ": " + errno_text(err);
-    return out;
+    return R::failure(errno_code(err),
+                      "Cannot close " + path + ": " + errno_text(err));
   }
   if (::rename(tmpl.c_str(), target.c_str()) != 0) {
     err = errno;
     ::unlink(tmpl.c_str());
-    out.error = "Cannot replace " + path + ": " + errno_text(err);
-    return out;
+    return R::failure(errno_code(err),
+                      "Cannot replace " + path + ": " + errno_text(err));
   }
   int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dfd >= 0) {

@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/status.hpp"
 #include "tools/tool.hpp"
 
 namespace mibyan {
@@ -22,9 +23,9 @@ namespace mibyan {
 /// Longest path text the file tools accept, in bytes.
 constexpr size_t max_path_chars = 4096;
 
-/// Returns an error message when `path` cannot name a file: empty, longer
-/// than `max_path_chars`, or containing a NUL byte. Nullopt when usable.
-std::optional<std::string> check_path_text(std::string_view path);
+/// Fails with invalid_argument and a message when `path` cannot name a
+/// file: empty, longer than `max_path_chars`, or containing a NUL byte.
+status check_path_text(std::string_view path);
 
 /// Returns `path` as an absolute, lexically normalised path (no "." or ".."
 /// components, no trailing slash). "~" and "~/..." expand to $HOME; other
@@ -37,11 +38,11 @@ std::string resolve_path(std::string_view path, std::string_view cwd);
 /// base/state_dir.hpp).
 std::string mibyan_home_of(const tool_context& ctx);
 
-/// Reads the whole regular file at `path`. Returns nullopt and sets `err`
-/// when it cannot be opened or read, or is larger than `max_bytes`.
-std::optional<std::string> read_whole_file(const std::string& path,
-                                           size_t max_bytes,
-                                           std::string& err);
+/// Reads the whole regular file at `path`. Fails when it cannot be opened
+/// or read (the errno's code), is not a regular file (invalid_argument), or
+/// is larger than `max_bytes` (resource_exhausted).
+result<std::string> read_whole_file(const std::string& path,
+                                    size_t max_bytes);
 
 /// Returns true when `head` (the first bytes of a file, typically 8 KiB)
 /// looks binary: it contains a NUL byte, or more than 30 % of it is control
@@ -58,10 +59,8 @@ std::string image_mime_type(const std::string& path, std::string_view head);
 /// paths. Empty when the directory cannot be listed.
 std::vector<std::string> similar_files(const std::string& path, size_t max);
 
-/// The outcome of `atomic_write`.
+/// What a successful `atomic_write` did.
 struct write_outcome {
-  /// Empty on success; otherwise what went wrong (nothing was replaced).
-  std::string error;
   /// Number of parent directories that had to be created.
   int dirs_created = 0;
   /// The file actually replaced (the target when `path` is a symlink).
@@ -79,8 +78,10 @@ struct write_outcome {
 /// umask for a new file), renames it over the target and fsyncs the
 /// directory. A symlink at `path` is followed, so the link stays a link.
 /// Concurrent writers never leave a mixed file: the last rename wins.
-/// Fails without touching anything when `path` is a directory or a parent
-/// component is not a directory.
-write_outcome atomic_write(const std::string& path, std::string_view content);
+/// Fails without touching anything (invalid_argument) when `path` is a
+/// directory or not a regular file, or a parent component is not a
+/// directory; other failures carry the errno's code and replace nothing.
+result<write_outcome> atomic_write(const std::string& path,
+                                   std::string_view content);
 
 } // namespace mibyan

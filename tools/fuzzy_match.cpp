@@ -4,36 +4,26 @@
 #include <cstdint>
 #include <vector>
 
+#include "base/strings.hpp"
+
 namespace mibyan {
 
 namespace {
 
 // -- text helpers -------------------------------------------------------------
 
+// `s` without the white space (C's isspace) this matcher ignores at the
+// ends of a line.
+std::string_view bare(std::string_view s) {
+  return strings::trim_view(s, strings::ascii_space);
+}
+
 bool is_blank(char c) {
   return c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v';
 }
 
-bool is_space(char c) {
-  return is_blank(c) || c == '\n';
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && is_space(s.front()))
-    s.remove_prefix(1);
-  while (!s.empty() && is_space(s.back()))
-    s.remove_suffix(1);
-  return s;
-}
-
-std::string_view ltrim(std::string_view s) {
-  while (!s.empty() && is_blank(s.front()))
-    s.remove_prefix(1);
-  return s;
-}
-
 std::string collapse(std::string_view s) {
-  s = trim(s);
+  s = bare(s);
   std::string out;
   out.reserve(s.size());
   bool gap = false;
@@ -51,7 +41,8 @@ std::string collapse(std::string_view s) {
 }
 
 std::string_view indent_of(std::string_view line) {
-  return line.substr(0, line.size() - ltrim(line).size());
+  auto text = strings::trim_left_view(line, " \t\r\f\v");
+  return line.substr(0, line.size() - text.size());
 }
 
 std::vector<std::string_view> split(std::string_view text) {
@@ -164,13 +155,13 @@ std::string reindent(std::string_view text, std::string_view from,
     return std::string{text};
   auto lines = split(text);
   for (auto& l : lines)
-    if (!trim(l).empty() && l.substr(0, from.size()) != from)
+    if (!bare(l).empty() && l.substr(0, from.size()) != from)
       return std::string{text};
   std::string out;
   for (size_t i = 0; i < lines.size(); ++i) {
     if (i > 0)
       out += '\n';
-    if (!trim(lines[i]).empty()) {
+    if (!bare(lines[i]).empty()) {
       out.append(to);
       out.append(lines[i].substr(from.size()));
     } else {
@@ -218,13 +209,13 @@ hit make_line_hit(const match_input& in, const old_lines& old, size_t first,
     ++h.end;
   std::string_view old_indent;
   for (auto& l : old.lines)
-    if (!trim(l).empty()) {
+    if (!bare(l).empty()) {
       old_indent = indent_of(l);
       break;
     }
   std::string_view new_indent;
   for (size_t i = first; i <= last; ++i)
-    if (!trim(line_at(in, i)).empty()) {
+    if (!bare(line_at(in, i)).empty()) {
       new_indent = indent_of(line_at(in, i));
       break;
     }
@@ -273,7 +264,7 @@ std::vector<hit> match_exact(const match_input& in) {
 
 std::vector<hit> match_line_trimmed(const match_input& in) {
   return match_lines(in, [](std::string_view l) {
-    return std::string{trim(l)};
+    return std::string{bare(l)};
   });
 }
 
@@ -287,18 +278,18 @@ std::vector<hit> match_indentation_flexible(const match_input& in) {
   auto old = split_old(in.old_text);
   std::vector<std::string_view> want;
   for (auto& l : old.lines)
-    if (!trim(l).empty())
-      want.push_back(trim(l));
+    if (!bare(l).empty())
+      want.push_back(bare(l));
   std::vector<size_t> idx; // non-blank content lines
   for (size_t i = 0; i < in.lines.size(); ++i)
-    if (!trim(line_at(in, i)).empty())
+    if (!bare(line_at(in, i)).empty())
       idx.push_back(i);
   const size_t n = want.size();
   if (n == 0 || n > idx.size())
     return out;
   for (size_t j = 0; j + n <= idx.size();) {
     size_t k = 0;
-    while (k < n && trim(line_at(in, idx[j + k])) == want[k])
+    while (k < n && bare(line_at(in, idx[j + k])) == want[k])
       ++k;
     if (k == n) {
       out.push_back(make_line_hit(in, old, idx[j], idx[j + n - 1]));
@@ -324,7 +315,7 @@ std::vector<hit> match_similar(const match_input& in, size_t min_lines,
     return out;
   std::vector<std::string_view> want;
   for (auto& l : old.lines)
-    want.push_back(trim(l));
+    want.push_back(bare(l));
   for (size_t i = 0; i + n <= in.lines.size(); ++i) {
     if (accept(in, want, i))
       out.push_back(make_line_hit(in, old, i, i + n - 1));
@@ -343,12 +334,12 @@ std::vector<hit> match_block_anchor(const match_input& in) {
               size_t i) {
       const size_t n = w.size();
       if (w.front().empty() || w.back().empty()
-          || trim(line_at(in, i)) != w.front()
-          || trim(line_at(in, i + n - 1)) != w.back())
+          || bare(line_at(in, i)) != w.front()
+          || bare(line_at(in, i + n - 1)) != w.back())
         return false;
       double sum = 0;
       for (size_t k = 1; k + 1 < n; ++k)
-        sum += similarity(trim(line_at(in, i + k)), w[k]);
+        sum += similarity(bare(line_at(in, i + k)), w[k]);
       return sum / static_cast<double>(n - 2) >= 0.5;
     });
 }
@@ -359,7 +350,7 @@ std::vector<hit> match_context_aware(const match_input& in) {
               size_t i) {
       double sum = 0;
       for (size_t k = 0; k < w.size(); ++k) {
-        auto s = similarity(trim(line_at(in, i + k)), w[k]);
+        auto s = similarity(bare(line_at(in, i + k)), w[k]);
         if (s < 0.5)
           return false;
         sum += s;
@@ -559,7 +550,7 @@ fuzzy_outcome replace_lf(std::string_view content, std::string_view old_text,
       if (hits.empty())
         hits = match_line_trimmed(sub);
     } else { // trimmed_boundary
-      auto t = trim(old_text);
+      auto t = bare(old_text);
       if (t.empty() || t.size() == old_text.size())
         continue;
       auto lead = old_text.substr(0, old_text.find(t));
@@ -609,20 +600,20 @@ fuzzy_outcome fuzzy_replace(std::string_view content,
 std::string closest_section(std::string_view content,
                             std::string_view old_text, size_t max_lines) {
   auto lines = split(content);
-  auto old = split(trim(old_text));
+  auto old = split(bare(old_text));
   if (old.empty() || lines.empty())
     return {};
   const size_t n = std::min(old.size(), lines.size());
   std::vector<std::string_view> want;
   for (auto& l : old)
-    want.push_back(trim(l));
+    want.push_back(bare(l));
   double best = -1;
   size_t best_i = 0;
   double budget = 4e6; // bigram comparisons of whole lines, roughly
   for (size_t i = 0; i + n <= lines.size() && budget > 0; ++i) {
     double sum = 0;
     for (size_t k = 0; k < n; ++k) {
-      sum += similarity(trim(lines[i + k]), want[k]);
+      sum += similarity(bare(lines[i + k]), want[k]);
       budget -= 1;
     }
     double score = sum / static_cast<double>(old.size());

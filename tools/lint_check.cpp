@@ -5,37 +5,36 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "base/strings.hpp"
+
 namespace mibyan {
 
 namespace {
 
-bool ends_with(const std::string& s, std::string_view suffix) {
-  if (s.size() < suffix.size())
-    return false;
-  for (size_t i = 0; i < suffix.size(); ++i)
-    if (std::tolower(static_cast<unsigned char>(
-          s[s.size() - suffix.size() + i]))
-        != suffix[i])
-      return false;
-  return true;
+// Whether the path's extension is `suffix` (lower case), ignoring case.
+bool has_extension(const std::string& s, std::string_view suffix) {
+  return s.size() >= suffix.size()
+         && strings::iequals(std::string_view{s}.substr(s.size()
+                                                        - suffix.size()),
+                             suffix);
 }
 
 } // namespace
 
 bool has_syntax_check(const std::string& path) {
-  return ends_with(path, ".json") || ends_with(path, ".yaml")
-         || ends_with(path, ".yml");
+  return has_extension(path, ".json") || has_extension(path, ".yaml")
+         || has_extension(path, ".yml");
 }
 
 std::optional<std::string> syntax_error(const std::string& path,
                                         std::string_view content) {
-  if (ends_with(path, ".json")) {
+  if (has_extension(path, ".json")) {
     auto parsed = json::parse(content);
     if (!parsed)
       return "JSON syntax error: " + parsed.error;
     return std::nullopt;
   }
-  if (ends_with(path, ".yaml") || ends_with(path, ".yml")) {
+  if (has_extension(path, ".yaml") || has_extension(path, ".yml")) {
     try {
       YAML::LoadAll(std::string{content});
     } catch (const YAML::Exception& e) {

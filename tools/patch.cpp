@@ -33,6 +33,7 @@
 #include "tools/read_tracker.hpp"
 #include "tools/unified_diff.hpp"
 #include "tools/v4a_patch.hpp"
+#include "base/strings.hpp"
 
 namespace mibyan {
 
@@ -47,14 +48,6 @@ json::value failure(std::string message) {
   out["success"] = false;
   out["error"] = std::move(message);
   return out;
-}
-
-std::string_view trim_view(std::string_view s) {
-  auto b = s.find_first_not_of(" \t\r\n");
-  if (b == std::string_view::npos)
-    return {};
-  auto e = s.find_last_not_of(" \t\r\n");
-  return s.substr(b, e - b + 1);
 }
 
 void dedupe(std::vector<std::string>& xs) {
@@ -135,7 +128,10 @@ std::optional<std::string> load_for_edit(const tool_context& ctx,
     }
     text = std::move(*got);
   } else {
-    text = read_whole_file(path, max_patch_bytes, err);
+    auto read = read_whole_file(path, max_patch_bytes);
+    if (!read)
+      err = std::move(read.error);
+    text = std::move(read.value);
   }
   if (!text)
     return std::nullopt;
@@ -158,7 +154,7 @@ std::string write_verified(const tool_context& ctx, const std::string& path,
       return "Cannot write " + path + " through the editor: " + st.error;
   } else {
     auto w = atomic_write(path, content);
-    if (!w.error.empty())
+    if (!w.ok())
       return w.error;
     // The file at `path` must still be the one written, with its size:
     // another process that replaced or resized it in the meantime is
@@ -167,10 +163,10 @@ std::string write_verified(const tool_context& ctx, const std::string& path,
     if (::stat(path.c_str(), &now) != 0)
       return "Wrote " + path + " but could not stat it afterwards: "
              + std::error_code(errno, std::generic_category()).message();
-    if (static_cast<uint64_t>(now.st_dev) != w.device
-        || static_cast<uint64_t>(now.st_ino) != w.inode
-        || static_cast<int64_t>(now.st_size) != w.size
-        || w.size != static_cast<int64_t>(content.size()))
+    if (static_cast<uint64_t>(now.st_dev) != w->device
+        || static_cast<uint64_t>(now.st_ino) != w->inode
+        || static_cast<int64_t>(now.st_size) != w->size
+        || w->size != static_cast<int64_t>(content.size()))
       return "Wrote " + path + " but the file there is no longer the one "
              "written (another process may have changed it concurrently). "
              "Re-read the file.";
@@ -263,8 +259,8 @@ json::value patch_tool::run_replace(const json::value& args,
     return failure("old_string cannot be empty");
   if (old_s == new_s)
     return failure("old_string and new_string are identical");
-  if (auto bad = check_path_text(raw))
-    return failure(*bad);
+  if (auto usable = check_path_text(raw); !usable.ok())
+    return failure(usable.error);
   auto path = resolve_path(raw, ctx.cwd);
   auto policy = modification_policy(path, args, ctx);
   if (policy.refusal)
@@ -343,7 +339,7 @@ json::value patch_tool::run_replace(const json::value& args,
 json::value patch_tool::run_v4a(const json::value& args,
                                 const tool_context& ctx) const {
   auto text = args.get_string("patch");
-  if (trim_view(text).empty())
+  if (strings::trim_view(text).empty())
     return failure("patch content required");
   std::vector<v4a_section> sections;
   if (auto err = parse_v4a(text, sections); !err.empty())
@@ -381,8 +377,8 @@ json::value patch_tool::run_v4a(const json::value& args,
   std::vector<std::string> deleted;
   std::vector<std::string> modified;
   for (auto& s : sections) {
-    if (auto bad = check_path_text(s.path))
-      return failure(s.path + ": " + *bad);
+    if (auto usable = check_path_text(s.path); !usable.ok())
+      return failure(s.path + ": " + usable.error);
     auto path = resolve_path(s.path, ctx.cwd);
     auto policy = modification_policy(path, args, ctx);
     if (policy.refusal)
@@ -425,8 +421,8 @@ json::value patch_tool::run_v4a(const json::value& args,
           modified.push_back(path);
           break;
         }
-        if (auto bad = check_path_text(s.move_to))
-          return failure(s.move_to + ": " + *bad);
+        if (auto usable = check_path_text(s.move_to); !usable.ok())
+          return failure(s.move_to + ": " + usable.error);
         auto dest = resolve_path(s.move_to, ctx.cwd);
         auto dest_policy = modification_policy(dest, args, ctx);
         if (dest_policy.refusal)

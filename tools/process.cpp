@@ -143,15 +143,15 @@ public:
       return wait(reg, ctx, id, args);
     if (action == "kill") {
       if (!snap.running) {
-        reg.kill(ctx.session_id, id); // stragglers of the group
+        (void)reg.kill(ctx.session_id, id); // stragglers of the group
         json::value r;
         r["status"] = "already_exited";
         r["session_id"] = id;
         add_exit(r, snap);
         return r;
       }
-      if (auto err = reg.kill(ctx.session_id, id); !err.empty())
-        return error_result("kill failed: " + err);
+      if (auto killed = reg.kill(ctx.session_id, id); !killed.ok())
+        return error_result("kill failed: " + killed.error);
       reg.get(ctx.session_id, id, snap);
       json::value r;
       r["status"] = "killed";
@@ -166,9 +166,9 @@ public:
       auto data = d->as_string();
       if (action == "submit")
         data += "\n";
-      if (auto err = reg.write(ctx.session_id, id, data); !err.empty())
+      if (auto wrote = reg.write(ctx.session_id, id, data); !wrote.ok())
         return error_result("Cannot " + action + " to process " + id + ": "
-                            + err);
+                            + wrote.error);
       json::value r;
       r["status"] = "ok";
       r["session_id"] = id;
@@ -176,9 +176,9 @@ public:
       return r;
     }
     if (action == "close") {
-      if (auto err = reg.close_stdin(ctx.session_id, id); !err.empty())
+      if (auto closed = reg.close_stdin(ctx.session_id, id); !closed.ok())
         return error_result("Cannot close stdin of process " + id + ": "
-                            + err);
+                            + closed.error);
       json::value r;
       r["status"] = "ok";
       r["session_id"] = id;

@@ -397,8 +397,8 @@ json::value read_file_tool::run(const json::value& args,
   options defaults;
   const options& cfg = ctx.cfg != nullptr ? *ctx.cfg : defaults;
   auto raw = args.get_string("path");
-  if (auto bad = check_path_text(raw))
-    return error_result(*bad);
+  if (auto usable = check_path_text(raw); !usable.ok())
+    return error_result(usable.error);
   int64_t offset = args.get_int("offset", 1);
   if (offset < 1)
     return error_result("offset must be >= 1 (a 1-indexed line number), got "
@@ -538,8 +538,7 @@ json::value read_file_tool::run(const json::value& args,
     file_size = static_cast<int64_t>(client_text->size());
   } else if (is_notebook(path)
              && static_cast<size_t>(st.st_size) <= max_notebook_bytes) {
-    std::string err;
-    if (auto whole = read_whole_file(path, max_notebook_bytes, err))
+    if (auto whole = read_whole_file(path, max_notebook_bytes))
       if (auto rendered = render_notebook(*whole)) {
         window.emplace(offset, limit, max_line, budget);
         window->feed(rendered->data(), rendered->size());

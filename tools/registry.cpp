@@ -151,8 +151,8 @@ json::value run_tool(const tool_registry& reg, std::string_view name,
   if (!args.is_object())
     return invalid_arguments("Tool arguments must be a valid JSON object; "
                              "tool was not executed.");
-  if (auto err = coerce_and_validate(t->schema(), args))
-    return error_result(*err);
+  if (auto valid = coerce_and_validate(t->schema(), args); !valid.ok())
+    return error_result(valid.error);
   try {
     auto result = t->run(args, ctx);
     if (!result.is_object())

@@ -11,28 +11,27 @@
 
 namespace mibyan {
 
-std::string script_sandbox_bwrap(const options& cfg, std::string* error) {
+result<std::string> script_sandbox_bwrap(const options& cfg) {
   auto setting = parse_sandbox_setting(cfg.code_execution.sandbox);
   if (setting == sandbox_setting::off)
-    return {};
+    return std::string{};
   const auto& support = probe_sandbox();
   if (support.available)
     return support.bwrap;
-  if (setting == sandbox_setting::required) {
-    if (error)
-      *error = "code_execution.sandbox is 'required' but the bubblewrap "
-               "sandbox is unavailable: " + support.reason
-               + ". Install bubblewrap and allow unprivileged user "
-                 "namespaces, or set code_execution.sandbox to 'auto'.";
-    return {};
-  }
+  if (setting == sandbox_setting::required)
+    return result<std::string>::failure(
+      status_code::unavailable,
+      "code_execution.sandbox is 'required' but the bubblewrap "
+      "sandbox is unavailable: " + support.reason
+        + ". Install bubblewrap and allow unprivileged user "
+          "namespaces, or set code_execution.sandbox to 'auto'.");
   static std::atomic<bool> warned{false};
   if (!warned.exchange(true))
     MIBYAN_LOG(warning, "sandbox", "execute_code runs WITHOUT a sandbox: "
                << support.reason << ". Scripts can see this user's "
                "processes and files (see docs/security.md); set "
                "code_execution.sandbox: required to refuse instead.");
-  return {};
+  return std::string{};
 }
 
 sandbox_limits script_limits(const options& cfg) {
@@ -44,14 +43,16 @@ sandbox_limits script_limits(const options& cfg) {
   return l;
 }
 
-std::string sandbox_script_command(subprocess_options& so,
-                                   const tool_context& ctx) {
+status sandbox_script_command(subprocess_options& so,
+                              const tool_context& ctx) {
   if (ctx.cfg == nullptr)
     return {};
-  std::string error;
-  auto bwrap = script_sandbox_bwrap(*ctx.cfg, &error);
+  auto found = script_sandbox_bwrap(*ctx.cfg);
+  if (!found)
+    return found.get_status();
+  auto& bwrap = *found;
   if (bwrap.empty())
-    return error;
+    return {};
   bool strict = ctx.cfg->code_execution.mode == "strict";
   sandbox_policy pol;
   pol.view = strict ? sandbox_view::strict : sandbox_view::project;

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "base/sandbox.hpp"
+#include "base/status.hpp"
 
 namespace mibyan {
 
@@ -23,9 +24,9 @@ struct tool_context;
 /// Returns the bwrap path scripts run under, or "" for the unsandboxed
 /// fallback (`sandbox: off`, or `auto` where bwrap cannot create
 /// namespaces; the latter is logged once as a warning). With
-/// `sandbox: required` and no working bwrap, returns "" and sets `*error`.
-std::string script_sandbox_bwrap(const options& cfg,
-                                 std::string* error = nullptr);
+/// `sandbox: required` and no working bwrap, fails with unavailable and
+/// how to fix it.
+result<std::string> script_sandbox_bwrap(const options& cfg);
 
 /// The resource limits of a kernel under `cfg`.
 sandbox_limits script_limits(const options& cfg);
@@ -33,10 +34,10 @@ sandbox_limits script_limits(const options& cfg);
 /// Rewrites `so` (a shell command of a `terminal` call made by a script)
 /// to run under bwrap with the kernel's policy: `ctx.cwd` (the kernel's
 /// working directory) writable, Mibyan's state hidden, strict mode without
-/// network. Leaves `so` unchanged in the fallback. Returns "" or, with
-/// `sandbox: required` and no sandbox, the error to report instead of
-/// running the command.
-std::string sandbox_script_command(subprocess_options& so,
-                                   const tool_context& ctx);
+/// network. Leaves `so` unchanged in the fallback. With `sandbox:
+/// required` and no sandbox, fails (unavailable) with the error to report
+/// instead of running the command.
+status sandbox_script_command(subprocess_options& so,
+                              const tool_context& ctx);
 
 } // namespace mibyan

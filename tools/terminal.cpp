@@ -327,8 +327,8 @@ public:
     opts.max_output_bytes = static_cast<size_t>(
       std::max<int64_t>(cfg.tool_output.max_bytes, 100));
     if (ctx.from_script) // the kernel's sandbox (tools/script_sandbox.hpp)
-      if (auto err = sandbox_script_command(opts, ctx); !err.empty())
-        return error_result(err);
+      if (auto wrapped = sandbox_script_command(opts, ctx); !wrapped.ok())
+        return error_result(wrapped.error);
     std::string spill;
     bool spill_cut = false;
     opts.on_output = [&](output_stream, std::string_view data) {
@@ -395,18 +395,18 @@ private:
     auto id = file_id(ctx.call_id);
     if (id.empty())
       id = "call";
-    auto err = make_private_dirs(dir);
+    auto saved = make_private_dirs(dir);
     std::string path;
-    for (int attempt = 0; err.empty() && attempt < 8; ++attempt) {
+    for (int attempt = 0; saved.ok() && attempt < 8; ++attempt) {
       path = dir + "/terminal-" + id + "-" + generated_id() + ".txt";
-      err = write_private_file(path, text, true); // O_EXCL
-      if (err.empty() || ::access(path.c_str(), F_OK) != 0)
+      saved = write_private_file(path, text, true); // O_EXCL
+      if (saved.ok() || ::access(path.c_str(), F_OK) != 0)
         break; // written, or failed for another reason than the name
-      err = "the file exists";
+      saved = status::failure(status_code::already_exists, "the file exists");
     }
-    if (!err.empty()) {
+    if (!saved.ok()) {
       result["output_note"] = "Output was truncated and the full output "
-                              "could not be saved: " + err;
+                              "could not be saved: " + saved.error;
       return;
     }
     result["output_path"] = path;

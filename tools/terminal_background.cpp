@@ -49,7 +49,7 @@ json::value start_background_command(const json::value& args,
     };
   }
   auto started = ctx.processes->start(spec);
-  if (!started.error.empty()) {
+  if (!started.ok()) {
     json::value r;
     r["output"] = "";
     r["exit_code"] = -1;
@@ -58,8 +58,8 @@ json::value start_background_command(const json::value& args,
   }
   json::value r;
   r["output"] = "Background process started";
-  r["session_id"] = started.id;
-  r["pid"] = started.pid;
+  r["session_id"] = started->id;
+  r["pid"] = started->pid;
   r["exit_code"] = 0;
   r["error"] = nullptr;
   if (spec.pty)
@@ -78,12 +78,12 @@ json::value start_background_command(const json::value& args,
                 "its output are delivered at the start of the next turn. "
                 "Pattern notifications are not pushed: check the output "
                 "with process(action=\"log\", session_id=\""
-                + started.id + "\").";
+                + started->id + "\").";
   else if (notify || watch != nullptr)
     r["note"] = "Completion and pattern notifications are not pushed in "
                 "this runtime: check the process with "
                 "process(action=\"poll\"|\"wait\"|\"log\", session_id=\""
-                + started.id + "\").";
+                + started->id + "\").";
   return r;
 }
 

@@ -1,22 +1,15 @@
 #include "tools/v4a_patch.hpp"
 
 #include "tools/fuzzy_match.hpp"
+#include "base/strings.hpp"
 
 namespace mibyan {
 
 namespace {
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
-    s.remove_prefix(1);
-  while (!s.empty()
-         && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
-    s.remove_suffix(1);
-  return s;
-}
-
-bool starts_with(std::string_view s, std::string_view prefix) {
-  return s.substr(0, prefix.size()) == prefix;
+// A patch line without its indentation and trailing blanks (CR included).
+std::string_view bare(std::string_view s) {
+  return strings::trim_right_view(strings::trim_left_view(s, " \t"), " \t\r");
 }
 
 std::string join(const std::vector<std::string>& lines) {
@@ -50,46 +43,46 @@ std::string parse_v4a(std::string_view text, std::vector<v4a_section>& out) {
     pos = nl + 1;
   }
   size_t i = 0;
-  while (i < lines.size() && trim(lines[i]).empty())
+  while (i < lines.size() && bare(lines[i]).empty())
     ++i;
-  if (i == lines.size() || trim(lines[i]) != "*** Begin Patch")
+  if (i == lines.size() || bare(lines[i]) != "*** Begin Patch")
     return "patch must start with '*** Begin Patch'";
   ++i;
   bool ended = false;
   v4a_section* cur = nullptr;
   for (; i < lines.size(); ++i) {
     auto line = lines[i];
-    auto t = trim(line);
+    auto t = bare(line);
     if (t == "*** End Patch") {
       ended = true;
       break;
     }
-    if (starts_with(t, "*** ")) {
+    if (strings::starts_with(t, "*** ")) {
       v4a_section s;
-      if (starts_with(t, "*** Update File:")) {
+      if (strings::starts_with(t, "*** Update File:")) {
         s.what = v4a_section::kind::update;
-        s.path = std::string{trim(t.substr(16))};
-      } else if (starts_with(t, "*** Add File:")) {
+        s.path = std::string{bare(t.substr(16))};
+      } else if (strings::starts_with(t, "*** Add File:")) {
         s.what = v4a_section::kind::add;
-        s.path = std::string{trim(t.substr(13))};
-      } else if (starts_with(t, "*** Delete File:")) {
+        s.path = std::string{bare(t.substr(13))};
+      } else if (strings::starts_with(t, "*** Delete File:")) {
         s.what = v4a_section::kind::remove;
-        s.path = std::string{trim(t.substr(16))};
-      } else if (starts_with(t, "*** Move File:")) {
+        s.path = std::string{bare(t.substr(16))};
+      } else if (strings::starts_with(t, "*** Move File:")) {
         auto rest = t.substr(14);
         auto arrow = rest.find("->");
         if (arrow == std::string_view::npos)
           return "Move File needs 'old -> new' at " + at_line(i + 1, line);
         s.what = v4a_section::kind::update;
-        s.path = std::string{trim(rest.substr(0, arrow))};
-        s.move_to = std::string{trim(rest.substr(arrow + 2))};
+        s.path = std::string{bare(rest.substr(0, arrow))};
+        s.move_to = std::string{bare(rest.substr(arrow + 2))};
         if (s.move_to.empty())
           return "Move File has no destination at " + at_line(i + 1, line);
-      } else if (starts_with(t, "*** Move to:")) {
+      } else if (strings::starts_with(t, "*** Move to:")) {
         if (cur == nullptr || cur->what != v4a_section::kind::update)
           return "'*** Move to:' outside an Update File section at "
                  + at_line(i + 1, line);
-        cur->move_to = std::string{trim(t.substr(12))};
+        cur->move_to = std::string{bare(t.substr(12))};
         continue;
       } else if (t == "*** End of File") {
         continue;
@@ -115,7 +108,7 @@ std::string parse_v4a(std::string_view text, std::vector<v4a_section>& out) {
                  + at_line(i + 1, line);
         break;
       case v4a_section::kind::add:
-        if (starts_with(line, "+")) {
+        if (strings::starts_with(line, "+")) {
           cur->content.append(line.substr(1));
           cur->content += '\n';
         } else if (!t.empty()) {
@@ -123,10 +116,10 @@ std::string parse_v4a(std::string_view text, std::vector<v4a_section>& out) {
         }
         break;
       case v4a_section::kind::update:
-        if (starts_with(line, "@@")) {
-          auto hint = trim(line.substr(2));
+        if (strings::starts_with(line, "@@")) {
+          auto hint = bare(line.substr(2));
           if (hint.size() >= 2 && hint.substr(hint.size() - 2) == "@@")
-            hint = trim(hint.substr(0, hint.size() - 2));
+            hint = bare(hint.substr(0, hint.size() - 2));
           cur->hunks.push_back(v4a_hunk{std::string{hint}, {}, {}});
           break;
         }

@@ -21,7 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "base/ascii_text.hpp"
+#include "base/strings.hpp"
 #include "config/options.hpp"
 #include "tools/html/html_text.hpp"
 #include "base/private_file.hpp"
@@ -42,19 +42,19 @@ enum class body_kind { html, text, binary };
 
 // Returns the media type ("text/html") of a Content-Type value.
 std::string media_type(const std::string& content_type) {
-  return ascii_lower(
-    trim_space(content_type.substr(0, content_type.find(';'))));
+  return strings::lower(
+    strings::trim(content_type.substr(0, content_type.find(';'))));
 }
 
 // Returns the lower-case charset parameter, or "".
 std::string charset_of(const std::string& content_type) {
-  auto ct = ascii_lower(content_type);
+  auto ct = strings::lower(content_type);
   auto pos = ct.find("charset=");
   if (pos == std::string::npos)
     return {};
   auto v = ct.substr(pos + 8);
   v = v.substr(0, v.find(';'));
-  v = trim_space(v);
+  v = strings::trim(v);
   if (v.size() >= 2 && (v.front() == '"' || v.front() == '\''))
     v = v.substr(1, v.size() - 2);
   return v;
@@ -75,7 +75,7 @@ body_kind classify(const std::string& mime, const std::string& body) {
   if (mime.empty()) {
     if (looks_binary(body))
       return body_kind::binary;
-    auto head = ascii_lower(body.substr(0, 1024));
+    auto head = strings::lower(body.substr(0, 1024));
     auto start = head.find_first_not_of(" \t\r\n\xEF\xBB\xBF");
     if (start != std::string::npos
         && (head.compare(start, 9, "<!doctype") == 0
@@ -153,14 +153,14 @@ std::string save_full_text(const std::string& home, const std::string& url,
     return {};
   }
   auto dir = home + "/cache/web";
-  if (auto err = make_private_dirs(dir); !err.empty()) {
-    error = err;
+  if (auto made = make_private_dirs(dir); !made.ok()) {
+    error = made.error;
     return {};
   }
   auto hash = fnv1a(text, fnv1a(url + "\n"));
   auto path = dir + "/" + hex64(hash) + ".txt";
-  if (auto err = write_private_file(path, text); !err.empty()) {
-    error = err;
+  if (auto written = write_private_file(path, text); !written.ok()) {
+    error = written.error;
     return {};
   }
   return path;
@@ -315,7 +315,7 @@ public:
         p.error = "not a string";
         continue;
       }
-      p.url = trim_space(list[i].as_string());
+      p.url = strings::trim(list[i].as_string());
       if (p.url.size() > 8192) {
         p.url = p.url.substr(0, 200) + "...";
         p.error = "URL is longer than 8192 characters";
@@ -326,8 +326,8 @@ public:
         p.error = valid.error;
         continue;
       }
-      if (auto reason = policy.check_host(*valid.parts)) {
-        p.error = *reason;
+      if (auto allowed = policy.check_host(*valid); !allowed.ok()) {
+        p.error = allowed.error;
         p.blocked = true;
         continue;
       }
@@ -388,15 +388,14 @@ private:
     req.headers.emplace_back("Accept-Language", "en;q=0.9,*;q=0.5");
     if (!policy.allow_private) {
       req.connect_check = [policy](const std::string& hop,
-                                   const std::string& ip)
-        -> std::optional<std::string> {
-        if (auto reason = policy.check_address(ip))
-          return reason;
+                                   const std::string& ip) -> status {
+        if (auto allowed = policy.check_address(ip); !allowed.ok())
+          return allowed;
         // Redirect targets get the host-name check too.
         auto valid = validate_url(hop);
         if (valid)
-          return policy.check_host(*valid.parts);
-        return std::nullopt;
+          return policy.check_host(*valid);
+        return {};
       };
     }
     return req;
@@ -464,7 +463,7 @@ private:
     }
     res.body.clear();
     res.body.shrink_to_fit();
-    if (trim_space(text).empty()) {
+    if (strings::trim(text).empty()) {
       p.error = "The page has no readable text content";
       return;
     }

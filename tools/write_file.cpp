@@ -63,8 +63,8 @@ public:
   json::value run(const json::value& args,
                   const tool_context& ctx) const override {
     auto raw = args.get_string("path");
-    if (auto bad = check_path_text(raw))
-      return error_result(*bad);
+    if (auto usable = check_path_text(raw); !usable.ok())
+      return error_result(usable.error);
     auto content = args.find("content");
     if (content == nullptr || !content->is_string())
       return error_result(
@@ -87,8 +87,7 @@ public:
                           + ". Give the path of a file inside it.");
     std::optional<std::string> before;
     if (existed && S_ISREG(st.st_mode) && has_syntax_check(path)) {
-      std::string err;
-      before = read_whole_file(path, max_lint_bytes, err);
+      before = read_whole_file(path, max_lint_bytes).value;
     }
     auto& text = content->as_string();
     if (auto blocked = check_write(path, "write_file", text, ctx))
@@ -111,10 +110,9 @@ public:
       if (files->read)
         if (auto got = files->read(path, ctx.cancelled))
           old_text = std::move(*got);
-      std::string err;
       if (!old_text)
         old_text = before ? before
-                          : read_whole_file(path, max_reported_bytes, err);
+                          : read_whole_file(path, max_reported_bytes).value;
     }
     write_outcome written;
     if (files && files->write) {
@@ -123,9 +121,10 @@ public:
                             + st2.error);
       written.written_path = path;
     } else {
-      written = atomic_write(path, text);
-      if (!written.error.empty())
-        return error_result(written.error);
+      auto w = atomic_write(path, text);
+      if (!w.ok())
+        return error_result(w.error);
+      written = std::move(*w);
     }
     note_file_written(ctx, path);
     if (checkpoints)

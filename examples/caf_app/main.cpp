@@ -5,7 +5,7 @@
 // Spawns a Mibyan tool actor and a conversation actor into the
 // application's system, calls the host tool `lookup_order` directly by
 // message, then runs one turn by message. The application's own actor
-// `printer` receives the turn's events. Prints "final: <result JSON>".
+// `printer` receives the turn's events. Prints "final: <the answer>".
 #include <cstdlib>
 #include <iostream>
 #include <string>
@@ -31,13 +31,16 @@ mibyan::host_tool lookup_order_tool() {
   return t;
 }
 
-// An actor of the application: prints what the conversation reports.
-caf::behavior printer(caf::event_based_actor*) {
+// An actor of the application: prints the tool calls the conversation
+// reports (streamed text is left to the final answer).
+mibyan::actors::event_listener::behavior_type printer() {
   return {
-    [](mibyan::actors::event_atom, const std::string& kind,
-       const std::string& text) {
-      if (kind == "tool_start" || kind == "tool_end")
-        std::cout << "[" << kind << "] " << text << "\n";
+    [](mibyan::actors::event_atom, const std::string&, const std::string&) {},
+    [](mibyan::actors::event_atom, const mibyan::tool_event& e) {
+      if (e.what == mibyan::tool_event::phase::start)
+        std::cout << "[tool_start] " << e.tool << " " << e.args_json << "\n";
+      else
+        std::cout << "[tool_end] " << e.tool << " " << e.result_json << "\n";
     },
   };
 }
@@ -55,16 +58,16 @@ int main(int argc, char** argv) {
   int rc = 1;
   {
     mibyan::runtime_config rc_cfg;
-    rc_cfg.provider = "custom";
-    rc_cfg.base_url = argv[1];
-    rc_cfg.model = argv[2];
+    rc_cfg.provider.provider = "custom";
+    rc_cfg.provider.base_url = argv[1];
+    rc_cfg.provider.model = argv[2];
     rc_cfg.tools.push_back(lookup_order_tool());
-    std::string error;
-    auto rt = mibyan::actors::attach(sys, rc_cfg, &error);
-    if (!rt) {
-      std::cerr << "caf_app: " << error << "\n";
+    auto made = mibyan::actors::attach(sys, rc_cfg);
+    if (!made) {
+      std::cerr << "caf_app: " << made.error << "\n";
       return 1;
     }
+    std::unique_ptr<mibyan::runtime> rt = std::move(*made);
     caf::scoped_actor self{sys};
 
     // A tool call by message.
@@ -83,17 +86,17 @@ int main(int argc, char** argv) {
     // A turn by message, events to the application's own actor.
     mibyan::agent_config ac;
     const char* key = std::getenv("MIBYAN_EXAMPLE_API_KEY");
-    ac.api_key = key != nullptr ? key : "sk-local-placeholder";
+    ac.provider.api_key = key != nullptr ? key : "sk-local-placeholder";
     auto listener = sys.spawn(printer);
     auto conv = mibyan::actors::spawn_conversation(*rt, ac, listener);
     std::string prompt = argc > 3 ? argv[3] : "Where is order 42?";
     self->request(conv, caf::infinite, mibyan::actors::run_atom_v, prompt)
       .receive(
-        [&](const std::string& result_json) {
-          std::cout << "final: " << result_json << "\n";
-          rc = result_json.find("\"completed\":true") != std::string::npos
-                 ? 0
-                 : 1;
+        [&](const mibyan::turn_result& r) {
+          if (!r.error.empty())
+            std::cerr << "caf_app: " << r.error << "\n";
+          std::cout << "final: " << r.final_response.value_or("") << "\n";
+          rc = r.completed ? 0 : 1;
         },
         [&](caf::error& err) {
           std::cerr << "conversation failed: " << sys.render(err) << "\n";

@@ -44,20 +44,20 @@ int main(int argc, char** argv) {
     return 2;
   }
   mibyan::runtime_config cfg;
-  cfg.provider = "custom";
-  cfg.base_url = argv[1];
-  cfg.model = argv[2];
+  cfg.provider.provider = "custom";
+  cfg.provider.base_url = argv[1];
+  cfg.provider.model = argv[2];
   cfg.tools.push_back(lookup_order_tool());
-  std::string error;
-  auto rt = mibyan::runtime::create(cfg, &error);
-  if (!rt) {
-    std::cerr << "facade_app: " << error << "\n";
+  auto made = mibyan::runtime::create(cfg);
+  if (!made) {
+    std::cerr << "facade_app: " << made.error << "\n";
     return 1;
   }
+  std::unique_ptr<mibyan::runtime> rt = std::move(*made);
 
   mibyan::agent_config ac;
   const char* key = std::getenv("MIBYAN_EXAMPLE_API_KEY");
-  ac.api_key = key != nullptr ? key : "sk-local-placeholder";
+  ac.provider.api_key = key != nullptr ? key : "sk-local-placeholder";
   ac.on_text = [](const std::string& text) { std::cout << text << std::flush; };
   ac.on_tool_start = [](const mibyan::tool_event& e) {
     std::cout << "[tool start] " << e.tool << " " << e.args_json << "\n";
@@ -70,7 +70,7 @@ int main(int argc, char** argv) {
   auto result = agent.run(prompt).get();
   if (!result.error.empty())
     std::cerr << "facade_app: " << result.error << "\n";
-  std::cout << "\nfinal: " << result.final_response << "\n";
+  std::cout << "\nfinal: " << result.final_response.value_or("") << "\n";
   agent.close();
   return result.completed ? 0 : 1;
 }

@@ -9,12 +9,13 @@
 //   caf::actor_system_config cfg;
 //   mibyan::actors::configure(cfg);          // before the system exists
 //   caf::actor_system sys{cfg};
-//   auto rt = mibyan::actors::attach(sys, mibyan::runtime_config{}, &err);
+//   auto made = mibyan::actors::attach(sys, mibyan::runtime_config{});
+//   auto rt = std::move(*made);               // check `made` first
 //   auto conv = mibyan::actors::spawn_conversation(*rt, agent_cfg, listener);
 //   caf::scoped_actor self{sys};
 //   self->request(conv, caf::infinite, mibyan::actors::run_atom_v,
 //                 std::string{"hello"}).receive(
-//     [](const std::string& result_json) { ... }, [](caf::error&) {});
+//     [](const mibyan::turn_result& r) { ... }, [](caf::error&) {});
 //
 // Lifetime: the runtime returned by attach() must be destroyed before the
 // host's system (its destructor stops Mibyan's actors and waits for tool
@@ -33,17 +34,21 @@
 #include "caf/actor_system.hpp"
 #include "caf/actor_system_config.hpp"
 #include "caf/atom.hpp"
+#include "caf/replies_to.hpp"
+#include "caf/typed_actor.hpp"
 
 #include "mibyan/agent.hpp"
 #include "mibyan/runtime.hpp"
+#include "mibyan/status.hpp"
+#include "mibyan/turn.hpp"
 
 namespace mibyan {
 
 namespace actors {
 
 // The verbs of the actor-level protocol (CAF 0.17 atom constants; they need
-// no registration). Every payload is a std::string, so the application
-// needs none of Mibyan's private message types.
+// no registration). The payloads are strings and the public value types of
+// mibyan/turn.hpp (turn_result, tool_event), which configure() registers.
 using run_atom = caf::atom_constant<caf::atom("mb_run")>;
 constexpr run_atom run_atom_v{};
 using cancel_atom = caf::atom_constant<caf::atom("mb_cancel")>;
@@ -60,34 +65,45 @@ constexpr event_atom event_atom_v{};
 void configure(caf::actor_system_config& cfg);
 
 /// Builds a runtime whose actors live in `sys` (a system whose config went
-/// through configure()). Returns nullptr and sets `*error` on failure. The
-/// facade (mibyan::agent, call_tool, ...) works on it as on any runtime.
-std::unique_ptr<runtime> attach(caf::actor_system& sys,
-                                const runtime_config& cfg,
-                                std::string* error);
+/// through configure()). Fails as runtime::create does. The facade
+/// (mibyan::agent, call_tool, ...) works on it as on any runtime.
+result<std::unique_ptr<runtime>> attach(caf::actor_system& sys,
+                                        const runtime_config& cfg);
 
-/// Spawns a conversation actor (one session, turns in arrival order) into
-/// the runtime's system. Its protocol:
-///   (run_atom, std::string prompt) -> std::string
-///       runs one turn; answers with the turn result object as JSON text
-///       ({"error": "..."} when the turn could not start)
+/// What a conversation's listener receives while turns run: streamed
+/// fragments (kind "text" or "reasoning", and the text) and tool activity.
+using event_listener = caf::typed_actor<
+  caf::reacts_to<event_atom, std::string, std::string>,
+  caf::reacts_to<event_atom, tool_event>>;
+
+/// A conversation actor (one session, turns in arrival order):
+///   (run_atom, std::string prompt) -> turn_result
+///       runs one turn and answers with its result (`started` false and
+///       `error` set when it could not start)
 ///   (cancel_atom, std::string reason)
 ///       interrupts the running turn
 ///   an exit message
 ///       ends the conversation and disposes of its execute_code kernels
-/// `listener` (may be invalid) receives (event_atom, std::string kind,
-/// std::string text) while turns run: kind "text" and "reasoning" carry
-/// streamed fragments, "tool_start" and "tool_end" a JSON object
-/// ({"id","name","arguments"} / {"id","name","result","duration_us"}).
-caf::actor spawn_conversation(runtime& rt, agent_config cfg,
-                              caf::actor listener = {});
+using conversation_handle = caf::typed_actor<
+  caf::replies_to<run_atom, std::string>::with<turn_result>,
+  caf::reacts_to<cancel_atom, std::string>>;
 
-/// Spawns a tool actor into the runtime's system:
+/// A tool actor:
 ///   (tool_atom, std::string session_id, std::string tool,
 ///    std::string args_json) -> std::string result_json
 /// Built-in and host tools, with their deadlines and caps; tool failures
 /// are results ({"error": ...}), never errors.
-caf::actor spawn_tool_actor(runtime& rt);
+using tool_handle = caf::typed_actor<
+  caf::replies_to<tool_atom, std::string, std::string,
+                  std::string>::with<std::string>>;
+
+/// Spawns a conversation actor into the runtime's system. `listener` (may
+/// be invalid) receives the events of its turns.
+conversation_handle spawn_conversation(runtime& rt, agent_config cfg,
+                                       event_listener listener = {});
+
+/// Spawns a tool actor into the runtime's system.
+tool_handle spawn_tool_actor(runtime& rt);
 
 } // namespace actors
 

@@ -7,6 +7,7 @@
 //   ac.on_text = [](const std::string& t) { std::cout << t << std::flush; };
 //   mibyan::agent a{*rt, ac};
 //   mibyan::turn_result r = a.run("What is in README.md?").get();
+//   if (r.final_response) std::cout << *r.final_response;
 //
 // Thread safety: every member function may be called from any thread.
 // Callbacks run on runtime threads, one at a time per agent and never
@@ -22,33 +23,18 @@
 #include <vector>
 
 #include "mibyan/runtime.hpp"
+#include "mibyan/turn.hpp"
 
 namespace mibyan {
-
-/// A tool call as the agent reports it.
-struct tool_event {
-  /// The call id the model gave.
-  std::string call_id;
-  /// The tool's name.
-  std::string tool;
-  /// The arguments as JSON text (tool start).
-  std::string args_json;
-  /// The result as JSON text (tool end; "" at the start).
-  std::string result_json;
-  /// Wall-clock time of the call (tool end).
-  int64_t duration_us = 0;
-};
 
 /// How an agent talks to its model, and what it reports while it works.
 struct agent_config {
   /// The session to continue or create under this id ("" = a new id, see
   /// agent::session_id()).
   std::string session_id;
-  /// Provider overrides (see turn_call in mibyan/runtime.hpp).
-  std::string provider;
-  std::string model;
-  std::string base_url;
-  std::string api_key;
+  /// Provider overrides (each "" = the configuration's value, see
+  /// provider_config in mibyan/turn.hpp).
+  provider_config provider;
   /// Toolsets offered to the model (empty = config `agent.toolsets`, else
   /// all, host tools included; docs/tools.md "Toolsets").
   std::vector<std::string> toolsets;
@@ -58,7 +44,7 @@ struct agent_config {
   std::function<void(const std::string& text)> on_text;
   std::function<void(const std::string& text)> on_reasoning;
   /// A tool call starts (call_id, tool, args_json) / ends (result_json,
-  /// duration_us too).
+  /// duration_us too); mibyan/turn.hpp.
   std::function<void(const tool_event&)> on_tool_start;
   std::function<void(const tool_event&)> on_tool_end;
 };
@@ -69,23 +55,6 @@ struct turn_options {
   int64_t max_iterations = 0;
   /// Ask the provider for a stream (on_text then sees fragments).
   bool stream = true;
-};
-
-/// The outcome of one turn.
-struct turn_result {
-  /// The turn ran and finished normally (the model gave its answer).
-  bool completed = false;
-  /// The turn was interrupted (agent::interrupt or close).
-  bool interrupted = false;
-  /// The model's final answer.
-  std::string final_response;
-  /// The full turn result object as JSON text (docs/embedding.md, "Turn
-  /// results"); "" when the turn could not start.
-  std::string result_json;
-  /// Why the turn could not start or failed ("" otherwise).
-  std::string error;
-  /// The session the turn ran in.
-  std::string session_id;
 };
 
 class agent {
@@ -99,8 +68,9 @@ public:
 
   /// Queues one user turn. Turns of one agent run one after another in
   /// call order, also when `run` is called from several threads at once.
-  /// The future is ready when the turn ends; a closed agent answers at once
-  /// with `error` set.
+  /// The future is ready when the turn ends with its result
+  /// (mibyan/turn.hpp); a closed agent answers at once with `error` set
+  /// and `started` false.
   std::future<turn_result> run(std::string message, turn_options opts = {});
 
   /// As above; `done` is called once, on a runtime thread, when the turn

@@ -7,10 +7,11 @@
 //
 //   mibyan::runtime_config cfg;           // $MIBYAN_HOME and its config.yaml
 //   cfg.tools.push_back(my_host_tool);    // mibyan/host_tool.hpp
-//   std::string err;
-//   auto rt = mibyan::runtime::create(cfg, &err);
+//   auto made = mibyan::runtime::create(cfg);
+//   if (!made) { std::cerr << made.error; return 1; }
+//   std::unique_ptr<mibyan::runtime> rt = std::move(*made);
 //   mibyan::agent a{*rt};                 // mibyan/agent.hpp
-//   auto result = a.run("hello").get();
+//   mibyan::turn_result r = a.run("hello").get();   // mibyan/turn.hpp
 //
 // Thread safety: all public member functions may be called from any
 // thread concurrently. See docs/embedding.md.
@@ -27,14 +28,10 @@
 #include "mibyan/approval.hpp"
 #include "mibyan/clarify.hpp"
 #include "mibyan/pending.hpp"
+#include "mibyan/status.hpp"
+#include "mibyan/turn.hpp"
 
 namespace mibyan {
-
-// Private types of the library, used only by its own front ends through
-// runtime/runtime.hpp (which defines them); applications never need them.
-struct options;
-class tool;
-class tool_registry;
 
 /// How an application configures a runtime. Everything not set here comes
 /// from the configuration file (docs/configuration.md).
@@ -46,11 +43,9 @@ struct runtime_config {
   /// ("" = that file, or $MIBYAN_CONFIG when set). A missing file given
   /// here is an error; a missing default file means defaults.
   std::string config_file;
-  /// Overrides of `model.provider`, `model.default` and `model.base_url`
-  /// ("" = keep the file's value).
-  std::string provider;
-  std::string model;
-  std::string base_url;
+  /// Overrides of `model.provider`, `model.default`, `model.base_url` and
+  /// `model.api_key` (each "" = keep the file's value).
+  provider_config provider;
   /// Overrides of `runtime.scheduler_threads` / `runtime.blocking_threads`
   /// (<= 0 = keep).
   int64_t scheduler_threads = 0;
@@ -84,13 +79,9 @@ struct turn_call {
   std::string session_id;
   /// The user's message.
   std::string prompt;
-  /// Provider overrides ("" = `model.provider`, `model.default`,
-  /// `model.base_url` of the configuration; "" key = the provider's key
-  /// variable, see docs/configuration.md).
-  std::string provider;
-  std::string model;
-  std::string base_url;
-  std::string api_key;
+  /// Provider overrides (each "" = the configuration's value, see
+  /// provider_config).
+  provider_config provider;
   /// Iteration cap of the turn; <= 0 means `agent.max_turns`.
   int64_t max_iterations = 0;
   /// Toolsets offered to the model (empty = config `agent.toolsets`, else
@@ -109,17 +100,15 @@ struct turn_call {
   /// Append the finished turn to a trajectory file (docs/storage.md)
   /// even when `agent.save_trajectories` is off.
   bool save_trajectory = false;
-  /// Receives tool activity on a runtime thread while the turn runs: kind
-  /// "tool_start" with {"id","name","arguments"} or "tool_end" with
-  /// {"id","name","result","duration_us"} as JSON text. May be empty.
-  std::function<void(const std::string& kind, const std::string& json)>
-    on_tool;
+  /// Receives tool activity (a start, then an end per call) on a runtime
+  /// thread while the turn runs; all calls happen before the turn's result
+  /// is delivered. May be empty.
+  std::function<void(const tool_event&)> on_tool;
   /// Messages stored before `prompt` when this call creates the session
-  /// (ignored for an existing one): a JSON array in the OpenAI chat format
-  /// ({"role","content","tool_calls","tool_call_id","name"}; no "system").
-  /// Used for stateless HTTP requests whose messages are the whole history
+  /// (ignored for an existing one; no "system" messages). Used for
+  /// stateless HTTP requests whose messages are the whole history
   /// (docs/serve.md).
-  std::string history_json;
+  std::vector<chat_message> history;
   /// The working directory of a session this call creates ("" = the
   /// runtime's current directory; ignored for an existing session, which
   /// keeps its stored one). Must be an existing directory, else the turn
@@ -159,42 +148,14 @@ struct session_channels {
   bool approve_scripts = false;
 };
 
-/// The answer to a turn_call.
-struct turn_outcome {
-  /// The turn result object as JSON text (docs/embedding.md, "Turn
-  /// results"); "" when the turn could not start (see `error`).
-  std::string result_json;
-  /// The session the turn ran in.
-  std::string session_id;
-  /// Why the turn could not start ("" when it ran; a turn that ran and
-  /// failed says so inside `result_json`).
-  std::string error;
-  /// The cause of `error` is the configuration (no provider, no key, bad
-  /// toolset): fix it before retrying.
-  bool config_error = false;
-  /// Why saving the trajectory failed ("" when saved or not asked for).
-  std::string trajectory_error;
-};
-
 class runtime {
 public:
   /// Builds a runtime from `cfg` (reads the configuration file) and runs
-  /// the message-type self-test. Returns nullptr and sets `*error` if
-  /// start-up fails (a bad config file, a bad host tool, an unusable home).
-  static std::unique_ptr<runtime> create(const runtime_config& cfg,
-                                         std::string* error);
-
-  /// Library-internal: builds a runtime from the full option struct of
-  /// runtime/runtime.hpp. `extra_tools` are offered next to the core tools (a
-  /// tool with a core tool's name replaces it). Every create also hardens
-  /// the process once (docs/security.md): not dumpable, provider
-  /// credentials moved out of the environment, signal dispositions still at
-  /// their default adjusted; it fails when `code_execution.sandbox` is
-  /// "required" and the kernel sandbox is unavailable.
-  static std::unique_ptr<runtime> create(options opts, std::string* error);
-  static std::unique_ptr<runtime>
-  create(options opts, std::string* error,
-         std::vector<std::unique_ptr<tool>> extra_tools);
+  /// the message-type self-test. Fails with config_invalid (a bad config
+  /// file, a bad host tool), or another code when start-up fails (an
+  /// unusable home, the sandbox required but unavailable). Every create
+  /// also hardens the process once (docs/security.md).
+  static result<std::unique_ptr<runtime>> create(const runtime_config& cfg);
 
   ~runtime();
   runtime(const runtime&) = delete;
@@ -214,10 +175,11 @@ public:
   void call_tool_async(const tool_call_request& call,
                        std::function<void(tool_outcome)> done);
 
-  /// Runs one user turn of the agent loop and waits for its result. Turns
-  /// of one session run one after another (in call order); turns of
-  /// different sessions run concurrently. Blocks the calling thread.
-  turn_outcome run_turn(const turn_call& call);
+  /// Runs one user turn of the agent loop and waits for its result
+  /// (`started` false: it could not start, `error` says why). Turns of one
+  /// session run one after another (in call order); turns of different
+  /// sessions run concurrently. Blocks the calling thread.
+  turn_result run_turn(const turn_call& call);
 
   /// Runs one user turn; `done` is invoked once, on a runtime thread, after
   /// the last `on_delta` / `on_tool` call (or on the calling thread, before
@@ -227,7 +189,7 @@ public:
   /// need call order send the next turn from the previous one's `done`
   /// (mibyan::agent does).
   void run_turn_async(const turn_call& call,
-                      std::function<void(turn_outcome)> done);
+                      std::function<void(turn_result)> done);
 
   /// Cancels the running turn of `session_id` (its provider call and
   /// tools) and running calls (and execute_code cells) of `session_id`.
@@ -311,14 +273,9 @@ public:
   uint64_t watch_pending(std::function<void(const pending_event&)> fn);
   void unwatch_pending(uint64_t token);
 
-  /// Library-internal (runtime/runtime.hpp defines the types).
-  const tool_registry& tools() const;
-  const options& config() const;
-
-  struct impl;
-
 private:
-  friend struct runtime_access; // runtime/runtime_impl.hpp
+  struct impl;
+  friend struct runtime_access; // runtime/runtime.hpp (library-internal)
   explicit runtime(std::unique_ptr<impl> p);
   std::unique_ptr<impl> impl_;
 };

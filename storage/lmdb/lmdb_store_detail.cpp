@@ -44,10 +44,12 @@ int read_session(MDB_txn* txn, MDB_dbi dbi, const std::string& id,
     error = "read session '" + id + "'";
     return rc;
   }
-  if (!decode_session(v, out, error)) {
-    error = "session '" + id + "': " + error;
+  auto decoded = decode_session(v);
+  if (!decoded) {
+    error = "session '" + id + "': " + decoded.error;
     return lmdb_env::user_error;
   }
+  out = std::move(*decoded);
   return 0;
 }
 

@@ -148,12 +148,13 @@ lmdb_session_store::do_verify(bool deep,
                            + std::to_string(next_id));
       rc = scan_prefix(
         txn, sessions_, "", [&](std::string_view k, std::string_view val) {
-          session_info s;
-          std::string err;
-          if (!decode_session(val, s, err)) {
-            problems.push_back("session " + std::string{k} + ": " + err);
+          auto decoded = decode_session(val);
+          if (!decoded) {
+            problems.push_back("session " + std::string{k} + ": "
+                               + decoded.error);
             return 0;
           }
+          auto& s = *decoded;
           auto c = counted[s.id];
           counted.erase(s.id);
           if (s.message_count != c.first || s.tool_call_count != c.second)

@@ -133,13 +133,13 @@ pg_session_store::do_verify(bool deep,
       if (!sessions)
         return sessions.get_status();
       for (int i = 0; i < sessions->size(); ++i) {
-        session_info s;
-        std::string err;
         auto id = sessions->str(i, 0);
-        if (!decode_session(sessions->bytes(i, 1), s, err)) {
-          problems.push_back("session " + id + ": " + err);
+        auto decoded = decode_session(sessions->bytes(i, 1));
+        if (!decoded) {
+          problems.push_back("session " + id + ": " + decoded.error);
           continue;
         }
+        auto& s = *decoded;
         if (s.id != id)
           problems.push_back("session " + id + " is stored under the "
                              "wrong id");

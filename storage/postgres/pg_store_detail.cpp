@@ -11,10 +11,11 @@ using pg::param;
 
 status decode_session_row(std::string_view record, session_info& out,
                           const char* what) {
-  std::string err;
-  if (!decode_session(record, out, err))
-    return status::failure(status_code::data_corrupt,
-                           std::string{what} + ": " + err);
+  auto decoded = decode_session(record);
+  if (!decoded)
+    return status::failure(decoded.code,
+                           std::string{what} + ": " + decoded.error);
+  out = std::move(*decoded);
   return {};
 }
 

@@ -18,6 +18,7 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include "agent/turn_result.hpp"
 #include "base/json.hpp"
 #include "runtime/runtime.hpp"
 #include "storage/session_store.hpp"
@@ -126,8 +127,9 @@ struct agent_fixture {
 
   void start(options opts) {
     std::string err;
-    rt = runtime::create(std::move(opts), &err);
-    BOOST_REQUIRE_MESSAGE(rt != nullptr, err);
+    auto made = create_runtime(std::move(opts));
+    BOOST_REQUIRE_MESSAGE(made, made.error);
+    rt = std::move(*made);
   }
 
   void script(const std::string& body, int times = 1, int delay_ms = 0) {
@@ -153,22 +155,23 @@ struct agent_fixture {
     turn_call c;
     c.session_id = sid;
     c.prompt = prompt;
-    c.provider = "custom";
-    c.base_url = server.url("/v1");
-    c.model = "m";
-    c.api_key = "sk-test-0123456789";
+    c.provider.provider = "custom";
+    c.provider.base_url = server.url("/v1");
+    c.provider.model = "m";
+    c.provider.api_key = "sk-test-0123456789";
     c.stream = false;
     return c;
   }
 
   json::value run(const turn_call& c, std::string* sid = nullptr) {
     auto out = rt->run_turn(c);
-    BOOST_REQUIRE_MESSAGE(out.error.empty(), out.error);
-    auto parsed = json::parse(out.result_json);
-    BOOST_REQUIRE(parsed);
+    BOOST_REQUIRE_MESSAGE(out.started, out.error);
+    // The JSON form the edges render (docs/embedding.md, "Turn results").
+    auto rendered = turn_result_json(out);
+    auto* parsed = &rendered;
     if (sid != nullptr)
       *sid = out.session_id;
-    return *parsed.v;
+    return rendered;
   }
 
   /// Opens the store read-only (the runtime must be gone: one LMDB

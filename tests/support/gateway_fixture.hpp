@@ -16,6 +16,7 @@
 #include <future>
 #include <iostream>
 
+#include "agent/turn_result.hpp"
 #include "storage/session_lease.hpp"
 #include "storage/session_store.hpp"
 #include "tests/support/cluster_fixture.hpp"
@@ -175,8 +176,8 @@ struct gateways : cluster_fixture {
     return *msgs;
   }
 
-  turn_outcome turn(cluster_client& c, const std::string& sid,
-                    const std::string& prompt) {
+  turn_result turn(cluster_client& c, const std::string& sid,
+                   const std::string& prompt) {
     turn_call call;
     call.session_id = sid;
     call.prompt = prompt;
@@ -218,11 +219,10 @@ inline int free_port() {
   return ntohs(sa.sin_port);
 }
 
-inline void check_ok(const turn_outcome& o) {
-  BOOST_REQUIRE_MESSAGE(o.error.empty(), "turn failed: " << o.error);
-  auto r = json::parse(o.result_json);
-  BOOST_REQUIRE_MESSAGE(r && r.v->get_bool("completed", false),
-                        "turn not completed: " << o.result_json);
+inline void check_ok(const turn_result& o) {
+  BOOST_REQUIRE_MESSAGE(o.started, "turn failed: " << o.error);
+  BOOST_REQUIRE_MESSAGE(o.completed, "turn not completed: "
+                                       << turn_result_json(o).dump());
 }
 
 // The gateways' store on a throw-away PostgreSQL server: config.yaml

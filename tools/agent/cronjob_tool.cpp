@@ -236,7 +236,7 @@ public:
       if (id.empty())
         return error_result("action '" + action + "' needs job_id (see "
                             "action=list)");
-      if (auto why = check_cron_job_id(id); !why.empty())
+      if (auto why = check_cron_job_id(id).error; !why.empty())
         return error_result("job_id: " + why);
     }
     if (action == "history")

@@ -11,27 +11,13 @@
 #include "tools/file_io.hpp"
 #include "tools/file_lock.hpp"
 #include "tools/tool.hpp"
+#include "base/strings.hpp"
 
 namespace mibyan {
 
 namespace {
 
 constexpr size_t max_memory_file_bytes = 4 * 1024 * 1024;
-
-std::string lower_ascii(std::string s) {
-  for (auto& c : s)
-    if (c >= 'A' && c <= 'Z')
-      c = static_cast<char>(c - 'A' + 'a');
-  return s;
-}
-
-std::string trim_copy(const std::string& s) {
-  auto b = s.find_first_not_of(" \t\r\n");
-  if (b == std::string::npos)
-    return {};
-  auto e = s.find_last_not_of(" \t\r\n");
-  return s.substr(b, e - b + 1);
-}
 
 std::string with_commas(size_t n) {
   auto s = std::to_string(n);
@@ -103,15 +89,14 @@ std::string join_memory(const std::vector<std::string>& entries) {
 
 std::vector<std::string> read_memory_entries(const std::string& path) {
   std::vector<std::string> out;
-  std::string err;
-  auto text = read_whole_file(path, max_memory_file_bytes, err);
+  auto text = read_whole_file(path, max_memory_file_bytes);
   if (!text)
     return out;
   std::string sep = memory_separator;
   size_t pos = 0;
   while (pos <= text->size()) {
     auto next = text->find(sep, pos);
-    auto piece = trim_copy(text->substr(pos, next == std::string::npos
+    auto piece = strings::trim(text->substr(pos, next == std::string::npos
                                                ? std::string::npos
                                                : next - pos));
     if (!piece.empty())
@@ -123,8 +108,11 @@ std::vector<std::string> read_memory_entries(const std::string& path) {
   return out;
 }
 
-std::string memory_content_threat(const std::string& text) {
-  auto low = lower_ascii(text);
+status check_memory_content(const std::string& text) {
+  auto refused = [](std::string msg) {
+    return status::failure(status_code::permission_denied, std::move(msg));
+  };
+  auto low = strings::lower(text);
   static const char* injection[] = {
     "ignore previous instructions", "ignore all previous",
     "ignore the above", "disregard previous", "disregard all previous",
@@ -133,24 +121,27 @@ std::string memory_content_threat(const std::string& text) {
   };
   for (auto p : injection)
     if (low.find(p) != std::string::npos)
-      return std::string{"Refused: the content looks like a prompt injection ("}
-             + p + "). Memory holds facts and preferences, not instructions "
-                   "that override your own.";
+      return refused(
+        std::string{"Refused: the content looks like a prompt injection ("}
+        + p + "). Memory holds facts and preferences, not instructions "
+              "that override your own.");
   static const char* exfil[] = {
     "curl ", "wget ", "| nc ", "/dev/tcp/", "~/.ssh", ".ssh/id_",
     "authorized_keys", "base64 -d", "cat .env", "cat ~/.env",
   };
   for (auto p : exfil)
     if (low.find(p) != std::string::npos)
-      return std::string{"Refused: the content looks like an exfiltration or "
-                         "remote-execution command ("}
-             + p + "). Store a description of the fact instead.";
+      return refused(
+        std::string{"Refused: the content looks like an exfiltration or "
+                    "remote-execution command ("}
+        + p + "). Store a description of the fact instead.");
   // Invisible characters hide instructions from people reading the file.
   static const char* invisible[] = {"\u200b", "\u200c", "\u200d", "\u2060",
                                     "\ufeff", "\u202e"};
   for (auto p : invisible)
     if (text.find(p) != std::string::npos)
-      return "Refused: the content contains invisible Unicode characters.";
+      return refused(
+        "Refused: the content contains invisible Unicode characters.");
   return {};
 }
 
@@ -183,12 +174,12 @@ json::value apply_memory_ops(const std::string& home, const options& cfg,
   auto entries = before;
   std::vector<std::string> notes;
   for (auto& op : ops) {
-    auto content = trim_copy(op.content);
+    auto content = strings::trim(op.content);
     if (op.action == "add") {
       if (content.empty())
         return failure("Content cannot be empty.", before, limit);
-      if (auto t = memory_content_threat(content); !t.empty())
-        return failure(t, before, limit);
+      if (auto safe = check_memory_content(content); !safe.ok())
+        return failure(safe.error, before, limit);
       if (std::find(entries.begin(), entries.end(), content) != entries.end()) {
         notes.push_back("Entry already exists (no duplicate added).");
         continue;
@@ -200,7 +191,7 @@ json::value apply_memory_ops(const std::string& home, const options& cfg,
       return failure("Unknown action '" + op.action
                        + "': use add, replace or remove.",
                      before, limit);
-    auto old_text = trim_copy(op.old_text);
+    auto old_text = strings::trim(op.old_text);
     if (old_text.empty())
       return failure("old_text is required for " + op.action
                        + ": a substring of the entry to change.",
@@ -229,8 +220,8 @@ json::value apply_memory_ops(const std::string& home, const options& cfg,
       return failure("content is required for replace (use remove to delete "
                      "an entry).",
                      before, limit);
-    if (auto t = memory_content_threat(content); !t.empty())
-      return failure(t, before, limit);
+    if (auto safe = check_memory_content(content); !safe.ok())
+      return failure(safe.error, before, limit);
     entries[hits.front()] = content;
     for (size_t k = hits.size(); k-- > 1;)
       entries.erase(entries.begin() + static_cast<std::ptrdiff_t>(hits[k]));
@@ -250,7 +241,7 @@ json::value apply_memory_ops(const std::string& home, const options& cfg,
   }
   if (entries != before) {
     auto out = atomic_write(path, joined.empty() ? joined : joined + "\n");
-    if (!out.error.empty())
+    if (!out.ok())
       return error_result("cannot write " + path + ": " + out.error);
   }
   json::value r;

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "base/json.hpp"
+#include "base/status.hpp"
 
 namespace mibyan {
 
@@ -63,8 +64,9 @@ json::value apply_memory_ops(const std::string& home, const options& cfg,
 std::string memory_prompt_snapshot(const std::string& home,
                                    const options& cfg);
 
-/// Returns a refusal message when `text` looks like prompt injection or an
-/// exfiltration attempt; "" when it is acceptable.
-std::string memory_content_threat(const std::string& text);
+/// Refuses (permission_denied, with the message shown to the model) `text`
+/// that looks like prompt injection or an exfiltration attempt; ok when it
+/// is acceptable.
+status check_memory_content(const std::string& text);
 
 } // namespace mibyan

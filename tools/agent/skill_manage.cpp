@@ -82,15 +82,15 @@ public:
                   const tool_context& ctx) const override {
     auto action = args.get_string("action");
     auto name = args.get_string("name");
-    if (auto bad = check_skill_name(name); !bad.empty())
-      return error_result(bad);
+    if (auto valid = check_skill_name(name); !valid.ok())
+      return error_result(valid.error);
     auto home = mibyan_home_of(ctx);
     auto local = local_skills_root(home);
     // Every change is a read-modify-write of the skills tree: one lock for
     // all of it, shared with other threads and processes on this home
     // (tools/file_lock.hpp), taken before the skill is looked up.
-    if (auto err = make_private_dirs(local); !err.empty())
-      return error_result(err);
+    if (auto made = make_private_dirs(local); !made.ok())
+      return error_result(made.error);
     file_lock lock{local + "/.skill_manage.lock", "the skills directory"};
     if (!lock.error().empty())
       return error_result(lock.error());
@@ -104,12 +104,11 @@ public:
                           "directory (" + existing->root
                           + "), which is read-only.");
     auto& dir = existing->dir;
-    std::string err;
     if (action == "edit") {
       auto content = args.get_string("content");
-      if (auto bad = parse_skill_md(content, nullptr); !bad.empty())
-        return error_result(bad);
-      if (auto w = atomic_write(existing->skill_md, content); !w.error.empty())
+      if (auto parsed = parse_skill_md(content); !parsed.ok())
+        return error_result(parsed.error);
+      if (auto w = atomic_write(existing->skill_md, content); !w.ok())
         return error_result(w.error);
       return ok("Skill '" + name + "' updated.", existing->skill_md);
     }
@@ -120,15 +119,15 @@ public:
       auto file = args.get_string("file_path");
       std::string path = existing->skill_md;
       if (!file.empty()) {
-        auto p = skill_file_path(dir, file, false, &err);
+        auto p = skill_file_path(dir, file, false);
         if (!p)
-          return error_result(err);
+          return error_result(p.error);
         path = *p;
       }
-      auto text = read_whole_file(path, max_skill_md_chars * 4 + max_skill_file_bytes,
-                                  err);
+      auto text = read_whole_file(path, max_skill_md_chars * 4
+                                            + max_skill_file_bytes);
       if (!text)
-        return error_result(err);
+        return error_result(text.error);
       auto out = fuzzy_replace(*text, old_s, args.get_string("new_string"),
                                args.get_bool("replace_all", false));
       if (out.not_found)
@@ -137,9 +136,10 @@ public:
       if (!out.error.empty())
         return error_result(out.error);
       if (path == existing->skill_md)
-        if (auto bad = parse_skill_md(out.content, nullptr); !bad.empty())
-          return error_result("the patched SKILL.md is invalid: " + bad);
-      if (auto w = atomic_write(path, out.content); !w.error.empty())
+        if (auto parsed = parse_skill_md(out.content); !parsed.ok())
+          return error_result("the patched SKILL.md is invalid: "
+                              + parsed.error);
+      if (auto w = atomic_write(path, out.content); !w.ok())
         return error_result(w.error);
       auto r = ok("Skill '" + name + "' patched.", path);
       r["replacements"] = static_cast<int64_t>(out.replacements);
@@ -157,9 +157,9 @@ public:
     }
     if (action == "write_file" || action == "remove_file") {
       auto file = args.get_string("file_path");
-      auto p = skill_file_path(dir, file, true, &err);
+      auto p = skill_file_path(dir, file, true);
       if (!p)
-        return error_result(err);
+        return error_result(p.error);
       if (action == "remove_file") {
         std::error_code ec;
         if (!fs::is_regular_file(*p, ec))
@@ -174,7 +174,7 @@ public:
         return error_result("file_content is required for write_file");
       if (content->as_string().size() > max_skill_file_bytes)
         return error_result("file_content is larger than 1 MiB");
-      if (auto w = atomic_write(*p, content->as_string()); !w.error.empty())
+      if (auto w = atomic_write(*p, content->as_string()); !w.ok())
         return error_result(w.error);
       return ok("Wrote " + file + " in skill '" + name + "'.", *p);
     }
@@ -190,18 +190,18 @@ private:
       return error_result("Skill '" + name + "' already exists; use edit or "
                           "patch to change it.");
     auto content = args.get_string("content");
-    if (auto bad = parse_skill_md(content, nullptr); !bad.empty())
-      return error_result(bad);
+    if (auto parsed = parse_skill_md(content); !parsed.ok())
+      return error_result(parsed.error);
     auto category = args.get_string("category");
     std::string dir = local;
     if (!category.empty()) {
-      if (auto bad = check_skill_name(category); !bad.empty())
-        return error_result("category: " + bad);
+      if (auto valid = check_skill_name(category); !valid.ok())
+        return error_result("category: " + valid.error);
       dir += "/" + category;
     }
     dir += "/" + name;
     auto path = dir + "/SKILL.md";
-    if (auto w = atomic_write(path, content); !w.error.empty())
+    if (auto w = atomic_write(path, content); !w.ok())
       return error_result(w.error);
     return ok("Skill '" + name + "' created.", path);
   }

@@ -109,15 +109,14 @@ public:
       return error_result("Skill '" + name + "' not found. Available: "
                           + (names.empty() ? std::string{"none"} : names));
     }
-    std::string err;
     auto file = args.get_string("file_path");
     if (!file.empty()) {
-      auto path = skill_file_path(skill->dir, file, true, &err);
+      auto path = skill_file_path(skill->dir, file, true);
       if (!path)
-        return error_result(err);
-      auto text = read_whole_file(*path, max_skill_file_bytes, err);
+        return error_result(path.error);
+      auto text = read_whole_file(*path, max_skill_file_bytes);
       if (!text)
-        return error_result(err);
+        return error_result(text.error);
       json::value r;
       r["success"] = true;
       r["name"] = skill->name;
@@ -126,9 +125,9 @@ public:
       r["content"] = *text;
       return r;
     }
-    auto text = read_whole_file(skill->skill_md, 4 * max_skill_md_chars, err);
+    auto text = read_whole_file(skill->skill_md, 4 * max_skill_md_chars);
     if (!text)
-      return error_result(err);
+      return error_result(text.error);
     if (ctx.agent && !ctx.session_id.empty())
       ctx.agent->activate_skill(ctx.session_id, skill->name,
                                 skill->required_env);

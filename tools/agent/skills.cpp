@@ -84,15 +84,19 @@ std::vector<std::string> skill_roots(const std::string& home,
   return out;
 }
 
-std::string parse_skill_md(const std::string& text, skill_info* out) {
+result<skill_info> parse_skill_md(const std::string& text) {
+  auto bad = [](std::string msg) {
+    return result<skill_info>::failure(status_code::invalid_argument,
+                                       std::move(msg));
+  };
   if (utf8_length(text) > max_skill_md_chars)
-    return "SKILL.md is longer than 100,000 characters";
+    return bad("SKILL.md is longer than 100,000 characters");
   if (text.rfind("---", 0) != 0)
-    return "SKILL.md must start with YAML frontmatter: a line '---', the "
-           "mapping (name, description, ...), then another '---'";
+    return bad("SKILL.md must start with YAML frontmatter: a line '---', "
+               "the mapping (name, description, ...), then another '---'");
   auto first_nl = text.find('\n');
   if (first_nl == std::string::npos)
-    return "SKILL.md frontmatter is not closed by a '---' line";
+    return bad("SKILL.md frontmatter is not closed by a '---' line");
   size_t end = std::string::npos;
   size_t pos = first_nl + 1;
   while (pos < text.size()) {
@@ -110,7 +114,7 @@ std::string parse_skill_md(const std::string& text, skill_info* out) {
     pos = nl + 1;
   }
   if (end == std::string::npos)
-    return "SKILL.md frontmatter is not closed by a '---' line";
+    return bad("SKILL.md frontmatter is not closed by a '---' line");
   auto yaml_text = text.substr(first_nl + 1, end - first_nl - 1);
   auto body_start = text.find('\n', end);
   std::string body = body_start == std::string::npos
@@ -120,18 +124,19 @@ std::string parse_skill_md(const std::string& text, skill_info* out) {
   try {
     doc = YAML::Load(yaml_text);
   } catch (const std::exception& e) {
-    return std::string{"SKILL.md frontmatter is not valid YAML: "} + e.what();
+    return bad(std::string{"SKILL.md frontmatter is not valid YAML: "}
+               + e.what());
   }
   if (!doc.IsMap())
-    return "SKILL.md frontmatter must be a YAML mapping";
+    return bad("SKILL.md frontmatter must be a YAML mapping");
   skill_info info;
   try {
     if (!doc["name"] || !doc["name"].IsScalar()
         || doc["name"].Scalar().empty())
-      return "SKILL.md frontmatter needs a 'name'";
+      return bad("SKILL.md frontmatter needs a 'name'");
     if (!doc["description"] || !doc["description"].IsScalar()
         || doc["description"].Scalar().empty())
-      return "SKILL.md frontmatter needs a 'description'";
+      return bad("SKILL.md frontmatter needs a 'description'");
     info.name = doc["name"].Scalar();
     info.description = doc["description"].Scalar();
     info.tags = string_list(doc["tags"]);
@@ -147,20 +152,14 @@ std::string parse_skill_md(const std::string& text, skill_info* out) {
         info.related_skills = string_list(meta["related_skills"]);
     }
   } catch (const std::exception& e) {
-    return std::string{"SKILL.md frontmatter: "} + e.what();
+    return bad(std::string{"SKILL.md frontmatter: "} + e.what());
   }
   if (utf8_length(info.description) > max_skill_description_chars)
-    return "the description is longer than 1,024 characters";
+    return bad("the description is longer than 1,024 characters");
   if (body.find_first_not_of(" \t\r\n") == std::string::npos)
-    return "SKILL.md needs a body after the frontmatter (the instructions)";
-  if (out) {
-    out->name = std::move(info.name);
-    out->description = std::move(info.description);
-    out->tags = std::move(info.tags);
-    out->related_skills = std::move(info.related_skills);
-    out->required_env = std::move(info.required_env);
-  }
-  return {};
+    return bad("SKILL.md needs a body after the frontmatter (the "
+               "instructions)");
+  return info;
 }
 
 std::vector<skill_info> scan_skills(const std::vector<std::string>& roots) {
@@ -175,13 +174,13 @@ std::vector<skill_info> scan_skills(const std::vector<std::string>& roots) {
       std::error_code e2;
       if (!fs::is_regular_file(md, e2))
         return false;
-      std::string err;
-      auto text = read_whole_file(md.string(), 4 * max_skill_md_chars, err);
+      auto text = read_whole_file(md.string(), 4 * max_skill_md_chars);
       if (!text)
         return true;
-      skill_info info;
-      if (!parse_skill_md(*text, &info).empty())
+      auto parsed = parse_skill_md(*text);
+      if (!parsed)
         return true;
+      auto& info = *parsed;
       // The directory name is the skill's name on disk.
       info.name = dir.filename().string();
       info.category = category;
@@ -219,32 +218,33 @@ std::optional<skill_info> find_skill(const std::vector<std::string>& roots,
   return std::nullopt;
 }
 
-std::string check_skill_name(const std::string& name) {
+status check_skill_name(const std::string& name) {
+  auto bad = [](const char* msg) {
+    return status::failure(status_code::invalid_argument, msg);
+  };
   if (name.empty())
-    return "name is required";
+    return bad("name is required");
   if (name.size() > max_skill_name_chars)
-    return "name is longer than 64 characters";
+    return bad("name is longer than 64 characters");
   auto ok_first = [](char c) {
     return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
   };
   if (!ok_first(name[0]))
-    return "name must match ^[a-z0-9][a-z0-9._-]*$";
+    return bad("name must match ^[a-z0-9][a-z0-9._-]*$");
   for (char c : name)
     if (!(ok_first(c) || c == '.' || c == '_' || c == '-'))
-      return "name must match ^[a-z0-9][a-z0-9._-]*$";
+      return bad("name must match ^[a-z0-9][a-z0-9._-]*$");
   if (name.find("..") != std::string::npos)
-    return "name must not contain '..'";
+    return bad("name must not contain '..'");
   return {};
 }
 
-std::optional<std::string> skill_file_path(const std::string& dir,
-                                           const std::string& rel,
-                                           bool supporting_only,
-                                           std::string* error) {
-  auto fail = [&](std::string m) -> std::optional<std::string> {
-    if (error)
-      *error = std::move(m);
-    return std::nullopt;
+result<std::string> skill_file_path(const std::string& dir,
+                                    const std::string& rel,
+                                    bool supporting_only) {
+  auto fail = [](std::string m) {
+    return result<std::string>::failure(status_code::invalid_argument,
+                                        std::move(m));
   };
   if (rel.empty())
     return fail("file_path is required");

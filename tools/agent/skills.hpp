@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "base/status.hpp"
+
 namespace mibyan {
 
 struct options;
@@ -52,12 +54,13 @@ std::string local_skills_root(const std::string& home);
 std::vector<std::string> skill_roots(const std::string& home,
                                      const options& cfg);
 
-/// Parses SKILL.md text into `out` (name, description, tags,
-/// related_skills, required_env). Returns "" or a validation message:
-/// frontmatter must start the file with `---`, be a YAML mapping with
-/// `name` and `description` (at most 1,024 characters), and be followed by
-/// a non-empty body; the whole text is at most 100,000 characters.
-std::string parse_skill_md(const std::string& text, skill_info* out);
+/// Parses SKILL.md text into a skill_info with name, description, tags,
+/// related_skills and required_env set (the rest empty). Fails with
+/// invalid_argument and a validation message: frontmatter must start the
+/// file with `---`, be a YAML mapping with `name` and `description` (at
+/// most 1,024 characters), and be followed by a non-empty body; the whole
+/// text is at most 100,000 characters.
+result<skill_info> parse_skill_md(const std::string& text);
 
 /// Every skill under `roots` (SKILL.md at depth 1 or 2), sorted by name;
 /// a name seen in an earlier root hides later ones. Unparseable skills are
@@ -68,18 +71,17 @@ std::vector<skill_info> scan_skills(const std::vector<std::string>& roots);
 std::optional<skill_info> find_skill(const std::vector<std::string>& roots,
                                      const std::string& name);
 
-/// "" when `name` is a valid skill name (^[a-z0-9][a-z0-9._-]*$, at most 64
-/// characters), else why not.
-std::string check_skill_name(const std::string& name);
+/// Succeeds when `name` is a valid skill name (^[a-z0-9][a-z0-9._-]*$, at
+/// most 64 characters), else invalid_argument with why not.
+status check_skill_name(const std::string& name);
 
 /// Resolves `rel` inside skill directory `dir`: `rel` must be relative,
 /// must not leave `dir` (no "..", no symlink pointing out), and, when
 /// `supporting_only`, must lie under one of skill_file_dirs(). Returns the
-/// absolute path, or nullopt with `*error` set.
-std::optional<std::string> skill_file_path(const std::string& dir,
-                                           const std::string& rel,
-                                           bool supporting_only,
-                                           std::string* error);
+/// absolute path, or invalid_argument with why not.
+result<std::string> skill_file_path(const std::string& dir,
+                                    const std::string& rel,
+                                    bool supporting_only);
 
 /// The supporting files of skill directory `dir`, relative, sorted.
 std::vector<std::string> skill_linked_files(const std::string& dir);

@@ -195,13 +195,13 @@ void converter::read_attributes(tag& t) {
 }
 
 void converter::assign(tag& t, std::string_view name, std::string_view value) {
-  if (iequals(name, "href"))
+  if (strings::iequals(name, "href"))
     t.href = value;
-  else if (iequals(name, "src"))
+  else if (strings::iequals(name, "src"))
     t.src = value;
-  else if (iequals(name, "alt"))
+  else if (strings::iequals(name, "alt"))
     t.alt = value;
-  else if (iequals(name, "start"))
+  else if (strings::iequals(name, "start"))
     t.start = value;
 }
 
@@ -216,7 +216,7 @@ void converter::skip_raw_text(const std::string& name) {
       break;
     auto after = lt + 2;
     if (after + name.size() <= n
-        && iequals(in_.substr(after, name.size()), name)
+        && strings::iequals(in_.substr(after, name.size()), name)
         && (after + name.size() == n
             || !is_alnum(in_[after + name.size()]))) {
       content_end = lt;
@@ -331,7 +331,7 @@ void converter::handle(const tag& t) {
       int first = -1;
       if (name == "ol") {
         first = 1;
-        auto s = trim(t.start);
+        auto s = strings::trim_view(t.start, strings::ascii_space);
         if (!s.empty() && s.size() < 9
             && std::all_of(s.begin(), s.end(),
                            [](char c) { return c >= '0' && c <= '9'; }))
@@ -456,7 +456,7 @@ void converter::handle_in_pre(const tag& t) {
 
 void converter::image(const tag& t) {
   auto alt = collapse_spaces(decode(t.alt, true, true));
-  auto src = trim(t.src);
+  auto src = strings::trim_view(t.src, strings::ascii_space);
   std::string piece;
   if (istarts_with(src, "data:")) {
     piece = alt.empty() ? "[IMAGE]" : "[IMAGE: " + alt + "]";

@@ -27,26 +27,9 @@ char to_lower(char c) {
   return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
 }
 
-bool iequals(std::string_view x, std::string_view y) {
-  if (x.size() != y.size())
-    return false;
-  for (size_t i = 0; i < x.size(); ++i)
-    if (to_lower(x[i]) != to_lower(y[i]))
-      return false;
-  return true;
-}
-
 bool istarts_with(std::string_view s, std::string_view prefix) {
-  return s.size() >= prefix.size() && iequals(s.substr(0, prefix.size()),
-                                              prefix);
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && is_space(s.front()))
-    s.remove_prefix(1);
-  while (!s.empty() && is_space(s.back()))
-    s.remove_suffix(1);
-  return s;
+  return s.size() >= prefix.size()
+         && strings::iequals(s.substr(0, prefix.size()), prefix);
 }
 
 namespace {
@@ -234,7 +217,7 @@ std::string collapse_spaces(std::string_view s) {
 
 curlu_ptr parse_base(std::string_view base) {
   // Without libcurl nothing resolves: links stay as written.
-  if (base.empty() || curl_lib() == nullptr)
+  if (base.empty() || !curl_lib().ok())
     return nullptr;
   curlu_ptr h{curl_api().url()};
   if (!h)
@@ -246,7 +229,7 @@ curlu_ptr parse_base(std::string_view base) {
 }
 
 std::string resolve_with(CURLU* base, std::string_view ref) {
-  auto trimmed = trim(ref);
+  auto trimmed = strings::trim_view(ref, strings::ascii_space);
   std::string r{trimmed};
   if (base == nullptr || r.empty())
     return r;

@@ -14,6 +14,8 @@
 #include <string>
 #include <string_view>
 
+#include "base/strings.hpp"
+
 #include "base/curl_library.hpp"
 
 namespace mibyan::html_detail {
@@ -22,9 +24,7 @@ bool is_space(char c);
 bool is_alpha(char c);
 bool is_alnum(char c);
 char to_lower(char c);
-bool iequals(std::string_view x, std::string_view y);
 bool istarts_with(std::string_view s, std::string_view prefix);
-std::string_view trim(std::string_view s);
 
 /// Decodes character references in `s`. `nbsp_as_space` maps U+00A0 to a
 /// plain space; `in_attr` applies the attribute-value rule (a named

@@ -80,8 +80,9 @@ void converter::finalize_link() {
   in_link_ = false;
   if (link_start_ > line_.size())
     return;
-  auto label = trim(std::string_view{line_}.substr(link_start_));
-  auto href = trim(link_href_);
+  auto label = strings::trim_view(
+    std::string_view{line_}.substr(link_start_), strings::ascii_space);
+  auto href = strings::trim_view(link_href_, strings::ascii_space);
   if (label.empty() || href.empty() || href.front() == '#'
       || istarts_with(href, "javascript:") || href.size() > 2000)
     return;
@@ -102,7 +103,7 @@ void converter::flush() {
     line_ += '`';
     code_depth_ = 0;
   }
-  auto content = trim(line_);
+  auto content = strings::trim_view(line_, strings::ascii_space);
   if (content.empty() || content == "`" || content == "``") {
     line_.clear();
     return;

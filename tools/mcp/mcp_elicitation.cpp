@@ -5,7 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 
-#include "base/ascii_text.hpp"
+#include "base/strings.hpp"
 
 namespace mibyan {
 
@@ -49,9 +49,9 @@ bool read_enum(const json::value& s, mcp_form_field& f) {
 // Index of `text` among the field's values or labels (case-insensitive),
 // or a 1-based number; -1 when none matches.
 int pick(const mcp_form_field& f, const std::string& text) {
-  auto t = ascii_lower(trim_space(text));
+  auto t = strings::lower(strings::trim(text));
   for (size_t i = 0; i < f.values.size(); ++i)
-    if (ascii_lower(f.values[i]) == t || ascii_lower(f.labels[i]) == t)
+    if (strings::lower(f.values[i]) == t || strings::lower(f.labels[i]) == t)
       return static_cast<int>(i);
   if (!t.empty() && t.size() <= 3
       && t.find_first_not_of("0123456789") == std::string::npos) {
@@ -246,12 +246,12 @@ result<json::value> mcp_complete_form(const std::vector<mcp_form_field>& fields,
 result<json::value> mcp_form_value(const mcp_form_field& f,
                                    const std::string& text) {
   using R = result<json::value>;
-  auto t = trim_space(text);
+  auto t = strings::trim(text);
   if (t.empty())
     return R::failure(status_code::invalid_argument, "no value");
   json::value v;
   if (f.type == "boolean") {
-    auto l = ascii_lower(t);
+    auto l = strings::lower(t);
     if (l == "yes" || l == "y" || l == "true" || l == "1")
       v = true;
     else if (l == "no" || l == "n" || l == "false" || l == "0")
@@ -273,7 +273,7 @@ result<json::value> mcp_form_value(const mcp_form_field& f,
     size_t from = 0;
     while (from <= t.size()) {
       auto comma = t.find(',', from);
-      auto part = trim_space(t.substr(from, comma == std::string::npos
+      auto part = strings::trim(t.substr(from, comma == std::string::npos
                                         ? std::string::npos
                                         : comma - from));
       if (!part.empty()) {
@@ -321,7 +321,7 @@ json::value mcp_elicit_by_questions(const mcp_elicitation_request& r,
                                   : "\nIt wants: " + names + ".")
                + "\nAnswer accept to fill it in, decline to refuse.";
   p.choices = {"accept", "decline", "cancel"};
-  auto first = ascii_lower(trim_space(ask(p)));
+  auto first = strings::lower(strings::trim(ask(p)));
   if (stopped() || first.empty() || first == "cancel" || first == "3")
     return mcp_elicit_result("cancel");
   if (first == "decline" || first == "no" || first == "n" || first == "2")
@@ -366,7 +366,7 @@ json::value mcp_elicit_by_questions(const mcp_elicitation_request& r,
     else
       q.question += "\nRequired.";
     for (int attempt = 0;; ++attempt) {
-      auto answer = trim_space(ask(q));
+      auto answer = strings::trim(ask(q));
       if (stopped())
         return mcp_elicit_result("cancel");
       if (answer == "-")

@@ -7,6 +7,7 @@
 #include "base/json.hpp"
 #include "base/log.hpp"
 #include "tools/mcp/mcp_http_transport.hpp"
+#include "base/strings.hpp"
 
 namespace mibyan {
 
@@ -22,16 +23,6 @@ bool mcp_sse_stream::feed(std::string_view chunk) {
 namespace mcp_http_detail {
 
 namespace {
-
-bool iequals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size())
-    return false;
-  for (size_t i = 0; i < a.size(); ++i)
-    if (std::tolower(static_cast<unsigned char>(a[i]))
-        != std::tolower(static_cast<unsigned char>(b[i])))
-      return false;
-  return true;
-}
 
 // A JSON-RPC error reply for the request `message` (nothing for a
 // notification or a reply).
@@ -57,7 +48,7 @@ std::string error_reply_for(const std::string& message, const std::string& why) 
 http_transport::http_transport(mcp_http_settings s, http_client& http)
   : s_(std::move(s)), http_(http) {
   for (auto& [k, v] : s_.headers)
-    if (iequals(k, "mcp-protocol-version"))
+    if (strings::iequals(k, "mcp-protocol-version"))
       user_version_ = true;
 }
 
@@ -132,7 +123,7 @@ http_request http_transport::base_request(const std::string& method, const std::
       req.headers.erase(std::remove_if(req.headers.begin(),
                                        req.headers.end(),
                                        [](const auto& h) {
-                                         return iequals(h.first,
+                                         return strings::iequals(h.first,
                                                         "authorization");
                                        }),
                         req.headers.end());

@@ -43,21 +43,18 @@ mcp_incoming classify_mcp_message(const json::value& msg) {
   return in;
 }
 
-bool parse_mcp_messages(std::string_view text, std::vector<mcp_incoming>& out,
-                        std::string* why) {
+result<std::vector<mcp_incoming>> parse_mcp_messages(std::string_view text) {
   auto parsed = json::parse(text);
-  if (!parsed) {
-    if (why != nullptr)
-      *why = parsed.error;
-    return false;
-  }
+  if (!parsed)
+    return status::failure(status_code::invalid_argument, parsed.error);
+  std::vector<mcp_incoming> out;
   if (parsed.v->is_array()) {
     for (auto& m : parsed.v->as_array())
       out.push_back(classify_mcp_message(m));
   } else {
     out.push_back(classify_mcp_message(*parsed.v));
   }
-  return true;
+  return out;
 }
 
 bool mcp_line_reader::feed(std::string_view chunk,

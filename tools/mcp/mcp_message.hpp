@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "base/json.hpp"
+#include "base/status.hpp"
 #include "kernels/line_splitter.hpp"
 
 namespace mibyan {
@@ -39,10 +40,11 @@ struct mcp_incoming {
                         // invalid: why
 };
 
-/// Parses one message text: a single message or a batch (array). Fails
-/// (returns false, `why` set) when the text is no JSON.
-bool parse_mcp_messages(std::string_view text, std::vector<mcp_incoming>& out,
-                        std::string* why);
+/// Parses one message text: a single message or a batch (array), in
+/// order. Fails with invalid_argument and the parser's message when the
+/// text is no JSON; malformed messages inside valid JSON come back as
+/// kind::invalid.
+result<std::vector<mcp_incoming>> parse_mcp_messages(std::string_view text);
 
 /// Classifies one parsed message.
 mcp_incoming classify_mcp_message(const json::value& msg);

@@ -9,6 +9,7 @@
 
 #include "base/crypto.hpp"
 #include "base/url_guard.hpp"
+#include "base/strings.hpp"
 
 namespace mibyan {
 
@@ -16,13 +17,6 @@ namespace {
 
 char lower(char c) {
   return static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-}
-
-std::string to_lower(std::string_view s) {
-  std::string out{s};
-  for (auto& c : out)
-    c = lower(c);
-  return out;
 }
 
 bool is_space(char c) {
@@ -98,7 +92,7 @@ std::vector<www_challenge> parse_www_authenticate(std::string_view h) {
           value += h[i++];
       }
       if (!out.empty())
-        out.back().params.emplace(to_lower(tok), std::move(value));
+        out.back().params.emplace(strings::lower(tok), std::move(value));
       continue;
     }
     // A new challenge: the scheme. (A token68 after it is read as the
@@ -114,7 +108,7 @@ std::vector<www_challenge> parse_www_authenticate(std::string_view h) {
 bearer_challenge parse_bearer_challenge(std::string_view header) {
   bearer_challenge b;
   for (auto& c : parse_www_authenticate(header)) {
-    if (to_lower(c.scheme) != "bearer")
+    if (strings::lower(c.scheme) != "bearer")
       continue;
     b.present = true;
     b.resource_metadata = c.param("resource_metadata");
@@ -236,7 +230,7 @@ std::optional<oauth_url> parse_oauth_url(std::string_view url) {
   if (sep == std::string_view::npos)
     return std::nullopt;
   oauth_url u;
-  u.scheme = to_lower(url.substr(0, sep));
+  u.scheme = strings::lower(url.substr(0, sep));
   if (u.scheme != "http" && u.scheme != "https")
     return std::nullopt;
   auto rest = url.substr(sep + 3);
@@ -277,7 +271,7 @@ std::optional<oauth_url> parse_oauth_url(std::string_view url) {
       if (!std::isdigit(static_cast<unsigned char>(port[i])))
         return std::nullopt;
   }
-  u.host = to_lower(host);
+  u.host = strings::lower(host);
   u.authority = (authority.front() == '[' ? "[" + u.host + "]" : u.host) + port;
   return u;
 }
@@ -353,7 +347,7 @@ std::vector<std::string> authorization_server_metadata_urls(
 }
 
 bool is_loopback_host(std::string_view host) {
-  auto h = to_lower(host);
+  auto h = strings::lower(host);
   if (!h.empty() && h.front() == '[' && h.back() == ']')
     h = h.substr(1, h.size() - 2);
   if (h == "localhost"

@@ -121,13 +121,14 @@ result<mcp_oauth_record> load_mcp_token(const std::string& path) {
 status save_mcp_token(const std::string& path, const mcp_oauth_record& r) {
   auto slash = path.rfind('/');
   auto dir = path.substr(0, slash);
-  if (auto err = make_private_dirs(dir); !err.empty())
-    return status::failure(status_code::permission_denied, err);
+  if (auto made = make_private_dirs(dir); !made.ok())
+    return status::failure(status_code::permission_denied, made.error);
   auto tmp = path + ".tmp-" + std::to_string(::getpid()) + "-"
              + random_hex(4);
-  if (auto err = write_private_file(tmp, r.to_json().pretty() + "\n", true);
-      !err.empty())
-    return status::failure(status_code::resource_exhausted, err);
+  if (auto written = write_private_file(tmp, r.to_json().pretty() + "\n",
+                                        true);
+      !written.ok())
+    return status::failure(status_code::resource_exhausted, written.error);
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     auto err = std::string{std::strerror(errno)};
     ::unlink(tmp.c_str());

@@ -249,15 +249,14 @@ void mcp_session::tools_changed_from(const std::vector<mcp_tool_info>& before) {
 }
 
 void mcp_session::on_message(uint64_t gen, std::string text) {
-  std::vector<mcp_incoming> msgs;
-  std::string why;
-  if (!parse_mcp_messages(text, msgs, &why)) {
+  auto msgs = parse_mcp_messages(text);
+  if (!msgs) {
     MIBYAN_LOG(warning, "mcp", s_.name << ": skipped a message that is no "
                                           "valid JSON ("
-                                       << why << ")");
+                                       << msgs.error << ")");
     return;
   }
-  for (auto& m : msgs)
+  for (auto& m : *msgs)
     on_one(gen, std::move(m));
 }
 

@@ -1,11 +1,11 @@
-// File: providers/openai_messages.hpp
+// File: serve/openai_messages.hpp
 //
 // OpenAI chat messages ({"role","content","tool_calls","tool_call_id",
 // "name"}), the wire form of a conversation history, converted to
-// chat_messages. Used by the HTTP server (serve/openai_chat.hpp) for a
-// client's message list and by the runtime (runtime/runtime_turns.cpp) for
-// the history a turn call carries. Pure function on json::value; no I/O,
-// no CAF.
+// chat_messages: the edge where a client's message list becomes the typed
+// history a turn call carries (turn_call::history). Used by the HTTP
+// server's wire formats (serve/openai_chat.hpp, serve/responses.hpp). Pure
+// function on json::value; no I/O, no CAF.
 #pragma once
 
 #include <string>

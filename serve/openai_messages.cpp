@@ -1,4 +1,4 @@
-#include "providers/openai_messages.hpp"
+#include "serve/openai_messages.hpp"
 
 namespace mibyan {
 

@@ -1,0 +1,2 @@
+// Fixture: makes base/thing.hpp a cross-folder header.
+#include "base/thing.hpp"
