@@ -168,9 +168,9 @@ struct agent_fixture {
     BOOST_REQUIRE_MESSAGE(out.started, out.error);
     // The JSON form the edges render (docs/embedding.md, "Turn results").
     auto rendered = turn_result_json(out);
-    auto* parsed = &rendered;
     if (sid != nullptr)
       *sid = out.session_id;
+    BOOST_CHECK_EQUAL(rendered["session_id"].as_string(), out.session_id);
     return rendered;
   }
 
