@@ -10,6 +10,7 @@
 #include "base/json.hpp"
 #include "runtime/runtime.hpp"
 #include "tests/support/http_server.hpp"
+#include "tests/support/scripted_replies.hpp"
 #include "tests/support/temp_dir.hpp"
 
 using namespace mibyan;
@@ -142,37 +143,13 @@ BOOST_AUTO_TEST_CASE(defaults_warn_but_never_block) {
 
 namespace {
 
+// A Chat Completions response body with one call `call_x` of `tool`
+// (none when empty); tests/support/scripted_replies.hpp.
 std::string completion(const std::string& content, const std::string& tool,
                        const std::string& arguments) {
-  json::value msg;
-  msg["role"] = "assistant";
-  if (content.empty())
-    msg["content"] = json::value{};
-  else
-    msg["content"] = content;
-  if (!tool.empty()) {
-    json::value tc;
-    tc["id"] = "call_x";
-    tc["type"] = "function";
-    tc["function"]["name"] = tool;
-    tc["function"]["arguments"] = arguments;
-    msg["tool_calls"] = json::value::make_array();
-    msg["tool_calls"].push_back(std::move(tc));
-  }
-  json::value choice;
-  choice["index"] = 0;
-  choice["message"] = std::move(msg);
-  choice["finish_reason"] = tool.empty() ? "stop" : "tool_calls";
-  json::value body;
-  body["id"] = "chatcmpl-1";
-  body["object"] = "chat.completion";
-  body["model"] = "m";
-  body["choices"] = json::value::make_array();
-  body["choices"].push_back(std::move(choice));
-  body["usage"]["prompt_tokens"] = 10;
-  body["usage"]["completion_tokens"] = 5;
-  body["usage"]["total_tokens"] = 15;
-  return body.dump();
+  if (tool.empty())
+    return test::chat_completion(content);
+  return test::chat_completion(content, {{"call_x", tool, arguments}});
 }
 
 struct loop_fixture {
