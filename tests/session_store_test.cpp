@@ -20,15 +20,6 @@
 #include "tests/support/temp_dir.hpp"
 
 using namespace mibyan;
-
-namespace {
-
-bool contains(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
-}
-
-} // namespace
-
 using test::msg;
 using test::assistant_call;
 using test::tool_result;

@@ -42,6 +42,10 @@ inline chat_message tool_result(std::string call_id, std::string name,
 // One store of the backend under test (tests/support/store_backends.hpp),
 // with a fixed clock.
 struct session_store_case : store_fixture {
+  static bool contains(const std::string& s, const std::string& part) {
+    return s.find(part) != std::string::npos;
+  }
+
   /// The LMDB directory (LMDB-only cases).
   std::string dir;
   int64_t clock = 1'700'000'000'000;
