@@ -9,6 +9,7 @@
 #include "agent/tool_guardrails.hpp"
 #include "base/json.hpp"
 #include "runtime/runtime.hpp"
+#include "tests/support/agent_fixture.hpp"
 #include "tests/support/http_server.hpp"
 #include "tests/support/scripted_replies.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -152,11 +153,10 @@ std::string completion(const std::string& content, const std::string& tool,
   return test::chat_completion(content, {{"call_x", tool, arguments}});
 }
 
-struct loop_fixture {
-  test::http_server server;
-  test::temp_dir home;
+struct loop_fixture : test::agent_fixture {
   test::temp_dir work;
-  std::unique_ptr<runtime> rt;
+
+  ~loop_fixture() { rt.reset(); } // before the work dir goes
 
   void start(bool hard_stop) {
     options opts;
@@ -164,35 +164,10 @@ struct loop_fixture {
     opts.agent.api_max_retries = 1;
     opts.code_execution.prestart_kernels = 0;
     opts.tool_loop_guardrails.hard_stop_enabled = hard_stop;
-    std::string err;
-    auto made = create_runtime(opts);
-    BOOST_REQUIRE_MESSAGE(made, made.error);
-    rt = std::move(*made);
+    agent_fixture::start(std::move(opts));
   }
 
-  void script(const std::string& body, int times) {
-    json::value s;
-    s["path"] = "/v1/chat/completions";
-    s["status"] = 200;
-    s["body"] = body;
-    s["times"] = times;
-    server.script(s.dump());
-  }
-
-  json::value run() {
-    turn_call c;
-    c.prompt = "fix the file";
-    c.provider.provider = "custom";
-    c.provider.base_url = server.url("/v1");
-    c.provider.model = "m";
-    c.provider.api_key = "sk-test-0123456789";
-    c.stream = false;
-    auto out = rt->run_turn(c);
-    BOOST_REQUIRE_MESSAGE(out.started, out.error);
-    auto parsed = json::parse(turn_result_json(out).dump());
-    BOOST_REQUIRE(parsed);
-    return *parsed.v;
-  }
+  json::value run() { return agent_fixture::run(call("fix the file")); }
 
   // Tool message contents of the last chat request.
   std::vector<std::string> last_tool_results() {
