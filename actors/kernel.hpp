@@ -39,7 +39,8 @@
 // checks (docs/execute_code.md, "Per-cell budgets"); replies are written
 // from the handler (kernels/direct_writes.hpp). Calls still running when
 // the cell ends, however it ends, are interrupted (cancelled). The code: actors/kernel.cpp
-// (cells, behavior), actors/kernel_rpc.cpp (RPC), actors/kernel_broker.hpp.
+// (behavior), actors/kernel_cells.cpp (cells), actors/kernel_rpc.cpp (RPC),
+// actors/kernel_broker.hpp.
 //
 // After the kernel process is gone (exit, death, timeout, interrupt) the
 // actor quits; its owner monitors it.

@@ -1,7 +1,8 @@
 // File: actors/kernel_broker.hpp
 //
 // Internals of the kernel broker (actors/kernel.hpp), shared by its files:
-// actors/kernel.cpp (the cell lifecycle and the behavior),
+// actors/kernel.cpp (the behavior and the kernel's end),
+// actors/kernel_cells.cpp (the running cell: start, deadline, answer),
 // actors/kernel_rpc.cpp (the script's RPC connections and tool calls) and
 // actors/kernel_lifetime.cpp (when descriptors may close and the broker
 // may quit). Only those include it. Thread safety: everything here runs on the
@@ -193,8 +194,18 @@ private:
 
 using kernel_broker = caf::io::stateful_broker<kernel_state>;
 
-// actors/kernel.cpp
+// actors/kernel_cells.cpp
+/// Writes the next queued cell to the runner when none runs and the
+/// kernel is ready (a checkpoint restore goes first).
 void start_next(kernel_broker* self);
+/// Answers the running cell from the runner's frame, or (null) as ended
+/// by the host or the kernel's death; then starts the next cell or ends
+/// the broker.
+void settle(kernel_broker* self, const json::value* frame);
+/// Answers every queued cell with an error: this kernel cannot run them.
+void settle_queue(kernel_broker* self);
+
+// actors/kernel.cpp
 
 // -- checkpoints (actors/kernel_checkpoint_io.cpp) ---------------------------
 

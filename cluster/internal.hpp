@@ -2,8 +2,9 @@
 //
 // The cluster member actor's state, shared by the files that implement
 // it (docs/cluster.md):
-//   member.cpp      the actor shell: handshake, membership,
-//                   heartbeats, failure detection, drain
+//   member.cpp      the actor shell: membership, heartbeats,
+//                   failure detection, drain
+//   handshake.cpp   the handshake, as initiator and as acceptor
 //   routing.cpp     tool calls: placement, forwarding to workers,
 //                   in-flight tracking, the worker side
 //   node.cpp        the `mibyan node` process around the actor
@@ -288,11 +289,34 @@ void check_drain(cluster_actor* self);
 void mark_lost(cluster_actor* self, const std::string& id,
                const std::string& why, bool left);
 
+/// Every member this node knows, itself first.
+std::vector<member_info> member_view(cluster_actor* self);
+
+/// Whether a member state means the member is out ("lost" or "left").
+bool member_gone(const std::string& state);
+
+/// Adds or refreshes the authenticated member `id` at `handle` (watched
+/// for its connection's end); a lost or suspect one is up again.
+void add_peer(cluster_actor* self, const std::string& id,
+              const std::string& role, const std::string& address,
+              caf::actor handle);
+
+// -- handshake.cpp ---------------------------------------------------------
+
 /// Connects to `address`, runs the handshake as the initiator and adds the
 /// member; then joins the members it did not know. `done` gets "" or the
 /// one-line reason of a failure.
 void join_address(cluster_actor* self, const std::string& address,
                   std::function<void(std::string)> done);
+
+/// (hello_atom) from anyone: a challenge (nonce and server proof), or one
+/// with a refusal for a malformed hello or a protocol mismatch.
+cluster_challenge answer_hello(cluster_actor* self, cluster_hello& h);
+
+/// (auth_atom) from anyone: checks the proof against the sender node's
+/// pending hello; on success the node is authenticated (a member is added,
+/// a client is watched) and gets the member list.
+cluster_welcome answer_auth(cluster_actor* self, cluster_proof& p);
 
 // -- dashboard.cpp ---------------------------------------------------------
 

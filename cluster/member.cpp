@@ -1,7 +1,8 @@
-// The cluster member actor: handshake, membership, heartbeats, failure
-// detection, drain (docs/cluster.md). Tool routing is in
-// routing.cpp. Every handler but the handshake's checks that the
-// message comes from this process or from an authenticated peer.
+// The cluster member actor: membership, heartbeats, failure detection,
+// drain (docs/cluster.md), and the behavior that hands the rest to its
+// files: the handshake (handshake.cpp), tool routing (routing.cpp), turns,
+// checkpoints and the dashboard. Every handler but the handshake's checks
+// that the message comes from this process or from an authenticated peer.
 #include "cluster/internal.hpp"
 
 #include <cstdlib>
@@ -34,13 +35,6 @@ int64_t load_milli() {
   return 0;
 }
 
-std::vector<member_info> view(cluster_actor* self) {
-  std::vector<member_info> out{self_info(self)};
-  for (auto& kv : self->state.peers)
-    out.push_back(kv.second.info);
-  return out;
-}
-
 // Publishes the members by state for the metrics scrape.
 void publish_census(cluster_actor* self) {
   auto& st = self->state;
@@ -54,7 +48,16 @@ void publish_census(cluster_actor* self) {
   st.cfg.census->by_state = std::move(by_state);
 }
 
-bool gone(const std::string& state) {
+} // namespace
+
+std::vector<member_info> member_view(cluster_actor* self) {
+  std::vector<member_info> out{self_info(self)};
+  for (auto& kv : self->state.peers)
+    out.push_back(kv.second.info);
+  return out;
+}
+
+bool member_gone(const std::string& state) {
   return state == "lost" || state == "left";
 }
 
@@ -64,7 +67,7 @@ void add_peer(cluster_actor* self, const std::string& id,
   auto& st = self->state;
   auto [it, fresh] = st.peers.try_emplace(id);
   auto& p = it->second;
-  bool back = !fresh && gone(p.info.state);
+  bool back = !fresh && member_gone(p.info.state);
   // A member back on a new connection has a new proxy that compares equal
   // to the old one: watch it again.
   if (fresh || back || p.handle != handle) {
@@ -84,131 +87,6 @@ void add_peer(cluster_actor* self, const std::string& id,
   else if (back)
     MIBYAN_LOG(warning, "cluster", "member " << id << " at " << address
                                              << " is reachable again");
-}
-
-} // namespace
-
-void join_address(cluster_actor* self, const std::string& address,
-                  std::function<void(std::string)> done) {
-  auto& st = self->state;
-  std::string host;
-  uint16_t port = 0;
-  if (!split_host_port(address, host, port)) {
-    done("bad member address '" + address + "' (expected HOST:PORT)");
-    return;
-  }
-  if (address == st.cfg.address || st.connecting.count(address) > 0) {
-    done({});
-    return;
-  }
-  st.connecting.insert(address);
-  auto finish = [self, address, done](std::string reason) {
-    self->state.connecting.erase(address);
-    done(std::move(reason));
-  };
-  auto& sys = self->system();
-  auto timeout = seconds(10);
-  self->request(st.middleman, timeout, caf::connect_atom_v, host, port)
-    .then(
-      [self, address, finish, timeout](caf::node_id&,
-                                       caf::strong_actor_ptr& ptr,
-                                       std::set<std::string>&) {
-        if (!ptr) {
-          finish("nothing is published at " + address);
-          return;
-        }
-        auto peer = caf::actor_cast<caf::actor>(ptr);
-        const auto& cfg = self->state.cfg;
-        auto nonce = random_hex(16);
-        cluster_hello h{cfg.node_id, cfg.role, cfg.address,
-                        cluster_protocol_version, cfg.digest, nonce};
-        self->request(peer, timeout, hello_atom_v, std::move(h))
-          .then(
-            [self, address, finish, timeout, peer,
-             nonce](cluster_challenge& c) {
-              const auto& cfg = self->state.cfg;
-              if (!c.refusal.empty()) {
-                MIBYAN_LOG(warning, "cluster",
-                           "refused by " << address << ": " << c.refusal);
-                finish(c.refusal);
-                return;
-              }
-              auto mismatch = protocol_mismatch(
-                cfg.node_id, cluster_protocol_version, cfg.digest, c.node_id,
-                c.version, c.digest);
-              if (!mismatch.empty()) {
-                MIBYAN_LOG(warning, "cluster", mismatch);
-                finish(mismatch);
-                return;
-              }
-              bool key_ok = proof_equal(
-                c.proof, server_proof(cfg.key, nonce, c.node_id, cfg.node_id));
-              // The proof goes out even when the peer's failed, so both
-              // sides log the refusal.
-              cluster_proof p{cfg.node_id, client_proof(cfg.key, c.nonce,
-                                                        cfg.node_id,
-                                                        c.node_id)};
-              self->request(peer, timeout, auth_atom_v, std::move(p))
-                .then(
-                  [self, address, finish, key_ok, c](cluster_welcome& w) {
-                    auto& st = self->state;
-                    if (!key_ok) {
-                      auto reason = "wrong cluster key: node " + c.node_id
-                                    + " at " + address
-                                    + " and node " + st.cfg.node_id
-                                    + " do not share the cluster key";
-                      MIBYAN_LOG(warning, "cluster", reason);
-                      finish(reason);
-                      return;
-                    }
-                    if (!w.refusal.empty()) {
-                      MIBYAN_LOG(warning, "cluster", "refused by "
-                                                       << address << ": "
-                                                       << w.refusal);
-                      finish(w.refusal);
-                      return;
-                    }
-                    if (c.node_id == st.cfg.node_id) {
-                      finish("node id " + c.node_id + " is taken");
-                      return;
-                    }
-                    if (!w.member) {
-                      finish("node " + c.node_id + " sent no member handle");
-                      return;
-                    }
-                    st.authed.insert(w.member.node());
-                    add_peer(self, c.node_id, c.role, c.address, w.member);
-                    for (auto& m : w.members) {
-                      if (m.node_id == st.cfg.node_id || gone(m.state)
-                          || m.address.empty())
-                        continue;
-                      auto known = st.peers.find(m.node_id);
-                      if (known != st.peers.end()
-                          && !gone(known->second.info.state))
-                        continue;
-                      auto addr = m.address;
-                      join_address(self, addr, [addr](std::string r) {
-                        if (!r.empty())
-                          MIBYAN_LOG(warning, "cluster",
-                                     "cannot reach member at " << addr << ": "
-                                                               << r);
-                      });
-                    }
-                    finish({});
-                  },
-                  [self, address, finish](caf::error& e) {
-                    finish("handshake with " + address + " failed: "
-                           + self->system().render(e));
-                  });
-            },
-            [self, address, finish](caf::error& e) {
-              finish("handshake with " + address + " failed: "
-                     + self->system().render(e));
-            });
-      },
-      [&sys, address, finish](caf::error& e) {
-        finish("cannot connect to " + address + ": " + sys.render(e));
-      });
 }
 
 namespace {
@@ -238,7 +116,7 @@ void finish_drain(cluster_actor* self) {
   }
   st.left = true;
   for (auto& kv : st.peers)
-    if (!gone(kv.second.info.state) && kv.second.handle)
+    if (!member_gone(kv.second.info.state) && kv.second.handle)
       self->send(kv.second.handle, leave_atom_v, st.cfg.node_id);
   MIBYAN_LOG(info, "cluster", "node " << st.cfg.node_id << " left the cluster");
   for (auto& rp : st.drain_waiters)
@@ -393,83 +271,10 @@ caf::behavior cluster_member(cluster_actor* self, cluster_settings cfg,
   return {
     // -- handshake (open to anyone) --------------------------------------
     [self](hello_atom, cluster_hello& h) -> cluster_challenge {
-      auto& st = self->state;
-      const auto& cfg = st.cfg;
-      cluster_challenge c;
-      c.node_id = cfg.node_id;
-      c.role = cfg.role;
-      c.address = cfg.address;
-      c.version = cluster_protocol_version;
-      c.digest = cfg.digest;
-      const auto& sender = self->current_sender();
-      if (!sender) {
-        c.refusal = "anonymous hello";
-        return c;
-      }
-      if (h.node_id.empty() || h.node_id.size() > 128 || h.nonce.size() < 16
-          || h.nonce.size() > 256 || h.address.size() > 512) {
-        c.refusal = "malformed hello";
-        return c;
-      }
-      auto mismatch = protocol_mismatch(cfg.node_id, cluster_protocol_version,
-                                        cfg.digest, h.node_id, h.version,
-                                        h.digest);
-      if (!mismatch.empty()) {
-        MIBYAN_LOG(warning, "cluster", "refused " << h.node_id << ": "
-                                                  << mismatch);
-        c.refusal = mismatch;
-        return c;
-      }
-      if (st.hellos.size() >= 4096)
-        st.hellos.erase(st.hellos.begin());
-      pending_hello ph{h, random_hex(16)};
-      c.nonce = ph.nonce;
-      c.proof = server_proof(cfg.key, h.nonce, cfg.node_id, h.node_id);
-      st.hellos[sender->node()] = std::move(ph);
-      return c;
+      return answer_hello(self, h);
     },
     [self](auth_atom, cluster_proof& p) -> cluster_welcome {
-      auto& st = self->state;
-      const auto& sender = self->current_sender();
-      cluster_welcome w;
-      if (!sender) {
-        w.refusal = "anonymous proof";
-        return w;
-      }
-      auto it = st.hellos.find(sender->node());
-      if (it == st.hellos.end()) {
-        w.refusal = "no handshake in progress: send hello first";
-        return w;
-      }
-      auto ph = std::move(it->second);
-      st.hellos.erase(it);
-      auto expected = client_proof(st.cfg.key, ph.nonce, ph.hello.node_id,
-                                   st.cfg.node_id);
-      if (p.node_id != ph.hello.node_id
-          || !proof_equal(expected, p.proof)) {
-        w.refusal = "wrong cluster key: node " + ph.hello.node_id
-                    + " and node " + st.cfg.node_id
-                    + " do not share the cluster key";
-        MIBYAN_LOG(warning, "cluster", "refused " << ph.hello.node_id << ": "
-                                                  << w.refusal);
-        return w;
-      }
-      if (ph.hello.role != "client" && ph.hello.node_id == st.cfg.node_id) {
-        w.refusal = "node id " + st.cfg.node_id + " is taken";
-        return w;
-      }
-      st.authed.insert(sender->node());
-      auto peer = caf::actor_cast<caf::actor>(sender);
-      if (ph.hello.role != "client") {
-        add_peer(self, ph.hello.node_id, ph.hello.role, ph.hello.address,
-                 peer);
-      } else if (st.auth_watch.emplace(peer.address(), sender->node())
-                   .second) {
-        self->monitor(peer);
-      }
-      w.members = view(self);
-      w.member = caf::actor_cast<caf::actor>(self);
-      return w;
+      return answer_auth(self, p);
     },
     [self](caf::publish_atom, uint32_t attempt) {
       const auto& s = self->current_sender();
@@ -557,7 +362,7 @@ caf::behavior cluster_member(cluster_actor* self, cluster_settings cfg,
       std::vector<std::pair<std::string, int64_t>> lost;
       for (auto& kv : st.peers) {
         auto& p = kv.second;
-        if (gone(p.info.state))
+        if (member_gone(p.info.state))
           continue;
         auto silent = duration_cast<milliseconds>(now - p.last_seen).count();
         if (silent > st.cfg.failure_timeout_ms) {
@@ -598,7 +403,7 @@ caf::behavior cluster_member(cluster_actor* self, cluster_settings cfg,
     [self](members_atom) -> caf::result<std::vector<member_info>> {
       if (!sender_allowed(self))
         return not_allowed();
-      return view(self);
+      return member_view(self);
     },
     [self](tools_atom) -> caf::result<std::vector<std::string>> {
       if (!sender_allowed(self))

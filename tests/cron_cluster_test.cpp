@@ -11,49 +11,20 @@
 #include "runtime/cron_lease.hpp"
 #include "runtime/cron_scheduler.hpp"
 #include "storage/session_store.hpp"
-#include "tests/support/cluster_fixture.hpp"
-#include "tests/support/http_server.hpp"
-#include "tests/support/scripted_replies.hpp"
+#include "tests/support/gateway_fixture.hpp"
 
 using namespace mibyan;
 using namespace mibyan::test;
 
 namespace {
 
-struct shared_home_cluster : cluster_fixture {
-  http_server provider;
-  std::string home;
+// The gateways run with role "all": each is a worker of its own too.
+struct shared_home_cluster : gateways {
   std::shared_ptr<session_store> store;
   std::shared_ptr<cron_service> jobs;
 
-  shared_home_cluster() {
-    home = dir / "shared";
-    std::filesystem::create_directories(home);
-    dir.write("shared/config.yaml", config());
-  }
-
   std::unique_ptr<node_process> start_gateway(const std::string& join) {
-    auto n = std::make_unique<node_process>();
-    auto name = "gw" + std::to_string(++counter);
-    n->workdir = dir / (name + "-work");
-    std::filesystem::create_directories(n->workdir);
-    n->err_path = dir / (name + ".err");
-    std::vector<std::string> args{test::mibyan_binary(), "node", "--listen",
-                                  "127.0.0.1:0", "--role", "all",
-                                  "--workdir", n->workdir, "--provider",
-                                  "custom", "--base-url",
-                                  provider.url("/v1"), "--model", "m"};
-    if (!join.empty()) {
-      args.push_back("--join");
-      args.push_back(join);
-    }
-    auto line = launch(*n, args, home, {{"CUSTOM_API_KEY", "sk-test-1234"}});
-    BOOST_REQUIRE_MESSAGE(n->pid != -1 && contains(line, " listening on "),
-                          "node did not start: " << line << " " << n->err());
-    auto rest = line.substr(std::string{"mibyan node "}.size());
-    n->id = rest.substr(0, rest.find(' '));
-    n->address = rest.substr(rest.rfind(' ') + 1);
-    return n;
+    return gateways::start_gateway(join, "all");
   }
 
   void open_jobs() {

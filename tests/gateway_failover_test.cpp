@@ -51,24 +51,9 @@ std::vector<std::unique_ptr<node_process>> turns_stay_ordered(gateways& f) {
     if (f.store_opts.backend == "postgres")
       f.wait_released("spread");
     // A gateway that ran the session before reloads what the others wrote.
-    auto reqs = f.chat_requests();
-    BOOST_REQUIRE(!reqs.empty());
-    auto seen = gateways::user_texts(reqs.back());
-    std::vector<std::string> expect(prompts.begin(), prompts.end());
-    BOOST_CHECK_EQUAL_COLLECTIONS(seen.begin(), seen.end(), expect.begin(),
-                                  expect.end());
+    f.check_last_request(prompts);
   }
-  auto h = f.history("spread");
-  std::vector<std::string> users;
-  for (size_t i = 0; i < h.size(); ++i)
-    if (h[i].message.role == "user") {
-      users.push_back(h[i].message.content);
-      BOOST_REQUIRE(i + 1 < h.size());
-      BOOST_CHECK_EQUAL(h[i + 1].message.role, "assistant");
-    }
-  BOOST_CHECK_EQUAL_COLLECTIONS(users.begin(), users.end(), prompts.begin(),
-                                prompts.end());
-  BOOST_CHECK_EQUAL(h.size(), 18u);
+  f.check_history("spread", prompts);
   for (auto* g : {a.get(), b.get(), c.get(), w1.get(), w2.get()})
     BOOST_CHECK_EQUAL(g->stop(), 0);
   std::vector<std::unique_ptr<node_process>> out;

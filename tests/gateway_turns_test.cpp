@@ -147,23 +147,9 @@ void http_turns_stay_ordered(gateways& f) {
     auto r = f.http_chat(http[i % 3]->address, "spread-http",
                          prompts.back());
     BOOST_REQUIRE_MESSAGE(contains(r, "200 OK"), r);
-    auto reqs = f.chat_requests();
-    BOOST_REQUIRE(!reqs.empty());
-    auto seen = gateways::user_texts(reqs.back());
-    BOOST_CHECK_EQUAL_COLLECTIONS(seen.begin(), seen.end(), prompts.begin(),
-                                  prompts.end());
+    f.check_last_request(prompts);
   }
-  auto h = f.history("spread-http");
-  std::vector<std::string> users;
-  for (size_t i = 0; i < h.size(); ++i)
-    if (h[i].message.role == "user") {
-      users.push_back(h[i].message.content);
-      BOOST_REQUIRE(i + 1 < h.size());
-      BOOST_CHECK_EQUAL(h[i + 1].message.role, "assistant");
-    }
-  BOOST_CHECK_EQUAL_COLLECTIONS(users.begin(), users.end(), prompts.begin(),
-                                prompts.end());
-  BOOST_CHECK_EQUAL(h.size(), 18u);
+  f.check_history("spread-http", prompts);
   for (auto& g : http)
     BOOST_CHECK_EQUAL(g->stop(), 0);
   for (auto* g : {seed.get(), w1.get(), w2.get()})

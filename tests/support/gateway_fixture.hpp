@@ -1,7 +1,7 @@
 // File: tests/support/gateway_fixture.hpp
 //
 // Several gateways over one store for the gateway suites
-// (gateway_failover_test, gateway_turns_test): real `mibyan node` and
+// (gateway_failover_test, gateway_turns_test, cron_cluster_test): real `mibyan node` and
 // `mibyan serve --join` gateways on loopback sharing one $MIBYAN_HOME (one
 // LMDB store, the leases in it) or, with pg_gateways, one throw-away
 // PostgreSQL database (tests/support/pg_server.hpp; the password from
@@ -42,15 +42,18 @@ struct gateways : cluster_fixture {
     store_opts.read_only = true;
   }
 
-  // A gateway (role "gateway") on the shared home.
-  std::unique_ptr<node_process> start_gateway(const std::string& join) {
+  // A `mibyan node` of `role` ("gateway", or "all" for a gateway with
+  // its own worker) on the shared home; joins `join` unless it is "".
+  std::unique_ptr<node_process> start_gateway(const std::string& join,
+                                              const std::string& role
+                                              = "gateway") {
     auto n = std::make_unique<node_process>();
     auto name = "gw" + std::to_string(++counter);
     n->workdir = dir / (name + "-work");
     std::filesystem::create_directories(n->workdir);
     n->err_path = dir / (name + ".err");
     std::vector<std::string> args{test::mibyan_binary(), "node", "--listen",
-                                  "127.0.0.1:0", "--role", "gateway",
+                                  "127.0.0.1:0", "--role", role,
                                   "--workdir", n->workdir, "--provider",
                                   "custom", "--base-url",
                                   provider.url("/v1"), "--model", "m"};
@@ -63,8 +66,8 @@ struct gateways : cluster_fixture {
     env["MIBYAN_LOG_LEVEL"] = "info";
     auto line = launch(*n, args, home, env);
     BOOST_REQUIRE_MESSAGE(n->pid != -1 && contains(line, " listening on "),
-                          "gateway did not start: " << line << " "
-                                                    << n->err());
+                          role << " node did not start: " << line << " "
+                                << n->err());
     auto rest = line.substr(std::string{"mibyan node "}.size());
     n->id = rest.substr(0, rest.find(' '));
     n->address = rest.substr(rest.rfind(' ') + 1);
@@ -182,6 +185,34 @@ struct gateways : cluster_fixture {
     call.session_id = sid;
     call.prompt = prompt;
     return c.run_turn(call);
+  }
+
+  // Checks the last chat request the provider got: its user messages are
+  // `prompts`, in order (the whole history reached the model).
+  void check_last_request(const std::vector<std::string>& prompts) {
+    auto reqs = chat_requests();
+    BOOST_REQUIRE(!reqs.empty());
+    auto seen = user_texts(reqs.back());
+    BOOST_CHECK_EQUAL_COLLECTIONS(seen.begin(), seen.end(), prompts.begin(),
+                                  prompts.end());
+  }
+
+  // Checks the stored history of session `sid`: the `prompts` as user
+  // messages in order, each answered by an assistant message, and nothing
+  // else.
+  void check_history(const std::string& sid,
+                     const std::vector<std::string>& prompts) {
+    auto h = history(sid);
+    std::vector<std::string> users;
+    for (size_t i = 0; i < h.size(); ++i)
+      if (h[i].message.role == "user") {
+        users.push_back(h[i].message.content);
+        BOOST_REQUIRE(i + 1 < h.size());
+        BOOST_CHECK_EQUAL(h[i + 1].message.role, "assistant");
+      }
+    BOOST_CHECK_EQUAL_COLLECTIONS(users.begin(), users.end(),
+                                  prompts.begin(), prompts.end());
+    BOOST_CHECK_EQUAL(h.size(), 2 * prompts.size());
   }
 
   // The user messages of the chat request `body`, in order.
