@@ -450,6 +450,14 @@ void serve_connection::response_delta(const std::string& kind,
     ev = b.text(text);
   else if (kind == "restart")
     ev = b.restart();
+  else if (kind == "stream_stopped") {
+    // A forwarded turn's stream stopped (docs/cluster.md): the open
+    // message ends incomplete, the answer comes whole at the end.
+    ev = b.restart();
+    json::value d;
+    d["message"] = text;
+    ev += b.extension("stream_stopped", std::move(d));
+  }
   // Reasoning is not reported (docs/serve.md).
   if (stream_mode_ && !ev.empty() && !gone_)
     push(std::move(ev));
