@@ -6,7 +6,8 @@
 //     holder's turn completes and is stored;
 //   - h2 itself is killed (SIGKILL) mid-stream: the holder stops the
 //     relay, the turn completes and is stored, the holder keeps serving
-//     and stops cleanly (no stuck relay, no hang);
+//     and drains with no call left running (a relay still waiting for the
+//     dead gateway's acknowledgements would hold the forwarded call);
 //   - h2 cannot keep up (stopped with SIGSTOP) while the holder streams
 //     more than 8 MiB: the holder stops the stream with a "stream_stopped"
 //     event the client sees, and the answer still comes whole at the end.
@@ -210,6 +211,9 @@ BOOST_FIXTURE_TEST_CASE(a_forwarder_killed_mid_stream_leaves_the_turn_whole,
   // (a forwarded turn it could not finish would hold the drain).
   check_serves(*h1, "killed");
   BOOST_CHECK_EQUAL(h1->stop(), 0);
+  auto log = h1->err();
+  BOOST_CHECK_MESSAGE(contains(log, "draining (0 call(s) running)"), log);
+  BOOST_CHECK_MESSAGE(!contains(log, "drain deadline"), log);
   BOOST_CHECK_EQUAL(seed->stop(), 0);
 }
 
