@@ -368,6 +368,21 @@ BOOST_AUTO_TEST_CASE(an_idempotency_key_replays_the_stored_response) {
                          R"({"input":"x","store":false})", with_key("ns")));
   BOOST_CHECK_NE(s1.get_string("id", ""), s2.get_string("id", ""));
   BOOST_CHECK_EQUAL(provider_requests().size(), 4u);
+  // A key whose first attempt still runs: 409, nothing runs twice.
+  script(reply("slow keyed"), 3000);
+  std::string slow;
+  std::thread t([&] {
+    slow = http(port, "POST", "/v1/responses", R"({"input":"slow"})",
+                with_key("slow-1"));
+  });
+  wait_for_provider_requests(5);
+  auto busy = http(port, "POST", "/v1/responses", R"({"input":"slow"})",
+                   with_key("slow-1"));
+  check_error(busy, 409, "response_in_progress");
+  BOOST_CHECK(contains(busy, "Retry-After: 1"));
+  t.join();
+  BOOST_CHECK(contains(slow, "slow keyed"));
+  BOOST_CHECK_EQUAL(provider_requests().size(), 5u);
   // A restarted server (the store) still replays it.
   BOOST_REQUIRE_EQUAL(sp->stop(), 0);
   auto sp2 = start();
