@@ -5,7 +5,8 @@
 // reads; concurrent memory changes lose nothing; a skill changed on both
 // sides at once is reported, not silently lost; oversize input is refused
 // with nothing written. On PostgreSQL, two store connections (two
-// gateways) change one memory at once.
+// gateways) change one memory at once, and a database that goes away is a
+// clear retryable error with nothing half-written.
 #define BOOST_TEST_MODULE user_state_tools
 #include <boost/test/unit_test.hpp>
 
@@ -254,4 +255,58 @@ BOOST_AUTO_TEST_CASE(two_postgres_connections_add_memory_without_loss) {
   auto doc = (*u1)->get(user_state_kind::memory, "MEMORY.md");
   BOOST_REQUIRE(doc.ok());
   BOOST_TEST(split_memory_entries(doc->bytes).size() == 50u);
+}
+
+// The database goes away: the memory tool and a skills sync say so (the
+// tool: nothing was changed, retry later), nothing is half-written, and
+// both work again once it is back.
+BOOST_AUTO_TEST_CASE(postgres_going_away_is_a_clear_retryable_error) {
+  auto& backends = test::store_backends_under_test();
+  if (std::find(backends.begin(), backends.end(), "postgres")
+      == backends.end()) {
+    BOOST_TEST_MESSAGE("SKIPPED (postgres): not in this build");
+    return;
+  }
+  test::temp_dir tmp;
+  session_store_options probe;
+  std::string why;
+  if (!test::fresh_store_options("postgres", tmp.path(), probe, why)) {
+    BOOST_TEST_MESSAGE("SKIPPED (postgres): " << why);
+    BOOST_TEST(std::getenv("MIBYAN_REQUIRE_TEST_DATA") == nullptr);
+    return;
+  }
+  // A server of this case's own, to stop.
+  auto& pg = test::shared_pg_server();
+  session_store_options o;
+  o.backend = "postgres";
+  o.postgres_url = pg.url(pg.fresh_database("down"));
+  o.auto_migrate = true;
+  auto store = open_session_store(o);
+  BOOST_REQUIRE_MESSAGE(store.ok(), store.error);
+  auto us = open_user_state_store(**store);
+  BOOST_REQUIRE(us.ok());
+  options cfg;
+  auto add = [&](const std::string& text) {
+    return apply_memory_ops(tmp.path(), cfg, "memory", {{"add", text, ""}},
+                            us->get());
+  };
+  BOOST_REQUIRE(add("before the outage").get_bool("success", false));
+  auto home = tmp.path() + "/home";
+  auto w = atomic_write(home + "/skills/s/SKILL.md", skill_md);
+  BOOST_REQUIRE(w.ok());
+  pg.stop();
+  auto down = add("during the outage");
+  BOOST_TEST(down.find("error") != nullptr, down.dump());
+  BOOST_TEST(contains(down.dump(), "nothing was changed"), down.dump());
+  BOOST_TEST(contains(down.dump(), "retry later"), down.dump());
+  auto sync = sync_skills(home, **us);
+  BOOST_TEST(sync.code == status_code::unavailable, sync.error);
+  std::string why2;
+  BOOST_REQUIRE_MESSAGE(pg.restart(why2), why2);
+  auto snap = memory_prompt_snapshot(tmp.path(), cfg, us->get());
+  BOOST_TEST(contains(snap, "before the outage"), snap);
+  BOOST_TEST(!contains(snap, "during the outage"), snap);
+  BOOST_TEST(add("after the outage").get_bool("success", false));
+  BOOST_TEST(sync_skills(home, **us).ok());
+  BOOST_TEST((*us)->get(user_state_kind::skill, "s/SKILL.md").ok());
 }
