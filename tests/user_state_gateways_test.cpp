@@ -5,8 +5,10 @@
 // memory entry, a skill, an "always" grant of the command allowlist - is
 // what a turn on gateway B uses: the memory is in B's system prompt, the
 // skill is found by skill_view on B, the command runs on B without a
-// question. Skipped (exit ok, "SKIPPED (postgres)") where PostgreSQL cannot
-// start, a failure under MIBYAN_REQUIRE_TEST_DATA=1.
+// question. A second case runs a cluster: two `serve --join` gateways and a
+// worker, each on its own home; the memory a tool writes on the worker is
+// in the other gateway's prompt. Skipped (exit ok, "SKIPPED (postgres)")
+// where PostgreSQL cannot start, a failure under MIBYAN_REQUIRE_TEST_DATA=1.
 #define BOOST_TEST_MODULE user_state_gateways
 #include <boost/test/unit_test.hpp>
 
@@ -31,6 +33,25 @@ struct two_homes : pg_gateways {
     url = pg->tcp_url(pg->fresh_database("us"));
     work = dir / "work";
     fs::create_directories(work);
+  }
+
+  std::string storage_yaml() const {
+    return "storage:\n"
+           "  backend: postgres\n"
+           "  postgres:\n"
+           "    url: \"" + url + "\"\n"
+           "    pool_size: 2\n"
+           "  auto_migrate: true\n";
+  }
+
+  // `mibyan serve --join JOIN` on its own home `name` (a cluster gateway).
+  std::unique_ptr<node_process> start_joined(const std::string& name,
+                                             const std::string& join) {
+    home = dir / name;
+    fs::create_directories(home);
+    dir.write(name + "/config.yaml", config(storage_yaml()));
+    gateway_env["MIBYAN_PG_PASSWORD"] = pg_server::password();
+    return start_http_gateway(join);
   }
 
   // `mibyan serve` on its own home `name` over the shared database.
@@ -194,4 +215,39 @@ BOOST_FIXTURE_TEST_CASE(memory_skills_and_allowlist_follow_the_user_across_gatew
 
   BOOST_CHECK_EQUAL(a->stop(), 0);
   BOOST_CHECK_EQUAL(b->stop(), 0);
+}
+
+// In a cluster: the gateways' turns run their tools on a worker with a home
+// of its own. A memory written by a turn through gateway A (the tool runs
+// on the worker) is in the system prompt gateway B builds for a new
+// session.
+BOOST_FIXTURE_TEST_CASE(a_memory_written_on_a_worker_reaches_another_gateway,
+                        two_homes) {
+  if (!pg)
+    return;
+  auto worker = start({"--role", "worker"}, storage_yaml(),
+                      {{"MIBYAN_PG_PASSWORD", pg_server::password()}});
+  BOOST_REQUIRE(worker->pid != -1);
+  auto a = start_joined("gw-a", worker->address);
+  auto b = start_joined("gw-b", worker->address);
+  {
+    auto probe = connect(worker->address);
+    wait_members(*probe, 3);
+  }
+  json::value mem;
+  mem["action"] = "add";
+  mem["target"] = "memory";
+  mem["content"] = "Deploys go out on FRIDAY.";
+  script_call("memory", mem);
+  provider.script_chat(completion("Noted."));
+  auto r1 = http_chat(a->address, "cl-a-1", "remember deploy day");
+  BOOST_REQUIRE_MESSAGE(contains(r1, "Noted."), r1 << a->err());
+  BOOST_CHECK(contains(tool_text(chat_requests().back()), "\"success\":true"));
+  provider.script_chat(completion("Friday."));
+  auto r2 = http_chat(b->address, "cl-b-1", "when do deploys go out?");
+  BOOST_REQUIRE_MESSAGE(contains(r2, "Friday."), r2 << b->err());
+  auto sys = system_text(chat_requests().back());
+  BOOST_CHECK_MESSAGE(contains(sys, "Deploys go out on FRIDAY."), sys);
+  for (auto* g : {a.get(), b.get(), worker.get()})
+    BOOST_CHECK_EQUAL(g->stop(), 0);
 }
