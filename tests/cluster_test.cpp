@@ -432,16 +432,17 @@ BOOST_AUTO_TEST_CASE(tls_cluster_with_certificates_from_the_openssl_cli) {
   o.cluster.tls_cert = dir / "node.pem";
   o.cluster.tls_key = dir / "node.key";
   o.cluster.tls_ca = dir / "ca.pem";
-  std::string err;
-  auto c = cluster_client::connect(gw->address, o, &err);
-  BOOST_REQUIRE_MESSAGE(c, "TLS client: " << err);
+  auto made = cluster_client::connect(gw->address, o);
+  BOOST_REQUIRE_MESSAGE(made, "TLS client: " << made.error);
+  auto c = std::move(*made);
   wait_members(*c, 2);
   auto r = call(*c, "tls", "terminal", R"({"command":"echo secret-path"})");
   BOOST_CHECK_EQUAL(r.get_string("node", ""), w1->id);
   BOOST_CHECK(contains(r.get_string("output", ""), "secret-path"));
   // A plain (non-TLS) client gets nothing from a TLS node.
-  auto plain = cluster_client::connect(gw->address, client_options(), &err);
+  auto plain = cluster_client::connect(gw->address, client_options());
   BOOST_CHECK(!plain);
+  BOOST_CHECK(!cluster_client::refused(plain.get_status()));
 }
 
 // Two network namespaces joined by a veth pair: a gateway in one, a worker

@@ -25,14 +25,14 @@ using mibyan::test::temp_dir;
 BOOST_AUTO_TEST_CASE(empty_or_missing_means_defaults) {
   auto r = parse_options("", "config.yaml");
   BOOST_TEST(r.ok());
-  BOOST_TEST(r.opts.code_execution.timeout == 300);
-  BOOST_TEST(r.opts.terminal.timeout == 180);
-  BOOST_TEST(r.opts.code_execution.mode == "project");
+  BOOST_TEST(r->code_execution.timeout == 300);
+  BOOST_TEST(r->terminal.timeout == 180);
+  BOOST_TEST(r->code_execution.mode == "project");
   temp_dir home;
   auto loaded = load_options(home.path());
   BOOST_TEST(loaded.ok());
-  BOOST_TEST(loaded.opts.config_path.empty());
-  BOOST_TEST(loaded.opts.home == home.path());
+  BOOST_TEST(loaded->config_path.empty());
+  BOOST_TEST(loaded->home == home.path());
 }
 
 BOOST_AUTO_TEST_CASE(values_override_defaults) {
@@ -48,11 +48,11 @@ model:
   default: gpt-x
 )", "c.yaml");
   BOOST_REQUIRE_MESSAGE(r.ok(), r.error);
-  BOOST_TEST(r.opts.code_execution.timeout == 20);
-  BOOST_TEST(r.opts.code_execution.mode == "strict");
-  BOOST_TEST(r.opts.terminal.env_passthrough.size() == 2u);
-  BOOST_TEST(r.opts.security.allow_private_urls);
-  BOOST_TEST(r.opts.model.default_model == "gpt-x");
+  BOOST_TEST(r->code_execution.timeout == 20);
+  BOOST_TEST(r->code_execution.mode == "strict");
+  BOOST_TEST(r->terminal.env_passthrough.size() == 2u);
+  BOOST_TEST(r->security.allow_private_urls);
+  BOOST_TEST(r->model.default_model == "gpt-x");
 }
 
 BOOST_AUTO_TEST_CASE(bad_files_give_one_error_with_key_and_line) {
@@ -153,6 +153,8 @@ BOOST_AUTO_TEST_CASE(every_numeric_option_is_bounded) {
       auto r = parse_options(yaml_of(b, v), "c.yaml");
       BOOST_TEST(r.ok(), b.section << "." << b.key << "=" << v << ": "
                                    << r.error);
+      if (r.ok()) // the bounds themselves pass the rows' checks
+        BOOST_TEST(validate_options(*r).ok(), b.section << "." << b.key);
     }
     auto r = parse_options(yaml_of(b, b.max + 1), "c.yaml");
     BOOST_TEST(!r.ok(), b.section << "." << b.key);
