@@ -349,9 +349,9 @@ std::vector<option_row> build_table() {
 #define MIBYAN_CUSTOM(type, member, key, set, show, values, dflt, doc)        \
   t.push_back(custom_row<slot<S, type>, type>(                                \
     section, key, make_slot(sec, &S::member), set, show, values, doc));
-#define MIBYAN_MEMBER(type, member, dflt)
 #define MIBYAN_TOP(type, member, key, set, show, values, doc)                 \
   t.push_back(top_row<type>(key, &options::member, set, show, values, doc));
+#include "config/option_table_defaults.hpp"
 #include "config/option_table.def"
 #include "config/option_table_undef.hpp"
   return t;
@@ -360,19 +360,7 @@ std::vector<option_row> build_table() {
 std::vector<option_section> build_sections() {
   std::vector<option_section> out;
 #define MIBYAN_SECTION(type, member, name, doc) out.push_back({name, doc});
-#define MIBYAN_SECTION_END()
-#define MIBYAN_INT(member, key, dflt, lo, hi, doc)
-#define MIBYAN_BOOL(member, key, dflt, doc)
-#define MIBYAN_STRING(member, key, dflt, doc)
-#define MIBYAN_SECRET(member, key, dflt, doc)
-#define MIBYAN_CHOICE(member, key, dflt, values, doc)
-#define MIBYAN_CHECKED(member, key, dflt, check, doc)
-#define MIBYAN_LIST(member, key, dflt, doc)
-#define MIBYAN_FRACTION(member, key, dflt, doc)
-#define MIBYAN_MAPPING(key, doc)
-#define MIBYAN_CUSTOM(type, member, key, set, show, values, dflt, doc)
-#define MIBYAN_MEMBER(type, member, dflt)
-#define MIBYAN_TOP(type, member, key, set, show, values, doc)
+#include "config/option_table_defaults.hpp"
 #include "config/option_table.def"
 #include "config/option_table_undef.hpp"
   return out;
