@@ -39,7 +39,7 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def _load_sibling(name):
-    """Loads <_HERE>/<name>.py by exact path (a kernel's sys.path does not
+    """Loads <_HERE>/<name>.py by exact path (a kernel's sys.path need not
     hold the staging dir once cells run) and registers it as
     sys.modules[name], so the `from <name> import ...` lines of the
     modules loaded after it find it; one registered from the same file is

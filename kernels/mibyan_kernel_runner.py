@@ -64,9 +64,10 @@ _MODULES = ("_mibyan_frames", "_mibyan_capture", "_mibyan_cells",
 def _load_module(name):
     """Loads <_HERE>/<name>.py and registers it as sys.modules[name], so
     the `from <name> import ...` lines of the modules loaded after it find
-    it. Exact paths: the staging dir need not be on sys.path (-P,
-    PYTHONSAFEPATH). Raises what loading raises: the runner then exits
-    before its ready frame, which the host reports as a failed start."""
+    it. By exact path: loading depends neither on sys.path (PYTHONPATH,
+    PYTHONSAFEPATH) nor on what the working directory holds. Raises what
+    loading raises: the runner then exits before its ready frame, which
+    the host reports as a failed start."""
     spec = importlib.util.spec_from_file_location(
         name, os.path.join(_HERE, name + ".py"))
     module = importlib.util.module_from_spec(spec)
