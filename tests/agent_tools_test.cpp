@@ -174,9 +174,13 @@ BOOST_AUTO_TEST_CASE(memory_concurrent_writers_from_two_processes_lose_nothing) 
     }
     return in;
   };
+  // Inputs are built here: Boost.Test's assertions (in parse) are not
+  // thread-safe.
+  auto in_a = env(lines("alpha"));
+  auto in_b = env(lines("beta"));
   test::process_result ra, rb;
-  std::thread a([&] { ra = test::run_mibyan({"tool", "--stdin"}, env(lines("alpha"))); });
-  std::thread b([&] { rb = test::run_mibyan({"tool", "--stdin"}, env(lines("beta"))); });
+  std::thread a([&] { ra = test::run_mibyan({"tool", "--stdin"}, in_a); });
+  std::thread b([&] { rb = test::run_mibyan({"tool", "--stdin"}, in_b); });
   a.join();
   b.join();
   BOOST_REQUIRE_EQUAL(ra.exit_code, 0);
