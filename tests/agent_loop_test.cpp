@@ -19,6 +19,7 @@
 #include "base/json.hpp"
 #include "runtime/runtime.hpp"
 #include "storage/session_store.hpp"
+#include "tests/support/agent_fixture.hpp"
 #include "tests/support/http_server.hpp"
 #include "tests/support/scripted_flood.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -29,111 +30,35 @@ using namespace std::chrono;
 
 namespace {
 
-bool contains(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
-}
+using test::contains;
 
-const char* const provider_vars[] = {"OPENAI_API_KEY", "OPENROUTER_API_KEY",
-                                     "ANTHROPIC_API_KEY", "CUSTOM_API_KEY"};
-
-// One tool call of a scripted model answer.
-struct call_spec {
-  std::string id;
-  std::string name;
-  std::string arguments;
-};
-
-json::value usage_json() {
-  json::value u;
-  u["prompt_tokens"] = 10;
-  u["completion_tokens"] = 5;
-  u["total_tokens"] = 15;
-  return u;
-}
-
-// A Chat Completions response body (non-streaming).
+// The agent fixture's scripted answers (tests/support/agent_fixture.hpp).
 std::string completion(const std::string& content,
-                       const std::vector<call_spec>& calls = {},
+                       const std::vector<test::scripted_call>& calls = {},
                        std::string finish = "") {
-  json::value msg;
-  msg["role"] = "assistant";
-  if (content.empty())
-    msg["content"] = json::value{};
-  else
-    msg["content"] = content;
-  if (!calls.empty()) {
-    auto arr = json::value::make_array();
-    for (auto& c : calls) {
-      json::value tc;
-      tc["id"] = c.id;
-      tc["type"] = "function";
-      tc["function"]["name"] = c.name;
-      tc["function"]["arguments"] = c.arguments;
-      arr.push_back(std::move(tc));
-    }
-    msg["tool_calls"] = std::move(arr);
-  }
-  if (finish.empty())
-    finish = calls.empty() ? "stop" : "tool_calls";
-  json::value choice;
-  choice["index"] = 0;
-  choice["message"] = std::move(msg);
-  choice["finish_reason"] = finish;
-  json::value body;
-  body["id"] = "chatcmpl-1";
-  body["object"] = "chat.completion";
-  body["model"] = "m";
-  body["choices"] = json::value::make_array();
-  body["choices"].push_back(std::move(choice));
-  body["usage"] = usage_json();
-  return body.dump();
+  return test::chat_completion(content, calls, std::move(finish));
 }
 
 std::string args_json(const std::string& key, const std::string& value) {
-  json::value a;
-  a[key] = value;
-  return a.dump();
+  return test::one_arg(key, value);
 }
 
-struct fixture {
-  test::http_server server;
-  test::temp_dir home;
+// The runtime of these cases: the default sandbox and kernel pool, not
+// base_options()'s; a work dir for the files the tools read.
+struct fixture : test::agent_fixture {
   test::temp_dir work;
-  std::unique_ptr<runtime> rt;
-  std::map<std::string, std::optional<std::string>> saved_env;
 
-  fixture() {
-    for (auto name : provider_vars) {
-      auto v = std::getenv(name);
-      saved_env[name] = v ? std::optional<std::string>{v} : std::nullopt;
-      ::unsetenv(name);
-    }
-    start();
-  }
+  fixture() { start(); }
+  ~fixture() { rt.reset(); } // before the work dir goes
 
-  ~fixture() {
-    rt.reset();
-    for (auto& [name, v] : saved_env)
-      if (v)
-        ::setenv(name.c_str(), v->c_str(), 1);
-      else
-        ::unsetenv(name.c_str());
-  }
-
+  using agent_fixture::start;
   void start() {
     options opts;
     opts.home = home.path();
     opts.agent.api_max_retries = 1;
     // Scripts run without a human here (docs/approvals.md, whole-script guard).
     opts.approvals.unattended_mode = "approve";
-    std::string err;
-    auto made = create_runtime(opts);
-    BOOST_REQUIRE_MESSAGE(made, made.error);
-    rt = std::move(*made);
-  }
-
-  void script(const std::string& body, int times = 1, int delay_ms = 0) {
-    server.script_chat(body, times, delay_ms);
+    start(std::move(opts));
   }
 
   void script_stream(const std::vector<std::string>& chunks) {
@@ -149,60 +74,16 @@ struct fixture {
     server.script(s.dump());
   }
 
-  // The bodies of the chat requests received, parsed.
-  std::vector<json::value> requests() {
-    auto parsed = json::parse(server.requests());
-    BOOST_REQUIRE(parsed);
-    std::vector<json::value> out;
-    for (size_t i = 0; i < parsed.v->size(); ++i) {
-      auto& r = parsed.v->as_array()[i];
-      if (!contains(r["path"].as_string(), "/chat/completions"))
-        continue;
-      auto body = json::parse(r["body"].as_string());
-      BOOST_REQUIRE(body);
-      out.push_back(*body.v);
-    }
-    return out;
-  }
-
-  turn_call call(const std::string& prompt, const std::string& sid = {}) {
-    turn_call c;
-    c.session_id = sid;
-    c.prompt = prompt;
-    c.provider.provider = "custom";
-    c.provider.base_url = server.url("/v1");
-    c.provider.model = "m";
-    c.provider.api_key = "sk-test-0123456789";
-    c.stream = false;
-    return c;
-  }
-
-  json::value run(const turn_call& c, std::string* sid = nullptr) {
-    auto out = rt->run_turn(c);
-    BOOST_REQUIRE_MESSAGE(out.started, out.error);
-    // The JSON form the edges render (docs/embedding.md, "Turn results").
-    auto rendered = turn_result_json(out);
-    auto* parsed = &rendered;
-    if (sid != nullptr)
-      *sid = out.session_id;
-    BOOST_CHECK_EQUAL((*parsed)["session_id"].as_string(), out.session_id);
-    return rendered;
-  }
-
+  // The stored messages of session `sid` (and its info); ends the runtime.
   std::vector<stored_message> stored(const std::string& sid,
                                      session_info* info = nullptr) {
-    rt.reset(); // LMDB: one open environment per process
-    session_store_options so;
-    so.dir = session_store::default_dir(home.path());
-    so.read_only = true;
-    auto st = session_store::open(so);
-    BOOST_REQUIRE_MESSAGE(st, st.error);
-    auto msgs = (*st)->load_messages(sid);
+    auto st = open_store();
+    auto msgs = st->load_messages(sid);
     BOOST_REQUIRE_MESSAGE(msgs, msgs.error);
     if (info != nullptr) {
-      auto s = (*st)->get_session(sid);
-      BOOST_REQUIRE_MESSAGE(s, s.error);
-      *info = *s;
+      auto got = st->get_session(sid);
+      BOOST_REQUIRE_MESSAGE(got, got.error);
+      *info = *got;
     }
     return *msgs;
   }

@@ -9,7 +9,9 @@
 #include "agent/tool_guardrails.hpp"
 #include "base/json.hpp"
 #include "runtime/runtime.hpp"
+#include "tests/support/agent_fixture.hpp"
 #include "tests/support/http_server.hpp"
+#include "tests/support/scripted_replies.hpp"
 #include "tests/support/temp_dir.hpp"
 
 using namespace mibyan;
@@ -142,44 +144,19 @@ BOOST_AUTO_TEST_CASE(defaults_warn_but_never_block) {
 
 namespace {
 
+// A Chat Completions response body with one call `call_x` of `tool`
+// (none when empty); tests/support/scripted_replies.hpp.
 std::string completion(const std::string& content, const std::string& tool,
                        const std::string& arguments) {
-  json::value msg;
-  msg["role"] = "assistant";
-  if (content.empty())
-    msg["content"] = json::value{};
-  else
-    msg["content"] = content;
-  if (!tool.empty()) {
-    json::value tc;
-    tc["id"] = "call_x";
-    tc["type"] = "function";
-    tc["function"]["name"] = tool;
-    tc["function"]["arguments"] = arguments;
-    msg["tool_calls"] = json::value::make_array();
-    msg["tool_calls"].push_back(std::move(tc));
-  }
-  json::value choice;
-  choice["index"] = 0;
-  choice["message"] = std::move(msg);
-  choice["finish_reason"] = tool.empty() ? "stop" : "tool_calls";
-  json::value body;
-  body["id"] = "chatcmpl-1";
-  body["object"] = "chat.completion";
-  body["model"] = "m";
-  body["choices"] = json::value::make_array();
-  body["choices"].push_back(std::move(choice));
-  body["usage"]["prompt_tokens"] = 10;
-  body["usage"]["completion_tokens"] = 5;
-  body["usage"]["total_tokens"] = 15;
-  return body.dump();
+  if (tool.empty())
+    return test::chat_completion(content);
+  return test::chat_completion(content, {{"call_x", tool, arguments}});
 }
 
-struct loop_fixture {
-  test::http_server server;
-  test::temp_dir home;
+struct loop_fixture : test::agent_fixture {
   test::temp_dir work;
-  std::unique_ptr<runtime> rt;
+
+  ~loop_fixture() { rt.reset(); } // before the work dir goes
 
   void start(bool hard_stop) {
     options opts;
@@ -187,35 +164,10 @@ struct loop_fixture {
     opts.agent.api_max_retries = 1;
     opts.code_execution.prestart_kernels = 0;
     opts.tool_loop_guardrails.hard_stop_enabled = hard_stop;
-    std::string err;
-    auto made = create_runtime(opts);
-    BOOST_REQUIRE_MESSAGE(made, made.error);
-    rt = std::move(*made);
+    agent_fixture::start(std::move(opts));
   }
 
-  void script(const std::string& body, int times) {
-    json::value s;
-    s["path"] = "/v1/chat/completions";
-    s["status"] = 200;
-    s["body"] = body;
-    s["times"] = times;
-    server.script(s.dump());
-  }
-
-  json::value run() {
-    turn_call c;
-    c.prompt = "fix the file";
-    c.provider.provider = "custom";
-    c.provider.base_url = server.url("/v1");
-    c.provider.model = "m";
-    c.provider.api_key = "sk-test-0123456789";
-    c.stream = false;
-    auto out = rt->run_turn(c);
-    BOOST_REQUIRE_MESSAGE(out.started, out.error);
-    auto parsed = json::parse(turn_result_json(out).dump());
-    BOOST_REQUIRE(parsed);
-    return *parsed.v;
-  }
+  json::value run() { return agent_fixture::run(call("fix the file")); }
 
   // Tool message contents of the last chat request.
   std::vector<std::string> last_tool_results() {

@@ -15,6 +15,7 @@
 #include "base/json.hpp"
 #include "runtime/runtime.hpp"
 #include "storage/session_store.hpp"
+#include "tests/support/canary_fixture.hpp"
 #include "tests/support/http_server.hpp"
 #include "tests/support/scripted_replies.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -30,31 +31,19 @@ bool contains(const std::string& s, const std::string& part) {
 
 using test::completion;
 
-struct fixture {
-  test::http_server server;
-  test::temp_dir home;
-  test::temp_dir work;
-  std::unique_ptr<runtime> rt;
-  std::mutex mtx;
+struct fixture : test::canary_fixture {
   std::vector<approval_prompt> prompts;
   std::deque<approval_choice> answers;
 
+  ~fixture() { rt.reset(); } // its callbacks use the members above
+
   void start(bool human, const std::string& unattended = "deny") {
-    options opts;
-    opts.home = home.path();
-    opts.code_execution.prestart_kernels = 0;
-    opts.model.provider = "custom";
-    opts.model.base_url = server.url("/v1");
-    opts.model.default_model = "m";
-    opts.agent.api_max_retries = 1;
+    auto opts = canary_options();
     opts.approvals.mode = "smart";
     opts.approvals.guardian_timeout = 1;
     opts.approvals.timeout = 10;
     opts.approvals.unattended_mode = unattended;
-    std::string err;
-    auto made = create_runtime(opts);
-    BOOST_REQUIRE_MESSAGE(made, made.error);
-    rt = std::move(*made);
+    start_with(std::move(opts));
     if (human)
       rt->set_approval_callback([this](const approval_prompt& p) {
         std::lock_guard<std::mutex> guard{mtx};
@@ -79,17 +68,9 @@ struct fixture {
 
   // Runs `rm -rf <work>/<name>` (the canary directory) in session s.
   json::value rm(const std::string& name, const std::string& session = "s") {
-    work.write(name + "/canary", "alive");
-    json::value args;
-    args["command"] = "rm -rf " + work.path() + "/" + name;
-    auto out = rt->call_tool({session, "c-" + name, "terminal", args.dump()});
-    auto parsed = json::parse(out.result_json);
+    auto parsed = json::parse(rm_canary(name, session));
     BOOST_REQUIRE(parsed);
     return *parsed.v;
-  }
-
-  bool alive(const std::string& name) {
-    return fs::exists(work.path() + "/" + name + "/canary");
   }
 
   size_t prompt_count() {

@@ -23,6 +23,7 @@
 #include "mibyan/actors.hpp"
 #include "mibyan/mibyan.hpp"
 #include "tests/support/http_server.hpp"
+#include "tests/support/scripted_replies.hpp"
 #include "tests/support/temp_dir.hpp"
 
 using namespace mibyan;
@@ -37,47 +38,10 @@ bool contains(const std::string& s, const std::string& part) {
 const char* const provider_vars[] = {"OPENAI_API_KEY", "OPENROUTER_API_KEY",
                                      "ANTHROPIC_API_KEY", "CUSTOM_API_KEY"};
 
-struct call_spec {
-  std::string id;
-  std::string name;
-  std::string arguments;
-};
-
-// A Chat Completions response body (non-streaming).
+// A Chat Completions response body (tests/support/scripted_replies.hpp).
 std::string completion(const std::string& content,
-                       const std::vector<call_spec>& calls = {}) {
-  json::value msg;
-  msg["role"] = "assistant";
-  if (content.empty())
-    msg["content"] = json::value{};
-  else
-    msg["content"] = content;
-  if (!calls.empty()) {
-    auto arr = json::value::make_array();
-    for (auto& c : calls) {
-      json::value tc;
-      tc["id"] = c.id;
-      tc["type"] = "function";
-      tc["function"]["name"] = c.name;
-      tc["function"]["arguments"] = c.arguments;
-      arr.push_back(std::move(tc));
-    }
-    msg["tool_calls"] = std::move(arr);
-  }
-  json::value choice;
-  choice["index"] = 0;
-  choice["message"] = std::move(msg);
-  choice["finish_reason"] = calls.empty() ? "stop" : "tool_calls";
-  json::value body;
-  body["id"] = "chatcmpl-1";
-  body["object"] = "chat.completion";
-  body["model"] = "m";
-  body["choices"] = json::value::make_array();
-  body["choices"].push_back(std::move(choice));
-  body["usage"]["prompt_tokens"] = 10;
-  body["usage"]["completion_tokens"] = 5;
-  body["usage"]["total_tokens"] = 15;
-  return body.dump();
+                       const std::vector<test::scripted_call>& calls = {}) {
+  return test::chat_completion(content, calls);
 }
 
 // Polls `cond` every 10 ms for at most `limit`.

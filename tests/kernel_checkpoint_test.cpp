@@ -109,15 +109,7 @@ struct ckpt_fixture {
 
   json::value exec(const std::string& code, const std::string& session = "s1",
                    bool reset = false) {
-    json::value args;
-    args["code"] = code;
-    if (reset)
-      args["reset"] = true;
-    auto out = rt->call_tool({session, "call", "execute_code", args.dump(),
-                              work.path()});
-    auto parsed = json::parse(out.result_json);
-    BOOST_REQUIRE_MESSAGE(parsed, out.result_json);
-    return *parsed.v;
+    return test::run_cell(*rt, work.path(), code, session, reset);
   }
 
   std::shared_ptr<kernel_checkpoints> hub() {

@@ -23,6 +23,7 @@
 #include "config/options.hpp"
 #include "runtime/runtime.hpp"
 #include "tools/registry.hpp"
+#include "tests/support/agent_fixture.hpp"
 #include "tests/support/http_server.hpp"
 #include "tests/support/mcp_servers.hpp"
 #include "tests/support/scripted_replies.hpp"
@@ -38,17 +39,7 @@ bool contains(const std::string& s, const std::string& part) {
   return s.find(part) != std::string::npos;
 }
 
-struct fixture {
-  test::http_server server;
-  test::temp_dir home;
-  std::unique_ptr<runtime> rt;
-
-  fixture() {
-    for (auto v : {"OPENAI_API_KEY", "CUSTOM_API_KEY", "ANTHROPIC_API_KEY",
-                   "OPENROUTER_API_KEY"})
-      ::unsetenv(v);
-  }
-
+struct fixture : test::agent_fixture {
   void start(bool in_scripts, bool sampling = false,
              int64_t idle_timeout = 0, std::string mark = {},
              std::vector<mcp_server_options> extra = {},
@@ -73,33 +64,11 @@ struct fixture {
     opts.mcp_servers = {sc};
     for (auto& e : extra)
       opts.mcp_servers.push_back(e);
-    std::string err;
-    auto made = create_runtime(opts);
-    BOOST_REQUIRE_MESSAGE(made, made.error);
-    rt = std::move(*made);
-  }
-
-  void script(const std::string& body) {
-    json::value s;
-    s["path"] = "/v1/chat/completions";
-    s["status"] = 200;
-    s["body"] = body;
-    server.script(s.dump());
+    agent_fixture::start(std::move(opts));
   }
 
   json::value run(const std::string& prompt) {
-    turn_call c;
-    c.prompt = prompt;
-    c.provider.provider = "custom";
-    c.provider.base_url = server.url("/v1");
-    c.provider.model = "m";
-    c.provider.api_key = "sk-test-0123456789";
-    c.stream = false;
-    auto out = rt->run_turn(c);
-    BOOST_REQUIRE_MESSAGE(out.started, out.error);
-    auto parsed = json::parse(turn_result_json(out).dump());
-    BOOST_REQUIRE(parsed);
-    return *parsed.v;
+    return agent_fixture::run(call(prompt));
   }
 
   // The content of the tool message in the last request to the model.

@@ -25,6 +25,7 @@
 #include "base/pids_cgroup.hpp"
 #include "runtime/runtime.hpp"
 #include "base/sandbox.hpp"
+#include "tests/support/kernel_options.hpp"
 #include "tests/support/pid_namespace.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -69,15 +70,7 @@ struct sandbox_fixture {
 
   json::value exec(const std::string& code, bool reset = false,
                    const std::string& session = "s1") {
-    json::value args;
-    args["code"] = code;
-    if (reset)
-      args["reset"] = true;
-    auto out = rt->call_tool({session, "call", "execute_code", args.dump(),
-                              work.path()});
-    auto parsed = json::parse(out.result_json);
-    BOOST_REQUIRE_MESSAGE(parsed, out.result_json);
-    return *parsed.v;
+    return test::run_cell(*rt, work.path(), code, session, reset);
   }
 
   std::string out(const std::string& code) {

@@ -15,6 +15,7 @@
 #include "base/json.hpp"
 #include "runtime/runtime.hpp"
 #include "storage/session_store.hpp"
+#include "tests/support/canary_fixture.hpp"
 #include "tests/support/http_server.hpp"
 #include "tests/support/scripted_replies.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -30,27 +31,15 @@ bool contains(const std::string& s, const std::string& part) {
 
 using test::completion;
 
-struct fixture {
-  test::http_server server;
-  test::temp_dir home;
-  test::temp_dir work;
-  std::unique_ptr<runtime> rt;
-  std::mutex mtx;
+struct fixture : test::canary_fixture {
   std::vector<std::string> asked; // "<channel>:<session>"
 
+  ~fixture() { rt.reset(); } // its callbacks use the members above
+
   void start(const std::string& cron_mode = "deny") {
-    options opts;
-    opts.home = home.path();
-    opts.code_execution.prestart_kernels = 0;
-    opts.model.provider = "custom";
-    opts.model.base_url = server.url("/v1");
-    opts.model.default_model = "m";
-    opts.agent.api_max_retries = 1;
+    auto opts = canary_options();
     opts.approvals.cron_mode = cron_mode;
-    std::string err;
-    auto made = create_runtime(opts);
-    BOOST_REQUIRE_MESSAGE(made, made.error);
-    rt = std::move(*made);
+    start_with(std::move(opts));
     // The runtime-wide channel denies and records who asked.
     rt->set_approval_callback([this](const approval_prompt& p) {
       std::lock_guard<std::mutex> guard{mtx};
@@ -72,13 +61,10 @@ struct fixture {
   // Runs `rm -rf <work>/<name>` in `session`; true when the canary is gone.
   bool rm(const std::string& name, const std::string& session,
           std::string* result = nullptr) {
-    work.write(name + "/canary", "alive");
-    json::value args;
-    args["command"] = "rm -rf " + work.path() + "/" + name;
-    auto out = rt->call_tool({session, "c-" + name, "terminal", args.dump()});
+    auto out = rm_canary(name, session);
     if (result != nullptr)
-      *result = out.result_json;
-    return !fs::exists(work.path() + "/" + name + "/canary");
+      *result = out;
+    return !alive(name);
   }
 
   std::vector<std::string> taken() {

@@ -69,6 +69,19 @@ slow_answer(std::chrono::milliseconds delay) {
   };
 }
 
+// Checks that `server` got `n` calls, each with an id of its own, all on
+// the first connection.
+void check_one_connection(const fake_rpc_server& server, size_t n) {
+  auto reqs = server.requests();
+  BOOST_REQUIRE(reqs.size() == n);
+  std::set<std::string> ids;
+  for (auto& r : reqs) {
+    ids.insert(r.msg.get_string("id"));
+    BOOST_TEST(r.connection == 1);
+  }
+  BOOST_TEST(ids.size() == n);
+}
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(stub_transport)
@@ -178,14 +191,7 @@ BOOST_AUTO_TEST_CASE(concurrent_calls_get_their_own_out_of_order_replies) {
   BOOST_REQUIRE(f.ok);
   BOOST_TEST(f.status() == "ok", f.trace());
   BOOST_TEST(f.out() == "True\n");
-  auto reqs = s.server.requests();
-  BOOST_REQUIRE(reqs.size() == 16u);
-  std::set<std::string> ids;
-  for (auto& r : reqs) {
-    ids.insert(r.msg.get_string("id"));
-    BOOST_TEST(r.connection == 1);
-  }
-  BOOST_TEST(ids.size() == 16u);
+  check_one_connection(s.server, 16);
 }
 
 BOOST_AUTO_TEST_CASE(lost_reply_raises_outcome_unknown_and_never_resends) {
@@ -409,14 +415,7 @@ BOOST_AUTO_TEST_CASE(sixteen_pool_calls_with_reversed_replies) {
   BOOST_REQUIRE(f.ok);
   BOOST_TEST(f.status() == "ok", f.trace());
   BOOST_TEST(f.out() == "True []\n");
-  auto reqs = s.server.requests();
-  BOOST_REQUIRE(reqs.size() == 16u);
-  std::set<std::string> ids;
-  for (auto& r : reqs) {
-    ids.insert(r.msg.get_string("id"));
-    BOOST_TEST(r.connection == 1);
-  }
-  BOOST_TEST(ids.size() == 16u);
+  check_one_connection(s.server, 16);
 }
 
 // The first caller reads for everyone; its own reply comes last.

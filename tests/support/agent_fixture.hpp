@@ -2,8 +2,8 @@
 //
 // A runtime against the scripted provider server (tests/support/
 // http_server.*), for tests of the agent loop through the real runtime:
-// scripted chat completions, the provider's request log, turns, and the
-// stored sessions. Header-only; one fixture per test case.
+// scripted chat completions (tests/support/scripted_replies.hpp), the
+// provider's request log, turns, and the stored sessions. Header-only; one fixture per test case.
 #pragma once
 
 #include <chrono>
@@ -23,71 +23,13 @@
 #include "runtime/runtime.hpp"
 #include "storage/session_store.hpp"
 #include "tests/support/http_server.hpp"
+#include "tests/support/scripted_replies.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace mibyan::test {
 
 inline bool contains(const std::string& s, const std::string& part) {
   return s.find(part) != std::string::npos;
-}
-
-/// One tool call of a scripted model answer.
-struct scripted_call {
-  std::string id;
-  std::string name;
-  std::string arguments;
-};
-
-/// A Chat Completions response body (non-streaming). `finish` defaults to
-/// tool_calls / stop; `reasoning` becomes "reasoning_content".
-inline std::string chat_completion(const std::string& content,
-                                   const std::vector<scripted_call>& calls = {},
-                                   std::string finish = "",
-                                   const std::string& reasoning = "") {
-  json::value msg;
-  msg["role"] = "assistant";
-  if (content.empty())
-    msg["content"] = json::value{};
-  else
-    msg["content"] = content;
-  if (!reasoning.empty())
-    msg["reasoning_content"] = reasoning;
-  if (!calls.empty()) {
-    auto arr = json::value::make_array();
-    for (auto& c : calls) {
-      json::value tc;
-      tc["id"] = c.id;
-      tc["type"] = "function";
-      tc["function"]["name"] = c.name;
-      tc["function"]["arguments"] = c.arguments;
-      arr.push_back(std::move(tc));
-    }
-    msg["tool_calls"] = std::move(arr);
-  }
-  if (finish.empty())
-    finish = calls.empty() ? "stop" : "tool_calls";
-  json::value choice;
-  choice["index"] = 0;
-  choice["message"] = std::move(msg);
-  choice["finish_reason"] = finish;
-  json::value body;
-  body["id"] = "chatcmpl-1";
-  body["object"] = "chat.completion";
-  body["model"] = "m";
-  body["choices"] = json::value::make_array();
-  body["choices"].push_back(std::move(choice));
-  json::value u;
-  u["prompt_tokens"] = 10;
-  u["completion_tokens"] = 5;
-  u["total_tokens"] = 15;
-  body["usage"] = std::move(u);
-  return body.dump();
-}
-
-inline std::string one_arg(const std::string& key, const std::string& value) {
-  json::value a;
-  a[key] = value;
-  return a.dump();
 }
 
 struct agent_fixture {
@@ -168,9 +110,9 @@ struct agent_fixture {
     BOOST_REQUIRE_MESSAGE(out.started, out.error);
     // The JSON form the edges render (docs/embedding.md, "Turn results").
     auto rendered = turn_result_json(out);
-    auto* parsed = &rendered;
     if (sid != nullptr)
       *sid = out.session_id;
+    BOOST_CHECK_EQUAL(rendered["session_id"].as_string(), out.session_id);
     return rendered;
   }
 

@@ -31,13 +31,17 @@ inline options kernel_test_options(const std::string& home,
   return opts;
 }
 
-/// Runs `code` as one execute_code call of `session` in `cwd` and returns
-/// the parsed result object (the test stops when it is no JSON).
+/// Runs `code` as one execute_code call of `session` in `cwd` (with
+/// "reset": true when `reset`) and returns the parsed result object (the
+/// test stops when it is no JSON).
 inline json::value run_cell(runtime& rt, const std::string& cwd,
                             const std::string& code,
-                            const std::string& session = "s1") {
+                            const std::string& session = "s1",
+                            bool reset = false) {
   json::value args;
   args["code"] = code;
+  if (reset)
+    args["reset"] = true;
   auto out = rt.call_tool({session, "call", "execute_code", args.dump(), cwd});
   auto parsed = json::parse(out.result_json);
   BOOST_REQUIRE_MESSAGE(parsed, out.result_json);

@@ -37,6 +37,55 @@ std::string completion(const std::string& content,
   return body.dump();
 }
 
+std::string chat_completion(const std::string& content,
+                            const std::vector<scripted_call>& calls,
+                            std::string finish, const std::string& reasoning) {
+  json::value msg;
+  msg["role"] = "assistant";
+  if (content.empty())
+    msg["content"] = json::value{};
+  else
+    msg["content"] = content;
+  if (!reasoning.empty())
+    msg["reasoning_content"] = reasoning;
+  if (!calls.empty()) {
+    auto arr = json::value::make_array();
+    for (auto& c : calls) {
+      json::value tc;
+      tc["id"] = c.id;
+      tc["type"] = "function";
+      tc["function"]["name"] = c.name;
+      tc["function"]["arguments"] = c.arguments;
+      arr.push_back(std::move(tc));
+    }
+    msg["tool_calls"] = std::move(arr);
+  }
+  if (finish.empty())
+    finish = calls.empty() ? "stop" : "tool_calls";
+  json::value choice;
+  choice["index"] = 0;
+  choice["message"] = std::move(msg);
+  choice["finish_reason"] = finish;
+  json::value body;
+  body["id"] = "chatcmpl-1";
+  body["object"] = "chat.completion";
+  body["model"] = "m";
+  body["choices"] = json::value::make_array();
+  body["choices"].push_back(std::move(choice));
+  json::value u;
+  u["prompt_tokens"] = 10;
+  u["completion_tokens"] = 5;
+  u["total_tokens"] = 15;
+  body["usage"] = std::move(u);
+  return body.dump();
+}
+
+std::string one_arg(const std::string& key, const std::string& value) {
+  json::value a;
+  a[key] = value;
+  return a.dump();
+}
+
 std::string streamed_completion_script(const std::vector<std::string>& parts,
                                        int chunk_ms) {
   json::value s;
