@@ -61,6 +61,38 @@ void approval_service::set_hooks(hooks h) {
   hooks_ = std::move(h);
 }
 
+void approval_service::set_shared_allowlist(shared_allowlist s) {
+  std::lock_guard<std::mutex> guard{mtx_};
+  shared_ = std::move(s);
+}
+
+bool approval_service::refresh_shared(std::vector<std::string>& known) {
+  decltype(shared_.load) load;
+  {
+    std::lock_guard<std::mutex> guard{mtx_};
+    load = shared_.load;
+  }
+  if (!load)
+    return false;
+  auto keys = load(); // blocking store read, outside the lock
+  if (!keys) {
+    MIBYAN_LOG(warning, "approvals",
+               "cannot read the shared command allowlist: " << keys.error);
+    return false;
+  }
+  bool added = false;
+  std::lock_guard<std::mutex> guard{mtx_};
+  for (auto& k : *keys) {
+    if (std::find(permanent_.begin(), permanent_.end(), k) == permanent_.end())
+      permanent_.push_back(k);
+    if (std::find(known.begin(), known.end(), k) == known.end()) {
+      known.push_back(k);
+      added = true;
+    }
+  }
+  return added;
+}
+
 void approval_service::set_callback(approval_callback cb) {
   std::lock_guard<std::mutex> guard{mtx_};
   callback_ = std::move(cb);
@@ -172,6 +204,7 @@ void approval_service::grant(const std::string& session,
                              bool always) {
   breaker_.reset(session);
   decltype(hooks_.save_session) save;
+  decltype(shared_.add) add_shared;
   std::vector<std::string> all;
   {
     std::lock_guard<std::mutex> guard{mtx_};
@@ -186,10 +219,17 @@ void approval_service::grant(const std::string& session,
         if (std::find(permanent_.begin(), permanent_.end(), k)
             == permanent_.end())
           permanent_.push_back(k);
+    add_shared = shared_.add;
   }
   if (save)
     save(session, all);
-  if (always) {
+  if (always && add_shared) {
+    // Shared by every gateway (docs/storage.md, "Per-user state").
+    for (auto& k : keys)
+      if (auto st = add_shared(k); !st)
+        MIBYAN_LOG(warning, "approvals", "could not save '" << k
+                   << "' to the shared command allowlist: " << st.error);
+  } else if (always) {
     auto path = cfg_.config_path.empty() ? cfg_.home + "/config.yaml"
                                          : cfg_.config_path;
     std::lock_guard<std::mutex> guard{config_write_mtx_};
@@ -225,6 +265,9 @@ approval_verdict approval_service::check_command(const std::string& command,
   p.permanent = &permanent;
   p.session = &session;
   auto a = assess(command, p);
+  // A grant made through another gateway since the last read.
+  if (a.result == outcome::needs_approval && refresh_shared(permanent))
+    a = assess(command, p);
   switch (a.result) {
   case outcome::approved:
     return approved();
@@ -263,6 +306,14 @@ approval_verdict approval_service::check_write(const std::string& what,
                 != permanent_.end();
   }
   if (bypass || permanent || session.count(key) > 0)
+    return approved(key);
+  std::vector<std::string> known;
+  {
+    std::lock_guard<std::mutex> guard{mtx_};
+    known = permanent_;
+  }
+  if (refresh_shared(known)
+      && std::find(known.begin(), known.end(), key) != known.end())
     return approved(key);
   return flagged(what, {key}, call);
 }

@@ -90,6 +90,19 @@ public:
   explicit approval_service(const options& cfg);
 
   void set_hooks(hooks h);
+
+  /// The permanent allowlist kept in a store shared by every gateway
+  /// (docs/storage.md, "Per-user state"). `load` reads its keys; `add`
+  /// stores one: "always" answers go there instead of config.yaml, and a
+  /// command the configured and known keys do not approve is checked again
+  /// after `load` (so a grant made through another gateway applies here at
+  /// once). Both block (store I/O); a failing `load` is logged and the
+  /// keys known so far apply. Set once, before the first check.
+  struct shared_allowlist {
+    std::function<result<std::vector<std::string>>()> load;
+    std::function<status(const std::string& key)> add;
+  };
+  void set_shared_allowlist(shared_allowlist s);
   /// The interactive channel (empty: none, the context's default applies).
   void set_callback(approval_callback cb);
   void set_context(approval_context c);
@@ -148,6 +161,9 @@ private:
                              const std::string& guardian_verdict);
   void grant(const std::string& session, const std::vector<std::string>& keys,
              bool always);
+  /// Reads the shared allowlist into permanent_ and `known`; true when it
+  /// added a key `known` did not have. Blocking; takes the lock itself.
+  bool refresh_shared(std::vector<std::string>& known);
 
   const options& cfg_;
   mutable std::mutex mtx_;
@@ -157,6 +173,7 @@ private:
   std::shared_ptr<session_channel_table> channels_ =
     std::make_shared<session_channel_table>();
   std::vector<std::string> permanent_;
+  shared_allowlist shared_;
   std::map<std::string, session_state> sessions_;
   approvals::denial_breaker breaker_;
   std::mutex config_write_mtx_;

@@ -217,6 +217,16 @@ int copy(const std::vector<std::string>& args, const global_flags& flags) {
     progress("warning: kernel checkpoints not copied: "
              + (ca ? cb.error : ca.error));
   }
+  auto ua = open_user_state_store(*sa);
+  auto ub = open_user_state_store(*sb);
+  if (ua && ub) {
+    sides.src_user_state = ua->get();
+    sides.dst_user_state = ub->get();
+  } else {
+    progress("warning: per-user state (memory, skills, allowlist) not "
+             "copied: "
+             + (ua ? ub.error : ua.error));
+  }
   const auto t0 = std::chrono::steady_clock::now();
   auto r = copy_store(*sa, *sb, progress, sides);
   double secs = std::chrono::duration<double>(
@@ -244,7 +254,8 @@ int copy(const std::vector<std::string>& args, const global_flags& flags) {
             << rep.messages_copied << " messages, " << rep.jobs_copied
             << " jobs, " << rep.runs_copied << " runs, "
             << rep.responses_copied << " responses, " << rep.prompts_copied
-            << " prompts, " << rep.checkpoints_copied << " checkpoints in "
+            << " prompts, " << rep.checkpoints_copied << " checkpoints, "
+            << rep.user_docs_copied << " user state documents in "
             << t << " s\n";
   return rep.conflicts.empty() ? 0 : 1;
 }

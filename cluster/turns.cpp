@@ -12,8 +12,8 @@
 // gateway's member as (delta, cluster_turn_event), in order, before the
 // turn's result. The holder keeps at most `relay_window` events
 // unacknowledged; later text deltas of one kind are merged while they wait,
-// and a stream whose waiting events pass `relay_max_bytes` stops (the
-// answer still comes whole). A forwarding gateway that is lost stops the
+// and a stream whose waiting events pass `relay_max_bytes` stops with a
+// last event of kind "stream_stopped" (the answer still comes whole). A forwarding gateway that is lost stops the
 // stream; the turn goes on at the holder.
 #include "cluster/internal.hpp"
 
@@ -103,7 +103,11 @@ struct turn_relay {
   }
 
 private:
-  // Stops the stream when too much waits, then sends what it may.
+  // Stops the stream when too much waits, then sends what it may. The
+  // forwarding gateway is told with one last event of kind
+  // "stream_stopped" (sent past the window: it must not wait behind the
+  // events that filled it), so its caller learns that the text streamed of
+  // the current round is void and the answer comes whole at the end.
   void bound(std::unique_lock<std::mutex>& g) {
     if (queued_bytes_ > relay_max_bytes) {
       MIBYAN_LOG(warning, "cluster",
@@ -113,6 +117,14 @@ private:
       stopped_ = true;
       queue_.clear();
       queued_bytes_ = 0;
+      caf::send_as(member, target, delta_atom_v,
+                   cluster_turn_event{
+                     stream_id, ++sent_, "stream_stopped",
+                     "the stream of this forwarded turn stopped: more than "
+                       + std::to_string(relay_max_bytes >> 20)
+                       + " MiB waited for this gateway; the answer comes "
+                         "whole at the end",
+                     {}});
     }
     pump(g);
   }

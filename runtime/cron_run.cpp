@@ -17,6 +17,7 @@
 #include "base/log.hpp"
 #include "storage/session_store.hpp"
 #include "tools/agent/agent_tool_state.hpp"
+#include "tools/agent/skill_sync.hpp"
 #include "tools/agent/skills.hpp"
 #include "tools/file_io.hpp"
 
@@ -167,6 +168,12 @@ result<std::string> load_skills(const options& cfg, agent_tool_state* agent,
   std::string out;
   if (names.empty())
     return out;
+  // Shared skills (docs/storage.md, "Per-user state"): the local copy is
+  // brought up to date first.
+  if (agent != nullptr && agent->user_state)
+    if (auto synced = sync_skills(cfg.home, *agent->user_state); !synced)
+      return status::failure(synced.code,
+                             "the job's skills: " + synced.error);
   auto roots = skill_roots(cfg.home, cfg);
   for (auto& name : names) {
     auto sk = find_skill(roots, name);

@@ -230,6 +230,7 @@ status wire_runtime(runtime_impl& p) {
       p.lease_tokens_held = std::make_shared<lease_tokens>();
       // Opens its named database: before the store is shared.
       attach_checkpoint_store(*svc, p.store);
+      attach_user_state(*svc, p.store);
       if (auto prompts = open_prompt_store(*p.store)) {
         p.prompts = std::shared_ptr<prompt_store>(std::move(*prompts));
         // Leftovers of a crash (docs/storage.md, "Stored system

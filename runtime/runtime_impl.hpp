@@ -115,6 +115,12 @@ void attach_metrics(runtime_impl& p);
 /// the stored history it counts a restored checkpoint's age from.
 void attach_checkpoint_store(runtime_services& svc,
                              const std::shared_ptr<session_store>& store);
+/// Per-user state (runtime/user_state_wiring.cpp): with a store shared by
+/// several gateways (not LMDB), the memory and skill tools, the prompt's
+/// memory block and the approvals' allowlist use the store's
+/// user_state_store; imports the home's memory and skills on the pool.
+void attach_user_state(runtime_services& svc,
+                       const std::shared_ptr<session_store>& store);
 /// Before the kernels of `p` stop: their pending and final checkpoints are
 /// stored (bounded; a no-op with checkpoints off). Blocks the caller.
 void store_final_kernel_checkpoints(runtime_impl& p);

@@ -40,6 +40,7 @@
 #include "storage/session_lease.hpp"
 #include "storage/session_store.hpp"
 #include "storage/trajectory.hpp"
+#include "tools/agent/agent_tool_state.hpp"
 #include "tools/toolsets.hpp"
 
 namespace mibyan {
@@ -413,6 +414,9 @@ void resolve_prompt(caf::event_based_actor* self,
   job->t.prompt = slot;
   auto req = job->t.prompt_req;
   req.session_id = job->out.session_id;
+  // The services (held by the job) own the shared per-user state.
+  if (job->svc->agent_tools)
+    req.user_state = job->svc->agent_tools->user_state.get();
   // The store is held too: the prompt store lives on its environment.
   auto work = [slot, req, svc = job->svc, store = job->p->store,
                prompts = job->p->prompts,

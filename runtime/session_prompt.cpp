@@ -83,7 +83,8 @@ std::string session_prompt::notice() const {
 
 session_prompt compose_session_prompt(
   const options& cfg, const std::string& cwd,
-  std::string (*base_prompt)(const std::string& cwd)) {
+  std::string (*base_prompt)(const std::string& cwd),
+  const user_state_store* user_state) {
   session_prompt out;
   loaded_context ctx;
   if (cfg.agent.context_files) {
@@ -102,7 +103,7 @@ session_prompt compose_session_prompt(
   join_block(out.text, ctx.soul_block());
   join_block(out.text, base_prompt(cwd));
   join_block(out.text, ctx.project_block());
-  join_block(out.text, memory_prompt_snapshot(cfg.home, cfg));
+  join_block(out.text, memory_prompt_snapshot(cfg.home, cfg, user_state));
   return out;
 }
 
@@ -119,7 +120,8 @@ session_prompt resolve_session_prompt(
       return out;
     }
   }
-  auto out = compose_session_prompt(cfg, req.cwd, base_prompt);
+  auto out = compose_session_prompt(cfg, req.cwd, base_prompt,
+                                    req.user_state);
   if (!missing.empty())
     out.warnings.push_back(
       "the stored system prompt of session " + req.session_id

@@ -19,6 +19,7 @@ namespace mibyan {
 
 struct options;
 class prompt_store;
+class user_state_store;
 class session_store;
 
 struct session_prompt {
@@ -48,6 +49,10 @@ struct session_prompt_request {
   int64_t message_count = 0;
   /// Store a new prompt for the session (its row must exist).
   bool store = true;
+  /// The shared per-user state the memory block is read from (null = the
+  /// memory files of cfg.home; docs/storage.md, "Per-user state"). Must
+  /// outlive the call.
+  const user_state_store* user_state = nullptr;
 };
 
 /// See the file comment. `store` and `prompts` may be null (nothing is
@@ -66,9 +71,11 @@ void store_session_prompt(prompt_store& prompts,
                           const std::string& session_id,
                           session_prompt& prompt);
 
-/// A new prompt from the current files, not stored.
+/// A new prompt from the current files (the memory block from
+/// `user_state` when given), not stored.
 session_prompt compose_session_prompt(
   const options& cfg, const std::string& cwd,
-  std::string (*base_prompt)(const std::string& cwd));
+  std::string (*base_prompt)(const std::string& cwd),
+  const user_state_store* user_state = nullptr);
 
 } // namespace mibyan

@@ -377,6 +377,13 @@ void serve_connection::on_delta(const std::string& kind,
   } else if (kind == "restart") {
     round_text_.clear();
     ext["type"] = "restart";
+  } else if (kind == "stream_stopped") {
+    // The holder of a forwarded turn stopped its stream (docs/cluster.md,
+    // "Streaming of forwarded turns"): the round's text so far is void,
+    // the whole answer comes in the last content chunk.
+    round_text_.clear();
+    ext["type"] = "stream_stopped";
+    ext["message"] = text;
   } else {
     return;
   }

@@ -32,6 +32,7 @@
 namespace mibyan {
 
 struct response_turn; // serve/responses_route.cpp
+struct responses_request; // serve/responses.hpp
 
 class serve_connection
   : public std::enable_shared_from_this<serve_connection> {
@@ -150,6 +151,14 @@ private:
 
   void responses(const std::string& path);
   void create_response();
+  // A request with an Idempotency-Key (docs/serve.md, "Idempotent
+  // responses"): replays the key's stored response, or runs the turn.
+  void keyed_response(responses_request rr, std::string key);
+  // Admits the turn of a parsed request (`key` "" = none) and runs it.
+  void begin_response(responses_request rr, std::string key);
+  // Answers a stored response object again, as JSON or as its events.
+  void replay_response(const std::string& object_json,
+                       const std::string& session, bool stream);
   // Runs the response's turn once its session is known (on the strand).
   void start_response(turn_call call, bool reserved);
   // A `mibyan.<name>` extension event on a streamed response (no-op when

@@ -4,6 +4,7 @@
 #include <mutex>
 #include <random>
 
+#include "base/crypto.hpp"
 #include "base/json_count.hpp"
 #include "storage/response_record.hpp"
 
@@ -302,6 +303,98 @@ bool parse_responses_request(std::string_view body, responses_request& out,
   if (out.prompt.find_first_not_of(" \t\r\n") == std::string::npos)
     return refuse("the last user message is empty", "input");
   return true;
+}
+
+namespace {
+
+std::string key_digest(const std::string& key) {
+  return sha256_hex("mibyan responses Idempotency-Key\n" + key);
+}
+
+std::string sse_event(const std::string& type, json::value data,
+                      int64_t& seq) {
+  data["type"] = type;
+  data["sequence_number"] = seq++;
+  return "event: " + type + "\ndata: " + data.dump() + "\n\n";
+}
+
+} // namespace
+
+std::string keyed_response_id(const std::string& key) {
+  return "resp_" + key_digest(key).substr(0, 48);
+}
+
+std::string keyed_session_id(const std::string& key) {
+  return "resp-" + key_digest(key).substr(0, 32);
+}
+
+std::string replay_response_events(const json::value& object) {
+  int64_t seq = 0;
+  std::string out;
+  json::value start = object;
+  start["status"] = "in_progress";
+  start["output"] = json::value::make_array();
+  start["usage"] = json::value{};
+  json::value d;
+  d["response"] = start;
+  out += sse_event("response.created", d, seq);
+  out += sse_event("response.in_progress", std::move(d), seq);
+  int64_t index = 0;
+  if (auto items = object.find("output"); items && items->is_array())
+    for (auto& item : items->as_array()) {
+      json::value added;
+      added["output_index"] = index;
+      added["item"] = item;
+      bool message = item.get_string("type") == "message";
+      if (message) {
+        added["item"]["status"] = "in_progress";
+        added["item"]["content"] = json::value::make_array();
+      }
+      out += sse_event("response.output_item.added", std::move(added), seq);
+      if (message) {
+        std::string text;
+        if (auto parts = item.find("content"); parts && parts->is_array())
+          for (auto& part : parts->as_array())
+            text += part.get_string("text");
+        json::value base;
+        base["item_id"] = item.get_string("id");
+        base["output_index"] = index;
+        base["content_index"] = 0;
+        json::value empty_part;
+        empty_part["type"] = "output_text";
+        empty_part["text"] = "";
+        empty_part["annotations"] = json::value::make_array();
+        json::value part_added = base;
+        part_added["part"] = empty_part;
+        out += sse_event("response.content_part.added", std::move(part_added),
+                         seq);
+        if (!text.empty()) {
+          json::value delta = base;
+          delta["delta"] = text;
+          out += sse_event("response.output_text.delta", std::move(delta),
+                           seq);
+        }
+        json::value done = base;
+        done["text"] = text;
+        out += sse_event("response.output_text.done", std::move(done), seq);
+        json::value part_done = base;
+        part_done["part"] = empty_part;
+        part_done["part"]["text"] = text;
+        out += sse_event("response.content_part.done", std::move(part_done),
+                         seq);
+      }
+      json::value done;
+      done["output_index"] = index;
+      done["item"] = item;
+      out += sse_event("response.output_item.done", std::move(done), seq);
+      ++index;
+    }
+  auto status = object.get_string("status");
+  if (status != "failed" && status != "incomplete")
+    status = "completed";
+  json::value end;
+  end["response"] = object;
+  return out + sse_event("response." + status, std::move(end), seq);
 }
 
 std::string response_id() {

@@ -60,6 +60,20 @@ bool parse_responses_request(std::string_view body, responses_request& out,
 /// "resp_" followed by 48 hex digits, unique in the process.
 std::string response_id();
 
+/// The response id of Idempotency-Key `key` (docs/serve.md, "Idempotent
+/// responses"): "resp_" followed by 48 hex digits of a SHA-256 of the key,
+/// so a retry finds the first attempt's response on any gateway.
+std::string keyed_response_id(const std::string& key);
+/// The session a keyed request that starts a session (no
+/// previous_response_id, or a branch) runs in: "resp-" followed by 32 hex
+/// digits of the same digest.
+std::string keyed_session_id(const std::string& key);
+/// The SSE events of a stored response object, for a replay:
+/// response.created and response.in_progress (the object with status
+/// in_progress and no output), each output item added and done (a message
+/// with its text as one delta), then response.<status> with the object.
+std::string replay_response_events(const json::value& object);
+
 /// {"error":{"message","type","code","param"}}.
 std::string error_body_param(const std::string& message,
                              const std::string& type, const std::string& code,

@@ -18,6 +18,7 @@
 #include <boost/asio/post.hpp>
 
 #include "base/log.hpp"
+#include "messages/turn_request.hpp"
 #include "serve/openai_chat.hpp"
 #include "serve/responses.hpp"
 #include "serve/routes.hpp"
@@ -41,6 +42,14 @@ std::string previous_missing(const std::string& id) {
   return "previous_response_id '" + id
          + "' names no stored response (unknown, deleted, made with "
            "store: false, or its session was deleted)";
+}
+
+// A stored response object whose turn completed (replayed as it is; a
+// failed or interrupted one is run again under its key).
+bool completed_object(const std::string& object_json) {
+  auto parsed = json::parse(object_json);
+  return parsed && parsed.v->is_object()
+         && parsed.v->get_string("status") == "completed";
 }
 
 int64_t now_ms() {
@@ -171,6 +180,116 @@ void serve_connection::create_response() {
   req_.body() = std::string{}; // parsed: its memory goes now
   if (!model_served(rr.model))
     return;
+  // docs/serve.md, "Idempotent responses".
+  auto key = std::string{req_["Idempotency-Key"]};
+  if (!valid_turn_key(key)) {
+    send_error(http::status::bad_request,
+               "Idempotency-Key must be 1 to 200 printable ASCII characters "
+               "without spaces",
+               "invalid_request_error", "bad_idempotency_key");
+    return;
+  }
+  // store: false keeps nothing to replay (as a stateless chat request).
+  if (!rr.store)
+    key.clear();
+  if (!key.empty()) {
+    keyed_response(std::move(rr), std::move(key));
+    return;
+  }
+  begin_response(std::move(rr), {});
+}
+
+void serve_connection::keyed_response(responses_request rr, std::string key) {
+  auto id = keyed_response_id(key);
+  {
+    // The key's first attempt on this gateway: still running, or ended
+    // with its record queued on the store thread.
+    std::unique_lock<std::mutex> g{srv_->mtx};
+    auto live = srv_->live_responses.find(id);
+    if (live != srv_->live_responses.end()) {
+      if (live->second.done) {
+        auto body = live->second.object_json;
+        g.unlock();
+        if (completed_object(body)) {
+          replay_response(body, {}, rr.stream);
+          return;
+        }
+        // Failed or interrupted: the store thread has its record next; the
+        // lookup below finds it and the turn is resumed.
+      } else {
+        g.unlock();
+        extra_headers_.emplace_back("Retry-After", "1");
+        send_error(http::status::conflict,
+                   "a request with this Idempotency-Key is still running; "
+                   "retry when it has ended",
+                   "invalid_request_error", "response_in_progress");
+        return;
+      }
+    }
+  }
+  auto store = session_store_of(srv_->rt);
+  if (!store) {
+    store_unavailable();
+    return;
+  }
+  hold_busy();
+  net::post(srv_->store_pool, [self = shared_from_this(), store, id,
+                               rr = std::move(rr),
+                               key = std::move(key)]() mutable {
+    auto got = store->get_response(id);
+    net::post(self->stream_.get_executor(),
+              [self, got = std::move(got), rr = std::move(rr),
+               key = std::move(key)]() mutable {
+                if (got && completed_object(got->object_json)) {
+                  self->replay_response(got->object_json, got->session_id,
+                                        rr.stream);
+                } else if (got || got.code == status_code::not_found) {
+                  // Never stored, or failed / interrupted: run it; a turn
+                  // that stored its message resumes (turn keys).
+                  self->begin_response(std::move(rr), std::move(key));
+                } else {
+                  self->send_error(is_retryable(got.code)
+                                     ? http::status::service_unavailable
+                                     : http::status::internal_server_error,
+                                   got.error, "server_error",
+                                   is_retryable(got.code) ? "store_unavailable"
+                                                          : "store_error");
+                }
+              });
+  });
+}
+
+void serve_connection::replay_response(const std::string& object_json,
+                                       const std::string& session,
+                                       bool stream) {
+  auto parsed = json::parse(object_json);
+  if (!parsed || !parsed.v->is_object()) {
+    send_error(http::status::internal_server_error,
+               "the stored response cannot be read: " + parsed.error,
+               "server_error", "store_error");
+    return;
+  }
+  auto& obj = *parsed.v;
+  // Nothing ran: the first attempt's answer (as chat completions say).
+  obj["mibyan"]["replayed"] = true;
+  auto sid = session.empty() ? obj["mibyan"].get_string("session_id")
+                             : session;
+  api_ = turn_api::responses;
+  stateful_ = true;
+  session_ = sid;
+  if (!sid.empty())
+    extra_headers_.emplace_back("X-Mibyan-Session", sid);
+  if (!stream) {
+    send_json(http::status::ok, obj.dump());
+    return;
+  }
+  stream_mode_ = true;
+  begin_sse();
+  push(replay_response_events(obj));
+  push_last();
+}
+
+void serve_connection::begin_response(responses_request rr, std::string key) {
   auto store = session_store_of(srv_->rt);
   if (!store && (rr.store || !rr.previous_response_id.empty())) {
     store_unavailable();
@@ -183,7 +302,7 @@ void serve_connection::create_response() {
   stateful_ = rr.store;
   model_ = srv_->cfg.model_id;
   created_ = serve::now_seconds();
-  id_ = response_id();
+  id_ = key.empty() ? response_id() : keyed_response_id(key);
   json::value echo;
   echo["instructions"] = rr.instructions;
   echo["metadata"] = rr.metadata;
@@ -196,8 +315,13 @@ void serve_connection::create_response() {
     rr.store});
   turn_call call = srv_->cfg.turn;
   call.prompt = std::move(rr.prompt);
+  // A retried key resumes the first attempt's turn in its session (the
+  // conversation's turn keys: docs/serve.md, "Idempotent turns").
+  call.turn_key = key;
   if (rr.previous_response_id.empty()) {
-    session_ = rr.store ? srv_->cfg.new_session_id() : srv_->stateless_id();
+    session_ = !key.empty()  ? keyed_session_id(key)
+               : rr.store    ? srv_->cfg.new_session_id()
+                             : srv_->stateless_id();
     call.history = history_of(rr.earlier);
     start_response(std::move(call), false);
     return;
@@ -237,8 +361,22 @@ void serve_connection::create_response() {
       // Continue in place: the response is the session's latest state, the
       // request adds one user message, and no other turn of it runs (the
       // check and the claim are one step under the server's lock).
+      // A retried key whose first attempt stored its user message right
+      // after the response continues in place too (and resumes that turn).
+      bool retried = false;
+      if (rr.store && rr.earlier.empty() && !call.turn_key.empty()
+          && *last != prev->last_message_id)
+        if (auto msgs = store->load_messages(prev->session_id))
+          for (auto& m : *msgs)
+            if (m.id > prev->last_message_id) {
+              // The conversation stores a keyed turn's user message
+              // under "turn:<key>" (actors/conversation_keys.cpp).
+              retried = m.message.role == "user"
+                        && m.key == "turn:" + call.turn_key;
+              break;
+            }
       if (rr.store && rr.earlier.empty()
-          && *last == prev->last_message_id) {
+          && (*last == prev->last_message_id || retried)) {
         std::lock_guard<std::mutex> g{srv->mtx};
         if (srv->running.count(prev->session_id) == 0) {
           srv->running.insert(prev->session_id);
@@ -281,8 +419,11 @@ void serve_connection::create_response() {
                   return;
                 }
                 if (session.empty())
-                  session = self->stateful_ ? self->srv_->cfg.new_session_id()
-                                            : self->srv_->stateless_id();
+                  session = !call.turn_key.empty()
+                              ? keyed_session_id(call.turn_key)
+                            : self->stateful_
+                              ? self->srv_->cfg.new_session_id()
+                              : self->srv_->stateless_id();
                 self->session_ = std::move(session);
                 self->start_response(std::move(call), reserved);
               });
@@ -309,6 +450,14 @@ void serve_connection::response_delta(const std::string& kind,
     ev = b.text(text);
   else if (kind == "restart")
     ev = b.restart();
+  else if (kind == "stream_stopped") {
+    // A forwarded turn's stream stopped (docs/cluster.md): the open
+    // message ends incomplete, the answer comes whole at the end.
+    ev = b.restart();
+    json::value d;
+    d["message"] = text;
+    ev += b.extension("stream_stopped", std::move(d));
+  }
   // Reasoning is not reported (docs/serve.md).
   if (stream_mode_ && !ev.empty() && !gone_)
     push(std::move(ev));

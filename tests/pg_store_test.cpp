@@ -19,6 +19,7 @@
 
 #include "storage/postgres/pg_connection.hpp"
 #include "storage/postgres/pg_session_store.hpp"
+#include "storage/user_state_store.hpp"
 #include "tests/support/pg_server.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -68,7 +69,7 @@ BOOST_FIXTURE_TEST_SUITE(pg_store, fixture)
 
 BOOST_AUTO_TEST_CASE(creates_appends_and_loads) {
   auto store = open();
-  BOOST_TEST(store->schema_version() == 1);
+  BOOST_TEST(store->schema_version() == 2);
   new_session ns;
   ns.title = "first";
   ns.metadata_json = R"({"a":1})";
@@ -304,13 +305,44 @@ BOOST_AUTO_TEST_CASE(migrations_are_versioned_and_a_newer_schema_refused) {
   auto m = pg_session_store::migrate(o);
   BOOST_REQUIRE_MESSAGE(m.ok(), m.error);
   BOOST_TEST(m->first == 0);
-  BOOST_TEST(m->second == 1);
-  BOOST_TEST(steps.size() == 1u);
+  BOOST_TEST(m->second == 2);
+  BOOST_TEST(steps.size() == 2u);
   // Again: nothing to do.
   m = pg_session_store::migrate(o);
-  BOOST_TEST(m->first == 1);
-  BOOST_TEST(steps.size() == 1u);
+  BOOST_TEST(m->first == 2);
+  BOOST_TEST(steps.size() == 2u);
   BOOST_TEST(pg_session_store::open(o).ok());
+  // A database of version 1 (before per-user state) gets step 2 only, and
+  // keeps its sessions.
+  {
+    auto s = pg_session_store::open(o);
+    BOOST_REQUIRE(s.ok());
+    new_session ns;
+    ns.id = "kept";
+    BOOST_REQUIRE((*s)->create_session(ns).ok());
+  }
+  pg.psql(db, "DROP TABLE mibyan_user_state; DROP SEQUENCE "
+              "mibyan_user_state_versions; UPDATE mibyan_schema SET "
+              "version = 1");
+  steps.clear();
+  m = pg_session_store::migrate(o);
+  BOOST_REQUIRE_MESSAGE(m.ok(), m.error);
+  BOOST_TEST(m->first == 1);
+  BOOST_REQUIRE(steps.size() == 1u);
+  BOOST_TEST(steps[0].first == 1);
+  BOOST_TEST(steps[0].second == 2);
+  {
+    auto s = pg_session_store::open(o);
+    BOOST_REQUIRE(s.ok());
+    BOOST_TEST((*s)->get_session("kept").ok());
+    auto us = open_user_state_store(**s);
+    BOOST_REQUIRE_MESSAGE(us.ok(), us.error);
+    user_doc_write w;
+    w.name = "MEMORY.md";
+    w.bytes = "after the migration";
+    w.expected = 0;
+    BOOST_TEST((*us)->write(user_state_kind::memory, {w}).ok());
+  }
   pg.psql(db, "UPDATE mibyan_schema SET version = 99");
   r = pg_session_store::open(options());
   BOOST_TEST(r.code == status_code::data_corrupt);
@@ -335,7 +367,7 @@ BOOST_AUTO_TEST_CASE(concurrent_migrations_run_once) {
   for (auto& t : ts)
     t.join();
   BOOST_TEST(ok == 4);
-  BOOST_TEST(stepped == 1);
+  BOOST_TEST(stepped == 2);
 }
 
 BOOST_AUTO_TEST_CASE(two_gateways_append_to_one_session_without_loss) {

@@ -278,6 +278,159 @@ BOOST_AUTO_TEST_CASE(a_slow_stream_gets_keep_alive_comments) {
   BOOST_CHECK(contains(r, "slow raw answer"));
 }
 
+namespace {
+
+std::string with_key(const std::string& key) {
+  return "Content-Type: application/json\r\nIdempotency-Key: " + key
+         + "\r\n";
+}
+
+// The provider refuses once (400, not retried): that turn fails.
+void script_refusal(responses_fixture& f) {
+  f.provider.script(R"({"path":"/v1/chat/completions","status":400,)"
+                    R"("body":"{\"error\":{\"message\":\"refused\"}}"})");
+}
+
+size_t count_user(const json::value& session, const std::string& text) {
+  size_t n = 0;
+  auto msgs = session.find("messages");
+  BOOST_REQUIRE(msgs != nullptr && msgs->is_array());
+  for (auto& m : msgs->as_array())
+    n += m.get_string("role", "") == "user"
+             && contains(m.get_string("content", ""), text)
+           ? 1
+           : 0;
+  return n;
+}
+
+} // namespace
+
+// docs/serve.md, "Idempotent responses".
+BOOST_AUTO_TEST_CASE(an_idempotency_key_replays_the_stored_response) {
+  auto sp = start();
+  auto port = sp->port;
+  script(reply("the answer, once"));
+  const std::string body = R"({"input":"pay order 42"})";
+  auto r1 = http(port, "POST", "/v1/responses", body, with_key("order-42"));
+  BOOST_REQUIRE_EQUAL(status_of(r1), 200);
+  auto b1 = body_of(r1);
+  auto id = b1.get_string("id", "");
+  auto sid = b1["mibyan"].get_string("session_id", "");
+  BOOST_REQUIRE(!id.empty() && !sid.empty());
+  BOOST_CHECK(!b1["mibyan"].get_bool("replayed", false));
+  BOOST_CHECK(contains(b1.dump(), "the answer, once"));
+  BOOST_CHECK_EQUAL(provider_requests().size(), 1u);
+  // Sent again: the same response object, no model call.
+  auto r2 = http(port, "POST", "/v1/responses", body, with_key("order-42"));
+  BOOST_REQUIRE_EQUAL(status_of(r2), 200);
+  auto b2 = body_of(r2);
+  BOOST_CHECK_EQUAL(b2.get_string("id", ""), id);
+  BOOST_CHECK(b2["mibyan"].get_bool("replayed", false));
+  BOOST_CHECK_EQUAL(b2["output"].dump(), b1["output"].dump());
+  BOOST_CHECK(contains(r2, "X-Mibyan-Session: " + sid));
+  // Streamed: the stored response's events.
+  auto r3 = http(port, "POST", "/v1/responses",
+                 R"({"input":"pay order 42","stream":true})",
+                 with_key("order-42"));
+  BOOST_CHECK(contains(r3, "text/event-stream"));
+  BOOST_CHECK(contains(r3, "event: response.created"));
+  BOOST_CHECK(contains(r3, "event: response.output_text.delta"));
+  BOOST_CHECK(contains(r3, "event: response.completed"));
+  BOOST_CHECK(contains(r3, "the answer, once"));
+  BOOST_CHECK(contains(r3, id));
+  BOOST_CHECK_EQUAL(provider_requests().size(), 1u);
+  // The session holds the prompt once; GET finds the response.
+  auto session = body_of(http(port, "GET", "/v1/sessions/" + sid));
+  BOOST_CHECK_EQUAL(count_user(session, "pay order 42"), 1u);
+  BOOST_CHECK_EQUAL(status_of(http(port, "GET", "/v1/responses/" + id)), 200);
+  // Another key is another turn.
+  script(reply("a second order"));
+  auto r4 = body_of(
+    http(port, "POST", "/v1/responses", body, with_key("order-43")));
+  BOOST_CHECK_NE(r4.get_string("id", ""), id);
+  BOOST_CHECK(contains(r4.dump(), "a second order"));
+  BOOST_CHECK_EQUAL(provider_requests().size(), 2u);
+  // Malformed keys: 400 bad_idempotency_key, nothing runs.
+  check_error(http(port, "POST", "/v1/responses", body, with_key("a b")), 400,
+              "bad_idempotency_key");
+  check_error(http(port, "POST", "/v1/responses", body,
+                   with_key(std::string(201, 'k'))),
+              400, "bad_idempotency_key");
+  check_error(http(port, "POST", "/v1/responses", body,
+                   with_key("caf\xc3\xa9")),
+              400, "bad_idempotency_key");
+  BOOST_CHECK_EQUAL(provider_requests().size(), 2u);
+  // store: false keeps nothing to replay: the key is ignored.
+  script(reply("stateless"), 0, 2);
+  auto s1 = body_of(http(port, "POST", "/v1/responses",
+                         R"({"input":"x","store":false})", with_key("ns")));
+  auto s2 = body_of(http(port, "POST", "/v1/responses",
+                         R"({"input":"x","store":false})", with_key("ns")));
+  BOOST_CHECK_NE(s1.get_string("id", ""), s2.get_string("id", ""));
+  BOOST_CHECK_EQUAL(provider_requests().size(), 4u);
+  // A key whose first attempt still runs: 409, nothing runs twice.
+  script(reply("slow keyed"), 3000);
+  std::string slow;
+  std::thread t([&] {
+    slow = http(port, "POST", "/v1/responses", R"({"input":"slow"})",
+                with_key("slow-1"));
+  });
+  wait_for_provider_requests(5);
+  auto busy = http(port, "POST", "/v1/responses", R"({"input":"slow"})",
+                   with_key("slow-1"));
+  check_error(busy, 409, "response_in_progress");
+  BOOST_CHECK(contains(busy, "Retry-After: 1"));
+  t.join();
+  BOOST_CHECK(contains(slow, "slow keyed"));
+  BOOST_CHECK_EQUAL(provider_requests().size(), 5u);
+  // A restarted server (the store) still replays it.
+  BOOST_REQUIRE_EQUAL(sp->stop(), 0);
+  auto sp2 = start();
+  auto r5 = body_of(
+    http(sp2->port, "POST", "/v1/responses", body, with_key("order-42")));
+  BOOST_CHECK_EQUAL(r5.get_string("id", ""), id);
+  BOOST_CHECK(r5["mibyan"].get_bool("replayed", false));
+}
+
+BOOST_AUTO_TEST_CASE(a_key_whose_turn_failed_resumes_it_when_sent_again) {
+  auto sp = start();
+  auto port = sp->port;
+  // A continuation that fails: the response says failed; the user message
+  // is stored. Sent again with the same key, the turn resumes in the same
+  // session (not a branch) without storing the message twice.
+  script(reply("first answer"));
+  auto first = body_of(create(port, R"({"input":"remember HERON"})"));
+  auto prev = first.get_string("id", "");
+  auto sid = first["mibyan"].get_string("session_id", "");
+  BOOST_REQUIRE(!prev.empty() && !sid.empty());
+  const std::string body =
+    R"({"input":"which bird?","previous_response_id":")" + prev + "\"}";
+  script_refusal(*this);
+  auto failed = body_of(
+    http(port, "POST", "/v1/responses", body, with_key("bird-1")));
+  BOOST_CHECK_EQUAL(failed.get_string("status", ""), "failed");
+  BOOST_CHECK_EQUAL(failed["mibyan"].get_string("session_id", ""), sid);
+  script(reply("HERON"));
+  auto again = body_of(
+    http(port, "POST", "/v1/responses", body, with_key("bird-1")));
+  BOOST_CHECK_EQUAL(again.get_string("status", ""), "completed");
+  BOOST_CHECK_EQUAL(again.get_string("id", ""), failed.get_string("id", ""));
+  BOOST_CHECK(!again["mibyan"].get_bool("replayed", false));
+  BOOST_CHECK(contains(again.dump(), "HERON"));
+  BOOST_CHECK_EQUAL(again["mibyan"].get_string("session_id", ""), sid);
+  auto session = body_of(http(port, "GET", "/v1/sessions/" + sid));
+  BOOST_CHECK_EQUAL(count_user(session, "which bird?"), 1u);
+  // The model saw the history once and the question once.
+  auto last = provider_requests().back().dump();
+  BOOST_CHECK(contains(last, "remember HERON"));
+  // Now answered: a third send replays it.
+  auto third = body_of(
+    http(port, "POST", "/v1/responses", body, with_key("bird-1")));
+  BOOST_CHECK(third["mibyan"].get_bool("replayed", false));
+  BOOST_CHECK(contains(third.dump(), "HERON"));
+  BOOST_CHECK_EQUAL(provider_requests().size(), 3u);
+}
+
 // -- the wire format (serve/responses.hpp) ------------------------------------
 
 namespace {

@@ -17,6 +17,7 @@
 #include "storage/postgres/pg_session_store.hpp"
 #include "storage/prompt_store.hpp"
 #include "storage/session_store.hpp"
+#include "storage/user_state_store.hpp"
 #include "tests/support/pg_server.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -168,6 +169,46 @@ void fill_side_records(std::shared_ptr<session_store> store, int n) {
       BOOST_REQUIRE_MESSAGE(st.ok(), st.error);
     }
   }
+  // The per-user state (storage/user_state_store.hpp): 7 documents.
+  auto us = open_user_state_store(*store);
+  BOOST_REQUIRE_MESSAGE(us.ok(), us.error);
+  auto put = [&](user_state_kind k, std::string name, std::string bytes) {
+    user_doc_write w;
+    w.name = std::move(name);
+    w.bytes = std::move(bytes);
+    auto r = (*us)->write(k, {w});
+    BOOST_REQUIRE_MESSAGE(r.ok(), r.error);
+  };
+  put(user_state_kind::memory, "MEMORY.md", "Uses tabs.\n§\nDeploys on Fridays \xc3\xa9\n");
+  put(user_state_kind::memory, "USER.md", "Name: Ada.\n");
+  put(user_state_kind::skill, "pets/pixel-care/SKILL.md",
+      "---\nname: pixel-care\ndescription: d\n---\nFeed PIXEL.\n");
+  put(user_state_kind::skill, "pets/pixel-care/assets/icon.bin",
+      std::string{"\0\x01\xff\x80", 4});
+  put(user_state_kind::skill, "deploy/SKILL.md",
+      "---\nname: deploy\ndescription: d\n---\nShip it.\n");
+  put(user_state_kind::allowlist, "recursive rm", "");
+  put(user_state_kind::allowlist, "git push --force", "");
+}
+
+// Both stores hold the same per-user documents (names and bytes).
+void expect_same_user_state(session_store& a, session_store& b) {
+  auto ua = open_user_state_store(a);
+  auto ub = open_user_state_store(b);
+  BOOST_REQUIRE(ua.ok() && ub.ok());
+  size_t docs = 0;
+  for (auto k : user_state_kinds()) {
+    auto da = (*ua)->list(k, true);
+    auto db = (*ub)->list(k, true);
+    BOOST_REQUIRE(da.ok() && db.ok());
+    BOOST_REQUIRE_EQUAL(da->size(), db->size());
+    for (size_t i = 0; i < da->size(); ++i) {
+      BOOST_TEST((*da)[i].name == (*db)[i].name);
+      BOOST_TEST((*da)[i].bytes == (*db)[i].bytes);
+    }
+    docs += da->size();
+  }
+  BOOST_TEST(docs == 7u);
 }
 
 // The side records of `a` and `b` are the same (responses point at the
@@ -336,8 +377,10 @@ BOOST_AUTO_TEST_CASE(round_trip_lmdb_postgres_lmdb) {
     std::shared_ptr<session_store> b = postgres(db);
     expect_same(*a, *b, n);
     expect_same_side_records(a, b, n);
+    expect_same_user_state(*a, *b);
     BOOST_TEST(b->verify(true).ok(), b->verify(true).error);
   }
+  BOOST_TEST(contains(r.out, " 7 user state documents in "), r.out);
   // Again: nothing new.
   r = test::run_mibyan({"store", "copy", "--from", "lmdb:" + src_dir,
                         "--to", "postgres:" + pg.url(db)},
@@ -346,6 +389,7 @@ BOOST_AUTO_TEST_CASE(round_trip_lmdb_postgres_lmdb) {
   BOOST_TEST(contains(r.out, "0 new, 0 completed, " + std::to_string(n)
                                + " unchanged"),
              r.out);
+  BOOST_TEST(contains(r.out, " 0 user state documents in "), r.out);
   BOOST_TEST(*postgres(db)->message_count() == *lmdb(src_dir)->message_count());
   // And back into a new LMDB store.
   auto back_dir = home / "back";
@@ -362,6 +406,7 @@ BOOST_AUTO_TEST_CASE(round_trip_lmdb_postgres_lmdb) {
   std::shared_ptr<session_store> c = lmdb(back_dir);
   expect_same(*a, *c, n);
   expect_same_side_records(a, c, n);
+  expect_same_user_state(*a, *c);
   BOOST_TEST(c->verify(true).ok(), c->verify(true).error);
 }
 
@@ -433,7 +478,7 @@ BOOST_AUTO_TEST_CASE(bad_endpoints_exit_2_with_one_line) {
   BOOST_TEST(contains(r.err, "unknown backend 'sqlite'"), r.err);
   r = test::run_mibyan({"store", "migrate", "--url", pg.url(db)}, po);
   BOOST_TEST(r.exit_code == 0, r.err);
-  BOOST_TEST(contains(r.out, "migrated schema version 0 to 1"), r.out);
+  BOOST_TEST(contains(r.out, "migrated schema version 0 to 2"), r.out);
   r = test::run_mibyan({"store", "migrate", "--url", pg.url(db)}, po);
   BOOST_TEST(contains(r.out, "schema is current"), r.out);
 }
@@ -464,7 +509,7 @@ BOOST_AUTO_TEST_CASE(start_up_refuses_a_bad_store_in_one_line) {
   BOOST_TEST(contains(r.err, "mibyan store migrate"), r.err);
   r = test::run_mibyan({"store", "migrate"}, po);
   BOOST_TEST(r.exit_code == 0, r.out + r.err);
-  BOOST_TEST(contains(r.out, "migrated schema version 0 to 1"), r.out);
+  BOOST_TEST(contains(r.out, "migrated schema version 0 to 2"), r.out);
   pg.psql(db, "UPDATE mibyan_schema SET version = 7");
   r = test::run_mibyan({"serve", "--listen", "127.0.0.1:0"}, po);
   BOOST_TEST(r.exit_code == 2, r.out + r.err);

@@ -81,6 +81,17 @@ CREATE TABLE mibyan_checkpoints (
   seq bigint NOT NULL,
   bytes bytea NOT NULL);
 )sql",
+  // 2: per-user state shared by the gateways (storage/user_state_store.hpp).
+  R"sql(
+CREATE SEQUENCE mibyan_user_state_versions;
+CREATE TABLE mibyan_user_state (
+  kind smallint NOT NULL,
+  name text COLLATE "C" NOT NULL,
+  version bigint NOT NULL,
+  updated_at_ms bigint NOT NULL,
+  bytes bytea NOT NULL,
+  PRIMARY KEY (kind, name));
+)sql",
 };
 
 static_assert(sizeof steps / sizeof steps[0] == schema_version_current,

@@ -25,7 +25,11 @@
 //                     session_id -> hash (storage/prompt_store.hpp)
 //   mibyan_checkpoints session_id -> seq, bytes (the latest kernel
 //                     checkpoint, storage/checkpoint_store.hpp)
-//   The last three are keyed by session id without a foreign key (their
+//   mibyan_user_state (kind, name) -> version (from the sequence
+//                     mibyan_user_state_versions), updated_at_ms, bytes:
+//                     memory, skills and allowlist grants shared by the
+//                     gateways (storage/user_state_store.hpp; version 2)
+//   The prompts, checkpoints and leases are keyed by session id without a foreign key (their
 //   owners may write before the session row exists); delete_session
 //   removes them in its transaction.
 //
@@ -41,7 +45,7 @@
 namespace mibyan::pg {
 
 /// The schema this build writes.
-constexpr int schema_version_current = 1;
+constexpr int schema_version_current = 2;
 
 /// The version recorded in the database (0 when it has no Mibyan tables).
 result<int> read_schema_version(connection& c);

@@ -7,6 +7,8 @@
 //                                                    mibyan_session_prompts
 //   checkpoint_store  (storage/checkpoint_store.hpp) mibyan_checkpoints
 //   session_lease_store (storage/session_lease.hpp)  mibyan_leases
+//   user_state_store (storage/user_state_store.hpp)  mibyan_user_state
+//                                                    (not per session)
 // pg_session_store::delete_session removes a session's rows of all three
 // kinds in its own transaction (no delete hook needed).
 //
@@ -26,6 +28,7 @@ class pg_session_store;
 class prompt_store;
 class checkpoint_store;
 class session_lease_store;
+class user_state_store;
 
 store_result<std::unique_ptr<prompt_store>>
 open_pg_prompt_store(pg_session_store& store);
@@ -41,5 +44,8 @@ open_pg_checkpoint_store(pg_session_store& store,
 store_result<std::shared_ptr<session_lease_store>>
 open_pg_session_leases(pg_session_store& store,
                        std::function<int64_t()> now_ms = nullptr);
+
+store_result<std::unique_ptr<user_state_store>>
+open_pg_user_state(pg_session_store& store);
 
 } // namespace mibyan

@@ -2,7 +2,9 @@
 //
 // `mibyan store copy`: moves every session with its messages, approvals,
 // usage counters, stored responses, system prompt and latest kernel
-// checkpoint, and every scheduled job with its run history, from one
+// checkpoint, every scheduled job with its run history, and the per-user
+// state (memory, skills, allowlist grants: storage/user_state_store.hpp)
+// from one
 // session store to another (LMDB to PostgreSQL or back; docs/storage.md,
 // "Copying between backends").
 //
@@ -32,6 +34,7 @@
 #include "storage/checkpoint_store.hpp"
 #include "storage/prompt_store.hpp"
 #include "storage/session_store.hpp"
+#include "storage/user_state_store.hpp"
 
 namespace mibyan {
 
@@ -46,6 +49,8 @@ struct store_copy_report {
   size_t responses_copied = 0;
   size_t prompts_copied = 0;
   size_t checkpoints_copied = 0;
+  /// Per-user documents written to the destination (new or changed).
+  size_t user_docs_copied = 0;
   /// "id: why" for every session that differs between the stores.
   std::vector<std::string> conflicts;
   /// Sessions in the destination that the source does not have.
@@ -61,6 +66,8 @@ struct store_copy_sides {
   prompt_store* dst_prompts = nullptr;
   checkpoint_store* src_checkpoints = nullptr;
   checkpoint_store* dst_checkpoints = nullptr;
+  user_state_store* src_user_state = nullptr;
+  user_state_store* dst_user_state = nullptr;
 };
 
 namespace store_copy_detail {
@@ -444,6 +451,52 @@ copy_store(Src& src, Dst& dst,
         return res::failure(st.code, "copy: run " + it->id + ": "
                                        + st.error);
       ++rep.runs_copied;
+    }
+  }
+  // Per-user state: each document the destination lacks or holds with
+  // other bytes is written there, kind by kind in one batch per 256
+  // documents; documents only the destination has are kept (the copy never
+  // deletes).
+  if (sides.src_user_state != nullptr && sides.dst_user_state != nullptr) {
+    for (auto kind : user_state_kinds()) {
+      auto docs = sides.src_user_state->list(kind, true);
+      if (!docs)
+        return res::failure(docs.code, "copy: source: " + docs.error);
+      auto have = sides.dst_user_state->list(kind, true);
+      if (!have)
+        return res::failure(have.code, "copy: destination: " + have.error);
+      std::map<std::string, const user_doc*> dst_docs;
+      for (auto& d : *have)
+        dst_docs[d.name] = &d;
+      std::vector<user_doc_write> batch;
+      auto flush = [&]() -> store_status {
+        if (batch.empty())
+          return {};
+        auto w = sides.dst_user_state->write(kind, batch);
+        if (!w)
+          return w.get_status();
+        rep.user_docs_copied += batch.size();
+        batch.clear();
+        return {};
+      };
+      for (auto& d : *docs) {
+        auto it = dst_docs.find(d.name);
+        if (it != dst_docs.end() && it->second->bytes == d.bytes)
+          continue;
+        user_doc_write w;
+        w.name = d.name;
+        w.bytes = d.bytes;
+        w.expected = it == dst_docs.end() ? 0 : it->second->version;
+        batch.push_back(std::move(w));
+        if (batch.size() == 256)
+          if (auto st = flush(); !st)
+            return res::failure(st.code, std::string{"copy: "}
+                                           + to_string(kind) + ": "
+                                           + st.error);
+      }
+      if (auto st = flush(); !st)
+        return res::failure(st.code, std::string{"copy: "} + to_string(kind)
+                                       + ": " + st.error);
     }
   }
   if (progress)

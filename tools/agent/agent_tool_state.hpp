@@ -26,6 +26,7 @@
 namespace mibyan {
 
 class session_store;
+class user_state_store;     // storage/user_state_store.hpp
 class cron_service;
 struct client_file_access; // tools/client_files.hpp
 class tool_registry;        // tools/registry.hpp
@@ -50,6 +51,11 @@ public:
   /// The session store (null when it could not be opened). Set once by the
   /// runtime before any tool call.
   std::shared_ptr<session_store> store;
+  /// Per-user state shared by every gateway over one store (memory,
+  /// skills; docs/storage.md, "Per-user state"): set once by the runtime
+  /// before any tool call when the store is shared (PostgreSQL); null =
+  /// the files of $MIBYAN_HOME.
+  std::shared_ptr<user_state_store> user_state;
   /// The verbs of scheduled jobs (cron/cron_service.hpp) for the cronjob
   /// tool; set once by the runtime before any tool call (never null in a
   /// runtime; null in unit tests that build the state alone).

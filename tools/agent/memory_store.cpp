@@ -7,7 +7,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/log.hpp"
 #include "config/options.hpp"
+#include "storage/user_state_store.hpp"
 #include "tools/file_io.hpp"
 #include "tools/file_lock.hpp"
 #include "tools/tool.hpp"
@@ -87,18 +89,23 @@ std::string join_memory(const std::vector<std::string>& entries) {
   return out;
 }
 
-std::vector<std::string> read_memory_entries(const std::string& path) {
+std::string memory_doc_name(const std::string& target) {
+  if (target == "memory")
+    return "MEMORY.md";
+  if (target == "user")
+    return "USER.md";
+  return {};
+}
+
+std::vector<std::string> split_memory_entries(const std::string& text) {
   std::vector<std::string> out;
-  auto text = read_whole_file(path, max_memory_file_bytes);
-  if (!text)
-    return out;
   std::string sep = memory_separator;
   size_t pos = 0;
-  while (pos <= text->size()) {
-    auto next = text->find(sep, pos);
-    auto piece = strings::trim(text->substr(pos, next == std::string::npos
-                                               ? std::string::npos
-                                               : next - pos));
+  while (pos <= text.size()) {
+    auto next = text.find(sep, pos);
+    auto piece = strings::trim(text.substr(pos, next == std::string::npos
+                                              ? std::string::npos
+                                              : next - pos));
     if (!piece.empty())
       out.push_back(piece);
     if (next == std::string::npos)
@@ -106,6 +113,13 @@ std::vector<std::string> read_memory_entries(const std::string& path) {
     pos = next + sep.size();
   }
   return out;
+}
+
+std::vector<std::string> read_memory_entries(const std::string& path) {
+  auto text = read_whole_file(path, max_memory_file_bytes);
+  if (!text)
+    return {};
+  return split_memory_entries(*text);
 }
 
 status check_memory_content(const std::string& text) {
@@ -145,9 +159,163 @@ status check_memory_content(const std::string& text) {
   return {};
 }
 
+namespace {
+
+// The outcome of applying ops to a list of entries: `error` is null when
+// they apply; then `entries` is the new list.
+struct memory_plan {
+  json::value error;
+  std::vector<std::string> entries;
+  std::vector<std::string> notes;
+  size_t chars = 0;
+};
+
+memory_plan plan_memory_ops(const std::vector<memory_op>& ops,
+                            const std::vector<std::string>& before,
+                            size_t limit) {
+  memory_plan p;
+  auto fail = [&](std::string message) {
+    p.error = failure(std::move(message), before, limit);
+    return p;
+  };
+  auto& entries = p.entries;
+  entries = before;
+  for (auto& op : ops) {
+    auto content = strings::trim(op.content);
+    if (op.action == "add") {
+      if (content.empty())
+        return fail("Content cannot be empty.");
+      if (auto safe = check_memory_content(content); !safe.ok())
+        return fail(safe.error);
+      if (std::find(entries.begin(), entries.end(), content) != entries.end()) {
+        p.notes.push_back("Entry already exists (no duplicate added).");
+        continue;
+      }
+      entries.push_back(content);
+      continue;
+    }
+    if (op.action != "replace" && op.action != "remove")
+      return fail("Unknown action '" + op.action
+                  + "': use add, replace or remove.");
+    auto old_text = strings::trim(op.old_text);
+    if (old_text.empty())
+      return fail("old_text is required for " + op.action
+                  + ": a substring of the entry to change.");
+    std::vector<size_t> hits;
+    std::vector<std::string> distinct;
+    for (size_t i = 0; i < entries.size(); ++i)
+      if (entries[i].find(old_text) != std::string::npos) {
+        hits.push_back(i);
+        if (std::find(distinct.begin(), distinct.end(), entries[i])
+            == distinct.end())
+          distinct.push_back(entries[i]);
+      }
+    if (hits.empty())
+      return fail("No entry matched '" + old_text + "'.");
+    if (distinct.size() > 1)
+      return fail("Multiple entries matched '" + old_text
+                  + "'. Be more specific.");
+    if (op.action == "remove") {
+      for (auto i = hits.rbegin(); i != hits.rend(); ++i)
+        entries.erase(entries.begin() + static_cast<std::ptrdiff_t>(*i));
+      continue;
+    }
+    if (content.empty())
+      return fail("content is required for replace (use remove to delete "
+                  "an entry).");
+    if (auto safe = check_memory_content(content); !safe.ok())
+      return fail(safe.error);
+    entries[hits.front()] = content;
+    for (size_t k = hits.size(); k-- > 1;)
+      entries.erase(entries.begin() + static_cast<std::ptrdiff_t>(hits[k]));
+  }
+  p.chars = utf8_length(join_memory(entries));
+  if (p.chars > limit)
+    return fail("Memory at " + with_commas(utf8_length(join_memory(before)))
+                + "/" + with_commas(limit) + " chars; this change would make it "
+                + with_commas(p.chars)
+                + ". Consolidate first: replace or remove existing entries "
+                  "(merge related ones, drop stale ones), then retry.");
+  return p;
+}
+
+json::value memory_success(const std::string& target,
+                           const std::vector<memory_op>& ops,
+                           const memory_plan& p, size_t limit) {
+  json::value r;
+  r["success"] = true;
+  r["done"] = true;
+  r["target"] = target;
+  r["usage"] = usage_text(p.chars, limit);
+  r["entry_count"] = static_cast<int64_t>(p.entries.size());
+  std::string msg;
+  if (ops.size() == 1)
+    msg = ops[0].action == "add"
+            ? (p.notes.empty() ? "Entry added." : p.notes.front())
+            : ops[0].action == "replace" ? "Entry replaced." : "Entry removed.";
+  else
+    msg = std::to_string(ops.size()) + " operations applied.";
+  r["message"] = msg;
+  r["note"] = "The write is complete and saved; do not repeat it. It shows "
+              "in the system prompt from the next session on.";
+  return r;
+}
+
+// The shared store's side of apply_memory_ops: read the document, apply,
+// compare-and-set; another gateway's write in between makes it start over.
+json::value apply_shared(user_state_store& us, const std::string& target,
+                         const std::vector<memory_op>& ops, size_t limit) {
+  auto name = memory_doc_name(target);
+  constexpr int max_attempts = 16;
+  for (int attempt = 0; attempt < max_attempts; ++attempt) {
+    auto doc = us.get(user_state_kind::memory, name);
+    if (!doc && doc.code != status_code::not_found)
+      return error_result("cannot read the memory from the shared store ("
+                          + doc.error + "); nothing was changed"
+                          + (is_retryable(doc.code)
+                               ? std::string{"; retry later"}
+                               : std::string{}));
+    std::vector<std::string> before;
+    uint64_t version = 0;
+    if (doc) {
+      before = split_memory_entries(doc->bytes);
+      version = doc->version;
+    }
+    auto p = plan_memory_ops(ops, before, limit);
+    if (!p.error.is_null())
+      return p.error;
+    if (p.entries == before)
+      return memory_success(target, ops, p, limit);
+    user_doc_write w;
+    w.name = name;
+    w.expected = version;
+    if (p.entries.empty()) {
+      w.erase = true;
+    } else {
+      w.bytes = join_memory(p.entries) + "\n";
+    }
+    auto wrote = us.write(user_state_kind::memory, {w});
+    if (wrote)
+      return memory_success(target, ops, p, limit);
+    if (wrote.code == status_code::already_exists)
+      continue; // another gateway wrote first: apply to its version
+    return error_result("cannot save the memory to the shared store ("
+                        + wrote.error + "); nothing was changed"
+                        + (is_retryable(wrote.code)
+                             ? std::string{"; retry later"}
+                             : std::string{}));
+  }
+  return error_result("cannot save the memory: it kept changing on other "
+                      "gateways (" + std::to_string(max_attempts)
+                      + " attempts); nothing was changed, retry");
+}
+
+} // namespace
+
 json::value apply_memory_ops(const std::string& home, const options& cfg,
                              const std::string& target,
-                             const std::vector<memory_op>& ops) {
+                             const std::vector<memory_op>& ops,
+                             user_state_store* shared) {
   auto path = memory_file(home, target);
   if (path.empty())
     return error_result("target must be 'memory' or 'user', got '" + target
@@ -161,6 +329,8 @@ json::value apply_memory_ops(const std::string& home, const options& cfg,
     return error_result("Nothing to do: give action (add, replace, remove) "
                         "or operations.");
   auto limit = memory_limit(cfg, target);
+  if (shared != nullptr)
+    return apply_shared(*shared, target, ops, limit);
   auto dir = home + "/memories";
   ::mkdir(home.c_str(), 0700);
   if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
@@ -171,100 +341,21 @@ json::value apply_memory_ops(const std::string& home, const options& cfg,
   if (!lock.error().empty())
     return error_result(lock.error());
   auto before = read_memory_entries(path);
-  auto entries = before;
-  std::vector<std::string> notes;
-  for (auto& op : ops) {
-    auto content = strings::trim(op.content);
-    if (op.action == "add") {
-      if (content.empty())
-        return failure("Content cannot be empty.", before, limit);
-      if (auto safe = check_memory_content(content); !safe.ok())
-        return failure(safe.error, before, limit);
-      if (std::find(entries.begin(), entries.end(), content) != entries.end()) {
-        notes.push_back("Entry already exists (no duplicate added).");
-        continue;
-      }
-      entries.push_back(content);
-      continue;
-    }
-    if (op.action != "replace" && op.action != "remove")
-      return failure("Unknown action '" + op.action
-                       + "': use add, replace or remove.",
-                     before, limit);
-    auto old_text = strings::trim(op.old_text);
-    if (old_text.empty())
-      return failure("old_text is required for " + op.action
-                       + ": a substring of the entry to change.",
-                     before, limit);
-    std::vector<size_t> hits;
-    std::vector<std::string> distinct;
-    for (size_t i = 0; i < entries.size(); ++i)
-      if (entries[i].find(old_text) != std::string::npos) {
-        hits.push_back(i);
-        if (std::find(distinct.begin(), distinct.end(), entries[i])
-            == distinct.end())
-          distinct.push_back(entries[i]);
-      }
-    if (hits.empty())
-      return failure("No entry matched '" + old_text + "'.", before, limit);
-    if (distinct.size() > 1)
-      return failure("Multiple entries matched '" + old_text
-                       + "'. Be more specific.",
-                     before, limit);
-    if (op.action == "remove") {
-      for (auto i = hits.rbegin(); i != hits.rend(); ++i)
-        entries.erase(entries.begin() + static_cast<std::ptrdiff_t>(*i));
-      continue;
-    }
-    if (content.empty())
-      return failure("content is required for replace (use remove to delete "
-                     "an entry).",
-                     before, limit);
-    if (auto safe = check_memory_content(content); !safe.ok())
-      return failure(safe.error, before, limit);
-    entries[hits.front()] = content;
-    for (size_t k = hits.size(); k-- > 1;)
-      entries.erase(entries.begin() + static_cast<std::ptrdiff_t>(hits[k]));
-  }
-  auto joined = join_memory(entries);
-  auto cur = utf8_length(joined);
-  if (cur > limit) {
-    auto r = failure("Memory at " + with_commas(utf8_length(join_memory(before)))
-                       + "/" + with_commas(limit)
-                       + " chars; this change would make it "
-                       + with_commas(cur)
-                       + ". Consolidate first: replace or remove existing "
-                         "entries (merge related ones, drop stale ones), "
-                         "then retry.",
-                     before, limit);
-    return r;
-  }
-  if (entries != before) {
+  auto p = plan_memory_ops(ops, before, limit);
+  if (!p.error.is_null())
+    return p.error;
+  if (p.entries != before) {
+    auto joined = join_memory(p.entries);
     auto out = atomic_write(path, joined.empty() ? joined : joined + "\n");
     if (!out.ok())
       return error_result("cannot write " + path + ": " + out.error);
   }
-  json::value r;
-  r["success"] = true;
-  r["done"] = true;
-  r["target"] = target;
-  r["usage"] = usage_text(cur, limit);
-  r["entry_count"] = static_cast<int64_t>(entries.size());
-  std::string msg;
-  if (ops.size() == 1)
-    msg = ops[0].action == "add"
-            ? (notes.empty() ? "Entry added." : notes.front())
-            : ops[0].action == "replace" ? "Entry replaced." : "Entry removed.";
-  else
-    msg = std::to_string(ops.size()) + " operations applied.";
-  r["message"] = msg;
-  r["note"] = "The write is complete and saved; do not repeat it. It shows "
-              "in the system prompt from the next session on.";
-  return r;
+  return memory_success(target, ops, p, limit);
 }
 
 std::string memory_prompt_snapshot(const std::string& home,
-                                   const options& cfg) {
+                                   const options& cfg,
+                                   const user_state_store* shared) {
   std::string out;
   std::string rule;
   for (int i = 0; i < 46; ++i)
@@ -274,7 +365,16 @@ std::string memory_prompt_snapshot(const std::string& home,
     if ((t == "memory" && !cfg.memory.memory_enabled)
         || (t == "user" && !cfg.memory.user_profile_enabled))
       continue;
-    auto entries = read_memory_entries(memory_file(home, t));
+    std::vector<std::string> entries;
+    if (shared == nullptr) {
+      entries = read_memory_entries(memory_file(home, t));
+    } else if (auto doc = shared->get(user_state_kind::memory,
+                                      memory_doc_name(t))) {
+      entries = split_memory_entries(doc->bytes);
+    } else if (doc.code != status_code::not_found) {
+      MIBYAN_LOG(warning, "memory", "the " << t << " memory is left out of "
+                 "the system prompt: " << doc.error);
+    }
     if (entries.empty())
       continue;
     auto joined = join_memory(entries);
@@ -285,6 +385,26 @@ std::string memory_prompt_snapshot(const std::string& home,
            + rule + "\n" + joined;
   }
   return out;
+}
+
+result<size_t> import_memory_files(const std::string& home,
+                                   user_state_store& shared) {
+  size_t imported = 0;
+  for (const char* target : {"memory", "user"}) {
+    auto entries = read_memory_entries(memory_file(home, target));
+    if (entries.empty())
+      continue;
+    user_doc_write w;
+    w.name = memory_doc_name(target);
+    w.bytes = join_memory(entries) + "\n";
+    w.expected = 0; // only where the store has none
+    auto r = shared.write(user_state_kind::memory, {w});
+    if (r)
+      ++imported;
+    else if (r.code != status_code::already_exists)
+      return result<size_t>{r.get_status()};
+  }
+  return result<size_t>{imported};
 }
 
 } // namespace mibyan

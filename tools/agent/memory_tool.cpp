@@ -1,6 +1,7 @@
 // The memory tool (docs/tools.md, "memory"): add, replace or remove entries
 // of MEMORY.md / USER.md; the file work is tools/agent/memory_store.hpp.
 #include "config/options.hpp"
+#include "tools/agent/agent_tool_state.hpp"
 #include "tools/agent/agent_tools.hpp"
 #include "tools/file_io.hpp"
 #include "tools/agent/memory_store.hpp"
@@ -82,7 +83,9 @@ public:
                               args.get_string("old_text")});
     }
     return apply_memory_ops(mibyan_home_of(ctx), *ctx.cfg,
-                            args.get_string("target"), ops);
+                            args.get_string("target"), ops,
+                            ctx.agent != nullptr ? ctx.agent->user_state.get()
+                                                 : nullptr);
   }
 };
 

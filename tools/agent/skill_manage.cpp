@@ -3,11 +3,16 @@
 // $MIBYAN_HOME/skills only (skills.external_dirs are read-only). Every
 // write is atomic; paths never leave the skill's directory; calls are
 // serialised by a lock file in the skills directory, so concurrent
-// patches from several threads or processes all persist.
+// patches from several threads or processes all persist. With a shared
+// store (tools/agent/skill_sync.hpp) the change is made on the synced local
+// copy and written to the store compare-and-set.
 #include <filesystem>
 
 #include "base/private_file.hpp"
+#include "config/options.hpp"
+#include "tools/agent/agent_tool_state.hpp"
 #include "tools/agent/agent_tools.hpp"
+#include "tools/agent/skill_sync.hpp"
 #include "tools/file_io.hpp"
 #include "tools/file_lock.hpp"
 #include "tools/fuzzy_match.hpp"
@@ -91,10 +96,44 @@ public:
     // (tools/file_lock.hpp), taken before the skill is looked up.
     if (auto made = make_private_dirs(local); !made.ok())
       return error_result(made.error);
-    file_lock lock{local + "/.skill_manage.lock", "the skills directory"};
+    file_lock lock{skills_lock_path(home), "the skills directory"};
     if (!lock.error().empty())
       return error_result(lock.error());
-    auto existing = find_skill(skill_roots(home, *ctx.cfg), name);
+    // A shared store (docs/storage.md, "Per-user state"): bring the local
+    // copy up to date first, and share the change after it.
+    auto* shared = ctx.agent != nullptr ? ctx.agent->user_state.get()
+                                        : nullptr;
+    if (shared != nullptr)
+      if (auto pulled = sync_skills_locked(home, *shared); !pulled)
+        return error_result("cannot read the shared skills (" + pulled.error
+                            + "); nothing was changed"
+                            + (is_retryable(pulled.code) ? "; retry later"
+                                                         : ""));
+    auto r = change(args, action, name, home, local, *ctx.cfg);
+    if (shared == nullptr || !r.get_bool("success", false))
+      return r;
+    auto pushed = sync_skills_locked(home, *shared);
+    if (!pushed)
+      return error_result(
+        "the change to skill '" + name + "' was made on this gateway but "
+        "could not be shared (" + pushed.error + "); it is shared by the "
+        "next skills call once the store is reachable: do not repeat it");
+    for (auto& f : *pushed)
+      if (f.rfind(name + "/", 0) == 0
+          || f.find("/" + name + "/") != std::string::npos)
+        return error_result(
+          "skill '" + name + "' was changed on another gateway at the same "
+          "time; your change was not kept (" + f + " has their version). "
+          "View the skill again and redo the change.");
+    return r;
+  }
+
+private:
+  static json::value change(const json::value& args,
+                            const std::string& action,
+                            const std::string& name, const std::string& home,
+                            const std::string& local, const options& cfg) {
+    auto existing = find_skill(skill_roots(home, cfg), name);
     if (action == "create")
       return create(args, name, local, existing.has_value());
     if (!existing)
@@ -183,7 +222,6 @@ public:
                           "or remove_file.");
   }
 
-private:
   static json::value create(const json::value& args, const std::string& name,
                             const std::string& local, bool exists) {
     if (exists)

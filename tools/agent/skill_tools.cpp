@@ -7,11 +7,25 @@
 #include "tools/agent/agent_tool_state.hpp"
 #include "tools/agent/agent_tools.hpp"
 #include "tools/file_io.hpp"
+#include "tools/agent/skill_sync.hpp"
 #include "tools/agent/skills.hpp"
 
 namespace mibyan {
 
 namespace {
+
+// With a shared store (tools/agent/skill_sync.hpp) the local copy is
+// brought up to date first; a store that cannot be reached leaves the copy
+// as it is, and the result says so ("" when all is well).
+std::string refresh(const tool_context& ctx) {
+  if (ctx.agent == nullptr || !ctx.agent->user_state)
+    return {};
+  auto r = sync_skills(mibyan_home_of(ctx), *ctx.agent->user_state);
+  if (r)
+    return {};
+  return "the shared skills could not be read (" + r.error
+         + "); this is this gateway's copy from its last sync";
+}
 
 json::value strings(const std::vector<std::string>& xs) {
   json::value out = json::value::make_array();
@@ -45,6 +59,7 @@ public:
 
   json::value run(const json::value& args,
                   const tool_context& ctx) const override {
+    auto warning = refresh(ctx);
     auto category = args.get_string("category");
     json::value list = json::value::make_array();
     std::set<std::string> categories;
@@ -68,6 +83,8 @@ public:
                   ? "No skills yet. Create one with skill_manage "
                     "(action=create) when you find a reusable procedure."
                   : "Load a skill with skill_view(name) before using it.";
+    if (!warning.empty())
+      r["warning"] = warning;
     return r;
   }
 };
@@ -100,6 +117,7 @@ public:
   json::value run(const json::value& args,
                   const tool_context& ctx) const override {
     auto name = args.get_string("name");
+    auto warning = refresh(ctx);
     auto roots = skill_roots(mibyan_home_of(ctx), *ctx.cfg);
     auto skill = find_skill(roots, name);
     if (!skill) {
@@ -107,7 +125,8 @@ public:
       for (auto& s : scan_skills(roots))
         names += (names.empty() ? "" : ", ") + s.name;
       return error_result("Skill '" + name + "' not found. Available: "
-                          + (names.empty() ? std::string{"none"} : names));
+                          + (names.empty() ? std::string{"none"} : names)
+                          + (warning.empty() ? "" : " (" + warning + ")"));
     }
     auto file = args.get_string("file_path");
     if (!file.empty()) {
@@ -123,6 +142,8 @@ public:
       r["file_path"] = file;
       r["path"] = *path;
       r["content"] = *text;
+      if (!warning.empty())
+        r["warning"] = warning;
       return r;
     }
     auto text = read_whole_file(skill->skill_md, 4 * max_skill_md_chars);
@@ -145,6 +166,8 @@ public:
     r["required_environment_variables"] = strings(skill->required_env);
     r["usage_hint"] = "Follow the instructions in content. Read a linked "
                       "file with skill_view(name, file_path).";
+    if (!warning.empty())
+      r["warning"] = warning;
     return r;
   }
 };
