@@ -8,6 +8,7 @@
 #include "base/env_filter.hpp"
 #include "base/redact_base64.hpp"
 #include "base/redact_blocks.hpp"
+#include "base/redact_events.hpp"
 #include "base/redact_names.hpp"
 #include "base/redact_normalize.hpp"
 #include "base/redact_shapes.hpp"
@@ -53,6 +54,8 @@ struct redactor::impl {
   // The base64 fragments of the secrets (base/redact_base64.hpp).
   base64_fragment_index fragments;
   std::array<uint8_t, 256> flags{};
+  // Where the scan's rules may start (base/redact_events.hpp).
+  event_finder events;
 
   void build() {
     std::sort(secrets.begin(), secrets.end(),
@@ -70,6 +73,14 @@ struct redactor::impl {
     flags['+'] |= f_join;
     flags['/'] |= f_join;
     flags['\\'] |= f_escape;
+    // The literal starts of the rules that shape() tries at a token
+    // start; every rule at a non-token byte is a rule byte of the finder.
+    for (auto p : key_prefixes())
+      events.add_prefix(p);
+    events.add_prefix("-----"); // pem
+    events.add_prefix("eyJ");   // jwt
+    events.add_prefix("bearer", true);
+    events.add_prefix("password"); // netrc_password
   }
 
   /// Appends the matches in `s` to `out` in scanning order (a match may
@@ -411,6 +422,14 @@ bool redactor::impl::scan(std::string_view s, int depth,
   size_t floor = 0;      // end of the last match
   size_t blob_done = 0;  // end of the last base64 run examined
   while (i < n) {
+    if (i != next_lit && (i == 0 || !tok_byte(s[i - 1]) || !tok_byte(s[i]))) {
+      // Skip to where a rule may start: the loop below would pass over
+      // the bytes in between without a match.
+      i = events.next(s, i, std::min(n, next_lit),
+                      depth > 0 ? none : blob_done);
+      if (i >= n)
+        break;
+    }
     auto c = static_cast<unsigned char>(s[i]);
     bool matched = false;
     if (tok_byte(static_cast<char>(c))) {

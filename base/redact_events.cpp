@@ -1,0 +1,184 @@
+#include "base/redact_events.hpp"
+
+#include <algorithm>
+
+#include "base/redact_names.hpp"
+
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
+namespace mibyan::redact_detail {
+
+namespace {
+
+constexpr uint8_t k_tok = 1;  // [A-Za-z0-9_-]
+constexpr uint8_t k_rule = 2; // = : + / backslash
+
+struct class_table {
+  uint8_t t[256] = {};
+  constexpr class_table() {
+    for (int c = 0; c < 256; ++c) {
+      char ch = static_cast<char>(c);
+      if (is_tok(ch))
+        t[c] = k_tok;
+      else if (ch == '=' || ch == ':' || ch == '+' || ch == '/' || ch == '\\')
+        t[c] = k_rule;
+    }
+  }
+};
+constexpr class_table classes{};
+
+struct masks {
+  uint64_t tok = 0;
+  uint64_t rule = 0;
+};
+
+// Bit k of the masks describes p[k], for k < len (<= 64); higher bits 0.
+masks classify_bytes(const unsigned char* p, size_t len) {
+  masks m;
+  for (size_t k = 0; k < len; ++k) {
+    uint8_t c = classes.t[p[k]];
+    m.tok |= static_cast<uint64_t>(c & k_tok) << k;
+    m.rule |= static_cast<uint64_t>((c & k_rule) >> 1) << k;
+  }
+  return m;
+}
+
+#ifdef __SSE2__
+// The same for 16 bytes: range checks on bytes biased by 0x80 (SSE2 has
+// only signed compares), so bytes from 0x80 are never token bytes.
+inline void classify16(__m128i v, uint32_t& tok, uint32_t& rule) {
+  auto eq = [&](char c) { return _mm_cmpeq_epi8(v, _mm_set1_epi8(c)); };
+  __m128i digit = _mm_cmplt_epi8(
+    _mm_add_epi8(v, _mm_set1_epi8(static_cast<char>(0x80 - '0'))),
+    _mm_set1_epi8(static_cast<char>(0x80 + 10)));
+  __m128i folded = _mm_or_si128(v, _mm_set1_epi8(0x20));
+  __m128i alpha = _mm_cmplt_epi8(
+    _mm_add_epi8(folded, _mm_set1_epi8(static_cast<char>(0x80 - 'a'))),
+    _mm_set1_epi8(static_cast<char>(0x80 + 26)));
+  __m128i t = _mm_or_si128(_mm_or_si128(digit, alpha),
+                           _mm_or_si128(eq('_'), eq('-')));
+  __m128i r = _mm_or_si128(_mm_or_si128(eq('='), eq(':')),
+                           _mm_or_si128(_mm_or_si128(eq('+'), eq('/')),
+                                        eq('\\')));
+  tok = static_cast<uint32_t>(_mm_movemask_epi8(t));
+  rule = static_cast<uint32_t>(_mm_movemask_epi8(r));
+}
+
+masks classify64(const unsigned char* p) {
+  masks m;
+  for (int k = 0; k < 4; ++k) {
+    uint32_t t, r;
+    classify16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * k)),
+               t, r);
+    m.tok |= static_cast<uint64_t>(t) << (16 * k);
+    m.rule |= static_cast<uint64_t>(r) << (16 * k);
+  }
+  return m;
+}
+#else
+masks classify64(const unsigned char* p) {
+  return classify_bytes(p, 64);
+}
+#endif
+
+// Token bytes among the (up to 16) bytes at p, as bits.
+uint64_t tok_ahead(const unsigned char* p, size_t len) {
+#ifdef __SSE2__
+  if (len == 16) {
+    uint32_t t, r;
+    classify16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)), t, r);
+    return t;
+  }
+#endif
+  return classify_bytes(p, len).tok;
+}
+
+inline unsigned lowest(uint64_t x) {
+  return static_cast<unsigned>(__builtin_ctzll(x));
+}
+
+} // namespace
+
+event_finder::event_finder() : bigrams_(65536 / 64, 0) {}
+
+void event_finder::add_prefix(std::string_view prefix, bool any_case) {
+  if (prefix.size() < 2)
+    return;
+  auto mark = [&](char a, char b) {
+    unsigned k = static_cast<unsigned char>(a) << 8 | static_cast<unsigned char>(b);
+    bigrams_[k >> 6] |= uint64_t{1} << (k & 63);
+  };
+  char a = prefix[0], b = prefix[1];
+  mark(a, b);
+  if (any_case) {
+    auto other = [](char c) {
+      return is_lower(c) ? static_cast<char>(c - 'a' + 'A')
+             : is_upper(c) ? static_cast<char>(c - 'A' + 'a')
+                           : c;
+    };
+    mark(other(a), b);
+    mark(a, other(b));
+    mark(other(a), other(b));
+  }
+}
+
+bool event_finder::candidate(const char* p, size_t pos, size_t n) const {
+  if (pos + 1 >= n)
+    return true;
+  unsigned k = static_cast<unsigned char>(p[pos]) << 8
+               | static_cast<unsigned char>(p[pos + 1]);
+  return (bigrams_[k >> 6] >> (k & 63)) & 1;
+}
+
+size_t event_finder::next(std::string_view s, size_t i, size_t end,
+                          size_t long_from) const {
+  const char* p = s.data();
+  const auto* u = reinterpret_cast<const unsigned char*>(p);
+  const size_t n = s.size();
+  while (i < end) {
+    const size_t len = std::min<size_t>(64, n - i);
+    masks m = len == 64 ? classify64(u + i) : classify_bytes(u + i, len);
+    // A token start: a token byte after a non-token byte (or the text's
+    // start).
+    uint64_t before = i > 0 && (classes.t[u[i - 1]] & k_tok) ? 1 : 0;
+    uint64_t starts = m.tok & ~((m.tok << 1) | before);
+    uint64_t ev = m.rule;
+    if (long_from != std::string_view::npos && starts != 0) {
+      // Tokens of at least 10 bytes: bytes k..k+9 all token bytes, with
+      // the next 16 bytes for the tokens that run over the block's end.
+      uint64_t ahead = 0;
+      if (len == 64 && i + 64 < n)
+        ahead = tok_ahead(u + i + 64, std::min<size_t>(16, n - i - 64));
+      unsigned __int128 t =
+        m.tok | (static_cast<unsigned __int128>(ahead) << 64);
+      auto t2 = t & (t >> 1);
+      auto t4 = t2 & (t2 >> 2);
+      auto t8 = t4 & (t4 >> 4);
+      auto t10 = static_cast<uint64_t>(t8 & (t2 >> 8));
+      uint64_t longs = t10 & starts;
+      if (long_from > i)
+        longs &= long_from - i >= 64 ? 0 : ~uint64_t{0} << (long_from - i);
+      ev |= longs;
+    }
+    unsigned first = ev != 0 ? lowest(ev) : 64;
+    // Token starts before the first event: those whose first two bytes
+    // begin a prefix.
+    for (uint64_t c = starts & ~ev; c != 0; c &= c - 1) {
+      unsigned k = lowest(c);
+      if (k >= first)
+        break;
+      if (candidate(p, i + k, n)) {
+        first = k;
+        break;
+      }
+    }
+    if (first < len)
+      return std::min(i + first, end);
+    i += len;
+  }
+  return end;
+}
+
+} // namespace mibyan::redact_detail
