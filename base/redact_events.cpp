@@ -109,6 +109,8 @@ void event_finder::add_prefix(std::string_view prefix, bool any_case) {
   auto mark = [&](char a, char b) {
     unsigned k = static_cast<unsigned char>(a) << 8 | static_cast<unsigned char>(b);
     bigrams_[k >> 6] |= uint64_t{1} << (k & 63);
+    auto f = static_cast<unsigned char>(a);
+    firsts_[f >> 6] |= uint64_t{1} << (f & 63);
   };
   char a = prefix[0], b = prefix[1];
   mark(a, b);
@@ -125,6 +127,9 @@ void event_finder::add_prefix(std::string_view prefix, bool any_case) {
 }
 
 bool event_finder::candidate(const char* p, size_t pos, size_t n) const {
+  auto f = static_cast<unsigned char>(p[pos]);
+  if (((firsts_[f >> 6] >> (f & 63)) & 1) == 0 && pos + 1 < n)
+    return false; // the small table first: it stays in the L1 cache
   if (pos + 1 >= n)
     return true;
   unsigned k = static_cast<unsigned char>(p[pos]) << 8
@@ -149,7 +154,7 @@ size_t event_finder::next(std::string_view s, size_t i, size_t end,
       // Tokens of at least 10 bytes: bytes k..k+9 all token bytes, with
       // the next 16 bytes for the tokens that run over the block's end.
       uint64_t ahead = 0;
-      if (len == 64 && i + 64 < n)
+      if (len == 64 && i + 64 < n && (m.tok >> 63) != 0)
         ahead = tok_ahead(u + i + 64, std::min<size_t>(16, n - i - 64));
       unsigned __int128 t =
         m.tok | (static_cast<unsigned __int128>(ahead) << 64);

@@ -51,6 +51,7 @@ public:
 private:
   bool candidate(const char* p, size_t pos, size_t n) const;
 
+  uint64_t firsts_[4] = {};       // 256 bits: first prefix bytes
   std::vector<uint64_t> bigrams_; // 65536 bits: first two prefix bytes
 };
 

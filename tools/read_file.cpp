@@ -176,10 +176,23 @@ public:
       budget_(budget), line_(start_line) {
   }
 
+  /// Reserves room for the rendered lines of about `bytes` of input.
+  void reserve(size_t bytes) {
+    auto lines = static_cast<size_t>(last_ - first_ + 1);
+    content_.reserve(std::min({budget_, bytes + bytes / 4, lines * 160})
+                     + 64);
+  }
+
   void feed(const char* data, size_t size) {
     while (size > 0) {
       auto nl = static_cast<const char*>(std::memchr(data, '\n', size));
       size_t seg = nl ? static_cast<size_t>(nl - data) : size;
+      if (nl && cur_bytes_ == 0 && wanted() && whole_line(data, seg)) {
+        // The common case: a whole line in the chunk, rendered as is.
+        data += seg + 1;
+        size -= seg + 1;
+        continue;
+      }
       if (wanted())
         take(data, seg);
       pending_ = pending_ || seg > 0;
@@ -213,6 +226,33 @@ public:
 private:
   bool wanted() const {
     return line_ >= first_ && line_ <= last_ && budget_stop_ == 0;
+  }
+
+  // end_line for a line not started in an earlier chunk and not cut:
+  // renders [data, data + size) without copying it to cur_ first.
+  // Returns false (and does nothing) for a line that must be cut.
+  bool whole_line(const char* data, size_t size) {
+    bool cr = size > 0 && data[size - 1] == '\r';
+    if (size > max_line_ + (cr ? 1 : 0))
+      return false;
+    size_t len = size - (cr ? 1 : 0);
+    char num[24];
+    auto digits = std::to_chars(num, num + sizeof num, line_).ptr;
+    size_t need = static_cast<size_t>(digits - num) + 1 + len
+                  + (content_.empty() ? 0 : 1);
+    if (shown_last_ >= first_ && content_.size() + need > budget_) {
+      budget_stop_ = line_;
+    } else {
+      if (!content_.empty())
+        content_ += '\n';
+      content_.append(num, digits);
+      content_ += '|';
+      content_.append(data, len);
+      shown_last_ = line_;
+    }
+    pending_ = false;
+    ++line_;
+    return true;
   }
 
   void take(const char* data, size_t size) {
@@ -280,6 +320,7 @@ int read_lines(int fd, int64_t from, int64_t to, line_window& window,
                const Stop& stop) {
   std::unique_ptr<char[]> buf{new char[page_block_bytes]};
   int64_t pos = from;
+  window.reserve(static_cast<size_t>(std::max<int64_t>(0, to - from)));
   while (pos < to && !window.done()) {
     if (stop())
       return ECANCELED;
@@ -446,16 +487,28 @@ json::value read_file_tool::run(const json::value& args,
   // Reads below block again; O_NONBLOCK only kept open() from hanging.
   ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
 
-  std::string head(sniff_bytes, '\0');
-  ssize_t got = 0;
-  for (;;) {
-    got = ::pread(fd, head.data(), head.size(), 0);
-    if (got >= 0 || errno != EINTR)
-      break;
+  // A file whose line index is cached passed the sniff below in this very
+  // version (the index is built only after it): a later page skips it.
+  auto version = file_version::of(st);
+  auto files = client_files_of(ctx);
+  std::shared_ptr<const line_index> index;
+  if (!(files && files->read) && !is_notebook(path)
+      && version.size >= static_cast<int64_t>(min_cached_bytes))
+    index = index_cache_.find(version);
+  std::string head;
+  if (index == nullptr) {
+    head.assign(sniff_bytes, '\0');
+    ssize_t got = 0;
+    for (;;) {
+      got = ::pread(fd, head.data(), head.size(), 0);
+      if (got >= 0 || errno != EINTR)
+        break;
+    }
+    if (got < 0)
+      return error_result("Cannot read " + path + ": " + errno_text(errno));
+    head.resize(static_cast<size_t>(got));
   }
-  if (got < 0)
-    return error_result("Cannot read " + path + ": " + errno_text(errno));
-  head.resize(static_cast<size_t>(got));
+  // With a cached index, by the name alone (the bytes were checked then).
   if (auto mime = image_mime_type(path, head); !mime.empty()) {
     json::value out;
     out["is_image"] = true;
@@ -465,7 +518,7 @@ json::value read_file_tool::run(const json::value& args,
                   "look at the image.";
     return out;
   }
-  if (looks_binary(head))
+  if (index == nullptr && looks_binary(head))
     return file_error("Binary file, not shown: " + path + " ("
                         + std::to_string(st.st_size)
                         + " bytes). Use the terminal with a suitable tool "
@@ -475,7 +528,7 @@ json::value read_file_tool::run(const json::value& args,
   // (an editor's unsaved buffer, tools/client_files.hpp); the re-read
   // guard does not apply (the disk stamp says nothing about the buffer).
   std::optional<std::string> client_text;
-  if (auto files = client_files_of(ctx); files && files->read) {
+  if (files && files->read) {
     auto got = files->read(path, ctx.cancelled);
     if (!got)
       return error_result("Cannot read " + path + " through the editor: "
@@ -548,11 +601,11 @@ json::value read_file_tool::run(const json::value& args,
         extracted = true;
       }
   }
-  std::shared_ptr<const line_index> index;
   // The content hash of the bytes read, for the write-after-read check
   // (tools/read_tracker.hpp): taken here, so it costs no second read.
   std::optional<uint64_t> seen_hash;
-  if (!extracted && !client_text && head.size() < sniff_bytes) {
+  if (index == nullptr && !extracted && !client_text
+      && head.size() < sniff_bytes) {
     // The sniffed head is the whole file: one pass over it does it all.
     window.emplace(offset, limit, max_line, budget);
     window->feed(head.data(), head.size());
@@ -563,8 +616,8 @@ json::value read_file_tool::run(const json::value& args,
     h.update(head.data(), head.size());
     seen_hash = h.value();
   } else if (!extracted && !client_text) {
-    auto version = file_version::of(st);
-    index = index_cache_.find(version);
+    if (index == nullptr)
+      index = index_cache_.find(version);
     if (index == nullptr) {
       int err = 0;
       line_index_limits limits;
