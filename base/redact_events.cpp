@@ -6,6 +6,7 @@
 
 #ifdef __SSE2__
 #include <emmintrin.h>
+#include <tmmintrin.h>
 #endif
 
 namespace mibyan::redact_detail {
@@ -14,6 +15,7 @@ namespace {
 
 constexpr uint8_t k_tok = 1;  // [A-Za-z0-9_-]
 constexpr uint8_t k_rule = 2; // = : + / backslash
+constexpr uint8_t k_pair_before = 4; // may precede a pair separator
 
 struct class_table {
   uint8_t t[256] = {};
@@ -24,6 +26,8 @@ struct class_table {
         t[c] = k_tok;
       else if (ch == '=' || ch == ':' || ch == '+' || ch == '/' || ch == '\\')
         t[c] = k_rule;
+      if (is_space(ch) || ch == '"' || ch == '\'' || may_end_secret_pair_name(ch))
+        t[c] |= k_pair_before;
     }
   }
 };
@@ -95,6 +99,37 @@ uint64_t tok_ahead(const unsigned char* p, size_t len) {
   return classify_bytes(p, len).tok;
 }
 
+#if defined(__SSE2__) && (defined(__x86_64__) || defined(__i386__))
+#define MIBYAN_REDACT_SSSE3 1
+// Bit k set where p[k] | 0x20 is in the set of the nibble tables lo/hi:
+// two 16-byte shuffles per 16 bytes.
+__attribute__((target("ssse3"))) uint64_t
+first_bytes64(const unsigned char* p, const uint8_t* lo, const uint8_t* hi) {
+  const __m128i lo_t = _mm_load_si128(reinterpret_cast<const __m128i*>(lo));
+  const __m128i hi_t = _mm_load_si128(reinterpret_cast<const __m128i*>(hi));
+  const __m128i low4 = _mm_set1_epi8(0x0f);
+  uint64_t out = 0;
+  for (int k = 0; k < 4; ++k) {
+    __m128i v = _mm_or_si128(
+      _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * k)),
+      _mm_set1_epi8(0x20));
+    __m128i l = _mm_shuffle_epi8(lo_t, _mm_and_si128(v, low4));
+    __m128i h =
+      _mm_shuffle_epi8(hi_t, _mm_and_si128(_mm_srli_epi16(v, 4), low4));
+    __m128i none = _mm_cmpeq_epi8(_mm_and_si128(l, h), _mm_setzero_si128());
+    out |= static_cast<uint64_t>(
+             static_cast<uint16_t>(~_mm_movemask_epi8(none)))
+           << (16 * k);
+  }
+  return out;
+}
+
+bool have_ssse3() {
+  static const bool yes = __builtin_cpu_supports("ssse3");
+  return yes;
+}
+#endif
+
 inline unsigned lowest(uint64_t x) {
   return static_cast<unsigned>(__builtin_ctzll(x));
 }
@@ -111,6 +146,17 @@ void event_finder::add_prefix(std::string_view prefix, bool any_case) {
     bigrams_[k >> 6] |= uint64_t{1} << (k & 63);
     auto f = static_cast<unsigned char>(a);
     firsts_[f >> 6] |= uint64_t{1} << (f & 63);
+    // The nibble tables of the folded byte.
+    auto folded = static_cast<unsigned char>(f | 0x20);
+    uint8_t& hi = hi_[folded >> 4];
+    if (hi == 0) {
+      if (hi_bits_ == 8) {
+        nibbles_ = false;
+        return;
+      }
+      hi = static_cast<uint8_t>(1u << hi_bits_++);
+    }
+    lo_[folded & 15] |= hi;
   };
   char a = prefix[0], b = prefix[1];
   mark(a, b);
@@ -127,11 +173,11 @@ void event_finder::add_prefix(std::string_view prefix, bool any_case) {
 }
 
 bool event_finder::candidate(const char* p, size_t pos, size_t n) const {
-  auto f = static_cast<unsigned char>(p[pos]);
-  if (((firsts_[f >> 6] >> (f & 63)) & 1) == 0 && pos + 1 < n)
-    return false; // the small table first: it stays in the L1 cache
   if (pos + 1 >= n)
-    return true;
+    return false; // every prefix has two bytes or more
+  auto f = static_cast<unsigned char>(p[pos]);
+  if (((firsts_[f >> 6] >> (f & 63)) & 1) == 0)
+    return false; // the small table first: it stays in the L1 cache
   unsigned k = static_cast<unsigned char>(p[pos]) << 8
                | static_cast<unsigned char>(p[pos + 1]);
   return (bigrams_[k >> 6] >> (k & 63)) & 1;
@@ -150,6 +196,18 @@ size_t event_finder::next(std::string_view s, size_t i, size_t end,
     uint64_t before = i > 0 && (classes.t[u[i - 1]] & k_tok) ? 1 : 0;
     uint64_t starts = m.tok & ~((m.tok << 1) | before);
     uint64_t ev = m.rule;
+    // Pair separators where no pair rule can start are no events.
+    for (uint64_t r = m.rule; r != 0; r &= r - 1) {
+      size_t pos = i + lowest(r);
+      char c = p[pos];
+      if (c != '=' && c != ':')
+        continue;
+      bool keep = (pos > 0 && (classes.t[u[pos - 1]] & k_pair_before))
+                  || (c == ':' && n - pos > 2 && p[pos + 1] == '/'
+                      && p[pos + 2] == '/');
+      if (!keep)
+        ev &= ~(uint64_t{1} << (pos - i));
+    }
     if (long_from != std::string_view::npos && starts != 0) {
       // Tokens of at least 10 bytes: bytes k..k+9 all token bytes, with
       // the next 16 bytes for the tokens that run over the block's end.
@@ -168,9 +226,15 @@ size_t event_finder::next(std::string_view s, size_t i, size_t end,
       ev |= longs;
     }
     unsigned first = ev != 0 ? lowest(ev) : 64;
+    uint64_t maybe = starts & ~ev;
+#ifdef MIBYAN_REDACT_SSSE3
+    // Only the token starts whose first byte begins a prefix.
+    if (len == 64 && nibbles_ && maybe != 0 && have_ssse3())
+      maybe &= first_bytes64(u + i, lo_, hi_);
+#endif
     // Token starts before the first event: those whose first two bytes
     // begin a prefix.
-    for (uint64_t c = starts & ~ev; c != 0; c &= c - 1) {
+    for (uint64_t c = maybe; c != 0; c &= c - 1) {
       unsigned k = lowest(c);
       if (k >= first)
         break;

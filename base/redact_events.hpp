@@ -5,12 +5,15 @@
 // next position where one of its rules could start and skips the bytes in
 // between without looking at them one by one. An event is
 //
-//   * a rule byte: '=' or ':' (pairs, URL userinfo), '+' or '/' (inside a
-//     base64 run), '\\' (an escaped line break before a PEM line);
+//   * a pair separator that may follow a secret name: '=' or ':' after a
+//     space, a tab, a quote or a byte that may end a secret pair name
+//     (may_end_secret_pair_name), and ':' that starts "://" (URL
+//     userinfo);
+//   * a rule byte: '+' or '/' (inside a base64 run), '\\' (an escaped
+//     line break before a PEM line);
 //   * the start of a token ([A-Za-z0-9_-] after a byte that is none of
 //     them) whose first two bytes begin one of the registered prefixes
-//     (key shapes, JWTs, Bearer, PEM, .netrc), or whose token is the last
-//     byte of the text;
+//     (key shapes, JWTs, Bearer, PEM, .netrc);
 //   * the start of a token of at least 10 bytes (maybe base64), when long
 //     tokens are asked for.
 //
@@ -52,6 +55,13 @@ private:
   bool candidate(const char* p, size_t pos, size_t n) const;
 
   uint64_t firsts_[4] = {};       // 256 bits: first prefix bytes
+  // The first prefix bytes with bit 0x20 set (letters folded to lower
+  // case), as nibble tables: byte c is in the set when
+  // lo_[c & 15] & hi_[c >> 4] != 0 (for a 16-byte shuffle lookup).
+  alignas(16) uint8_t lo_[16] = {};
+  alignas(16) uint8_t hi_[16] = {};
+  int hi_bits_ = 0;     // distinct high nibbles in use (at most 8)
+  bool nibbles_ = true; // the tables hold the whole set
   std::vector<uint64_t> bigrams_; // 65536 bits: first two prefix bytes
 };
 

@@ -75,13 +75,8 @@ bool is_secret_pair_name(std::string_view name) {
   if (name.size() < 3 || name.size() > 64)
     return false;
   // Cheapest filter: the last letters of the endings below.
-  switch (lower(name.back())) {
-    case 'n': case 't': case 'd': case 'e': case 'y': case 's': case 'h':
-    case 'l':
-      break;
-    default:
-      return false;
-  }
+  if (!may_end_secret_pair_name(name.back()))
+    return false;
   // Cheap filter: every secret last word ends in one of these.
   char t3[3] = {lower(name[name.size() - 3]), lower(name[name.size() - 2]),
                 lower(name[name.size() - 1])};

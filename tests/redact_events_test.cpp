@@ -23,13 +23,25 @@ namespace {
 const std::vector<std::string> prefixes = {"sk-", "ghp_", "AKIA", "-----",
                                            "eyJ", "password"};
 
-bool rule_byte(char c) {
-  return c == '=' || c == ':' || c == '+' || c == '/' || c == '\\';
+// A rule byte the finder must report at p.
+bool rule_event(const std::string& s, size_t p) {
+  char c = s[p];
+  if (c == '+' || c == '/' || c == '\\')
+    return true;
+  if (c != '=' && c != ':')
+    return false;
+  if (c == ':' && s.compare(p, 3, "://") == 0)
+    return true;
+  if (p == 0)
+    return false;
+  char b = s[p - 1];
+  return b == ' ' || b == '\t' || b == '"' || b == '\''
+         || std::string{"ntdeyshlNTDEYSHL"}.find(b) != std::string::npos;
 }
 
 bool starts_prefix(const std::string& s, size_t p) {
   if (p + 1 >= s.size())
-    return true;
+    return false;
   for (auto& x : prefixes)
     if (s[p] == x[0] && s[p + 1] == x[1])
       return true;
@@ -41,7 +53,7 @@ bool starts_prefix(const std::string& s, size_t p) {
 size_t reference_next(const std::string& s, size_t i, size_t end,
                       size_t long_from) {
   for (size_t p = i; p < end; ++p) {
-    if (rule_byte(s[p]))
+    if (rule_event(s, p))
       return p;
     if (!is_tok(s[p]) || (p > 0 && is_tok(s[p - 1])))
       continue;
@@ -70,6 +82,7 @@ std::string random_text(std::mt19937& rng, size_t n) {
   static const char* parts[] = {"sk-", "gh", "ghp_", "AK", "AKIA", "-----",
                                 "ey", "eyJ", "Bearer", "bE", "password",
                                 "pa", " ", "  ", "\n", "=", ":", "+", "/",
+                                "://", "a:", "n=", "1=", "s:", "\"=",
                                 "\\", "\xc3\xa9", "\x80", "_", "-", ".",
                                 "\t", "@", "~"};
   std::string s;
