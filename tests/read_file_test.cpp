@@ -842,6 +842,33 @@ BOOST_AUTO_TEST_CASE(paging_crlf_text_without_a_final_newline) {
              == "1|" + std::string(2000, 'z') + "... [truncated]");
 }
 
+BOOST_AUTO_TEST_CASE(a_cached_index_keeps_the_image_and_binary_checks) {
+  // Later pages of an indexed file skip the sniff of its first bytes; a
+  // link with an image name, and a rewrite to binary, are still refused.
+  auto text = varied_text(20000);
+  auto path = put("indexed.txt", text);
+  let_settle();
+  auto c = anonymous(ctx);
+  auto r = call_with(c, "read_file", obj({{"path", "indexed.txt"},
+                                          {"offset", 5000}, {"limit", 2}}));
+  BOOST_TEST(error_of(r) == "");
+  r = call_with(c, "read_file", obj({{"path", "indexed.txt"},
+                                     {"offset", 5002}, {"limit", 2}}));
+  BOOST_TEST(error_of(r) == "");
+  BOOST_TEST(r.get_string("content").rfind("5002|", 0) == 0);
+  fs::create_hard_link(path, fs::path{path}.parent_path() / "indexed.png");
+  r = call_with(c, "read_file", obj({{"path", "indexed.png"},
+                                     {"offset", 5000}, {"limit", 2}}));
+  BOOST_TEST(r.get_bool("is_image", false) == true);
+  auto binary = text;
+  binary[10] = '\0';
+  put("indexed.txt", binary);
+  let_settle();
+  r = call_with(c, "read_file", obj({{"path", "indexed.txt"},
+                                     {"offset", 5000}, {"limit", 2}}));
+  BOOST_TEST(r.get_bool("is_binary", false) == true);
+}
+
 BOOST_AUTO_TEST_CASE(files_too_small_to_cache_page_the_same_way) {
   // Between the 8 KiB sniff and the 64 KiB cache threshold.
   auto text = varied_text(700);

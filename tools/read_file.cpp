@@ -39,6 +39,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
 #include "config/options.hpp"
 #include "tools/core_tools.hpp"
 #include "tools/client_files.hpp"
@@ -165,6 +169,23 @@ private:
 
 // -- line window --------------------------------------------------------------
 
+// The first '\n' in [p, p + n), or null. Lines are short as a rule: the
+// first 64 bytes are searched inline, the rest by memchr.
+inline const char* find_newline(const char* p, size_t n) {
+#ifdef __SSE2__
+  const __m128i nl = _mm_set1_epi8('\n');
+  for (int k = 0; k < 4 && n >= 16; ++k) {
+    auto m = _mm_movemask_epi8(_mm_cmpeq_epi8(
+      _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)), nl));
+    if (m != 0)
+      return p + __builtin_ctz(static_cast<unsigned>(m));
+    p += 16;
+    n -= 16;
+  }
+#endif
+  return static_cast<const char*>(std::memchr(p, '\n', n));
+}
+
 // Consumes a text in chunks; keeps the lines [first, first + limit) rendered
 // as "N|content" within a character budget, and counts the lines it sees.
 // The text fed may start at any line start; `start_line` is its number.
@@ -185,7 +206,7 @@ public:
 
   void feed(const char* data, size_t size) {
     while (size > 0) {
-      auto nl = static_cast<const char*>(std::memchr(data, '\n', size));
+      auto nl = find_newline(data, size);
       size_t seg = nl ? static_cast<size_t>(nl - data) : size;
       if (nl && cur_bytes_ == 0 && wanted() && whole_line(data, seg)) {
         // The common case: a whole line in the chunk, rendered as is.
@@ -236,17 +257,19 @@ private:
     if (size > max_line_ + (cr ? 1 : 0))
       return false;
     size_t len = size - (cr ? 1 : 0);
-    char num[24];
-    auto digits = std::to_chars(num, num + sizeof num, line_).ptr;
-    size_t need = static_cast<size_t>(digits - num) + 1 + len
-                  + (content_.empty() ? 0 : 1);
-    if (shown_last_ >= first_ && content_.size() + need > budget_) {
+    // "\nN|" in one piece, then the line.
+    char head[2 + sizeof num_];
+    size_t h = 0;
+    if (!content_.empty())
+      head[h++] = '\n';
+    auto num = number();
+    std::memcpy(head + h, num.data(), num.size());
+    h += num.size();
+    head[h++] = '|';
+    if (shown_last_ >= first_ && content_.size() + h + len > budget_) {
       budget_stop_ = line_;
     } else {
-      if (!content_.empty())
-        content_ += '\n';
-      content_.append(num, digits);
-      content_ += '|';
+      content_.append(head, h);
       content_.append(data, len);
       shown_last_ = line_;
     }
@@ -276,16 +299,15 @@ private:
         cur_.resize(n);
         cur_ += "... [truncated]";
       }
-      char num[24];
-      auto digits = std::to_chars(num, num + sizeof num, line_).ptr;
-      size_t need = static_cast<size_t>(digits - num) + 1 + cur_.size()
+      auto num = number();
+      size_t need = num.size() + 1 + cur_.size()
                     + (content_.empty() ? 0 : 1);
       if (shown_last_ >= first_ && content_.size() + need > budget_) {
         budget_stop_ = line_;
       } else {
         if (!content_.empty())
           content_ += '\n';
-        content_.append(num, digits);
+        content_.append(num.data(), num.size());
         content_ += '|';
         content_ += cur_;
         shown_last_ = line_;
@@ -299,6 +321,28 @@ private:
 
   bool ends_cr() const { return !cur_.empty() && cur_.back() == '\r'; }
 
+  // The decimal digits of line_: counted up from the previous line's
+  // digits when the lines are consecutive (the common case).
+  std::string_view number() {
+    if (num_line_ + 1 == line_ && num_line_ > 0) {
+      size_t k = sizeof num_;
+      while (k > num_at_ && num_[k - 1] == '9')
+        num_[--k] = '0';
+      if (k == num_at_)
+        num_[--num_at_] = '1';
+      else
+        ++num_[k - 1];
+    } else if (num_line_ != line_) {
+      char tmp[sizeof num_];
+      auto end = std::to_chars(tmp, tmp + sizeof tmp, line_).ptr;
+      auto len = static_cast<size_t>(end - tmp);
+      num_at_ = sizeof num_ - len;
+      std::memcpy(num_ + num_at_, tmp, len);
+    }
+    num_line_ = line_;
+    return {num_ + num_at_, sizeof num_ - num_at_};
+  }
+
   int64_t first_;
   int64_t last_;
   size_t max_line_;
@@ -310,6 +354,9 @@ private:
   std::string cur_;
   size_t cur_bytes_ = 0;
   std::string content_;
+  char num_[24] = {};
+  size_t num_at_ = sizeof num_;
+  int64_t num_line_ = 0; // the line num_ holds (0: none)
 };
 
 // Feeds bytes [from, to) of `fd` to `window` block by block until the
