@@ -172,7 +172,7 @@ void event_finder::add_prefix(std::string_view prefix, bool any_case) {
   }
 }
 
-bool event_finder::candidate(const char* p, size_t pos, size_t n) const {
+inline bool event_finder::candidate(const char* p, size_t pos, size_t n) const {
   if (pos + 1 >= n)
     return false; // every prefix has two bytes or more
   auto f = static_cast<unsigned char>(p[pos]);
