@@ -421,12 +421,12 @@ bool redactor::impl::scan(std::string_view s, int depth,
   size_t i = 0;
   size_t floor = 0;      // end of the last match
   size_t blob_done = 0;  // end of the last base64 run examined
+  event_cursor cursor{events, s};
   while (i < n) {
     if (i != next_lit && (i == 0 || !tok_byte(s[i - 1]) || !tok_byte(s[i]))) {
       // Skip to where a rule may start: the loop below would pass over
       // the bytes in between without a match.
-      i = events.next(s, i, std::min(n, next_lit),
-                      depth > 0 ? none : blob_done);
+      i = cursor.next(i, std::min(n, next_lit), depth > 0 ? none : blob_done);
       if (i >= n)
         break;
     }

@@ -185,67 +185,77 @@ inline bool event_finder::candidate(const char* p, size_t pos, size_t n) const {
 
 size_t event_finder::next(std::string_view s, size_t i, size_t end,
                           size_t long_from) const {
-  const char* p = s.data();
+  return event_cursor{*this, s}.next(i, end, long_from);
+}
+
+void event_cursor::load(size_t at) {
+  const char* p = s_.data();
   const auto* u = reinterpret_cast<const unsigned char*>(p);
-  const size_t n = s.size();
-  while (i < end) {
-    const size_t len = std::min<size_t>(64, n - i);
-    masks m = len == 64 ? classify64(u + i) : classify_bytes(u + i, len);
-    // A token start: a token byte after a non-token byte (or the text's
-    // start).
-    uint64_t before = i > 0 && (classes.t[u[i - 1]] & k_tok) ? 1 : 0;
-    uint64_t starts = m.tok & ~((m.tok << 1) | before);
-    uint64_t ev = m.rule;
-    // Pair separators where no pair rule can start are no events.
-    for (uint64_t r = m.rule; r != 0; r &= r - 1) {
-      size_t pos = i + lowest(r);
-      char c = p[pos];
-      if (c != '=' && c != ':')
-        continue;
-      bool keep = (pos > 0 && (classes.t[u[pos - 1]] & k_pair_before))
-                  || (c == ':' && n - pos > 2 && p[pos + 1] == '/'
-                      && p[pos + 2] == '/');
-      if (!keep)
-        ev &= ~(uint64_t{1} << (pos - i));
-    }
-    if (long_from != std::string_view::npos && starts != 0) {
-      // Tokens of at least 10 bytes: bytes k..k+9 all token bytes, with
-      // the next 16 bytes for the tokens that run over the block's end.
-      uint64_t ahead = 0;
-      if (len == 64 && i + 64 < n && (m.tok >> 63) != 0)
-        ahead = tok_ahead(u + i + 64, std::min<size_t>(16, n - i - 64));
-      unsigned __int128 t =
-        m.tok | (static_cast<unsigned __int128>(ahead) << 64);
-      auto t2 = t & (t >> 1);
-      auto t4 = t2 & (t2 >> 2);
-      auto t8 = t4 & (t4 >> 4);
-      auto t10 = static_cast<uint64_t>(t8 & (t2 >> 8));
-      uint64_t longs = t10 & starts;
-      if (long_from > i)
-        longs &= long_from - i >= 64 ? 0 : ~uint64_t{0} << (long_from - i);
-      ev |= longs;
-    }
-    unsigned first = ev != 0 ? lowest(ev) : 64;
-    uint64_t maybe = starts & ~ev;
+  const size_t n = s_.size();
+  const size_t len = std::min<size_t>(64, n - at);
+  base_ = at;
+  len_ = len;
+  masks m = len == 64 ? classify64(u + at) : classify_bytes(u + at, len);
+  // A token start: a token byte after a non-token byte (or the text's
+  // start).
+  uint64_t before = at > 0 && (classes.t[u[at - 1]] & k_tok) ? 1 : 0;
+  uint64_t starts = m.tok & ~((m.tok << 1) | before);
+  uint64_t ev = m.rule;
+  // Pair separators where no pair rule can start are no events.
+  for (uint64_t r = m.rule; r != 0; r &= r - 1) {
+    size_t pos = at + lowest(r);
+    char c = p[pos];
+    if (c != '=' && c != ':')
+      continue;
+    bool keep = (pos > 0 && (classes.t[u[pos - 1]] & k_pair_before))
+                || (c == ':' && n - pos > 2 && p[pos + 1] == '/'
+                    && p[pos + 2] == '/');
+    if (!keep)
+      ev &= ~(uint64_t{1} << (pos - at));
+  }
+  longs_ = 0;
+  if (starts != 0) {
+    // Tokens of at least 10 bytes: bytes k..k+9 all token bytes, with
+    // the next 16 bytes for the tokens that run over the block's end.
+    uint64_t ahead = 0;
+    if (len == 64 && at + 64 < n && (m.tok >> 63) != 0)
+      ahead = tok_ahead(u + at + 64, std::min<size_t>(16, n - at - 64));
+    unsigned __int128 t = m.tok | (static_cast<unsigned __int128>(ahead) << 64);
+    auto t2 = t & (t >> 1);
+    auto t4 = t2 & (t2 >> 2);
+    auto t8 = t4 & (t4 >> 4);
+    longs_ = static_cast<uint64_t>(t8 & (t2 >> 8)) & starts;
+  }
+  uint64_t maybe = starts & ~ev;
 #ifdef MIBYAN_REDACT_SSSE3
-    // Only the token starts whose first byte begins a prefix.
-    if (len == 64 && nibbles_ && maybe != 0 && have_ssse3())
-      maybe &= first_bytes64(u + i, lo_, hi_);
+  // Only the token starts whose first byte begins a prefix.
+  if (len == 64 && f_.nibbles_ && maybe != 0 && have_ssse3())
+    maybe &= first_bytes64(u + at, f_.lo_, f_.hi_);
 #endif
-    // Token starts before the first event: those whose first two bytes
-    // begin a prefix.
-    for (uint64_t c = maybe; c != 0; c &= c - 1) {
-      unsigned k = lowest(c);
-      if (k >= first)
-        break;
-      if (candidate(p, i + k, n)) {
-        first = k;
-        break;
-      }
+  // Token starts whose first two bytes begin a prefix.
+  for (uint64_t c = maybe; c != 0; c &= c - 1) {
+    unsigned k = lowest(c);
+    if (f_.candidate(p, at + k, n))
+      ev |= uint64_t{1} << k;
+  }
+  fixed_ = ev;
+}
+
+size_t event_cursor::next(size_t i, size_t end, size_t long_from) {
+  while (i < end) {
+    if (len_ == 0 || i < base_ || i >= base_ + len_)
+      load(i);
+    uint64_t longs = 0;
+    if (long_from != std::string_view::npos) {
+      longs = longs_;
+      if (long_from > base_)
+        longs &= long_from - base_ >= 64 ? 0
+                                         : ~uint64_t{0} << (long_from - base_);
     }
-    if (first < len)
-      return std::min(i + first, end);
-    i += len;
+    uint64_t m = (fixed_ | longs) & (~uint64_t{0} << (i - base_));
+    if (m != 0)
+      return std::min(base_ + lowest(m), end);
+    i = base_ + len_;
   }
   return end;
 }

@@ -122,6 +122,9 @@ BOOST_AUTO_TEST_CASE(finder_reports_what_the_contract_names) {
   size_t checked = 0;
   for (int round = 0; round < 1000; ++round) {
     auto s = random_text(rng, rng() % 300);
+    // A cursor asked at rising positions, as the scan asks it (it reuses
+    // the block it classified last).
+    event_cursor cursor{f, s};
     for (size_t i = 0; i <= s.size(); ++i) {
       // Only positions outside a token are valid starts.
       if (i > 0 && i < s.size() && is_tok(s[i - 1]) && is_tok(s[i]))
@@ -134,9 +137,11 @@ BOOST_AUTO_TEST_CASE(finder_reports_what_the_contract_names) {
                                           : 0;
       auto want = reference_next(s, i, end, long_from);
       auto got = f.next(s, i, end, long_from);
+      auto from_cursor = cursor.next(i, end, long_from);
       BOOST_TEST_CONTEXT("round " << round << " i " << i << " end " << end
                                   << " long_from " << long_from) {
         BOOST_TEST(got == want);
+        BOOST_TEST(from_cursor == want);
       }
       ++checked;
     }
