@@ -9,6 +9,7 @@
 #include "base/redact_base64.hpp"
 #include "base/redact_blocks.hpp"
 #include "base/redact_events.hpp"
+#include "base/redact_literals.hpp"
 #include "base/redact_names.hpp"
 #include "base/redact_normalize.hpp"
 #include "base/redact_shapes.hpp"
@@ -51,6 +52,8 @@ constexpr uint8_t f_escape = 16; // '\\': maybe an escaped line break
 
 struct redactor::impl {
   std::vector<secret> secrets;          // longest value first
+  // Finds the secrets' values, numbered as `secrets`.
+  literal_index literals;
   // The base64 fragments of the secrets (base/redact_base64.hpp).
   base64_fragment_index fragments;
   std::array<uint8_t, 256> flags{};
@@ -62,8 +65,10 @@ struct redactor::impl {
               [](const secret& a, const secret& b) {
                 return a.value.size() > b.value.size();
               });
-    for (uint32_t k = 0; k < secrets.size(); ++k)
+    for (uint32_t k = 0; k < secrets.size(); ++k) {
       fragments.add(secrets[k].value, k);
+      literals.add(secrets[k].value);
+    }
     flags.fill(0);
     mark_shape_first_bytes(flags, f_shape);
     for (char c : {'e', 'B', 'b', '-', 'p'})
@@ -387,27 +392,12 @@ bool redactor::impl::decoded_secret(std::string_view bytes) const {
 bool redactor::impl::scan(std::string_view s, int depth,
                           std::vector<match>* out) const {
   const size_t n = s.size();
-  // Literal secrets: every occurrence, found up front with memmem (fast:
-  // the needles are long and random); earliest first, longest first at
-  // one position.
-  struct hit {
-    size_t pos;
-    uint32_t idx;
-  };
+  // Literal secrets: every occurrence, found up front
+  // (base/redact_literals.hpp); earliest first, longest first at one
+  // position.
+  using hit = literal_hit;
   std::vector<hit> hits;
-  for (uint32_t idx = 0; idx < secrets.size(); ++idx) {
-    const auto& v = secrets[idx].value;
-    size_t off = 0;
-    while (off + v.size() <= n) {
-      auto f = static_cast<const char*>(
-        ::memmem(s.data() + off, n - off, v.data(), v.size()));
-      if (f == nullptr)
-        break;
-      auto pos = static_cast<size_t>(f - s.data());
-      hits.push_back({pos, idx});
-      off = pos + 1;
-    }
-  }
+  literals.find_all(s, hits);
   std::sort(hits.begin(), hits.end(), [&](const hit& a, const hit& b) {
     if (a.pos != b.pos)
       return a.pos < b.pos;

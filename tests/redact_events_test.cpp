@@ -7,11 +7,13 @@
 
 #include <fstream>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "base/redact.hpp"
 #include "base/redact_events.hpp"
+#include "base/redact_literals.hpp"
 #include "base/redact_names.hpp"
 #include "tests/support/paths.hpp"
 
@@ -198,4 +200,58 @@ BOOST_AUTO_TEST_CASE(corpus_verdicts_do_not_depend_on_the_position) {
     }
   }
   BOOST_TEST(cases > 80u);
+}
+
+BOOST_AUTO_TEST_CASE(literal_index_finds_every_occurrence) {
+  // Few values (memmem each) and many (one hashed pass), on random text
+  // over a small alphabet so that values overlap and recur.
+  std::mt19937 rng{11};
+  for (size_t count : {size_t{1}, size_t{3}, size_t{8}, size_t{9}, size_t{40}}) {
+    std::vector<std::string> values;
+    literal_index index;
+    for (size_t k = 0; k < count; ++k) {
+      std::string v;
+      size_t len = 8 + rng() % 12;
+      for (size_t j = 0; j < len; ++j)
+        v.push_back("ab"[rng() % 2]);
+      values.push_back(v);
+      index.add(v);
+    }
+    index.add("short"); // under 8 bytes: never found, keeps the numbering
+    for (int round = 0; round < 30; ++round) {
+      std::string s;
+      size_t n = rng() % 400;
+      for (size_t j = 0; j < n; ++j)
+        s.push_back("abc"[rng() % 3]);
+      std::vector<literal_hit> got;
+      index.find_all(s, got);
+      std::set<std::pair<size_t, uint32_t>> want, have;
+      for (size_t k = 0; k < values.size(); ++k)
+        for (size_t pos = s.find(values[k]); pos != std::string::npos;
+             pos = s.find(values[k], pos + 1))
+          want.insert({pos, static_cast<uint32_t>(k)});
+      for (auto& h : got)
+        have.insert({h.pos, h.idx});
+      BOOST_TEST_CONTEXT(count << " values, round " << round) {
+        BOOST_TEST(have.size() == got.size()); // no duplicates
+        BOOST_TEST((have == want));
+      }
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(many_secret_values_are_all_redacted) {
+  std::vector<redactor::secret> secrets;
+  std::string text, want;
+  for (int k = 0; k < 20; ++k) {
+    std::string name = "SECRET_" + std::to_string(k);
+    std::string value = "v4lue-" + std::to_string(k * 7919) + "-of-" + name;
+    secrets.push_back({name, value});
+    text += "x " + value + " y\n";
+    want += "x [REDACTED:" + name + "] y\n";
+  }
+  text += secrets[3].value; // at the very end
+  want += "[REDACTED:SECRET_3]";
+  redactor r{secrets};
+  BOOST_TEST(r.redacted(text) == want);
 }
