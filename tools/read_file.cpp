@@ -26,6 +26,7 @@
 // 4th. State is bounded: 256 sessions, 1,024 windows each.
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <charconv>
 #include <chrono>
@@ -205,6 +206,8 @@ public:
   }
 
   void feed(const char* data, size_t size) {
+    const char* begin = data;
+    const size_t total = size;
     while (size > 0) {
       auto nl = find_newline(data, size);
       size_t seg = nl ? static_cast<size_t>(nl - data) : size;
@@ -212,17 +215,27 @@ public:
         // The common case: a whole line in the chunk, rendered as is.
         data += seg + 1;
         size -= seg + 1;
+        line_started(fed_ + static_cast<size_t>(data - begin));
         continue;
       }
       if (wanted())
         take(data, seg);
       pending_ = pending_ || seg > 0;
       if (!nl)
-        return;
+        break;
       end_line();
       data += seg + 1;
       size -= seg + 1;
+      line_started(fed_ + static_cast<size_t>(data - begin));
     }
+    fed_ += total;
+  }
+
+  // The first line after the window (the one the budget stopped at, or
+  // the one after the last asked for) and where it starts, in bytes from
+  // the start of the text fed; line 0 when the text ended first.
+  std::pair<int64_t, size_t> resume_point() const {
+    return {mark_line_, mark_start_};
   }
 
   void finish() {
@@ -268,6 +281,7 @@ private:
     head[h++] = '|';
     if (shown_last_ >= first_ && content_.size() + h + len > budget_) {
       budget_stop_ = line_;
+      mark(line_start_);
     } else {
       content_.append(head, h);
       content_.append(data, len);
@@ -304,6 +318,7 @@ private:
                     + (content_.empty() ? 0 : 1);
       if (shown_last_ >= first_ && content_.size() + need > budget_) {
         budget_stop_ = line_;
+        mark(line_start_);
       } else {
         if (!content_.empty())
           content_ += '\n';
@@ -320,6 +335,20 @@ private:
   }
 
   bool ends_cr() const { return !cur_.empty() && cur_.back() == '\r'; }
+
+  // Line line_ starts at byte `at` of the text fed.
+  void line_started(size_t at) {
+    line_start_ = at;
+    if (line_ == last_ + 1)
+      mark(at);
+  }
+
+  void mark(size_t at) {
+    if (mark_line_ == 0) {
+      mark_line_ = line_;
+      mark_start_ = at;
+    }
+  }
 
   // The decimal digits of line_: counted up from the previous line's
   // digits when the lines are consecutive (the common case).
@@ -354,6 +383,10 @@ private:
   std::string cur_;
   size_t cur_bytes_ = 0;
   std::string content_;
+  size_t fed_ = 0;        // bytes fed before the current chunk
+  size_t line_start_ = 0; // where line_ starts
+  int64_t mark_line_ = 0;
+  size_t mark_start_ = 0;
   char num_[24] = {};
   size_t num_at_ = sizeof num_;
   int64_t num_line_ = 0; // the line num_ holds (0: none)
@@ -468,8 +501,44 @@ public:
                   const tool_context& ctx) const override;
 
 private:
+  // Where the page after the last one read of a file begins, for the files
+  // paged most recently: the next page of a sequential read starts there
+  // instead of at the nearest indexed line (up to 1,023 lines before it).
+  // Tied to the index object, so to one version of the file (a changed
+  // file gets a new index); a mark whose index is gone matches nothing.
+  struct page_mark {
+    std::weak_ptr<const line_index> index;
+    int64_t line = 0;
+    int64_t offset = 0;
+  };
+
+  std::optional<int64_t> find_mark(const std::shared_ptr<const line_index>& idx,
+                                   int64_t line) const {
+    std::lock_guard<std::mutex> lock{marks_mtx_};
+    for (auto& m : marks_)
+      if (m.line == line && m.index.lock() == idx)
+        return m.offset;
+    return std::nullopt;
+  }
+
+  void put_mark(const std::shared_ptr<const line_index>& idx, int64_t line,
+                int64_t offset) const {
+    std::lock_guard<std::mutex> lock{marks_mtx_};
+    for (auto& m : marks_)
+      if (m.index.lock() == idx) { // one mark per file version
+        m.line = line;
+        m.offset = offset;
+        return;
+      }
+    marks_[marks_next_] = {idx, line, offset};
+    marks_next_ = (marks_next_ + 1) % marks_.size();
+  }
+
   mutable reread_guard guard_;
   mutable line_index_cache index_cache_{64};
+  mutable std::mutex marks_mtx_;
+  mutable std::array<page_mark, 16> marks_;
+  mutable size_t marks_next_ = 0;
 };
 
 json::value file_error(std::string message, const char* flag = nullptr) {
@@ -648,6 +717,7 @@ json::value read_file_tool::run(const json::value& args,
         extracted = true;
       }
   }
+  bool index_cached = index != nullptr; // found in (or stored in) the cache
   // The content hash of the bytes read, for the write-after-read check
   // (tools/read_tracker.hpp): taken here, so it costs no second read.
   std::optional<uint64_t> seen_hash;
@@ -675,7 +745,9 @@ json::value read_file_tool::run(const json::value& args,
                                 : error_result("Cannot read " + path + ": "
                                                + errno_text(err));
       if (version.size >= static_cast<int64_t>(min_cached_bytes))
-        index_cache_.insert(version, index);
+        index_cached = index_cache_.insert(version, index);
+    } else {
+      index_cached = true;
     }
     total = index->total_lines;
     file_size = index->size;
@@ -698,12 +770,18 @@ json::value read_file_tool::run(const json::value& args,
     // Read only the page: from the nearest indexed line up to the window's
     // end, never past the bytes the index (and so `total`) describes.
     auto from = index->nearest(offset);
+    if (from.line < offset)
+      if (auto at = find_mark(index, offset))
+        from = {offset, *at}; // where the previous page ended
     window.emplace(offset, limit, max_line, budget, from.line);
     int err = read_lines(fd, from.offset, index->size, *window, stop);
     if (err == ECANCELED)
       return cancelled_error();
     if (err != 0)
       return error_result("Cannot read " + path + ": " + errno_text(err));
+    auto [next_line, next_at] = window->resume_point();
+    if (index_cached && next_line != 0)
+      put_mark(index, next_line, from.offset + static_cast<int64_t>(next_at));
   }
   json::value out;
   int64_t shown_last = window->shown_last();
