@@ -217,8 +217,8 @@ void queue_notice(conv_pointer self, background_notice n) {
              st.deps.session_id << ": background " << n.kind << " " << n.id
                                 << " " << n.status);
   st.notices.push_back(std::move(n));
-  auto cap = static_cast<size_t>(std::max<int64_t>(
-    1, st.deps.svc->cfg.delegation.max_pending_notices));
+  auto cap
+    = static_cast<size_t>(st.deps.svc->cfg.delegation.max_pending_notices);
   // Oldest merged first; the merged entry stays the oldest.
   while (st.notices.size() > cap && st.notices.size() >= 2) {
     // A merged notice's headline starts with its entry count.

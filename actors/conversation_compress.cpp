@@ -158,12 +158,8 @@ bool maybe_compress(conv_pointer self) {
   auto tail_tokens = static_cast<int64_t>(
     static_cast<double>(std::min(threshold, estimate_tokens(t.msgs)))
     * cfg.target_ratio);
-  auto cut = choose_cut(t.msgs,
-                        static_cast<size_t>(std::max<int64_t>(
-                          0, cfg.protect_first_n)),
-                        static_cast<size_t>(std::max<int64_t>(
-                          1, cfg.protect_last_n)),
-                        tail_tokens);
+  auto cut = choose_cut(t.msgs, static_cast<size_t>(cfg.protect_first_n),
+                        static_cast<size_t>(cfg.protect_last_n), tail_tokens);
   if (!cut.worthwhile()) {
     MIBYAN_LOG(info, "conversation",
                "context estimate " << estimate << " >= " << threshold
@@ -194,8 +190,8 @@ bool maybe_compress(conv_pointer self) {
   // tool outputs before compression"); `middle` is the request's copy.
   auto pruned = prune_old_tool_outputs(
     middle,
-    static_cast<size_t>(std::max<int64_t>(0, cfg.keep_tool_results)),
-    static_cast<size_t>(std::max<int64_t>(0, cfg.prune_min_chars)));
+    static_cast<size_t>(cfg.keep_tool_results),
+    static_cast<size_t>(cfg.prune_min_chars));
   if (pruned.pruned > 0)
     MIBYAN_LOG(info, "conversation",
                "pruned " << pruned.pruned << " old tool outputs ("

@@ -294,8 +294,8 @@ void spawn_child(conv_pointer self, std::shared_ptr<delegation_run> run,
 
 void start_children(conv_pointer self, std::shared_ptr<delegation_run> run) {
   auto& st = self->state;
-  auto limit = static_cast<size_t>(
-    std::max<int64_t>(1, st.deps.svc->cfg.delegation.max_concurrent_children));
+  auto limit
+    = static_cast<size_t>(st.deps.svc->cfg.delegation.max_concurrent_children);
   while (run->next < run->tasks.size() && run->running < limit
          && !run->interrupted) {
     auto i = run->next++;

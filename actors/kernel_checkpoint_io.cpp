@@ -175,15 +175,13 @@ void send_restore(kernel_broker* self) {
   line["op"] = "restore";
   line["file"] = st.restore_file;
   // Per value; the whole restore is bounded by the cell's wall clock below.
-  line["timeout"] = static_cast<double>(
-    std::max<int64_t>(1, st.svc->cfg.code_execution.timeout));
+  line["timeout"] = static_cast<double>(st.svc->cfg.code_execution.timeout);
   st.restore_file.clear();
   write_line(self, line);
   // Unpickling runs user code (a __setstate__, a reduce callable); it
   // gets the cell's wall clock. Past it the kernel is stopped and the
   // checkpoint dropped, so the next kernel starts fresh.
-  auto limit = std::chrono::seconds(
-    std::max<int64_t>(1, st.svc->cfg.code_execution.timeout));
+  auto limit = std::chrono::seconds(st.svc->cfg.code_execution.timeout);
   auto op = st.restore_op;
   start_exit_timer(self, limit, [self, op] {
     auto& s = self->state;

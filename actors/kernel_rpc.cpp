@@ -77,14 +77,14 @@ void handle_rpc_line(kernel_broker* self, caf::io::connection_handle hdl,
   // Refuse an oversized request before parsing it (memory amplification);
   // the JSON envelope around the arguments is far below the slack.
   auto max_args = st.svc->cfg.tools.max_argument_bytes;
-  if (auto err = argument_size_error(line.size(), max_args + 65536);
-      !err.empty()) {
-    write_conn(self, hdl, encode_rpc_error(peek_rpc_id(line), err));
+  if (auto size = check_argument_size(line.size(), max_args + 65536);
+      !size) {
+    write_conn(self, hdl, encode_rpc_error(peek_rpc_id(line), size.error));
     return;
   }
-  if (auto err = decode_rpc_request(line, req); !err.empty()) {
+  if (auto decoded = decode_rpc_request(line, req); !decoded) {
     write_conn(self, hdl, encode_rpc_error(req.id, "Invalid RPC request: "
-                                                     + err));
+                                                     + decoded.error));
     return;
   }
   if (!token_matches(st.opts.proc.token, req.token)) {
@@ -131,9 +131,9 @@ void handle_rpc_line(kernel_broker* self, caf::io::connection_handle hdl,
                                     "execution."));
     return;
   }
-  if (auto err = argument_size_error(req.args_json.size(), max_args);
-      !err.empty()) {
-    write_conn(self, hdl, encode_rpc_error(req.id, err));
+  if (auto size = check_argument_size(req.args_json.size(), max_args);
+      !size) {
+    write_conn(self, hdl, encode_rpc_error(req.id, size.error));
     return;
   }
   ++cell.tool_calls;

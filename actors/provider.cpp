@@ -10,7 +10,6 @@
 #include "providers/anthropic_codec.hpp"
 #include "providers/openai_codec.hpp"
 #include "providers/wire_format.hpp"
-#include "config/option_bounds.hpp"
 #include "base/http_client.hpp"
 #include "base/log.hpp"
 #include "base/runtime_metrics.hpp"
@@ -88,8 +87,7 @@ using provider_pointer = provider_impl_actor::stateful_pointer<provider_state>;
 const provider_endpoint& endpoint_of(provider_pointer self,
                                      const call_state& call) {
   auto& cfg = self->state.cfg;
-  return call.endpoint == 0 ? cfg.main.endpoint
-                            : cfg.fallbacks[call.endpoint - 1].endpoint;
+  return call.endpoint == 0 ? *cfg.main : *cfg.fallbacks[call.endpoint - 1];
 }
 
 std::string model_for(const provider_endpoint& ep, const call_state& call) {
@@ -235,8 +233,8 @@ std::optional<size_t> next_endpoint(provider_pointer self, call_state& call) {
   for (size_t i = call.endpoint; i < fbs.size(); ++i) {
     if (fbs[i].ok())
       return i + 1;
-    call.notes.push_back("fallback '" + fbs[i].endpoint.provider
-                         + "' not tried: " + fbs[i].error);
+    call.notes.push_back("fallback " + std::to_string(i + 1)
+                         + " not tried: " + fbs[i].error);
   }
   return std::nullopt;
 }
@@ -394,7 +392,7 @@ provider_impl(provider_pointer self, std::shared_ptr<http_client> http,
                              "request id '" + req.request_id
                                + "' is already in flight on this "
                                  "connection");
-      if (req.model.empty() && st.cfg.main.endpoint.model.empty())
+      if (req.model.empty() && st.cfg.main->model.empty())
         return request_error(ec::invalid_request,
                              "no model: the request names none and "
                              "model.default is not set");
@@ -521,16 +519,14 @@ provider_settings make_provider_settings(const options& opts,
   s.main = resolve_main_endpoint(opts, api_key);
   if (!opts.model.fallback_provider.empty())
     s.fallbacks.push_back(resolve_fallback_endpoint(opts));
-  // The ranges of config/option_table.def, also for options an embedding
-  // host built without the loader.
-  s.retry.max_attempts = static_cast<int>(
-    clamp_to_bounds("agent", "api_max_retries", opts.agent.api_max_retries));
+  // Within the ranges of config/option_table.def (validate_options).
+  s.retry.max_attempts = static_cast<int>(opts.agent.api_max_retries);
   s.request_timeout = std::chrono::seconds{opts.provider.request_timeout};
   s.stream_idle_timeout
     = std::chrono::seconds{opts.provider.stream_idle_timeout};
   s.connect_timeout = std::chrono::seconds{opts.provider.connect_timeout};
-  s.max_response_bytes = static_cast<uint64_t>(clamp_to_bounds(
-    "provider", "max_response_bytes", opts.provider.max_response_bytes));
+  s.max_response_bytes
+    = static_cast<uint64_t>(opts.provider.max_response_bytes);
   return s;
 }
 

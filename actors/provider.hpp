@@ -59,12 +59,12 @@ using provider_actor = caf::typed_actor<
 
 /// Everything a connection actor needs; plain data.
 struct provider_settings {
-  /// The main provider. When `main.error` is set, every call fails with
-  /// ec::config_invalid and that message, before any request.
-  endpoint_resolution main;
-  /// Tried in order once the main provider gave up. Entries with an error
-  /// are skipped (their error is mentioned in the final message).
-  std::vector<endpoint_resolution> fallbacks;
+  /// The main provider. When it failed to resolve, every call fails with
+  /// ec::config_invalid and its message, before any request.
+  result<provider_endpoint> main;
+  /// Tried in order once the main provider gave up. Entries that failed to
+  /// resolve are skipped (their error is mentioned in the final message).
+  std::vector<result<provider_endpoint>> fallbacks;
   /// Attempts and backoff (the scale is for tests).
   retry_policy::settings retry;
   /// Random source for the jitter ({} = seeded generator).
@@ -87,7 +87,8 @@ struct provider_settings {
 /// Builds the settings from the configuration: main provider from
 /// `model.*` (with `api_key` as the explicit key), fallback from
 /// `model.fallback_*`, attempts from `agent.api_max_retries`, timeouts
-/// from `provider.*`.
+/// from `provider.*`. `opts` passes validate_options
+/// (config/option_bounds.hpp): its values are used as they are.
 provider_settings make_provider_settings(const options& opts,
                                          const std::string& api_key = {});
 

@@ -80,10 +80,10 @@ caf::behavior invocation(invocation_actor* self, services_ptr svc) {
       st.tool = req.tool;
       // Every caller's arguments pass here: refuse oversized ones before
       // parsing (docs/configuration.md, tools.max_argument_bytes).
-      if (auto err = argument_size_error(req.args_json.size(),
-                                         svc->cfg.tools.max_argument_bytes);
-          !err.empty()) {
-        answer(self, error_result(err).dump(), false);
+      if (auto size = check_argument_size(req.args_json.size(),
+                                          svc->cfg.tools.max_argument_bytes);
+          !size) {
+        answer(self, error_result(size.error).dump(), false);
         return st.rp;
       }
       // Parse once here (simdjson is fast) so the deadline can depend on

@@ -348,8 +348,8 @@ approval_verdict approval_service::flagged(const std::string& command,
     if (guardian) {
       auto reply = guardian(sid, guardian_system_prompt(),
                             guardian_user_prompt(command, keys),
-                            std::chrono::seconds(std::max<int64_t>(
-                              1, cfg_.approvals.guardian_timeout)),
+                            std::chrono::seconds(
+                              cfg_.approvals.guardian_timeout),
                             call.cancelled);
       if (reply.ok()) {
         v = parse_guardian_answer(*reply);
@@ -401,8 +401,7 @@ approval_verdict approval_service::ask_human(
   prompt.guardian_verdict = guardian_verdict;
   prompt.allow_session = guardian_verdict != "DENY";
   prompt.allow_always = guardian_verdict != "DENY";
-  prompt.timeout = std::chrono::seconds(
-    std::max<int64_t>(1, cfg_.approvals.timeout));
+  prompt.timeout = std::chrono::seconds(cfg_.approvals.timeout);
   prompt.cancelled = call.cancelled ? call.cancelled : &never;
   auto start = std::chrono::steady_clock::now();
   approval_choice choice = approval_choice::deny;

@@ -34,7 +34,7 @@ inline std::unique_ptr<runtime> bench_runtime(options& opts) {
   auto loaded = load_options();
   if (!loaded.ok())
     provider_die("config: " + loaded.error);
-  opts = loaded.opts;
+  opts = *loaded;
   opts.code_execution.prestart_kernels = 0;
   std::string err;
   auto rt = create_runtime(opts);

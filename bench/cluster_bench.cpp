@@ -229,10 +229,10 @@ int main(int argc, char** argv) {
 
   options copts;
   copts.cluster.key = key;
-  std::string err;
-  auto client = cluster_client::connect(address, copts, &err);
-  if (!client)
-    die("connect: " + err);
+  auto connected = cluster_client::connect(address, copts);
+  if (!connected)
+    die("connect: " + connected.error);
+  auto client = std::move(*connected);
 
   // 1. Direct call: remote, in-process, CAF floor.
   std::vector<double> remote;

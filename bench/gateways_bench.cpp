@@ -155,11 +155,10 @@ options client_options() {
 }
 
 std::unique_ptr<cluster_client> connect_to(const std::string& address) {
-  std::string err;
-  auto c = cluster_client::connect(address, client_options(), &err);
+  auto c = cluster_client::connect(address, client_options());
   if (!c)
-    die("connect " + address + ": " + err);
-  return c;
+    die("connect " + address + ": " + c.error);
+  return std::move(*c);
 }
 
 std::string write_home(const fs::path& dir) {
@@ -192,8 +191,8 @@ throughput run_turns(scripted_server& provider, const fs::path& root, int n,
       per.push_back(connect_to(g.address));
   // Every gateway sees every other before the clock starts.
   for (int tries = 0; tries < 300; ++tries) {
-    std::string err;
-    auto m = json::parse(conns[0][0]->members_json(&err));
+    auto text = conns[0][0]->members_json();
+    auto m = json::parse(text ? *text : std::string{});
     if (m && m.v->is_array() && m.v->as_array().size() == size_t(n))
       break;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -247,8 +246,8 @@ double failover_trial(scripted_server& provider, const std::string& home,
   auto a = start_gateway(home, provider.url(), b.address);
   auto probe = connect_to(b.address);
   for (int tries = 0; tries < 300; ++tries) {
-    std::string err;
-    auto m = json::parse(probe->members_json(&err));
+    auto text = probe->members_json();
+    auto m = json::parse(text ? *text : std::string{});
     size_t up = 0;
     if (m && m.v->is_array())
       for (auto& e : m.v->as_array())
@@ -257,11 +256,11 @@ double failover_trial(scripted_server& provider, const std::string& home,
       break;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  std::string err;
-  auto client = cluster_client::connect(a.address + "," + b.address,
-                                        client_options(), &err);
-  if (!client)
-    die("connect: " + err);
+  auto connected = cluster_client::connect(a.address + "," + b.address,
+                                           client_options());
+  if (!connected)
+    die("connect: " + connected.error);
+  auto client = std::move(*connected);
   provider.hold(true);
   auto before = provider.held.load();
   std::atomic<bool> done{false};

@@ -88,7 +88,7 @@ bool load_config_or_report(const global_flags& flags, options& out) {
     std::cerr << "mibyan: configuration error: " << loaded.error << "\n";
     return false;
   }
-  out = std::move(loaded.opts);
+  out = std::move(*loaded);
   // The storage section's checks that need the environment and the build
   // (docs/storage.md): a store that cannot be opened stops every command.
   auto store = store_options_from(out);

@@ -133,29 +133,28 @@ serve::ui_ops_hooks cluster_hooks(cluster_process& node) {
   return h;
 }
 
-std::string connect_dashboard(const std::string& address, const options& opts,
-                              http_server_settings& st) {
-  std::string error;
-  std::shared_ptr<cluster_client> client
-    = cluster_client::connect(address, opts, &error);
-  if (!client)
-    return "cannot connect to " + address + ": " + error;
+status connect_dashboard(const std::string& address, const options& opts,
+                         http_server_settings& st) {
+  auto connected = cluster_client::connect(address, opts);
+  if (!connected)
+    return status::failure(connected.code, "cannot connect to " + address
+                                             + ": " + connected.error);
+  std::shared_ptr<cluster_client> client = std::move(*connected);
   auto worker = std::make_shared<serial_worker>();
   st.ui_forward = [client, worker, address](serve::ops_request req,
                                             serve::ops_done done) {
     worker->post([client, address, req = std::move(req), done] {
       dashboard_request r{req.method, req.path, query_string(req.query),
                           req.body};
-      dashboard_answer a;
-      std::string err;
-      if (!client->dashboard(r, &a, &err))
+      auto a = client->dashboard(r);
+      if (!a)
         return done(serve::ops_error(502, "the gateway " + address
-                                           + " did not answer: " + err,
+                                           + " did not answer: " + a.error,
                                     "gateway_unavailable"));
       serve::ops_response x;
-      x.status = a.status;
-      x.content_type = std::move(a.content_type);
-      x.body = std::move(a.body);
+      x.status = a->status;
+      x.content_type = std::move(a->content_type);
+      x.body = std::move(a->body);
       done(std::move(x));
     });
   };

@@ -16,6 +16,7 @@
 #include <mutex>
 #include <string>
 
+#include "base/status.hpp"
 #include "cluster/node.hpp"
 #include "serve/http_server.hpp"
 
@@ -48,10 +49,10 @@ serve::ui_ops_hooks cluster_hooks(cluster_process& node);
 
 /// Connects to the gateway at `address` (cluster key from the
 /// configuration, as `mibyan run --connect`) and makes `st.ui_forward`
-/// send every request there, one at a time on a thread of its own. Returns
-/// "" or the one-line reason the connection failed. The connection lives
-/// as long as `st.ui_forward`.
-std::string connect_dashboard(const std::string& address, const options& opts,
-                              http_server_settings& st);
+/// send every request there, one at a time on a thread of its own. Fails
+/// as cluster_client::connect does, the message naming the address. The
+/// connection lives as long as `st.ui_forward`.
+status connect_dashboard(const std::string& address, const options& opts,
+                         http_server_settings& st);
 
 } // namespace mibyan::cli

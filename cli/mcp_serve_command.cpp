@@ -162,8 +162,7 @@ int mcp_serve_command(const std::vector<std::string>& args,
     }
     hs.allowed_hosts = opts.server.allowed_hosts;
     hs.max_message_bytes = static_cast<size_t>(opts.server.max_body_bytes);
-    hs.io_threads = static_cast<int>(std::max<int64_t>(1,
-                                                       opts.server.io_threads));
+    hs.io_threads = static_cast<int>(opts.server.io_threads);
     hs.keepalive_s = opts.server.keepalive_s;
   }
   // stdio: the protocol gets a private copy of stdout; fd 1 becomes
@@ -215,8 +214,8 @@ int mcp_serve_command(const std::vector<std::string>& args,
   cs.page_size = page_size;
   cs.max_message_bytes = static_cast<size_t>(cfg_copy.server.max_body_bytes);
   if (!listen.empty())
-    cs.idle_timeout = std::chrono::seconds(
-      std::max<int64_t>(1, cfg_copy.server.session_idle_timeout));
+    cs.idle_timeout
+      = std::chrono::seconds(cfg_copy.server.session_idle_timeout);
   auto core = mcp_server_core::create(std::move(backend), cs);
   if (listen.empty()) {
     MIBYAN_LOG(info, "mcp-serve", "serving on stdio");

@@ -114,23 +114,21 @@ int nodes_command(const std::vector<std::string>& args,
   options opts;
   if (!load_config_or_report(flags, opts))
     return 2;
-  std::string error;
-  bool refused = false;
-  auto client = cluster_client::connect(connect, opts, &error, &refused);
+  auto client = cluster_client::connect(connect, opts);
   if (!client) {
-    std::cerr << "mibyan nodes: " << error << "\n";
-    return refused ? 2 : 1;
+    std::cerr << "mibyan nodes: " << client.error << "\n";
+    return cluster_client::refused(client.get_status()) ? 2 : 1;
   }
-  auto text = client->members_json(&error);
-  if (text.empty()) {
-    std::cerr << "mibyan nodes: " << error << "\n";
+  auto text = (*client)->members_json();
+  if (!text) {
+    std::cerr << "mibyan nodes: " << text.error << "\n";
     return 1;
   }
   if (as_json) {
-    std::cout << text << std::endl;
+    std::cout << *text << std::endl;
     return 0;
   }
-  auto parsed = json::parse(text);
+  auto parsed = json::parse(*text);
   if (!parsed || !parsed.v->is_array())
     return 1;
   std::cout << std::left << std::setw(12) << "ID" << std::setw(24)

@@ -123,17 +123,16 @@ int run_command(const std::vector<std::string>& args,
   // between the lines of the answer.
   if (live)
     route_logs_to_file(flags, opts, "run");
-  std::string error;
   // --connect: the turn runs on a cluster gateway (docs/cluster.md).
   std::unique_ptr<cluster_client> client;
   std::unique_ptr<runtime> rt;
   if (!connect.empty()) {
-    bool refused = false;
-    client = cluster_client::connect(connect, opts, &error, &refused);
-    if (!client) {
-      std::cerr << "mibyan run: " << error << "\n";
-      return refused ? 2 : 1;
+    auto connected = cluster_client::connect(connect, opts);
+    if (!connected) {
+      std::cerr << "mibyan run: " << connected.error << "\n";
+      return cluster_client::refused(connected.get_status()) ? 2 : 1;
     }
+    client = std::move(*connected);
   }
   block_interrupt_signals();
   if (!client) {

@@ -189,8 +189,8 @@ int run_node(const std::vector<std::string>& args, const global_flags& flags,
   std::string error;
   if (!connect.empty()) {
     // Every /ui/api/* request but sign-in is the gateway's.
-    if (auto err = connect_dashboard(connect, opts, st); !err.empty()) {
-      std::cerr << me << ": " << err << "\n";
+    if (auto connected = connect_dashboard(connect, opts, st); !connected) {
+      std::cerr << me << ": " << connected.error << "\n";
       return 2;
     }
   }

@@ -163,13 +163,12 @@ int tool_on_cluster(const std::string& address, std::string session,
                     const std::string& cwd, bool from_stdin,
                     const std::vector<std::string>& positional,
                     const options& opts) {
-  std::string error;
-  bool refused = false;
-  auto client = cluster_client::connect(address, opts, &error, &refused);
-  if (!client) {
-    std::cerr << "mibyan tool: " << error << "\n";
-    return refused ? 2 : 1;
+  auto connected = cluster_client::connect(address, opts);
+  if (!connected) {
+    std::cerr << "mibyan tool: " << connected.error << "\n";
+    return cluster_client::refused(connected.get_status()) ? 2 : 1;
   }
+  auto client = std::move(*connected);
   if (session.empty())
     session = generate_session_id();
   block_interrupt_signals();
@@ -182,14 +181,14 @@ int tool_on_cluster(const std::string& address, std::string session,
       done(client->call_tool(c).result_json);
     }, tool_line_settings{session, cwd, opts.tools.max_argument_bytes});
   const auto& name = positional[0];
-  auto names = client->tool_names(&error);
-  if (std::find(names.begin(), names.end(), name) == names.end()) {
-    if (!error.empty()) {
-      std::cerr << "mibyan tool: " << error << "\n";
-      return 1;
-    }
+  auto names = client->tool_names();
+  if (!names) {
+    std::cerr << "mibyan tool: " << names.error << "\n";
+    return 1;
+  }
+  if (std::find(names->begin(), names->end(), name) == names->end()) {
     std::string list;
-    for (auto& n : names)
+    for (auto& n : *names)
       list += (list.empty() ? "" : ", ") + n;
     std::cerr << "mibyan tool: unknown tool '" << name
               << "'. Available tools: " << list << "\n";
@@ -260,9 +259,9 @@ int tool_command(const std::vector<std::string>& args,
     opts.code_execution.prestart_kernels = 0;
   auto max_argument_bytes = opts.tools.max_argument_bytes;
   if (!list && !from_stdin) {
-    if (auto err = argument_size_error(args_json.size(), max_argument_bytes);
-        !err.empty()) {
-      std::cerr << "mibyan tool: " << err << "\n";
+    if (auto size = check_argument_size(args_json.size(), max_argument_bytes);
+        !size) {
+      std::cerr << "mibyan tool: " << size.error << "\n";
       return 2;
     }
   }

@@ -62,7 +62,8 @@ tool_line parse_tool_line(std::string_view line, uint64_t seq,
 
 std::string too_long_tool_line(uint64_t seq, uint64_t length,
                                const tool_line_settings& s) {
-  return invalid_line(seq, argument_size_error(length, s.max_argument_bytes));
+  return invalid_line(seq,
+                      check_argument_size(length, s.max_argument_bytes).error);
 }
 
 bool write_line_if_ready(int fd, const std::string& line) {

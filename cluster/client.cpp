@@ -7,6 +7,7 @@
 #include "caf/io/all.hpp"
 #include "caf/openssl/all.hpp"
 
+#include "actors/error_mapping.hpp"
 #include "base/json.hpp"
 #include "base/crypto.hpp"
 #include "cluster/internal.hpp"
@@ -30,43 +31,46 @@ struct cluster_client::impl {
     sys.reset();
   }
 
-  // Sends `xs` to the member and waits for one answer of type T, the
-  // member's death (its connection dropped) or an error. Never hangs on a
-  // dead member: CAF's connection heartbeat closes a silent link.
   /// Set once the member's down message arrived (monitored once, at
   /// connect: a remote monitor per call would cost two more messages).
   bool lost = false;
 
+  status lost_status() const {
+    return status::failure(status_code::unavailable,
+                           "the cluster member " + member_id
+                             + " was lost (its connection dropped)");
+  }
+
+  // Sends `xs` to the member and waits for one answer of type T, the
+  // member's death (its connection dropped: unavailable, and `lost` is
+  // set) or an error (its code, with CAF's rendering as the message).
+  // Never hangs on a dead member: CAF's connection heartbeat closes a
+  // silent link.
   template <class T, class... Ts>
-  bool ask(T& out, std::string* error, Ts&&... xs) {
+  result<T> ask(Ts&&... xs) {
     auto& s = *self;
-    if (lost) {
-      *error = "the cluster member " + member_id
-               + " was lost (its connection dropped)";
-      return false;
-    }
+    if (lost)
+      return lost_status();
     s->send(member, std::forward<Ts>(xs)...);
-    bool ok = false;
+    result<T> out;
     bool done = false;
     while (!done) {
       s->receive(
         [&](T& x) {
           out = std::move(x);
-          ok = true;
           done = true;
         },
         [&](caf::down_msg&) {
-          *error = "the cluster member " + member_id
-                   + " was lost (its connection dropped)";
           lost = true;
+          out = lost_status();
           done = true;
         },
         [&](caf::error& e) {
-          *error = sys->render(e);
+          out = status::failure(to_status(e).code, sys->render(e));
           done = true;
         });
     }
-    return ok;
+    return out;
   }
 };
 
@@ -76,10 +80,10 @@ cluster_client::~cluster_client() = default;
 
 namespace {
 
-std::unique_ptr<cluster_client::impl> make_system(const options& opts,
-                                                  std::string* error);
-bool connect_into(cluster_client::impl& p, const std::string& address,
-                  const options& opts, std::string* error, bool* refused);
+result<std::unique_ptr<cluster_client::impl>>
+make_system(const options& opts);
+status connect_into(cluster_client::impl& p, const std::string& address,
+                    const options& opts);
 
 std::vector<std::string> split_addresses(const std::string& list) {
   std::vector<std::string> out;
@@ -104,42 +108,39 @@ std::vector<std::string> split_addresses(const std::string& list) {
 
 } // namespace
 
-std::unique_ptr<cluster_client>
-cluster_client::connect(const std::string& address, const options& opts,
-                        std::string* error, bool* refused) {
-  if (refused)
-    *refused = false;
+result<std::unique_ptr<cluster_client>>
+cluster_client::connect(const std::string& address, const options& opts) {
+  using out = result<std::unique_ptr<cluster_client>>;
   auto list = split_addresses(address);
-  if (list.empty()) {
-    *error = "--connect expects HOST:PORT, got '" + address + "'";
-    return nullptr;
-  }
+  if (list.empty())
+    return out::failure(status_code::invalid_argument,
+                        "--connect expects HOST:PORT, got '" + address + "'");
   // One actor system for every attempt and every later fail-over: a
   // system whose peer died may take long to stop, so it is kept.
-  auto p = make_system(opts, error);
+  auto p = make_system(opts);
   if (!p)
-    return nullptr;
+    return p.get_status();
   std::string errors;
   for (size_t i = 0; i < list.size(); ++i) {
-    std::string err;
-    bool ref = false;
-    if (connect_into(*p, list[i], opts, &err, &ref)) {
-      std::unique_ptr<cluster_client> c{new cluster_client(std::move(p))};
+    auto st = connect_into(**p, list[i], opts);
+    if (st.ok()) {
+      std::unique_ptr<cluster_client> c{new cluster_client(std::move(*p))};
       c->opts_ = opts;
       c->addresses_ = list;
       c->at_ = i;
-      return c;
+      return std::move(c);
     }
-    if (ref || list.size() == 1) {
-      *error = err;
-      if (refused)
-        *refused = ref;
-      return nullptr;
-    }
-    errors += (errors.empty() ? "" : "; ") + err;
+    if (refused(st) || list.size() == 1)
+      return st;
+    errors += (errors.empty() ? "" : "; ") + st.error;
   }
-  *error = "no cluster member answered: " + errors;
-  return nullptr;
+  return out::failure(status_code::unavailable,
+                      "no cluster member answered: " + errors);
+}
+
+bool cluster_client::refused(const status& st) {
+  return st.code == status_code::config_invalid
+         || st.code == status_code::permission_denied;
 }
 
 const std::string& cluster_client::current_address() const {
@@ -149,9 +150,7 @@ const std::string& cluster_client::current_address() const {
 bool cluster_client::fail_over() {
   for (size_t k = 1; k < addresses_.size(); ++k) {
     auto i = (at_ + k) % addresses_.size();
-    std::string err;
-    bool ref = false;
-    if (!connect_into(*impl_, addresses_[i], opts_, &err, &ref))
+    if (!connect_into(*impl_, addresses_[i], opts_).ok())
       continue;
     at_ = i;
     return true;
@@ -161,8 +160,8 @@ bool cluster_client::fail_over() {
 
 namespace {
 
-std::unique_ptr<cluster_client::impl> make_system(const options& opts,
-                                                  std::string* error) {
+result<std::unique_ptr<cluster_client::impl>>
+make_system(const options& opts) {
   auto p = std::make_unique<cluster_client::impl>();
   configure_actor_system(p->cfg, nullptr);
   p->cfg.set("scheduler.max-threads", size_t{2});
@@ -179,33 +178,33 @@ std::unique_ptr<cluster_client::impl> make_system(const options& opts,
   try {
     p->sys = std::make_unique<caf::actor_system>(p->cfg);
   } catch (const std::exception& e) {
-    *error = std::string{"cannot start the actor system: "} + e.what();
-    return nullptr;
+    return status::failure(status_code::internal,
+                           std::string{"cannot start the actor system: "}
+                             + e.what());
   }
-  return p;
+  return std::move(p);
 }
 
 // Connects `p` (its system) to the member at `address` and authenticates;
-// on success `p` talks to it from now on.
-bool connect_into(cluster_client::impl& pi, const std::string& address,
-                  const options& opts, std::string* error, bool* refused) {
+// on success `p` talks to it from now on. Fails with the codes of
+// cluster_client::connect.
+status connect_into(cluster_client::impl& pi, const std::string& address,
+                    const options& opts) {
   auto* p = &pi;
-  if (refused)
-    *refused = false;
+  auto refusal = [](std::string why) {
+    return status::failure(status_code::permission_denied, std::move(why));
+  };
   std::string host;
   uint16_t port = 0;
-  if (!split_host_port(address, host, port)) {
-    *error = "--connect expects HOST:PORT, got '" + address + "'";
-    return false;
-  }
+  if (!split_host_port(address, host, port))
+    return status::failure(status_code::invalid_argument,
+                           "--connect expects HOST:PORT, got '" + address
+                             + "'");
   auto key = cluster_key(opts);
-  if (key.empty()) {
-    *error = "no cluster key: set MIBYAN_CLUSTER_KEY (or cluster.key in "
-             "config.yaml)";
-    if (refused)
-      *refused = true;
-    return false;
-  }
+  if (key.empty())
+    return status::failure(status_code::config_invalid,
+                           "no cluster key: set MIBYAN_CLUSTER_KEY (or "
+                           "cluster.key in config.yaml)");
   bool tls = !opts.cluster.tls_cert.empty();
   // A fresh blocking actor per connection (the old one watched the lost
   // member).
@@ -220,11 +219,10 @@ bool connect_into(cluster_client::impl& pi, const std::string& address,
     remote = tls ? caf::openssl::remote_actor(*p->sys, host, port)
                  : p->sys->middleman().remote_actor(host, port);
   }
-  if (!remote) {
-    *error = "cannot connect to " + address + ": "
-             + p->sys->render(remote.error());
-    return false;
-  }
+  if (!remote)
+    return status::failure(status_code::unavailable,
+                           "cannot connect to " + address + ": "
+                             + p->sys->render(remote.error()));
   p->member = *remote;
   p->self = std::make_unique<caf::scoped_actor>(*p->sys);
   auto& s = *p->self;
@@ -232,56 +230,47 @@ bool connect_into(cluster_client::impl& pi, const std::string& address,
   auto my_id = "client-" + random_hex(4);
   auto nonce = random_hex(16);
   auto digest = cluster_type_digest();
-  cluster_challenge c;
-  std::string err;
-  if (!p->ask(c, &err, hello_atom_v,
-              cluster_hello{my_id, "client", "", cluster_protocol_version,
-                            digest, nonce})) {
-    *error = "handshake with " + address + " failed: " + err;
-    return false;
-  }
-  if (!c.refusal.empty()) {
-    *error = c.refusal;
-    if (refused)
-      *refused = true;
-    return false;
-  }
+  // A failed handshake step is a member that did not answer, whatever
+  // the transport said.
+  auto not_answered = [&](const status& st) {
+    return status::failure(status_code::unavailable,
+                           "handshake with " + address + " failed: "
+                             + st.error);
+  };
+  auto hello = p->ask<cluster_challenge>(
+    hello_atom_v, cluster_hello{my_id, "client", "", cluster_protocol_version,
+                                digest, nonce});
+  if (!hello)
+    return not_answered(hello.get_status());
+  auto& c = *hello;
+  if (!c.refusal.empty())
+    return refusal(c.refusal);
   if (auto m = protocol_mismatch(my_id, cluster_protocol_version, digest,
                                  c.node_id, c.version, c.digest);
-      !m.empty()) {
-    *error = m;
-    if (refused)
-      *refused = true;
-    return false;
-  }
+      !m.empty())
+    return refusal(m);
   bool key_ok = proof_equal(c.proof,
-                                    server_proof(key, nonce, c.node_id, my_id));
-  cluster_welcome w;
-  if (!p->ask(w, &err, auth_atom_v,
-              cluster_proof{my_id, client_proof(key, c.nonce, my_id,
-                                                c.node_id)})) {
-    *error = "handshake with " + address + " failed: " + err;
-    return false;
-  }
-  if (!key_ok || !w.refusal.empty()) {
-    *error = !w.refusal.empty()
-               ? w.refusal
-               : "wrong cluster key: node " + c.node_id + " at " + address
-                   + " could not prove the cluster key";
-    if (refused)
-      *refused = true;
-    return false;
-  }
-  if (!w.member) {
-    *error = "node " + c.node_id + " sent no member handle";
-    return false;
-  }
+                            server_proof(key, nonce, c.node_id, my_id));
+  auto welcome = p->ask<cluster_welcome>(
+    auth_atom_v,
+    cluster_proof{my_id, client_proof(key, c.nonce, my_id, c.node_id)});
+  if (!welcome)
+    return not_answered(welcome.get_status());
+  auto& w = *welcome;
+  if (!w.refusal.empty())
+    return refusal(w.refusal);
+  if (!key_ok)
+    return refusal("wrong cluster key: node " + c.node_id + " at " + address
+                   + " could not prove the cluster key");
+  if (!w.member)
+    return status::failure(status_code::internal,
+                           "node " + c.node_id + " sent no member handle");
   // From here on the member itself (the front door only does handshakes).
   s->demonitor(p->member);
   p->member = w.member;
   s->monitor(p->member);
   p->member_id = c.node_id;
-  return true;
+  return {};
 }
 
 } // namespace
@@ -289,27 +278,24 @@ bool connect_into(cluster_client::impl& pi, const std::string& address,
 tool_outcome cluster_client::call_tool(const tool_call_request& call) {
   tool_request req{call.session_id, call.call_id, call.tool, call.args_json,
                    call.cwd, false};
-  tool_response res;
-  std::string err;
   tool_outcome out;
-  bool ok = impl_->ask(res, &err, invoke_atom_v, req);
-  while (!ok && impl_->lost && fail_over())
-    ok = impl_->ask(res, &err, invoke_atom_v, req);
-  if (ok) {
-    out.result_json = std::move(res.result_json);
-    out.duration_us = res.duration_us;
-    out.timed_out = res.timed_out;
+  auto res = impl_->ask<tool_response>(invoke_atom_v, req);
+  while (!res && impl_->lost && fail_over())
+    res = impl_->ask<tool_response>(invoke_atom_v, req);
+  if (res) {
+    out.result_json = std::move(res->result_json);
+    out.duration_us = res->duration_us;
+    out.timed_out = res->timed_out;
   } else {
-    out.result_json = error_result("Cluster error: " + err).dump();
+    out.result_json = error_result("Cluster error: " + res.error).dump();
   }
   return out;
 }
 
-std::vector<std::string> cluster_client::tool_names(std::string* error) {
-  std::vector<std::string> names;
-  while (!impl_->ask(names, error, tools_atom_v) && impl_->lost
-         && fail_over())
-    error->clear();
+result<std::vector<std::string>> cluster_client::tool_names() {
+  auto names = impl_->ask<std::vector<std::string>>(tools_atom_v);
+  while (!names && impl_->lost && fail_over())
+    names = impl_->ask<std::vector<std::string>>(tools_atom_v);
   return names;
 }
 
@@ -325,29 +311,26 @@ turn_result cluster_client::run_turn(const turn_call& call) {
   t.max_iterations = call.max_iterations;
   t.toolsets = call.toolsets;
   t.save_trajectory = call.save_trajectory;
-  turn_result r;
-  std::string err;
-  bool ok = impl_->ask(r, &err, turn_atom_v, t);
-  while (!ok && impl_->lost && fail_over())
-    ok = impl_->ask(r, &err, turn_atom_v, t);
-  if (!ok) {
+  auto r = impl_->ask<turn_result>(turn_atom_v, t);
+  while (!r && impl_->lost && fail_over())
+    r = impl_->ask<turn_result>(turn_atom_v, t);
+  if (!r) {
     turn_result out;
     out.session_id = t.session_id;
-    out.error = "cluster error: " + err;
+    out.error = "cluster error: " + r.error;
     return out;
   }
-  return r;
+  return std::move(*r);
 }
 
-std::string cluster_client::members_json(std::string* error) {
-  std::vector<member_info> members;
-  bool ok = impl_->ask(members, error, members_atom_v);
-  while (!ok && impl_->lost && fail_over())
-    ok = impl_->ask(members, error, members_atom_v);
-  if (!ok)
-    return {};
+result<std::string> cluster_client::members_json() {
+  auto members = impl_->ask<std::vector<member_info>>(members_atom_v);
+  while (!members && impl_->lost && fail_over())
+    members = impl_->ask<std::vector<member_info>>(members_atom_v);
+  if (!members)
+    return members.get_status();
   json::value out = json::value::make_array();
-  for (auto& m : members) {
+  for (auto& m : *members) {
     json::value e;
     e["id"] = m.node_id;
     e["address"] = m.address;
@@ -362,16 +345,18 @@ std::string cluster_client::members_json(std::string* error) {
   return out.dump();
 }
 
-bool cluster_client::dashboard(const dashboard_request& req,
-                               dashboard_answer* out, std::string* error) {
-  dashboard_reply r;
-  if (!impl_->ask(r, error, dashboard_atom_v,
-                  dashboard_query{req.method, req.path, req.query, req.body}))
-    return false;
-  out->status = r.status;
-  out->content_type = std::move(r.content_type);
-  out->body = std::move(r.body);
-  return true;
+result<dashboard_answer>
+cluster_client::dashboard(const dashboard_request& req) {
+  auto r = impl_->ask<dashboard_reply>(
+    dashboard_atom_v,
+    dashboard_query{req.method, req.path, req.query, req.body});
+  if (!r)
+    return r.get_status();
+  dashboard_answer out;
+  out.status = r->status;
+  out.content_type = std::move(r->content_type);
+  out.body = std::move(r->body);
+  return out;
 }
 
 void cluster_client::interrupt(const std::string& session_id,

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "base/status.hpp"
 #include "cluster/node.hpp"
 #include "config/options.hpp"
 #include "mibyan/runtime.hpp"
@@ -22,13 +23,23 @@ namespace mibyan {
 class cluster_client {
 public:
   /// Connects to HOST:PORT (or the first of "HOST:PORT,HOST:PORT,..."
-  /// that answers) and authenticates. Returns null and sets `*error` (one
-  /// line) on failure; `*refused` tells a refusal by a node (key,
-  /// protocol: final, no other address is tried) from a connection
-  /// failure (of every address).
-  static std::unique_ptr<cluster_client>
-  connect(const std::string& address, const options& opts, std::string* error,
-          bool* refused = nullptr);
+  /// that answers) and authenticates. Fails with one line and the code:
+  ///   invalid_argument   an address is not HOST:PORT;
+  ///   config_invalid     no cluster key is configured;
+  ///   permission_denied  a node refused (wrong key, another protocol
+  ///                      version or message types, its own refusal);
+  ///   unavailable        no member answered (each address's reason);
+  ///   internal           the actor system did not start, or a node
+  ///                      answered the handshake without a member.
+  /// The first two refusals are final (refused()): no other address is
+  /// tried after them.
+  static result<std::unique_ptr<cluster_client>>
+  connect(const std::string& address, const options& opts);
+
+  /// Whether a failed connect was refused (config_invalid or
+  /// permission_denied: fix the key or the versions) rather than not
+  /// answered; the commands exit 2 for a refusal, 1 otherwise.
+  static bool refused(const status& st);
 
   /// The member this client talks to now (its "HOST:PORT" as given).
   const std::string& current_address() const;
@@ -43,8 +54,9 @@ public:
   /// are reported, never re-run).
   tool_outcome call_tool(const tool_call_request& call);
 
-  /// The names of the tools the member offers ("" on error).
-  std::vector<std::string> tool_names(std::string* error);
+  /// The names of the tools the member offers. Fails with unavailable when
+  /// every member is lost, else with the member's error's code.
+  result<std::vector<std::string>> tool_names();
 
   /// Runs one agent turn on the member (a gateway). Only session_id,
   /// prompt, provider, model, base_url, max_iterations, toolsets and
@@ -55,15 +67,16 @@ public:
   /// prompt once more.
   turn_result run_turn(const turn_call& call);
 
-  /// The member list as a JSON array (docs/cluster.md); "" on error.
-  std::string members_json(std::string* error);
+  /// The member list as a JSON array (docs/cluster.md). Fails as
+  /// tool_names does.
+  result<std::string> members_json();
 
   /// Forwards one dashboard API request to the member (a gateway that
-  /// serves the dashboard API) and waits for its answer. False with
-  /// `*error` when the member is lost or refuses. `mibyan dashboard
-  /// --connect` calls it from one thread at a time.
-  bool dashboard(const dashboard_request& req, dashboard_answer* out,
-                 std::string* error);
+  /// serves the dashboard API) and waits for its answer. unavailable when
+  /// the member is lost (no fail-over), else the member's error's code
+  /// when it refuses.
+  /// `mibyan dashboard --connect` calls it from one thread at a time.
+  result<dashboard_answer> dashboard(const dashboard_request& req);
 
   /// Interrupts the running calls of `session_id` on its worker.
   void interrupt(const std::string& session_id, const std::string& reason);

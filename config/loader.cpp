@@ -79,22 +79,22 @@ std::string resolve_home() {
   return ec ? home : abs.lexically_normal().string();
 }
 
-load_result parse_options(const std::string& yaml_text,
-                          const std::string& origin) {
-  load_result result;
+result<options> parse_options(const std::string& yaml_text,
+                              const std::string& origin) {
+  options opts;
+  auto fail = [](std::string why) {
+    return result<options>::failure(status_code::config_invalid,
+                                    std::move(why));
+  };
   try {
     YAML::Node root = YAML::Load(yaml_text);
     if (!root || root.IsNull())
-      return result; // an empty file means defaults
-    if (!root.IsMap()) {
-      result.error = located(origin, root.Mark())
-                     + ": the top level must be a mapping of sections";
-      return result;
-    }
-    if (auto dup = find_duplicate_key(root, origin); !dup.empty()) {
-      result.error = dup;
-      return result;
-    }
+      return opts; // an empty file means defaults
+    if (!root.IsMap())
+      return fail(located(origin, root.Mark())
+                  + ": the top level must be a mapping of sections");
+    if (auto dup = find_duplicate_key(root, origin); !dup.empty())
+      return fail(dup);
     // Every key is a row of config/option_table.def: a section's keys, or
     // a top-level key with structure of its own.
     std::vector<std::string> sections;
@@ -112,12 +112,10 @@ load_result parse_options(const std::string& yaml_text,
       auto section = kv.first.as<std::string>();
       const auto& body = kv.second;
       if (auto top = find_option("", section); top != nullptr) {
-        auto err = top->set(body, result.opts, warnings);
+        auto err = top->set(body, opts, warnings);
         log_warnings();
-        if (!err.empty()) {
-          result.error = located(origin, body.Mark()) + ": " + err;
-          return result;
-        }
+        if (!err.empty())
+          return fail(located(origin, body.Mark()) + ": " + err);
         continue;
       }
       if (section.empty()
@@ -129,18 +127,15 @@ load_result parse_options(const std::string& yaml_text,
         for (auto& row : option_table())
           if (*row.section == '\0')
             known += (known.empty() ? "" : ", ") + std::string{row.key};
-        result.error = located(origin, kv.first.Mark())
-                       + ": unknown top-level key '" + section
-                       + "' (known: " + known + ")";
-        return result;
+        return fail(located(origin, kv.first.Mark())
+                    + ": unknown top-level key '" + section + "' (known: "
+                    + known + ")");
       }
       if (body.IsNull())
         continue;
-      if (!body.IsMap()) {
-        result.error = located(origin, body.Mark()) + ": " + section
-                       + ": expected a mapping, got " + scalar_text(body);
-        return result;
-      }
+      if (!body.IsMap())
+        return fail(located(origin, body.Mark()) + ": " + section
+                    + ": expected a mapping, got " + scalar_text(body));
       for (const auto& entry : body) {
         auto key = entry.first.as<std::string>();
         auto match = find_option(section, key);
@@ -149,26 +144,23 @@ load_result parse_options(const std::string& yaml_text,
           for (auto& row : option_table())
             if (section == row.section && !row.nested())
               known += (known.empty() ? "" : ", ") + std::string{row.key};
-          result.error = located(origin, entry.first.Mark()) + ": unknown key '"
-                         + section + "." + key + "' (known: " + known + ")";
-          return result;
+          return fail(located(origin, entry.first.Mark()) + ": unknown key '"
+                      + section + "." + key + "' (known: " + known + ")");
         }
-        auto err = match->set(entry.second, result.opts, warnings);
+        auto err = match->set(entry.second, opts, warnings);
         log_warnings();
-        if (!err.empty()) {
-          result.error = located(origin, entry.second.Mark()) + ": " + section
-                         + "." + key + ": " + err;
-          return result;
-        }
+        if (!err.empty())
+          return fail(located(origin, entry.second.Mark()) + ": " + section
+                      + "." + key + ": " + err);
       }
     }
-    collect_secret_literals(root, result.opts.secret_literals);
+    collect_secret_literals(root, opts.secret_literals);
   } catch (const YAML::Exception& e) {
-    result.error = located(origin, e.mark) + ": invalid YAML: " + e.msg;
+    return fail(located(origin, e.mark) + ": invalid YAML: " + e.msg);
   } catch (const std::exception& e) {
-    result.error = origin + ": " + e.what();
+    return fail(origin + ": " + e.what());
   }
-  return result;
+  return opts;
 }
 
 void parse_env_file(const std::string& text,
@@ -215,44 +207,39 @@ void parse_env_file(const std::string& text,
   }
 }
 
-load_result load_options(const std::string& home_arg) {
+result<options> load_options(const std::string& home_arg) {
+  auto fail = [](std::string why) {
+    return result<options>::failure(status_code::config_invalid,
+                                    std::move(why));
+  };
   auto home = home_arg.empty() ? resolve_home() : home_arg;
-  if (auto bad = check_home(home); !bad.empty()) {
-    load_result refused;
-    refused.error = bad;
-    return refused;
-  }
+  if (auto bad = check_home(home); !bad.empty())
+    return fail(bad);
   std::string path = home + "/config.yaml";
   if (const char* v = std::getenv("MIBYAN_CONFIG"); v && *v)
     path = v;
   bool exists = false;
   std::string read_error;
   auto text = read_file_text(path, exists, read_error);
-  load_result result;
-  if (!read_error.empty()) {
-    result.error = read_error;
-    return result;
-  }
-  if (exists)
-    result = parse_options(text, path);
-  if (!result.ok())
-    return result;
-  result.opts.home = home;
-  result.opts.config_path = exists ? path : "";
+  if (!read_error.empty())
+    return fail(read_error);
+  auto loaded = exists ? parse_options(text, path) : result<options>{options{}};
+  if (!loaded.ok())
+    return loaded;
+  loaded->home = home;
+  loaded->config_path = exists ? path : "";
   auto env_path = home + "/.env";
   if (const char* v = std::getenv("MIBYAN_ENV"); v && *v)
     env_path = v;
   bool env_exists = false;
   auto env_text = read_file_text(env_path, env_exists, read_error);
-  if (!read_error.empty()) {
-    result.error = read_error;
-    return result;
-  }
+  if (!read_error.empty())
+    return fail(read_error);
   std::vector<std::string> warnings;
-  parse_env_file(env_text, result.opts.env_file, &warnings);
+  parse_env_file(env_text, loaded->env_file, &warnings);
   for (auto& w : warnings)
     MIBYAN_LOG(warning, "config", env_path << ": " << w);
-  return result;
+  return loaded;
 }
 
 std::vector<shown_option> shown_options(const options& opts) {

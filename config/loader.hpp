@@ -19,32 +19,22 @@ namespace mibyan {
 /// home at all (never a shared temporary directory).
 std::string resolve_home();
 
-/// The outcome of loading: `error` is empty on success. On failure it is one
-/// line naming the file, line, key and problem, e.g.
-/// "/root/.mibyan/config.yaml:7: code_execution.timeout: expected an
-/// integer, got 'soon'".
-struct load_result {
-  options opts;
-  std::string error;
-  bool ok() const { return error.empty(); }
-  /// The outcome as the project's error type (code config_invalid).
-  status get_status() const {
-    return ok() ? status{}
-                : status::failure(status_code::config_invalid, error);
-  }
-};
-
 /// Loads the configuration of `home` ("" = resolve_home()). A missing
 /// config.yaml or .env means defaults. A home that is not a private
 /// directory of the user (base/state_dir.hpp) is an error, as is having
 /// no home at all. `MIBYAN_CONFIG` names another config
 /// file. Reads only; never creates or changes a file.
-load_result load_options(const std::string& home = "");
+///
+/// Every failure is config_invalid with one line naming the file, line,
+/// key and problem, e.g. "/root/.mibyan/config.yaml:7:
+/// code_execution.timeout: expected an integer, got 'soon'". A loaded
+/// configuration passes validate_options (config/option_bounds.hpp).
+result<options> load_options(const std::string& home = "");
 
 /// Parses config YAML text (used by load_options and tests). `origin` is
-/// the file name used in messages.
-load_result parse_options(const std::string& yaml_text,
-                          const std::string& origin);
+/// the file name used in messages. Fails as load_options does.
+result<options> parse_options(const std::string& yaml_text,
+                              const std::string& origin);
 
 /// Parses .env text: `KEY=VALUE` lines, optional `export `, single or double
 /// quotes, `#` comments. Malformed lines are skipped and reported in

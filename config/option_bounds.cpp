@@ -15,24 +15,15 @@ const std::vector<numeric_bounds>& numeric_option_bounds() {
   return table;
 }
 
-std::string check_numeric_bounds(std::string_view section,
-                                 std::string_view key, int64_t value) {
-  for (auto& b : numeric_option_bounds())
-    if (section == b.section && key == b.key) {
-      if (value < b.min || value > b.max)
-        return "must be between " + std::to_string(b.min) + " and "
-               + std::to_string(b.max) + ", got " + std::to_string(value);
-      return {};
-    }
-  return "is no integer option";
-}
-
-int64_t clamp_to_bounds(std::string_view section, std::string_view key,
-                        int64_t value) {
-  for (auto& b : numeric_option_bounds())
-    if (section == b.section && key == b.key)
-      return value < b.min ? b.min : value > b.max ? b.max : value;
-  return value;
+status validate_options(const options& opts) {
+  for (auto& row : option_table()) {
+    if (!row.check)
+      continue;
+    if (auto st = row.check(opts); !st.ok())
+      return status::failure(status_code::config_invalid,
+                             row.name() + ": " + st.error);
+  }
+  return {};
 }
 
 } // namespace mibyan

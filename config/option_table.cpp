@@ -57,6 +57,13 @@ std::string check_range(int64_t v, int64_t min, int64_t max,
   return {};
 }
 
+// A row's check (option_row::check) from a problem text ("" = valid).
+status checked(std::string problem) {
+  if (problem.empty())
+    return {};
+  return status::failure(status_code::config_invalid, std::move(problem));
+}
+
 template <class S>
 option_row int_row(const char* section, const char* key, S s, int64_t min,
                    int64_t max, const char* doc) {
@@ -78,6 +85,9 @@ option_row int_row(const char* section, const char* key, S s, int64_t min,
     return {};
   };
   r.show = [=](const options& o) { return std::to_string(s.of(o)); };
+  r.check = [=](const options& o) {
+    return checked(check_range(s.of(o), min, max, std::to_string(s.of(o))));
+  };
   return r;
 }
 
@@ -123,14 +133,8 @@ option_row string_row(const char* section, const char* key, option_kind kind,
       start = bar + 1;
     }
   }
-  r.set = [=](const YAML::Node& node, options& o, warnings_t&) -> std::string {
-    if (node.IsNull()) {
-      s.of(o) = "";
-      return {};
-    }
-    if (!node.IsScalar())
-      return "expected a string, got " + scalar_text(node);
-    auto v = node.Scalar();
+  // "" or why `v` is no value of this row.
+  auto problem = [=](const std::string& v) -> std::string {
     if (!allowed.empty()) {
       bool ok = false;
       std::string list;
@@ -141,12 +145,26 @@ option_row string_row(const char* section, const char* key, option_kind kind,
       if (!ok)
         return "must be one of " + list + ", got '" + v + "'";
     }
-    if (check != nullptr)
-      if (auto e = check(v); !e.empty())
-        return e;
+    return check != nullptr ? check(v) : std::string{};
+  };
+  r.set = [=](const YAML::Node& node, options& o, warnings_t&) -> std::string {
+    if (node.IsNull()) {
+      s.of(o) = "";
+      return {};
+    }
+    if (!node.IsScalar())
+      return "expected a string, got " + scalar_text(node);
+    auto v = node.Scalar();
+    if (auto e = problem(v); !e.empty())
+      return e;
     s.of(o) = std::move(v);
     return {};
   };
+  // "" is what a null reads as, accepted by `set` for every string row.
+  if (!allowed.empty() || check != nullptr)
+    r.check = [=](const options& o) {
+      return s.of(o).empty() ? status{} : checked(problem(s.of(o)));
+    };
   if (kind == option_kind::secret)
     r.show = [=](const options& o) {
       return s.of(o).empty() ? std::string{"\"\""} : std::string{"\"***\""};
@@ -200,6 +218,15 @@ option_row fraction_row(const char* section, const char* key, S s,
       return "expected a number above 0 and at most 1, got '" + text + "'";
     s.of(o) = v;
     return {};
+  };
+  r.check = [=](const options& o) {
+    auto v = s.of(o);
+    std::ostringstream text;
+    text << v;
+    return checked(v > 0.0 && v <= 1.0
+                     ? std::string{}
+                     : "expected a number above 0 and at most 1, got '"
+                         + text.str() + "'");
   };
   r.show = [=](const options& o) {
     std::ostringstream out;
@@ -322,9 +349,9 @@ std::vector<option_row> build_table() {
 #define MIBYAN_CUSTOM(type, member, key, set, show, values, dflt, doc)        \
   t.push_back(custom_row<slot<S, type>, type>(                                \
     section, key, make_slot(sec, &S::member), set, show, values, doc));
-#define MIBYAN_MEMBER(type, member, dflt)
 #define MIBYAN_TOP(type, member, key, set, show, values, doc)                 \
   t.push_back(top_row<type>(key, &options::member, set, show, values, doc));
+#include "config/option_table_defaults.hpp"
 #include "config/option_table.def"
 #include "config/option_table_undef.hpp"
   return t;
@@ -333,19 +360,7 @@ std::vector<option_row> build_table() {
 std::vector<option_section> build_sections() {
   std::vector<option_section> out;
 #define MIBYAN_SECTION(type, member, name, doc) out.push_back({name, doc});
-#define MIBYAN_SECTION_END()
-#define MIBYAN_INT(member, key, dflt, lo, hi, doc)
-#define MIBYAN_BOOL(member, key, dflt, doc)
-#define MIBYAN_STRING(member, key, dflt, doc)
-#define MIBYAN_SECRET(member, key, dflt, doc)
-#define MIBYAN_CHOICE(member, key, dflt, values, doc)
-#define MIBYAN_CHECKED(member, key, dflt, check, doc)
-#define MIBYAN_LIST(member, key, dflt, doc)
-#define MIBYAN_FRACTION(member, key, dflt, doc)
-#define MIBYAN_MAPPING(key, doc)
-#define MIBYAN_CUSTOM(type, member, key, set, show, values, dflt, doc)
-#define MIBYAN_MEMBER(type, member, dflt)
-#define MIBYAN_TOP(type, member, key, set, show, values, doc)
+#include "config/option_table_defaults.hpp"
 #include "config/option_table.def"
 #include "config/option_table_undef.hpp"
   return out;

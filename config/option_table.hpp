@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "base/status.hpp"
 #include "config/options.hpp"
 
 namespace YAML {
@@ -60,6 +61,13 @@ struct option_row {
   /// The value as `mibyan config show` prints it (secrets masked): a YAML
   /// scalar or flow collection.
   std::function<std::string(const options& opts)> show;
+  /// Checks the value `opts` holds now against the row (an integer's range,
+  /// a choice's values, a checked string's check, a fraction's (0, 1]), for
+  /// options built in code rather than by `set`: config_invalid with the
+  /// problem, worded as `set` words it (without the key). Empty for kinds
+  /// whose every value is valid (bool, string, list) and for mapping and
+  /// custom rows, whose parsers check what they read.
+  std::function<status(const options& opts)> check;
 
   /// "section.key", or "key" for a top-level key.
   std::string name() const;

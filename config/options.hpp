@@ -43,11 +43,10 @@ struct guardrail_thresholds {
 #define MIBYAN_LIST(member, key, dflt, doc) \
   std::vector<std::string> member MIBYAN_BRACED dflt;
 #define MIBYAN_FRACTION(member, key, dflt, doc) double member = dflt;
-#define MIBYAN_MAPPING(key, doc)
 #define MIBYAN_CUSTOM(type, member, key, set, show, values, dflt, doc) \
   type member MIBYAN_BRACED dflt;
 #define MIBYAN_MEMBER(type, member, dflt) type member MIBYAN_BRACED dflt;
-#define MIBYAN_TOP(type, member, key, set, show, values, doc)
+#include "config/option_table_defaults.hpp"
 #include "config/option_table.def"
 #include "config/option_table_undef.hpp"
 #undef MIBYAN_BRACED
@@ -56,19 +55,8 @@ struct guardrail_thresholds {
 struct options {
   // One member per section and per top-level key of the table.
 #define MIBYAN_SECTION(type, member, name, doc) type member;
-#define MIBYAN_SECTION_END()
-#define MIBYAN_INT(member, key, dflt, lo, hi, doc)
-#define MIBYAN_BOOL(member, key, dflt, doc)
-#define MIBYAN_STRING(member, key, dflt, doc)
-#define MIBYAN_SECRET(member, key, dflt, doc)
-#define MIBYAN_CHOICE(member, key, dflt, values, doc)
-#define MIBYAN_CHECKED(member, key, dflt, check, doc)
-#define MIBYAN_LIST(member, key, dflt, doc)
-#define MIBYAN_FRACTION(member, key, dflt, doc)
-#define MIBYAN_MAPPING(key, doc)
-#define MIBYAN_CUSTOM(type, member, key, set, show, values, dflt, doc)
-#define MIBYAN_MEMBER(type, member, dflt)
 #define MIBYAN_TOP(type, member, key, set, show, values, doc) type member;
+#include "config/option_table_defaults.hpp"
 #include "config/option_table.def"
 #include "config/option_table_undef.hpp"
 

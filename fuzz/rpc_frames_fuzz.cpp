@@ -35,13 +35,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   fuzz::feed_in_pieces(data, size, [&](std::string_view piece) {
     ls.feed(piece, [](std::string_view line) {
       rpc_request req;
-      auto err = decode_rpc_request(line, req);
+      auto decoded = decode_rpc_request(line, req);
       auto id = peek_rpc_id(line);
-      if (err.empty()) {
+      if (decoded) {
         (void)encode_rpc_response(req.id, "{}");
         (void)token_matches("tok", req.token);
       } else {
-        (void)encode_rpc_error(id, err);
+        (void)encode_rpc_error(id, decoded.error);
       }
     });
   });

@@ -4,20 +4,28 @@
 
 namespace mibyan {
 
-std::string decode_rpc_request(std::string_view line, rpc_request& out) {
+namespace {
+
+status invalid(std::string why) {
+  return status::failure(status_code::invalid_argument, std::move(why));
+}
+
+} // namespace
+
+status decode_rpc_request(std::string_view line, rpc_request& out) {
   auto parsed = json::parse(line);
   if (!parsed)
-    return "not JSON (" + parsed.error + ")";
+    return invalid("not JSON (" + parsed.error + ")");
   auto& v = *parsed.v;
   if (!v.is_object())
-    return "expected a JSON object";
+    return invalid("expected a JSON object");
   if (auto id = v.find("id"); id && id->is_string())
     out.id = id->as_string();
   else if (id && id->is_int())
     out.id = std::to_string(id->as_int());
   auto tool = v.find("tool");
   if (tool == nullptr || !tool->is_string() || tool->as_string().empty())
-    return "missing string member 'tool'";
+    return invalid("missing string member 'tool'");
   out.tool = tool->as_string();
   if (auto token = v.find("token"); token && token->is_string())
     out.token = token->as_string();
@@ -29,9 +37,9 @@ std::string decode_rpc_request(std::string_view line, rpc_request& out) {
   else if (args->is_object())
     out.args_json = args->dump();
   else
-    return "'args' must be a JSON object";
+    return invalid("'args' must be a JSON object");
   if (out.id.empty())
-    return "missing string member 'id'";
+    return invalid("missing string member 'id'");
   return {};
 }
 

@@ -10,6 +10,8 @@
 #include <string>
 #include <string_view>
 
+#include "base/status.hpp"
+
 namespace mibyan {
 
 struct rpc_request {
@@ -20,9 +22,12 @@ struct rpc_request {
   std::string cell;       // "" when the request names no cell
 };
 
-/// Decodes one request line. Returns an error message ("" on success) in
-/// the words shown to the script after "Invalid RPC request: ".
-std::string decode_rpc_request(std::string_view line, rpc_request& out);
+/// Decodes one request line into `out`. A malformed line is
+/// invalid_argument, its message in the words shown to the script after
+/// "Invalid RPC request: "; `out.id` then holds the line's id when the
+/// line got as far as naming one (the refusal is sent to that id), and
+/// the other members are unspecified.
+status decode_rpc_request(std::string_view line, rpc_request& out);
 
 /// Returns the request id of a line without parsing it, for refusing a
 /// line too large to parse: the value of a leading `"id": "<text>"` member

@@ -174,14 +174,12 @@ bool is_stub_identifier(const std::string& name) {
   return true;
 }
 
-bool make_script_tool_spec(const std::string& name,
-                           const std::string& description,
-                           const json::value& schema, script_tool_spec* out,
-                           std::string* error) {
-  auto fail = [&](std::string msg) {
-    if (error)
-      *error = std::move(msg);
-    return false;
+result<script_tool_spec> make_script_tool_spec(const std::string& name,
+                                               const std::string& description,
+                                               const json::value& schema) {
+  auto fail = [](std::string msg) {
+    return result<script_tool_spec>::failure(status_code::invalid_argument,
+                                             std::move(msg));
   };
   if (!is_stub_identifier(name))
     return fail("'" + name + "' cannot be a Python function name");
@@ -242,8 +240,7 @@ bool make_script_tool_spec(const std::string& name,
   if (doc.size() > 400)
     doc = doc.substr(0, 400) + "...";
   spec.doc = doc.empty() ? "A tool of the host application." : doc;
-  *out = std::move(spec);
-  return true;
+  return spec;
 }
 
 std::string stub_signature(const script_tool_spec& spec) {

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "base/json.hpp"
+#include "base/status.hpp"
 
 namespace mibyan {
 
@@ -58,12 +59,11 @@ bool is_stub_identifier(const std::string& name);
 /// Builds the stub of a tool from its JSON schema: required
 /// properties first (in `required` order), then the optional ones with a
 /// None default in schema order (the dispatcher treats an explicit null as
-/// absent, so the tool's own default applies). Returns false and sets `*error`
-/// when the name or a property name is no Python identifier.
-bool make_script_tool_spec(const std::string& name,
-                           const std::string& description,
-                           const json::value& schema, script_tool_spec* out,
-                           std::string* error);
+/// absent, so the tool's own default applies). invalid_argument when the
+/// name or a property name is no Python identifier (the message names it).
+result<script_tool_spec> make_script_tool_spec(const std::string& name,
+                                               const std::string& description,
+                                               const json::value& schema);
 
 /// Returns "name(a, b=None)": the signature of `spec` as shown to models.
 std::string stub_signature(const script_tool_spec& spec);

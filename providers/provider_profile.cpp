@@ -153,46 +153,42 @@ bool plausible_key(std::string_view value) {
   return true;
 }
 
-endpoint_resolution resolve_endpoint(const endpoint_spec& spec,
-                                     const options& opts) {
-  endpoint_resolution r;
-  if (spec.provider.empty()) {
-    r.error = no_provider_help();
-    return r;
-  }
+result<provider_endpoint> resolve_endpoint(const endpoint_spec& spec,
+                                           const options& opts) {
+  auto fail = [](std::string why) {
+    return result<provider_endpoint>::failure(status_code::config_invalid,
+                                              std::move(why));
+  };
+  if (spec.provider.empty())
+    return fail(no_provider_help());
   auto profile = find_provider(spec.provider);
   if (profile == nullptr) {
     std::string names;
     for (auto& p : known_providers())
       names += (names.empty() ? "" : ", ") + std::string{p.name};
-    r.error = "Unknown provider '" + spec.provider + "' (known: " + names
-              + "). Set model.provider in config.yaml to one of them; any "
-              "other OpenAI-compatible server works as 'custom' with "
-              "model.base_url.";
-    return r;
+    return fail("Unknown provider '" + spec.provider + "' (known: " + names
+                + "). Set model.provider in config.yaml to one of them; any "
+                  "other OpenAI-compatible server works as 'custom' with "
+                  "model.base_url.");
   }
-  auto& ep = r.endpoint;
+  provider_endpoint ep;
   ep.provider = profile->name;
   ep.format = profile->format;
   ep.model = spec.model;
   ep.base_url = trim_slashes(spec.base_url.empty() ? profile->default_base_url
                                                    : spec.base_url);
-  if (ep.base_url.empty()) {
-    r.error = "Provider '" + ep.provider + "' needs a base URL: set "
-              "model.base_url in config.yaml (e.g. "
-              "http://127.0.0.1:8000/v1 for an OpenAI-compatible server).";
-    return r;
-  }
-  if (auto v = validate_url(ep.base_url); !v) {
-    r.error = "Invalid base URL '" + ep.base_url + "' for provider '"
-              + ep.provider + "': " + v.error;
-    return r;
-  }
+  if (ep.base_url.empty())
+    return fail("Provider '" + ep.provider + "' needs a base URL: set "
+                "model.base_url in config.yaml (e.g. "
+                "http://127.0.0.1:8000/v1 for an OpenAI-compatible server).");
+  if (auto v = validate_url(ep.base_url); !v)
+    return fail("Invalid base URL '" + ep.base_url + "' for provider '"
+                + ep.provider + "': " + v.error);
   // 1. The explicit key goes wherever the user pointed it.
   if (!spec.api_key.empty()) {
     ep.api_key = spec.api_key;
     ep.key_source = "explicit";
-    return r;
+    return ep;
   }
   std::string var = profile->key_env;
   bool cloud = !profile->local;
@@ -203,38 +199,35 @@ endpoint_resolution resolve_endpoint(const endpoint_spec& spec,
   if (!var.empty() && (!cloud || own_host)) {
     ep.api_key = lookup_key(var, opts, ep.key_source, ignored);
     if (!ep.api_key.empty())
-      return r;
+      return ep;
   }
   if (!profile->key_required)
-    return r;
-  if (cloud && !own_host) {
-    r.error = "Provider '" + ep.provider + "' has base URL " + ep.base_url
-              + ", which is not " + host_of(*profile) + ": " + var
-              + " is only ever sent to " + host_of(*profile)
-              + ". Pass the key for this endpoint explicitly (--api-key), "
-              "or use provider 'custom' with CUSTOM_API_KEY.";
-    return r;
-  }
-  r.error = "No API key for provider '" + ep.provider + "': set " + var
-            + " in the environment, or add the line " + var + "=<your key> to "
-            + env_path(opts) + (ignored.empty() ? "" : " (" + ignored + ")")
-            + ", or pass the key explicitly (--api-key).";
-  return r;
+    return ep;
+  if (cloud && !own_host)
+    return fail("Provider '" + ep.provider + "' has base URL " + ep.base_url
+                + ", which is not " + host_of(*profile) + ": " + var
+                + " is only ever sent to " + host_of(*profile)
+                + ". Pass the key for this endpoint explicitly (--api-key), "
+                  "or use provider 'custom' with CUSTOM_API_KEY.");
+  return fail("No API key for provider '" + ep.provider + "': set " + var
+              + " in the environment, or add the line " + var
+              + "=<your key> to " + env_path(opts)
+              + (ignored.empty() ? "" : " (" + ignored + ")")
+              + ", or pass the key explicitly (--api-key).");
 }
 
-endpoint_resolution resolve_main_endpoint(const options& opts,
-                                          const std::string& api_key) {
+result<provider_endpoint> resolve_main_endpoint(const options& opts,
+                                                const std::string& api_key) {
   return resolve_endpoint({opts.model.provider, opts.model.base_url,
                            opts.model.default_model, api_key},
                           opts);
 }
 
-endpoint_resolution resolve_fallback_endpoint(const options& opts) {
-  if (opts.model.fallback_provider.empty()) {
-    endpoint_resolution r;
-    r.error = "no fallback provider configured (model.fallback_provider)";
-    return r;
-  }
+result<provider_endpoint> resolve_fallback_endpoint(const options& opts) {
+  if (opts.model.fallback_provider.empty())
+    return result<provider_endpoint>::failure(
+      status_code::not_found,
+      "no fallback provider configured (model.fallback_provider)");
   return resolve_endpoint({opts.model.fallback_provider,
                            opts.model.fallback_base_url,
                            opts.model.fallback_model, {}},

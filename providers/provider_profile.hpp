@@ -24,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/status.hpp"
 #include "config/options.hpp"
 #include "providers/wire_format.hpp"
 
@@ -75,15 +76,6 @@ struct provider_endpoint {
   std::vector<std::pair<std::string, std::string>> headers(bool stream) const;
 };
 
-/// The outcome of `resolve_endpoint`: `error` is empty on success.
-struct endpoint_resolution {
-  provider_endpoint endpoint;
-  /// What is wrong and how to fix it (names the variable to set and the
-  /// .env alternative for a missing key).
-  std::string error;
-  bool ok() const { return error.empty(); }
-};
-
 /// What to resolve. Empty strings mean "not given".
 struct endpoint_spec {
   std::string provider;
@@ -95,19 +87,22 @@ struct endpoint_spec {
 
 /// Resolves `spec` against the known providers and the credentials
 /// visible through `opts` (process environment, then `opts.env_file`).
-endpoint_resolution resolve_endpoint(const endpoint_spec& spec,
-                                     const options& opts);
+/// Fails with config_invalid and what is wrong and how to fix it (no or an
+/// unknown provider, no or an invalid base URL, no usable key: the message
+/// names the variable to set and the .env alternative).
+result<provider_endpoint> resolve_endpoint(const endpoint_spec& spec,
+                                           const options& opts);
 
 /// Resolves the main provider of `opts.model` (provider, base_url,
 /// default) with an optional explicit key.
-endpoint_resolution resolve_main_endpoint(const options& opts,
-                                          const std::string& api_key = {});
+result<provider_endpoint> resolve_main_endpoint(const options& opts,
+                                                const std::string& api_key = {});
 
 /// Resolves the fallback provider of `opts.model` (fallback_provider,
 /// fallback_base_url, fallback_model). The explicit key is not passed on:
-/// it belongs to the main provider. Returns an error resolution with an
-/// empty provider when no fallback is configured.
-endpoint_resolution resolve_fallback_endpoint(const options& opts);
+/// it belongs to the main provider. not_found when no fallback is
+/// configured.
+result<provider_endpoint> resolve_fallback_endpoint(const options& opts);
 
 /// Returns whether `base_url` is exactly `profile`'s default host: same
 /// scheme (https), host (case-insensitive) and port (443 or absent). False

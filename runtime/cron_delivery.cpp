@@ -100,8 +100,8 @@ webhook_settings webhook_settings_of(const options& cfg) {
   s.policy.allow_private = cfg.security.allow_private_urls
                            || cfg.cron.allow_private_webhooks;
   s.policy.allowed_addresses = cfg.security.allowed_private_addresses;
-  s.timeout = std::chrono::seconds(std::max<int64_t>(1, cfg.cron.webhook_timeout));
-  s.attempts = static_cast<int>(std::max<int64_t>(1, cfg.cron.webhook_attempts));
+  s.timeout = std::chrono::seconds(cfg.cron.webhook_timeout);
+  s.attempts = static_cast<int>(cfg.cron.webhook_attempts);
   return s;
 }
 

@@ -47,7 +47,7 @@ cron_engine_options engine_options(const cron_host& h) {
   const auto& c = h.p->svc->cfg.cron;
   cron_engine_options o;
   o.clock = h.clock;
-  o.max_concurrent = std::max<int64_t>(1, c.max_concurrent);
+  o.max_concurrent = c.max_concurrent;
   o.catch_up = c.catch_up == "none" ? cron_catch_up::none : cron_catch_up::one;
   o.max_failures = c.max_failures;
   if (!h.opts.retry_delays.empty())
@@ -73,8 +73,7 @@ bool try_activate(cron_sched_state& st) {
   st.lease = std::move(*lease);
   st.self->delayed_send(st.self, renew_every(*st.lease), cron_renew_atom_v);
   st.writer = std::make_unique<cron_store_writer>(
-    h.store,
-    static_cast<size_t>(std::max<int64_t>(1, h.p->svc->cfg.cron.history_keep)));
+    h.store, static_cast<size_t>(h.p->svc->cfg.cron.history_keep));
   st.engine = std::make_unique<cron_engine>(engine_options(h));
   auto jobs = h.store->list_cron_jobs(false);
   if (!jobs) {

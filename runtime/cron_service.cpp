@@ -62,7 +62,7 @@ result<std::string> reply_id(const json::value& r) {
 }
 
 size_t history_keep(const options& cfg) {
-  return static_cast<size_t>(std::max<int64_t>(1, cfg.cron.history_keep));
+  return static_cast<size_t>(cfg.cron.history_keep);
 }
 
 // -- no scheduler runs: the store, under the lease ----------------------------

@@ -112,14 +112,11 @@ bool valid_tool_name(const std::string& name) {
 
 } // namespace
 
-bool make_host_tools(const std::vector<host_tool>& host,
-                     std::vector<std::unique_ptr<tool>>* tools,
-                     std::vector<script_tool_spec>* scripts,
-                     std::string* error) {
-  auto fail = [&](std::string msg) {
-    if (error)
-      *error = std::move(msg);
-    return false;
+status make_host_tools(const std::vector<host_tool>& host,
+                       std::vector<std::unique_ptr<tool>>* tools,
+                       std::vector<script_tool_spec>* scripts) {
+  auto fail = [](std::string msg) {
+    return status::failure(status_code::config_invalid, std::move(msg));
   };
   tool_registry core;
   register_core_tools(core);
@@ -146,18 +143,16 @@ bool make_host_tools(const std::vector<host_tool>& host,
       return fail("host tool '" + def.name + "': schema_json must be a JSON "
                   "Schema object with \"type\": \"object\"");
     if (def.allow_in_scripts) {
-      script_tool_spec spec;
-      std::string why;
-      if (!make_script_tool_spec(def.name, def.description, *schema.v, &spec,
-                                 &why))
+      auto spec = make_script_tool_spec(def.name, def.description, *schema.v);
+      if (!spec)
         return fail("host tool '" + def.name + "' cannot be offered to "
-                    "scripts: " + why);
-      scripts->push_back(std::move(spec));
+                    "scripts: " + spec.error);
+      scripts->push_back(std::move(*spec));
     }
     tools->push_back(
       std::make_unique<host_tool_adapter>(def, std::move(*schema.v)));
   }
-  return true;
+  return {};
 }
 
 } // namespace mibyan

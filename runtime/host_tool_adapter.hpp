@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "base/status.hpp"
 #include "kernels/stub_generator.hpp"
 #include "mibyan/host_tool.hpp"
 #include "tools/tool.hpp"
@@ -19,10 +20,9 @@ namespace mibyan {
 /// Validates `host` (names, schemas, exactly one handler, no clash with a
 /// built-in tool or another host tool) and appends one registry tool per
 /// entry to `*tools` and one stub spec per script-callable entry to
-/// `*scripts`. Returns false and sets `*error` on the first bad entry.
-bool make_host_tools(const std::vector<host_tool>& host,
-                     std::vector<std::unique_ptr<tool>>* tools,
-                     std::vector<script_tool_spec>* scripts,
-                     std::string* error);
+/// `*scripts`. config_invalid naming the first bad entry.
+status make_host_tools(const std::vector<host_tool>& host,
+                       std::vector<std::unique_ptr<tool>>* tools,
+                       std::vector<script_tool_spec>* scripts);
 
 } // namespace mibyan

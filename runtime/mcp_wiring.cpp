@@ -40,8 +40,7 @@ void start_mcp(runtime_services& svc,
     return std::vector<std::string>{cwd};
   });
   std::weak_ptr<agent_tool_state> agent = svc.agent_tools;
-  auto per_question = std::chrono::seconds{
-    std::max<int64_t>(1, svc.cfg.clarify.timeout)};
+  auto per_question = std::chrono::seconds{svc.cfg.clarify.timeout};
   svc.mcp->set_elicitation_handler(
     [agent, per_question](const mcp_elicitation_request& r) {
       auto a = agent.lock();

@@ -308,12 +308,10 @@ result<std::unique_ptr<runtime>> create_runtime(const runtime_config& cfg,
   auto opts = options_from_config(cfg);
   if (!opts)
     return opts.get_status();
-  std::string err;
   std::vector<std::unique_ptr<tool>> tools;
   std::vector<script_tool_spec> scripts;
-  if (!make_host_tools(cfg.tools, &tools, &scripts, &err))
-    return result<std::unique_ptr<runtime>>::failure(
-      status_code::config_invalid, err);
+  if (auto made = make_host_tools(cfg.tools, &tools, &scripts); !made)
+    return made;
   auto rt = start(make_services(std::move(*opts), std::move(tools),
                                 std::move(scripts)),
                   host);

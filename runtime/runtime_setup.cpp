@@ -30,6 +30,7 @@
 #include "base/state_dir.hpp"
 #include "base/subprocess.hpp"
 #include "config/loader.hpp"
+#include "config/option_bounds.hpp"
 #include "actors/kernel_checkpoints.hpp"
 #include "kernels/kernel_process.hpp"
 #include "kernels/script_catalog.hpp"
@@ -118,7 +119,7 @@ result<options> options_from_config(const runtime_config& cfg) {
   auto home = cfg.home.empty() ? resolve_home() : cfg.home;
   std::error_code ec;
   home = fs::absolute(home, ec).lexically_normal().string();
-  load_result loaded;
+  result<options> loaded;
   if (cfg.config_file.empty()) {
     loaded = load_options(home);
   } else {
@@ -132,22 +133,22 @@ result<options> options_from_config(const runtime_config& cfg) {
     text << in.rdbuf();
     loaded = parse_options(text.str(), cfg.config_file);
     if (loaded.ok()) {
-      loaded.opts.home = home;
-      loaded.opts.config_path = cfg.config_file;
+      loaded->home = home;
+      loaded->config_path = cfg.config_file;
       std::ifstream env{home + "/.env", std::ios::binary};
       if (env) {
         std::ostringstream env_text;
         env_text << env.rdbuf();
         std::vector<std::string> warnings;
-        parse_env_file(env_text.str(), loaded.opts.env_file, &warnings);
+        parse_env_file(env_text.str(), loaded->env_file, &warnings);
         for (auto& w : warnings)
           MIBYAN_LOG(warning, "config", home << "/.env: " << w);
       }
     }
   }
   if (!loaded.ok())
-    return status::failure(status_code::config_invalid, loaded.error);
-  auto& o = loaded.opts;
+    return loaded;
+  auto& o = *loaded;
   if (!cfg.provider.provider.empty())
     o.model.provider = cfg.provider.provider;
   if (!cfg.provider.model.empty())
@@ -158,12 +159,16 @@ result<options> options_from_config(const runtime_config& cfg) {
     o.runtime.scheduler_threads = cfg.scheduler_threads;
   if (cfg.blocking_threads > 0)
     o.runtime.blocking_threads = cfg.blocking_threads;
-  return std::move(o);
+  return loaded;
 }
 
 result<std::shared_ptr<runtime_services>>
 make_services(options opts, std::vector<std::unique_ptr<tool>> extra_tools,
               std::vector<script_tool_spec> script_host_tools) {
+  // Options built in code (or a host's overrides) get the loader's checks:
+  // no code below clamps a value again (config/option_bounds.hpp).
+  if (auto valid = validate_options(opts); !valid.ok())
+    return valid;
   if (auto usable = check_state_dir(opts.home); !usable.ok())
     return usable;
   // Scripts must not reach the host's memory, credentials or signals
@@ -184,7 +189,7 @@ make_services(options opts, std::vector<std::unique_ptr<tool>> extra_tools,
   auto svc = std::make_shared<runtime_services>();
   svc->default_cwd = fs::current_path(ec).string();
   svc->pool = std::make_unique<blocking_pool>(
-    static_cast<size_t>(std::max<int64_t>(1, opts.runtime.blocking_threads)));
+    static_cast<size_t>(opts.runtime.blocking_threads));
   svc->cfg = std::move(opts);
   svc->approvals = std::make_unique<approval_service>(svc->cfg);
   if (!svc->http)

@@ -117,8 +117,8 @@ bool prepare_turn(runtime_impl& p, const turn_call& call, prepared_turn& t,
     t.create = true;
     t.meta.id = call.session_id;
     t.meta.source = call.source;
-    t.meta.model = settings.main.endpoint.model;
-    t.meta.provider = settings.main.endpoint.provider;
+    t.meta.model = settings.main->model;
+    t.meta.provider = settings.main->provider;
     t.meta.cwd = p.svc->default_cwd;
     if (!call.cwd.empty()) {
       std::error_code ec;
@@ -137,7 +137,7 @@ bool prepare_turn(runtime_impl& p, const turn_call& call, prepared_turn& t,
       t.seed.push_back(m);
     }
   }
-  auto& ep = settings.main.endpoint;
+  auto& ep = *settings.main;
   auto key = ep.provider + "\n" + ep.base_url + "\n" + ep.model + "\n"
              + ep.api_key;
   {

@@ -67,32 +67,6 @@ ALLOWED = {
     ("include/mibyan/turn.hpp", "turn_result"):
         "a turn's record in the public API: a failed turn is an answer to "
         "show with its messages, usage and exit reason; the error is data",
-    # -- Owned by another helper this session (issue 29) --------------------
-    ("cluster/client.hpp", "connect"):
-        "PENDING: helper api edits cluster/client this session",
-    ("cluster/client.hpp", "tool_names"):
-        "PENDING: helper api edits cluster/client this session",
-    ("cluster/client.hpp", "members_json"):
-        "PENDING: helper api edits cluster/client this session",
-    ("cluster/client.hpp", "dashboard"):
-        "PENDING: helper api edits cluster/client this session",
-    ("providers/provider_profile.hpp", "endpoint_resolution"):
-        "PENDING: helper api makes one provider-settings struct, which "
-        "holds these",
-    ("config/loader.hpp", "load_result"):
-        "PENDING: helper schema regenerates the loader from the key table",
-    ("kernels/stub_generator.hpp", "make_script_tool_spec"):
-        "PENDING: helper schema owns the stub generator this session",
-    ("storage/checkpoint_store.hpp", "delete_checkpoints_txn"):
-        "an LMDB primitive run inside a caller's write transaction: it "
-        "returns the LMDB code the transaction helper maps in one place "
-        "(lmdb_env::code_of), with `error` naming the step",
-    ("kernels/rpc_codec.hpp", "decode_rpc_request"):
-        "PENDING: its caller (actors/kernel_rpc.cpp) is rewritten by helper "
-        "invoke this session",
-    ("tools/argument_limit.hpp", "argument_size_error"):
-        "PENDING: its callers (actors/kernel_rpc.cpp, tool_invocation.cpp) "
-        "are rewritten by helper invoke this session",
 }
 
 SOURCE_FOLDERS = {

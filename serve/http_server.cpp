@@ -11,6 +11,7 @@
 
 #include "base/errno_status.hpp"
 #include "base/log.hpp"
+#include "config/option_bounds.hpp"
 #include "runtime/background.hpp"
 #include "serve/impl.hpp"
 
@@ -34,8 +35,7 @@ bool constant_time_equal(const std::string& a, const std::string& b) {
 
 void http_server::impl::reap() {
   auto period = std::chrono::seconds(
-    std::min<int64_t>(60, std::max<int64_t>(1, cfg.limits
-                                                 .session_idle_timeout)));
+    std::min<int64_t>(60, cfg.limits.session_idle_timeout));
   reaper.expires_after(period);
   reaper.async_wait([self = shared_from_this()](beast::error_code ec) {
     if (ec || self->stopping)
@@ -89,6 +89,12 @@ void http_server::impl::accept() {
 
 result<std::unique_ptr<http_server>>
 http_server::start(runtime& rt, http_server_settings settings) {
+  // The limits may be built in code: the loader's ranges, checked once
+  // here, hold for everything below (config/option_bounds.hpp).
+  options limits;
+  limits.server = settings.limits;
+  if (auto valid = validate_options(limits); !valid.ok())
+    return valid;
   auto p = std::make_shared<impl>(rt, std::move(settings));
   // approvals.http / clarify.http: pending - flagged commands and
   // questions wait for an answer over HTTP (serve/pending_http.cpp).
@@ -123,7 +129,7 @@ http_server::start(runtime& rt, http_server_settings settings) {
   p->accept();
   p->reap();
   boost::asio::post(p->store_pool, [p] { p->sweep_stateless_leftovers(); });
-  auto n = std::max<int64_t>(1, p->cfg.limits.io_threads);
+  auto n = p->cfg.limits.io_threads;
   for (int64_t i = 0; i < n; ++i)
     p->threads.emplace_back([p] {
       for (;;) {

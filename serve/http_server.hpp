@@ -58,9 +58,10 @@ struct http_server_settings {
 class http_server {
 public:
   /// Binds, starts the I/O threads and returns the running server. Fails
-  /// with invalid_argument for a bad listen address, else with the
-  /// socket error's code (unavailable for an address in use,
-  /// permission_denied for a privileged port).
+  /// with config_invalid for `limits` outside the ranges of the server
+  /// section (validate_options, naming the key), invalid_argument for a
+  /// bad listen address, else with the socket error's code (unavailable for
+  /// an address in use, permission_denied for a privileged port).
   static result<std::unique_ptr<http_server>>
   start(runtime& rt, http_server_settings settings);
 

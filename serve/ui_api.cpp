@@ -396,9 +396,9 @@ api_reply ui_config(const options& effective) {
     c["level"] = "ok";
     c["key"] = "";
     c["message"] = "config OK: "
-                   + (loaded.opts.config_path.empty()
+                   + (loaded->config_path.empty()
                         ? "no config file, using defaults"
-                        : loaded.opts.config_path);
+                        : loaded->config_path);
   } else {
     c["level"] = "error";
     c["key"] = "";

@@ -22,8 +22,6 @@
 #include <string>
 #include <string_view>
 
-#include <lmdb.h>
-
 #include "storage/store_result.hpp"
 
 namespace mibyan {
@@ -66,12 +64,6 @@ public:
 /// before the session store is shared with other threads.
 store_result<std::unique_ptr<checkpoint_store>>
 open_checkpoint_store(const std::shared_ptr<session_store>& store);
-
-/// For LMDB session stores: drops the checkpoints of `session` inside
-/// `txn` (a write transaction). 0 or an LMDB code, with `error` naming
-/// the step.
-int delete_checkpoints_txn(MDB_txn* txn, const std::string& session,
-                           std::string& error);
 
 /// Bytes per stored chunk: a large checkpoint is split so no single LMDB
 /// value is larger.

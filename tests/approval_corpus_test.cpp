@@ -475,20 +475,20 @@ BOOST_AUTO_TEST_CASE(config_keys) {
                          "command_allowlist: ['recursive rm', 'sh -c']\n",
                          "test.yaml");
   BOOST_REQUIRE_MESSAGE(r.ok(), r.error);
-  BOOST_CHECK_EQUAL(r.opts.approvals.mode, "off");
-  BOOST_CHECK_EQUAL(r.opts.approvals.timeout, 5);
-  BOOST_CHECK_EQUAL(r.opts.approvals.deny.size(), 1u);
-  BOOST_CHECK_EQUAL(r.opts.approvals.unattended_mode, "approve");
-  BOOST_CHECK_EQUAL(r.opts.command_allowlist.size(), 2u);
-  BOOST_CHECK_EQUAL(parse_options("approvals:\n  mode: off\n", "t").opts
-                      .approvals.mode, "off");
-  BOOST_CHECK_EQUAL(parse_options("approvals:\n  mode: bogus\n", "t").opts
-                      .approvals.mode, "manual");
-  BOOST_CHECK_EQUAL(parse_options("approvals:\n  mode: smart\n", "t").opts
-                      .approvals.mode, "smart");
+  BOOST_CHECK_EQUAL(r->approvals.mode, "off");
+  BOOST_CHECK_EQUAL(r->approvals.timeout, 5);
+  BOOST_CHECK_EQUAL(r->approvals.deny.size(), 1u);
+  BOOST_CHECK_EQUAL(r->approvals.unattended_mode, "approve");
+  BOOST_CHECK_EQUAL(r->command_allowlist.size(), 2u);
+  BOOST_CHECK_EQUAL(parse_options("approvals:\n  mode: off\n", "t")
+                      ->approvals.mode, "off");
+  BOOST_CHECK_EQUAL(parse_options("approvals:\n  mode: bogus\n", "t")
+                      ->approvals.mode, "manual");
+  BOOST_CHECK_EQUAL(parse_options("approvals:\n  mode: smart\n", "t")
+                      ->approvals.mode, "smart");
   BOOST_CHECK(!parse_options("approvals:\n  cron_mode: maybe\n", "t").ok());
   BOOST_CHECK(!parse_options("command_allowlist: 3\n", "t").ok());
-  BOOST_CHECK(contains(render_options(r.opts), "command_allowlist: [\"recursive rm\""));
+  BOOST_CHECK(contains(render_options(*r), "command_allowlist: [\"recursive rm\""));
 }
 
 BOOST_AUTO_TEST_CASE(allowlist_writer_keeps_existing_entries) {
@@ -500,15 +500,15 @@ BOOST_AUTO_TEST_CASE(allowlist_writer_keeps_existing_entries) {
   BOOST_CHECK(contains(a, "# my settings"));
   auto pa = parse_options(a, "a.yaml");
   BOOST_REQUIRE_MESSAGE(pa.ok(), pa.error);
-  BOOST_CHECK_EQUAL(pa.opts.agent.max_turns, 5);
-  BOOST_REQUIRE_EQUAL(pa.opts.command_allowlist.size(), 1u);
+  BOOST_CHECK_EQUAL(pa->agent.max_turns, 5);
+  BOOST_REQUIRE_EQUAL(pa->command_allowlist.size(), 1u);
   // An existing list is extended; duplicates change nothing.
   BOOST_CHECK(add_to_command_allowlist(dir / "a.yaml", "recursive rm").ok());
   BOOST_CHECK(add_to_command_allowlist(dir / "a.yaml", "sh -c").ok());
   auto pb = parse_options(test::slurp(dir / "a.yaml"), "a.yaml");
   BOOST_REQUIRE_MESSAGE(pb.ok(), pb.error);
-  BOOST_CHECK_EQUAL(pb.opts.agent.max_turns, 5);
-  BOOST_CHECK_EQUAL(pb.opts.command_allowlist.size(), 2u);
+  BOOST_CHECK_EQUAL(pb->agent.max_turns, 5);
+  BOOST_CHECK_EQUAL(pb->command_allowlist.size(), 2u);
   BOOST_CHECK(add_to_command_allowlist(dir / "a.yaml", "bad\nkey").code
               == status_code::invalid_argument);
 }

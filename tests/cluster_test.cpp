@@ -8,9 +8,11 @@
 // killed mid-cell, drain, refusals (key, protocol, bind), TLS, a bad peer
 // and `mibyan serve --join` (an HTTP gateway). Waits are bounded polls; nothing asserts a time.
 
+#include <algorithm>
 #include <arpa/inet.h>
 #include <chrono>
 #include <csignal>
+#include <cstdlib>
 #include <fcntl.h>
 #include <filesystem>
 #include <functional>
@@ -325,6 +327,41 @@ BOOST_AUTO_TEST_CASE(refusals_name_their_reason) {
   auto res = test::run_mibyan({"nodes", "--connect", gw->address}, o);
   BOOST_CHECK_EQUAL(res.exit_code, 2);
   BOOST_CHECK_MESSAGE(contains(res.err, "wrong cluster key"), res.err);
+  // The client API gives each failure its code; only a refusal is final.
+  {
+    auto wrong = client_options();
+    wrong.cluster.key = "another-key-0123456789";
+    auto r = cluster_client::connect(gw->address, wrong);
+    BOOST_CHECK(!r);
+    BOOST_CHECK(r.code == status_code::permission_denied);
+    BOOST_CHECK(cluster_client::refused(r.get_status()));
+    BOOST_CHECK_MESSAGE(contains(r.error, "wrong cluster key"), r.error);
+    // With several addresses a refusal stays the answer (it is final), not
+    // "no cluster member answered".
+    r = cluster_client::connect(gw->address + "," + gw->address, wrong);
+    BOOST_CHECK(r.code == status_code::permission_denied);
+    auto nobody = cluster_client::connect("127.0.0.1:1", client_options());
+    BOOST_CHECK(nobody.code == status_code::unavailable);
+    BOOST_CHECK(!cluster_client::refused(nobody.get_status()));
+    auto garbage = cluster_client::connect(" , ", client_options());
+    BOOST_CHECK(garbage.code == status_code::invalid_argument);
+    BOOST_CHECK(!cluster_client::refused(garbage.get_status()));
+    auto port = cluster_client::connect("no-port", client_options());
+    BOOST_CHECK(port.code == status_code::invalid_argument);
+    if (std::getenv("MIBYAN_CLUSTER_KEY") == nullptr) {
+      auto keyless = client_options();
+      keyless.cluster.key.clear();
+      auto k = cluster_client::connect(gw->address, keyless);
+      BOOST_CHECK(k.code == status_code::config_invalid);
+      BOOST_CHECK(cluster_client::refused(k.get_status()));
+    }
+    // A good client: its member list and tool names as results.
+    auto good = connect(gw->address);
+    auto names = good->tool_names();
+    BOOST_REQUIRE_MESSAGE(names, names.error);
+    BOOST_CHECK(std::find(names->begin(), names->end(), "terminal")
+                != names->end());
+  }
   // A non-loopback address without TLS.
   auto open = start({}, {}, {}, "0.0.0.0:0");
   BOOST_CHECK_EQUAL(open->exit_code, 2);
@@ -432,16 +469,17 @@ BOOST_AUTO_TEST_CASE(tls_cluster_with_certificates_from_the_openssl_cli) {
   o.cluster.tls_cert = dir / "node.pem";
   o.cluster.tls_key = dir / "node.key";
   o.cluster.tls_ca = dir / "ca.pem";
-  std::string err;
-  auto c = cluster_client::connect(gw->address, o, &err);
-  BOOST_REQUIRE_MESSAGE(c, "TLS client: " << err);
+  auto made = cluster_client::connect(gw->address, o);
+  BOOST_REQUIRE_MESSAGE(made, "TLS client: " << made.error);
+  auto c = std::move(*made);
   wait_members(*c, 2);
   auto r = call(*c, "tls", "terminal", R"({"command":"echo secret-path"})");
   BOOST_CHECK_EQUAL(r.get_string("node", ""), w1->id);
   BOOST_CHECK(contains(r.get_string("output", ""), "secret-path"));
   // A plain (non-TLS) client gets nothing from a TLS node.
-  auto plain = cluster_client::connect(gw->address, client_options(), &err);
+  auto plain = cluster_client::connect(gw->address, client_options());
   BOOST_CHECK(!plain);
+  BOOST_CHECK(!cluster_client::refused(plain.get_status()));
 }
 
 // Two network namespaces joined by a veth pair: a gateway in one, a worker

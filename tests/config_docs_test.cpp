@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <set>
 #include <sstream>
 #include <string>
@@ -178,7 +179,9 @@ BOOST_AUTO_TEST_CASE(every_default_as_shown_loads_back) {
     auto shown = row.show(defaults);
     auto r = parse_options(yaml_of(row, shown), "c.yaml");
     BOOST_TEST(r.ok(), row.name() << " = " << shown << ": " << r.error);
-    BOOST_TEST(row.show(r.opts) == shown, row.name());
+    BOOST_TEST(row.show(*r) == shown, row.name());
+    // What the loader accepts passes the checks of options built in code.
+    BOOST_TEST(validate_options(*r).ok(), row.name());
   }
 }
 
@@ -220,23 +223,48 @@ BOOST_AUTO_TEST_CASE(a_refused_value_names_its_key) {
   }
 }
 
-// Code that takes options an embedding host built itself limits them to the
-// table's ranges (actors/provider.cpp): the range is written only in the
-// table.
-BOOST_AUTO_TEST_CASE(values_are_clamped_to_the_ranges_of_the_table) {
-  BOOST_TEST(clamp_to_bounds("agent", "api_max_retries", 0) == 1);
-  BOOST_TEST(clamp_to_bounds("agent", "api_max_retries", 1000) == 100);
-  BOOST_TEST(clamp_to_bounds("agent", "api_max_retries", 7) == 7);
-  BOOST_TEST(clamp_to_bounds("provider", "max_response_bytes", 1)
-             == int64_t{64} << 10);
-  BOOST_TEST(clamp_to_bounds("provider", "max_response_bytes",
-                             int64_t{1} << 40)
-             == int64_t{1} << 30);
-  BOOST_TEST(clamp_to_bounds("storage", "postgres.pool_size", 999) == 256);
-  BOOST_TEST(clamp_to_bounds("agent", "no_such_key", -5) == -5);
-  BOOST_TEST(check_numeric_bounds("agent", "max_turns", 10'001)
-             == "must be between 1 and 10000, got 10001");
-  BOOST_TEST(check_numeric_bounds("agent", "max_turns", 10'000).empty());
+// Options an embedding host or a test built in code get the loader's checks
+// from the same rows (validate_options, called by runtime creation): the
+// range is written only in the table, and no code clamps a value again.
+BOOST_AUTO_TEST_CASE(options_built_in_code_are_checked_by_the_rows) {
+  BOOST_TEST(validate_options(options{}).ok());
+  struct bad_case {
+    std::function<void(options&)> set;
+    std::string message;
+  };
+  std::vector<bad_case> cases{
+    {[](options& o) { o.runtime.blocking_threads = 0; },
+     "runtime.blocking_threads: must be between 1 and 1024, got 0"},
+    {[](options& o) { o.agent.api_max_retries = 1000; },
+     "agent.api_max_retries: must be between 1 and 100, got 1000"},
+    {[](options& o) { o.provider.max_response_bytes = 1; },
+     "provider.max_response_bytes: must be between 65536 and 1073741824, "
+     "got 1"},
+    {[](options& o) { o.storage.postgres_pool_size = 999; },
+     "storage.postgres.pool_size: must be between 1 and 256, got 999"},
+    {[](options& o) { o.terminal.kill_grace = -1; },
+     "terminal.kill_grace: must be between 0 and 3600, got -1"},
+    {[](options& o) { o.code_execution.mode = "bogus"; },
+     "code_execution.mode: must be one of project, strict, got 'bogus'"},
+    {[](options& o) { o.compression.threshold = 0.0; },
+     "compression.threshold: expected a number above 0 and at most 1, got "
+     "'0'"},
+    {[](options& o) { o.storage.postgres_url = "mysql://db/x"; },
+     "storage.postgres.url: expected a postgresql:// or postgres:// URI"},
+  };
+  for (auto& c : cases) {
+    options o;
+    c.set(o);
+    auto st = validate_options(o);
+    BOOST_TEST(!st.ok(), c.message);
+    BOOST_TEST((st.code == status_code::config_invalid), c.message);
+    BOOST_TEST(st.error == c.message);
+  }
+  // "" is what a null reads as for every string row: accepted, as the
+  // loader accepts `mode:` with no value.
+  options empty_choice;
+  empty_choice.code_execution.mode = "";
+  BOOST_TEST(validate_options(empty_choice).ok());
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <cstdlib>
+#include <functional>
 #include <optional>
 #include <unistd.h>
 
@@ -25,14 +26,14 @@ using mibyan::test::temp_dir;
 BOOST_AUTO_TEST_CASE(empty_or_missing_means_defaults) {
   auto r = parse_options("", "config.yaml");
   BOOST_TEST(r.ok());
-  BOOST_TEST(r.opts.code_execution.timeout == 300);
-  BOOST_TEST(r.opts.terminal.timeout == 180);
-  BOOST_TEST(r.opts.code_execution.mode == "project");
+  BOOST_TEST(r->code_execution.timeout == 300);
+  BOOST_TEST(r->terminal.timeout == 180);
+  BOOST_TEST(r->code_execution.mode == "project");
   temp_dir home;
   auto loaded = load_options(home.path());
   BOOST_TEST(loaded.ok());
-  BOOST_TEST(loaded.opts.config_path.empty());
-  BOOST_TEST(loaded.opts.home == home.path());
+  BOOST_TEST(loaded->config_path.empty());
+  BOOST_TEST(loaded->home == home.path());
 }
 
 BOOST_AUTO_TEST_CASE(values_override_defaults) {
@@ -48,11 +49,11 @@ model:
   default: gpt-x
 )", "c.yaml");
   BOOST_REQUIRE_MESSAGE(r.ok(), r.error);
-  BOOST_TEST(r.opts.code_execution.timeout == 20);
-  BOOST_TEST(r.opts.code_execution.mode == "strict");
-  BOOST_TEST(r.opts.terminal.env_passthrough.size() == 2u);
-  BOOST_TEST(r.opts.security.allow_private_urls);
-  BOOST_TEST(r.opts.model.default_model == "gpt-x");
+  BOOST_TEST(r->code_execution.timeout == 20);
+  BOOST_TEST(r->code_execution.mode == "strict");
+  BOOST_TEST(r->terminal.env_passthrough.size() == 2u);
+  BOOST_TEST(r->security.allow_private_urls);
+  BOOST_TEST(r->model.default_model == "gpt-x");
 }
 
 BOOST_AUTO_TEST_CASE(bad_files_give_one_error_with_key_and_line) {
@@ -153,6 +154,8 @@ BOOST_AUTO_TEST_CASE(every_numeric_option_is_bounded) {
       auto r = parse_options(yaml_of(b, v), "c.yaml");
       BOOST_TEST(r.ok(), b.section << "." << b.key << "=" << v << ": "
                                    << r.error);
+      if (r.ok()) // the bounds themselves pass the rows' checks
+        BOOST_TEST(validate_options(*r).ok(), b.section << "." << b.key);
     }
     auto r = parse_options(yaml_of(b, b.max + 1), "c.yaml");
     BOOST_TEST(!r.ok(), b.section << "." << b.key);
@@ -298,6 +301,48 @@ BOOST_AUTO_TEST_CASE(unsafe_state_directories_are_refused) {
     BOOST_REQUIRE(::chown(home.c_str(), 0, 0) == 0);
   }
   BOOST_TEST(load_options(home).ok());
+}
+
+// Options built in code get the loader's checks once, at runtime creation:
+// an out-of-range value is refused naming the key, never clamped later.
+BOOST_AUTO_TEST_CASE(runtime_creation_refuses_out_of_range_options) {
+  temp_dir home;
+  auto refused = [&](std::function<void(options&)> set) {
+    options opts;
+    opts.home = home.path();
+    set(opts);
+    auto made = create_runtime(std::move(opts));
+    BOOST_TEST(!made);
+    BOOST_TEST((made.code == status_code::config_invalid));
+    return made.error;
+  };
+  BOOST_TEST(refused([](options& o) { o.runtime.blocking_threads = 0; })
+             == "runtime.blocking_threads: must be between 1 and 1024, got 0");
+  BOOST_TEST(refused([](options& o) { o.code_execution.timeout = -5; })
+             == "code_execution.timeout: must be between 1 and 86400, got -5");
+  BOOST_TEST(refused([](options& o) { o.approvals.cron_mode = "maybe"; })
+             == "approvals.cron_mode: must be one of deny, approve, got "
+                "'maybe'");
+  // The embedding API's overrides pass the same check.
+  runtime_config cfg;
+  cfg.home = home.path();
+  cfg.blocking_threads = 5000;
+  auto made = runtime::create(cfg);
+  BOOST_TEST(!made);
+  BOOST_TEST((made.code == status_code::config_invalid));
+  BOOST_TEST(made.error
+             == "runtime.blocking_threads: must be between 1 and 1024, got "
+                "5000");
+  // The same value in a config file: the loader refuses it, with the line.
+  std::ofstream(home / "over.yaml") << "runtime:\n  blocking_threads: 5000\n";
+  cfg.blocking_threads = 0;
+  cfg.config_file = home / "over.yaml";
+  made = runtime::create(cfg);
+  BOOST_TEST(!made);
+  BOOST_TEST((made.code == status_code::config_invalid));
+  BOOST_TEST(made.error.find("over.yaml:2: runtime.blocking_threads: must be "
+                             "between 1 and 1024") != std::string::npos,
+             made.error);
 }
 
 BOOST_AUTO_TEST_CASE(log_file_receives_levels) {

@@ -591,26 +591,26 @@ BOOST_FIXTURE_TEST_CASE(ten_thousand_jobs_wake_at_the_earliest, fixture) {
 BOOST_AUTO_TEST_CASE(the_cron_config_section_parses_and_is_bounded) {
   auto d = parse_options("", "t");
   BOOST_REQUIRE(d.ok());
-  BOOST_CHECK(d.opts.cron.enabled);
-  BOOST_CHECK_EQUAL(d.opts.cron.max_concurrent, 4);
-  BOOST_CHECK_EQUAL(d.opts.cron.catch_up, "one");
-  BOOST_CHECK_EQUAL(d.opts.cron.max_failures, 3);
-  BOOST_CHECK_EQUAL(d.opts.cron.history_keep, 100);
-  BOOST_CHECK(!d.opts.cron.allow_agent_scheduling);
-  BOOST_CHECK(d.opts.cron.default_timezone.empty());
+  BOOST_CHECK(d->cron.enabled);
+  BOOST_CHECK_EQUAL(d->cron.max_concurrent, 4);
+  BOOST_CHECK_EQUAL(d->cron.catch_up, "one");
+  BOOST_CHECK_EQUAL(d->cron.max_failures, 3);
+  BOOST_CHECK_EQUAL(d->cron.history_keep, 100);
+  BOOST_CHECK(!d->cron.allow_agent_scheduling);
+  BOOST_CHECK(d->cron.default_timezone.empty());
   auto r = parse_options("cron:\n  enabled: false\n  max_concurrent: 8\n"
                          "  catch_up: none\n  max_failures: 0\n"
                          "  history_keep: 10\n  allow_agent_scheduling: true\n"
                          "  default_timezone: Europe/Berlin\n",
                          "t");
   BOOST_REQUIRE(r.ok());
-  BOOST_CHECK(!r.opts.cron.enabled);
-  BOOST_CHECK_EQUAL(r.opts.cron.max_concurrent, 8);
-  BOOST_CHECK_EQUAL(r.opts.cron.catch_up, "none");
-  BOOST_CHECK_EQUAL(r.opts.cron.max_failures, 0);
-  BOOST_CHECK_EQUAL(r.opts.cron.history_keep, 10);
-  BOOST_CHECK(r.opts.cron.allow_agent_scheduling);
-  BOOST_CHECK_EQUAL(r.opts.cron.default_timezone, "Europe/Berlin");
+  BOOST_CHECK(!r->cron.enabled);
+  BOOST_CHECK_EQUAL(r->cron.max_concurrent, 8);
+  BOOST_CHECK_EQUAL(r->cron.catch_up, "none");
+  BOOST_CHECK_EQUAL(r->cron.max_failures, 0);
+  BOOST_CHECK_EQUAL(r->cron.history_keep, 10);
+  BOOST_CHECK(r->cron.allow_agent_scheduling);
+  BOOST_CHECK_EQUAL(r->cron.default_timezone, "Europe/Berlin");
   BOOST_CHECK(!parse_options("cron:\n  catch_up: all\n", "t").ok());
   BOOST_CHECK(!parse_options("cron:\n  max_concurrent: 0\n", "t").ok());
   BOOST_CHECK(!parse_options("cron:\n  max_concurrent: 65\n", "t").ok());

@@ -161,10 +161,10 @@ void kill_9_mid_call(gateways& f) {
     f.wait_members(*probe, 3);
   }
   // The client knows both gateways; A answers first.
-  std::string err;
-  auto client = cluster_client::connect(a->address + "," + b->address,
-                                        f.client_options(), &err);
-  BOOST_REQUIRE_MESSAGE(client, err);
+  auto made = cluster_client::connect(a->address + "," + b->address,
+                                      f.client_options());
+  BOOST_REQUIRE_MESSAGE(made, made.error);
+  auto client = std::move(*made);
   BOOST_CHECK_EQUAL(client->current_address(), a->address);
   auto pending = std::async(std::launch::async, [&] {
     return f.turn(*client, "crash", "run the command");

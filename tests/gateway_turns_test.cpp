@@ -44,10 +44,10 @@ void retried_after_kill_9(gateways& f) {
     auto probe = f.connect(b->address);
     f.wait_members(*probe, 2);
   }
-  std::string err;
-  auto client = cluster_client::connect(a->address + "," + b->address,
-                                        f.client_options(), &err);
-  BOOST_REQUIRE_MESSAGE(client, err);
+  auto made = cluster_client::connect(a->address + "," + b->address,
+                                      f.client_options());
+  BOOST_REQUIRE_MESSAGE(made, made.error);
+  auto client = std::move(*made);
   BOOST_CHECK_EQUAL(client->current_address(), a->address);
   turn_call call;
   call.session_id = "keyed";

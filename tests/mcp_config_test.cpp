@@ -17,7 +17,7 @@ using namespace mibyan;
 
 namespace {
 
-load_result parse(const std::string& yaml) {
+result<options> parse(const std::string& yaml) {
   return parse_options(yaml, "config.yaml");
 }
 
@@ -46,7 +46,7 @@ code_execution:
   mcp_in_scripts: true
 )");
   BOOST_REQUIRE_MESSAGE(r.ok(), r.error);
-  auto& s = r.opts.mcp_servers;
+  auto& s = r->mcp_servers;
   BOOST_REQUIRE(s.size() == 3u);
   BOOST_TEST(s[0].name == "files"); // sorted
   BOOST_TEST(s[0].transport == "stdio");
@@ -66,7 +66,7 @@ code_execution:
   BOOST_TEST(s[2].sampling.enabled);
   BOOST_TEST(s[2].sampling.max_tokens_cap == 100);
   BOOST_TEST(s[2].sampling.allowed_models.size() == 1u);
-  BOOST_TEST(r.opts.code_execution.mcp_in_scripts);
+  BOOST_TEST(r->code_execution.mcp_in_scripts);
 }
 
 BOOST_AUTO_TEST_CASE(bad_entries_are_clear_errors) {
@@ -89,7 +89,7 @@ BOOST_AUTO_TEST_CASE(bad_entries_are_clear_errors) {
   // A bad boolean keeps the default (with a warning), it is no error.
   r = parse("mcp_servers:\n  x:\n    command: a\n    lazy: maybe\n");
   BOOST_REQUIRE(r.ok());
-  BOOST_TEST(!r.opts.mcp_servers[0].lazy);
+  BOOST_TEST(!r->mcp_servers[0].lazy);
 }
 
 BOOST_AUTO_TEST_CASE(references_resolve_from_environment_and_env_file) {
@@ -200,7 +200,7 @@ mcp_servers:
     roots: false
 )");
   BOOST_REQUIRE_MESSAGE(r.ok(), r.error);
-  auto& s = r.opts.mcp_servers;
+  auto& s = r->mcp_servers;
   BOOST_TEST(s[0].roots); // defaults: offered, the runtime's cwd
   BOOST_TEST(s[0].root_dirs.empty());
   BOOST_TEST(s[0].elicitation);

@@ -181,7 +181,7 @@ BOOST_AUTO_TEST_CASE(config_keys) {
                           "      request_timeout: 7\n",
                           "t");
   BOOST_REQUIRE_MESSAGE(ok.ok(), ok.error);
-  auto& o = ok.opts.mcp_servers.at(0).oauth;
+  auto& o = ok->mcp_servers.at(0).oauth;
   BOOST_TEST(o.enabled);
   BOOST_TEST(o.client_id == "pre");
   BOOST_TEST(o.client_secret == "${env:S_SECRET}");
@@ -198,8 +198,8 @@ BOOST_AUTO_TEST_CASE(config_keys) {
                            "    oauth: false\n",
                            "t");
   BOOST_REQUIRE(off.ok());
-  BOOST_TEST(!off.opts.mcp_servers.at(0).oauth.enabled);
-  BOOST_TEST(!mcp_oauth_applies(off.opts.mcp_servers.at(0)));
+  BOOST_TEST(!off->mcp_servers.at(0).oauth.enabled);
+  BOOST_TEST(!mcp_oauth_applies(off->mcp_servers.at(0)));
   auto bad = parse_options("mcp_servers:\n  s:\n    url: https://x/mcp\n"
                            "    oauth: {redirect_port: 70000}\n",
                            "t");

@@ -18,10 +18,10 @@ using namespace mibyan;
 BOOST_AUTO_TEST_CASE(max_response_bytes_is_bounded) {
   auto def = parse_options("", "config.yaml");
   BOOST_REQUIRE(def.ok());
-  BOOST_CHECK_EQUAL(def.opts.provider.max_response_bytes, 32 << 20);
+  BOOST_CHECK_EQUAL(def->provider.max_response_bytes, 32 << 20);
   auto ok = parse_options("provider:\n  max_response_bytes: 1048576\n", "c");
   BOOST_CHECK_MESSAGE(ok.ok(), ok.error);
-  BOOST_CHECK_EQUAL(ok.opts.provider.max_response_bytes, 1048576);
+  BOOST_CHECK_EQUAL(ok->provider.max_response_bytes, 1048576);
   for (auto bad : {"0", "100", "-1", "10000000000", "2000000000", "lots"}) {
     auto r = parse_options(std::string{"provider:\n  max_response_bytes: "}
                              + bad + "\n",

@@ -42,8 +42,9 @@ struct env_fixture {
     ::setenv(name, value, 1);
   }
 
-  endpoint_resolution resolve(std::string provider, std::string base = {},
-                              std::string key = {}) {
+  result<provider_endpoint> resolve(std::string provider,
+                                    std::string base = {},
+                                    std::string key = {}) {
     return resolve_endpoint({std::move(provider), std::move(base), "m",
                              std::move(key)},
                             opts);
@@ -109,10 +110,10 @@ BOOST_AUTO_TEST_CASE(explicit_key_wins) {
   opts.env_file["OPENAI_API_KEY"] = "sk-from-dotenv-00001";
   auto r = resolve("openai", "", "sk-explicit-000001");
   BOOST_REQUIRE(r.ok());
-  BOOST_TEST(r.endpoint.api_key == "sk-explicit-000001");
-  BOOST_TEST(r.endpoint.key_source == "explicit");
-  BOOST_TEST(r.endpoint.base_url == "https://api.openai.com/v1");
-  BOOST_TEST(r.endpoint.model == "m");
+  BOOST_TEST(r->api_key == "sk-explicit-000001");
+  BOOST_TEST(r->key_source == "explicit");
+  BOOST_TEST(r->base_url == "https://api.openai.com/v1");
+  BOOST_TEST(r->model == "m");
 }
 
 BOOST_AUTO_TEST_CASE(environment_before_dotenv) {
@@ -120,8 +121,8 @@ BOOST_AUTO_TEST_CASE(environment_before_dotenv) {
   opts.env_file["OPENROUTER_API_KEY"] = "sk-or-dotenv-000001";
   auto r = resolve("openrouter");
   BOOST_REQUIRE(r.ok());
-  BOOST_TEST(r.endpoint.api_key == "sk-or-environment-1");
-  BOOST_TEST(r.endpoint.key_source
+  BOOST_TEST(r->api_key == "sk-or-environment-1");
+  BOOST_TEST(r->key_source
              == "environment variable OPENROUTER_API_KEY");
 }
 
@@ -129,9 +130,9 @@ BOOST_AUTO_TEST_CASE(dotenv_when_the_environment_has_none) {
   opts.env_file["ANTHROPIC_API_KEY"] = "sk-ant-dotenv-00001";
   auto r = resolve("anthropic");
   BOOST_REQUIRE(r.ok());
-  BOOST_TEST(r.endpoint.api_key == "sk-ant-dotenv-00001");
-  BOOST_TEST(r.endpoint.key_source == ".env ANTHROPIC_API_KEY");
-  BOOST_TEST((r.endpoint.format == wire_format::anthropic));
+  BOOST_TEST(r->api_key == "sk-ant-dotenv-00001");
+  BOOST_TEST(r->key_source == ".env ANTHROPIC_API_KEY");
+  BOOST_TEST((r->format == wire_format::anthropic));
 }
 
 BOOST_AUTO_TEST_CASE(placeholders_are_skipped) {
@@ -139,18 +140,20 @@ BOOST_AUTO_TEST_CASE(placeholders_are_skipped) {
   opts.env_file["DEEPSEEK_API_KEY"] = "sk-deepseek-real-01";
   auto r = resolve("deepseek");
   BOOST_REQUIRE(r.ok());
-  BOOST_TEST(r.endpoint.api_key == "sk-deepseek-real-01");
+  BOOST_TEST(r->api_key == "sk-deepseek-real-01");
   opts.env_file["DEEPSEEK_API_KEY"] = "short";
   auto bad = resolve("deepseek");
   BOOST_TEST(!bad.ok());
   BOOST_TEST(contains(bad.error, "placeholder"));
-  BOOST_TEST(bad.endpoint.api_key.empty());
+  BOOST_TEST((bad.code == status_code::config_invalid));
+  BOOST_TEST(!bad.value); // no endpoint, so no key to send
 }
 
 BOOST_AUTO_TEST_CASE(missing_key_names_the_variable_and_dotenv) {
   for (auto name : {"openai", "openrouter", "anthropic", "deepseek"}) {
     auto r = resolve(name);
     BOOST_TEST(!r.ok());
+    BOOST_TEST((r.code == status_code::config_invalid));
     auto var = std::string{find_provider(name)->key_env};
     BOOST_TEST_MESSAGE(r.error);
     BOOST_TEST(contains(r.error, var));
@@ -165,7 +168,7 @@ BOOST_AUTO_TEST_CASE(another_providers_key_is_not_borrowed) {
   auto r = resolve("anthropic");
   BOOST_TEST(!r.ok());
   BOOST_TEST(contains(r.error, "ANTHROPIC_API_KEY"));
-  BOOST_TEST(r.endpoint.api_key.empty());
+  BOOST_TEST(!r.value);
 }
 
 BOOST_AUTO_TEST_CASE(cloud_key_only_goes_to_the_exact_default_host) {
@@ -179,26 +182,26 @@ BOOST_AUTO_TEST_CASE(cloud_key_only_goes_to_the_exact_default_host) {
     auto r = resolve("openai", url);
     BOOST_TEST_MESSAGE(url << ": " << r.error);
     BOOST_TEST(!r.ok());
-    BOOST_TEST(r.endpoint.api_key.empty());
+    BOOST_TEST(!r.value);
     BOOST_TEST(contains(r.error, "only ever sent to api.openai.com"));
   }
   // Credentials in the URL are refused outright.
   auto creds = resolve("openai", "https://api.openai.com@evil.example/v1");
   BOOST_TEST(!creds.ok());
-  BOOST_TEST(creds.endpoint.api_key.empty());
+  BOOST_TEST(!creds.value);
   // Same host in other spellings is fine.
   for (auto url : {"https://API.OpenAI.com/v1/",
                    "https://api.openai.com:443/v1",
                    "https://api.openai.com./v1"}) {
     auto r = resolve("openai", url);
     BOOST_TEST_MESSAGE(url << ": " << r.error);
-    BOOST_TEST(r.ok());
-    BOOST_TEST(r.endpoint.api_key == "sk-openai-000000001");
+    BOOST_REQUIRE(r.ok());
+    BOOST_TEST(r->api_key == "sk-openai-000000001");
   }
   // An explicit key may go anywhere the user points it.
   auto ex = resolve("openai", "http://127.0.0.1:9999/v1", "sk-explicit-01");
-  BOOST_TEST(ex.ok());
-  BOOST_TEST(ex.endpoint.api_key == "sk-explicit-01");
+  BOOST_REQUIRE(ex.ok());
+  BOOST_TEST(ex->api_key == "sk-explicit-01");
 }
 
 BOOST_AUTO_TEST_CASE(custom_and_local_endpoints_never_get_cloud_keys) {
@@ -206,21 +209,25 @@ BOOST_AUTO_TEST_CASE(custom_and_local_endpoints_never_get_cloud_keys) {
   set("ANTHROPIC_API_KEY", "sk-ant-00000000001");
   opts.env_file["OPENROUTER_API_KEY"] = "sk-or-0000000000001";
   auto custom = resolve("custom", "http://127.0.0.1:9999/v1");
-  BOOST_TEST(custom.ok());
-  BOOST_TEST(custom.endpoint.api_key.empty());
-  BOOST_TEST(header(custom.endpoint, "Authorization") == "<none>");
+  BOOST_REQUIRE(custom.ok());
+  BOOST_TEST(custom->api_key.empty());
+  BOOST_TEST(header(*custom, "Authorization") == "<none>");
   for (auto name : {"ollama", "llamacpp", "lmstudio", "vllm"}) {
     auto r = resolve(name);
-    BOOST_TEST(r.ok());
-    BOOST_TEST(r.endpoint.api_key.empty());
+    BOOST_REQUIRE(r.ok());
+    BOOST_TEST(r->api_key.empty());
   }
   set("CUSTOM_API_KEY", "sk-custom-00000001");
   auto own = resolve("custom", "http://127.0.0.1:9999/v1");
-  BOOST_TEST(own.endpoint.api_key == "sk-custom-00000001");
+  BOOST_REQUIRE(own.ok());
+  BOOST_TEST(own->api_key == "sk-custom-00000001");
   set("VLLM_API_KEY", "vllm-token-000001");
-  BOOST_TEST(resolve("vllm").endpoint.api_key == "vllm-token-000001");
+  auto vllm = resolve("vllm");
+  BOOST_REQUIRE(vllm.ok());
+  BOOST_TEST(vllm->api_key == "vllm-token-000001");
   auto ex = resolve("ollama", "", "local-token-0001");
-  BOOST_TEST(ex.endpoint.api_key == "local-token-0001");
+  BOOST_REQUIRE(ex.ok());
+  BOOST_TEST(ex->api_key == "local-token-0001");
 }
 
 BOOST_AUTO_TEST_CASE(base_url_rules) {
@@ -232,8 +239,9 @@ BOOST_AUTO_TEST_CASE(base_url_rules) {
   BOOST_TEST(contains(bad.error, "Invalid base URL"));
   BOOST_TEST(!resolve("custom", "not a url").ok());
   auto trimmed = resolve("ollama", "http://10.0.0.5:11434/v1///");
-  BOOST_TEST(trimmed.endpoint.base_url == "http://10.0.0.5:11434/v1");
-  BOOST_TEST(trimmed.endpoint.request_url()
+  BOOST_REQUIRE(trimmed.ok());
+  BOOST_TEST(trimmed->base_url == "http://10.0.0.5:11434/v1");
+  BOOST_TEST(trimmed->request_url()
              == "http://10.0.0.5:11434/v1/chat/completions");
 }
 
@@ -256,26 +264,30 @@ BOOST_AUTO_TEST_CASE(unknown_and_missing_provider) {
 
 BOOST_AUTO_TEST_CASE(headers_per_wire_format) {
   auto oa = resolve("openai", "", "sk-explicit-000001");
-  BOOST_TEST(header(oa.endpoint, "Authorization")
+  BOOST_REQUIRE(oa.ok());
+  BOOST_TEST(header(*oa, "Authorization")
              == "Bearer sk-explicit-000001");
-  BOOST_TEST(header(oa.endpoint, "x-api-key") == "<none>");
-  BOOST_TEST(header(oa.endpoint, "Accept") == "text/event-stream");
-  BOOST_TEST(header(oa.endpoint, "Accept", false) == "application/json");
-  BOOST_TEST(header(oa.endpoint, "Content-Type") == "application/json");
-  BOOST_TEST(oa.endpoint.request_url()
+  BOOST_TEST(header(*oa, "x-api-key") == "<none>");
+  BOOST_TEST(header(*oa, "Accept") == "text/event-stream");
+  BOOST_TEST(header(*oa, "Accept", false) == "application/json");
+  BOOST_TEST(header(*oa, "Content-Type") == "application/json");
+  BOOST_TEST(oa->request_url()
              == "https://api.openai.com/v1/chat/completions");
   auto an = resolve("anthropic", "", "sk-ant-explicit-01");
-  BOOST_TEST(header(an.endpoint, "x-api-key") == "sk-ant-explicit-01");
-  BOOST_TEST(header(an.endpoint, "anthropic-version") == "2023-06-01");
-  BOOST_TEST(header(an.endpoint, "Authorization") == "<none>");
-  BOOST_TEST(contains(header(an.endpoint, "anthropic-beta"),
+  BOOST_REQUIRE(an.ok());
+  BOOST_TEST(header(*an, "x-api-key") == "sk-ant-explicit-01");
+  BOOST_TEST(header(*an, "anthropic-version") == "2023-06-01");
+  BOOST_TEST(header(*an, "Authorization") == "<none>");
+  BOOST_TEST(contains(header(*an, "anthropic-beta"),
                       "fine-grained-tool-streaming"));
-  BOOST_TEST(an.endpoint.request_url()
+  BOOST_TEST(an->request_url()
              == "https://api.anthropic.com/v1/messages");
   auto compat = resolve("anthropic", "http://127.0.0.1:9/v1", "k-000000001");
-  BOOST_TEST(header(compat.endpoint, "anthropic-beta") == "<none>");
+  BOOST_REQUIRE(compat.ok());
+  BOOST_TEST(header(*compat, "anthropic-beta") == "<none>");
   auto local = resolve("ollama");
-  BOOST_TEST(header(local.endpoint, "Authorization") == "<none>");
+  BOOST_REQUIRE(local.ok());
+  BOOST_TEST(header(*local, "Authorization") == "<none>");
 }
 
 BOOST_AUTO_TEST_CASE(main_and_fallback_from_options) {
@@ -284,19 +296,21 @@ BOOST_AUTO_TEST_CASE(main_and_fallback_from_options) {
   set("OPENAI_API_KEY", "sk-openai-000000001");
   auto m = resolve_main_endpoint(opts);
   BOOST_REQUIRE(m.ok());
-  BOOST_TEST(m.endpoint.model == "gpt-4o-mini");
-  BOOST_TEST(resolve_main_endpoint(opts, "sk-cli-0000000001").endpoint.api_key
-             == "sk-cli-0000000001");
+  BOOST_TEST(m->model == "gpt-4o-mini");
+  auto cli = resolve_main_endpoint(opts, "sk-cli-0000000001");
+  BOOST_REQUIRE(cli.ok());
+  BOOST_TEST(cli->api_key == "sk-cli-0000000001");
   auto none = resolve_fallback_endpoint(opts);
   BOOST_TEST(!none.ok());
+  BOOST_TEST((none.code == status_code::not_found));
   opts.model.fallback_provider = "ollama";
   opts.model.fallback_model = "qwen2.5";
   opts.model.fallback_base_url = "http://127.0.0.1:11434/v1";
   auto fb = resolve_fallback_endpoint(opts);
   BOOST_REQUIRE(fb.ok());
-  BOOST_TEST(fb.endpoint.provider == "ollama");
-  BOOST_TEST(fb.endpoint.model == "qwen2.5");
-  BOOST_TEST(fb.endpoint.api_key.empty());
+  BOOST_TEST(fb->provider == "ollama");
+  BOOST_TEST(fb->model == "qwen2.5");
+  BOOST_TEST(fb->api_key.empty());
 }
 
 BOOST_AUTO_TEST_CASE(default_host_and_plausible_keys) {

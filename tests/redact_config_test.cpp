@@ -52,8 +52,8 @@ std::string json_quoted(const std::string& s) {
 BOOST_AUTO_TEST_CASE(secret_keys_are_collected_when_the_config_is_parsed) {
   auto r = parse_options(config_text(), "config.yaml");
   BOOST_REQUIRE_MESSAGE(r.ok(), r.error);
-  std::map<std::string, std::string> got(r.opts.secret_literals.begin(),
-                                         r.opts.secret_literals.end());
+  std::map<std::string, std::string> got(r->secret_literals.begin(),
+                                         r->secret_literals.end());
   BOOST_TEST(got["server.key"] == server_key);
   BOOST_TEST(got["cluster.key"] == cluster_key);
   BOOST_TEST(got["mcp_servers.gh.env.GITHUB_TOKEN"] == mcp_token);

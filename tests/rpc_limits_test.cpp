@@ -205,10 +205,48 @@ BOOST_AUTO_TEST_CASE(peek_rpc_id_reads_a_leading_id_only) {
   BOOST_TEST(peek_rpc_id("{\"id\": \"" + std::string(5000, 'x')) == "");
 }
 
-BOOST_AUTO_TEST_CASE(argument_size_error_names_the_option) {
-  BOOST_TEST(argument_size_error(10, 10).empty());
-  BOOST_TEST(contains(argument_size_error(11, 10),
-                      "tools.max_argument_bytes"));
+BOOST_AUTO_TEST_CASE(decode_rpc_request_refuses_malformed_lines) {
+  rpc_request ok;
+  BOOST_TEST(decode_rpc_request(
+               R"({"id":"7-1","tool":"read_file","args":{"path":"a"},)"
+               R"("token":"t","cell":"c1"})", ok).ok());
+  BOOST_TEST(ok.id == "7-1");
+  BOOST_TEST(ok.tool == "read_file");
+  BOOST_TEST(ok.args_json == R"({"path":"a"})");
+  BOOST_TEST(ok.cell == "c1");
+  // Each malformed line: invalid_argument with the reason; the id, when
+  // the line named one, is kept for the refusal.
+  struct bad_case {
+    const char* line;
+    const char* why;
+    const char* id;
+  };
+  for (auto& c : {bad_case{"not json", "not JSON", ""},
+                  bad_case{"[1,2]", "expected a JSON object", ""},
+                  bad_case{R"({"id":"9-2"})", "missing string member 'tool'",
+                           "9-2"},
+                  bad_case{R"({"id":3,"tool":"x","args":[1]})",
+                           "'args' must be a JSON object", "3"},
+                  bad_case{R"({"tool":"x"})", "missing string member 'id'",
+                           ""}}) {
+    rpc_request req;
+    auto st = decode_rpc_request(c.line, req);
+    BOOST_TEST_CONTEXT(c.line) {
+      BOOST_TEST(!st.ok());
+      BOOST_TEST((st.code == status_code::invalid_argument));
+      BOOST_TEST(contains(st.error, c.why));
+      BOOST_TEST(req.id == c.id);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(argument_size_check_names_the_option) {
+  BOOST_TEST(check_argument_size(10, 10).ok());
+  BOOST_TEST(check_argument_size(1u << 30, 0).ok()); // no limit
+  auto over = check_argument_size(11, 10);
+  BOOST_TEST(!over.ok());
+  BOOST_TEST((over.code == status_code::resource_exhausted));
+  BOOST_TEST(contains(over.error, "tools.max_argument_bytes"));
 }
 
 BOOST_AUTO_TEST_CASE(bounded_line_reader_discards_the_rest_of_a_long_line) {

@@ -6,11 +6,14 @@
 // "Limits"), on a real `mibyan serve` process with the scripted provider
 // behind it: the message cap of a request, stateless requests that leave
 // no session behind, connections that never finish their request head, and
-// keep-alive comments on a slow stream.
+// keep-alive comments on a slow stream. And limits built in code for an
+// in-process server are checked against the server section's rows.
 
 #include <algorithm>
 #include <atomic>
 
+#include "runtime/runtime.hpp"
+#include "serve/http_server.hpp"
 #include "storage/lmdb/lmdb_inspect.hpp"
 #include "storage/session_store.hpp"
 #include "tests/support/serve_fixture.hpp"
@@ -348,3 +351,35 @@ BOOST_AUTO_TEST_CASE(a_slow_stream_gets_keep_alive_comments) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+// The server relies on its limits' ranges (no clamping inside): settings
+// built in code with one out of range are refused at start, naming the key.
+BOOST_AUTO_TEST_CASE(limits_out_of_range_are_refused_at_start) {
+  test::temp_dir home;
+  options opts;
+  opts.home = home.path();
+  opts.code_execution.prestart_kernels = 0;
+  auto made = create_runtime(opts);
+  BOOST_REQUIRE_MESSAGE(made, made.error);
+  auto rt = std::move(*made);
+  http_server_settings st;
+  st.port = 0;
+  st.model_id = "m";
+  st.new_session_id = [] { return std::string{"s"}; };
+  st.limits.io_threads = 0;
+  auto refused = http_server::start(*rt, st);
+  BOOST_TEST(!refused);
+  BOOST_TEST((refused.code == status_code::config_invalid));
+  BOOST_TEST(refused.error == "server.io_threads: must be between 1 and 64, "
+                              "got 0");
+  st.limits.io_threads = 1;
+  st.limits.session_idle_timeout = -1;
+  refused = http_server::start(*rt, st);
+  BOOST_TEST((refused.code == status_code::config_invalid));
+  BOOST_TEST(refused.error.find("server.session_idle_timeout") == 0u,
+             refused.error);
+  st.limits.session_idle_timeout = 60;
+  auto started = http_server::start(*rt, st);
+  BOOST_REQUIRE_MESSAGE(started, started.error);
+  (*started)->shutdown(seconds{5});
+}

@@ -24,7 +24,7 @@ bool contains(const std::string& s, const std::string& part) {
   return s.find(part) != std::string::npos;
 }
 
-load_result parse(const std::string& yaml) {
+result<options> parse(const std::string& yaml) {
   return parse_options(yaml, "c.yaml");
 }
 
@@ -40,12 +40,12 @@ std::string parse_error(const std::string& yaml) {
 BOOST_AUTO_TEST_CASE(defaults_open_the_embedded_store) {
   auto r = parse("");
   BOOST_REQUIRE(r.ok());
-  BOOST_TEST(r.opts.storage.backend == "lmdb");
-  BOOST_TEST(r.opts.storage.postgres_url.empty());
-  BOOST_TEST(r.opts.storage.postgres_pool_size == 4);
-  BOOST_TEST(!r.opts.storage.auto_migrate);
-  r.opts.home = "/home/x/.mibyan";
-  auto so = store_options_from(r.opts);
+  BOOST_TEST(r->storage.backend == "lmdb");
+  BOOST_TEST(r->storage.postgres_url.empty());
+  BOOST_TEST(r->storage.postgres_pool_size == 4);
+  BOOST_TEST(!r->storage.auto_migrate);
+  r->home = "/home/x/.mibyan";
+  auto so = store_options_from(*r);
   BOOST_REQUIRE_MESSAGE(so, so.error);
   BOOST_TEST(so->backend == "lmdb");
   BOOST_TEST(so->dir == "/home/x/.mibyan/sessions");
@@ -60,24 +60,24 @@ BOOST_AUTO_TEST_CASE(every_key_is_read) {
                  "    pool_size: 12\n"
                  "  auto_migrate: true\n");
   BOOST_REQUIRE_MESSAGE(r.ok(), r.error);
-  BOOST_TEST(r.opts.storage.backend == "postgres");
-  BOOST_TEST(r.opts.storage.postgres_url
+  BOOST_TEST(r->storage.backend == "postgres");
+  BOOST_TEST(r->storage.postgres_url
              == "postgresql://app@db.example:5433/mibyan?sslmode=verify-full");
-  BOOST_TEST(r.opts.storage.postgres_pool_size == 12);
-  BOOST_TEST(r.opts.storage.auto_migrate);
-  r.opts.env_file["MIBYAN_PG_PASSWORD"] = "from-dot-env";
-  auto so = store_options_from(r.opts);
+  BOOST_TEST(r->storage.postgres_pool_size == 12);
+  BOOST_TEST(r->storage.auto_migrate);
+  r->env_file["MIBYAN_PG_PASSWORD"] = "from-dot-env";
+  auto so = store_options_from(*r);
   BOOST_REQUIRE_MESSAGE(so, so.error);
   BOOST_TEST(so->backend == "postgres");
-  BOOST_TEST(so->postgres_url == r.opts.storage.postgres_url);
+  BOOST_TEST(so->postgres_url == r->storage.postgres_url);
   BOOST_TEST(so->postgres_password == "from-dot-env");
   BOOST_TEST(so->postgres_pool_size == 12u);
   BOOST_TEST(so->auto_migrate);
   // Leaving a key of the mapping out keeps its value.
   r = parse("storage:\n  postgres:\n    pool_size: 2\n");
   BOOST_REQUIRE_MESSAGE(r.ok(), r.error);
-  BOOST_TEST(r.opts.storage.postgres_pool_size == 2);
-  BOOST_TEST(r.opts.storage.postgres_url.empty());
+  BOOST_TEST(r->storage.postgres_pool_size == 2);
+  BOOST_TEST(r->storage.postgres_url.empty());
 }
 
 BOOST_AUTO_TEST_CASE(wrong_values_are_clear_config_errors) {
@@ -126,9 +126,9 @@ BOOST_AUTO_TEST_CASE(a_password_in_the_file_is_refused) {
                  "    url: postgresql://app:${APP_DB_PASS}@${DB_HOST}:5432/"
                  "mibyan?password=${APP_DB_PASS}\n");
   BOOST_REQUIRE_MESSAGE(r.ok(), r.error);
-  r.opts.env_file["APP_DB_PASS"] = "s3cret";
-  r.opts.env_file["DB_HOST"] = "10.0.0.7";
-  auto so = store_options_from(r.opts);
+  r->env_file["APP_DB_PASS"] = "s3cret";
+  r->env_file["DB_HOST"] = "10.0.0.7";
+  auto so = store_options_from(*r);
   BOOST_REQUIRE_MESSAGE(so, so.error);
   BOOST_TEST(so->postgres_url
              == "postgresql://app:s3cret@10.0.0.7:5432/mibyan?password=s3cret");
@@ -139,9 +139,9 @@ BOOST_AUTO_TEST_CASE(the_environment_wins_over_dot_env) {
   auto r = parse("storage:\n  backend: postgres\n  postgres:\n"
                  "    url: postgresql://app@${MIBYAN_TEST_PG_HOST}/db\n");
   BOOST_REQUIRE_MESSAGE(r.ok(), r.error);
-  r.opts.env_file["MIBYAN_TEST_PG_HOST"] = "from-file";
+  r->env_file["MIBYAN_TEST_PG_HOST"] = "from-file";
   ::setenv("MIBYAN_TEST_PG_HOST", "from-env", 1);
-  auto so = store_options_from(r.opts);
+  auto so = store_options_from(*r);
   ::unsetenv("MIBYAN_TEST_PG_HOST");
   BOOST_REQUIRE_MESSAGE(so, so.error);
   BOOST_TEST(so->postgres_url == "postgresql://app@from-env/db");
@@ -150,7 +150,7 @@ BOOST_AUTO_TEST_CASE(the_environment_wins_over_dot_env) {
 BOOST_AUTO_TEST_CASE(postgres_options_that_cannot_work_are_refused) {
   auto r = parse("storage:\n  backend: postgres\n");
   BOOST_REQUIRE(r.ok());
-  auto so = store_options_from(r.opts);
+  auto so = store_options_from(*r);
   BOOST_TEST(!so);
   BOOST_TEST(static_cast<int>(so.code)
              == static_cast<int>(status_code::config_invalid));
@@ -159,7 +159,7 @@ BOOST_AUTO_TEST_CASE(postgres_options_that_cannot_work_are_refused) {
   r = parse("storage:\n  backend: postgres\n  postgres:\n"
             "    url: postgresql://app:${MIBYAN_TEST_UNSET_VAR}@db/x\n");
   BOOST_REQUIRE(r.ok());
-  so = store_options_from(r.opts);
+  so = store_options_from(*r);
   BOOST_TEST(!so);
   BOOST_TEST(contains(so.error, "${MIBYAN_TEST_UNSET_VAR}, which is not set"),
              so.error);
@@ -167,14 +167,14 @@ BOOST_AUTO_TEST_CASE(postgres_options_that_cannot_work_are_refused) {
   r = parse("storage:\n  backend: postgres\n  postgres:\n"
             "    url: postgresql://app@${HOST/x\n");
   BOOST_REQUIRE(r.ok());
-  so = store_options_from(r.opts);
+  so = store_options_from(*r);
   BOOST_TEST(!so);
   BOOST_TEST(contains(so.error, "without a closing"), so.error);
   // With LMDB the PostgreSQL keys are not looked at.
   r = parse("storage:\n  backend: lmdb\n  postgres:\n"
             "    url: postgresql://app:${MIBYAN_TEST_UNSET_VAR}@db/x\n");
   BOOST_REQUIRE(r.ok());
-  BOOST_TEST(store_options_from(r.opts).ok());
+  BOOST_TEST(store_options_from(*r).ok());
 }
 
 // The factory dispatches on the backend name; names it does not have are

@@ -364,10 +364,10 @@ BOOST_AUTO_TEST_CASE(host_tool_stub_from_schema) {
     R"({"type":"object","properties":{"verbose":{"type":"boolean"},)"
     R"("order_id":{"type":"string"},"count":{"type":"integer"}},)"
     R"("required":["order_id"]})");
-  script_tool_spec spec;
-  std::string err;
-  BOOST_REQUIRE(make_script_tool_spec("lookup_order", "Finds an \"order\".\n"
-                                      "Second line.", schema, &spec, &err));
+  auto made = make_script_tool_spec("lookup_order", "Finds an \"order\".\n"
+                                    "Second line.", schema);
+  BOOST_REQUIRE_MESSAGE(made.ok(), made.error);
+  auto spec = *made;
   BOOST_TEST(stub_signature(spec) == "lookup_order(order_id, verbose=None, "
                                      "count=None)");
   // Offered only when named in the tool list; sorted in with the others.
@@ -387,12 +387,18 @@ BOOST_AUTO_TEST_CASE(host_tool_stub_from_schema) {
              != std::string::npos);
   BOOST_TEST(src.find("def lookup_order") < src.find("def read_file"));
   // Names that cannot be Python identifiers are refused.
-  BOOST_TEST(!make_script_tool_spec("lookup-order", "", schema, &spec, &err));
-  BOOST_TEST(!make_script_tool_spec("class", "", schema, &spec, &err));
+  for (auto name : {"lookup-order", "class", "_hidden"}) {
+    auto refused = make_script_tool_spec(name, "", schema);
+    BOOST_TEST(!refused.ok());
+    BOOST_TEST((refused.code == status_code::invalid_argument));
+    BOOST_TEST(refused.error.find(name) != std::string::npos);
+  }
   auto bad = parse_line(R"({"type":"object","properties":{"a b":{}},)"
                         R"("required":[]})");
-  BOOST_TEST(!make_script_tool_spec("ok", "", bad, &spec, &err));
-  BOOST_TEST(err.find("a b") != std::string::npos);
+  auto refused = make_script_tool_spec("ok", "", bad);
+  BOOST_TEST(!refused.ok());
+  BOOST_TEST((refused.code == status_code::invalid_argument));
+  BOOST_TEST(refused.error.find("a b") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

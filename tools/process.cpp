@@ -56,7 +56,7 @@ double round_seconds(double x) {
 }
 
 int64_t wait_limit(const json::value& args, const options& cfg) {
-  auto cap = std::max<int64_t>(cfg.terminal.timeout, 1);
+  auto cap = cfg.terminal.timeout;
   return std::clamp<int64_t>(args.get_int("timeout", cap), 1, cap);
 }
 

@@ -309,7 +309,7 @@ json::value read_file_tool::run(const json::value& args,
   if (offset < 1)
     return error_result("offset must be >= 1 (a 1-indexed line number), got "
                         + std::to_string(offset));
-  int64_t max_lines = std::max<int64_t>(1, cfg.tool_output.max_lines);
+  int64_t max_lines = cfg.tool_output.max_lines;
   int64_t limit = std::clamp<int64_t>(args.get_int("limit", 500), 1,
                                       max_lines);
   auto path = resolve_path(raw, ctx.cwd);
@@ -432,10 +432,8 @@ json::value read_file_tool::run(const json::value& args,
     }
   }
 
-  auto max_line = static_cast<size_t>(
-    std::max<int64_t>(1, cfg.tool_output.max_line_chars));
-  auto budget = static_cast<size_t>(
-    std::max<int64_t>(1, cfg.tool_output.read_char_budget));
+  auto max_line = static_cast<size_t>(cfg.tool_output.max_line_chars);
+  auto budget = static_cast<size_t>(cfg.tool_output.read_char_budget);
   bool timed = ctx.deadline != std::chrono::steady_clock::time_point{};
   auto stop = [&] {
     return ctx.is_cancelled()

@@ -14,11 +14,12 @@ result<script_tool_spec> builtin_script_spec(const tool& t) {
   auto doc = first_sentence(t.description());
   if (!policy.returns.empty())
     doc += " Returns " + policy.returns + ".";
-  script_tool_spec spec;
-  std::string error;
-  if (!make_script_tool_spec(t.name(), doc, schema, &spec, &error))
-    return result<script_tool_spec>::failure(status_code::internal, error);
-  spec.returns = policy.returns;
+  auto spec = make_script_tool_spec(t.name(), doc, schema);
+  // A built-in tool's bad name or schema is our bug, not the caller's.
+  if (!spec)
+    return result<script_tool_spec>::failure(status_code::internal,
+                                             spec.error);
+  spec->returns = policy.returns;
   return spec;
 }
 

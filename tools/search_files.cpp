@@ -558,8 +558,8 @@ public:
       std::max<int64_t>(args.get_int("limit", 50), 1));
     req.context = args.get_int("context", 0);
     req.ignore_case = args.get_bool("ignore_case", false);
-    req.max_line_chars = static_cast<size_t>(
-      std::max<int64_t>(ctx.cfg->tool_output.max_line_chars, 80));
+    req.max_line_chars
+      = static_cast<size_t>(ctx.cfg->tool_output.max_line_chars);
     // -- resolve the path ---------------------------------------------------
     std::string cwd = ctx.cwd;
     if (cwd.empty()) {

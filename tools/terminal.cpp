@@ -221,10 +221,9 @@ public:
                                      const options& cfg) const override {
     auto timeout = args.get_int("timeout", cfg.terminal.timeout);
     timeout = std::clamp<int64_t>(timeout, 1, cfg.terminal.max_timeout);
-    auto grace = std::max<int64_t>(cfg.terminal.kill_grace, 0);
     // A flagged command may first wait up to approvals.timeout for a human.
-    auto approval = std::max<int64_t>(cfg.approvals.timeout, 0);
-    return std::chrono::seconds(timeout + grace + approval
+    return std::chrono::seconds(timeout + cfg.terminal.kill_grace
+                                + cfg.approvals.timeout
                                 + deadline_margin_seconds);
   }
 
@@ -257,7 +256,7 @@ public:
                         || args.find("watch_patterns") != nullptr))
       return error_result("notify_on_complete and watch_patterns apply to "
                           "background processes only (background=true).");
-    auto max_timeout = std::max<int64_t>(cfg.terminal.max_timeout, 1);
+    auto max_timeout = cfg.terminal.max_timeout;
     auto timeout = args.get_int("timeout",
                                 std::min(cfg.terminal.timeout, max_timeout));
     if (timeout < 1)
@@ -317,15 +316,13 @@ public:
                  ? allowlist_environment(current_environment(), passthrough)
                  : filter_environment(current_environment(), passthrough);
     opts.timeout = std::chrono::seconds(timeout);
-    opts.kill_grace = std::chrono::seconds(
-      std::max<int64_t>(cfg.terminal.kill_grace, 0));
+    opts.kill_grace = std::chrono::seconds(cfg.terminal.kill_grace);
     opts.cancel = ctx.cancelled;
     opts.merge_stderr = true;
     // Foreground: nothing the command started outlives the call, not even
     // what left the process group (docs/security.md).
     opts.kill_leftovers = true;
-    opts.max_output_bytes = static_cast<size_t>(
-      std::max<int64_t>(cfg.tool_output.max_bytes, 100));
+    opts.max_output_bytes = static_cast<size_t>(cfg.tool_output.max_bytes);
     if (ctx.from_script) // the kernel's sandbox (tools/script_sandbox.hpp)
       if (auto wrapped = sandbox_script_command(opts, ctx); !wrapped.ok())
         return error_result(wrapped.error);

@@ -281,8 +281,7 @@ public:
 
   std::chrono::milliseconds deadline(const json::value&,
                                      const options& cfg) const override {
-    auto fetch = std::max<int64_t>(1, cfg.web.fetch_timeout);
-    return std::chrono::seconds(fetch + 15);
+    return std::chrono::seconds(cfg.web.fetch_timeout + 15);
   }
 
   bool parallel_safe() const override { return true; }
@@ -371,15 +370,11 @@ private:
     const auto& web = cfg.web;
     http_request req;
     req.url = url;
-    req.connect_timeout = std::chrono::seconds(
-      std::max<int64_t>(1, web.connect_timeout));
-    req.total_timeout = std::chrono::seconds(
-      std::max<int64_t>(1, web.fetch_timeout));
-    req.max_body_bytes = static_cast<uint64_t>(
-      std::max<int64_t>(1024, web.max_download_bytes));
+    req.connect_timeout = std::chrono::seconds(web.connect_timeout);
+    req.total_timeout = std::chrono::seconds(web.fetch_timeout);
+    req.max_body_bytes = static_cast<uint64_t>(web.max_download_bytes);
     req.follow_redirects = web.max_redirects > 0;
-    req.max_redirects = static_cast<int>(std::clamp<int64_t>(
-      web.max_redirects, 0, 50));
+    req.max_redirects = static_cast<int>(web.max_redirects);
     req.accept_compressed = true;
     req.user_agent = web.user_agent;
     req.headers.emplace_back("Accept",

@@ -59,8 +59,7 @@ public:
 
   std::chrono::milliseconds deadline(const json::value&,
                                      const options& cfg) const override {
-    auto fetch = std::max<int64_t>(1, cfg.web.fetch_timeout);
-    return std::chrono::seconds(fetch + 10);
+    return std::chrono::seconds(cfg.web.fetch_timeout + 10);
   }
 
   bool parallel_safe() const override { return true; }
@@ -88,10 +87,8 @@ public:
     auto& backend = *choice.backend;
     auto req = backend.make_request(query, limit);
     const auto& web = ctx.cfg->web;
-    req.connect_timeout = std::chrono::seconds(
-      std::max<int64_t>(1, web.connect_timeout));
-    req.total_timeout = std::chrono::seconds(
-      std::max<int64_t>(1, web.fetch_timeout));
+    req.connect_timeout = std::chrono::seconds(web.connect_timeout);
+    req.total_timeout = std::chrono::seconds(web.fetch_timeout);
     req.max_body_bytes = static_cast<uint64_t>(
       std::max<int64_t>(64 * 1024, web.max_download_bytes));
     req.user_agent = web.user_agent;

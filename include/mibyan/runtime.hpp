@@ -47,7 +47,7 @@ struct runtime_config {
   /// `model.api_key` (each "" = keep the file's value).
   provider_config provider;
   /// Overrides of `runtime.scheduler_threads` / `runtime.blocking_threads`
-  /// (<= 0 = keep).
+  /// (<= 0 = keep); checked against the keys' ranges like the file's values.
   int64_t scheduler_threads = 0;
   int64_t blocking_threads = 0;
   /// The application's own tools (mibyan/host_tool.hpp).
@@ -152,7 +152,8 @@ class runtime {
 public:
   /// Builds a runtime from `cfg` (reads the configuration file) and runs
   /// the message-type self-test. Fails with config_invalid (a bad config
-  /// file, a bad host tool), or another code when start-up fails (an
+  /// file, an override out of its key's range, a bad host tool: the message
+  /// names the key or the tool), or another code when start-up fails (an
   /// unusable home, the sandbox required but unavailable). Every create
   /// also hardens the process once (docs/security.md).
   static result<std::unique_ptr<runtime>> create(const runtime_config& cfg);

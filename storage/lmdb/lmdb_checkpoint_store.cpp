@@ -23,6 +23,12 @@ namespace {
 
 constexpr const char* db_name = "kernel_checkpoints";
 
+// Drops the checkpoints of `session` inside `txn` (a write transaction of
+// the session store's environment): 0 or an LMDB code, with `error` naming
+// the step, as lmdb_env::write's step functions answer.
+int delete_checkpoints_txn(MDB_txn* txn, const std::string& session,
+                           std::string& error);
+
 // Session ids are checked by the session store; here only what the key
 // layout needs: not empty, no NUL (the separator), a bounded length.
 std::string check_session_id(const std::string& id) {
@@ -257,6 +263,8 @@ open_checkpoint_store(const std::shared_ptr<session_store>& store) {
     new lmdb_checkpoint_store(lmdb->env(), *dbi, store));
 }
 
+namespace {
+
 int delete_checkpoints_txn(MDB_txn* txn, const std::string& session,
                            std::string& error) {
   MDB_dbi dbi = 0;
@@ -272,5 +280,7 @@ int delete_checkpoints_txn(MDB_txn* txn, const std::string& session,
   }
   return drop_all(txn, dbi, session, error);
 }
+
+} // namespace
 
 } // namespace mibyan

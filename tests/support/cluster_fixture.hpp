@@ -223,18 +223,17 @@ struct cluster_fixture {
   }
 
   std::unique_ptr<cluster_client> connect(const std::string& address) {
-    std::string err;
-    auto c = cluster_client::connect(address, client_options(), &err);
-    BOOST_REQUIRE_MESSAGE(c, "connect failed: " << err);
-    return c;
+    auto c = cluster_client::connect(address, client_options());
+    BOOST_REQUIRE_MESSAGE(c, "connect failed: " << c.error);
+    return std::move(*c);
   }
 
   // The member list as `via` sees it.
   json::value members(cluster_client& c) {
-    std::string err;
-    auto text = c.members_json(&err);
-    auto parsed = json::parse(text);
-    BOOST_REQUIRE_MESSAGE(parsed, "members: " << err);
+    auto text = c.members_json();
+    BOOST_REQUIRE_MESSAGE(text, "members: " << text.error);
+    auto parsed = json::parse(*text);
+    BOOST_REQUIRE_MESSAGE(parsed, "members: " << parsed.error);
     return *parsed.v;
   }
 

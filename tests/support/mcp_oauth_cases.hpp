@@ -109,7 +109,7 @@ struct oauth_fixture {
   options load() const {
     auto r = load_options(home.path());
     BOOST_REQUIRE_MESSAGE(r.ok(), r.error);
-    return r.opts;
+    return *r;
   }
 };
 

@@ -154,15 +154,15 @@ struct provider_fixture {
 
   // -- actors ----------------------------------------------------------------
 
-  endpoint_resolution endpoint(const std::string& provider,
-                               const std::string& path,
-                               const std::string& key = "sk-test-0123456789",
-                               const std::string& model = "test-model") {
+  result<provider_endpoint>
+  endpoint(const std::string& provider, const std::string& path,
+           const std::string& key = "sk-test-0123456789",
+           const std::string& model = "test-model") {
     options opts;
     return resolve_endpoint({provider, server.url(path), model, key}, opts);
   }
 
-  provider_settings settings(endpoint_resolution main) {
+  provider_settings settings(result<provider_endpoint> main) {
     provider_settings s;
     s.main = std::move(main);
     s.retry.max_attempts = 3;

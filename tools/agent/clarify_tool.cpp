@@ -20,7 +20,7 @@ constexpr size_t max_choices = 4;
 
 // clarify.timeout: how long the user has to answer.
 std::chrono::seconds answer_time(const options& cfg) {
-  return std::chrono::seconds(std::max<int64_t>(1, cfg.clarify.timeout));
+  return std::chrono::seconds(cfg.clarify.timeout);
 }
 
 class clarify_tool final : public tool {

@@ -396,12 +396,11 @@ std::vector<script_tool_spec> mcp_script_specs(const tool_registry& reg) {
     if (n.rfind(prefix, 0) != 0)
       continue;
     script_tool_spec spec;
-    std::string err;
-    if (!make_script_tool_spec(n, m->description(), m->schema(), &spec,
-                               &err)) {
-      // Keyword-only use (**args) still works: drop the signature.
+    if (auto made = make_script_tool_spec(n, m->description(), m->schema()))
+      spec = std::move(*made);
+    else {
+      // Keyword-only use (**args) still works: no signature.
       spec.name = n;
-      spec.params.clear();
       spec.doc = "MCP tool " + n;
     }
     spec.mcp_server = mcp_sanitize(m->server());
