@@ -298,74 +298,39 @@ std::string sanitize_utf8(std::string_view s) {
   return out;
 }
 
-namespace {
-
-// For each byte: 0 = copied as it is, 1 = the start of a UTF-8 sequence
-// (checked), 2 = a two-character escape (escape_char), 3 = \u00XX.
-struct quote_table {
-  unsigned char kind[256];
-  char escape_char[256];
-  constexpr quote_table() : kind(), escape_char() {
-    for (int c = 0; c < 256; ++c) {
-      kind[c] = c < 0x20 || c == 0x7F ? 3 : c >= 0x80 ? 1 : 0;
-      escape_char[c] = 0;
-    }
-    const char pairs[][2] = {{'"', '"'},  {'\\', '\\'}, {'\n', 'n'}, {'\r', 'r'},
-                             {'\t', 't'}, {'\b', 'b'},   {'\f', 'f'}};
-    for (auto& p : pairs) {
-      kind[static_cast<unsigned char>(p[0])] = 2;
-      escape_char[static_cast<unsigned char>(p[0])] = p[1];
-    }
-  }
-};
-
-constexpr quote_table quoting{};
-
-} // namespace
-
 void append_quoted(std::string& out, std::string_view s) {
   out += '"';
-  const char* data = s.data();
-  size_t i = 0;
-  while (i < s.size()) {
-    // A run of bytes copied as they are, appended at once.
-    size_t run = i;
-    while (run < s.size()
-           && quoting.kind[static_cast<unsigned char>(data[run])] == 0)
-      ++run;
-    if (run > i) {
-      out.append(data + i, run - i);
-      i = run;
-      if (i == s.size())
-        break;
+  for (size_t i = 0; i < s.size();) {
+    auto c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x80) {
+      auto n = utf8_sequence_length(s, i);
+      if (n == 0) {
+        out += replacement;
+        ++i;
+      } else {
+        out.append(s.data() + i, n);
+        i += n;
+      }
+      continue;
     }
-    auto c = static_cast<unsigned char>(data[i]);
-    switch (quoting.kind[c]) {
-      case 1: {
-        auto n = utf8_sequence_length(s, i);
-        if (n == 0) {
-          out += replacement;
-          ++i;
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      case '\b': out += "\\b"; break;
+      case '\f': out += "\\f"; break;
+      default:
+        if (c < 0x20 || c == 0x7F) {
+          char buf[8];
+          std::snprintf(buf, sizeof(buf), "\\u%04x", c);
+          out += buf;
         } else {
-          out.append(data + i, n);
-          i += n;
+          out += static_cast<char>(c);
         }
-        break;
-      }
-      case 2: {
-        const char esc[2] = {'\\', quoting.escape_char[c]};
-        out.append(esc, 2);
-        ++i;
-        break;
-      }
-      default: {
-        static const char hex[] = "0123456789abcdef";
-        const char esc[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
-        out.append(esc, 6);
-        ++i;
-        break;
-      }
     }
+    ++i;
   }
   out += '"';
 }

@@ -49,41 +49,6 @@ BOOST_AUTO_TEST_CASE(strings_are_escaped_and_utf8_sanitised) {
   BOOST_TEST(back.v->as_string() == "q\"b\\s\x01\t\xEF\xBF\xBD" "é");
 }
 
-// Every ASCII byte, alone and inside runs of plain text on both sides, is
-// written as JSON requires (the plain runs are copied in bulk, so the
-// boundaries between runs and escapes are where a mistake would show).
-BOOST_AUTO_TEST_CASE(every_ascii_byte_is_escaped_inside_plain_runs) {
-  auto expect = [](unsigned char c) -> std::string {
-    switch (c) {
-      case '"': return "\\\"";
-      case '\\': return "\\\\";
-      case '\n': return "\\n";
-      case '\r': return "\\r";
-      case '\t': return "\\t";
-      case '\b': return "\\b";
-      case '\f': return "\\f";
-      default: break;
-    }
-    if (c < 0x20 || c == 0x7F) {
-      static const char hex[] = "0123456789abcdef";
-      return std::string{"\\u00"} + hex[c >> 4] + hex[c & 15];
-    }
-    return std::string(1, static_cast<char>(c));
-  };
-  for (int c = 0; c < 0x80; ++c) {
-    auto ch = static_cast<unsigned char>(c);
-    std::string one(1, static_cast<char>(ch));
-    BOOST_TEST(json::quote(one) == "\"" + expect(ch) + "\"");
-    auto text = "ab" + one + one + "cd" + one;
-    BOOST_TEST(json::quote(text)
-               == "\"ab" + expect(ch) + expect(ch) + "cd" + expect(ch) + "\"");
-  }
-  // A long plain run with multi-byte and invalid UTF-8 after it.
-  std::string long_run(1000, 'x');
-  BOOST_TEST(json::quote(long_run + "\xC3\xA9\xFFy")
-             == "\"" + long_run + "\xC3\xA9\xEF\xBF\xBDy\"");
-}
-
 BOOST_AUTO_TEST_CASE(numbers_keep_their_kind) {
   auto r = json::parse(R"([9223372036854775807, 18446744073709551615, -3,
                           1e3, 0.1])");
