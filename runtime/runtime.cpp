@@ -39,6 +39,7 @@
 #include "kernels/stub_generator.hpp"
 #include "tools/agent/delegate_task.hpp"
 #include "tools/execute_code.hpp"
+#include "runtime/lean_scheduler.hpp"
 #include "runtime/session_lease_keeper.hpp"
 #include "storage/prompt_store.hpp"
 #include "storage/session_lease.hpp"
@@ -118,6 +119,10 @@ void configure_actor_system(caf::actor_system_config& cfg,
   // scheduler halves it on small machines (docs/architecture.md, "Actor
   // system settings").
   cfg.set("scheduler.policy", caf::atom("sharing"));
+  // The same work-sharing scheduler, with a clock whose timers cost the
+  // caller no thread wake-up: a script's every tool call arms a deadline
+  // and ends an actor (runtime/lean_clock.hpp).
+  load_lean_scheduler(cfg);
   cfg.set("middleman.workers", size_t{1});
   // One read per readable event: the sockets carry small frames (cell
   // lines, RPC calls), and a second read only learns EAGAIN, a system call
