@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <dirent.h>
+#include <sys/resource.h>
 #include <fstream>
 #include <mutex>
 #include <string>
@@ -241,15 +242,30 @@ BOOST_AUTO_TEST_CASE(script_tool_calls_do_not_wake_the_clock_thread) {
   };
   auto warm = test::run_cell(rt, work.path(), code(5));
   BOOST_REQUIRE_MESSAGE(warm.get_string("output") == "ok\n", warm.dump());
-  auto clocks = [] { return wakeups_of("caf.clock") + wakeups_of("mibyan.clock"); };
+  auto clocks = [] {
+    return wakeups_of("caf.clock") + wakeups_of("mibyan.clock");
+  };
   auto before = clocks();
+  auto cpu_us = [] {
+    rusage ru{};
+    ::getrusage(RUSAGE_SELF, &ru);
+    return (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000L
+           + ru.ru_utime.tv_usec + ru.ru_stime.tv_usec;
+  };
+  auto cpu_before = cpu_us();
+  auto io_before = wakeups_of("caf.multiplexer");
+  auto pool_before = wakeups_of("mibyan.block");
   constexpr int calls = 400;
   auto r = test::run_cell(rt, work.path(), code(calls));
   BOOST_REQUIRE_MESSAGE(r.get_string("output") == "ok\n", r.dump());
   BOOST_TEST(r.get_int("tool_calls_made", -1) == calls);
   auto woke = clocks() - before;
-  BOOST_TEST_MESSAGE("clock thread wake-ups during " << calls
-                     << " read_file calls: " << woke);
+  BOOST_TEST_MESSAGE("wake-ups during " << calls << " read_file calls: clock "
+                     << woke << ", threads named caf.multiplexer (I/O loop, workers) "
+                     << wakeups_of("caf.multiplexer") - io_before
+                     << ", pool " << wakeups_of("mibyan.block") - pool_before
+                     << "; this process's CPU time per call "
+                     << (cpu_us() - cpu_before) / calls << " us");
   // The runtime's own periodic timers may fire meanwhile; a wake-up per
   // call (CAF's clock: two notifications per call) is far above this.
   BOOST_TEST(woke < calls / 8, "clock wake-ups: " << woke);
