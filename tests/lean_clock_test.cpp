@@ -220,6 +220,31 @@ long wakeups_of(const std::string& name) {
   return total;
 }
 
+// CPU time in microseconds (/proc/<tid>/schedstat) of this process's
+// threads named `name`.
+long cpu_us_of(const std::string& name) {
+  long total = 0;
+  DIR* d = ::opendir("/proc/self/task");
+  if (d == nullptr)
+    return -1;
+  while (auto* e = ::readdir(d)) {
+    std::string tid = e->d_name;
+    if (tid == "." || tid == "..")
+      continue;
+    std::ifstream comm("/proc/self/task/" + tid + "/comm");
+    std::string n;
+    std::getline(comm, n);
+    if (n != name)
+      continue;
+    std::ifstream st("/proc/self/task/" + tid + "/schedstat");
+    long long ns = 0;
+    if (st >> ns)
+      total += static_cast<long>(ns / 1000);
+  }
+  ::closedir(d);
+  return total;
+}
+
 } // namespace
 
 BOOST_AUTO_TEST_CASE(script_tool_calls_do_not_wake_the_clock_thread) {
@@ -254,6 +279,8 @@ BOOST_AUTO_TEST_CASE(script_tool_calls_do_not_wake_the_clock_thread) {
   };
   auto cpu_before = cpu_us();
   auto io_before = wakeups_of("caf.multiplexer");
+  auto io_cpu_before = cpu_us_of("caf.multiplexer");
+  auto pool_cpu_before = cpu_us_of("mibyan.block");
   auto pool_before = wakeups_of("mibyan.block");
   constexpr int calls = 400;
   auto r = test::run_cell(rt, work.path(), code(calls));
@@ -264,8 +291,13 @@ BOOST_AUTO_TEST_CASE(script_tool_calls_do_not_wake_the_clock_thread) {
                      << woke << ", threads named caf.multiplexer (I/O loop, workers) "
                      << wakeups_of("caf.multiplexer") - io_before
                      << ", pool " << wakeups_of("mibyan.block") - pool_before
-                     << "; this process's CPU time per call "
-                     << (cpu_us() - cpu_before) / calls << " us");
+                     << "; CPU time per call: this process "
+                     << (cpu_us() - cpu_before) / calls << " us, "
+                     << "caf.multiplexer threads "
+                     << (cpu_us_of("caf.multiplexer") - io_cpu_before) / calls
+                     << " us, pool "
+                     << (cpu_us_of("mibyan.block") - pool_cpu_before) / calls
+                     << " us");
   // The runtime's own periodic timers may fire meanwhile; a wake-up per
   // call (CAF's clock: two notifications per call) is far above this.
   BOOST_TEST(woke < calls / 8, "clock wake-ups: " << woke);
