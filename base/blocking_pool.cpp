@@ -13,6 +13,9 @@ blocking_pool::~blocking_pool() {
   shutdown();
 }
 
+// Never on one of the pool's own threads (a thread cannot join itself): an
+// owner whose last reference a job may hold shuts the pool down from its own
+// thread first (runtime_impl's destructor does).
 void blocking_pool::shutdown() {
   std::deque<std::function<void()>> dropped;
   {

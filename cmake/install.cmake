@@ -2,7 +2,7 @@
 #   lib/libmibyan.a, include/mibyan/*.hpp, bin/mibyan,
 #   lib/cmake/mibyan/ (package config, targets, FindCAF.cmake),
 #   lib/pkgconfig/mibyan.pc.
-# The Python kernel runner is embedded in the library (cmake/embed_file.cmake),
+# The Python kernel (cmake/embed_modules.cmake) is embedded in the library,
 # so the installed binary and every application carry their own copy and
 # never look for it on disk.
 include(CMakePackageConfigHelpers)

@@ -298,12 +298,17 @@ result<kernel_process> spawn_kernel(const kernel_spawn_options& opts) {
                 + std::strerror(errno));
   k.staging_dir = tmpl;
   ::chmod(k.staging_dir.c_str(), 0700);
-  auto runner_path = k.staging_dir + "/mibyan_kernel_runner.py";
+  auto runner_path = k.staging_dir + "/" + std::string{kernel_runner_file};
   auto stub_path = k.staging_dir + "/mibyan_tools.py";
-  auto written = write_private_file(runner_path, kernel_runner_source(), true);
-  if (written.ok())
-    written = write_private_file(k.staging_dir + "/mibyan_checkpoint.py",
-                                 kernel_checkpoint_source(), true);
+  // The runner and its modules side by side: it loads them from its own
+  // directory (kernels/runner_source.hpp).
+  status written;
+  for (auto& m : kernel_modules()) {
+    written = write_private_file(k.staging_dir + "/" + std::string{m.file_name},
+                                 m.text, true);
+    if (!written.ok())
+      break;
+  }
   if (written.ok())
     written = write_private_file(stub_path,
                                  generate_stub(opts.tools, opts.specs), true);

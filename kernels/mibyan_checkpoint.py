@@ -2,225 +2,72 @@
 #
 # Checkpoints of a session kernel's user namespace (docs/kernel_protocol.md,
 # section 3.1; docs/execute_code.md, "Checkpoints"). Loaded by the runner
-# (kernels/mibyan_kernel_runner.py) from its own directory, by exact path,
+# (kernels/_mibyan_checkpoint_ops.py) from its own directory, by exact path,
 # the first time the host asks for a checkpoint or a restore. Standard
 # library only; Python >= 3.8.
 #
-# A checkpoint file (format 2) is
+# This file holds the Checkpointer (what changed since the last checkpoint,
+# and writing the next one) and loads its parts from its own directory:
 #
-#   MAGIC2 (8 bytes) | records | header JSON | header length (4 bytes,
-#   big-endian)
+#   _mibyan_ckpt_common.py     the per-value time limit, not-saved texts
+#   _mibyan_ckpt_snapshots.py  identity snapshots (unchanged without pickling)
+#   _mibyan_ckpt_file.py       the file format and its writer
+#   _mibyan_ckpt_restore.py    reading a file back into a namespace
 #
-# Records first: a value is pickled straight into the file as it is
-# checked, and the header, which needs the records' lengths, follows them.
-# Format 1 files (MAGIC | header length | header JSON | records) are still
-# read.
-#
-# The header names the Python version and pickle protocol that wrote it,
-# the kernel's execution count, the modules to import again (name ->
-# module), aliases (a name bound to the same object as an earlier name),
-# the values (name, type, the byte lengths of their records: the pickle,
-# then its out-of-band buffers) in the order they are restored, and what
-# was not saved (name, type, reason). Records follow in that order.
-#
-# The runner never trusts the file's origin: the host verifies its HMAC
-# before it writes a restore file (the key never enters the sandbox). The
-# checks here (magic, format, versions, lengths) report damage by name
-# instead of failing the whole restore.
+# and offers their public names (restore, read_header, the format's
+# constants) as its own.
 #
 # Thread: the runner's main thread only (the timeout uses SIGALRM).
 
-import datetime
-import importlib
-import json
-import mmap
+import importlib.util
 import operator
 import os
 import pickle
-import re
-import signal
 import struct
 import sys
 import time
 import types
 
-MAGIC = b"MIBYANCK"           # format 1: header first (read only)
-MAGIC2 = b"MIBYANC2"          # format 2: records first, header last
-FORMAT = 2
-DIRECT_WRITE = 64 << 10       # pieces at least this large skip the buffer
-PROTOCOL = 5 if pickle.HIGHEST_PROTOCOL >= 5 else pickle.HIGHEST_PROTOCOL
-MAX_HEADER = 64 << 20
-WRITE_CHUNK = 4 << 20            # bytes per write() of a large record
 # What the runner checks before a cell's frame to answer "unchanged" in it
 # (Checkpointer.quick_unchanged): at most QUICK_ITEMS bindings and
 # container slots together, compared by identity in C (a few microseconds)
 # and no value that only its pickle can tell. Past that the check runs
 # after the frame, off the result's path.
 QUICK_ITEMS = 256
-# Container slots one value's snapshot may hold (memory: a pointer each);
-# a larger value is compared by its pickle instead.
-WATCH_LIMIT = 1 << 21
 
-# Values whose identity says everything: immutable and made only of
-# immutable parts (tuples and frozensets are checked to a small depth).
-_ATOMIC = (int, float, complex, str, bytes, bool, type(None), range,
-           type(Ellipsis), re.Pattern,
-           datetime.date, datetime.datetime, datetime.time,
-           datetime.timedelta, datetime.timezone)
-_ATOMIC_SET = frozenset(_ATOMIC)
-# Containers an identity snapshot covers (exact types: a subclass may
-# pickle attributes or state a snapshot does not see).
-_CONTAINERS = frozenset((list, dict, set, bytearray, tuple, frozenset))
+_HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def _immutable(value, depth=0):
-    t = type(value)
-    if t in _ATOMIC:
-        return True
-    if (t is tuple or t is frozenset) and depth < 3 and len(value) <= 64:
-        return all(_immutable(v, depth + 1) for v in value)
-    return False
+def _load_sibling(name):
+    """Loads <_HERE>/<name>.py by exact path (a kernel's sys.path need not
+    hold the staging dir once cells run) and registers it as
+    sys.modules[name], so the `from <name> import ...` lines of the
+    modules loaded after it find it; one registered from the same file is
+    reused. Raises what loading raises."""
+    path = os.path.join(_HERE, name + ".py")
+    module = sys.modules.get(name)
+    if module is not None and getattr(module, "__file__", None) == path:
+        return module
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
 
 
-def _watch(value, limit=WATCH_LIMIT):
-    """An identity snapshot of a value that can change in place: a list of
-    (container, items, values) taken before the value is pickled, or None
-    when some part of it can only be compared by pickling.
+# Each after the ones it imports.
+for _name in ("_mibyan_ckpt_common", "_mibyan_ckpt_snapshots",
+              "_mibyan_ckpt_file", "_mibyan_ckpt_restore"):
+    _load_sibling(_name)
 
-    It covers exact lists, dicts, sets and bytearrays, and tuples and
-    frozensets of them, down to immutable atoms (_ATOMIC). While every
-    container holds the very same objects in the same order as in its
-    snapshot (_holds), the value pickles to the same bytes: atoms cannot
-    change, and every container is in the snapshot. Taken before the
-    pickle, so a thread that changes the value in between makes the
-    snapshot differ (the next pass pickles again) and never hides a
-    change."""
-    watches = []
-    seen = set()
-    stack = [value]
-    total = 0
-    atomic = _ATOMIC_SET
-    containers = _CONTAINERS
-    while stack:
-        v = stack.pop()
-        key = id(v)
-        if key in seen:
-            continue
-        seen.add(key)
-        t = type(v)
-        if t is list or t is set:
-            items = list(v)
-            watches.append((v, items, None))
-        elif t is dict:
-            keys = list(v)
-            values = list(v.values())
-            watches.append((v, keys, values))
-            items = keys + values
-        elif t is tuple or t is frozenset:
-            # Immutable itself: its parent's snapshot holds its identity;
-            # only the containers inside it can change.
-            items = v
-        elif t is bytearray:
-            watches.append((v, bytes(v), False))
-            total += len(v) >> 6
-            continue
-        else:
-            return None
-        total += len(items)
-        if total > limit:
-            return None
-        kinds = set(map(type, items))
-        if kinds <= atomic:
-            continue
-        if not kinds <= containers | atomic:
-            return None
-        stack.extend([x for x in items if type(x) not in atomic])
-    return watches
-
-
-def _holds(watches):
-    """True when every container in the snapshot holds the same objects
-    in the same order as when the snapshot was taken."""
-    is_ = operator.is_
-    try:
-        for c, items, values in watches:
-            if values is False:                  # a bytearray: its bytes
-                if c != items:
-                    return False
-            elif (len(c) != len(items) or not all(map(is_, c, items))
-                  or (values is not None
-                      and not all(map(is_, c.values(), values)))):
-                return False
-        return True
-    except RuntimeError:
-        return False     # changed size while compared (another thread)
-
-
-def _type_name(value):
-    t = type(value)
-    module = getattr(t, "__module__", "")
-    if module in ("builtins", "__main__", None, ""):
-        return t.__qualname__
-    return "%s.%s" % (module, t.__qualname__)
-
-
-class CheckpointTimeout(BaseException):
-    """Raised in the main thread when pickling one value takes too long
-    (a __reduce__ that hangs). BaseException: user code that catches
-    Exception must not swallow it."""
-
-
-class _Deadline(object):
-    """One periodic SIGALRM for a whole pass; the handler raises only when
-    the same value (`current`, set by the caller around each value) has
-    been worked on for `seconds` (up to a quarter more). Two system calls
-    per pass and no clock reads per value. The cell's own SIGALRM handler
-    and timer are put back afterwards."""
-
-    def __init__(self, seconds):
-        self.seconds = seconds
-        self.current = None
-        self._seen = None
-        self._stuck = 0.0
-        self._tick = max(0.05, (seconds or 0) / 4.0)
-        self._old = None
-        self._old_timer = (0.0, 0.0)
-        self.armed = False
-
-    def _fire(self, signum, frame):
-        cur = self.current
-        if cur is None or cur is not self._seen:
-            self._seen = cur
-            self._stuck = 0.0
-            return
-        self._stuck += self._tick
-        if self._stuck >= self.seconds:
-            self.current = self._seen = None
-            self._stuck = 0.0
-            raise CheckpointTimeout()
-
-    def arm(self):
-        if self.armed or not self.seconds or self.seconds <= 0:
-            return
-        try:
-            self._old = signal.signal(signal.SIGALRM, self._fire)
-            self._old_timer = signal.setitimer(signal.ITIMER_REAL,
-                                               self._tick, self._tick)
-            self.armed = True
-        except (ValueError, OSError, AttributeError):
-            self.armed = False   # not the main thread, or no SIGALRM
-
-    def disarm(self):
-        if not self.armed:
-            return
-        self.armed = False
-        self.current = None
-        try:
-            signal.setitimer(signal.ITIMER_REAL, *self._old_timer)
-            signal.signal(signal.SIGALRM, self._old
-                          if self._old is not None else signal.SIG_DFL)
-        except (ValueError, OSError):
-            pass
+from _mibyan_ckpt_common import (  # noqa: E402,F401
+    CheckpointTimeout, _Deadline, _reason, _type_name)
+from _mibyan_ckpt_file import (  # noqa: E402,F401
+    DIRECT_WRITE, FORMAT, MAGIC, MAGIC2, MAX_HEADER, PROTOCOL, WRITE_CHUNK,
+    _Sink, _entry, _header, _no_sink, _same_pickle)
+from _mibyan_ckpt_restore import read_header, restore  # noqa: E402,F401
+from _mibyan_ckpt_snapshots import (  # noqa: E402,F401
+    WATCH_LIMIT, _ATOMIC_SET, _CONTAINERS, _holds, _immutable, _watch)
 
 
 class Checkpointer(object):
@@ -602,312 +449,3 @@ class Checkpointer(object):
                     pass
         summary["seconds"] = time.monotonic() - started
         return summary
-
-
-def _no_sink(entry):
-    pass
-
-
-class _Tee(object):
-    """The pickler's file: each frame is kept and written."""
-    __slots__ = ("keep", "put")
-
-    def __init__(self, keep, put):
-        self.keep = keep
-        self.put = put
-
-    def write(self, b):
-        self.keep(b)
-        self.put(b)
-        return len(b)
-
-
-def _header(execution_count, modules, aliases, values, not_saved):
-    """The header JSON (bytes). The values' entries are serialised once
-    per value (the entry's sixth element) and spliced in."""
-    header = {
-        "format": FORMAT,
-        "python": list(sys.version_info[:3]),
-        "pickle_protocol": PROTOCOL,
-        "execution_count": execution_count,
-        "modules": modules,
-        "aliases": aliases,
-        "values": [],
-        "not_saved": not_saved,
-    }
-    head = json.dumps(header, separators=(",", ":"))
-    marker = '"values":[]'
-    at = head.index(marker) + len(marker) - 1
-    return (head[:at] + ",".join([v[6] for v in values])
-            + head[at:]).encode("utf-8")
-
-
-class _Sink(object):
-    """The checkpoint file being written. Small pieces are gathered into
-    WRITE_CHUNK writes; pieces of DIRECT_WRITE bytes or more (the
-    pickler's frames, large records) go to the file as they are. `pos`
-    counts every byte accepted."""
-
-    def __init__(self, path):
-        self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC,
-                          0o600)
-        self.pending = []
-        self.pending_size = 0
-        self.pos = 0
-        self.put(MAGIC2)
-
-    def put(self, piece):
-        n = piece.nbytes if isinstance(piece, memoryview) else len(piece)
-        self.pos += n
-        if n >= DIRECT_WRITE:
-            if self.pending:
-                self.flush()
-            _write(self.fd, piece)
-            return
-        self.pending.append(piece)
-        self.pending_size += n
-        if self.pending_size >= WRITE_CHUNK:
-            self.flush()
-
-    def put_entry(self, entry):
-        data = entry[3]
-        if type(data) is tuple:
-            for piece in data:
-                self.put(piece)
-        else:
-            self.put(data)
-        for raw in entry[4]:
-            self.put(raw)
-
-    def pickle(self, value, buffer_callback):
-        """Pickles `value` into the file; returns its pickle (bytes), kept
-        for the next checkpoint."""
-        chunks = []
-        pickle.Pickler(_Tee(chunks.append, self.put), PROTOCOL,
-                       buffer_callback=buffer_callback).dump(value)
-        # Kept as the frames (a tuple): joining them would copy the whole
-        # pickle into fresh memory once more.
-        return chunks[0] if len(chunks) == 1 and type(chunks[0]) is bytes \
-            else tuple(chunks)
-
-    def flush(self):
-        if self.pending:
-            data = self.pending[0] if len(self.pending) == 1 \
-                else b"".join(self.pending)
-            self.pending, self.pending_size = [], 0
-            _write(self.fd, data)
-
-    def rewind(self, pos):
-        """Drops everything after byte `pos` (a value that failed half
-        way)."""
-        self.flush()
-        os.ftruncate(self.fd, pos)
-        os.lseek(self.fd, pos, os.SEEK_SET)
-        self.pos = pos
-
-    def close(self):
-        if self.fd >= 0:
-            try:
-                self.flush()
-            finally:
-                os.close(self.fd)
-                self.fd = -1
-
-
-def _entry(name, value, data, bufs, watch):
-    """A cache entry: (value, immutable, type name, pickle, buffers, size,
-    header JSON, name, identity snapshot or None)."""
-    tname = _type_name(value)
-    n = _pickle_size(data)
-    size = n + sum([len(b) for b in bufs])
-    head = json.dumps({"name": name, "type": tname,
-                       "records": [n] + [len(b) for b in bufs]},
-                      separators=(",", ":"))
-    return (value, _immutable(value), tname, data, bufs, size, head, name,
-            watch)
-
-
-def _pickle_size(data):
-    """Bytes of a kept pickle: one bytes object or a tuple of frames."""
-    if type(data) is tuple:
-        return sum([len(piece) for piece in data])
-    return len(data)
-
-
-def _same_pickle(fresh, data):
-    """Whether `fresh` (bytes) is the kept pickle `data` (bytes, or a
-    tuple of frames, compared in place)."""
-    if type(data) is not tuple:
-        return fresh == data
-    pos = 0
-    for piece in data:
-        if not fresh.startswith(piece, pos):
-            return False
-        pos += len(piece)
-    return pos == len(fresh)
-
-
-def _write(fd, data):
-    view = memoryview(data).cast("B")
-    n = len(view)
-    while view:
-        try:
-            k = os.write(fd, view[:WRITE_CHUNK])
-        except InterruptedError:
-            continue
-        view = view[k:]
-    return n
-
-
-def _reason(e):
-    text = "%s: %s" % (type(e).__name__, e)
-    return text if len(text) <= 300 else text[:297] + "..."
-
-
-# -- restoring ---------------------------------------------------------------
-
-def read_header(data):
-    """(header, offset of the first record, offset past the last) or
-    raises ValueError with the reason the whole checkpoint is refused.
-    Format 2 (MAGIC2) has the header last, format 1 (MAGIC) first."""
-    if len(data) >= len(MAGIC2) + 4 and data[:len(MAGIC2)] == MAGIC2:
-        fmt = 2
-        (n,) = struct.unpack(">I", data[len(data) - 4:])
-        start = len(MAGIC2)
-        if n > MAX_HEADER or start + n + 4 > len(data):
-            raise ValueError("the checkpoint is truncated (its header is "
-                             "cut off)")
-        head_at = len(data) - 4 - n
-        records_end = head_at
-    else:
-        fmt = 1
-        if len(data) < len(MAGIC) + 4 or data[:len(MAGIC)] != MAGIC:
-            raise ValueError("not a Mibyan kernel checkpoint (bad magic)")
-        (n,) = struct.unpack(">I", data[len(MAGIC):len(MAGIC) + 4])
-        head_at = len(MAGIC) + 4
-        if n > MAX_HEADER or head_at + n > len(data):
-            raise ValueError("the checkpoint is truncated (its header is "
-                             "cut off)")
-        start = head_at + n
-        records_end = len(data)
-    try:
-        header = json.loads(bytes(data[head_at:head_at + n]).decode("utf-8"))
-    except ValueError as e:
-        raise ValueError("the checkpoint's header is not JSON (%s)" % e)
-    if not isinstance(header, dict) or header.get("format") != fmt:
-        raise ValueError("unknown checkpoint format %r" % (
-            header.get("format") if isinstance(header, dict) else None,))
-    py = header.get("python")
-    if (not isinstance(py, list) or len(py) < 2
-            or not all(isinstance(x, int) for x in py[:2])):
-        raise ValueError("the checkpoint does not say which Python wrote it")
-    if tuple(py[:2]) > tuple(sys.version_info[:2]):
-        raise ValueError(
-            "the checkpoint was written by Python %d.%d; this kernel runs "
-            "%d.%d, which may not read its pickles"
-            % (py[0], py[1], sys.version_info[0], sys.version_info[1]))
-    proto = header.get("pickle_protocol")
-    if not isinstance(proto, int) or proto > pickle.HIGHEST_PROTOCOL:
-        raise ValueError("the checkpoint uses pickle protocol %r; this "
-                         "kernel reads up to %d"
-                         % (proto, pickle.HIGHEST_PROTOCOL))
-    return header, start, records_end
-
-
-def restore(namespace, path, timeout):
-    """Restores a checkpoint file into `namespace`: modules imported
-    again, then the values in the order they were saved (the order they
-    were defined in), then the aliases. Returns {"restored": [names],
-    "not_restored": [{name, type, reason}], "execution_count": n or None,
-    "error": reason the whole checkpoint was refused or ""}."""
-    out = {"restored": [], "not_restored": [], "execution_count": None,
-           "error": ""}
-    try:
-        # Mapped, not read: one copy less for a large checkpoint (values
-        # that keep out-of-band buffers keep the mapping alive).
-        with open(path, "rb") as f:
-            try:
-                data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-            except (ValueError, OSError):
-                data = f.read()       # empty file, or no mmap here
-    except OSError as e:
-        out["error"] = "cannot read the checkpoint: %s" % e
-        return out
-    view = memoryview(data)
-    try:
-        header, pos, records_end = read_header(view)
-    except ValueError as e:
-        out["error"] = str(e)
-        return out
-    restored, lost = out["restored"], out["not_restored"]
-    count = header.get("execution_count")
-    out["execution_count"] = count if isinstance(count, int) else None
-    for item in header.get("not_saved") or []:
-        if isinstance(item, dict):
-            lost.append({"name": str(item.get("name")),
-                         "type": str(item.get("type")),
-                         "reason": "not saved: " + str(item.get("reason"))})
-    modules = header.get("modules") or {}
-    for name, modname in (modules.items() if isinstance(modules, dict)
-                          else ()):
-        try:
-            namespace[name] = importlib.import_module(str(modname))
-            restored.append(name)
-        except BaseException as e:
-            lost.append({"name": name, "type": "module",
-                         "reason": "import %s failed: %s" % (modname,
-                                                             _reason(e))})
-    deadline = _Deadline(timeout)
-    try:
-        for item in header.get("values") or []:
-            name = str(item.get("name"))
-            tname = str(item.get("type"))
-            records = item.get("records")
-            if (not isinstance(records, list) or not records
-                    or not all(isinstance(n, int) and n >= 0
-                               for n in records)):
-                lost.append({"name": name, "type": tname,
-                             "reason": "damaged entry in the checkpoint"})
-                continue
-            end = pos + sum(records)
-            if end > records_end:
-                lost.append({"name": name, "type": tname,
-                             "reason": "the checkpoint is truncated"})
-                pos = end
-                continue
-            main = view[pos:pos + records[0]]
-            bufs, p = [], pos + records[0]
-            for n in records[1:]:
-                bufs.append(view[p:p + n])
-                p += n
-            pos = end
-            deadline.arm()
-            deadline.current = name
-            try:
-                namespace[name] = pickle.loads(main, buffers=bufs)
-                restored.append(name)
-            except CheckpointTimeout:
-                lost.append({"name": name, "type": tname,
-                             "reason": "unpickling took longer than %gs"
-                                       % timeout})
-            except MemoryError:
-                lost.append({"name": name, "type": tname,
-                             "reason": "unpickling ran out of memory"})
-            except BaseException as e:
-                lost.append({"name": name, "type": tname,
-                             "reason": _reason(e)})
-            finally:
-                deadline.current = None
-    finally:
-        deadline.disarm()
-    aliases = header.get("aliases") or {}
-    for name, target in (aliases.items() if isinstance(aliases, dict)
-                         else ()):
-        if target in namespace and target in restored:
-            namespace[name] = namespace[target]
-            restored.append(name)
-        else:
-            lost.append({"name": name, "type": "alias",
-                         "reason": "it named %s, which was not restored"
-                                   % target})
-    return out

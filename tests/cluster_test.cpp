@@ -434,8 +434,10 @@ BOOST_AUTO_TEST_CASE(an_unauthenticated_peer_gets_nothing_but_the_handshake) {
     self->send_exit(*member, caf::exit_reason::user_shutdown);
     caf::anon_send_exit(*member, caf::exit_reason::kill);
   }
-  // The killed front door is replaced on the same port.
-  for (int i = 0; i < 200 && !contains(gw->err(), "publishing a new one");
+  // The killed front door is replaced on the same port: wait until the new
+  // one listens (the old listener closes asynchronously, and a connect in
+  // between meets the closing one).
+  for (int i = 0; i < 200 && !contains(gw->err(), "new front door listening");
        ++i)
     std::this_thread::sleep_for(milliseconds{50});
   BOOST_TEST_MESSAGE("gateway log: " << gw->err());

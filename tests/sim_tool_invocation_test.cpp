@@ -83,6 +83,11 @@ struct fixture : mibyan::test::sim_fixture {
     svc = s;
   }
 
+  // The pool's threads are joined here, on the test's thread: a job that
+  // still holds the services when the test ends would otherwise release the
+  // last reference on a pool thread, whose pool would then join itself.
+  ~fixture() { svc->pool->shutdown(); }
+
   tool_request call(const std::string& args) {
     tool_request req;
     req.session_id = "s1";

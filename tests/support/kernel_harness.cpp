@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "kernels/env_scrub.hpp"
+#include "kernels/runner_source.hpp"
 #include "kernels/stub_generator.hpp"
 #include "tools/script_specs.hpp"
 
@@ -11,12 +12,13 @@ namespace mibyan::test {
 
 kernel_harness::kernel_harness(kernel_harness_options opts)
   : sentinel(make_kernel_sentinel()) {
-  auto runner = dir.write("mibyan_kernel_runner.py",
-                          slurp(kernel_runner_path()));
-  // Its checkpoint module lives beside it (kernels/mibyan_checkpoint.py).
-  auto here = kernel_runner_path();
-  dir.write("mibyan_checkpoint.py",
-            slurp(here.substr(0, here.rfind('/')) + "/mibyan_checkpoint.py"));
+  // The runner and its modules, as spawn_kernel writes them.
+  std::string runner;
+  for (auto& m : kernel_modules()) {
+    auto path = dir.write(std::string{m.file_name}, std::string{m.text});
+    if (m.file_name == kernel_runner_file)
+      runner = path;
+  }
   stub_path = dir.write("mibyan_tools.py", generate_stub(opts.tools, core_script_specs()));
   dir.write("work/.keep", "");
   env_scrub_options eo;

@@ -1,9 +1,10 @@
 // File: tests/support/kernel_harness.hpp
 //
 // Sets up one kernel the way the kernel actor will: a private staging dir
-// holding a copy of mibyan_kernel_runner.py and a generated mibyan_tools.py,
-// an environment built by build_kernel_env() from the test's environment,
-// a fresh sentinel, then spawns the runner through runner_process.
+// holding the runner with its modules (kernels/runner_source.hpp) and a
+// generated mibyan_tools.py, an environment built by build_kernel_env()
+// from the test's environment, a fresh sentinel, then spawns the runner
+// through runner_process.
 #pragma once
 
 #include <memory>
@@ -48,7 +49,7 @@ public:
     return proc->run(sentinel, code, timeout);
   }
 
-  /// Holds the staging files (runner, stub); `work/` is the cwd.
+  /// Holds the staging files (runner, its modules, stub); `work/` is the cwd.
   temp_dir dir;
   std::string sentinel;
   std::string stub_path;

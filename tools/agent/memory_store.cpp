@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
+#include <random>
+#include <thread>
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -262,12 +265,21 @@ json::value memory_success(const std::string& target,
 }
 
 // The shared store's side of apply_memory_ops: read the document, apply,
-// compare-and-set; another gateway's write in between makes it start over.
+// compare-and-set; another gateway's write in between makes it start over,
+// after a random pause that grows with each loss (up to 64 ms), so that two
+// writers in step do not keep colliding. Runs on a blocking-pool thread (the
+// tool's run), where the pause may sleep.
 json::value apply_shared(user_state_store& us, const std::string& target,
                          const std::vector<memory_op>& ops, size_t limit) {
   auto name = memory_doc_name(target);
-  constexpr int max_attempts = 16;
+  constexpr int max_attempts = 32;
+  thread_local std::minstd_rand jitter{std::random_device{}()};
   for (int attempt = 0; attempt < max_attempts; ++attempt) {
+    if (attempt > 0) {
+      auto cap = 1u << std::min(attempt, 6);
+      std::this_thread::sleep_for(
+        std::chrono::milliseconds(1 + jitter() % cap));
+    }
     auto doc = us.get(user_state_kind::memory, name);
     if (!doc && doc.code != status_code::not_found)
       return error_result("cannot read the memory from the shared store ("
