@@ -387,7 +387,7 @@ void runtime::interrupt(const std::string& session_id,
       caf::anon_send(i->second, interrupt_atom_v, reason);
     if (impl_->dispatcher)
       caf::anon_send(impl_->dispatcher, interrupt_atom_v,
-                     interrupt_request{session_id, reason});
+                     interrupt_request{session_id, reason, {}});
   }
   // A call waiting for an approval or an answer stops waiting now.
   impl_->pending->cancel_session(session_id);

@@ -112,15 +112,7 @@ struct streams : gateways {
 
   // Sends a streamed chat request of `sid` to h2; returns the socket.
   int open_stream(const std::string& sid, const std::string& prompt) {
-    json::value body;
-    body["model"] = "m";
-    body["stream"] = true;
-    body["messages"] = json::value::make_array();
-    json::value m;
-    m["role"] = "user";
-    m["content"] = prompt;
-    body["messages"].push_back(std::move(m));
-    auto text = body.dump();
+    auto text = chat_body(prompt, true);
     int fd = dial_loopback(port_of(h2->address));
     send_all(fd, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
                  "Connection: close\r\nContent-Type: application/json\r\n"

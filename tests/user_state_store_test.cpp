@@ -228,20 +228,10 @@ MIBYAN_STORE_TEST_CASE(concurrent_compare_and_set_loses_no_update,
 BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_CASE(postgres_going_away_is_unavailable_and_recovers) {
-  std::string why;
   session_store_options o;
-  if (std::find(test::store_backends_under_test().begin(),
-                test::store_backends_under_test().end(), "postgres")
-      == test::store_backends_under_test().end()) {
-    BOOST_TEST_MESSAGE("SKIPPED (postgres): not in this build");
-    return;
-  }
   test::temp_dir tmp;
-  if (!test::fresh_store_options("postgres", tmp.path(), o, why)) {
-    BOOST_TEST_MESSAGE("SKIPPED (postgres): " << why);
-    BOOST_TEST(std::getenv("MIBYAN_REQUIRE_TEST_DATA") == nullptr);
+  if (!test::backend_options_or_skip("postgres", tmp.path(), o))
     return;
-  }
   // PostgreSQL runs here: a server of this case's own, to stop.
   auto& pg = test::shared_pg_server();
   session_store_options own;
@@ -262,6 +252,7 @@ BOOST_AUTO_TEST_CASE(postgres_going_away_is_unavailable_and_recovers) {
   BOOST_TEST(contains(down.error, "store unavailable"), down.error);
   BOOST_TEST((*us)->get(kind::memory, "MEMORY.md").code
              == status_code::unavailable);
+  std::string why;
   BOOST_REQUIRE_MESSAGE(pg.restart(why), why);
   // Nothing of the failed batch was written; the store works again.
   auto back = (*us)->get(kind::memory, "MEMORY.md");

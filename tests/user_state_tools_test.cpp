@@ -211,20 +211,10 @@ BOOST_AUTO_TEST_SUITE_END()
 // Two gateways: two stores (two connection pools) on one PostgreSQL
 // database add to one memory at once; nothing is lost.
 BOOST_AUTO_TEST_CASE(two_postgres_connections_add_memory_without_loss) {
-  auto& backends = test::store_backends_under_test();
-  if (std::find(backends.begin(), backends.end(), "postgres")
-      == backends.end()) {
-    BOOST_TEST_MESSAGE("SKIPPED (postgres): not in this build");
-    return;
-  }
   test::temp_dir tmp;
   session_store_options o;
-  std::string why;
-  if (!test::fresh_store_options("postgres", tmp.path(), o, why)) {
-    BOOST_TEST_MESSAGE("SKIPPED (postgres): " << why);
-    BOOST_TEST(std::getenv("MIBYAN_REQUIRE_TEST_DATA") == nullptr);
+  if (!test::backend_options_or_skip("postgres", tmp.path(), o))
     return;
-  }
   auto s1 = open_session_store(o);
   auto s2 = open_session_store(o);
   BOOST_REQUIRE(s1.ok() && s2.ok());
@@ -261,20 +251,10 @@ BOOST_AUTO_TEST_CASE(two_postgres_connections_add_memory_without_loss) {
 // tool: nothing was changed, retry later), nothing is half-written, and
 // both work again once it is back.
 BOOST_AUTO_TEST_CASE(postgres_going_away_is_a_clear_retryable_error) {
-  auto& backends = test::store_backends_under_test();
-  if (std::find(backends.begin(), backends.end(), "postgres")
-      == backends.end()) {
-    BOOST_TEST_MESSAGE("SKIPPED (postgres): not in this build");
-    return;
-  }
   test::temp_dir tmp;
   session_store_options probe;
-  std::string why;
-  if (!test::fresh_store_options("postgres", tmp.path(), probe, why)) {
-    BOOST_TEST_MESSAGE("SKIPPED (postgres): " << why);
-    BOOST_TEST(std::getenv("MIBYAN_REQUIRE_TEST_DATA") == nullptr);
+  if (!test::backend_options_or_skip("postgres", tmp.path(), probe))
     return;
-  }
   // A server of this case's own, to stop.
   auto& pg = test::shared_pg_server();
   session_store_options o;

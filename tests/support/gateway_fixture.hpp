@@ -99,12 +99,8 @@ struct gateways : cluster_fixture {
     return n;
   }
 
-  // POSTs a chat completion of session `sid` to the HTTP gateway at
-  // `address` (with an Idempotency-Key when `key` is set); returns the
-  // response (status line, headers, body).
-  std::string http_chat(const std::string& address, const std::string& sid,
-                        const std::string& prompt, const std::string& key = {},
-                        bool stream = false) {
+  // The JSON text of a chat completion request with one user message.
+  static std::string chat_body(const std::string& prompt, bool stream) {
     json::value body;
     body["model"] = "m";
     body["stream"] = stream;
@@ -113,7 +109,16 @@ struct gateways : cluster_fixture {
     m["role"] = "user";
     m["content"] = prompt;
     body["messages"].push_back(std::move(m));
-    auto text = body.dump();
+    return body.dump();
+  }
+
+  // POSTs a chat completion of session `sid` to the HTTP gateway at
+  // `address` (with an Idempotency-Key when `key` is set); returns the
+  // response (status line, headers, body).
+  std::string http_chat(const std::string& address, const std::string& sid,
+                        const std::string& prompt, const std::string& key = {},
+                        bool stream = false) {
+    auto text = chat_body(prompt, stream);
     std::string head = "X-Mibyan-Session: " + sid + "\r\n";
     if (!key.empty())
       head += "Idempotency-Key: " + key + "\r\n";

@@ -1,6 +1,7 @@
 // The store contract fixture (tests/support/store_backends.hpp).
 #include "tests/support/store_backends.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <iostream>
 #include <stdexcept>
@@ -72,10 +73,16 @@ bool fresh_store_options(const std::string& backend,
   return false;
 }
 
-bool store_fixture::start(const std::string& backend_name) {
-  backend = backend_name;
+bool backend_options_or_skip(const std::string& backend,
+                             const std::string& scratch,
+                             session_store_options& out) {
+  auto& listed = store_backends_under_test();
+  if (std::find(listed.begin(), listed.end(), backend) == listed.end()) {
+    BOOST_TEST_MESSAGE("SKIPPED (" << backend << "): not in this build");
+    return false;
+  }
   std::string why;
-  if (!fresh_store_options(backend, tmp / "store", base, why)) {
+  if (!fresh_store_options(backend, scratch, out, why)) {
     if (require_test_data()) {
       BOOST_FAIL("backend " << backend << " cannot run: " << why
                             << " (MIBYAN_REQUIRE_TEST_DATA=1)");
@@ -84,6 +91,13 @@ bool store_fixture::start(const std::string& backend_name) {
     BOOST_TEST_MESSAGE("SKIPPED (" << backend << "): " << why);
     return false;
   }
+  return true;
+}
+
+bool store_fixture::start(const std::string& backend_name) {
+  backend = backend_name;
+  if (!backend_options_or_skip(backend, tmp / "store", base))
+    return false;
   opened();
   return true;
 }

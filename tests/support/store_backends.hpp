@@ -43,6 +43,13 @@ bool fresh_store_options(const std::string& backend,
                          const std::string& scratch,
                          session_store_options& out, std::string& why);
 
+/// fresh_store_options() for a case that needs `backend`: false, logged as
+/// skipped, when this build does not test it or it cannot run here (a
+/// failure of the case under MIBYAN_REQUIRE_TEST_DATA=1).
+bool backend_options_or_skip(const std::string& backend,
+                             const std::string& scratch,
+                             session_store_options& out);
+
 /// What a suite's fixture derives from: one store of one backend.
 struct store_fixture {
   test::temp_dir tmp;

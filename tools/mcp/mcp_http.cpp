@@ -80,6 +80,14 @@ status http_transport::send(const std::string& message) {
   return {};
 }
 
+status http_transport::drain(milliseconds timeout) {
+  std::unique_lock<std::mutex> lock{mtx_};
+  if (cv_.wait_for(lock, timeout, [&] { return undelivered_.load() == 0 || closing_; }))
+    return {};
+  return status::failure(status_code::timeout,
+                         "the server did not accept a notification in time");
+}
+
 void http_transport::close() {
   if (closing_.exchange(true))
     return;
@@ -231,12 +239,16 @@ void http_transport::submit_post(std::shared_ptr<exchange> x) {
   cb.on_done = [this, x, rx](const http_response_summary& sum) {
     callback_guard last{pending_callbacks_};
     untrack(sum.id);
-    if (x->undelivered) {
-      x->undelivered = false;
-      undelivered_.fetch_sub(1);
-    }
     if (!closing_)
       post_done(x, *rx, sum);
+    if (x->undelivered) {
+      // After post_done: a drain() that returns sees its outcome (a 404
+      // has closed the session by then).
+      x->undelivered = false;
+      std::lock_guard<std::mutex> guard{mtx_};
+      undelivered_.fetch_sub(1);
+      cv_.notify_all();
+    }
   };
   pending_callbacks_.fetch_add(1);
   track(http_.submit(std::move(req), std::move(cb)));
@@ -269,7 +281,10 @@ void http_transport::fail(exchange& x, const std::string& why) {
   if (!reply.empty())
     deliver(std::move(reply));
   else
-    MIBYAN_LOG(warning, "mcp", s_.server << ": " << why);
+    MIBYAN_LOG(warning, "mcp", s_.server << ": "
+                                         << (x.method.empty() ? std::string{"a reply"}
+                                                              : "'" + x.method + "'")
+                                         << " failed: " << why);
 }
 
 std::string http_transport::http_error(const response& rx) const {
@@ -309,7 +324,13 @@ void http_transport::post_done(std::shared_ptr<exchange> x, response& rx,
   if (unauthorized(x, rx, false))
     return;
   if (rx.status == 404 && rx.had_session && !s_.sse) {
-    closed(std::string{mcp_session_expired_reason} + " (HTTP 404)");
+    // This request's own answer: the server did not run it. It fails with
+    // the expired reason (the session retries it once on a new session);
+    // other requests still in flight fail as "connection lost" and are
+    // not repeated, since the server may have run them.
+    auto why = std::string{mcp_session_expired_reason} + " (HTTP 404)";
+    fail(*x, why);
+    closed(why);
     return;
   }
   if (rx.sse) {
@@ -349,8 +370,10 @@ void http_transport::post_done(std::shared_ptr<exchange> x, response& rx,
     if (rx.status == 400 && rx.had_session
         && rx.body.find("ession") != std::string::npos) {
       // A server that names the session in a 400 forgot it too.
-      closed(std::string{mcp_session_expired_reason} + " ("
-             + http_error(rx) + ")");
+      auto why = std::string{mcp_session_expired_reason} + " ("
+                 + http_error(rx) + ")";
+      fail(*x, why);
+      closed(why);
       return;
     }
     fail(*x, http_error(rx));
@@ -374,7 +397,18 @@ void http_transport::get_done(std::shared_ptr<exchange> x, response& rx,
   if (unauthorized(x, rx, true))
     return;
   if (rx.status == 404 && rx.had_session) {
-    closed(std::string{mcp_session_expired_reason} + " (HTTP 404)");
+    if (x->listen) {
+      // The server forgot the session. The connection stays until a
+      // request learns it from its own 404 (and is then sent again on a
+      // new session): closing here would fail requests still in flight,
+      // which the server may already have run.
+      MIBYAN_LOG(info, "mcp", s_.server << ": the GET stream ended: "
+                                        << mcp_session_expired_reason);
+      return;
+    }
+    auto why = std::string{mcp_session_expired_reason} + " (HTTP 404)";
+    fail(*x, why);
+    closed(why);
     return;
   }
   if (x->listen && rx.status == 405) {

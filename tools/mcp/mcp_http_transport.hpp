@@ -81,6 +81,8 @@ public:
 
   int undelivered() const override { return undelivered_.load(); }
 
+  status drain(milliseconds timeout) override;
+
   void set_protocol_version(const std::string& v) override {
     std::lock_guard<std::mutex> guard{mtx_};
     version_ = v;

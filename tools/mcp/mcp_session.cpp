@@ -192,6 +192,10 @@ status mcp_session::handshake(clock::time_point deadline) {
   tools_changed_ = false;
   if (auto st = t->send(rpc("notifications/initialized", nullptr).dump()); !st)
     return st;
+  // Over HTTP each message is its own POST: no request may overtake this
+  // notification.
+  if (auto st = t->drain(left()); !st)
+    return status::failure(st.code, "notifications/initialized: " + st.error);
   auto tools = list_tools(deadline);
   if (!tools)
     return tools.get_status();
@@ -456,8 +460,10 @@ json::value mcp_session::call_once(const std::string& method,
   if (deadline > now && deadline - now < timeout)
     timeout = std::chrono::duration_cast<milliseconds>(deadline - now);
   auto r = request(method, params, timeout, cancel);
-  bool gone = !r && r.code == status_code::unavailable
-              && r.error.find(mcp_session_expired_reason) != std::string::npos;
+  // Retried only on the request's own 404 (the server did not run it); a
+  // request failed because another one learned of the expiry is not.
+  bool gone = !r && r.error.find(mcp_session_expired_reason) != std::string::npos
+              && r.error.rfind("connection lost", 0) != 0;
   {
     std::lock_guard<std::mutex> guard{mtx_};
     last_used_ = clock::now();
@@ -468,7 +474,7 @@ json::value mcp_session::call_once(const std::string& method,
       breaker_.on_failure();
   }
   if (!r) {
-    if (r.code == status_code::unavailable)
+    if (r.code == status_code::unavailable || gone)
       disconnect(r.error); // a crash: the next call starts the server again
     if (gone) {
       *expired = true;

@@ -68,6 +68,11 @@ public:
   /// sent but not yet accepted by the server: HTTP counts their POSTs in
   /// flight; stdio writes in order and has none.
   virtual int undelivered() const { return 0; }
+
+  /// Blocks the calling thread until undelivered() is 0 or `timeout`
+  /// passes (then `timeout`). The handshake waits here after
+  /// `notifications/initialized`, so no request overtakes it.
+  virtual status drain(std::chrono::milliseconds) { return {}; }
 };
 
 /// Builds the transport `s.transport` names. `cfg` resolves ${VAR}
