@@ -168,6 +168,17 @@ bool maybe_compress(conv_pointer self) {
     t.compress_skip = true;
     return false;
   }
+  if (t.unacked > 0) {
+    // The tool results the middle may hold are still committing: compress
+    // once they are stored (the check then runs again).
+    t.force_compress = forced;
+    auto id = t.id;
+    when_stored(self, [self, id] {
+      if (current(self, id) != nullptr)
+        iterate(self);
+    });
+    return true;
+  }
   ++t.compressions;
   MIBYAN_LOG(info, "conversation",
              "context estimate " << estimate << " >= " << threshold

@@ -118,6 +118,13 @@ struct turn_state {
   int64_t reported_prompt_tokens = 0;
   // delegate_task children running for this turn's batch.
   std::vector<std::shared_ptr<delegation_run>> delegations;
+  // Tool results whose commit overlaps the next model call
+  // (docs/agent_loop.md, "Persist before execute"): appends not yet
+  // acknowledged, the steps waiting for them (when_stored) and whether one
+  // failed (the turn then ends failed instead of going on).
+  size_t unacked = 0;
+  std::vector<std::function<void()>> after_stored;
+  bool store_failed = false;
 };
 
 /// What the conversation knows of one turn key (turn_request::turn_key).
@@ -244,6 +251,12 @@ void results_shaped(conv_pointer self);
 void persist(conv_pointer self, std::vector<chat_message> msgs,
              std::function<void(std::vector<std::string>)> done,
              std::string last_key = {});
+/// Runs `k` once every tool result of the running turn that was sent to the
+/// writer ahead of the next model call is acknowledged: at once when none
+/// is outstanding, else from the last acknowledgement. When one of them
+/// failed, the turn ends (finish) instead and `k` is dropped. `k` must
+/// check that its turn is still current if it can outlive it.
+void when_stored(conv_pointer self, std::function<void()> k);
 /// Records failed appends of `what` ("answer", "tool result", ...) in the
 /// running turn: the turn becomes failed with exit `error` and an error
 /// naming the first failure (docs/storage.md: a message that cannot be

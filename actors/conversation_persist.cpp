@@ -43,6 +43,19 @@ void persist(conv_pointer self, std::vector<chat_message> msgs,
   }
 }
 
+void when_stored(conv_pointer self, std::function<void()> k) {
+  auto& t = *self->state.cur;
+  if (t.unacked > 0) {
+    t.after_stored.push_back(std::move(k));
+    return;
+  }
+  if (t.store_failed) {
+    finish(self);
+    return;
+  }
+  k();
+}
+
 bool persist_failed(turn_state& t, const std::string& what,
                     const std::vector<std::string>& errors) {
   if (errors.empty())

@@ -39,25 +39,33 @@ void finish_batch(conv_pointer self) {
   for (size_t i = 0; i < t.plan.calls.size(); ++i) {
     auto& c = t.plan.calls[i].call;
     std::string content = t.results[i]
-                            ? *t.results[i]
+                            ? std::move(*t.results[i])
                             : cancelled_result(c.name, t.interrupt_reason);
     shaped.push_back(shaped_result{c.name, c.id, std::move(content), false});
   }
   t.shaping = std::make_shared<std::vector<shaped_result>>(std::move(shaped));
   t.shaping_id = st.next_batch++;
+  auto limits = limits_for_context(0);
+  // Without a result to spill, shaping is a little CPU work: done here,
+  // without a round trip through the blocking pool.
+  if (!shaping_may_write(*t.shaping, limits)) {
+    shape_tool_results(*t.shaping, limits, nullptr);
+    results_shaped(self);
+    return;
+  }
   auto writer = result_saver(self);
   // Spilling writes files: never on a scheduler thread. The job owns
   // `t.shaping` until it reports back; nothing else touches it meanwhile.
   if (auto& pool = st.deps.svc->pool) {
-    auto job = [work = t.shaping, writer, sid = t.shaping_id,
+    auto job = [work = t.shaping, writer, limits, sid = t.shaping_id,
                 me = caf::actor_cast<conversation_impl_actor>(self)] {
-      shape_tool_results(*work, limits_for_context(0), writer);
+      shape_tool_results(*work, limits, writer);
       caf::anon_send(me, done_atom_v, sid);
     };
     if (pool->submit(std::move(job)))
       return;
   }
-  shape_tool_results(*t.shaping, limits_for_context(0), writer);
+  shape_tool_results(*t.shaping, limits, writer);
   results_shaped(self);
 }
 
@@ -77,6 +85,36 @@ void results_shaped(conv_pointer self) {
     tool_msgs.push_back(std::move(m));
   }
   auto id = t.id;
+  if (!t.interrupted && !t.guards.halted() && !tool_msgs.empty()) {
+    // The usual case: the next model call goes out while the results
+    // commit. Whatever follows its answer (storing the answer, running
+    // tools, answering the caller) waits for the commit (when_stored); a
+    // result that cannot be stored ends the turn there.
+    ++t.unacked;
+    persist(self, std::move(tool_msgs),
+            [self, id](std::vector<std::string> errors) {
+              auto tp = current(self, id);
+              if (tp == nullptr)
+                return;
+              --tp->unacked;
+              if (persist_failed(*tp, "tool results", errors)) {
+                tp->store_failed = true;
+                if (!tp->inflight.empty())
+                  self->send(tp->provider, cancel_atom_v, tp->inflight);
+              }
+              if (tp->unacked > 0)
+                return;
+              auto ks = std::move(tp->after_stored);
+              tp->after_stored.clear();
+              for (auto& k : ks) {
+                if (current(self, id) == nullptr)
+                  return;
+                when_stored(self, std::move(k));
+              }
+            });
+    iterate(self);
+    return;
+  }
   persist(self, std::move(tool_msgs),
           [self, id](std::vector<std::string> errors) {
             auto tp = current(self, id);

@@ -88,6 +88,15 @@ void deliver(conv_pointer self) {
 
 void finish(conv_pointer self) {
   auto& t = *self->state.cur;
+  // No caller is answered before every message of its turn is stored.
+  if (t.unacked > 0) {
+    auto id = t.id;
+    t.after_stored.push_back([self, id] {
+      if (current(self, id) != nullptr)
+        finish(self);
+    });
+    return;
+  }
   t.inflight.clear();
   // A delivered answer, an interrupt or a failure after tool results:
   // close the tail so the next user message never follows a tool message.
@@ -317,7 +326,11 @@ void iterate(conv_pointer self) {
   if (maybe_compress(self)) // it iterates again once done
     return;
   if (!t.budget.consume()) {
-    summarize(self);
+    auto id = t.id;
+    when_stored(self, [self, id] {
+      if (current(self, id) != nullptr)
+        summarize(self);
+    });
     return;
   }
   ++t.res.api_calls;
@@ -335,9 +348,9 @@ void iterate(conv_pointer self) {
     req.sink = caf::actor_cast<caf::actor>(self);
   t.inflight = req.request_id;
   auto id = t.id;
-  self->request(t.provider, caf::infinite, complete_atom_v, std::move(req))
-    .then(
-      [self, id](chat_response& r) {
+  // The answer is handled once the previous tool results are stored
+  // (when_stored): they may still be committing while this call runs.
+  auto on_response = [self, id](chat_response& r) {
         auto tp = current(self, id);
         if (tp == nullptr)
           return;
@@ -359,13 +372,33 @@ void iterate(conv_pointer self) {
           on_tool_calls(self, r);
         else
           on_answer(self, r);
+  };
+  self->request(t.provider, caf::infinite, complete_atom_v, std::move(req))
+    .then(
+      [self, id, on_response](chat_response& r) {
+        auto tp = current(self, id);
+        if (tp == nullptr)
+          return;
+        if (tp->unacked == 0 && !tp->store_failed) {
+          on_response(r);
+          return;
+        }
+        tp->inflight.clear();
+        when_stored(self, [self, id, on_response,
+                           r = std::move(r)]() mutable {
+          if (current(self, id) != nullptr)
+            on_response(r);
+        });
       },
       [self, id](caf::error& err) {
         auto tp = current(self, id);
         if (tp == nullptr)
           return;
         tp->inflight.clear();
-        on_provider_error(self, err);
+        when_stored(self, [self, id, err] {
+          if (current(self, id) != nullptr)
+            on_provider_error(self, err);
+        });
       });
 }
 

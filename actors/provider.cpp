@@ -38,9 +38,17 @@ using provider_impl_actor = provider_actor::extend<
   caf::reacts_to<stale_atom, std::string, uint64_t>>;
 
 // One call in flight.
+// A tool list as received (chat_request::tools_json): parsed, and
+// rendered for the OpenAI wire format. Immutable once made; calls with the
+// same list share it.
+struct tool_list {
+  json::value tools;
+  std::string openai_json; // openai::render_tools(tools)
+};
+
 struct call_state {
   chat_request req;
-  json::value tools;
+  std::shared_ptr<const tool_list> tools;
   caf::typed_response_promise<chat_response> rp;
   // Which endpoint: 0 = main, i > 0 = fallbacks[i - 1].
   size_t endpoint = 0;
@@ -66,6 +74,11 @@ struct provider_state {
   std::map<std::string, call_state> calls;   // by request id
   std::map<uint64_t, std::string> transfers; // transfer -> request id
   uint64_t next_transfer = 1;
+  // The last tool list seen and its text: an agent loop sends the same
+  // list with every model call of a turn, so it is parsed and rendered
+  // once, not per request.
+  std::string tools_text;
+  std::shared_ptr<const tool_list> tools;
 
   ~provider_state() {
     for (auto& [id, call] : calls) {
@@ -104,7 +117,8 @@ std::string build_body(const provider_endpoint& ep, const call_state& call) {
   if (ep.format == wire_format::anthropic) {
     anthropic::request_options o;
     o.model = model;
-    o.tools = call.tools;
+    if (call.tools)
+      o.tools = call.tools->tools;
     o.stream = req.stream;
     o.max_tokens = req.max_tokens;
     o.reasoning_effort = req.reasoning_effort;
@@ -112,7 +126,8 @@ std::string build_body(const provider_endpoint& ep, const call_state& call) {
   }
   openai::request_options o;
   o.model = model;
-  o.tools = call.tools;
+  if (call.tools)
+    o.tools_json = call.tools->openai_json;
   o.stream = req.stream;
   if (req.max_tokens > 0) {
     o.max_tokens = req.max_tokens;
@@ -396,8 +411,11 @@ provider_impl(provider_pointer self, std::shared_ptr<http_client> http,
         return request_error(ec::invalid_request,
                              "no model: the request names none and "
                              "model.default is not set");
-      json::value tools;
-      if (!req.tools_json.empty()) {
+      std::shared_ptr<const tool_list> tools;
+      if (!req.tools_json.empty() && st.tools
+          && req.tools_json == st.tools_text) {
+        tools = st.tools;
+      } else if (!req.tools_json.empty()) {
         auto parsed = json::parse(req.tools_json);
         if (!parsed || !(parsed.v->is_array() || parsed.v->is_null()))
           return request_error(ec::invalid_request,
@@ -405,7 +423,12 @@ provider_impl(provider_pointer self, std::shared_ptr<http_client> http,
                                "array"
                                + (parsed ? std::string{}
                                          : ": " + parsed.error));
-        tools = std::move(*parsed.v);
+        auto made = std::make_shared<tool_list>();
+        made->openai_json = openai::render_tools(*parsed.v);
+        made->tools = std::move(*parsed.v);
+        tools = made;
+        st.tools = std::move(made);
+        st.tools_text = req.tools_json;
       }
       auto id = req.request_id;
       auto& call = st.calls[id];

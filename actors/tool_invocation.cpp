@@ -10,6 +10,7 @@
 #include "caf/io/all.hpp"
 
 #include "messages/type_ids.hpp"
+#include "base/io_poll_hint.hpp"
 #include "base/log.hpp"
 #include "tools/agent/agent_tool_state.hpp"
 #include "tools/argument_limit.hpp"
@@ -235,6 +236,10 @@ caf::behavior script_invocation(script_invocation_actor* self,
                                      "tool was not run.").dump());
     return answered_behavior(self);
   }
+  // A fast tool's answer comes back from the pool within microseconds:
+  // the I/O loop polls for it briefly instead of sleeping and being woken
+  // by the pool thread (base/io_poll_hint.hpp, runtime.io_spin_us).
+  expect_answer_soon();
   // Ends with the actor (actors/exit_timer.hpp).
   start_exit_timer(self, limit, [self] {
     auto& st = self->state;

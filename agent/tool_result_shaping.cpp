@@ -239,6 +239,14 @@ size_t enforce_batch_budget(std::vector<shaped_result>& batch,
   return spilled;
 }
 
+bool shaping_may_write(const std::vector<shaped_result>& batch,
+                       const shaping_limits& limits) {
+  for (auto& r : batch)
+    if (r.content.size() > limits.persist_threshold)
+      return true;
+  return total_size(batch) > limits.batch_budget;
+}
+
 void shape_tool_results(std::vector<shaped_result>& batch,
                         const shaping_limits& limits,
                         const result_writer& write) {

@@ -109,6 +109,13 @@ size_t enforce_batch_budget(std::vector<shaped_result>& batch,
                             const shaping_limits& limits,
                             const result_writer& write);
 
+/// Returns whether shape_tool_results(batch, limits, ...) could call its
+/// writer: some result is over `limits.persist_threshold` or the batch is
+/// over `limits.batch_budget`. When false, shaping does no I/O and takes
+/// microseconds (the conversation then shapes on its own thread).
+bool shaping_may_write(const std::vector<shaped_result>& batch,
+                       const shaping_limits& limits);
+
 /// Runs layer 2 on every result, then layer 3 on the batch, then wraps
 /// untrusted results. The vector keeps model order.
 void shape_tool_results(std::vector<shaped_result>& batch,

@@ -1,5 +1,6 @@
 #include "base/json.hpp"
 
+#include <algorithm>
 #include <cassert>
 #include <cmath>
 #include <cstdio>
@@ -7,6 +8,10 @@
 #include <memory>
 
 #include <simdjson.h>
+
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 namespace mibyan::json {
 
@@ -298,9 +303,51 @@ std::string sanitize_utf8(std::string_view s) {
   return out;
 }
 
+namespace {
+
+// The length of the run at the start of [p, p + n) that is copied as it
+// is: printable ASCII other than '"' and '\\'.
+size_t plain_run(const char* p, size_t n) {
+  size_t i = 0;
+#ifdef __SSE2__
+  const __m128i space = _mm_set1_epi8(0x20);
+  const __m128i del = _mm_set1_epi8(0x7f);
+  const __m128i quote = _mm_set1_epi8('"');
+  const __m128i backslash = _mm_set1_epi8('\\');
+  for (; i + 16 <= n; i += 16) {
+    __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i));
+    // Below 0x20 as a signed byte: controls and every byte from 0x80.
+    __m128i odd = _mm_or_si128(
+      _mm_or_si128(_mm_cmplt_epi8(v, space), _mm_cmpeq_epi8(v, del)),
+      _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)));
+    auto m = static_cast<unsigned>(_mm_movemask_epi8(odd));
+    if (m != 0)
+      return i + static_cast<size_t>(__builtin_ctz(m));
+  }
+#endif
+  for (; i < n; ++i) {
+    auto c = static_cast<unsigned char>(p[i]);
+    if (c < 0x20 || c >= 0x7f || c == '"' || c == '\\')
+      break;
+  }
+  return i;
+}
+
+} // namespace
+
 void append_quoted(std::string& out, std::string_view s) {
+  if (out.capacity() - out.size() < s.size() + 2)
+    out.reserve(std::max(out.capacity() * 2, out.size() + s.size() + 2));
   out += '"';
   for (size_t i = 0; i < s.size();) {
+    // Runs of plain characters in one piece.
+    size_t run = plain_run(s.data() + i, s.size() - i);
+    if (run != 0) {
+      out.append(s.data() + i, run);
+      i += run;
+      if (i == s.size())
+        break;
+    }
     auto c = static_cast<unsigned char>(s[i]);
     if (c >= 0x80) {
       auto n = utf8_sequence_length(s, i);
@@ -321,14 +368,12 @@ void append_quoted(std::string& out, std::string_view s) {
       case '\t': out += "\\t"; break;
       case '\b': out += "\\b"; break;
       case '\f': out += "\\f"; break;
-      default:
-        if (c < 0x20 || c == 0x7F) {
-          char buf[8];
-          std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-          out += buf;
-        } else {
-          out += static_cast<char>(c);
-        }
+      default: {
+        // The other controls and DEL.
+        char buf[8];
+        std::snprintf(buf, sizeof(buf), "\\u%04x", c);
+        out += buf;
+      }
     }
     ++i;
   }

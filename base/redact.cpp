@@ -8,6 +8,8 @@
 #include "base/env_filter.hpp"
 #include "base/redact_base64.hpp"
 #include "base/redact_blocks.hpp"
+#include "base/redact_events.hpp"
+#include "base/redact_literals.hpp"
 #include "base/redact_names.hpp"
 #include "base/redact_normalize.hpp"
 #include "base/redact_shapes.hpp"
@@ -50,17 +52,23 @@ constexpr uint8_t f_escape = 16; // '\\': maybe an escaped line break
 
 struct redactor::impl {
   std::vector<secret> secrets;          // longest value first
+  // Finds the secrets' values, numbered as `secrets`.
+  literal_index literals;
   // The base64 fragments of the secrets (base/redact_base64.hpp).
   base64_fragment_index fragments;
   std::array<uint8_t, 256> flags{};
+  // Where the scan's rules may start (base/redact_events.hpp).
+  event_finder events;
 
   void build() {
     std::sort(secrets.begin(), secrets.end(),
               [](const secret& a, const secret& b) {
                 return a.value.size() > b.value.size();
               });
-    for (uint32_t k = 0; k < secrets.size(); ++k)
+    for (uint32_t k = 0; k < secrets.size(); ++k) {
       fragments.add(secrets[k].value, k);
+      literals.add(secrets[k].value);
+    }
     flags.fill(0);
     mark_shape_first_bytes(flags, f_shape);
     for (char c : {'e', 'B', 'b', '-', 'p'})
@@ -70,6 +78,14 @@ struct redactor::impl {
     flags['+'] |= f_join;
     flags['/'] |= f_join;
     flags['\\'] |= f_escape;
+    // The literal starts of the rules that shape() tries at a token
+    // start; every rule at a non-token byte is a rule byte of the finder.
+    for (auto p : key_prefixes())
+      events.add_prefix(p);
+    events.add_prefix("-----"); // pem
+    events.add_prefix("eyJ");   // jwt
+    events.add_prefix("bearer", true);
+    events.add_prefix("password"); // netrc_password
   }
 
   /// Appends the matches in `s` to `out` in scanning order (a match may
@@ -376,27 +392,12 @@ bool redactor::impl::decoded_secret(std::string_view bytes) const {
 bool redactor::impl::scan(std::string_view s, int depth,
                           std::vector<match>* out) const {
   const size_t n = s.size();
-  // Literal secrets: every occurrence, found up front with memmem (fast:
-  // the needles are long and random); earliest first, longest first at
-  // one position.
-  struct hit {
-    size_t pos;
-    uint32_t idx;
-  };
+  // Literal secrets: every occurrence, found up front
+  // (base/redact_literals.hpp); earliest first, longest first at one
+  // position.
+  using hit = literal_hit;
   std::vector<hit> hits;
-  for (uint32_t idx = 0; idx < secrets.size(); ++idx) {
-    const auto& v = secrets[idx].value;
-    size_t off = 0;
-    while (off + v.size() <= n) {
-      auto f = static_cast<const char*>(
-        ::memmem(s.data() + off, n - off, v.data(), v.size()));
-      if (f == nullptr)
-        break;
-      auto pos = static_cast<size_t>(f - s.data());
-      hits.push_back({pos, idx});
-      off = pos + 1;
-    }
-  }
+  literals.find_all(s, hits);
   std::sort(hits.begin(), hits.end(), [&](const hit& a, const hit& b) {
     if (a.pos != b.pos)
       return a.pos < b.pos;
@@ -410,7 +411,15 @@ bool redactor::impl::scan(std::string_view s, int depth,
   size_t i = 0;
   size_t floor = 0;      // end of the last match
   size_t blob_done = 0;  // end of the last base64 run examined
+  event_cursor cursor{events, s};
   while (i < n) {
+    if (i != next_lit && (i == 0 || !tok_byte(s[i - 1]) || !tok_byte(s[i]))) {
+      // Skip to where a rule may start: the loop below would pass over
+      // the bytes in between without a match.
+      i = cursor.next(i, std::min(n, next_lit), depth > 0 ? none : blob_done);
+      if (i >= n)
+        break;
+    }
     auto c = static_cast<unsigned char>(s[i]);
     bool matched = false;
     if (tok_byte(static_cast<char>(c))) {

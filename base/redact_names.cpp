@@ -74,6 +74,9 @@ const char* const key_qualifiers[] = {
 bool is_secret_pair_name(std::string_view name) {
   if (name.size() < 3 || name.size() > 64)
     return false;
+  // Cheapest filter: the last letters of the endings below.
+  if (!may_end_secret_pair_name(name.back()))
+    return false;
   // Cheap filter: every secret last word ends in one of these.
   char t3[3] = {lower(name[name.size() - 3]), lower(name[name.size() - 2]),
                 lower(name[name.size() - 1])};

@@ -40,6 +40,18 @@ constexpr char lower(char c) {
 /// client_secret) holds a secret: decided by its last word.
 bool is_secret_pair_name(std::string_view name);
 
+/// Whether `c` can be the last byte of a name that is_secret_pair_name
+/// accepts (the last letters of its word endings, in either case).
+constexpr bool may_end_secret_pair_name(char c) {
+  switch (lower(c)) {
+    case 'n': case 't': case 'd': case 'e': case 'y': case 's': case 'h':
+    case 'l':
+      return true;
+    default:
+      return false;
+  }
+}
+
 /// Whether a pair value is a placeholder rather than a secret ($VAR, <x>,
 /// ***, null, short numbers, fewer than 4 characters, ...).
 bool is_placeholder_value(std::string_view v);

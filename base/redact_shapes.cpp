@@ -187,6 +187,13 @@ bool bearer(std::string_view s, size_t i, match& m) {
   return true;
 }
 
+std::vector<std::string_view> key_prefixes() {
+  std::vector<std::string_view> out;
+  for (auto& k : key_shapes)
+    out.push_back(k.prefix);
+  return out;
+}
+
 void mark_shape_first_bytes(std::array<uint8_t, 256>& flags, uint8_t bit) {
   for (auto& k : key_shapes)
     flags[static_cast<unsigned char>(k.prefix[0])] |= bit;

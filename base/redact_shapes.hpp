@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace mibyan::redact_detail {
 
@@ -22,6 +23,10 @@ struct match {
 
 /// Sets `bit` in `flags` for the first byte of every key prefix.
 void mark_shape_first_bytes(std::array<uint8_t, 256>& flags, uint8_t bit);
+
+/// The literal prefixes of the key shapes (prefixed_key matches only at a
+/// position that starts one of them).
+std::vector<std::string_view> key_prefixes();
 
 /// A provider or service key at `i` -> "<prefix>[REDACTED]".
 bool prefixed_key(std::string_view s, size_t i, match& m);

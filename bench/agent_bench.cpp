@@ -34,7 +34,8 @@
 // conversations in flight (first request seen, final answer not yet sent)
 // and reports the maximum, which shows whether the 1,000 really overlapped.
 //
-// Usage: mibyan_agent_bench [--quick] [--conversations N] [--only SECTION]
+// Usage: mibyan_agent_bench [--quick] [--conversations N] [--turns N]
+//                           [--only SECTION]
 // (--quick: 200 conversations, fewer turns, no store-on-disk overhead run)
 #include <algorithm>
 #include <cmath>
@@ -552,11 +553,13 @@ void sse_throughput() {
 
 } // namespace
 
-// Usage: mibyan_agent_bench [--quick] [--conversations N]
+// Usage: mibyan_agent_bench [--quick] [--conversations N] [--turns N]
 //                           [--only overhead|concurrent|sse]
+// (--turns: section 1's measured turns on tmpfs, e.g. for a profile)
 int main(int argc, char** argv) {
   bool quick = false;
   int conversations = 1000;
+  int turns = 0; // section 1's measured turns per store (0 = default)
   std::string only;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -566,6 +569,8 @@ int main(int argc, char** argv) {
       conversations = std::max(1, std::atoi(argv[++i]));
     else if (a == "--only" && i + 1 < argc)
       only = argv[++i];
+    else if (a == "--turns" && i + 1 < argc)
+      turns = std::max(1, std::atoi(argv[++i]));
     else if (std::isdigit(static_cast<unsigned char>(a[0])))
       conversations = std::max(1, std::atoi(a.c_str()));
     else
@@ -603,7 +608,8 @@ int main(int argc, char** argv) {
     if (want("overhead")) {
       if (!quick)
         loop_overhead(env, srv, false, 10);
-      auto o = loop_overhead(env, srv, true, quick ? 4 : 10);
+      auto o = loop_overhead(env, srv, true,
+                             turns > 0 ? turns : quick ? 4 : 10);
       recorded = o.recorded;
       bench_row("agent loop overhead per iteration (store on tmpfs)",
                 o.overhead_ms, o.plain_ms, nan, "ms",

@@ -179,6 +179,35 @@ json::value encode_message(const chat_message& msg,
   return m;
 }
 
+namespace {
+
+// The "tools" array of the body, or null when there are none.
+json::value tools_array(const json::value& tools_in) {
+  auto tools = normalize_tools(tools_in);
+  if (tools.empty())
+    return json::value{};
+  json::value arr = json::value::make_array();
+  for (auto& t : tools) {
+    json::value fn = json::value::make_object();
+    fn["name"] = t.name;
+    if (!t.description.empty())
+      fn["description"] = t.description;
+    fn["parameters"] = std::move(t.parameters);
+    json::value wrapped = json::value::make_object();
+    wrapped["type"] = "function";
+    wrapped["function"] = std::move(fn);
+    arr.push_back(std::move(wrapped));
+  }
+  return arr;
+}
+
+} // namespace
+
+std::string render_tools(const json::value& tools) {
+  auto arr = tools_array(tools);
+  return arr.is_null() ? std::string{} : arr.dump();
+}
+
 std::string build_request(const request_options& opts,
                           const std::vector<chat_message>& messages) {
   json::value body = json::value::make_object();
@@ -187,39 +216,50 @@ std::string build_request(const request_options& opts,
   for (const auto& msg : messages)
     msgs.push_back(encode_message(msg, opts));
   body["messages"] = std::move(msgs);
-  auto tools = normalize_tools(opts.tools);
-  if (!tools.empty()) {
-    json::value arr = json::value::make_array();
-    for (auto& t : tools) {
-      json::value fn = json::value::make_object();
-      fn["name"] = t.name;
-      if (!t.description.empty())
-        fn["description"] = t.description;
-      fn["parameters"] = std::move(t.parameters);
-      json::value wrapped = json::value::make_object();
-      wrapped["type"] = "function";
-      wrapped["function"] = std::move(fn);
-      arr.push_back(std::move(wrapped));
-    }
-    body["tools"] = std::move(arr);
+  // Pre-rendered tools are spliced into the text after "messages" (the
+  // place they take in the object), unless extra_body may replace keys.
+  bool extra = opts.extra_body.is_object() && opts.extra_body.size() > 0;
+  bool splice = !opts.tools_json.empty() && !extra;
+  if (!opts.tools_json.empty() && extra) {
+    auto parsed = json::parse(opts.tools_json);
+    if (parsed)
+      body["tools"] = std::move(*parsed.v);
+  } else if (opts.tools_json.empty()) {
+    auto arr = tools_array(opts.tools);
+    if (!arr.is_null())
+      body["tools"] = std::move(arr);
   }
+  // The members after "tools", in order.
+  json::value rest = json::value::make_object();
   if (opts.max_tokens)
-    body[opts.max_completion_tokens ? "max_completion_tokens"
+    rest[opts.max_completion_tokens ? "max_completion_tokens"
                                     : "max_tokens"] = *opts.max_tokens;
   if (opts.temperature)
-    body["temperature"] = *opts.temperature;
+    rest["temperature"] = *opts.temperature;
   if (!opts.reasoning_effort.empty()) {
     json::value r = json::value::make_object();
     r["enabled"] = true;
     r["effort"] = opts.reasoning_effort;
-    body["reasoning"] = std::move(r);
+    rest["reasoning"] = std::move(r);
   }
-  body["stream"] = opts.stream;
+  rest["stream"] = opts.stream;
   if (opts.stream && opts.include_usage) {
     json::value so = json::value::make_object();
     so["include_usage"] = true;
-    body["stream_options"] = std::move(so);
+    rest["stream_options"] = std::move(so);
   }
+  if (splice) {
+    auto out = body.dump();
+    out.pop_back(); // '}'
+    out += ",\"tools\":";
+    out += opts.tools_json;
+    auto tail = rest.dump();
+    out += ',';
+    out.append(tail, 1, std::string::npos); // without its '{'
+    return out;
+  }
+  for (auto& [key, val] : rest.as_object())
+    body.set(key, std::move(val));
   if (opts.extra_body.is_object())
     for (const auto& [key, val] : opts.extra_body.as_object())
       body.set(key, val);

@@ -45,6 +45,10 @@ struct request_options {
   /// are sent sorted by name, duplicates dropped; the key is omitted when
   /// there are none. A missing `parameters` becomes an empty object schema.
   json::value tools;
+  /// When not empty, used instead of `tools`: the text render_tools
+  /// returned for them (a caller that sends the same tools with every
+  /// request renders them once).
+  std::string tools_json;
   /// Sets `stream: true` and `stream_options.include_usage`.
   bool stream = true;
   /// Sends `stream_options: {"include_usage": true}` when streaming (off only
@@ -80,6 +84,10 @@ bool wants_max_completion_tokens(std::string_view base_url,
 /// "{}"); canonicalising them is the agent loop's job.
 json::value encode_message(const chat_message& msg,
                            const request_options& opts);
+
+/// Returns the JSON text build_request writes as the value of "tools" for
+/// `tools` (see request_options::tools), or "" when there are none.
+std::string render_tools(const json::value& tools);
 
 /// Returns the request body (compact JSON text) for `messages`.
 std::string build_request(const request_options& opts,

@@ -13,10 +13,12 @@
 // timeout, then sched_yield so that a runnable thread on this CPU goes
 // first) for `mibyan.io-spin-us` microseconds, the trade of Linux's
 // `net.core.busy_poll`: up to that much CPU time per cell for a lower
-// latency. Other traffic never starts a window: a script's back-to-back
-// tool calls are faster when the loop sleeps, because the two processes
-// then share a CPU instead of waking each other across CPUs (measured in
-// the same section). The loop never polls when the process may run on one
+// latency. A script's call handed to the blocking pool starts one too
+// (actors/tool_invocation.cpp): the pool thread's answer then needs no
+// wake-up of this thread. Other traffic never starts a window: a script's
+// back-to-back calls answered on this thread are faster when the loop
+// sleeps, because the two processes then share a CPU instead of waking
+// each other across CPUs (measured in the same section). The loop never polls when the process may run on one
 // CPU only (the kernel it waits for needs that CPU), when the setting is 0,
 // or in a host's actor system (not configured by Mibyan: docs/embedding.md).
 //

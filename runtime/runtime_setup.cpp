@@ -36,6 +36,7 @@
 #include "kernels/script_catalog.hpp"
 #include "kernels/staging_dirs.hpp"
 #include "messages/type_ids.hpp"
+#include "runtime/lean_scheduler.hpp"
 #include "runtime/mcp_wiring.hpp"
 #include "tools/agent/agent_tools.hpp"
 #include "tools/agent/delegate_task.hpp"
@@ -104,6 +105,10 @@ void configure_actor_system(caf::actor_system_config& cfg,
   // scheduler halves it on small machines (docs/architecture.md, "Actor
   // system settings").
   cfg.set("scheduler.policy", caf::atom("sharing"));
+  // The same work-sharing scheduler, with a clock whose timers cost the
+  // caller no thread wake-up: a script's every tool call arms a deadline
+  // and ends an actor (runtime/lean_clock.hpp).
+  load_lean_scheduler(cfg);
   cfg.set("middleman.workers", size_t{1});
   // One read per readable event: the sockets carry small frames (cell
   // lines, RPC calls), and a second read only learns EAGAIN, a system call

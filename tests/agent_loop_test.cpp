@@ -673,4 +673,49 @@ BOOST_AUTO_TEST_CASE(a_lone_surrogate_answer_is_sanitised_not_retried) {
                     "half \xEF\xBF\xBD of a pair \xEF\xBF\xBD");
 }
 
+// Tool results commit while the next model call runs (docs/agent_loop.md,
+// "Persist before execute"). When that commit fails (here: the session was
+// deleted while the tool ran), the turn still fails with the store's error,
+// the model's next answer is neither stored nor acted on, and the caller
+// gets its result; whether the model answered before or after the failed
+// commit (answer_delay_ms) changes nothing.
+BOOST_AUTO_TEST_CASE(a_tool_result_that_cannot_be_stored_fails_the_turn) {
+  for (int answer_delay_ms : {0, 3000}) {
+    BOOST_TEST_CONTEXT("model answers after " << answer_delay_ms << " ms") {
+      server.reset();
+      auto tag = std::to_string(answer_delay_ms);
+      auto marker = work.path() + "/started-" + tag;
+      auto go = work.path() + "/go-" + tag;
+      json::value targs;
+      targs["command"] = "touch '" + marker + "'; while [ ! -e '" + go
+                         + "' ]; do sleep 0.02; done; echo tool-ran";
+      script(completion("", {{"call_wait", "terminal", targs.dump()}}));
+      json::value second;
+      second["command"] = "touch '" + work.path() + "/second-" + tag + "'";
+      script(completion("", {{"call_second", "terminal", second.dump()}}), 1,
+             answer_delay_ms);
+      std::string sid = "unstorable-results-" + tag;
+      std::optional<turn_result> out;
+      std::thread th([&] { out = rt->run_turn(call("wait for go", sid)); });
+      BOOST_REQUIRE(test::wait_until(
+        [&] { return ::access(marker.c_str(), F_OK) == 0; }));
+      auto store = session_store_of(*rt);
+      BOOST_REQUIRE(store);
+      auto del = store->delete_session(sid);
+      BOOST_REQUIRE_MESSAGE(del.ok(), del.error);
+      work.write("go-" + tag, "");
+      th.join();
+      BOOST_REQUIRE(out);
+      BOOST_REQUIRE_MESSAGE(out->started, out->error);
+      BOOST_CHECK(out->failed);
+      BOOST_CHECK(!out->completed);
+      BOOST_CHECK_MESSAGE(contains(out->error, "cannot store the tool results"),
+                          out->error);
+      // The second answer's tool call never ran.
+      BOOST_CHECK(::access((work.path() + "/second-" + tag).c_str(), F_OK)
+                  != 0);
+    }
+  }
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -333,3 +333,57 @@ BOOST_AUTO_TEST_CASE(shape_runs_every_layer_in_model_order) {
   BOOST_TEST(contains(batch[3].content, "<persisted-output>"));
   BOOST_TEST(contains(batch[3].content, "source=\"web_search\""));
 }
+
+// -- when shaping may write ---------------------------------------------------
+
+// The conversation shapes a batch on its own thread when shaping_may_write
+// says no file can be written; so whenever it says false, the writer must
+// stay unused, at every size up to the limits.
+BOOST_AUTO_TEST_CASE(shaping_may_write_is_false_only_when_nothing_spills) {
+  shaping_limits l;
+  l.persist_threshold = 1000;
+  l.batch_budget = 2500;
+  l.preview_chars = 100;
+  struct probe {
+    std::vector<size_t> sizes;
+    const char* tool;
+  };
+  const std::vector<probe> probes = {
+    {{}, "terminal"},
+    {{10}, "terminal"},
+    {{1000}, "terminal"},           // at the threshold: kept
+    {{1001}, "terminal"},           // over it: persisted
+    {{1001}, "read_file"},          // read_file is never persisted
+    {{900, 900, 700}, "terminal"},  // 2,500: at the budget
+    {{900, 900, 701}, "terminal"},  // over the budget: the largest spills
+    {{900, 900, 701}, "read_file"}, // over, but nothing can spill
+    {{40, 40}, "web_search"},       // untrusted: wrapped, no write
+  };
+  for (auto& p : probes) {
+    std::vector<shaped_result> batch;
+    for (size_t i = 0; i < p.sizes.size(); ++i)
+      batch.push_back(result(p.tool, "c" + std::to_string(i),
+                             std::string(p.sizes[i], 'x')));
+    bool may = shaping_may_write(batch, l);
+    fake_writer w;
+    shape_tool_results(batch, l, w.fn());
+    BOOST_TEST_CONTEXT(p.tool << " x " << p.sizes.size() << " total "
+                              << total(batch)) {
+      if (!may)
+        BOOST_TEST(w.saved.empty());
+    }
+  }
+  // And it says true where a write happens.
+  std::vector<shaped_result> big{result("terminal", "b", std::string(1001, 'x'))};
+  BOOST_TEST(shaping_may_write(big, l));
+  std::vector<shaped_result> many{
+    result("terminal", "a", std::string(900, 'x')),
+    result("terminal", "b", std::string(900, 'x')),
+    result("terminal", "c", std::string(701, 'x'))};
+  BOOST_TEST(shaping_may_write(many, l));
+  std::vector<shaped_result> fits{
+    result("terminal", "a", std::string(900, 'x')),
+    result("terminal", "b", std::string(900, 'x')),
+    result("terminal", "c", std::string(700, 'x'))};
+  BOOST_TEST(!shaping_may_write(fits, l));
+}

@@ -9,6 +9,8 @@
 
 #include "storage/fts_query.hpp"
 #include "storage/fts_tokenizer.hpp"
+#include "storage/lmdb/fts_index.hpp"
+#include "storage/lmdb/lmdb_env.hpp"
 #include "storage/session_store.hpp"
 #include "tests/support/store_backends.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -491,6 +493,153 @@ BOOST_FIXTURE_TEST_CASE(agrees_with_brute_force_on_a_random_corpus,
     }
   }
   BOOST_TEST(store->verify(true).ok());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// -- the last-block cache (storage/lmdb/fts_index.hpp) ------------------------
+
+BOOST_AUTO_TEST_SUITE(last_block_cache)
+
+namespace {
+
+// An fts_index over its own environment, driven transaction by transaction.
+struct index_fixture {
+  test::temp_dir tmp;
+  std::unique_ptr<lmdb_env> env;
+  fts_index idx;
+
+  index_fixture() {
+    lmdb_options lo;
+    lo.dir = tmp / "env";
+    lo.map_size = uint64_t{64} << 20;
+    auto e = lmdb_env::open(lo);
+    BOOST_REQUIRE_MESSAGE(e.ok(), e.error);
+    env = std::move(*e);
+    auto st = env->setup(
+      [&](MDB_txn* txn, std::string& error) {
+        return fts_index::open_in(txn, false, idx, error);
+      },
+      "open index");
+    BOOST_REQUIRE_MESSAGE(st.ok(), st.error);
+  }
+
+  // Adds message `id`; `commit` false aborts the transaction after the
+  // index was written in it.
+  void add(uint64_t id, const std::string& text, bool commit = true) {
+    auto st = env->write(
+      [&](MDB_txn* txn, std::string& error) {
+        std::vector<fts_index::document> docs(1);
+        docs[0].id = id;
+        docs[0].role = fts_role::user;
+        docs[0].text = text;
+        int rc = idx.add_many(txn, docs, error);
+        if (rc == 0 && !commit) {
+          error = "aborted on purpose";
+          return lmdb_env::user_error;
+        }
+        return rc;
+      },
+      "add");
+    BOOST_TEST(st.ok() == commit);
+  }
+
+  void remove(uint64_t id, const std::string& text) {
+    auto st = env->write(
+      [&](MDB_txn* txn, std::string& error) {
+        return idx.remove(txn, id, text, error);
+      },
+      "remove");
+    BOOST_REQUIRE_MESSAGE(st.ok(), st.error);
+  }
+
+  // The ids matching `query`, ascending.
+  std::vector<uint64_t> ids(const std::string& query) {
+    std::vector<uint64_t> out;
+    auto st = env->read(
+      [&](MDB_txn* txn, std::string& error) {
+        fts_filter f;
+        f.limit = 1000;
+        fts_search_out res;
+        int rc = idx.search(txn, parse_fts_query(query), f, res, error);
+        for (auto& m : res.matches)
+          out.push_back(m.message_id);
+        return rc;
+      },
+      "search");
+    BOOST_REQUIRE_MESSAGE(st.ok(), st.error);
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+
+  // The index's own consistency check over the messages `live`.
+  std::vector<std::string> problems(const std::set<uint64_t>& live) {
+    std::vector<std::string> out;
+    auto st = env->read(
+      [&](MDB_txn* txn, std::string& error) {
+        return idx.verify(
+          txn,
+          [&](uint64_t id, fts_role& role) {
+            role = fts_role::user;
+            return live.count(id) > 0;
+          },
+          live.size(), out, error);
+      },
+      "verify");
+    BOOST_REQUIRE_MESSAGE(st.ok(), st.error);
+    return out;
+  }
+};
+
+using ids_t = std::vector<uint64_t>;
+
+} // namespace
+
+// A cached last block must never outlive the bytes it was taken from: an
+// aborted transaction (the cache saw a block that was never committed) and
+// a removal (the block was rewritten) both change the stored block, and the
+// next append must find the real last id, or later postings decode to
+// wrong ids.
+BOOST_FIXTURE_TEST_CASE(an_aborted_append_is_not_remembered, index_fixture) {
+  add(1, "apple pear");
+  add(2, "apple plum");
+  add(3, "apple fig", false); // aborted: the block keeps ids 1 and 2
+  add(5, "apple kiwi");
+  add(6, "apple lime");
+  BOOST_TEST(ids("apple") == (ids_t{1, 2, 5, 6}));
+  BOOST_TEST(ids("fig").empty());
+  BOOST_TEST(ids("kiwi") == (ids_t{5}));
+  BOOST_TEST(problems({1, 2, 5, 6}).empty());
+}
+
+BOOST_FIXTURE_TEST_CASE(a_removal_rewrites_the_remembered_block,
+                        index_fixture) {
+  add(1, "apple pear");
+  add(2, "apple plum");
+  add(3, "apple fig");
+  remove(3, "apple fig"); // the last block of "apple" now ends at 2
+  add(7, "apple kiwi");
+  remove(1, "apple pear");
+  add(8, "apple lime");
+  BOOST_TEST(ids("apple") == (ids_t{2, 7, 8}));
+  BOOST_TEST(ids("kiwi") == (ids_t{7}));
+  BOOST_TEST(ids("lime") == (ids_t{8}));
+  BOOST_TEST(problems({2, 7, 8}).empty());
+}
+
+// Many appends of one term fill and close blocks; the cache must follow
+// the term across block boundaries (a full block is never extended).
+BOOST_FIXTURE_TEST_CASE(follows_a_term_across_full_blocks, index_fixture) {
+  ids_t want;
+  std::set<uint64_t> live;
+  for (uint64_t id = 1; id <= 600; ++id) {
+    add(id, "common word number" + std::to_string(id % 7));
+    want.push_back(id);
+    live.insert(id);
+  }
+  BOOST_TEST(ids("common") == want);
+  BOOST_TEST(ids("number3").size() == 86u);
+  BOOST_TEST(problems(live).empty());
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -2,6 +2,9 @@
 #include <boost/test/unit_test.hpp>
 
 #include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
 
 #include "base/json.hpp"
 
@@ -15,6 +18,62 @@ BOOST_AUTO_TEST_CASE(parse_and_dump_round_trip) {
   BOOST_TEST(r.v->find("a")->as_int() == 1);
   BOOST_TEST(r.v->find("d")->as_double() == 1.5);
   BOOST_TEST(r.v->find("b")->size() == 3u);
+}
+
+namespace {
+
+// append_quoted one byte at a time: the escapes, and the UTF-8 sanitised
+// the way sanitize_utf8 does it.
+std::string quoted_reference(std::string_view s) {
+  std::string out = "\"";
+  auto clean = json::sanitize_utf8(s);
+  for (unsigned char c : clean) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      case '\b': out += "\\b"; break;
+      case '\f': out += "\\f"; break;
+      default:
+        if (c < 0x20 || c == 0x7f) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", c);
+          out += buf;
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  return out + "\"";
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(quoting_matches_a_byte_by_byte_reading) {
+  // Runs of plain text of every length around the 16-byte steps, then
+  // every byte value, UTF-8 sequences valid and cut, at every offset.
+  std::vector<std::string> pieces = {"\"", "\\", "\n", "\r", "\t", "\b",
+                                     "\f", std::string(1, '\0'), "\x01",
+                                     "\x1f", "\x7f", "\xc3\xa9",
+                                     "\xe2\x82\xac", "\xf0\x9f\x98\x80",
+                                     "\xc3", "\xe2\x82", "\xff", "\xed\xa0\x80"};
+  for (int c = 0; c < 256; ++c)
+    pieces.push_back(std::string(1, static_cast<char>(c)));
+  size_t checked = 0;
+  for (size_t before = 0; before < 40; ++before)
+    for (auto& p : pieces)
+      for (size_t after : {size_t{0}, size_t{3}, size_t{17}}) {
+        std::string s = std::string(before, 'a') + p + std::string(after, 'z');
+        std::string out = "prefix";
+        json::append_quoted(out, s);
+        BOOST_TEST_CONTEXT("piece " << json::quote(p) << " after " << before) {
+          BOOST_TEST(out == "prefix" + quoted_reference(s));
+        }
+        ++checked;
+      }
+  BOOST_TEST(checked > 10000u);
 }
 
 BOOST_AUTO_TEST_CASE(objects_keep_insertion_order_and_set_replaces) {

@@ -170,6 +170,47 @@ BOOST_AUTO_TEST_CASE(tools_are_wrapped_sorted_and_deduplicated) {
   BOOST_TEST(parse(openai::build_request(o, {})).find("tools") == nullptr);
 }
 
+// The provider renders its tools once per tool list and passes the text
+// (request_options::tools_json): the body must be byte for byte the one
+// built from the tools themselves, whatever else the request carries.
+BOOST_AUTO_TEST_CASE(pre_rendered_tools_give_the_same_bytes) {
+  auto tools = parse(R"([
+    {"name":"zeta","description":"last \"quoted\"","parameters":{
+      "type":"object","properties":{"a":{"type":"string"}}}},
+    {"type":"function","function":{"name":"alpha","description":"first",
+      "parameters":{"type":"object","properties":{}}}},
+    {"name":"empty"}
+  ])");
+  auto rendered = openai::render_tools(tools);
+  BOOST_TEST(!rendered.empty());
+  BOOST_TEST(openai::render_tools(parse("[]")).empty());
+  BOOST_TEST(openai::render_tools(parse("null")).empty());
+  std::vector<chat_message> history{msg("system", "s"), msg("user", "x"),
+                                    msg("assistant", "y")};
+  for (int variant = 0; variant < 32; ++variant) {
+    auto o = basic_options();
+    o.stream = (variant & 1) != 0;
+    if ((variant & 2) != 0)
+      o.max_tokens = 777;
+    if ((variant & 4) != 0)
+      o.temperature = 0.5;
+    if ((variant & 8) != 0)
+      o.reasoning_effort = "low";
+    if ((variant & 16) != 0)
+      o.extra_body = parse(R"({"tools":[],"service_tier":"flex"})");
+    o.tools = tools;
+    auto from_tools = openai::build_request(o, history);
+    o.tools = json::value{};
+    o.tools_json = rendered;
+    BOOST_TEST(openai::build_request(o, history) == from_tools,
+               "variant " << variant);
+    // No tools either way: no "tools" member.
+    o.tools_json.clear();
+    auto none = openai::build_request(o, history);
+    BOOST_TEST((none.find("\"tools\"") == std::string::npos) == (variant < 16));
+  }
+}
+
 BOOST_AUTO_TEST_CASE(limits_temperature_reasoning_and_extra_body) {
   auto o = basic_options();
   o.max_tokens = 512;

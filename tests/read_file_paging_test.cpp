@@ -489,4 +489,61 @@ BOOST_AUTO_TEST_CASE(cancelled_paging_of_an_indexed_file) {
   BOOST_TEST(contains(error_of(r), "cancelled"));
 }
 
+BOOST_AUTO_TEST_CASE(a_cached_index_keeps_the_image_and_binary_checks) {
+  // Later pages of an indexed file skip the sniff of its first bytes; a
+  // link with an image name, and a rewrite to binary, are still refused.
+  auto text = varied_text(20000);
+  auto path = put("indexed.txt", text);
+  let_settle();
+  auto c = anonymous(ctx);
+  auto r = call_with(c, "read_file", obj({{"path", "indexed.txt"},
+                                          {"offset", 5000}, {"limit", 2}}));
+  BOOST_TEST(error_of(r) == "");
+  r = call_with(c, "read_file", obj({{"path", "indexed.txt"},
+                                     {"offset", 5002}, {"limit", 2}}));
+  BOOST_TEST(error_of(r) == "");
+  BOOST_TEST(r.get_string("content").rfind("5002|", 0) == 0);
+  fs::create_hard_link(path, fs::path{path}.parent_path() / "indexed.png");
+  r = call_with(c, "read_file", obj({{"path", "indexed.png"},
+                                     {"offset", 5000}, {"limit", 2}}));
+  BOOST_TEST(r.get_bool("is_image", false) == true);
+  auto binary = text;
+  binary[10] = '\0';
+  put("indexed.txt", binary);
+  let_settle();
+  r = call_with(c, "read_file", obj({{"path", "indexed.txt"},
+                                     {"offset", 5000}, {"limit", 2}}));
+  BOOST_TEST(r.get_bool("is_binary", false) == true);
+}
+
+BOOST_AUTO_TEST_CASE(a_page_after_the_last_one_starts_where_it_ended) {
+  // Sequential pages resume at the previous page's end (not at the nearest
+  // indexed line); reads elsewhere, and after a change, are unaffected.
+  auto text = varied_text(30000, "\n", 777);
+  put("marks.txt", text);
+  auto want = expected_lines(text);
+  let_settle();
+  auto c = anonymous(ctx);
+  auto page = [&](int64_t offset, int64_t limit) {
+    return call_with(c, "read_file", obj({{"path", "marks.txt"},
+                                          {"offset", offset},
+                                          {"limit", limit}}));
+  };
+  auto r = page(1500, 700);
+  BOOST_TEST(r.get_int("next_offset", 0) == 2200);
+  for (int64_t at : {int64_t{2200}, int64_t{2900}, int64_t{2901},
+                     int64_t{2200}, int64_t{100}, int64_t{3600}})
+    BOOST_TEST(window_problem(*this, c, "marks.txt", at, 700, want) == "",
+               "offset " << at);
+  // A changed file (same length, other bytes) is read afresh.
+  auto changed = text;
+  std::replace(changed.begin(), changed.end(), 'a', 'b');
+  put("marks.txt", changed);
+  let_settle();
+  auto want2 = expected_lines(changed);
+  for (int64_t at : {int64_t{1500}, int64_t{2200}})
+    BOOST_TEST(window_problem(*this, c, "marks.txt", at, 700, want2) == "",
+               "offset " << at << " after the change");
+}
+
 BOOST_AUTO_TEST_SUITE_END()

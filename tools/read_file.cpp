@@ -5,7 +5,11 @@
 // offset of every 1,024th line and the line count) in one streaming memchr
 // pass; the tool keeps the indexes of up to 64 files of 64 KiB or more,
 // validated by device, inode, size, mtime and ctime, so later pages seek to
-// the nearest indexed line and read only up to the window's end. Only the
+// the nearest indexed line and read only up to the window's end; a page
+// that continues where the previous page of the same file version ended
+// starts at that byte (the window says where its next line starts,
+// tools/line_window.hpp). A later page of an indexed file skips the sniff
+// of the first 8 KiB (the index was built after it passed). Only the
 // lines in the window are kept (each cut at tool_output.max_line_chars), so
 // a multi-gigabyte log costs memory for 500 lines, not for the file. Files
 // smaller than 8 KiB are handled in the single read that sniffs them.
@@ -26,6 +30,7 @@
 // 4th. State is bounded: 256 sessions, 1,024 windows each.
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <charconv>
 #include <chrono>
@@ -44,6 +49,7 @@
 #include "tools/client_files.hpp"
 #include "tools/file_io.hpp"
 #include "tools/line_index.hpp"
+#include "tools/line_window.hpp"
 #include "tools/path_policy.hpp"
 #include "tools/read_tracker.hpp"
 
@@ -51,13 +57,14 @@ namespace mibyan {
 
 namespace {
 
+using read_file_detail::line_window;
+using read_file_detail::read_lines;
+
 constexpr size_t sniff_bytes = 8192;
 constexpr size_t max_guard_sessions = 256;
 constexpr size_t max_guard_windows = 1024;
 // Files at least this large keep their line index cached between calls.
 constexpr size_t min_cached_bytes = 64 * 1024;
-// Block size for reading a page of lines.
-constexpr size_t page_block_bytes = 64 * 1024;
 
 std::string errno_text(int err) {
   return std::error_code(err, std::generic_category()).message();
@@ -163,143 +170,6 @@ private:
   std::unordered_map<std::string, session_state> sessions_;
 };
 
-// -- line window --------------------------------------------------------------
-
-// Consumes a text in chunks; keeps the lines [first, first + limit) rendered
-// as "N|content" within a character budget, and counts the lines it sees.
-// The text fed may start at any line start; `start_line` is its number.
-class line_window {
-public:
-  line_window(int64_t first, int64_t limit, size_t max_line, size_t budget,
-              int64_t start_line = 1)
-    : first_(first), last_(first + limit - 1), max_line_(max_line),
-      budget_(budget), line_(start_line) {
-  }
-
-  void feed(const char* data, size_t size) {
-    while (size > 0) {
-      auto nl = static_cast<const char*>(std::memchr(data, '\n', size));
-      size_t seg = nl ? static_cast<size_t>(nl - data) : size;
-      if (wanted())
-        take(data, seg);
-      pending_ = pending_ || seg > 0;
-      if (!nl)
-        return;
-      end_line();
-      data += seg + 1;
-      size -= seg + 1;
-    }
-  }
-
-  void finish() {
-    if (pending_)
-      end_line();
-  }
-
-  // True once no further input can change the window.
-  bool done() const { return line_ > last_ || budget_stop_ != 0; }
-
-  // Lines seen so far, counting from line 1 (so only meaningful as a file's
-  // line count when the whole file from line 1 was fed and finished).
-  int64_t total_lines() const { return line_ - 1; }
-  // Moves the rendered lines out (the window is spent afterwards).
-  std::string take_content() { return std::move(content_); }
-  // First and last line shown (last < first when none was).
-  int64_t shown_first() const { return first_; }
-  int64_t shown_last() const { return shown_last_; }
-  // The line at which the character budget stopped the window, or 0.
-  int64_t budget_stop() const { return budget_stop_; }
-
-private:
-  bool wanted() const {
-    return line_ >= first_ && line_ <= last_ && budget_stop_ == 0;
-  }
-
-  void take(const char* data, size_t size) {
-    // Keep a little more than the cut so a trailing '\r' can be dropped.
-    size_t room = max_line_ + 2 > cur_.size() ? max_line_ + 2 - cur_.size()
-                                              : 0;
-    cur_.append(data, std::min(room, size));
-    cur_bytes_ += size;
-  }
-
-  void end_line() {
-    if (wanted()) {
-      bool cut = cur_bytes_ > max_line_ + (ends_cr() ? 1 : 0);
-      if (!cut && ends_cr())
-        cur_.pop_back();
-      if (cut) {
-        size_t n = max_line_;
-        // Do not split a UTF-8 sequence.
-        while (n > 0 && (static_cast<unsigned char>(cur_[n]) & 0xc0) == 0x80)
-          --n;
-        cur_.resize(n);
-        cur_ += "... [truncated]";
-      }
-      char num[24];
-      auto digits = std::to_chars(num, num + sizeof num, line_).ptr;
-      size_t need = static_cast<size_t>(digits - num) + 1 + cur_.size()
-                    + (content_.empty() ? 0 : 1);
-      if (shown_last_ >= first_ && content_.size() + need > budget_) {
-        budget_stop_ = line_;
-      } else {
-        if (!content_.empty())
-          content_ += '\n';
-        content_.append(num, digits);
-        content_ += '|';
-        content_ += cur_;
-        shown_last_ = line_;
-      }
-    }
-    cur_.clear();
-    cur_bytes_ = 0;
-    pending_ = false;
-    ++line_;
-  }
-
-  bool ends_cr() const { return !cur_.empty() && cur_.back() == '\r'; }
-
-  int64_t first_;
-  int64_t last_;
-  size_t max_line_;
-  size_t budget_;
-  int64_t line_;
-  int64_t shown_last_ = 0;
-  int64_t budget_stop_ = 0;
-  bool pending_ = false;
-  std::string cur_;
-  size_t cur_bytes_ = 0;
-  std::string content_;
-};
-
-// Feeds bytes [from, to) of `fd` to `window` block by block until the
-// window is done or `to` (or the end of the file) is reached, then finishes
-// it. Returns 0, an errno value, or ECANCELED when `stop()` said so.
-template <class Stop>
-int read_lines(int fd, int64_t from, int64_t to, line_window& window,
-               const Stop& stop) {
-  std::unique_ptr<char[]> buf{new char[page_block_bytes]};
-  int64_t pos = from;
-  while (pos < to && !window.done()) {
-    if (stop())
-      return ECANCELED;
-    auto want = static_cast<size_t>(
-      std::min<int64_t>(static_cast<int64_t>(page_block_bytes), to - pos));
-    auto n = ::pread(fd, buf.get(), want, static_cast<off_t>(pos));
-    if (n < 0) {
-      if (errno == EINTR)
-        continue;
-      return errno;
-    }
-    if (n == 0)
-      break;
-    window.feed(buf.get(), static_cast<size_t>(n));
-    pos += n;
-  }
-  window.finish();
-  return 0;
-}
-
 // -- notebooks ----------------------------------------------------------------
 
 constexpr size_t max_notebook_bytes = 32 * 1024 * 1024;
@@ -380,8 +250,44 @@ public:
                   const tool_context& ctx) const override;
 
 private:
+  // Where the page after the last one read of a file begins, for the files
+  // paged most recently: the next page of a sequential read starts there
+  // instead of at the nearest indexed line (up to 1,023 lines before it).
+  // Tied to the index object, so to one version of the file (a changed
+  // file gets a new index); a mark whose index is gone matches nothing.
+  struct page_mark {
+    std::weak_ptr<const line_index> index;
+    int64_t line = 0;
+    int64_t offset = 0;
+  };
+
+  std::optional<int64_t> find_mark(const std::shared_ptr<const line_index>& idx,
+                                   int64_t line) const {
+    std::lock_guard<std::mutex> lock{marks_mtx_};
+    for (auto& m : marks_)
+      if (m.line == line && m.index.lock() == idx)
+        return m.offset;
+    return std::nullopt;
+  }
+
+  void put_mark(const std::shared_ptr<const line_index>& idx, int64_t line,
+                int64_t offset) const {
+    std::lock_guard<std::mutex> lock{marks_mtx_};
+    for (auto& m : marks_)
+      if (m.index.lock() == idx) { // one mark per file version
+        m.line = line;
+        m.offset = offset;
+        return;
+      }
+    marks_[marks_next_] = {idx, line, offset};
+    marks_next_ = (marks_next_ + 1) % marks_.size();
+  }
+
   mutable reread_guard guard_;
   mutable line_index_cache index_cache_{64};
+  mutable std::mutex marks_mtx_;
+  mutable std::array<page_mark, 16> marks_;
+  mutable size_t marks_next_ = 0;
 };
 
 json::value file_error(std::string message, const char* flag = nullptr) {
@@ -446,16 +352,28 @@ json::value read_file_tool::run(const json::value& args,
   // Reads below block again; O_NONBLOCK only kept open() from hanging.
   ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
 
-  std::string head(sniff_bytes, '\0');
-  ssize_t got = 0;
-  for (;;) {
-    got = ::pread(fd, head.data(), head.size(), 0);
-    if (got >= 0 || errno != EINTR)
-      break;
+  // A file whose line index is cached passed the sniff below in this very
+  // version (the index is built only after it): a later page skips it.
+  auto version = file_version::of(st);
+  auto files = client_files_of(ctx);
+  std::shared_ptr<const line_index> index;
+  if (!(files && files->read) && !is_notebook(path)
+      && version.size >= static_cast<int64_t>(min_cached_bytes))
+    index = index_cache_.find(version);
+  std::string head;
+  if (index == nullptr) {
+    head.assign(sniff_bytes, '\0');
+    ssize_t got = 0;
+    for (;;) {
+      got = ::pread(fd, head.data(), head.size(), 0);
+      if (got >= 0 || errno != EINTR)
+        break;
+    }
+    if (got < 0)
+      return error_result("Cannot read " + path + ": " + errno_text(errno));
+    head.resize(static_cast<size_t>(got));
   }
-  if (got < 0)
-    return error_result("Cannot read " + path + ": " + errno_text(errno));
-  head.resize(static_cast<size_t>(got));
+  // With a cached index, by the name alone (the bytes were checked then).
   if (auto mime = image_mime_type(path, head); !mime.empty()) {
     json::value out;
     out["is_image"] = true;
@@ -465,7 +383,7 @@ json::value read_file_tool::run(const json::value& args,
                   "look at the image.";
     return out;
   }
-  if (looks_binary(head))
+  if (index == nullptr && looks_binary(head))
     return file_error("Binary file, not shown: " + path + " ("
                         + std::to_string(st.st_size)
                         + " bytes). Use the terminal with a suitable tool "
@@ -475,7 +393,7 @@ json::value read_file_tool::run(const json::value& args,
   // (an editor's unsaved buffer, tools/client_files.hpp); the re-read
   // guard does not apply (the disk stamp says nothing about the buffer).
   std::optional<std::string> client_text;
-  if (auto files = client_files_of(ctx); files && files->read) {
+  if (files && files->read) {
     auto got = files->read(path, ctx.cancelled);
     if (!got)
       return error_result("Cannot read " + path + " through the editor: "
@@ -546,11 +464,12 @@ json::value read_file_tool::run(const json::value& args,
         extracted = true;
       }
   }
-  std::shared_ptr<const line_index> index;
+  bool index_cached = index != nullptr; // found in (or stored in) the cache
   // The content hash of the bytes read, for the write-after-read check
   // (tools/read_tracker.hpp): taken here, so it costs no second read.
   std::optional<uint64_t> seen_hash;
-  if (!extracted && !client_text && head.size() < sniff_bytes) {
+  if (index == nullptr && !extracted && !client_text
+      && head.size() < sniff_bytes) {
     // The sniffed head is the whole file: one pass over it does it all.
     window.emplace(offset, limit, max_line, budget);
     window->feed(head.data(), head.size());
@@ -561,8 +480,8 @@ json::value read_file_tool::run(const json::value& args,
     h.update(head.data(), head.size());
     seen_hash = h.value();
   } else if (!extracted && !client_text) {
-    auto version = file_version::of(st);
-    index = index_cache_.find(version);
+    if (index == nullptr)
+      index = index_cache_.find(version);
     if (index == nullptr) {
       int err = 0;
       line_index_limits limits;
@@ -573,7 +492,9 @@ json::value read_file_tool::run(const json::value& args,
                                 : error_result("Cannot read " + path + ": "
                                                + errno_text(err));
       if (version.size >= static_cast<int64_t>(min_cached_bytes))
-        index_cache_.insert(version, index);
+        index_cached = index_cache_.insert(version, index);
+    } else {
+      index_cached = true;
     }
     total = index->total_lines;
     file_size = index->size;
@@ -596,12 +517,18 @@ json::value read_file_tool::run(const json::value& args,
     // Read only the page: from the nearest indexed line up to the window's
     // end, never past the bytes the index (and so `total`) describes.
     auto from = index->nearest(offset);
+    if (from.line < offset)
+      if (auto at = find_mark(index, offset))
+        from = {offset, *at}; // where the previous page ended
     window.emplace(offset, limit, max_line, budget, from.line);
     int err = read_lines(fd, from.offset, index->size, *window, stop);
     if (err == ECANCELED)
       return cancelled_error();
     if (err != 0)
       return error_result("Cannot read " + path + ": " + errno_text(err));
+    auto [next_line, next_at] = window->resume_point();
+    if (index_cached && next_line != 0)
+      put_mark(index, next_line, from.offset + static_cast<int64_t>(next_at));
   }
   json::value out;
   int64_t shown_last = window->shown_last();

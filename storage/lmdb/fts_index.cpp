@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <mutex>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -111,6 +112,51 @@ uint64_t key_id(const MDB_val& k) {
 
 } // namespace
 
+// The last block add_many wrote per term (fts_index.hpp, "Last-block
+// cache").
+struct fts_index::last_blocks {
+  struct block {
+    std::string key;
+    std::string value;
+    uint64_t last_id = 0;
+  };
+  std::mutex mtx;
+  std::unordered_map<std::string, block> by_term;
+
+  // The last id of the block (`k`, `v`) if it is the one remembered for
+  // `term`, byte for byte.
+  bool last_id(const std::string& term, const MDB_val& k, const MDB_val& v,
+               uint64_t& out) {
+    std::lock_guard<std::mutex> g{mtx};
+    auto it = by_term.find(term);
+    if (it == by_term.end() || lmdb_env::view(k) != it->second.key
+        || lmdb_env::view(v) != it->second.value)
+      return false;
+    out = it->second.last_id;
+    return true;
+  }
+
+  void remember(const std::string& term, const std::string& key,
+                const std::string& value, uint64_t last_id) {
+    std::lock_guard<std::mutex> g{mtx};
+    auto it = by_term.find(term);
+    if (value.size() >= fts_block::max_block_bytes) {
+      // A full block is never extended: the next posting opens a new one.
+      if (it != by_term.end())
+        by_term.erase(it);
+      return;
+    }
+    if (it == by_term.end()) {
+      if (by_term.size() >= last_block_cache_terms)
+        by_term.clear(); // bounded; the hot terms come back at once
+      it = by_term.emplace(term, block{}).first;
+    }
+    it->second.key = key;
+    it->second.value = value;
+    it->second.last_id = last_id;
+  }
+};
+
 fts_role fts_role_of(std::string_view role) {
   if (role == "system")
     return fts_role::system;
@@ -141,6 +187,7 @@ const char* fts_role_name(fts_role r) {
 int fts_index::open_in(MDB_txn* txn, bool read_only, fts_index& out,
                        std::string& error) {
   out = fts_index{};
+  out.last_ = std::make_shared<last_blocks>();
   unsigned create = read_only ? 0u : unsigned{MDB_CREATE};
   MDB_dbi blocks = 0;
   int rc = mdb_dbi_open(txn, "fts_blocks", create, &blocks);
@@ -214,15 +261,21 @@ int fts_index::add_many(MDB_txn* txn, const std::vector<document>& docs,
     value.clear();
     uint64_t prev = 0;
     if (rc == 0 && found && v.mv_size < fts_block::max_block_bytes) {
-      // Extend the term's last block (ids only grow).
-      if (!fts_block::decode(lmdb_env::view(v), key_id(k), entries)
-          || entries.back().id >= posts.front().e.id) {
-        error = "index term '" + term + "': malformed or out-of-order block";
+      // Extend the term's last block (ids only grow). Its last id comes
+      // from the cache when the block is byte for byte the one remembered.
+      if (!last_ || !last_->last_id(term, k, v, prev)) {
+        if (!fts_block::decode(lmdb_env::view(v), key_id(k), entries)) {
+          error = "index term '" + term + "': malformed block";
+          return MDB_CORRUPTED;
+        }
+        prev = entries.back().id;
+      }
+      if (prev >= posts.front().e.id) {
+        error = "index term '" + term + "': out-of-order block";
         return MDB_CORRUPTED;
       }
       key.assign(static_cast<const char*>(k.mv_data), k.mv_size);
       value.assign(static_cast<const char*>(v.mv_data), v.mv_size);
-      prev = entries.back().id;
     }
     for (size_t i = 0; rc == 0 && i < posts.size(); ++i) {
       if (value.empty() || value.size() >= fts_block::max_block_bytes) {
@@ -237,6 +290,8 @@ int fts_index::add_many(MDB_txn* txn, const std::vector<document>& docs,
     }
     if (rc == 0)
       rc = lmdb_env::put(txn, blocks_, key, value);
+    if (rc == 0 && last_)
+      last_->remember(term, key, value, prev);
     if (rc == 0)
       rc = bump_df(txn, df_, term, static_cast<int>(posts.size()));
     if (rc != 0) {

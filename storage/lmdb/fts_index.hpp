@@ -23,12 +23,24 @@
 // postings commit together. Functions return 0 or an LMDB code (with
 // `error` naming the step), like `lmdb_env::txn_fn`.
 //
-// Thread safety: an fts_index only holds database handles; use it from any
+// Thread safety: an fts_index holds database handles and a cache of the
+// last blocks it wrote (below), guarded by its own mutex; use it from any
 // thread with that thread's transaction.
+//
+// Last-block cache: appending a posting needs the id of the last posting of
+// the term's last block, which is delta-coded, so finding it means decoding
+// the whole block (up to max_block_bytes) for every term of every message.
+// add_many keeps, per term (at most last_block_cache_terms terms), the key
+// and exact bytes of the last block it wrote and that block's last id; the
+// next add_many compares the block it reads in its own transaction with
+// those bytes and decodes only when they differ (another writer, a removal,
+// an aborted transaction). Equal bytes decode to the same postings, so the
+// cache can never give a wrong id.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -150,10 +162,15 @@ public:
   /// Empties the index (both databases), for a reindex.
   int clear(MDB_txn* txn, std::string& error) const;
 
+  /// Terms whose last block add_many remembers (about 1 KiB each).
+  static constexpr size_t last_block_cache_terms = 2048;
+
 private:
+  struct last_blocks; // fts_index.cpp
   MDB_dbi blocks_ = 0;
   MDB_dbi df_ = 0;
   bool available_ = false;
+  std::shared_ptr<last_blocks> last_;
 };
 
 } // namespace mibyan
