@@ -192,9 +192,14 @@ conversation_actor conversation_for(runtime_impl& p, const std::string& sid,
     return {};
   auto& c = p.conversations[sid];
   if (!c) {
-    conversation_deps deps{p.svc, p.dispatcher, p.writer, p.store,
-                           p.store_error, sid, p.kernels,
-                           /*depth=*/0, /*memory_snapshot=*/{}};
+    conversation_deps deps;
+    deps.svc = p.svc;
+    deps.dispatcher = p.dispatcher;
+    deps.writer = p.writer;
+    deps.store = p.store;
+    deps.store_error = p.store_error;
+    deps.session_id = sid;
+    deps.kernels = p.kernels;
     if (prompt != nullptr) {
       deps.frozen_prompt = std::move(prompt->text);
       deps.prompt_hash = prompt->hash;
