@@ -214,6 +214,18 @@ BOOST_AUTO_TEST_CASE(backend_http_errors) {
   BOOST_TEST(contains(r.get_string("error"), "check the API key"));
 }
 
+BOOST_AUTO_TEST_CASE(an_answer_over_the_download_limit_names_the_key) {
+  // web.max_download_bytes applies as configured (no hidden floor).
+  cfg.web.search_backend = "searxng";
+  cfg.web.searxng_url = server.url("/searxng");
+  cfg.web.max_download_bytes = 1024;
+  auto r = run(R"({"query":"q","limit":30})");
+  BOOST_TEST(contains(r.get_string("error"), "web.max_download_bytes"), r.dump());
+  BOOST_TEST(contains(r.get_string("error"), "1024 bytes"), r.dump());
+  cfg.web.max_download_bytes = 1 << 20;
+  BOOST_TEST(hits(R"({"query":"q","limit":30})").size() == 30u);
+}
+
 BOOST_AUTO_TEST_CASE(malformed_backend_responses) {
   cfg.web.search_backend = "brave";
   cfg.env_file["BRAVE_API_KEY"] = "k";

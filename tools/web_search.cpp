@@ -89,8 +89,7 @@ public:
     const auto& web = ctx.cfg->web;
     req.connect_timeout = std::chrono::seconds(web.connect_timeout);
     req.total_timeout = std::chrono::seconds(web.fetch_timeout);
-    req.max_body_bytes = static_cast<uint64_t>(
-      std::max<int64_t>(64 * 1024, web.max_download_bytes));
+    req.max_body_bytes = static_cast<uint64_t>(web.max_download_bytes);
     req.user_agent = web.user_agent;
     std::unique_ptr<http_client> own;
     auto* http = ctx.http;
@@ -109,6 +108,11 @@ public:
     if (res.summary.cancelled)
       return error_result("web_search was interrupted before "
                           + std::string{backend.name()} + " answered");
+    if (res.summary.capped)
+      return search_error(std::string{backend.name()} + "'s answer is larger than "
+                          + std::to_string(web.max_download_bytes)
+                          + " bytes (web.max_download_bytes); raise it or ask "
+                            "for fewer results");
     auto outcome = backend.parse(res, limit);
     if (!outcome.error.empty())
       return search_error(outcome.error);
