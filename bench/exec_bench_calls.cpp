@@ -364,9 +364,6 @@ void threaded_calls(bench_env& env, runtime& rt, int reps) {
               "thread / max(kernel CPU, (kernel + host CPU) / 2) = %.2f\n",
               (1e6 / median(one))
                 / std::max(median(py8), (median(py8) + median(host)) / 2));
-  add_row("8 threads x no-op calls, throughput", median(eight), median(one),
-          "calls/s", "one thread", ">= 4x one thread",
-          median(eight) >= 4 * median(one));
   // What Python threads allow any bridge here: the plain client, one
   // connection per thread, against a Python echo server that serves all
   // connections at once (bench/echo_server.py threads).
@@ -391,6 +388,15 @@ void threaded_calls(bench_env& env, runtime& rt, int reps) {
   add_row("8 threads vs one, plain client + py echo (no bridge)",
           median(plain_eight), median(plain_one), "calls/s",
           "one thread", "info: the ceiling Python threads allow", {});
+  // Goal 7 of the performance round: 8 script threads against what the
+  // plain client reaches with 8 threads in the same run ("8 threads >= 4x
+  // one thread" is retired: CPython on 2 cores cannot reach it).
+  add_row("8 threads x no-op calls, throughput", median(eight),
+          median(plain_eight), "calls/s", "plain client + py echo, 8 threads",
+          ">= 0.9x the plain client's 8 threads",
+          median(eight) >= 0.9 * median(plain_eight));
+  add_row("8 threads x no-op calls vs one thread", median(eight), median(one),
+          "calls/s", "one thread", "info", {});
 }
 
 } // namespace mibyan::exec_bench
