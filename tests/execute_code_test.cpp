@@ -18,8 +18,10 @@
 #include "tests/support/process.hpp"
 #include "tests/support/kernel_options.hpp"
 #include "tests/support/temp_dir.hpp"
+#include "tests/support/eventually.hpp"
 
 using namespace mibyan;
+using mibyan::test::eventually;
 using namespace std::chrono;
 using namespace std::chrono_literals;
 
@@ -195,20 +197,6 @@ BOOST_AUTO_TEST_CASE(tool_call_cap_refuses_without_running) {
   auto next = exec("from mibyan_tools import terminal\n"
                    "print(terminal('echo again')['output'].strip())");
   BOOST_TEST(next.get_string("output") == "again\n");
-}
-
-// Polls `cond` every 50 ms for up to `seconds`: for what happens on the
-// runtime's or a kernel's own time, without guessing a delay.
-bool eventually(const std::function<bool()>& cond, double seconds = 30) {
-  auto end = steady_clock::now()
-             + std::chrono::duration_cast<steady_clock::duration>(
-                 std::chrono::duration<double>(seconds));
-  while (!cond()) {
-    if (steady_clock::now() > end)
-      return false;
-    std::this_thread::sleep_for(50ms);
-  }
-  return true;
 }
 
 BOOST_AUTO_TEST_CASE(late_call_from_a_finished_cell_is_refused) {

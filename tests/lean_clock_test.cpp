@@ -28,23 +28,13 @@
 #include "runtime/runtime.hpp"
 #include "tests/support/kernel_options.hpp"
 #include "tests/support/temp_dir.hpp"
+#include "tests/support/eventually.hpp"
 
 using namespace mibyan;
+using mibyan::test::eventually;
 using namespace std::chrono_literals;
 
 namespace {
-
-// Waits for `pred` up to a generous deadline (never asserts a time).
-template <class Pred>
-bool eventually(Pred pred) {
-  auto until = std::chrono::steady_clock::now() + 30s;
-  while (!pred()) {
-    if (std::chrono::steady_clock::now() > until)
-      return false;
-    std::this_thread::sleep_for(1ms);
-  }
-  return true;
-}
 
 struct lean_system {
   caf::actor_system_config cfg;

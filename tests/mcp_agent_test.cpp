@@ -28,8 +28,10 @@
 #include "tests/support/mcp_servers.hpp"
 #include "tests/support/scripted_replies.hpp"
 #include "tests/support/temp_dir.hpp"
+#include "tests/support/eventually.hpp"
 
 using namespace mibyan;
+using mibyan::test::eventually;
 using mibyan::test::mcp_npm_presence;
 BOOST_TEST_GLOBAL_FIXTURE(mcp_npm_presence);
 
@@ -98,17 +100,6 @@ int marked_processes(const std::string& mark) {
       ++n;
   }
   return n;
-}
-
-template <class Pred>
-bool eventually(Pred pred, int seconds = 30) {
-  auto end = std::chrono::steady_clock::now() + std::chrono::seconds{seconds};
-  while (std::chrono::steady_clock::now() < end) {
-    if (pred())
-      return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds{50});
-  }
-  return pred();
 }
 
 json::value code_args(const std::string& code) {

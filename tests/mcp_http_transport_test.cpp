@@ -18,12 +18,14 @@
 #include "config/options.hpp"
 #include "tests/support/mcp_servers.hpp"
 #include "tests/support/temp_dir.hpp"
+#include "tests/support/eventually.hpp"
 #include "tools/mcp/mcp_http.hpp"
 #include "tools/mcp/mcp_session.hpp"
 #include "tools/mcp/mcp_tools.hpp"
 #include "tools/toolsets.hpp"
 
 using namespace mibyan;
+using mibyan::test::eventually;
 using namespace std::chrono_literals;
 
 namespace {
@@ -32,17 +34,6 @@ using clock_type = std::chrono::steady_clock;
 
 bool contains(const std::string& s, const std::string& part) {
   return s.find(part) != std::string::npos;
-}
-
-template <class Pred>
-bool eventually(Pred pred, int seconds = 20) {
-  auto end = clock_type::now() + std::chrono::seconds{seconds};
-  while (clock_type::now() < end) {
-    if (pred())
-      return true;
-    std::this_thread::sleep_for(20ms);
-  }
-  return pred();
 }
 
 struct fixture {

@@ -14,8 +14,10 @@
 
 #include "mcp_server/elicitation.hpp"
 #include "mcp_server/server_core.hpp"
+#include "tests/support/eventually.hpp"
 
 using namespace mibyan;
+using mibyan::test::eventually;
 using namespace std::chrono;
 
 namespace {
@@ -187,15 +189,6 @@ struct fake {
     return slow_calls.size();
   }
 };
-
-bool eventually(const std::function<bool()>& f) {
-  for (int i = 0; i < 1000; ++i) {
-    if (f())
-      return true;
-    std::this_thread::sleep_for(milliseconds(10));
-  }
-  return f();
-}
 
 struct fixture {
   fake be;

@@ -16,11 +16,13 @@
 #include "config/options.hpp"
 #include "tests/support/mcp_servers.hpp"
 #include "tests/support/temp_dir.hpp"
+#include "tests/support/eventually.hpp"
 #include "tools/mcp/mcp_session.hpp"
 #include "tools/mcp/mcp_tools.hpp"
 #include "tools/registry.hpp"
 
 using namespace mibyan;
+using mibyan::test::eventually;
 using namespace std::chrono_literals;
 
 using mibyan::test::mcp_npm_presence;
@@ -45,18 +47,6 @@ struct fixture {
 
 json::value args_of(const char* text) {
   return *json::parse(text).v;
-}
-
-// Waits (bounded) until `pred` holds.
-template <class Pred>
-bool eventually(Pred pred, std::chrono::seconds limit = 30s) {
-  auto end = clock_type::now() + limit;
-  while (clock_type::now() < end) {
-    if (pred())
-      return true;
-    std::this_thread::sleep_for(20ms);
-  }
-  return pred();
 }
 
 } // namespace

@@ -11,9 +11,11 @@
 #include "runtime/runtime.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/temp_dir.hpp"
+#include "tests/support/eventually.hpp"
 #include "tools/registry.hpp"
 
 using namespace mibyan;
+using mibyan::test::eventually;
 using namespace std::chrono;
 using namespace std::chrono_literals;
 
@@ -26,16 +28,6 @@ bool process_alive(int pid) {
   auto close = stat.rfind(')');
   return close == std::string::npos || stat.size() < close + 3
          || (stat[close + 2] != 'Z' && stat[close + 2] != 'X');
-}
-
-bool eventually(const std::function<bool()>& cond, milliseconds limit = 10s) {
-  auto until = steady_clock::now() + limit;
-  while (steady_clock::now() < until) {
-    if (cond())
-      return true;
-    std::this_thread::sleep_for(20ms);
-  }
-  return cond();
 }
 
 bool contains(const std::string& s, const std::string& part) {

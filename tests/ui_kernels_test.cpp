@@ -13,8 +13,10 @@
 #include "tests/support/scripted_replies.hpp"
 #include "tests/support/serve_fixture.hpp"
 #include "tests/support/ui_client.hpp"
+#include "tests/support/eventually.hpp"
 
 using namespace mibyan;
+using mibyan::test::eventually;
 using namespace std::chrono;
 using namespace mibyan::test::serving;
 
@@ -55,17 +57,6 @@ std::vector<json::value> kernels_of(uint16_t port, const std::string& sid) {
 
 bool pid_alive(int64_t pid) {
   return pid > 0 && ::kill(static_cast<pid_t>(pid), 0) == 0;
-}
-
-// Polls until `pred` holds (true) or 30 s passed.
-template <class Pred>
-bool eventually(Pred pred) {
-  for (int i = 0; i < 300; ++i) {
-    if (pred())
-      return true;
-    std::this_thread::sleep_for(milliseconds{100});
-  }
-  return false;
 }
 
 // Scripts run without a person here (docs/approvals.md).

@@ -26,11 +26,13 @@
 #include "base/subprocess.hpp"
 #include "tests/support/missing_peer.hpp"
 #include "tests/support/serve_fixture.hpp"
+#include "tests/support/eventually.hpp"
 
 namespace mibyan::test::mcp_serving {
 
 using namespace std::chrono;
 using namespace mibyan::test::serving;
+using mibyan::test::eventually; // for the suites that use this namespace
 
 inline std::string node_dir() {
   return test::test_source_dir() + "/node";
@@ -69,16 +71,6 @@ inline const std::string json_headers
 
 inline const std::string init_body
   = R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}})";
-
-inline bool eventually(const std::function<bool()>& f, int seconds_ = 60) {
-  auto end = steady_clock::now() + seconds(seconds_);
-  while (steady_clock::now() < end) {
-    if (f())
-      return true;
-    std::this_thread::sleep_for(milliseconds(50));
-  }
-  return f();
-}
 
 // Whether a process whose command line matches `pattern` runs (pgrep -f).
 inline bool running(const std::string& pattern) {
