@@ -18,10 +18,10 @@
 #include "tests/support/process.hpp"
 #include "tests/support/kernel_options.hpp"
 #include "tests/support/temp_dir.hpp"
-#include "tests/support/eventually.hpp"
+#include "tests/support/wait_until.hpp"
 
 using namespace mibyan;
-using mibyan::test::eventually;
+using mibyan::test::wait_until;
 using namespace std::chrono;
 using namespace std::chrono_literals;
 
@@ -322,7 +322,7 @@ BOOST_AUTO_TEST_CASE(idle_kernels_are_reaped_by_the_timer) {
   out >> pid >> ns;
   BOOST_TEST(stats().get_int("kernels", -1) == 1);
   // Idle for 1 s, then the next reap tick (every 0.5 s) ends it.
-  BOOST_TEST(eventually([&] { return stats().get_int("kernels", -1) == 0; }));
+  BOOST_TEST(wait_until([&] { return stats().get_int("kernels", -1) == 0; }));
   BOOST_TEST(stats().get_int("reaped", 0) >= 1);
   BOOST_TEST(test::wait_gone(ns, pid));
 }
@@ -350,7 +350,7 @@ BOOST_AUTO_TEST_CASE(busy_kernels_are_never_evicted) {
                       [&](tool_outcome o) { slow.set_value(std::move(o)); });
   // The other session's cell comes while this one runs.
   auto started = work.path() + "/busy-started";
-  BOOST_REQUIRE(eventually([&] { return ::access(started.c_str(), F_OK) == 0; }));
+  BOOST_REQUIRE(wait_until([&] { return ::access(started.c_str(), F_OK) == 0; }));
   exec("print(1)", "other");
   auto r = json::parse(slow.get_future().get().result_json);
   BOOST_TEST(r.v->get_string("output") == "7\n");
@@ -366,7 +366,7 @@ BOOST_AUTO_TEST_CASE(interrupt_kills_the_running_cell) {
                       [&](tool_outcome o) { done.set_value(std::move(o)); });
   // Interrupted once the cell runs (it marks that in its working dir).
   auto started = work.path() + "/s1-started";
-  BOOST_REQUIRE(eventually([&] { return ::access(started.c_str(), F_OK) == 0; }));
+  BOOST_REQUIRE(wait_until([&] { return ::access(started.c_str(), F_OK) == 0; }));
   auto t0 = steady_clock::now();
   rt->interrupt("s1", "user sent a new message");
   auto out = done.get_future().get();

@@ -28,10 +28,10 @@
 #include "runtime/runtime.hpp"
 #include "tests/support/kernel_options.hpp"
 #include "tests/support/temp_dir.hpp"
-#include "tests/support/eventually.hpp"
+#include "tests/support/wait_until.hpp"
 
 using namespace mibyan;
-using mibyan::test::eventually;
+using mibyan::test::wait_until;
 using namespace std::chrono_literals;
 
 namespace {
@@ -86,7 +86,7 @@ BOOST_AUTO_TEST_CASE(delayed_messages_fire_in_due_order_an_earlier_one_first) {
   caf::delayed_anon_send(a, 3600s, std::string{"late"});
   caf::delayed_anon_send(a, 40ms, std::string{"second"});
   caf::delayed_anon_send(a, 5ms, std::string{"first"});
-  BOOST_REQUIRE(eventually([&] { return rec.get().size() >= 2; }));
+  BOOST_REQUIRE(wait_until([&] { return rec.get().size() >= 2; }));
   BOOST_TEST((rec.get() == std::vector<std::string>{"first", "second"}));
   BOOST_TEST(ls.clock->pending() == 1u); // "late" waits
   caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
@@ -110,7 +110,7 @@ BOOST_AUTO_TEST_CASE(request_timeout_fires_and_exit_drops_timeouts) {
               self->quit();
             });
   });
-  BOOST_REQUIRE(eventually([&] { return timeouts.load() == 1; }));
+  BOOST_REQUIRE(wait_until([&] { return timeouts.load() == 1; }));
   // An actor that arms an hour-long request timeout and ends: its exit
   // drops the entry (no timer left behind, no reference kept).
   auto before = ls.clock->pending();
@@ -118,7 +118,7 @@ BOOST_AUTO_TEST_CASE(request_timeout_fires_and_exit_drops_timeouts) {
     self->request(silent, 3600s, 2).then([](int) {});
     self->quit();
   });
-  BOOST_REQUIRE(eventually([&] { return ls.clock->pending() == before; }));
+  BOOST_REQUIRE(wait_until([&] { return ls.clock->pending() == before; }));
   caf::anon_send_exit(silent, caf::exit_reason::user_shutdown);
 }
 
@@ -138,9 +138,9 @@ BOOST_AUTO_TEST_CASE(receive_timeout_fires_and_is_replaced) {
   // Each message re-arms the one receive timeout (it replaces the last).
   for (int i = 0; i < 5; ++i)
     caf::anon_send(a, i);
-  BOOST_REQUIRE(eventually([&] { return idle.load() == 1; }));
+  BOOST_REQUIRE(wait_until([&] { return idle.load() == 1; }));
   BOOST_TEST(got.load() == 5);
-  BOOST_REQUIRE(eventually([&] { return ls.clock->pending() == 0u; }));
+  BOOST_REQUIRE(wait_until([&] { return ls.clock->pending() == 0u; }));
 }
 
 BOOST_AUTO_TEST_CASE(later_deadlines_and_exits_never_wake_the_timer_thread) {
@@ -162,8 +162,8 @@ BOOST_AUTO_TEST_CASE(later_deadlines_and_exits_never_wake_the_timer_thread) {
       self->attach_functor([&ended] { ++ended; });
       self->quit();
     });
-  BOOST_REQUIRE(eventually([&] { return ended.load() == 300; }));
-  BOOST_REQUIRE(eventually([&] { return ls.clock->pending() == 1u; }));
+  BOOST_REQUIRE(wait_until([&] { return ended.load() == 300; }));
+  BOOST_REQUIRE(wait_until([&] { return ls.clock->pending() == 1u; }));
   BOOST_TEST(ls.clock->notifications() == base);
   caf::anon_send_exit(silent, caf::exit_reason::user_shutdown);
 }

@@ -28,10 +28,10 @@
 #include "tests/support/mcp_servers.hpp"
 #include "tests/support/scripted_replies.hpp"
 #include "tests/support/temp_dir.hpp"
-#include "tests/support/eventually.hpp"
+#include "tests/support/wait_until.hpp"
 
 using namespace mibyan;
-using mibyan::test::eventually;
+using mibyan::test::wait_until;
 using mibyan::test::mcp_npm_presence;
 BOOST_TEST_GLOBAL_FIXTURE(mcp_npm_presence);
 
@@ -169,7 +169,7 @@ BOOST_FIXTURE_TEST_CASE(script_stubs_follow_tool_list_changes, fixture) {
   BOOST_TEST(!stubs_list("mcp.bad.fresh"));
 
   call("s1", "mcp__bad__grow", "{}");
-  BOOST_REQUIRE(eventually([&] { return stubs_list("mcp.bad.fresh"); }));
+  BOOST_REQUIRE(wait_until([&] { return stubs_list("mcp.bad.fresh"); }));
   // The running kernel's next cell: the new tool, the state kept, and the
   // module bound in an earlier cell sees it too.
   out = cell("s1", "from mibyan_tools import mcp\n"
@@ -184,7 +184,7 @@ BOOST_FIXTURE_TEST_CASE(script_stubs_follow_tool_list_changes, fixture) {
 
   // A removed tool leaves the stubs, and the allow-list refuses it.
   call("s1", "mcp__bad__shrink", "{}");
-  BOOST_REQUIRE(eventually([&] { return !stubs_list("mcp.bad.echo"); }));
+  BOOST_REQUIRE(wait_until([&] { return !stubs_list("mcp.bad.echo"); }));
   out = cell("s1", "print(hasattr(mibyan_tools.mcp.bad, 'echo'))\n"
                    "try:\n"
                    "    print(mibyan_tools._call('mcp__bad__echo', "
@@ -235,7 +235,7 @@ BOOST_FIXTURE_TEST_CASE(idle_stdio_server_is_recycled_and_restarted, fixture) {
   start(false, false, 1, mark);
   BOOST_TEST(marked_processes(mark) == 1);
   // Idle for a second: the upkeep actor stops it.
-  BOOST_TEST(eventually([&] { return marked_processes(mark) == 0; }));
+  BOOST_TEST(wait_until([&] { return marked_processes(mark) == 0; }));
   // The next call starts it again.
   tool_call_request call;
   call.tool = "mcp__everything__echo";
@@ -245,7 +245,7 @@ BOOST_FIXTURE_TEST_CASE(idle_stdio_server_is_recycled_and_restarted, fixture) {
   BOOST_TEST(marked_processes(mark) == 1);
   // Shutdown kills it.
   rt.reset();
-  BOOST_TEST(eventually([&] { return marked_processes(mark) == 0; }));
+  BOOST_TEST(wait_until([&] { return marked_processes(mark) == 0; }));
 }
 
 BOOST_FIXTURE_TEST_CASE(unanswered_keepalive_ping_drops_the_server, fixture) {
@@ -257,7 +257,8 @@ BOOST_FIXTURE_TEST_CASE(unanswered_keepalive_ping_drops_the_server, fixture) {
   start(false, false, 0, "", {deaf});
   BOOST_TEST(marked_processes(mark) == 1);
   // ~5 s until the ping, ~2 s until it times out, then the process goes.
-  BOOST_TEST(eventually([&] { return marked_processes(mark) == 0; }, 60));
+  BOOST_TEST(wait_until([&] { return marked_processes(mark) == 0; },
+                        std::chrono::seconds{60}));
   // A call brings it back.
   tool_call_request call;
   call.tool = "mcp__deaf__echo";
@@ -289,7 +290,7 @@ BOOST_FIXTURE_TEST_CASE(runtime_interrupt_cancels_an_mcp_call, fixture) {
     done = true;
   });
   // Interrupts before the call runs are no-ops: repeat until one lands.
-  BOOST_REQUIRE(eventually([&] {
+  BOOST_REQUIRE(wait_until([&] {
     rt->interrupt("s-int", "test");
     return done.load();
   }));
@@ -360,7 +361,7 @@ BOOST_FIXTURE_TEST_CASE(list_changed_reaches_the_next_turn_only, fixture) {
   script(test::completion("done"));
   run("grow");
   // Re-registered at once...
-  BOOST_REQUIRE(eventually([&] {
+  BOOST_REQUIRE(wait_until([&] {
     return tools_of(*rt).find("mcp__bad__fresh") != nullptr;
   }));
   // ...but turn 1 kept the tool list it started with.

@@ -18,14 +18,14 @@
 #include "config/options.hpp"
 #include "tests/support/mcp_servers.hpp"
 #include "tests/support/temp_dir.hpp"
-#include "tests/support/eventually.hpp"
+#include "tests/support/wait_until.hpp"
 #include "tools/mcp/mcp_http.hpp"
 #include "tools/mcp/mcp_session.hpp"
 #include "tools/mcp/mcp_tools.hpp"
 #include "tools/toolsets.hpp"
 
 using namespace mibyan;
-using mibyan::test::eventually;
+using mibyan::test::wait_until;
 using namespace std::chrono_literals;
 
 namespace {
@@ -157,14 +157,14 @@ BOOST_FIXTURE_TEST_CASE(get_stream_carries_requests_and_list_changed,
   const tool* echo = reg.find("mcp__scripted__echo");
 
   // A server request on the GET stream (roots/list), answered by POST.
-  BOOST_REQUIRE(eventually([&] { return !where(log(srv), "GET").empty(); }));
+  BOOST_REQUIRE(wait_until([&] { return !where(log(srv), "GET").empty(); }));
   auto r = call(*s, "ask_roots");
   BOOST_TEST(contains(r.dump(), "file://" + home.path()), r.dump());
 
   // tools/list_changed on the GET stream: listed again and re-registered.
   r = call(*s, "grow");
   BOOST_TEST(contains(r.dump(), "grown"), r.dump());
-  BOOST_REQUIRE(eventually([&] {
+  BOOST_REQUIRE(wait_until([&] {
     return reg.find("mcp__scripted__fresh") != nullptr;
   }));
   auto names = mgr.server_tools().at("scripted");
@@ -365,7 +365,7 @@ BOOST_FIXTURE_TEST_CASE(no_get_stream_is_fine, fixture) {
                        home / "media");
   BOOST_TEST(r.get_string("result", "") == "echo: plain", r.dump());
   // One GET, answered 405, and no retries (by the next call's round trip).
-  BOOST_REQUIRE(eventually([&] { return !where(log(srv), "GET").empty(); }));
+  BOOST_REQUIRE(wait_until([&] { return !where(log(srv), "GET").empty(); }));
   r = s.call_tool("echo", args, nullptr, clock_type::now() + 30s,
                   home / "media");
   BOOST_TEST(r.get_string("result", "") == "echo: plain", r.dump());
@@ -379,10 +379,10 @@ BOOST_FIXTURE_TEST_CASE(get_stream_resumes_with_last_event_id, fixture) {
   sc.root_dirs = {home.path()};
   mcp_session s{sc, cfg, &http};
   BOOST_REQUIRE(s.connect().ok());
-  BOOST_REQUIRE(eventually([&] { return !where(log(srv), "GET").empty(); }));
+  BOOST_REQUIRE(wait_until([&] { return !where(log(srv), "GET").empty(); }));
   // The list_changed arrives, then the server ends the GET connection.
   auto r = call(s, "grow");
-  BOOST_REQUIRE(eventually([&] {
+  BOOST_REQUIRE(wait_until([&] {
     auto tools = s.tools();
     return std::any_of(tools.begin(), tools.end(),
                        [](const mcp_tool_info& t) { return t.name == "fresh"; });

@@ -14,10 +14,10 @@
 
 #include "mcp_server/elicitation.hpp"
 #include "mcp_server/server_core.hpp"
-#include "tests/support/eventually.hpp"
+#include "tests/support/wait_until.hpp"
 
 using namespace mibyan;
-using mibyan::test::eventually;
+using mibyan::test::wait_until;
 using namespace std::chrono;
 
 namespace {
@@ -343,7 +343,7 @@ BOOST_AUTO_TEST_CASE(tools_call_results_errors_and_unknown_tools) {
                     mcp_errors::invalid_params);
   // A request id still running cannot be reused.
   f.send(R"({"jsonrpc":"2.0","id":"dup","method":"tools/call","params":{"name":"slow"}})");
-  BOOST_REQUIRE(eventually([&] { return f.be.slow_waiting() == 1; }));
+  BOOST_REQUIRE(wait_until([&] { return f.be.slow_waiting() == 1; }));
   f.send(R"({"jsonrpc":"2.0","id":"dup","method":"tools/call","params":{"name":"echo"}})");
   BOOST_CHECK(f.box.wait_for([](const json::value& x) {
                      return error_code(x) == mcp_errors::invalid_request;
@@ -371,7 +371,7 @@ BOOST_AUTO_TEST_CASE(progress_heartbeats_and_cancellation) {
   BOOST_REQUIRE(p1.is_object());
   BOOST_CHECK_EQUAL(p1.find("params")->get_string("progressToken"), "tok");
   f.send(R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":20,"reason":"user"}})");
-  BOOST_REQUIRE(eventually([&] {
+  BOOST_REQUIRE(wait_until([&] {
     std::lock_guard<std::mutex> g{f.be.m};
     return !f.be.interrupts.empty();
   }));
@@ -435,14 +435,14 @@ BOOST_AUTO_TEST_CASE(cancelled_stops_only_that_call) {
   f.init();
   f.send(R"({"jsonrpc":"2.0","id":40,"method":"tools/call","params":{"name":"slow","arguments":{}}})");
   f.send(R"({"jsonrpc":"2.0","id":41,"method":"tools/call","params":{"name":"slow","arguments":{}}})");
-  BOOST_REQUIRE(eventually([&] { return f.be.slow_waiting() == 2u; }));
+  BOOST_REQUIRE(wait_until([&] { return f.be.slow_waiting() == 2u; }));
   std::string first;
   {
     std::lock_guard<std::mutex> g{f.be.m};
     first = f.be.call_ids.at(0);
   }
   f.send(R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":40,"reason":"no"}})");
-  BOOST_REQUIRE(eventually([&] {
+  BOOST_REQUIRE(wait_until([&] {
     std::lock_guard<std::mutex> g{f.be.m};
     return !f.be.cancelled_calls.empty();
   }));
@@ -577,7 +577,7 @@ BOOST_AUTO_TEST_CASE(closing_a_session_interrupts_its_calls) {
   fixture f;
   f.init();
   f.send(R"({"jsonrpc":"2.0","id":60,"method":"tools/call","params":{"name":"slow"}})");
-  BOOST_REQUIRE(eventually([&] { return f.be.slow_waiting() == 1; }));
+  BOOST_REQUIRE(wait_until([&] { return f.be.slow_waiting() == 1; }));
   auto id = mcp_server_core::id_of(*f.s);
   BOOST_CHECK(f.core->close_session(id, "test"));
   BOOST_CHECK(!f.core->close_session(id, "again"));

@@ -179,15 +179,15 @@ BOOST_AUTO_TEST_CASE(http_client_disconnecting_mid_call_interrupts_it) {
   send_all(fd, "POST /mcp HTTP/1.1\r\nHost: x\r\n" + with_sid
                  + "Content-Length: " + std::to_string(body.size())
                  + "\r\n\r\n" + body);
-  BOOST_REQUIRE(eventually([] { return running("sleep [5]7.125"); }));
+  BOOST_REQUIRE(wait_until([] { return running("sleep [5]7.125"); }));
   // The id of a request still running cannot be used again.
   auto dup = http(port, "POST", "/mcp",
                   R"({"jsonrpc":"2.0","id":9,"method":"ping"})", with_sid);
   BOOST_CHECK_EQUAL(status_of(dup), 400);
   BOOST_CHECK(contains(dup, "-32600"));
   ::close(fd);
-  BOOST_CHECK(eventually([] { return !running("sleep [5]7.125"); }));
-  BOOST_CHECK(eventually([&] {
+  BOOST_CHECK(wait_until([] { return !running("sleep [5]7.125"); }));
+  BOOST_CHECK(wait_until([&] {
     return contains(test::slurp(home / "logs/mcp-serve.log"),
                     "the client left");
   }));
@@ -229,7 +229,7 @@ BOOST_AUTO_TEST_CASE(http_get_stream_carries_server_requests_and_replays) {
   // Two calls run in the session: the approval the second one needs
   // belongs to no single request, so it goes out on the GET stream.
   int slow = post(R"({"jsonrpc":"2.0","id":20,"method":"tools/call","params":{"name":"terminal","arguments":{"command":"sleep 56.875","timeout":120}}})");
-  BOOST_REQUIRE(eventually([] { return running("sleep [5]6.875"); }));
+  BOOST_REQUIRE(wait_until([] { return running("sleep [5]6.875"); }));
   auto dir = work.write("get-stream/x", "x");
   int flagged = post(R"({"jsonrpc":"2.0","id":21,"method":"tools/call","params":{"name":"terminal","arguments":{"command":"rm -r )"
                      + work / "get-stream" + "\"}}}");
@@ -265,7 +265,7 @@ BOOST_AUTO_TEST_CASE(http_get_stream_carries_server_requests_and_replays) {
   ::close(flagged);
   ::close(get2);
   ::close(slow); // leaving the slow call interrupts it
-  BOOST_CHECK(eventually([] { return !running("sleep [5]6.875"); }));
+  BOOST_CHECK(wait_until([] { return !running("sleep [5]6.875"); }));
   BOOST_CHECK_EQUAL(sp->stop(), 0);
 }
 
@@ -409,10 +409,10 @@ BOOST_AUTO_TEST_CASE(stdio_client_leaving_mid_call_ends_cleanly) {
   srv.send(init_body + "\n"
     R"({"jsonrpc":"2.0","method":"notifications/initialized"})" "\n"
     R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"terminal","arguments":{"command":"sleep 57.375","timeout":120}}})" "\n");
-  BOOST_REQUIRE(eventually([] { return running("sleep [5]7.375"); }));
+  BOOST_REQUIRE(wait_until([] { return running("sleep [5]7.375"); }));
   // Closing stdin mid-call: the call is interrupted, the process exits 0.
   BOOST_CHECK_EQUAL(srv.finish(), 0);
-  BOOST_CHECK(eventually([] { return !running("sleep [5]7.375"); }));
+  BOOST_CHECK(wait_until([] { return !running("sleep [5]7.375"); }));
   // The initialize response, and nothing for the abandoned call.
   BOOST_CHECK(contains(srv.out, "\"id\":1"));
   BOOST_CHECK(!contains(srv.out, "\"id\":2"));
@@ -453,10 +453,10 @@ BOOST_AUTO_TEST_CASE(cancelling_one_call_leaves_the_others_of_the_session) {
     R"({"jsonrpc":"2.0","method":"notifications/initialized"})" "\n"
     R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"terminal","arguments":{"command":"sleep 57.625","timeout":120}}})" "\n"
     R"x({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"terminal","arguments":{"command":"while [ ! -f go.flag ]; do sleep 0.0625; done; echo survivor-$((6*7))","timeout":120}}})x" "\n");
-  BOOST_REQUIRE(eventually([] { return running("sleep [5]7.625"); }));
-  BOOST_REQUIRE(eventually([] { return running("go[.]flag"); }));
+  BOOST_REQUIRE(wait_until([] { return running("sleep [5]7.625"); }));
+  BOOST_REQUIRE(wait_until([] { return running("go[.]flag"); }));
   srv.send(R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2,"reason":"changed my mind"}})" "\n");
-  BOOST_CHECK(eventually([] { return !running("sleep [5]7.625"); }));
+  BOOST_CHECK(wait_until([] { return !running("sleep [5]7.625"); }));
   // The other call is still running; now it may finish.
   BOOST_CHECK(running("go[.]flag"));
   work.write("go.flag", "");
@@ -473,15 +473,15 @@ BOOST_AUTO_TEST_CASE(stdio_sigterm_mid_call_ends_cleanly) {
   srv.send(init_body + "\n"
     R"({"jsonrpc":"2.0","method":"notifications/initialized"})" "\n"
     R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"terminal","arguments":{"command":"sleep 57.625","timeout":120}}})" "\n");
-  BOOST_REQUIRE(eventually([] { return running("sleep [5]7.625"); }));
+  BOOST_REQUIRE(wait_until([] { return running("sleep [5]7.625"); }));
   BOOST_REQUIRE(::kill(srv.pid, SIGTERM) == 0);
   int status = 0;
-  BOOST_REQUIRE(eventually([&] {
+  BOOST_REQUIRE(wait_until([&] {
     return ::waitpid(srv.pid, &status, WNOHANG) == srv.pid;
   }));
   srv.pid = -1;
   BOOST_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-  BOOST_CHECK(eventually([] { return !running("sleep [5]7.625"); }));
+  BOOST_CHECK(wait_until([] { return !running("sleep [5]7.625"); }));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -16,13 +16,13 @@
 #include "config/options.hpp"
 #include "tests/support/mcp_servers.hpp"
 #include "tests/support/temp_dir.hpp"
-#include "tests/support/eventually.hpp"
+#include "tests/support/wait_until.hpp"
 #include "tools/mcp/mcp_session.hpp"
 #include "tools/mcp/mcp_tools.hpp"
 #include "tools/registry.hpp"
 
 using namespace mibyan;
-using mibyan::test::eventually;
+using mibyan::test::wait_until;
 using namespace std::chrono_literals;
 
 using mibyan::test::mcp_npm_presence;
@@ -179,7 +179,7 @@ BOOST_FIXTURE_TEST_CASE(everything_results_timeout_cancel_crash, fixture) {
   // Cancellation (an interrupt) while the slow tool runs.
   std::atomic<bool> cancel{false};
   std::thread canceller([&] {
-    eventually([&] { return s.active_calls() > 0; });
+    wait_until([&] { return s.active_calls() > 0; });
     cancel = true;
   });
   r = call(s, "trigger-long-running-operation",
@@ -194,7 +194,7 @@ BOOST_FIXTURE_TEST_CASE(everything_results_timeout_cancel_crash, fixture) {
   int pid = s.pid();
   BOOST_REQUIRE(pid > 0);
   std::thread killer([&] {
-    eventually([&] { return s.active_calls() > 0; });
+    wait_until([&] { return s.active_calls() > 0; });
     ::kill(-pid, SIGKILL);
   });
   r = call(s, "trigger-long-running-operation",
@@ -209,7 +209,7 @@ BOOST_FIXTURE_TEST_CASE(everything_results_timeout_cancel_crash, fixture) {
   s.close();
   quick.close();
   // The process group is gone after close.
-  BOOST_TEST(eventually([&] { return ::kill(-pid, 0) != 0; }));
+  BOOST_TEST(wait_until([&] { return ::kill(-pid, 0) != 0; }));
   ::unsetenv("OPENAI_API_KEY");
 }
 
@@ -225,7 +225,7 @@ BOOST_FIXTURE_TEST_CASE(sequential_unless_parallel_opt_in, fixture) {
     call(seq, "trigger-long-running-operation",
          args_of(R"({"duration":3,"steps":3})"));
   });
-  BOOST_REQUIRE(eventually([&] { return seq.active_calls() == 1; }));
+  BOOST_REQUIRE(wait_until([&] { return seq.active_calls() == 1; }));
   auto r = call(seq, "echo", args_of(R"({"message":"x"})"), nullptr, 1s);
   BOOST_TEST(r.get_string("error", "").find("earlier call") != std::string::npos,
              r.dump());
@@ -241,7 +241,7 @@ BOOST_FIXTURE_TEST_CASE(sequential_unless_parallel_opt_in, fixture) {
          args_of(R"({"duration":3,"steps":3})"));
     slow_done = true;
   });
-  BOOST_REQUIRE(eventually([&] { return par.active_calls() == 1; }));
+  BOOST_REQUIRE(wait_until([&] { return par.active_calls() == 1; }));
   r = call(par, "echo", args_of(R"({"message":"y"})"), nullptr, 30s);
   BOOST_TEST(r.get_string("result", "") == "Echo: y", r.dump());
   BOOST_TEST(!slow_done.load());

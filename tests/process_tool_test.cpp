@@ -11,11 +11,11 @@
 #include "runtime/runtime.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/temp_dir.hpp"
-#include "tests/support/eventually.hpp"
+#include "tests/support/wait_until.hpp"
 #include "tools/registry.hpp"
 
 using namespace mibyan;
-using mibyan::test::eventually;
+using mibyan::test::wait_until;
 using namespace std::chrono;
 using namespace std::chrono_literals;
 
@@ -160,7 +160,7 @@ BOOST_FIXTURE_TEST_CASE(kill_escalates_to_sigkill, fixture) {
   auto r = start("trap '' TERM; echo ready; while true; do sleep 0.1; done");
   auto id = r.get_string("session_id");
   auto pid = static_cast<int>(r["pid"].as_int());
-  BOOST_REQUIRE(eventually([&] {
+  BOOST_REQUIRE(wait_until([&] {
     return contains(process("log", id).get_string("output"), "ready");
   }));
   auto k = process("kill", id);
@@ -187,7 +187,7 @@ BOOST_FIXTURE_TEST_CASE(wait_times_out_and_kill_takes_the_group, fixture) {
   auto r = start("sleep 300 & echo $! > child.pid; echo started; wait");
   auto id = r.get_string("session_id");
   auto pid = static_cast<int>(r["pid"].as_int());
-  BOOST_REQUIRE(eventually([&] { return !work.read("child.pid").empty(); }));
+  BOOST_REQUIRE(wait_until([&] { return !work.read("child.pid").empty(); }));
   auto child = std::stoi(work.read("child.pid"));
   BOOST_TEST(process_alive(child));
 
@@ -199,8 +199,8 @@ BOOST_FIXTURE_TEST_CASE(wait_times_out_and_kill_takes_the_group, fixture) {
 
   auto k = process("kill", id);
   BOOST_TEST(k.get_string("status") == "killed", k.dump());
-  BOOST_TEST(eventually([&] { return !process_alive(pid); }));
-  BOOST_TEST(eventually([&] { return !process_alive(child); }));
+  BOOST_TEST(wait_until([&] { return !process_alive(pid); }));
+  BOOST_TEST(wait_until([&] { return !process_alive(child); }));
   auto p = process("poll", id);
   BOOST_TEST(p.get_string("status") == "exited");
   BOOST_TEST(p.get_string("completion_reason") == "killed");
@@ -219,13 +219,13 @@ BOOST_FIXTURE_TEST_CASE(python_repl_under_a_pty, fixture) {
   BOOST_TEST(s.get_string("status") == "ok", s.dump());
   d["data"] = "print('answer', x)";
   process("submit", id, d);
-  BOOST_TEST(eventually([&] {
+  BOOST_TEST(wait_until([&] {
     return contains(process("log", id).get_string("output"), "answer 42");
   }));
   // write sends raw text: a line needs its own newline.
   d["data"] = "print('raw', 1 + 1)\n";
   BOOST_TEST(process("write", id, d).get_string("status") == "ok");
-  BOOST_TEST(eventually([&] {
+  BOOST_TEST(wait_until([&] {
     return contains(process("log", id).get_string("output"), "raw 2");
   }));
   // close sends EOF: the REPL exits.
@@ -289,7 +289,7 @@ BOOST_FIXTURE_TEST_CASE(the_65th_process_is_refused_and_session_close_kills,
   BOOST_TEST(contains(r.get_string("error"), "Too many"));
   rt->close_session("s1");
   for (auto pid : pids)
-    BOOST_TEST(eventually([&] { return !process_alive(pid); }));
+    BOOST_TEST(wait_until([&] { return !process_alive(pid); }));
   // Room again.
   start("true");
 }
@@ -367,6 +367,6 @@ BOOST_AUTO_TEST_CASE(no_process_survives_mibyan_exiting) {
   if (!gc.empty())
     pids.push_back(std::stoi(gc));
   for (auto pid : pids)
-    BOOST_TEST(eventually([&] { return !process_alive(pid); }, 5s),
+    BOOST_TEST(wait_until([&] { return !process_alive(pid); }, 5s),
                "pid " << pid << " survived");
 }

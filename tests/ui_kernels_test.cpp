@@ -13,10 +13,10 @@
 #include "tests/support/scripted_replies.hpp"
 #include "tests/support/serve_fixture.hpp"
 #include "tests/support/ui_client.hpp"
-#include "tests/support/eventually.hpp"
+#include "tests/support/wait_until.hpp"
 
 using namespace mibyan;
-using mibyan::test::eventually;
+using mibyan::test::wait_until;
 using namespace std::chrono;
 using namespace mibyan::test::serving;
 
@@ -99,8 +99,8 @@ BOOST_AUTO_TEST_CASE(kernels_are_listed_reset_and_stopped) {
     BOOST_CHECK_EQUAL(status_of(rr), 200);
     BOOST_TEST(body_of(rr).get_bool("reset", false));
   }
-  BOOST_TEST(eventually([&] { return kernels_of(p, "k-1").empty(); }));
-  BOOST_TEST(eventually([&] { return !pid_alive(pid); }));
+  BOOST_TEST(wait_until([&] { return kernels_of(p, "k-1").empty(); }));
+  BOOST_TEST(wait_until([&] { return !pid_alive(pid); }));
   run_cell_turn(*this, p, "k-1");
   ks = kernels_of(p, "k-1");
   BOOST_REQUIRE_EQUAL(ks.size(), 1u);
@@ -115,8 +115,8 @@ BOOST_AUTO_TEST_CASE(kernels_are_listed_reset_and_stopped) {
     BOOST_CHECK_EQUAL(status_of(st), 200);
     BOOST_TEST(body_of(st).get_bool("stopped", false));
   }
-  BOOST_TEST(eventually([&] { return kernels_of(p, "k-1").empty(); }));
-  BOOST_TEST(eventually([&] { return !pid_alive(pid); }));
+  BOOST_TEST(wait_until([&] { return kernels_of(p, "k-1").empty(); }));
+  BOOST_TEST(wait_until([&] { return !pid_alive(pid); }));
   // Now unknown to the kernels endpoints.
   check_error(ui_http(p, "POST", "/ui/api/kernels/k-1/reset"), 404,
               "kernel_not_found");

@@ -26,13 +26,13 @@
 #include "base/subprocess.hpp"
 #include "tests/support/missing_peer.hpp"
 #include "tests/support/serve_fixture.hpp"
-#include "tests/support/eventually.hpp"
+#include "tests/support/wait_until.hpp"
 
 namespace mibyan::test::mcp_serving {
 
 using namespace std::chrono;
 using namespace mibyan::test::serving;
-using mibyan::test::eventually; // for the suites that use this namespace
+using mibyan::test::wait_until; // for the suites that use this namespace
 
 inline std::string node_dir() {
   return test::test_source_dir() + "/node";
@@ -167,7 +167,7 @@ struct stdio_server {
     ::close(in);
     in = -1;
     int status = 0;
-    bool exited = eventually([&] {
+    bool exited = wait_until([&] {
       return ::waitpid(pid, &status, WNOHANG) == pid;
     });
     if (!exited)
