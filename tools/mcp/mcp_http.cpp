@@ -82,7 +82,8 @@ status http_transport::send(const std::string& message) {
 
 status http_transport::drain(milliseconds timeout) {
   std::unique_lock<std::mutex> lock{mtx_};
-  if (cv_.wait_for(lock, timeout, [&] { return undelivered_.load() == 0 || closing_; }))
+  if (cv_.wait_for(lock, timeout,
+                   [&] { return undelivered_.load() == 0 || closing_; }))
     return {};
   return status::failure(status_code::timeout,
                          "the server did not accept a notification in time");
@@ -287,6 +288,16 @@ void http_transport::fail(exchange& x, const std::string& why) {
                                          << " failed: " << why);
 }
 
+// This request's own answer, so the server did not run it: it fails with
+// the expired reason (the session sends it once more on a new session).
+// Requests still in flight fail as "connection lost" when the transport
+// closes, and are not repeated: the server may have run them.
+void http_transport::session_expired(exchange& x, const std::string& detail) {
+  auto why = std::string{mcp_session_expired_reason} + " (" + detail + ")";
+  fail(x, why);
+  closed(why);
+}
+
 std::string http_transport::http_error(const response& rx) const {
   auto why = "HTTP " + std::to_string(rx.status);
   if (!rx.www_authenticate.empty())
@@ -324,13 +335,7 @@ void http_transport::post_done(std::shared_ptr<exchange> x, response& rx,
   if (unauthorized(x, rx, false))
     return;
   if (rx.status == 404 && rx.had_session && !s_.sse) {
-    // This request's own answer: the server did not run it. It fails with
-    // the expired reason (the session retries it once on a new session);
-    // other requests still in flight fail as "connection lost" and are
-    // not repeated, since the server may have run them.
-    auto why = std::string{mcp_session_expired_reason} + " (HTTP 404)";
-    fail(*x, why);
-    closed(why);
+    session_expired(*x, "HTTP 404");
     return;
   }
   if (rx.sse) {
@@ -370,10 +375,7 @@ void http_transport::post_done(std::shared_ptr<exchange> x, response& rx,
     if (rx.status == 400 && rx.had_session
         && rx.body.find("ession") != std::string::npos) {
       // A server that names the session in a 400 forgot it too.
-      auto why = std::string{mcp_session_expired_reason} + " ("
-                 + http_error(rx) + ")";
-      fail(*x, why);
-      closed(why);
+      session_expired(*x, http_error(rx));
       return;
     }
     fail(*x, http_error(rx));
@@ -406,9 +408,7 @@ void http_transport::get_done(std::shared_ptr<exchange> x, response& rx,
                                         << mcp_session_expired_reason);
       return;
     }
-    auto why = std::string{mcp_session_expired_reason} + " (HTTP 404)";
-    fail(*x, why);
-    closed(why);
+    session_expired(*x, "HTTP 404");
     return;
   }
   if (x->listen && rx.status == 405) {

@@ -137,6 +137,9 @@ private:
 
   // An error reply for `x`'s request (once), or a log line.
   void fail(exchange& x, const std::string& why);
+  // The server forgot the session (`detail`: its answer): `x` fails with
+  // mcp_session_expired_reason, then the transport closes.
+  void session_expired(exchange& x, const std::string& detail);
 
   std::string http_error(const response& rx) const;
 

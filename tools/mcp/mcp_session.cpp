@@ -474,8 +474,9 @@ json::value mcp_session::call_once(const std::string& method,
       breaker_.on_failure();
   }
   if (!r) {
+    // A crash or a forgotten session: the next call connects afresh.
     if (r.code == status_code::unavailable || gone)
-      disconnect(r.error); // a crash: the next call starts the server again
+      disconnect(r.error);
     if (gone) {
       *expired = true;
       return error_result("MCP server '" + s_.name + "' ended its session ("

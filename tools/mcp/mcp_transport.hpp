@@ -24,9 +24,12 @@ namespace mibyan {
 struct options;
 class http_client;
 
-/// The start of the on_closed reason of an HTTP transport whose server
-/// answered 404 to a request carrying the session id: the session is gone
-/// server-side, nothing of that request ran, a new initialize is due.
+/// Names an HTTP server's answer of 404 (or a 400 naming the session) to a
+/// request carrying the session id: the session is gone server-side and a
+/// new initialize is due. It starts the on_closed reason, and the error
+/// that request itself gets: nothing of that request ran, so it may be sent
+/// again. Requests failed by the close ("connection lost: ...") may have
+/// run and are not.
 constexpr const char* mcp_session_expired_reason =
   "the server no longer knows the session";
 
