@@ -15,25 +15,34 @@ import sys
 from _mibyan_frames import _write_all
 
 
+def _new_stub(path):
+    """The spec and an empty module for the stub at `path` (raises)."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("mibyan_tools", path)
+    if spec is None or spec.loader is None:
+        raise ImportError("no loader for %r" % path)
+    return spec, importlib.util.module_from_spec(spec)
+
+
+def _complain(err_fd, what, path, e):
+    msg = "mibyan kernel: cannot %s mibyan_tools from %s: %r\n" % (
+        what, path, e)
+    try:
+        _write_all(err_fd, msg.encode("utf-8", "replace"))
+    except OSError:
+        pass
+
+
 def _load_stub(path, err_fd):
     if not path:
         return
     try:
-        import importlib.util
-        spec = importlib.util.spec_from_file_location("mibyan_tools", path)
-        if spec is None or spec.loader is None:
-            raise ImportError("no loader for %r" % path)
-        module = importlib.util.module_from_spec(spec)
+        spec, module = _new_stub(path)
         sys.modules["mibyan_tools"] = module
         spec.loader.exec_module(module)
     except BaseException as e:
         sys.modules.pop("mibyan_tools", None)
-        msg = "mibyan kernel: cannot load mibyan_tools from %s: %r\n" % (
-            path, e)
-        try:
-            _write_all(err_fd, msg.encode("utf-8", "replace"))
-        except OSError:
-            pass
+        _complain(err_fd, "load", path, e)
 
 
 def _reload_stub(path, err_fd):
@@ -42,19 +51,10 @@ def _reload_stub(path, err_fd):
         _load_stub(path, err_fd)
         return
     try:
-        import importlib.util
-        spec = importlib.util.spec_from_file_location("mibyan_tools", path)
-        if spec is None or spec.loader is None:
-            raise ImportError("no loader for %r" % path)
-        fresh = importlib.util.module_from_spec(spec)
+        spec, fresh = _new_stub(path)
         spec.loader.exec_module(fresh)
     except BaseException as e:
-        msg = "mibyan kernel: cannot reload mibyan_tools from %s: %r\n" % (
-            path, e)
-        try:
-            _write_all(err_fd, msg.encode("utf-8", "replace"))
-        except OSError:
-            pass
+        _complain(err_fd, "reload", path, e)
         return
     keep = {"__name__", "__loader__", "__spec__", "__file__", "__package__"}
     for name in list(module.__dict__):
