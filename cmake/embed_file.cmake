@@ -1,11 +1,8 @@
 # Writes OUTPUT, a C++ file defining `std::string_view FUNCTION()` that
 # returns the bytes of INPUT. Run with cmake -P at build time, so edits of
 # INPUT are picked up by the next build.
-file(READ "${INPUT}" content HEX)
-string(LENGTH "${content}" hex_length)
-math(EXPR byte_count "${hex_length} / 2")
-string(REGEX REPLACE "([0-9a-f][0-9a-f])" "0x\\1," bytes "${content}")
-string(REGEX REPLACE "(0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,)" "\\1\n" bytes "${bytes}")
+include(${CMAKE_CURRENT_LIST_DIR}/hex_bytes.cmake)
+mibyan_hex_bytes("${INPUT}" bytes byte_count)
 file(WRITE "${OUTPUT}.tmp"
 "// Generated from ${INPUT}; do not edit.\n"
 "#include <string_view>\n"

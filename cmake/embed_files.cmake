@@ -5,6 +5,7 @@
 # file's SHA-256, quoted. Run with cmake -P at build time, so edits under
 # DIR are picked up by the next build (the glob of the caller is
 # CONFIGURE_DEPENDS, so added files are too).
+include(${CMAKE_CURRENT_LIST_DIR}/hex_bytes.cmake)
 file(GLOB_RECURSE files RELATIVE "${DIR}" "${DIR}/*")
 list(SORT files)
 set(arrays "")
@@ -36,13 +37,9 @@ foreach(rel IN LISTS files)
   if(type STREQUAL "" OR rel MATCHES "\\\\|\"")
     continue()
   endif()
-  file(READ "${DIR}/${rel}" content HEX)
+  mibyan_hex_bytes("${DIR}/${rel}" bytes byte_count)
   file(SHA256 "${DIR}/${rel}" digest)
   string(SUBSTRING "${digest}" 0 32 etag)
-  string(LENGTH "${content}" hex_length)
-  math(EXPR byte_count "${hex_length} / 2")
-  string(REGEX REPLACE "([0-9a-f][0-9a-f])" "0x\\1," bytes "${content}")
-  string(REGEX REPLACE "(0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,)" "\\1\n" bytes "${bytes}")
   string(APPEND arrays "const unsigned char a${count}[] = {\n${bytes}0};\n")
   string(APPEND rows "  {\"${rel}\", \"${type}\", {reinterpret_cast<const char*>(a${count}), ${byte_count}}, \"\\\"${etag}\\\"\"},\n")
   math(EXPR count "${count} + 1")

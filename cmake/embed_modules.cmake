@@ -4,6 +4,7 @@
 # with the same file name are an error (they would overwrite each other in
 # a staging dir). Run with cmake -P at build time, so edits of the inputs
 # are picked up by the next build.
+include(${CMAKE_CURRENT_LIST_DIR}/hex_bytes.cmake)
 string(REPLACE "|" ";" inputs "${INPUTS}")
 set(arrays "")
 set(rows "")
@@ -19,11 +20,7 @@ foreach(path IN LISTS inputs)
     message(FATAL_ERROR "embed_modules: unusable file name ${name}")
   endif()
   list(APPEND names "${name}")
-  file(READ "${path}" content HEX)
-  string(LENGTH "${content}" hex_length)
-  math(EXPR byte_count "${hex_length} / 2")
-  string(REGEX REPLACE "([0-9a-f][0-9a-f])" "0x\\1," bytes "${content}")
-  string(REGEX REPLACE "(0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,)" "\\1\n" bytes "${bytes}")
+  mibyan_hex_bytes("${path}" bytes byte_count)
   string(APPEND arrays "const char m${count}[] = {\n${bytes}0};\n")
   string(APPEND rows "    {\"${name}\", {m${count}, ${byte_count}}},\n")
   math(EXPR count "${count} + 1")
