@@ -34,7 +34,8 @@ if [ ${#SUITES[@]} -eq 0 ]; then
   # threads of our own (blocking pool, curl-multi, subprocess and MCP
   # readers); the HTTP server and the cluster (BASP, TLS).
   SUITES=(blocking_pool_test runtime_test embedding_test provider_actor_test
-          session_writer_test agent_loop_test agent_delegate_test
+          session_writer_test agent_loop_test agent_loop_limits_test
+          agent_delegate_test
           agent_session_e2e_test kernel_stop_test rpc_limits_test
           bridge_fast_path_test execute_code_test interpreter_cache_test
           process_tool_test subprocess_test terminal_test http_client_test
