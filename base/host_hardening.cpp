@@ -1,6 +1,7 @@
 #include "base/host_hardening.hpp"
 
 #include <cerrno>
+#include <chrono>
 #include <csignal>
 #include <mutex>
 #include <thread>
@@ -22,6 +23,8 @@ int term_pipe[2] = {-1, -1};
 // the start) must end the child, never wake the parent's watcher through
 // the inherited pipe.
 pid_t handler_owner = 0;
+// The termination signal received (0: none yet); set in the handler.
+volatile sig_atomic_t term_received = 0;
 
 std::vector<std::function<void()>>& hooks() {
   static std::vector<std::function<void()>> h;
@@ -32,6 +35,7 @@ void on_term_signal(int sig) {
   // Async-signal-safe throughout (getpid, _exit, write).
   if (::getpid() != handler_owner)
     ::_exit(128 + sig); // a forked child before exec: die as by default
+  term_received = sig;
   // Hand the signal number to the watcher thread.
   unsigned char b = static_cast<unsigned char>(sig);
   int saved = errno;
@@ -106,6 +110,17 @@ void harden_host_process() {
 
 void become_subreaper() {
   ::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+}
+
+void finish_termination() {
+  int sig = term_received;
+  if (sig == 0)
+    return;
+  // The watcher raises the signal once the hooks have run, which ends the
+  // whole process while this thread waits.
+  for (int i = 0; i < 3000; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds{10});
+  ::_exit(128 + sig);
 }
 
 void add_termination_hook(std::function<void()> hook) {

@@ -30,4 +30,11 @@ void become_subreaper();
 /// registration order and must not wait long.
 void add_termination_hook(std::function<void()> hook);
 
+/// Called by a host's main before it returns: when SIGTERM or SIGQUIT
+/// arrived, waits for the watcher to run the hooks and end the process by
+/// that signal (the hooks may have ended the work main was waiting for, so
+/// main can get here first). Returns at once when no such signal arrived.
+/// Never returns otherwise: after 30 s it exits with 128 + the signal.
+void finish_termination();
+
 } // namespace mibyan

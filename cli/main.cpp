@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "base/host_hardening.hpp"
 #include "cli/commands.hpp"
 
 namespace {
@@ -64,43 +65,10 @@ void usage(std::ostream& out) {
          "  version                 print the version\n";
 }
 
-} // namespace
-
-int main(int argc, char** argv) {
-  // Large buffers (model answers, turn results) are mapped and returned to
-  // the system when freed; without a fixed threshold glibc raises it after
-  // the first big free and later copies stay resident in the arenas.
-  ::mallopt(M_MMAP_THRESHOLD, 1 << 20);
-  mibyan::cli::global_flags flags;
-  std::vector<std::string> args(argv + 1, argv + argc);
-  // Wipe a key given on the command line from /proc/PID/cmdline (the copy
-  // in `args` is what the commands use); docs/security.md.
-  for (int a = 1; a + 1 < argc; ++a)
-    if (std::strcmp(argv[a], "--api-key") == 0)
-      std::memset(argv[a + 1], 'x', std::strlen(argv[a + 1]));
-  size_t i = 0;
-  for (; i < args.size(); ++i) {
-    if ((args[i] == "--log-file" || args[i] == "--log-level")
-        && i + 1 < args.size()) {
-      (args[i] == "--log-file" ? flags.log_file : flags.log_level)
-        = args[i + 1];
-      ++i;
-    } else if (args[i] == "--yolo") {
-      flags.yolo = true;
-    } else if (args[i] == "-h" || args[i] == "--help") {
-      usage(std::cout);
-      return 0;
-    } else {
-      break;
-    }
-  }
-  if (i >= args.size()) {
-    usage(std::cerr);
-    return 2;
-  }
-  auto command = args[i];
-  std::vector<std::string> rest(args.begin() + static_cast<long>(i) + 1,
-                                args.end());
+// Runs `command`; its exit status (2 for an unknown command).
+int dispatch(const std::string& command,
+             const std::vector<std::string>& rest,
+             const mibyan::cli::global_flags& flags) {
   if (command == "tool")
     return mibyan::cli::tool_command(rest, flags);
   if (command == "config")
@@ -138,4 +106,48 @@ int main(int argc, char** argv) {
   std::cerr << "mibyan: unknown command '" << command << "'\n";
   usage(std::cerr);
   return 2;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  // Large buffers (model answers, turn results) are mapped and returned to
+  // the system when freed; without a fixed threshold glibc raises it after
+  // the first big free and later copies stay resident in the arenas.
+  ::mallopt(M_MMAP_THRESHOLD, 1 << 20);
+  mibyan::cli::global_flags flags;
+  std::vector<std::string> args(argv + 1, argv + argc);
+  // Wipe a key given on the command line from /proc/PID/cmdline (the copy
+  // in `args` is what the commands use); docs/security.md.
+  for (int a = 1; a + 1 < argc; ++a)
+    if (std::strcmp(argv[a], "--api-key") == 0)
+      std::memset(argv[a + 1], 'x', std::strlen(argv[a + 1]));
+  size_t i = 0;
+  for (; i < args.size(); ++i) {
+    if ((args[i] == "--log-file" || args[i] == "--log-level")
+        && i + 1 < args.size()) {
+      (args[i] == "--log-file" ? flags.log_file : flags.log_level)
+        = args[i + 1];
+      ++i;
+    } else if (args[i] == "--yolo") {
+      flags.yolo = true;
+    } else if (args[i] == "-h" || args[i] == "--help") {
+      usage(std::cout);
+      return 0;
+    } else {
+      break;
+    }
+  }
+  if (i >= args.size()) {
+    usage(std::cerr);
+    return 2;
+  }
+  auto command = args[i];
+  std::vector<std::string> rest(args.begin() + static_cast<long>(i) + 1,
+                                args.end());
+  int code = dispatch(command, rest, flags);
+  // A SIGTERM or SIGQUIT that stopped the command ends the process by
+  // that signal, not by the command's status (base/host_hardening.hpp).
+  mibyan::finish_termination();
+  return code;
 }
