@@ -27,31 +27,19 @@
 
 namespace mibyan {
 
+/// The functions of the table, for X(name) macros: libcurl's curl_NAME.
+#define MIBYAN_CURL_FUNCTIONS(X) \
+  X(global_init) X(free) X(easy_init) X(easy_cleanup) X(easy_setopt) \
+  X(easy_getinfo) X(easy_strerror) X(slist_append) X(slist_free_all) \
+  X(multi_init) X(multi_cleanup) X(multi_add_handle) X(multi_remove_handle) \
+  X(multi_perform) X(multi_poll) X(multi_wakeup) X(multi_info_read) \
+  X(multi_strerror) X(url) X(url_cleanup) X(url_dup) X(url_set) X(url_get) \
+  X(url_strerror)
+
 struct curl_library {
-  decltype(&::curl_global_init) global_init;
-  decltype(&::curl_free) free;
-  decltype(&::curl_easy_init) easy_init;
-  decltype(&::curl_easy_cleanup) easy_cleanup;
-  decltype(&::curl_easy_setopt) easy_setopt;
-  decltype(&::curl_easy_getinfo) easy_getinfo;
-  decltype(&::curl_easy_strerror) easy_strerror;
-  decltype(&::curl_slist_append) slist_append;
-  decltype(&::curl_slist_free_all) slist_free_all;
-  decltype(&::curl_multi_init) multi_init;
-  decltype(&::curl_multi_cleanup) multi_cleanup;
-  decltype(&::curl_multi_add_handle) multi_add_handle;
-  decltype(&::curl_multi_remove_handle) multi_remove_handle;
-  decltype(&::curl_multi_perform) multi_perform;
-  decltype(&::curl_multi_poll) multi_poll;
-  decltype(&::curl_multi_wakeup) multi_wakeup;
-  decltype(&::curl_multi_info_read) multi_info_read;
-  decltype(&::curl_multi_strerror) multi_strerror;
-  decltype(&::curl_url) url;
-  decltype(&::curl_url_cleanup) url_cleanup;
-  decltype(&::curl_url_dup) url_dup;
-  decltype(&::curl_url_set) url_set;
-  decltype(&::curl_url_get) url_get;
-  decltype(&::curl_url_strerror) url_strerror;
+#define MIBYAN_CURL_MEMBER(name) decltype(&::curl_##name) name;
+  MIBYAN_CURL_FUNCTIONS(MIBYAN_CURL_MEMBER)
+#undef MIBYAN_CURL_MEMBER
 };
 
 /// The loaded library, or unavailable with why it could not be loaded.

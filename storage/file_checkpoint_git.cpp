@@ -76,7 +76,7 @@ status os_failure(int err) {
 
 status git_failure(const std::string& what, int rc) {
   int saved = errno; // libgit2 leaves some OS failures without a message
-  const git_error* e = git_error_last();
+  const git_error* e = git2().git_error_last();
   bool has_message = e != nullptr && e->message != nullptr && *e->message;
   if (!has_message && saved != 0)
     return status::failure(code_of_errno(saved),
@@ -106,13 +106,13 @@ status git_failure(const std::string& what, int rc) {
 
 std::string hex(const git_oid& id) {
   char buf[GIT_OID_HEXSZ + 1];
-  git_oid_tostr(buf, sizeof buf, &id);
+  git2().git_oid_tostr(buf, sizeof buf, &id);
   return buf;
 }
 
 git_oid blob_id(const std::string& content) {
   git_oid id{};
-  git_odb_hash(&id, content.data(), content.size(), GIT_OBJECT_BLOB);
+  git2().git_odb_hash(&id, content.data(), content.size(), GIT_OBJECT_BLOB);
   return id;
 }
 
@@ -149,11 +149,11 @@ bool list_untracked(git_repository* repo, const std::string& root,
              | GIT_STATUS_OPT_RECURSE_UNTRACKED_DIRS
              | GIT_STATUS_OPT_EXCLUDE_SUBMODULES;
   git_status_list* list = nullptr;
-  if (git_status_list_new(&list, repo, &so) != 0)
+  if (git2().git_status_list_new(&list, repo, &so) != 0)
     return false;
-  size_t n = git_status_list_entrycount(list);
+  size_t n = git2().git_status_list_entrycount(list);
   for (size_t i = 0; i < n && !out.too_many; ++i) {
-    const git_status_entry* e = git_status_byindex(list, i);
+    const git_status_entry* e = git2().git_status_byindex(list, i);
     if (e == nullptr || e->index_to_workdir == nullptr
         || e->index_to_workdir->new_file.path == nullptr)
       continue;
@@ -177,7 +177,7 @@ bool list_untracked(git_repository* repo, const std::string& root,
     if (out.files.size() > limits.max_files)
       out.too_many = true;
   }
-  git_status_list_free(list);
+  git2().git_status_list_free(list);
   return true;
 }
 
@@ -185,7 +185,7 @@ bool list_untracked(git_repository* repo, const std::string& root,
 // git_repository_set_workdir leaks its resolved path when asked for the
 // work tree it already has, so the caller skips that call.
 bool workdir_is(git_repository* repo, const std::string& root) {
-  const char* current = git_repository_workdir(repo);
+  const char* current = git2().git_repository_workdir(repo);
   if (current == nullptr)
     return false;
   char* real = ::realpath(root.c_str(), nullptr);
@@ -205,13 +205,13 @@ walk_result walk_project(git_repository* repo, const std::string& root,
                          const std::string& only) {
   walk_result out;
   if (!workdir_is(repo, root)
-      && git_repository_set_workdir(repo, root.c_str(), 0) != 0)
+      && git2().git_repository_set_workdir(repo, root.c_str(), 0) != 0)
     out.warnings.push_back("the .gitignore rules could not be loaded: "
                            + git_failure("set_workdir", -1).error);
   auto ignored = [&](const std::string& rel, bool dir) {
     int ig = 0;
     auto p = dir ? rel + "/" : rel;
-    if (git_ignore_path_is_ignored(&ig, repo, p.c_str()) != 0)
+    if (git2().git_ignore_path_is_ignored(&ig, repo, p.c_str()) != 0)
       return false;
     return ig == 1;
   };
@@ -335,7 +335,7 @@ stat_cache read_stat_cache(const std::string& path) {
         || used <= 0 || static_cast<size_t>(used) >= line.size())
       return {}; // damaged: start afresh
     stat_cache_entry ce;
-    if (git_oid_fromstr(&ce.id, oid) != 0)
+    if (git2().git_oid_fromstr(&ce.id, oid) != 0)
       return {};
     ce.e.mode = mode;
     ce.e.size = size;
@@ -450,31 +450,31 @@ result<std::map<std::string, tree_entry>>
 flatten_tree(git_repository* repo, const std::string& tree_hex) {
   using R = result<std::map<std::string, tree_entry>>;
   git_oid id;
-  if (git_oid_fromstr(&id, tree_hex.c_str()) != 0)
+  if (git2().git_oid_fromstr(&id, tree_hex.c_str()) != 0)
     return R::failure(status_code::data_corrupt,
                       "bad tree id in the checkpoint record: " + tree_hex);
   git_tree* tree = nullptr;
-  if (int rc = git_tree_lookup(&tree, repo, &id); rc != 0) {
+  if (int rc = git2().git_tree_lookup(&tree, repo, &id); rc != 0) {
     auto st = git_failure("reading snapshot tree " + tree_hex, rc);
     return R::failure(status_code::data_corrupt, st.error);
   }
   struct ctx_t {
     std::map<std::string, tree_entry> out;
   } ctx;
-  int rc = git_tree_walk(
+  int rc = git2().git_tree_walk(
     tree, GIT_TREEWALK_PRE,
     [](const char* root, const git_tree_entry* e, void* payload) -> int {
-      if (git_tree_entry_type(e) != GIT_OBJECT_BLOB)
+      if (git2().git_tree_entry_type(e) != GIT_OBJECT_BLOB)
         return 0;
       auto& c = *static_cast<ctx_t*>(payload);
       tree_entry t;
-      t.id = *git_tree_entry_id(e);
-      t.mode = static_cast<uint32_t>(git_tree_entry_filemode(e));
-      c.out[std::string{root} + git_tree_entry_name(e)] = t;
+      t.id = *git2().git_tree_entry_id(e);
+      t.mode = static_cast<uint32_t>(git2().git_tree_entry_filemode(e));
+      c.out[std::string{root} + git2().git_tree_entry_name(e)] = t;
       return 0;
     },
     &ctx);
-  git_tree_free(tree);
+  git2().git_tree_free(tree);
   if (rc != 0) {
     auto st = git_failure("walking snapshot tree " + tree_hex, rc);
     return R::failure(status_code::data_corrupt, st.error);
@@ -647,7 +647,7 @@ namespace {
 // A signature for checkpoint commits (never the user's identity).
 git_signature* signature(int64_t ms) {
   git_signature* sig = nullptr;
-  if (git_signature_new(&sig, "mibyan", "mibyan@localhost", ms / 1000, 0) != 0)
+  if (git2().git_signature_new(&sig, "mibyan", "mibyan@localhost", ms / 1000, 0) != 0)
     return nullptr;
   return sig;
 }
@@ -669,23 +669,23 @@ result<git_oid> make_commit(git_repository* repo, const file_checkpoint& c,
                             const git_commit* parent) {
   using R = result<git_oid>;
   git_oid tree_id;
-  if (git_oid_fromstr(&tree_id, c.tree.c_str()) != 0)
+  if (git2().git_oid_fromstr(&tree_id, c.tree.c_str()) != 0)
     return R::failure(status_code::data_corrupt, "bad tree id " + c.tree);
   git_tree* tree = nullptr;
-  if (int rc = git_tree_lookup(&tree, repo, &tree_id); rc != 0)
+  if (int rc = git2().git_tree_lookup(&tree, repo, &tree_id); rc != 0)
     return R{git_failure("reading tree " + c.tree, rc)};
   auto* sig = signature(c.time_ms);
   if (sig == nullptr) {
-    git_tree_free(tree);
+    git2().git_tree_free(tree);
     return R{git_failure("making a signature", -1)};
   }
   git_oid out;
   const git_commit* parents[1] = {parent};
   auto msg = commit_message(c);
-  int rc = git_commit_create(&out, repo, nullptr, sig, sig, nullptr,
+  int rc = git2().git_commit_create(&out, repo, nullptr, sig, sig, nullptr,
                              msg.c_str(), tree, parent ? 1 : 0, parents);
-  git_signature_free(sig);
-  git_tree_free(tree);
+  git2().git_signature_free(sig);
+  git2().git_tree_free(tree);
   if (rc != 0)
     return R{git_failure("writing the checkpoint commit", rc)};
   return out;

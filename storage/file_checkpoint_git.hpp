@@ -13,10 +13,9 @@
 #include <string_view>
 #include <vector>
 
-#include <git2.h>
-
 #include "base/status.hpp"
 #include "storage/file_checkpoint_store.hpp"
+#include "storage/libgit2_library.hpp"
 
 namespace mibyan::file_checkpoint_detail {
 

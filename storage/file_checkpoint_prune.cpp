@@ -40,23 +40,23 @@ status file_checkpoint_store::prune_project(meta& m,
   for (auto& c : kept) {
     auto id = make_commit(repo_, c, parent);
     if (parent)
-      git_commit_free(parent);
+      git2().git_commit_free(parent);
     parent = nullptr;
     if (!id)
       return id.get_status();
     c.commit = hex(*id);
-    if (int rc = git_commit_lookup(&parent, repo_, &*id); rc != 0)
+    if (int rc = git2().git_commit_lookup(&parent, repo_, &*id); rc != 0)
       return git_failure("reading a rebuilt commit", rc);
   }
   auto ref_name = "refs/mibyan/" + m.key;
   if (parent) {
     git_reference* ref = nullptr;
-    int rc = git_reference_create(&ref, repo_, ref_name.c_str(),
-                                  git_commit_id(parent), 1, "prune");
-    git_commit_free(parent);
+    int rc = git2().git_reference_create(&ref, repo_, ref_name.c_str(),
+                                  git2().git_commit_id(parent), 1, "prune");
+    git2().git_commit_free(parent);
     if (rc != 0)
       return git_failure("updating " + ref_name, rc);
-    git_reference_free(ref);
+    git2().git_reference_free(ref);
   }
   m.checkpoints = std::move(kept);
   if (auto gc = collect_garbage(); !gc)
@@ -68,17 +68,17 @@ status file_checkpoint_store::collect_garbage() {
   // Everything reachable from the refs/mibyan/ refs.
   std::set<std::string> live;
   git_reference_iterator* it = nullptr;
-  if (int rc = git_reference_iterator_glob_new(&it, repo_, "refs/mibyan/*");
+  if (int rc = git2().git_reference_iterator_glob_new(&it, repo_, "refs/mibyan/*");
       rc != 0)
     return git_failure("listing refs", rc);
   git_reference* ref = nullptr;
   std::vector<git_oid> heads;
-  while (git_reference_next(&ref, it) == 0) {
-    if (auto* id = git_reference_target(ref))
+  while (git2().git_reference_next(&ref, it) == 0) {
+    if (auto* id = git2().git_reference_target(ref))
       heads.push_back(*id);
-    git_reference_free(ref);
+    git2().git_reference_free(ref);
   }
-  git_reference_iterator_free(it);
+  git2().git_reference_iterator_free(it);
   for (auto& head : heads) {
     git_oid cur = head;
     for (int guard = 0; guard < 1'000'000; ++guard) {
@@ -86,31 +86,31 @@ status file_checkpoint_store::collect_garbage() {
       if (!live.insert(h).second)
         break;
       git_commit* commit = nullptr;
-      if (int rc = git_commit_lookup(&commit, repo_, &cur); rc != 0)
+      if (int rc = git2().git_commit_lookup(&commit, repo_, &cur); rc != 0)
         return git_failure("reading commit " + h, rc);
       git_tree* tree = nullptr;
-      if (int rc = git_commit_tree(&tree, commit); rc != 0) {
-        git_commit_free(commit);
+      if (int rc = git2().git_commit_tree(&tree, commit); rc != 0) {
+        git2().git_commit_free(commit);
         return git_failure("reading the tree of " + h, rc);
       }
       // A tree seen before (checkpoints share most of theirs) is not
       // walked again: the cost follows the distinct objects.
-      if (live.insert(hex(*git_tree_id(tree))).second)
-        git_tree_walk(
+      if (live.insert(hex(*git2().git_tree_id(tree))).second)
+        git2().git_tree_walk(
           tree, GIT_TREEWALK_PRE,
           [](const char*, const git_tree_entry* e, void* payload) -> int {
             bool fresh = static_cast<std::set<std::string>*>(payload)
-                           ->insert(hex(*git_tree_entry_id(e)))
+                           ->insert(hex(*git2().git_tree_entry_id(e)))
                            .second;
-            return !fresh && git_tree_entry_type(e) == GIT_OBJECT_TREE ? 1
+            return !fresh && git2().git_tree_entry_type(e) == GIT_OBJECT_TREE ? 1
                                                                        : 0;
           },
           &live);
-      git_tree_free(tree);
-      bool more = git_commit_parentcount(commit) > 0;
+      git2().git_tree_free(tree);
+      bool more = git2().git_commit_parentcount(commit) > 0;
       if (more)
-        cur = *git_commit_parent_id(commit, 0);
-      git_commit_free(commit);
+        cur = *git2().git_commit_parent_id(commit, 0);
+      git2().git_commit_free(commit);
       if (!more)
         break;
     }

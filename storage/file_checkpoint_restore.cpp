@@ -64,7 +64,7 @@ bool same(const disk_state& d, const tree_entry& t) {
   if (link_t != link_d)
     return false;
   auto id = blob_id(d.content);
-  return git_oid_equal(&id, &t.id) != 0;
+  return git2().git_oid_equal(&id, &t.id) != 0;
 }
 
 // Whether `rel` is as in the snapshot by the stat cache alone (no read):
@@ -72,7 +72,7 @@ bool same(const disk_state& d, const tree_entry& t) {
 bool unchanged_by_stat(const std::string& root, const std::string& rel,
                        const tree_entry& t, const stat_cache& cache) {
   auto c = cache.find(rel);
-  if (c == cache.end() || git_oid_equal(&c->second.id, &t.id) == 0
+  if (c == cache.end() || git2().git_oid_equal(&c->second.id, &t.id) == 0
       || !parents_are_dirs(root, rel))
     return false;
   disk_entry now;
@@ -83,13 +83,13 @@ bool unchanged_by_stat(const std::string& root, const std::string& rel,
 result<std::string> blob_text(git_repository* repo, const tree_entry& t,
                               const std::string& rel) {
   git_blob* blob = nullptr;
-  if (int rc = git_blob_lookup(&blob, repo, &t.id); rc != 0) {
+  if (int rc = git2().git_blob_lookup(&blob, repo, &t.id); rc != 0) {
     auto st = git_failure("reading " + rel + " from the checkpoint", rc);
     return result<std::string>::failure(status_code::data_corrupt, st.error);
   }
-  std::string out{static_cast<const char*>(git_blob_rawcontent(blob)),
-                  static_cast<size_t>(git_blob_rawsize(blob))};
-  git_blob_free(blob);
+  std::string out{static_cast<const char*>(git2().git_blob_rawcontent(blob)),
+                  static_cast<size_t>(git2().git_blob_rawsize(blob))};
+  git2().git_blob_free(blob);
   return out;
 }
 
@@ -152,18 +152,18 @@ result<std::string> file_checkpoint_store::diff(const std::string& project,
     auto a = "a/" + rel;
     auto bname = "b/" + rel;
     git_patch* patch = nullptr;
-    int rc = git_patch_from_buffers(
+    int rc = git2().git_patch_from_buffers(
       &patch, t != tree->end() ? old_text.data() : nullptr, old_text.size(),
       a.c_str(), d.exists ? d.content.data() : nullptr, d.content.size(),
       bname.c_str(), &opts);
     if (rc != 0)
       return R{git_failure("diffing " + rel, rc)};
     git_buf buf = GIT_BUF_INIT;
-    if (git_patch_to_buf(&buf, patch) == 0) {
+    if (git2().git_patch_to_buf(&buf, patch) == 0) {
       out.append(buf.ptr, buf.size);
-      git_buf_dispose(&buf);
+      git2().git_buf_dispose(&buf);
     }
-    git_patch_free(patch);
+    git2().git_patch_free(patch);
   }
   return out;
 }

@@ -31,7 +31,7 @@ constexpr auto lock_wait = std::chrono::seconds(30);
 
 file_checkpoint_store::~file_checkpoint_store() {
   if (repo_)
-    git_repository_free(repo_);
+    git2().git_repository_free(repo_);
 }
 
 std::string file_checkpoint_store::default_dir(const std::string& home) {
@@ -42,8 +42,9 @@ result<std::unique_ptr<file_checkpoint_store>>
 file_checkpoint_store::open(const std::string& dir,
                             file_checkpoint_limits limits) {
   using R = result<std::unique_ptr<file_checkpoint_store>>;
-  static const int init_once = git_libgit2_init();
-  (void)init_once;
+  if (auto lib = libgit2_lib(); !lib)
+    return R::failure(lib.code, "cannot open the checkpoint store " + dir
+                                  + ": " + lib.error);
   if (auto made = make_private_dirs(dir + "/projects"); !made.ok())
     return R::failure(code_of_errno(errno),
                       "cannot create the checkpoint store " + dir + ": "
@@ -59,13 +60,13 @@ file_checkpoint_store::open(const std::string& dir,
       return R{ls};
     int rc = 0;
     if (::stat(git_dir.c_str(), &st) != 0)
-      rc = git_repository_init(&s->repo_, git_dir.c_str(), 1);
+      rc = git2().git_repository_init(&s->repo_, git_dir.c_str(), 1);
     else
-      rc = git_repository_open_bare(&s->repo_, git_dir.c_str());
+      rc = git2().git_repository_open_bare(&s->repo_, git_dir.c_str());
     ::close(fd);
     if (rc != 0)
       return R{git_failure("creating the checkpoint store " + git_dir, rc)};
-  } else if (int rc = git_repository_open_bare(&s->repo_, git_dir.c_str());
+  } else if (int rc = git2().git_repository_open_bare(&s->repo_, git_dir.c_str());
              rc != 0) {
     auto f = git_failure("opening the checkpoint store " + git_dir, rc);
     return R::failure(status_code::data_corrupt,
@@ -75,7 +76,7 @@ file_checkpoint_store::open(const std::string& dir,
   }
   // Objects are found by hash only: no need to verify them on write, and
   // a damaged object is reported when it is read.
-  git_libgit2_opts(GIT_OPT_ENABLE_STRICT_OBJECT_CREATION, 0);
+  git2().git_libgit2_opts(GIT_OPT_ENABLE_STRICT_OBJECT_CREATION, 0);
   return R{std::move(s)};
 }
 
@@ -174,11 +175,11 @@ file_checkpoint_store::snapshot(const snapshot_request& req) {
   snapshot_outcome out;
   out.warnings = walk.warnings;
   git_index* index = nullptr;
-  if (int rc = git_index_new(&index); rc != 0)
+  if (int rc = git2().git_index_new(&index); rc != 0)
     return R{git_failure("making an index", rc)};
   struct index_free {
     git_index* i;
-    ~index_free() { git_index_free(i); }
+    ~index_free() { git2().git_index_free(i); }
   } free_index{index};
   int64_t taken = 0;
   // Files unchanged since the last snapshot are not read again.
@@ -186,11 +187,11 @@ file_checkpoint_store::snapshot(const snapshot_request& req) {
   auto cache = read_stat_cache(cache_path);
   stat_cache next_cache;
   git_odb* odb = nullptr;
-  if (int rc = git_repository_odb(&odb, repo_); rc != 0)
+  if (int rc = git2().git_repository_odb(&odb, repo_); rc != 0)
     return R{git_failure("opening the object database", rc)};
   struct odb_free {
     git_odb* o;
-    ~odb_free() { git_odb_free(o); }
+    ~odb_free() { git2().git_odb_free(o); }
   } free_odb{odb};
   // A file changed within the file system's timestamp tick of this
   // snapshot could change again unseen: such entries are not cached.
@@ -201,7 +202,7 @@ file_checkpoint_store::snapshot(const snapshot_request& req) {
     ie.path = rel.c_str();
     auto cached = cache.find(rel);
     if (cached != cache.end() && same_stat(cached->second.e, e)
-        && git_odb_exists_ext(odb, &cached->second.id,
+        && git2().git_odb_exists_ext(odb, &cached->second.id,
                               GIT_ODB_LOOKUP_NO_REFRESH)) {
       ie.id = cached->second.id;
       ie.file_size = static_cast<uint32_t>(e.size);
@@ -216,11 +217,11 @@ file_checkpoint_store::snapshot(const snapshot_request& req) {
       ie.file_size = static_cast<uint32_t>(content->size());
       // Hash first: writing an object the store has costs a file write
       // (libgit2 freshens it), hashing and a lookup do not.
-      if (git_odb_hash(&ie.id, content->data(), content->size(),
+      if (git2().git_odb_hash(&ie.id, content->data(), content->size(),
                        GIT_OBJECT_BLOB)
             != 0
-          || !git_odb_exists_ext(odb, &ie.id, GIT_ODB_LOOKUP_NO_REFRESH))
-        if (int rc = git_odb_write(&ie.id, odb, content->data(),
+          || !git2().git_odb_exists_ext(odb, &ie.id, GIT_ODB_LOOKUP_NO_REFRESH))
+        if (int rc = git2().git_odb_write(&ie.id, odb, content->data(),
                                    content->size(), GIT_OBJECT_BLOB);
             rc != 0)
           return R{git_failure("writing " + rel
@@ -229,7 +230,7 @@ file_checkpoint_store::snapshot(const snapshot_request& req) {
     }
     if (e.mtime_ns < racy_ns && e.ctime_ns < racy_ns)
       next_cache[rel] = stat_cache_entry{e, ie.id};
-    if (int rc = git_index_add(index, &ie); rc != 0) {
+    if (int rc = git2().git_index_add(index, &ie); rc != 0) {
       // A name git refuses (e.g. one that reads as .git on another file
       // system): left out, said so.
       out.warnings.push_back(git_failure("left out " + rel, rc).error);
@@ -239,7 +240,7 @@ file_checkpoint_store::snapshot(const snapshot_request& req) {
     ++taken;
   }
   git_oid tree_id;
-  if (int rc = git_index_write_tree_to(&tree_id, index, repo_); rc != 0)
+  if (int rc = git2().git_index_write_tree_to(&tree_id, index, repo_); rc != 0)
     return R{git_failure("writing the checkpoint tree", rc)};
   file_checkpoint c;
   c.number = m->next;
@@ -257,24 +258,24 @@ file_checkpoint_store::snapshot(const snapshot_request& req) {
   auto ref_name = "refs/mibyan/" + m->key;
   git_commit* parent = nullptr;
   git_oid parent_id;
-  if (git_reference_name_to_id(&parent_id, repo_, ref_name.c_str()) == 0
-      && git_commit_lookup(&parent, repo_, &parent_id) != 0) {
+  if (git2().git_reference_name_to_id(&parent_id, repo_, ref_name.c_str()) == 0
+      && git2().git_commit_lookup(&parent, repo_, &parent_id) != 0) {
     out.warnings.push_back("the previous checkpoint commit of this project "
                            "is unreadable; starting a new chain");
     parent = nullptr;
   }
   auto commit = make_commit(repo_, c, parent);
   if (parent)
-    git_commit_free(parent);
+    git2().git_commit_free(parent);
   if (!commit)
     return R{commit.get_status()};
   c.commit = hex(*commit);
   git_reference* ref = nullptr;
-  if (int rc = git_reference_create(&ref, repo_, ref_name.c_str(), &*commit,
+  if (int rc = git2().git_reference_create(&ref, repo_, ref_name.c_str(), &*commit,
                                     1, "checkpoint");
       rc != 0)
     return R{git_failure("updating " + ref_name, rc)};
-  git_reference_free(ref);
+  git2().git_reference_free(ref);
   m->next = c.number + 1;
   m->checkpoints.push_back(c);
   if (auto st2 = prune_project(*m, out.warnings, limits_.keep / 10); !st2)

@@ -3,7 +3,7 @@
 // (like a pyenv shim) runs once per fingerprint, a changed PYENV_VERSION,
 // pyenv version file or VIRTUAL_ENV resolves again, and a one-shot
 // `mibyan tool read_file` never runs it (no resolution, no pre-started
-// kernel) and never loads libcurl.
+// kernel) and never loads libcurl, libpq or libgit2.
 #define BOOST_TEST_MODULE interpreter_cache
 #include <boost/test/unit_test.hpp>
 
@@ -140,24 +140,44 @@ BOOST_AUTO_TEST_CASE(one_shot_read_file_neither_resolves_nor_prestarts) {
   BOOST_TEST(!fs::exists(home / "cache/interpreter.json"));
 }
 
-// libcurl is loaded on first use (base/curl_library.hpp): the dynamic
-// loader's own trace (LD_DEBUG=files) shows whether the process opened it.
-BOOST_AUTO_TEST_CASE(libcurl_is_loaded_only_when_a_url_is_used) {
+// libcurl, libpq and libgit2 are loaded on first use
+// (base/shared_library.hpp): the dynamic loader's own trace
+// (LD_DEBUG=files) shows whether the process opened them.
+BOOST_AUTO_TEST_CASE(curl_pq_and_git_are_loaded_only_when_used) {
   std::ofstream(work / "a.txt") << "hello\n";
   test::process_options po;
   po.env["MIBYAN_HOME"] = home.path();
   po.env["LD_DEBUG"] = "files";
+  auto loads = [](const test::process_result& r, const char* lib) {
+    return r.err.find(std::string{"file="} + lib) != std::string::npos;
+  };
   auto r = test::run_mibyan({"tool", "read_file",
                              R"({"path":")" + (work / "a.txt") + R"("})"},
                             po);
   BOOST_TEST(r.exit_code == 0, r.err);
-  BOOST_TEST(r.err.find("file=libcurl") == std::string::npos);
-  BOOST_TEST(r.err.find("file=libsimdjson") != std::string::npos,
-             "LD_DEBUG=files traced nothing");
+  BOOST_TEST(loads(r, "libsimdjson"), "LD_DEBUG=files traced nothing");
+  BOOST_TEST(!loads(r, "libcurl"));
+  BOOST_TEST(!loads(r, "libpq"));
+  BOOST_TEST(!loads(r, "libgit2"));
   // A URL is parsed by libcurl: now it is loaded.
   r = test::run_mibyan({"tool", "web_extract",
                         R"({"urls":["http://127.0.0.1:9/"]})"}, po);
-  BOOST_TEST(r.err.find("file=libcurl") != std::string::npos);
+  BOOST_TEST(loads(r, "libcurl"));
+  BOOST_TEST(!loads(r, "libpq"));
+  // The checkpoint store is opened: libgit2.
+  r = test::run_mibyan({"checkpoints", "list", "--project", work.path()}, po);
+  BOOST_TEST(r.exit_code == 0, r.err);
+  BOOST_TEST(loads(r, "libgit2"));
+  BOOST_TEST(!loads(r, "libpq"));
+  // A PostgreSQL store is opened (nothing listens on port 9): libpq, and a
+  // clear refusal rather than a crash.
+  r = test::run_mibyan({"store", "migrate", "--url",
+                        "postgresql://127.0.0.1:9/none?connect_timeout=2"},
+                       po);
+  BOOST_TEST(loads(r, "libpq"));
+  BOOST_TEST(r.exit_code != 0);
+  BOOST_TEST(r.err.find("cannot connect to PostgreSQL") != std::string::npos,
+             r.err);
 }
 
 BOOST_AUTO_TEST_CASE(execute_code_resolves_lazily_through_the_cache) {

@@ -2,9 +2,9 @@
 
 #include <cstring>
 
-#include <libpq-fe.h>
 
 #include "base/json.hpp"
+#include "storage/postgres/pq_library.hpp"
 
 namespace mibyan::pg {
 
@@ -37,7 +37,7 @@ rows::rows(rows&& o) noexcept : r_(o.r_) { o.r_ = nullptr; }
 rows& rows::operator=(rows&& o) noexcept {
   if (this != &o) {
     if (r_ != nullptr)
-      PQclear(r_);
+      pq().PQclear(r_);
     r_ = o.r_;
     o.r_ = nullptr;
   }
@@ -45,30 +45,30 @@ rows& rows::operator=(rows&& o) noexcept {
 }
 rows::~rows() {
   if (r_ != nullptr)
-    PQclear(r_);
+    pq().PQclear(r_);
 }
 
-int rows::size() const { return r_ ? PQntuples(r_) : 0; }
+int rows::size() const { return r_ ? pq().PQntuples(r_) : 0; }
 
 int64_t rows::affected() const {
-  const char* n = r_ ? PQcmdTuples(r_) : "";
+  const char* n = r_ ? pq().PQcmdTuples(r_) : "";
   return n && *n ? std::atoll(n) : 0;
 }
 
 bool rows::null(int row, int col) const {
-  return PQgetisnull(r_, row, col) != 0;
+  return pq().PQgetisnull(r_, row, col) != 0;
 }
 
 std::string_view rows::bytes(int row, int col) const {
-  return {PQgetvalue(r_, row, col),
-          static_cast<size_t>(PQgetlength(r_, row, col))};
+  return {pq().PQgetvalue(r_, row, col),
+          static_cast<size_t>(pq().PQgetlength(r_, row, col))};
 }
 
 int64_t rows::i64(int row, int col) const {
   if (null(row, col))
     return 0;
-  int n = PQgetlength(r_, row, col);
-  uint64_t v = be(PQgetvalue(r_, row, col), n);
+  int n = pq().PQgetlength(r_, row, col);
+  uint64_t v = be(pq().PQgetvalue(r_, row, col), n);
   if (n == 4)
     return static_cast<int32_t>(v);
   if (n == 2)
@@ -79,8 +79,8 @@ int64_t rows::i64(int row, int col) const {
 double rows::f64(int row, int col) const {
   if (null(row, col))
     return 0;
-  int n = PQgetlength(r_, row, col);
-  uint64_t v = be(PQgetvalue(r_, row, col), n);
+  int n = pq().PQgetlength(r_, row, col);
+  uint64_t v = be(pq().PQgetvalue(r_, row, col), n);
   if (n == 4) {
     auto u = static_cast<uint32_t>(v);
     float f;
@@ -93,8 +93,8 @@ double rows::f64(int row, int col) const {
 }
 
 bool rows::boolean(int row, int col) const {
-  return !null(row, col) && PQgetlength(r_, row, col) == 1
-         && PQgetvalue(r_, row, col)[0] != 0;
+  return !null(row, col) && pq().PQgetlength(r_, row, col) == 1
+         && pq().PQgetvalue(r_, row, col)[0] != 0;
 }
 
 // -- error codes --------------------------------------------------------------
@@ -130,10 +130,12 @@ bool pg_retry_txn(std::string_view s) { return s == "40001" || s == "40P01"; }
 // -- connection ---------------------------------------------------------------
 
 bool url_has_password(const std::string& url) {
+  if (!pq_lib())
+    return false;  // connecting reports the missing library
   char* err = nullptr;
-  PQconninfoOption* opts = PQconninfoParse(url.c_str(), &err);
+  PQconninfoOption* opts = pq().PQconninfoParse(url.c_str(), &err);
   if (err != nullptr)
-    PQfreemem(err);
+    pq().PQfreemem(err);
   if (opts == nullptr)
     return false;
   bool has = false;
@@ -141,13 +143,15 @@ bool url_has_password(const std::string& url) {
     if (std::strcmp(o->keyword, "password") == 0 && o->val != nullptr
         && *o->val != '\0')
       has = true;
-  PQconninfoFree(opts);
+  pq().PQconninfoFree(opts);
   return has;
 }
 
 result<std::unique_ptr<connection>>
 connection::open(const connect_options& o) {
   using res = result<std::unique_ptr<connection>>;
+  if (auto lib = pq_lib(); !lib)
+    return res::failure(lib.code, "cannot connect to PostgreSQL: " + lib.error);
   // The URL's own settings override the defaults before it; the password
   // (from the environment) comes after it and so wins.
   // TCP keepalives and tcp_user_timeout: a server or network that stops
@@ -169,29 +173,29 @@ connection::open(const connect_options& o) {
   // Check the syntax first: libpq reports a malformed URL like an
   // unreachable server.
   char* perr = nullptr;
-  PQconninfoOption* parsed = PQconninfoParse(o.url.c_str(), &perr);
+  PQconninfoOption* parsed = pq().PQconninfoParse(o.url.c_str(), &perr);
   if (parsed == nullptr) {
     std::string why = one_line(perr ? perr : "cannot parse it");
     if (perr)
-      PQfreemem(perr);
+      pq().PQfreemem(perr);
     return res::failure(status_code::config_invalid,
                         "the PostgreSQL URL is malformed: " + why);
   }
-  PQconninfoFree(parsed);
+  pq().PQconninfoFree(parsed);
   std::unique_ptr<connection> c{new connection};
-  c->c_ = PQconnectdbParams(keys.data(), vals.data(), 1);
+  c->c_ = pq().PQconnectdbParams(keys.data(), vals.data(), 1);
   if (c->c_ == nullptr)
     return res::failure(status_code::internal,
                         "connect to PostgreSQL: out of memory");
   auto host = [&] {
-    std::string h = PQhost(c->c_) ? PQhost(c->c_) : "?";
-    std::string p = PQport(c->c_) ? PQport(c->c_) : "";
-    std::string d = PQdb(c->c_) ? PQdb(c->c_) : "";
+    std::string h = pq().PQhost(c->c_) ? pq().PQhost(c->c_) : "?";
+    std::string p = pq().PQport(c->c_) ? pq().PQport(c->c_) : "";
+    std::string d = pq().PQdb(c->c_) ? pq().PQdb(c->c_) : "";
     return h + (p.empty() ? "" : ":" + p) + "/" + d;
   };
   c->where_ = host();
-  if (PQstatus(c->c_) != CONNECTION_OK) {
-    std::string why = one_line(PQerrorMessage(c->c_));
+  if (pq().PQstatus(c->c_) != CONNECTION_OK) {
+    std::string why = one_line(pq().PQerrorMessage(c->c_));
     auto code = status_code::unavailable;
     if (why.find("password authentication failed") != std::string::npos
         || why.find("no password supplied") != std::string::npos
@@ -208,27 +212,27 @@ connection::open(const connect_options& o) {
 
 connection::~connection() {
   if (c_ != nullptr)
-    PQfinish(c_);
+    pq().PQfinish(c_);
 }
 
 bool connection::broken() const {
-  return c_ == nullptr || PQstatus(c_) != CONNECTION_OK;
+  return c_ == nullptr || pq().PQstatus(c_) != CONNECTION_OK;
 }
 
-int connection::server_version() const { return PQserverVersion(c_); }
+int connection::server_version() const { return pq().PQserverVersion(c_); }
 
 status connection::failure(PGresult* r, const char* what) {
   sqlstate_.clear();
-  const char* st = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : nullptr;
+  const char* st = r ? pq().PQresultErrorField(r, PG_DIAG_SQLSTATE) : nullptr;
   if (st != nullptr)
     sqlstate_ = st;
   bool lost = broken();
-  std::string why = one_line(r && PQresultErrorMessage(r)
-                                 && *PQresultErrorMessage(r)
-                               ? PQresultErrorMessage(r)
-                               : PQerrorMessage(c_));
+  std::string why = one_line(r && pq().PQresultErrorMessage(r)
+                                 && *pq().PQresultErrorMessage(r)
+                               ? pq().PQresultErrorMessage(r)
+                               : pq().PQerrorMessage(c_));
   if (r != nullptr)
-    PQclear(r);
+    pq().PQclear(r);
   auto code = pg_error_code(sqlstate_, lost);
   std::string msg = std::string{what} + ": ";
   if (code == status_code::unavailable)
@@ -245,10 +249,10 @@ result<rows> connection::exec(const std::string& sql,
   auto it = prepared_.find(sql);
   if (it == prepared_.end()) {
     std::string name = "s" + std::to_string(prepared_.size() + 1);
-    PGresult* r = PQprepare(c_, name.c_str(), sql.c_str(), 0, nullptr);
-    if (r == nullptr || PQresultStatus(r) != PGRES_COMMAND_OK)
+    PGresult* r = pq().PQprepare(c_, name.c_str(), sql.c_str(), 0, nullptr);
+    if (r == nullptr || pq().PQresultStatus(r) != PGRES_COMMAND_OK)
       return result<rows>{failure(r, what)};
-    PQclear(r);
+    pq().PQclear(r);
     it = prepared_.emplace(sql, std::move(name)).first;
   }
   std::vector<const char*> values(ps.size());
@@ -259,10 +263,10 @@ result<rows> connection::exec(const std::string& sql,
     lengths[i] = static_cast<int>(ps[i].value.size());
     formats[i] = ps[i].binary ? 1 : 0;
   }
-  PGresult* r = PQexecPrepared(c_, it->second.c_str(),
+  PGresult* r = pq().PQexecPrepared(c_, it->second.c_str(),
                                static_cast<int>(ps.size()), values.data(),
                                lengths.data(), formats.data(), 1);
-  auto st = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
+  auto st = r ? pq().PQresultStatus(r) : PGRES_FATAL_ERROR;
   if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
     return result<rows>{failure(r, what)};
   return result<rows>{rows{r}};
@@ -270,11 +274,11 @@ result<rows> connection::exec(const std::string& sql,
 
 status connection::run(const std::string& sql, const char* what) {
   sqlstate_.clear();
-  PGresult* r = PQexec(c_, sql.c_str());
-  auto st = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
+  PGresult* r = pq().PQexec(c_, sql.c_str());
+  auto st = r ? pq().PQresultStatus(r) : PGRES_FATAL_ERROR;
   if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
     return failure(r, what);
-  PQclear(r);
+  pq().PQclear(r);
   return {};
 }
 
