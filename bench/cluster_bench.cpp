@@ -149,7 +149,40 @@ double rss_mib(pid_t pid) {
   return 0;
 }
 
-double floor_request_us(uint16_t port, int n) {
+// CPU time and context switches of every thread of a process, from
+// /proc/PID/task/*/schedstat (nanoseconds on the CPU) and .../status:
+// where a call's time goes, counted rather than timed (goal 5 of the
+// performance round). Threads that end between two samples are lost.
+struct proc_sample {
+  double cpu_us = 0;
+  double switches = 0;
+};
+
+proc_sample sample_process(pid_t pid) {
+  proc_sample out;
+  auto dir = "/proc/" + std::to_string(pid) + "/task";
+  std::error_code ec;
+  for (auto& t : fs::directory_iterator(dir, ec)) {
+    std::ifstream sched(t.path() / "schedstat");
+    double ns = 0;
+    if (sched >> ns)
+      out.cpu_us += ns / 1000.0;
+    std::ifstream status(t.path() / "status");
+    std::string line;
+    while (std::getline(status, line))
+      if (line.rfind("voluntary_ctxt_switches:", 0) == 0
+          || line.rfind("nonvoluntary_ctxt_switches:", 0) == 0)
+        out.switches += std::stod(line.substr(line.find(':') + 1));
+  }
+  return out;
+}
+
+proc_sample per_call(const proc_sample& a, const proc_sample& b, int n) {
+  return {(b.cpu_us - a.cpu_us) / n, (b.switches - a.switches) / n};
+}
+
+double floor_request_us(uint16_t port, int n, pid_t echo_pid,
+                        proc_sample& echo_cost, proc_sample& client_cost) {
   caf::actor_system_config cfg;
   configure_actor_system(cfg, nullptr);
   cfg.set("scheduler.max-threads", size_t{2});
@@ -161,7 +194,12 @@ double floor_request_us(uint16_t port, int n) {
   caf::scoped_actor self{sys};
   std::vector<double> xs;
   tool_request req{"s", "c", "read_file", "{\"path\":\"x\"}", "", false};
+  proc_sample e0, c0;
   for (int i = 0; i < n + 50; ++i) {
+    if (i == 50) {
+      e0 = sample_process(echo_pid);
+      c0 = sample_process(::getpid());
+    }
     auto t = clock_type::now();
     self->request(*echo, std::chrono::seconds(10), invoke_atom_v, req)
       .receive([](tool_response&) {}, [&](caf::error& e) {
@@ -170,6 +208,8 @@ double floor_request_us(uint16_t port, int n) {
     if (i >= 50)
       xs.push_back(ms_since(t) * 1000);
   }
+  echo_cost = per_call(e0, sample_process(echo_pid), n);
+  client_cost = per_call(c0, sample_process(::getpid()), n);
   return median(xs);
 }
 
@@ -236,7 +276,12 @@ int main(int argc, char** argv) {
 
   // 1. Direct call: remote, in-process, CAF floor.
   std::vector<double> remote;
+  proc_sample w0, rc0;
   for (int i = 0; i < n + 50; ++i) {
+    if (i == 50) {
+      w0 = sample_process(worker.pid);
+      rc0 = sample_process(::getpid());
+    }
     auto t = clock_type::now();
     auto out = client->call_tool({"direct", "c", "read_file", args, ""});
     if (i >= 50)
@@ -244,6 +289,8 @@ int main(int argc, char** argv) {
     if (i == 0 && out.result_json.find("one line") == std::string::npos)
       die("remote read_file: " + out.result_json);
   }
+  auto worker_cost = per_call(w0, sample_process(worker.pid), n);
+  auto remote_client_cost = per_call(rc0, sample_process(::getpid()), n);
   options lopts;
   {
     runtime_config rc;
@@ -258,20 +305,37 @@ int main(int argc, char** argv) {
     die("runtime: " + made.error);
   auto rt = std::move(*made);
   std::vector<double> local;
+  proc_sample l0;
   for (int i = 0; i < n + 50; ++i) {
+    if (i == 50)
+      l0 = sample_process(::getpid());
     auto t = clock_type::now();
     rt->call_tool({"direct", "c", "read_file", args, ""});
     if (i >= 50)
       local.push_back(ms_since(t) * 1000);
   }
+  auto local_cost = per_call(l0, sample_process(::getpid()), n);
   auto echo = spawn_with_line({argv[0], "--echo"});
+  proc_sample echo_cost, floor_client_cost;
   double floor = floor_request_us(static_cast<uint16_t>(std::stoi(echo.line)),
-                                  n);
+                                  n, echo.pid, echo_cost, floor_client_cost);
   stop(echo);
   double r50 = median(remote), l50 = median(local);
   std::printf("remote direct read_file p50 %.1f us (p99 %.1f), in-process "
               "%.1f us, bare CAF remote request %.1f us\n",
               r50, percentile(remote, 0.99), l50, floor);
+  std::printf("per call, CPU us / context switches (all threads): remote "
+              "worker %.1f / %.2f, its client %.1f / %.2f; in-process call "
+              "%.1f / %.2f; CAF echo %.1f / %.2f, its client %.1f / %.2f\n",
+              worker_cost.cpu_us, worker_cost.switches,
+              remote_client_cost.cpu_us, remote_client_cost.switches,
+              local_cost.cpu_us, local_cost.switches, echo_cost.cpu_us,
+              echo_cost.switches, floor_client_cost.cpu_us,
+              floor_client_cost.switches);
+  row("cluster: worker CPU per remote call vs the CAF echo's per request",
+      worker_cost.cpu_us, echo_cost.cpu_us, "us", "info", 0);
+  row("cluster: worker context switches per remote call vs the CAF echo's",
+      worker_cost.switches, echo_cost.switches, "switches", "info", 0);
   row("cluster: remote direct tool call vs bare CAF remote request", r50,
       floor, "us", "<= 1.3x CAF's own remote request", 1.3);
   row("cluster: remote direct tool call vs in-process", r50, l50, "us",

@@ -105,24 +105,38 @@ def serve_many(path):
                 conn.sendall(reply)
 
 
+def _switches():
+    import resource
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_nvcsw + r.ru_nivcsw
+
+
 def threads(n, reps):
+    """Calls/s of one thread and of 8, and per call the client process's
+    CPU (us) and context switches, REPS times."""
     import threading
     with _echo_server("serve_many") as path:
         plain_client(path, 200)  # warm-up
-        one, eight = [], []
+        out = {k: [] for k in ("one", "eight", "cpu1", "cpu8", "csw1",
+                               "csw8")}
         for _ in range(reps):
-            t = time.perf_counter()
+            t, c, w = time.perf_counter(), time.process_time(), _switches()
             plain_client(path, n)
-            one.append(n / (time.perf_counter() - t))
+            out["one"].append(n / (time.perf_counter() - t))
+            out["cpu1"].append((time.process_time() - c) * 1e6 / n)
+            out["csw1"].append((_switches() - w) / n)
             ts = [threading.Thread(target=plain_client, args=(path, n // 8))
                   for _ in range(8)]
-            t = time.perf_counter()
+            m = n // 8 * 8
+            t, c, w = time.perf_counter(), time.process_time(), _switches()
             for x in ts:
                 x.start()
             for x in ts:
                 x.join()
-            eight.append(n // 8 * 8 / (time.perf_counter() - t))
-        print(json.dumps({"one": one, "eight": eight}))
+            out["eight"].append(m / (time.perf_counter() - t))
+            out["cpu8"].append((time.process_time() - c) * 1e6 / m)
+            out["csw8"].append((_switches() - w) / m)
+        print(json.dumps(out))
 
 
 def plain_client(path, n):

@@ -312,29 +312,36 @@ void inline_vs_pool(runtime& rt) {
 void threaded_calls(bench_env& env, runtime& rt, int reps) {
   std::printf("\n## 1b. 8 threads of one script calling at once\n");
   const std::string code
-    = "import time, threading\n"
+    = "import time, threading, resource\n"
       "from mibyan_tools import web_search\n"
+      "def csw():\n"
+      "    r = resource.getrusage(resource.RUSAGE_SELF)\n"
+      "    return r.ru_nvcsw + r.ru_nivcsw\n"
       "def loop(n):\n"
       "    for _ in range(n):\n"
       "        r = web_search('x')\n"
       "        assert 'data' in r, r\n"
       "t = time.perf_counter()\n"
       "c = time.process_time()\n"
+      "w = csw()\n"
       "loop(800)\n"
       "one = 800 / (time.perf_counter() - t)\n"
       "cpu1 = (time.process_time() - c) * 1e6 / 800\n"
+      "csw1 = (csw() - w) / 800\n"
       "ts = [threading.Thread(target=loop, args=(100,)) for _ in range(8)]\n"
       "t = time.perf_counter()\n"
       "c = time.process_time()\n"
+      "w = csw()\n"
       "for x in ts: x.start()\n"
       "for x in ts: x.join()\n"
       "eight = 800 / (time.perf_counter() - t)\n"
       "cpu8 = (time.process_time() - c) * 1e6 / 800\n"
-      "print(one, eight, cpu1, cpu8)\n";
+      "csw8 = (csw() - w) / 800\n"
+      "print(one, eight, cpu1, cpu8, csw1, csw8)\n";
   // Where the time goes: CPU per call of the kernel process (all its
   // threads; Python holds the GIL for most of it) and of this process
   // (the broker and everything else), against the wall time per call.
-  std::vector<double> one, eight, ratio, py1, py8, host;
+  std::vector<double> one, eight, ratio, py1, py8, host, sw1, sw8;
   for (int i = 0; i < reps; ++i) {
     rusage before{}, after{};
     ::getrusage(RUSAGE_SELF, &before);
@@ -343,8 +350,10 @@ void threaded_calls(bench_env& env, runtime& rt, int reps) {
     if (r.result["tool_calls_made"].as_int() != 1600)
       die("expected 1600 tool calls: " + r.result.dump());
     std::istringstream in(r.output);
-    double a = 0, b = 0, c1 = 0, c8 = 0;
-    in >> a >> b >> c1 >> c8;
+    double a = 0, b = 0, c1 = 0, c8 = 0, w1 = 0, w8 = 0;
+    in >> a >> b >> c1 >> c8 >> w1 >> w8;
+    sw1.push_back(w1);
+    sw8.push_back(w8);
     one.push_back(a);
     eight.push_back(b);
     ratio.push_back(a > 0 ? b / a : 0);
@@ -360,6 +369,8 @@ void threaded_calls(bench_env& env, runtime& rt, int reps) {
   std::printf("kernel CPU us/call, 1 thread: %s; 8 threads: %s\n",
               list(py1).c_str(), list(py8).c_str());
   std::printf("host CPU us/call (both phases): %s\n", list(host).c_str());
+  std::printf("kernel context switches/call, 1 thread: %s; 8 threads: %s\n",
+              list(sw1, 2).c_str(), list(sw8, 2).c_str());
   std::printf("bound on the ratio from CPU on 2 cores: wall/call of one "
               "thread / max(kernel CPU, (kernel + host CPU) / 2) = %.2f\n",
               (1e6 / median(one))
@@ -385,6 +396,17 @@ void threaded_calls(bench_env& env, runtime& rt, int reps) {
               list(plain_eight, 0).c_str());
   std::printf("plain client + py echo, ratio:               %s\n",
               list(plain_ratio, 2).c_str());
+  auto column = [&](const char* key, int digits) {
+    std::vector<double> xs;
+    for (auto& x : (*r.v)[key].as_array())
+      xs.push_back(x.as_double());
+    return list(xs, digits);
+  };
+  std::printf("plain client CPU us/call, 1 thread: %s; 8 threads: %s\n",
+              column("cpu1", 1).c_str(), column("cpu8", 1).c_str());
+  std::printf("plain client context switches/call, 1 thread: %s; 8 threads: "
+              "%s\n",
+              column("csw1", 2).c_str(), column("csw8", 2).c_str());
   add_row("8 threads vs one, plain client + py echo (no bridge)",
           median(plain_eight), median(plain_one), "calls/s",
           "one thread", "info: the ceiling Python threads allow", {});

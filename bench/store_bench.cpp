@@ -33,6 +33,7 @@
 #include "bench/bench_rows.hpp"
 #include "storage/fts_query.hpp"
 #include "storage/fts_tokenizer.hpp"
+#include "storage/lmdb/fts_block.hpp"
 #include "storage/lmdb/lmdb_inspect.hpp"
 #include "storage/session_store.hpp"
 
@@ -173,6 +174,88 @@ std::string mib(uint64_t bytes) {
   std::snprintf(buf, sizeof buf, "%.1f MiB",
                 static_cast<double>(bytes) / (1024.0 * 1024.0));
   return buf;
+}
+
+int varint_bytes(uint64_t v) {
+  int n = 1;
+  for (; v >= 0x80; v >>= 7)
+    ++n;
+  return n;
+}
+
+// Where the full-text index's bytes go (goal 4 of the performance round):
+// the payload of fts_blocks split by field, LMDB's per-record and per-page
+// overhead, and how full the leaf pages are. LMDB's figures: a leaf node is
+// an 8-byte header plus key and value, with a 2-byte slot in the page's
+// index; a page has a 16-byte header.
+void index_breakdown(const session_store& store, uint64_t page_size) {
+  auto blocks = lmdb_inspect::scan(store, "fts_blocks");
+  auto db = lmdb_inspect::database(store, "fts_blocks");
+  if (!blocks || !db) {
+    std::fprintf(stderr, "index breakdown: %s\n",
+                 (!blocks ? blocks.error : db.error).c_str());
+    return;
+  }
+  uint64_t key_bytes = 0, value_bytes = 0, postings = 0, id_bytes = 0,
+           doc_bytes = 0, tf_bytes = 0, pos_bytes = 0, bad = 0;
+  std::vector<fts_block::entry> entries;
+  for (auto& [k, v] : *blocks) {
+    key_bytes += k.size();
+    value_bytes += v.size();
+    if (k.size() < 9) {
+      ++bad;
+      continue;
+    }
+    uint64_t first = 0;
+    for (size_t i = k.size() - 8; i < k.size(); ++i)
+      first = first << 8 | static_cast<unsigned char>(k[i]);
+    if (!fts_block::decode(v, first, entries)) {
+      ++bad;
+      continue;
+    }
+    uint64_t prev = first;
+    for (auto& e : entries) {
+      ++postings;
+      id_bytes += varint_bytes(e.id - prev);
+      prev = e.id;
+      doc_bytes += varint_bytes(uint64_t{e.doc_length} * 4
+                                + (static_cast<uint64_t>(e.role) & 3u));
+      tf_bytes += varint_bytes(e.tf);
+      pos_bytes += e.positions.size();
+    }
+  }
+  uint64_t records = blocks->size();
+  uint64_t node_bytes = key_bytes + value_bytes + records * 10;
+  uint64_t leaf_room = db->leaf_pages * (page_size - 16);
+  auto pct = [&](uint64_t b) {
+    return 100.0 * static_cast<double>(b)
+           / static_cast<double>(db->pages * page_size);
+  };
+  std::printf("  fts_blocks, where the bytes go: %llu blocks, %llu postings "
+              "(%.1f per block), %s in %llu leaf + %llu branch + %llu "
+              "overflow pages (depth %u)%s\n",
+              static_cast<unsigned long long>(records),
+              static_cast<unsigned long long>(postings),
+              records ? static_cast<double>(postings) / records : 0.0,
+              mib(db->pages * page_size).c_str(),
+              static_cast<unsigned long long>(db->leaf_pages),
+              static_cast<unsigned long long>(db->branch_pages),
+              static_cast<unsigned long long>(db->overflow_pages), db->depth,
+              bad ? " (some blocks did not decode)" : "");
+  std::printf("    positions %s (%.0f%%), doc length+role %s (%.0f%%), "
+              "id deltas %s (%.0f%%), tf %s (%.0f%%), keys %s (%.0f%%), "
+              "LMDB node headers %s (%.0f%%)\n",
+              mib(pos_bytes).c_str(), pct(pos_bytes), mib(doc_bytes).c_str(),
+              pct(doc_bytes), mib(id_bytes).c_str(), pct(id_bytes),
+              mib(tf_bytes).c_str(), pct(tf_bytes), mib(key_bytes).c_str(),
+              pct(key_bytes), mib(records * 10).c_str(), pct(records * 10));
+  std::printf("    leaf pages %.0f%% full (records %s of %s of leaf room); "
+              "unused leaf room %s (%.0f%% of the database)\n",
+              leaf_room ? 100.0 * static_cast<double>(node_bytes) / leaf_room
+                        : 0.0,
+              mib(node_bytes).c_str(), mib(leaf_room).c_str(),
+              mib(leaf_room > node_bytes ? leaf_room - node_bytes : 0).c_str(),
+              pct(leaf_room > node_bytes ? leaf_room - node_bytes : 0));
 }
 
 } // namespace
@@ -337,6 +420,7 @@ int main(int argc, char** argv) {
                 static_cast<unsigned long long>(db->entries),
                 mib(bytes).c_str());
   }
+  index_breakdown(store, envf->page_size);
 
   // Queries: 1-3 words drawn from vocabulary ranks 30..3000 (search
   // keywords rather than stop words), plus phrases cut from real messages.

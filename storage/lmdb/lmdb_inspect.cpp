@@ -149,6 +149,10 @@ store_result<db_figures> database(const session_store& s,
       out.entries = ms.ms_entries;
       out.pages = ms.ms_branch_pages + ms.ms_leaf_pages
                   + ms.ms_overflow_pages;
+      out.branch_pages = ms.ms_branch_pages;
+      out.leaf_pages = ms.ms_leaf_pages;
+      out.overflow_pages = ms.ms_overflow_pages;
+      out.depth = ms.ms_depth;
       return 0;
     },
     "lmdb_inspect::database");

@@ -58,6 +58,11 @@ struct db_figures {
   uint64_t entries = 0;
   /// Branch, leaf and overflow pages.
   uint64_t pages = 0;
+  /// The same, one kind at a time, and the B-tree's depth.
+  uint64_t branch_pages = 0;
+  uint64_t leaf_pages = 0;
+  uint64_t overflow_pages = 0;
+  uint32_t depth = 0;
 };
 store_result<db_figures> database(const session_store& s,
                                   const std::string& db);
