@@ -435,6 +435,10 @@ provider_impl(provider_pointer self, std::shared_ptr<http_client> http,
       call.started = st.cfg.clock->steady_now();
       call.rp = self->make_response_promise<chat_response>();
       call.tools = std::move(tools);
+      // The parsed list (call.tools) is all the call needs from here: the
+      // text (tens of KiB with every tool's schema) is not kept for the
+      // life of the call.
+      std::string{}.swap(req.tools_json);
       call.req = std::move(req);
       start_attempt(self, call);
       return call.rp;

@@ -250,10 +250,13 @@ std::string build_request(const request_options& opts,
   }
   if (splice) {
     auto out = body.dump();
+    auto tail = rest.dump();
+    // One allocation of the exact size: the body lives as long as its
+    // transfer, and growth by doubling would leave up to half of it unused.
+    out.reserve(out.size() + 9 + opts.tools_json.size() + tail.size());
     out.pop_back(); // '}'
     out += ",\"tools\":";
     out += opts.tools_json;
-    auto tail = rest.dump();
     out += ',';
     out.append(tail, 1, std::string::npos); // without its '{'
     return out;
