@@ -27,6 +27,7 @@ import struct as _struct
 import sys as _sys
 import threading as _threading
 import time as _time
+import weakref as _weakref
 
 AVAILABLE_TOOLS = ()  # replaced by the generator: the tools of this kernel
 
@@ -167,6 +168,10 @@ class _Connection(object):
         self.sock.setsockopt(_socket.SOL_SOCKET, _socket.SO_RCVTIMEO,
                              _pack_timeval(usec // 1000000, usec % 1000000))
         self.rcvtimeo = seconds
+
+    def busy(self):
+        """True while a call is in flight (a hint: no lock is taken)."""
+        return bool(self.waiters) or self.reading
 
     def register(self, rid):
         waiter = _Waiter()
@@ -482,19 +487,41 @@ def _tag_threads():
 _executor_tagged = False
 _tag_threads()
 
+# Connections. A process has one shared connection (`_conn`), opened on
+# its first call; any thread may call on it, and one waiting thread at a
+# time reads the replies for all (`_Connection.wait`). A thread that calls
+# while another call is in flight on it opens a connection of its own
+# instead (`_tls.conn`, kept for the thread's life, closed when the thread
+# ends), so that concurrent threads each send and read on their own socket
+# without handing replies to one another. At most that many connections
+# are open per process (MIBYAN_RPC_THREAD_CONNECTIONS, default 8; 0 makes
+# every thread share), and none once the host has refused one for its
+# connection limit.
 _state_lock = _threading.Lock()
 _conn = None
 _seq = _itertools.count(1)
 _pid = _os.getpid()
+_ENV_OWN = "MIBYAN_RPC_THREAD_CONNECTIONS"
+_DEFAULT_OWN = 8
+_own = _weakref.WeakSet()
+_own_refused = False
+_TOO_MANY = "Too many RPC connections"
 
 
 def _after_fork():
-    global _state_lock, _conn, _pid
+    global _state_lock, _conn, _pid, _own
     _state_lock = _threading.Lock()
     _pid = _os.getpid()
     if _conn is not None and _conn.pid != _os.getpid():
         _conn.abandon()
         _conn = None
+    # Only the forking thread lives on in the child; its own connection is
+    # the parent's socket.
+    own = getattr(_tls, "conn", None)
+    if own is not None:
+        own.abandon()
+        _tls.conn = None
+    _own = _weakref.WeakSet()
 
 
 _HAVE_AT_FORK = hasattr(_os, "register_at_fork")
@@ -521,6 +548,71 @@ def _connection(pid, cell):
         _conn = None
         conn = _conn = _Connection(_os.environ.get(_ENV_SOCKET, ""), cell)
         return conn
+
+
+_own_cache = ("", _DEFAULT_OWN)
+
+
+def _max_own():
+    global _own_cache
+    raw = _os.environ.get(_ENV_OWN, "")
+    cached = _own_cache
+    if raw == cached[0]:
+        return cached[1]
+    try:
+        value = min(max(int(raw), 0), 32)
+    except ValueError:
+        value = _DEFAULT_OWN
+    _own_cache = (raw, value)
+    return value
+
+
+def _own_connection(pid, cell):
+    """The calling thread's own connection, or None when it should share:
+    it has none and the shared one is idle, or no more may be opened."""
+    own = getattr(_tls, "conn", None)
+    if own is not None:
+        if own.pid == pid and not own.dead:
+            if own.cell == cell:
+                return own
+            if not own.closed_by_host():
+                own.cell = cell # checked for this cell
+                return own
+            own.close()
+        _tls.conn = own = None
+    shared = _conn
+    if (shared is None or shared.pid != pid or shared.dead
+            or not shared.busy() or _own_refused):
+        return None
+    with _state_lock:
+        if len(_own) >= _max_own():
+            return None
+        own = _Connection(_os.environ.get(_ENV_SOCKET, ""), cell)
+        _own.add(own)
+    _tls.conn = own
+    return own
+
+
+def _pick(pid, cell):
+    try:
+        own = _own_connection(pid, cell)
+    except OSError:
+        own = None # the shared connection still works
+    return own if own is not None else _connection(pid, cell)
+
+
+def _refused_for_limit(conn):
+    """True when `conn` is a thread's own connection that the host refused
+    for its connection limit (nothing was run): later calls share."""
+    global _own_refused
+    if conn is _conn or conn.refusal is None:
+        return False
+    if not conn.refusal.startswith(_TOO_MANY):
+        return False
+    _own_refused = True
+    if getattr(_tls, "conn", None) is conn:
+        _tls.conn = None
+    return True
 
 
 _timeout_cache = ("", _DEFAULT_TIMEOUT)
@@ -593,7 +685,7 @@ def _call(tool, args):
     # that was written is never sent again.
     for _attempt in range(2):
         try:
-            conn = _connection(pid, cell)
+            conn = _pick(pid, cell)
         except OSError as e:
             problem = e
             continue
@@ -607,6 +699,9 @@ def _call(tool, args):
             conn.unregister(rid)
             refusal = conn.take_refusal()
             conn.close()
+            if _refused_for_limit(conn):
+                problem = refusal
+                continue
             if refusal is not None:
                 raise ConnectionError("mibyan_tools: the host refused '%s': "
                                       "%s" % (tool, refusal)) from None
@@ -626,6 +721,9 @@ def _call(tool, args):
                     "mibyan_tools: no reply to '%s' within %gs; outcome "
                     "unknown \u2014 check the effect before retrying."
                     % (tool, timeout))
+            if _refused_for_limit(conn):
+                problem = conn.refusal
+                continue
             if conn.refusal is not None:
                 raise ConnectionError("mibyan_tools: the host refused '%s': "
                                       "%s" % (tool, conn.refusal))

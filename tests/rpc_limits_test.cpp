@@ -362,6 +362,35 @@ BOOST_AUTO_TEST_CASE(connection_flood_is_bounded_and_closed_with_the_cell) {
   BOOST_TEST(next.get_int("tool_calls_made", 0) == 1);
 }
 
+// Script threads open connections of their own while others are in
+// flight; past the kernel's connection limit the host refuses one (running
+// nothing), and the stub sends that call again on the shared connection:
+// every call runs once, none fails (48 calls: the cell's budget is 50).
+BOOST_AUTO_TEST_CASE(threads_past_the_connection_limit_share_and_every_call_runs) {
+  start([](options& o) { o.code_execution.max_rpc_connections = 3; });
+  auto r = exec(
+    "import sys, threading\n"
+    "from mibyan_tools import read_file\n"
+    "done, errors = [], []\n"
+    "go = threading.Barrier(8)\n"
+    "def work():\n"
+    "    go.wait()\n"
+    "    for _ in range(6):\n"
+    "        try:\n"
+    "            done.append('total_lines' in read_file('/etc/hostname'))\n"
+    "        except Exception as e:\n"
+    "            errors.append(repr(e))\n"
+    "ts = [threading.Thread(target=work) for _ in range(8)]\n"
+    "for t in ts:\n"
+    "    t.start()\n"
+    "for t in ts:\n"
+    "    t.join()\n"
+    "print(len(done), all(done), errors[:2],\n"
+    "      sys.modules['mibyan_tools']._own_refused)\n");
+  BOOST_TEST(r.get_string("output") == "48 True [] True\n", r.dump());
+  BOOST_TEST(r.get_int("tool_calls_made", 0) == 48);
+}
+
 BOOST_AUTO_TEST_CASE(oversized_rpc_line_closes_the_connection_only) {
   start();
   exec("x = 1");

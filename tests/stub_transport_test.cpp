@@ -51,6 +51,14 @@ struct rpc_setup {
   kernel_harness kernel;
 };
 
+// Kernel options under which every thread calls on the one shared
+// connection (MIBYAN_RPC_THREAD_CONNECTIONS=0): the cases that exercise its
+// reader hand-offs.
+kernel_harness_options sharing(kernel_harness_options ko = {}) {
+  ko.extra_env.push_back("MIBYAN_RPC_THREAD_CONNECTIONS=0");
+  return ko;
+}
+
 // Answers like the default server, after sleeping `delay` when the request's
 // path starts with "slow".
 std::function<std::string(const fake_rpc_request&)>
@@ -178,7 +186,7 @@ BOOST_AUTO_TEST_CASE(double_encoded_and_odd_results_are_decoded) {
 BOOST_AUTO_TEST_CASE(concurrent_calls_get_their_own_out_of_order_replies) {
   fake_rpc_options o;
   o.hold = 16;  // nothing is answered until all 16 are in flight
-  rpc_setup s{o};
+  rpc_setup s{o, sharing()};
   auto f = s.kernel.run(
     "from concurrent.futures import ThreadPoolExecutor\n"
     "from mibyan_tools import read_file\n"
@@ -390,12 +398,49 @@ BOOST_AUTO_TEST_CASE(single_threaded_calls_start_no_thread) {
   BOOST_TEST(s.server.connections() == 1);
 }
 
-BOOST_AUTO_TEST_CASE(sixteen_pool_calls_with_reversed_replies) {
+// By default a thread that calls while another call is in flight opens a
+// connection of its own (up to 8 per process; beyond that, threads share
+// the first), and a thread's connection goes when the thread does.
+BOOST_AUTO_TEST_CASE(threads_in_flight_get_connections_of_their_own) {
   fake_rpc_options o;
   o.hold = 16;  // all 16 in flight, then answered last-first
   kernel_harness_options ko;
   ko.rpc_timeout = 20;
   rpc_setup s{o, ko};
+  auto f = s.kernel.run(
+    "import gc, sys\n"
+    "from concurrent.futures import ThreadPoolExecutor\n"
+    "from mibyan_tools import read_file\n"
+    "with ThreadPoolExecutor(16) as pool:\n"
+    "    res = list(pool.map(lambda i: read_file('p%d' % i), range(16)))\n"
+    "print(all(r['args']['path'] == 'p%d' % i for i, r in enumerate(res)))\n"
+    "own = sys.modules['mibyan_tools']._own\n"
+    "gc.collect()\n"
+    "print(len(own))\n",
+    60s);
+  BOOST_REQUIRE(f.ok);
+  BOOST_TEST(f.status() == "ok", f.trace());
+  // The pool's threads have ended: their own connections are gone.
+  BOOST_TEST(f.out() == "True\n0\n");
+  auto reqs = s.server.requests();
+  BOOST_REQUIRE(reqs.size() == 16u);
+  std::set<std::string> ids;
+  std::set<int> conns;
+  for (auto& r : reqs) {
+    ids.insert(r.msg.get_string("id"));
+    conns.insert(r.connection);
+  }
+  BOOST_TEST(ids.size() == 16u);
+  BOOST_TEST(conns.size() >= 2u);
+  BOOST_TEST(s.server.connections() <= 9);
+}
+
+BOOST_AUTO_TEST_CASE(sixteen_pool_calls_with_reversed_replies) {
+  fake_rpc_options o;
+  o.hold = 16;  // all 16 in flight, then answered last-first
+  kernel_harness_options ko;
+  ko.rpc_timeout = 20;
+  rpc_setup s{o, sharing(ko)};
   auto f = s.kernel.run(
     "import threading\n"
     "from concurrent.futures import ThreadPoolExecutor\n"
@@ -424,7 +469,7 @@ BOOST_AUTO_TEST_CASE(reader_routes_others_before_its_own_reply) {
   o.hold = 4;  // replies: d, c, b, then the reader's a
   kernel_harness_options ko;
   ko.rpc_timeout = 10;
-  rpc_setup s{o, ko};
+  rpc_setup s{o, sharing(ko)};
   auto f = s.kernel.run(
     "import threading, time\n"
     "from mibyan_tools import read_file\n"
@@ -459,7 +504,7 @@ BOOST_AUTO_TEST_CASE(reader_hands_off_when_its_reply_comes_first) {
   o.answer = slow_answer(300ms);  // served in order: a, b, c, 0.3 s each
   kernel_harness_options ko;
   ko.rpc_timeout = 10;
-  rpc_setup s{o, ko};
+  rpc_setup s{o, sharing(ko)};
   auto f = s.kernel.run(
     "import threading, time\n"
     "from mibyan_tools import read_file\n"
@@ -495,7 +540,7 @@ BOOST_AUTO_TEST_CASE(reader_hands_off_when_its_reply_comes_first) {
 BOOST_AUTO_TEST_CASE(follower_times_out_while_the_reader_reads) {
   fake_rpc_options o;
   o.answer = slow_answer(1000ms);  // b queues behind slow-a on the server
-  rpc_setup s{o};
+  rpc_setup s{o, sharing()};
   auto f = s.kernel.run(
     "import os, threading, time\n"
     "from mibyan_tools import read_file\n"
@@ -534,7 +579,7 @@ BOOST_AUTO_TEST_CASE(follower_times_out_while_the_reader_reads) {
 BOOST_AUTO_TEST_CASE(reader_times_out_and_hands_off) {
   fake_rpc_options o;
   o.answer = slow_answer(1000ms);
-  rpc_setup s{o};
+  rpc_setup s{o, sharing()};
   auto f = s.kernel.run(
     "import os, threading, time\n"
     "from mibyan_tools import read_file\n"
@@ -579,7 +624,7 @@ BOOST_AUTO_TEST_CASE(drop_with_four_in_flight_fails_all_four_once) {
   ko.rpc_socket = path;
   ko.rpc_token = "secret-token";
   ko.rpc_timeout = 20;
-  kernel_harness kernel{ko};
+  kernel_harness kernel{sharing(ko)};
   auto cell = std::async(std::launch::async, [&] {
     return kernel.run(
       "import threading\n"
