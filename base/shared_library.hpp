@@ -56,4 +56,30 @@ void** symbol_slot(F& f) {
   return reinterpret_cast<void**>(&f);
 }
 
+/// A table of a library's functions and how loading it went.
+template <class Table>
+struct loaded_library {
+  Table lib{};
+  status st;
+  /// The table, or the load's failure.
+  result<const Table*> get() const {
+    if (!st.ok())
+      return st;
+    return &lib;
+  }
+};
+
+/// The process's one `Table`: `fill(table)` (which returns the load's
+/// status) runs on the first call only, under C++'s guarantee of one
+/// initialisation of a function-local static.
+template <class Table, class Fill>
+const loaded_library<Table>& load_once(Fill fill) {
+  static const loaded_library<Table> once = [&] {
+    loaded_library<Table> l;
+    l.st = fill(l.lib);
+    return l;
+  }();
+  return once;
+}
+
 } // namespace mibyan

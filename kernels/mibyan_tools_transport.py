@@ -487,6 +487,26 @@ def _tag_threads():
 _executor_tagged = False
 _tag_threads()
 
+class _EnvSetting(object):
+    """A setting read from the environment on every use (a script may
+    change it between calls) and parsed again only when its text changed."""
+    __slots__ = ("name", "parse", "cache")
+
+    def __init__(self, name, parse):
+        self.name = name
+        self.parse = parse
+        self.cache = (None, None)
+
+    def get(self):
+        raw = _os.environ.get(self.name, "")
+        cached = self.cache # (text, value), replaced whole: thread-safe
+        if raw == cached[0]:
+            return cached[1]
+        value = self.parse(raw)
+        self.cache = (raw, value)
+        return value
+
+
 # Connections. A process has one shared connection (`_conn`), opened on
 # its first call; any thread may call on it, and one waiting thread at a
 # time reads the replies for all (`_Connection.wait`). A thread that calls
@@ -550,21 +570,14 @@ def _connection(pid, cell):
         return conn
 
 
-_own_cache = ("", _DEFAULT_OWN)
-
-
-def _max_own():
-    global _own_cache
-    raw = _os.environ.get(_ENV_OWN, "")
-    cached = _own_cache
-    if raw == cached[0]:
-        return cached[1]
+def _parse_own(raw):
     try:
-        value = min(max(int(raw), 0), 32)
+        return min(max(int(raw), 0), 32)
     except ValueError:
-        value = _DEFAULT_OWN
-    _own_cache = (raw, value)
-    return value
+        return _DEFAULT_OWN
+
+
+_max_own = _EnvSetting(_ENV_OWN, _parse_own).get
 
 
 def _own_connection(pid, cell):
@@ -615,23 +628,15 @@ def _refused_for_limit(conn):
     return True
 
 
-_timeout_cache = ("", _DEFAULT_TIMEOUT)
-
-
-def _reply_timeout():
-    global _timeout_cache
-    raw = _os.environ.get(_ENV_TIMEOUT, "")
-    cached = _timeout_cache
-    if raw == cached[0]:
-        return cached[1]
+def _parse_timeout(raw):
     try:
         value = float(raw)
     except ValueError:
-        value = _DEFAULT_TIMEOUT
-    if not (0 < value < 1e9):
-        value = _DEFAULT_TIMEOUT
-    _timeout_cache = (raw, value)
-    return value
+        return _DEFAULT_TIMEOUT
+    return value if 0 < value < 1e9 else _DEFAULT_TIMEOUT
+
+
+_reply_timeout = _EnvSetting(_ENV_TIMEOUT, _parse_timeout).get
 
 
 def _parse_result(text):

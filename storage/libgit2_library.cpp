@@ -10,35 +10,24 @@ namespace mibyan {
 
 namespace {
 
-struct loaded {
-  libgit2_library lib{};
-  status st;
-};
-
-const loaded& instance() {
-  static const loaded l = [] {
-    loaded out;
-    auto& l = out.lib;
+const loaded_library<libgit2_library>& instance() {
+  return load_once<libgit2_library>([](libgit2_library& l) {
 #define MIBYAN_LIBGIT2_SYMBOL(name) {#name, symbol_slot(l.name)},
-    out.st = load_shared_library(
+    auto st = load_shared_library(
       {MIBYAN_LIBGIT2_SONAME, "libgit2-1.5", "libgit2 1.1"},
       {MIBYAN_LIBGIT2_FUNCTIONS(MIBYAN_LIBGIT2_SYMBOL)});
 #undef MIBYAN_LIBGIT2_SYMBOL
     // libgit2's global state: initialised once, never shut down.
-    if (out.st.ok())
+    if (st.ok())
       l.git_libgit2_init();
-    return out;
-  }();
-  return l;
+    return st;
+  });
 }
 
 } // namespace
 
 result<const libgit2_library*> libgit2_lib() {
-  auto& l = instance();
-  if (!l.st.ok())
-    return l.st;
-  return &l.lib;
+  return instance().get();
 }
 
 const libgit2_library& git2() {
